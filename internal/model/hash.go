@@ -1,0 +1,73 @@
+package model
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+)
+
+// SpecHash hashes everything an agent applies (addresses, listeners, pools,
+// members): two LoadBalancers with the same SpecHash render the same
+// HAProxy configuration. Status, CreatedAt and Sources are left out.
+func (lb *LoadBalancer) SpecHash() string {
+	spec := struct {
+		UUID      string
+		Provider  Provider
+		VIP, FIP  string
+		Placement Placement
+		Listeners []Listener
+		Pools     []Pool
+	}{lb.UUID, lb.Provider, lb.VIP, lb.FIP, lb.Placement, lb.Listeners, lb.Pools}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		// Marshal of plain structs of strings and ints cannot fail.
+		panic("model: marshal spec: " + err.Error())
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// Pool returns the pool with the given ID, or nil.
+func (lb *LoadBalancer) Pool(id string) *Pool {
+	for i := range lb.Pools {
+		if lb.Pools[i].ID == id {
+			return &lb.Pools[i]
+		}
+	}
+	return nil
+}
+
+// Clone returns a deep copy, so callers can change it without touching a
+// value that a store or cache still holds.
+func (lb *LoadBalancer) Clone() *LoadBalancer {
+	b, err := json.Marshal(lb)
+	if err != nil {
+		panic("model: marshal: " + err.Error())
+	}
+	var out LoadBalancer
+	if err := json.Unmarshal(b, &out); err != nil {
+		panic("model: unmarshal: " + err.Error())
+	}
+	return &out
+}
+
+// Problem is something wrong with one source object. Severity Error means
+// the object was refused whole; Warning means it is served but something
+// was ignored.
+type Problem struct {
+	Kind      string   `json:"kind"`
+	Namespace string   `json:"namespace"`
+	Name      string   `json:"name"`
+	Severity  Severity `json:"severity"`
+	Reason    string   `json:"reason"` // CamelCase, as a Kubernetes Event reason
+	Field     string   `json:"field,omitempty"`
+	Message   string   `json:"message"`
+}
+
+// Severity of a Problem.
+type Severity string
+
+const (
+	SeverityError   Severity = "Error"
+	SeverityWarning Severity = "Warning"
+)

@@ -1,0 +1,219 @@
+// Package model is pier's load-balancer vocabulary, borrowed from OpenStack
+// Octavia / Neutron LBaaS v2 as the seeds use it:
+//
+//	LoadBalancer → Listener → L7Policy → L7Rule
+//	LoadBalancer → Pool → Member
+//
+// It imports nothing from client-go: translation produces these values, the
+// store keeps them, the scheduler places them and the agent renders them.
+// Every identifier (UUID, pool ID, policy ID, certificate ID) is derived by
+// pier from UIDs or hashes, never taken from a user string, so drivers can
+// use them verbatim in file names and HAProxy section names.
+package model
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"time"
+)
+
+// Provider selects the driver a LoadBalancer is dispatched to (the seed's
+// loadbalancer_provider).
+type Provider string
+
+const (
+	// ProviderHAProxy is the L7 provider used for Ingress (the seed's
+	// "opencontrail"): HAProxy active/standby on two nodes.
+	ProviderHAProxy Provider = "haproxy"
+	// ProviderNative is the L4 provider used for Services of type
+	// LoadBalancer (the seed's ECMP load balancer).
+	ProviderNative Provider = "native"
+)
+
+// LoadBalancer is the unit the store keeps and the agent applies. Spec
+// fields are written by the controller; Status is written by agents.
+type LoadBalancer struct {
+	UUID     string   `json:"uuid"`
+	Name     string   `json:"name"` // display only: "ns/ingress" or "group:<name>"
+	Provider Provider `json:"provider"`
+
+	// VIP is the internal virtual IP; FIP the floating (public) IP, empty
+	// when no public pool is configured and none is pinned.
+	VIP string `json:"vip,omitempty"`
+	FIP string `json:"fip,omitempty"`
+	// RequestedFIP is the address pinned by the pier.dev/external-ip
+	// annotation; IPAM either grants it as FIP or refuses the request.
+	RequestedFIP string `json:"requestedFip,omitempty"`
+
+	Placement Placement  `json:"placement"`
+	Sources   []Source   `json:"sources"`
+	Listeners []Listener `json:"listeners"`
+	Pools     []Pool     `json:"pools"`
+
+	CreatedAt time.Time `json:"createdAt"`
+	Status    Status    `json:"status"`
+}
+
+// Source is an object a LoadBalancer serves (an Ingress for the haproxy
+// provider, a Service for native).
+type Source struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid,omitempty"`
+}
+
+// Key is "namespace/name".
+func (s Source) Key() string { return s.Namespace + "/" + s.Name }
+
+// Placement names the nodes that run a LoadBalancer. Standby may be empty
+// when only one node is available (pier run has exactly one).
+type Placement struct {
+	Active  string `json:"active,omitempty"`
+	Standby string `json:"standby,omitempty"`
+}
+
+// Protocol of a Listener.
+type Protocol string
+
+const (
+	ProtocolHTTP             Protocol = "HTTP"
+	ProtocolTerminatedHTTPS  Protocol = "TERMINATED_HTTPS"
+	DefaultHTTPListenerName           = "http"
+	DefaultHTTPSListenerName          = "https"
+)
+
+// Listener is one port of a LoadBalancer with its routing table.
+type Listener struct {
+	Name     string   `json:"name"` // "http" or "https": ours, never the user's
+	Protocol Protocol `json:"protocol"`
+	Port     int      `json:"port"`
+	// DefaultPoolID is where requests that match no policy go; empty means
+	// pier answers 404 itself.
+	DefaultPoolID string `json:"defaultPoolId,omitempty"`
+	// Certificates are served by SNI on TERMINATED_HTTPS listeners; the
+	// first one is also the fallback for clients without a matching SNI.
+	Certificates []Certificate `json:"certificates,omitempty"`
+	// Policies are ordered: the first policy whose rules all match wins.
+	Policies []L7Policy `json:"policies,omitempty"`
+}
+
+// Certificate references a kubernetes.io/tls Secret. The key material is
+// not copied into the LoadBalancer (the store may be a custom resource that
+// many can read); the agent fetches it, re-validates it and checks that
+// its canonical form still hashes to SHA256.
+type Certificate struct {
+	ID        string    `json:"id"`
+	Namespace string    `json:"namespace"`
+	Secret    string    `json:"secret"`
+	Hosts     []string  `json:"hosts"` // SNI names, validated host syntax
+	SHA256    string    `json:"sha256"`
+	NotAfter  time.Time `json:"notAfter"`
+}
+
+// PolicyAction is what an L7Policy does with a matching request.
+type PolicyAction string
+
+const (
+	ActionRedirectToPool PolicyAction = "REDIRECT_TO_POOL"
+	ActionReject         PolicyAction = "REJECT"
+)
+
+// L7Policy is one routing decision: all Rules must match (logical AND).
+type L7Policy struct {
+	ID       string       `json:"id"`
+	Position int          `json:"position"` // 1-based, dense
+	Action   PolicyAction `json:"action"`
+	PoolID   string       `json:"poolId,omitempty"`
+	Rules    []L7Rule     `json:"rules"`
+	Source   Source       `json:"source"` // the Ingress that asked for it
+}
+
+// RuleType is what part of the request an L7Rule inspects.
+type RuleType string
+
+const (
+	RuleHostName RuleType = "HOST_NAME"
+	RulePath     RuleType = "PATH"
+)
+
+// CompareType is how an L7Rule compares. The semantics are Kubernetes
+// Ingress v1's, not Octavia's plain string operators:
+//
+//   - HOST_NAME EQUAL_TO: the request host (port stripped, lowercased) equals Value.
+//   - HOST_NAME WILDCARD: Value is "*.suffix"; the host is exactly one DNS
+//     label followed by ".suffix".
+//   - PATH EQUAL_TO: the request path equals Value (pathType Exact).
+//   - PATH STARTS_WITH: element-wise prefix (pathType Prefix): Value has no
+//     trailing slash, and the path equals Value or starts with Value + "/".
+//     Value "/" matches every path.
+type CompareType string
+
+const (
+	CompareEqualTo    CompareType = "EQUAL_TO"
+	CompareStartsWith CompareType = "STARTS_WITH"
+	CompareWildcard   CompareType = "WILDCARD"
+)
+
+// L7Rule is one condition of an L7Policy. Value has been validated by
+// translation against the allow-list for its type.
+type L7Rule struct {
+	Type    RuleType    `json:"type"`
+	Compare CompareType `json:"compare"`
+	Value   string      `json:"value"`
+}
+
+// Pool is one backend Service port (Kuryr's "<ns>_<svc>" pool).
+type Pool struct {
+	ID        string `json:"id"`   // ours: a hash of namespace, service and port
+	Name      string `json:"name"` // display: "<ns>_<svc>_<port>"
+	Namespace string `json:"namespace"`
+	Service   string `json:"service"`
+	Port      string `json:"port"` // the Ingress's port: number or name
+	Algorithm string `json:"algorithm"`
+	// HealthCheck turns on active TCP checks of members.
+	HealthCheck bool     `json:"healthCheck"`
+	Members     []Member `json:"members"`
+}
+
+// Member is one endpoint of a Pool.
+type Member struct {
+	Address string `json:"address"`
+	Port    int    `json:"port"`
+	Weight  int    `json:"weight"`
+	// Target names the endpoint (a pod name) for people; never rendered.
+	Target string `json:"target,omitempty"`
+}
+
+// State summarises what agents report for a LoadBalancer.
+type State string
+
+const (
+	StatePending State = "PENDING" // not yet applied by any agent
+	StateActive  State = "ACTIVE"  // the active node serves the current spec
+	StateError   State = "ERROR"   // the last apply failed; the previous config keeps serving
+)
+
+// Status is written by agents: what they applied and whether it serves.
+type Status struct {
+	State State `json:"state"`
+	// SpecHash is the SpecHash of the spec last applied successfully.
+	SpecHash   string    `json:"specHash,omitempty"`
+	ConfigHash string    `json:"configHash,omitempty"`
+	Message    string    `json:"message,omitempty"`
+	Node       string    `json:"node,omitempty"`
+	UpdatedAt  time.Time `json:"updatedAt,omitempty"`
+}
+
+// Serving reports whether an agent has applied this exact spec.
+func (lb *LoadBalancer) Serving() bool {
+	return lb.Status.State == StateActive && lb.Status.SpecHash == lb.SpecHash()
+}
+
+// ID derives a stable identifier from parts. It is the only way pier names
+// things that end up in HAProxy files: 16 lowercase hex digits.
+func ID(parts ...string) string {
+	h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return hex.EncodeToString(h[:8])
+}
