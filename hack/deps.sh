@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what pier's demo and tests need on a Debian machine: HAProxy (the
+# data plane), curl, and Go modules. Safe to run again: it installs only what
+# is missing. Uses sudo when not root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v haproxy >/dev/null 2>&1 || need+=(haproxy)
+command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+
+if ((${#need[@]})); then
+  sudo=""
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null 2>&1 || { echo "deps: need root or sudo to install ${need[*]}" >&2; exit 1; }
+    sudo=sudo
+  fi
+  echo "deps: installing ${need[*]} from Debian" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+command -v go >/dev/null 2>&1 || { echo "deps: Go is required (https://go.dev/doc/install); /usr/local/go/bin must be on PATH" >&2; exit 1; }
+haproxy -v | head -n 1 >&2
+go mod download

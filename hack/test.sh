@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The whole test suite, exactly what CI runs (.ci/run calls this script):
+# installs what is missing, builds pier, vets, runs every Go test — unit,
+# golden, real-HAProxy integration and the five Ingress conformance features
+# against `pier run` — then short fuzz runs and the README demo in check mode.
+#
+# FUZZTIME (default 10s per target) and GOFLAGS can be set from outside.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/local/go/bin"
+
+hack/deps.sh
+hack/build.sh
+
+echo "== gofmt, go vet" >&2
+unformatted=$(gofmt -l cmd internal test 2>/dev/null || true)
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:" >&2; echo "$unformatted" >&2; exit 1
+fi
+go vet ./...
+
+echo "== go test" >&2
+export PIER_BIN="$PWD/bin/pier" PIER_CONFORMANCE=1
+go build -o bin/testsummary ./hack/testsummary
+set +e
+go test -count=1 -timeout 40m -json ./... 2>&1 | tee .test-output.json | bin/testsummary | tee .test-summary.log
+statuses=("${PIPESTATUS[@]}")
+set -e
+if [ "${statuses[0]}" != 0 ] || [ "${statuses[2]}" != 0 ]; then
+  echo "go test failed (full log: .test-output.json)" >&2
+  exit 1
+fi
+
+echo "== fuzz (${FUZZTIME:-10s} per target)" >&2
+for pkg in $(go list ./internal/...); do
+  for target in $(go test -list '^Fuzz' "$pkg" 2>/dev/null | grep '^Fuzz' || true); do
+    echo "fuzz $pkg $target" >&2
+    go test -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZTIME:-10s}" "$pkg" >/dev/null
+  done
+done
+
+echo "== README demo (check mode)" >&2
+STATE_DIR="$(mktemp -d)/demo" hack/demo.sh --check
+
+# The closing line, repeated last so CI reads it: counts of top-level tests.
+tail -n 1 .test-summary.log

@@ -1,0 +1,227 @@
+// Package agent is the node role (the seed's vrouter-agent): it watches the
+// store for LoadBalancers placed on its node and runs each with HAProxy —
+// render, check with `haproxy -c`, then start, reload, or change members
+// through the runtime API — and reports what it applied back into the
+// LoadBalancer's status. It depends on the model, not on Kubernetes types.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"pier.dev/pier/internal/haproxy/render"
+	"pier.dev/pier/internal/metrics"
+	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/store"
+)
+
+// Secrets gives the agent the TLS material a Certificate references.
+type Secrets interface {
+	// TLSPair returns the tls.crt and tls.key of Secret namespace/name.
+	TLSPair(namespace, name string) (certPEM, keyPEM []byte, err error)
+}
+
+// Config configures an Agent.
+type Config struct {
+	Node          string
+	StateDir      string // LoadBalancer folders live in <StateDir>/haproxy/<uuid>/
+	Store         store.Store
+	Secrets       Secrets
+	HAProxyBinary string
+	Render        render.Options
+	// StopOnExit stops HAProxy gracefully when Run returns (pier run).
+	// The node agent leaves it serving, so that restarting the agent
+	// drops nothing; the next agent adopts the running instances.
+	StopOnExit bool
+	Metrics    *metrics.Metrics
+	Logger     *slog.Logger
+}
+
+// retryAfter is how long a failed apply waits before it is tried again
+// when nothing changes in between (a Secret not readable yet, a port
+// taken).
+const retryAfter = 5 * time.Second
+
+// Agent applies LoadBalancers placed on one node.
+type Agent struct {
+	cfg Config
+	lbs map[string]*instance // running here, by UUID
+	// stopping holds a channel per UUID whose HAProxy is being stopped;
+	// it is closed when the stop has finished.
+	stopping map[string]chan struct{}
+	stops    sync.WaitGroup
+	pending  map[string]*model.LoadBalancer
+	retry    map[string]time.Time
+}
+
+// New returns an Agent; Run starts it.
+func New(cfg Config) *Agent {
+	if cfg.HAProxyBinary == "" {
+		cfg.HAProxyBinary = "haproxy"
+	}
+	return &Agent{cfg: cfg, lbs: map[string]*instance{}, stopping: map[string]chan struct{}{}, pending: map[string]*model.LoadBalancer{}, retry: map[string]time.Time{}}
+}
+
+// Run applies store changes until ctx ends.
+func (a *Agent) Run(ctx context.Context) error {
+	events, err := a.cfg.Store.Watch(ctx)
+	if err != nil {
+		return fmt.Errorf("watch load balancers: %w", err)
+	}
+	defer a.shutdown()
+	ticker := time.NewTicker(time.Second)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-events:
+			if !ok {
+				return nil
+			}
+			a.queue(ev)
+			a.drain(events)
+		case <-ticker.C:
+			a.queueRetries()
+			a.queueRestarted()
+			a.forgetStopped()
+		}
+		a.applyPending(ctx)
+	}
+}
+
+// drain takes every event already waiting, so a burst of changes is
+// applied once per LoadBalancer, with its last state.
+func (a *Agent) drain(events <-chan store.Event) {
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			a.queue(ev)
+		default:
+			return
+		}
+	}
+}
+
+func (a *Agent) queue(ev store.Event) {
+	lb := ev.LoadBalancer
+	if ev.Type == store.EventDelete {
+		a.pending[lb.UUID] = nil
+		return
+	}
+	a.pending[lb.UUID] = lb
+}
+
+func (a *Agent) queueRetries() {
+	now := time.Now()
+	for uuid, at := range a.retry {
+		if now.Before(at) {
+			continue
+		}
+		delete(a.retry, uuid)
+		if _, queued := a.pending[uuid]; queued {
+			continue
+		}
+		if lb, err := a.cfg.Store.Get(context.Background(), uuid); err == nil {
+			a.pending[uuid] = lb
+		}
+	}
+}
+
+func (a *Agent) applyPending(ctx context.Context) {
+	uuids := make([]string, 0, len(a.pending))
+	for uuid := range a.pending {
+		uuids = append(uuids, uuid)
+	}
+	sort.Strings(uuids)
+	for _, uuid := range uuids {
+		if ctx.Err() != nil {
+			return
+		}
+		lb := a.pending[uuid]
+		delete(a.pending, uuid)
+		if lb == nil || !a.placedHere(lb) {
+			a.remove(uuid)
+			continue
+		}
+		start := time.Now()
+		err := a.apply(ctx, lb)
+		a.cfg.Metrics.ApplySeconds.Observe(time.Since(start).Seconds())
+		if err != nil {
+			if !errors.Is(err, errRejected) {
+				a.retry[uuid] = time.Now().Add(retryAfter)
+			}
+			a.cfg.Logger.Error("apply failed; the previous config keeps serving", "lb", lb.Name, "uuid", uuid, "error", err)
+			a.report(ctx, lb, model.StateError, "", err.Error())
+		}
+	}
+}
+
+func (a *Agent) placedHere(lb *model.LoadBalancer) bool {
+	return lb.Provider == model.ProviderHAProxy &&
+		(lb.Placement.Active == a.cfg.Node || lb.Placement.Standby == a.cfg.Node)
+}
+
+// report writes what this node applied into the LoadBalancer status. Only
+// the active node reports; the standby's view arrives with VRRP later.
+func (a *Agent) report(ctx context.Context, lb *model.LoadBalancer, state model.State, configHash, message string) {
+	if lb.Placement.Active != a.cfg.Node {
+		return
+	}
+	st := model.Status{State: state, ConfigHash: configHash, Message: message, Node: a.cfg.Node, UpdatedAt: time.Now().UTC()}
+	if state == model.StateActive {
+		st.SpecHash = lb.SpecHash()
+	} else if cur, err := a.cfg.Store.Get(ctx, lb.UUID); err == nil {
+		// Keep the record of the last spec that did apply: it still serves.
+		st.SpecHash, st.ConfigHash = cur.Status.SpecHash, cur.Status.ConfigHash
+	}
+	if err := a.cfg.Store.PutStatus(ctx, lb.UUID, st); err != nil && !errors.Is(err, store.ErrNotFound) {
+		a.cfg.Logger.Warn("could not report status", "lb", lb.Name, "error", err)
+	}
+}
+
+func (a *Agent) shutdown() {
+	if a.cfg.StopOnExit {
+		for uuid := range a.lbs {
+			a.stop(uuid, false)
+		}
+	}
+	a.stops.Wait()
+}
+
+// queueRestarted re-applies LoadBalancers whose HAProxy the supervisor
+// restarted: it came back with the last config it had loaded, which may
+// miss member changes made through the runtime API since.
+func (a *Agent) queueRestarted() {
+	for uuid, inst := range a.lbs {
+		if !inst.restarted() {
+			continue
+		}
+		if n := inst.proc.Stats().Restarts; n > inst.counted {
+			a.cfg.Metrics.HAProxyRestarts.Add(float64(n - inst.counted))
+			inst.counted = n
+		}
+		if _, queued := a.pending[uuid]; !queued {
+			a.pending[uuid] = inst.applied
+		}
+	}
+}
+
+// forgetStopped drops the records of stops that have finished.
+func (a *Agent) forgetStopped() {
+	for uuid, done := range a.stopping {
+		select {
+		case <-done:
+			delete(a.stopping, uuid)
+		default:
+		}
+	}
+}

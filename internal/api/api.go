@@ -1,0 +1,133 @@
+// Package api serves pier's read-only HTTP API: load balancers, Ingresses
+// with their status and problems, health and metrics. It never changes
+// anything; there is no write endpoint.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	networkingv1 "k8s.io/api/networking/v1"
+
+	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/store"
+)
+
+// Ingresses looks up the Ingresses pier knows.
+type Ingresses interface {
+	// Ingress returns the Ingress with status.loadBalancer filled as
+	// published, and the problems found in it.
+	Ingress(namespace, name string) (*networkingv1.Ingress, []model.Problem, bool)
+}
+
+// Server is the HTTP API.
+type Server struct {
+	Store     store.Store
+	Ingresses Ingresses
+	Registry  *prometheus.Registry
+	Logger    *slog.Logger
+	// Healthy reports whether pier is ready; nil means always.
+	Healthy func() error
+}
+
+// IngressResponse is an Ingress (networking.k8s.io/v1) plus the problems
+// pier found in it. Decoding it into a networkingv1.Ingress works: the
+// extra field is ignored.
+type IngressResponse struct {
+	*networkingv1.Ingress `json:",inline"`
+	Problems              []model.Problem `json:"problems"`
+}
+
+// Handler routes the API.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /loadbalancers", s.listLoadBalancers)
+	mux.HandleFunc("GET /loadbalancers/{uuid}", s.getLoadBalancer)
+	mux.HandleFunc("GET /ingresses/{namespace}/{name}", s.getIngress)
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}))
+	return mux
+}
+
+// ListenAndServe serves until ctx ends, then shuts down within 5 s.
+func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
+	srv := &http.Server{Addr: addr, Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return srv.Shutdown(shutdownCtx)
+}
+
+func (s *Server) listLoadBalancers(w http.ResponseWriter, r *http.Request) {
+	lbs, err := s.Store.List(r.Context())
+	if err != nil {
+		s.fail(w, http.StatusInternalServerError, err)
+		return
+	}
+	if lbs == nil {
+		lbs = []*model.LoadBalancer{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": lbs})
+}
+
+func (s *Server) getLoadBalancer(w http.ResponseWriter, r *http.Request) {
+	lb, err := s.Store.Get(r.Context(), r.PathValue("uuid"))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		s.fail(w, http.StatusNotFound, err)
+	case err != nil:
+		s.fail(w, http.StatusInternalServerError, err)
+	default:
+		writeJSON(w, http.StatusOK, lb)
+	}
+}
+
+func (s *Server) getIngress(w http.ResponseWriter, r *http.Request) {
+	ing, problems, ok := s.Ingresses.Ingress(r.PathValue("namespace"), r.PathValue("name"))
+	if !ok {
+		s.fail(w, http.StatusNotFound, errors.New("ingress not found"))
+		return
+	}
+	if problems == nil {
+		problems = []model.Problem{}
+	}
+	writeJSON(w, http.StatusOK, IngressResponse{Ingress: ing, Problems: problems})
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	if s.Healthy != nil {
+		if err := s.Healthy(); err != nil {
+			s.fail(w, http.StatusServiceUnavailable, err)
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+func (s *Server) fail(w http.ResponseWriter, code int, err error) {
+	if code >= 500 {
+		s.Logger.Error("api request failed", "status", code, "error", err)
+	}
+	writeJSON(w, code, map[string]string{"error": err.Error()})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

@@ -1,0 +1,143 @@
+// Package controller is the kube-manager role after translation: it gives
+// each desired LoadBalancer its addresses (IPAM) and nodes (scheduler),
+// and makes the store hold exactly the desired set. It runs the same in
+// pier run and in the Kubernetes controller; only the store differs.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+
+	"pier.dev/pier/internal/ipam"
+	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/scheduler"
+	"pier.dev/pier/internal/store"
+	"pier.dev/pier/internal/translate"
+)
+
+// Reconciler applies translation results to a store. It is not safe for
+// concurrent use: one goroutine (the leader's) owns it.
+type Reconciler struct {
+	Store  store.Store
+	IPAM   *ipam.Allocator
+	Logger *slog.Logger
+	// Nodes returns the names of the nodes that may run HAProxy.
+	Nodes func() []string
+
+	replayed bool
+}
+
+// Apply makes the store match res. Ingresses whose LoadBalancer could not
+// get its addresses are removed from res.Accepted and reported as
+// problems; a LoadBalancer that already exists keeps its stored spec in
+// that case, so a refused change never disturbs what serves.
+func (r *Reconciler) Apply(ctx context.Context, res *translate.Result) ([]model.Problem, error) {
+	stored, err := r.Store.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list load balancers: %w", err)
+	}
+	if !r.replayed {
+		// Known allocations are claimed before any new one, so a restart
+		// never hands an address to someone else (metallb's rule).
+		for _, err := range r.IPAM.Replay(stored) {
+			r.Logger.Warn("address conflict in stored load balancers", "error", err)
+		}
+		r.replayed = true
+	}
+	existing := map[string]*model.LoadBalancer{}
+	for _, lb := range stored {
+		existing[lb.UUID] = lb
+	}
+	load := scheduler.Load(stored)
+	nodes := r.Nodes()
+	var problems []model.Problem
+	desired := map[string]bool{}
+	for _, want := range res.LoadBalancers {
+		desired[want.UUID] = true
+		old := existing[want.UUID]
+		lb, err := r.prepare(want, old, nodes, load)
+		if err != nil {
+			problems = append(problems, problemsForSources(want, err)...)
+			if old == nil {
+				for _, src := range want.Sources {
+					delete(res.Accepted, src.Key())
+				}
+			}
+			continue
+		}
+		if old != nil && unchanged(old, lb) {
+			continue
+		}
+		if err := r.Store.PutSpec(ctx, lb); err != nil {
+			return problems, fmt.Errorf("store load balancer %s: %w", lb.Name, err)
+		}
+		r.Logger.Info("load balancer stored", "lb", lb.Name, "uuid", lb.UUID, "vip", lb.VIP, "fip", lb.FIP,
+			"active", lb.Placement.Active, "standby", lb.Placement.Standby, "created", old == nil)
+	}
+	for uuid, lb := range existing {
+		if desired[uuid] {
+			continue
+		}
+		if err := r.Store.Delete(ctx, uuid); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return problems, fmt.Errorf("delete load balancer %s: %w", lb.Name, err)
+		}
+		r.IPAM.Release(uuid)
+		r.Logger.Info("load balancer deleted", "lb", lb.Name, "uuid", uuid, "vip", lb.VIP, "fip", lb.FIP)
+	}
+	return problems, nil
+}
+
+// prepare carries over what the store knows (addresses, placement,
+// creation time), then assigns addresses and nodes.
+func (r *Reconciler) prepare(want, old *model.LoadBalancer, nodes []string, load map[string]int) (*model.LoadBalancer, error) {
+	lb := want.Clone()
+	if old != nil {
+		lb.VIP, lb.FIP, lb.Placement, lb.CreatedAt = old.VIP, old.FIP, old.Placement, old.CreatedAt
+	}
+	if err := r.IPAM.Assign(lb); err != nil {
+		return nil, err
+	}
+	placement, err := scheduler.Place(lb, nodes, load)
+	if err != nil {
+		return nil, err
+	}
+	if placement != lb.Placement {
+		load[placement.Active]++
+		if placement.Standby != "" {
+			load[placement.Standby]++
+		}
+	}
+	lb.Placement = placement
+	return lb, nil
+}
+
+func unchanged(old, lb *model.LoadBalancer) bool {
+	return old.SpecHash() == lb.SpecHash() && old.Name == lb.Name &&
+		old.RequestedFIP == lb.RequestedFIP && reflect.DeepEqual(old.Sources, lb.Sources)
+}
+
+func problemsForSources(lb *model.LoadBalancer, err error) []model.Problem {
+	reason := "AddressUnavailable"
+	switch {
+	case errors.Is(err, ipam.ErrAddressInUse):
+		reason = "ExternalIPInUse"
+	case errors.Is(err, ipam.ErrOutsidePool):
+		reason = "ExternalIPOutsidePool"
+	case errors.Is(err, ipam.ErrPoolExhausted):
+		reason = "AddressPoolExhausted"
+	case errors.Is(err, scheduler.ErrUnsupportedProvider):
+		reason = "UnsupportedProvider"
+	}
+	var out []model.Problem
+	for _, src := range lb.Sources {
+		out = append(out, model.Problem{
+			Kind: src.Kind, Namespace: src.Namespace, Name: src.Name,
+			Severity: model.SeverityError, Reason: reason,
+			Message: fmt.Sprintf("load balancer %s not updated: %v", lb.Name, err),
+		})
+	}
+	return out
+}

@@ -1,0 +1,166 @@
+// Package echo is the demo and test backend behind `pier echo`. It answers
+// every request with a JSON description of what it received, field for field
+// like the echo server of the Kubernetes Ingress conformance suite
+// (kubernetes-sigs/ingress-controller-conformance, images/echoserver), so the
+// conformance scenarios can tell which Service and which Pod served a request
+// and what the proxy forwarded.
+package echo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// DefaultListen is the address used when Config.Listen is empty: the
+// container port of the upstream echo server.
+const DefaultListen = ":3000"
+
+// HealthPath answers 200 "ok" instead of echoing, for readiness probes.
+const HealthPath = "/health"
+
+// shutdownTimeout bounds how long Run waits for in-flight requests.
+const shutdownTimeout = 10 * time.Second
+
+// Config says where to listen and which identity to report. The names play
+// the role of the upstream environment (NAMESPACE, INGRESS_NAME,
+// SERVICE_NAME, POD_NAME); the CLI maps its flags and environment onto them.
+type Config struct {
+	Listen    string
+	Namespace string
+	Ingress   string
+	Service   string
+	Pod       string
+}
+
+// Response is the JSON body of every echoed request. The JSON names are the
+// ones the conformance runner decodes; do not rename them.
+type Response struct {
+	// Path is the raw request URI as received (path and query, unescaped
+	// as sent), not a cleaned path: path rules are checked against it.
+	Path    string              `json:"path"`
+	Host    string              `json:"host"`
+	Method  string              `json:"method"`
+	Proto   string              `json:"proto"`
+	Headers map[string][]string `json:"headers"`
+
+	Namespace string `json:"namespace"`
+	Ingress   string `json:"ingress"`
+	Service   string `json:"service"`
+	Pod       string `json:"pod"`
+}
+
+// Server is the echo http.Handler. It routes by hand rather than with
+// http.ServeMux so that no path is cleaned or redirected: the proxy under
+// test must see exactly what the client sent, and so must the client.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// NewServer returns a Server reporting the identity in cfg. A nil logger
+// discards logs.
+func NewServer(cfg Config, logger *slog.Logger) *Server {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Server{cfg: cfg, log: logger}
+}
+
+// ServeHTTP answers HealthPath with "ok" and echoes everything else. It sets
+// no Server header: adding one is the proxy's job (default_backend checks it).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == HealthPath {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Content-Length", "2")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte("ok"))
+		return
+	}
+
+	body, err := json.Marshal(Response{
+		Path:      r.RequestURI,
+		Host:      r.Host,
+		Method:    r.Method,
+		Proto:     r.Proto,
+		Headers:   r.Header,
+		Namespace: s.cfg.Namespace,
+		Ingress:   s.cfg.Ingress,
+		Service:   s.cfg.Service,
+		Pod:       s.cfg.Pod,
+	})
+	if err != nil {
+		// Only reachable with a broken header map; say so rather than echo half.
+		s.log.Error("encode echo response", "err", err)
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	body = append(body, '\n')
+
+	s.log.Debug("echo", "method", r.Method, "uri", r.RequestURI, "host", r.Host, "remote", r.RemoteAddr)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	// Explicit, so a large header echo is not sent chunked: the conformance
+	// suite expects Content-Length on the response.
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
+
+// Run listens on cfg.Listen (DefaultListen if empty) and serves until ctx
+// ends, then shuts down gracefully. It returns nil after a clean shutdown.
+func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
+	addr := cfg.Listen
+	if addr == "" {
+		addr = DefaultListen
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("echo: listen %s: %w", addr, err)
+	}
+	return Serve(ctx, ln, cfg, logger)
+}
+
+// Serve is Run on a listener the caller opened; it closes ln.
+func Serve(ctx context.Context, ln net.Listener, cfg Config, logger *slog.Logger) error {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	srv := &http.Server{
+		Handler:           NewServer(cfg, logger),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	logger.Info("echo server listening", "addr", ln.Addr().String(),
+		"namespace", cfg.Namespace, "ingress", cfg.Ingress, "service", cfg.Service, "pod", cfg.Pod)
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("echo: serve: %w", err)
+	case <-ctx.Done():
+	}
+
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("echo: shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("echo: serve: %w", err)
+	}
+	logger.Info("echo server stopped", "addr", ln.Addr().String())
+	return nil
+}

@@ -1,0 +1,201 @@
+package echo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+var testIdentity = Config{Namespace: "ns-1", Ingress: "ing-1", Service: "svc-1", Pod: "pod-1"}
+
+func TestEcho(t *testing.T) {
+	ts := httptest.NewServer(NewServer(testIdentity, nil))
+	t.Cleanup(ts.Close)
+
+	tests := []struct {
+		name, method, uri, host string
+		header                  http.Header
+		wantPath, wantHost      string
+	}{
+		{name: "root", method: "GET", uri: "/", wantPath: "/"},
+		{name: "host override", method: "GET", uri: "/sub-path", host: "my-host", wantPath: "/sub-path", wantHost: "my-host"},
+		{name: "query kept", method: "POST", uri: "/a?b=c&d", wantPath: "/a?b=c&d"},
+		{name: "trailing slash kept", method: "GET", uri: "/foo/", wantPath: "/foo/"},
+		{name: "case kept", method: "GET", uri: "/FOO", wantPath: "/FOO"},
+		{name: "double slash not cleaned", method: "GET", uri: "//a//b", wantPath: "//a//b"},
+		{name: "dot segments not cleaned", method: "GET", uri: "/a/../b", wantPath: "/a/../b"},
+		{name: "escapes kept raw", method: "GET", uri: "/a%2Fb", wantPath: "/a%2Fb"},
+		{name: "health with a suffix is echoed", method: "GET", uri: "/health/x", wantPath: "/health/x"},
+		{name: "headers", method: "PATCH", uri: "/r", header: http.Header{"X-Multi": {"1", "2"}}, wantPath: "/r"},
+		{name: "delete", method: "DELETE", uri: "/resource", wantPath: "/resource"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := do(t, ts, tc.method, tc.uri, tc.host, tc.header)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d, want 200", resp.StatusCode)
+			}
+			assertHeaders(t, resp, len(body))
+
+			// Decode into a map so the JSON names themselves are checked.
+			var got map[string]any
+			if err := json.Unmarshal(body, &got); err != nil {
+				t.Fatalf("body is not a JSON object: %v\n%s", err, body)
+			}
+			wantHost := tc.wantHost
+			if wantHost == "" {
+				wantHost = strings.TrimPrefix(ts.URL, "http://")
+			}
+			for key, want := range map[string]string{
+				"path": tc.wantPath, "host": wantHost, "method": tc.method, "proto": "HTTP/1.1",
+				"namespace": "ns-1", "ingress": "ing-1", "service": "svc-1", "pod": "pod-1",
+			} {
+				if got[key] != want {
+					t.Errorf("%q = %v, want %q", key, got[key], want)
+				}
+			}
+			headers, ok := got["headers"].(map[string]any)
+			if !ok {
+				t.Fatalf("headers = %T, want an object", got["headers"])
+			}
+			if ua, _ := headers["User-Agent"].([]any); len(ua) != 1 || ua[0] != "Go-http-client/1.1" {
+				t.Errorf("headers.User-Agent = %v", headers["User-Agent"])
+			}
+			for k, vs := range tc.header {
+				gotVs, _ := headers[k].([]any)
+				if len(gotVs) != len(vs) {
+					t.Fatalf("headers.%s = %v, want %v", k, gotVs, vs)
+				}
+				for i := range vs {
+					if gotVs[i] != vs[i] {
+						t.Errorf("headers.%s[%d] = %v, want %q", k, i, gotVs[i], vs[i])
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestHealth(t *testing.T) {
+	ts := httptest.NewServer(NewServer(testIdentity, nil))
+	t.Cleanup(ts.Close)
+	for _, uri := range []string{"/health", "/health?probe=1"} {
+		resp, body := do(t, ts, "GET", uri, "", nil)
+		if resp.StatusCode != http.StatusOK || string(body) != "ok" {
+			t.Errorf("GET %s = %d %q, want 200 \"ok\"", uri, resp.StatusCode, body)
+		}
+		if s := resp.Header.Get("Server"); s != "" {
+			t.Errorf("GET %s: Server header %q, want none", uri, s)
+		}
+	}
+}
+
+// A large header echo must still carry Content-Length rather than go chunked.
+func TestLargeEchoHasContentLength(t *testing.T) {
+	ts := httptest.NewServer(NewServer(testIdentity, nil))
+	t.Cleanup(ts.Close)
+	resp, body := do(t, ts, "GET", "/big", "", http.Header{"X-Big": {strings.Repeat("x", 8000)}})
+	if len(resp.TransferEncoding) != 0 {
+		t.Errorf("Transfer-Encoding %v, want none", resp.TransferEncoding)
+	}
+	assertHeaders(t, resp, len(body))
+}
+
+func TestServeShutsDownOnCancel(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, ln, testIdentity, nil) }()
+
+	resp, err := http.Get("http://" + addr + "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d before shutdown", resp.StatusCode)
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve after cancel = %v, want nil", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return after cancel")
+	}
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		_ = c.Close()
+		t.Fatal("listener still accepts after shutdown")
+	}
+}
+
+func TestRunListenError(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+
+	err = Run(t.Context(), Config{Listen: ln.Addr().String()}, nil)
+	if err == nil || !strings.Contains(err.Error(), "listen") {
+		t.Fatalf("Run on a busy address = %v, want a listen error", err)
+	}
+	var opErr *net.OpError
+	if !errors.As(err, &opErr) {
+		t.Errorf("error %v does not wrap the *net.OpError", err)
+	}
+}
+
+func do(t *testing.T, ts *httptest.Server, method, uri, host string, header http.Header) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, ts.URL+uri, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, body
+}
+
+func assertHeaders(t *testing.T, resp *http.Response, bodyLen int) {
+	t.Helper()
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type %q, want application/json", ct)
+	}
+	if s, ok := resp.Header["Server"]; ok {
+		t.Errorf("Server header %q, want none (the proxy adds it)", s)
+	}
+	if resp.Header.Get("Date") == "" {
+		t.Error("no Date header")
+	}
+	if cl := resp.Header.Get("Content-Length"); cl != strconv.Itoa(bodyLen) {
+		t.Errorf("Content-Length %q, want %d", cl, bodyLen)
+	}
+}

@@ -1,0 +1,243 @@
+package encode
+
+import (
+	"net/netip"
+	"strings"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Value is a user-derived string that passed one of the validators below.
+// Only this package can build one, so a Value in a caller's hands is proof
+// that the allow-list ran. Emit it with Value.Word.
+type Value struct{ s string }
+
+// String returns the validated value as it is (unquoted).
+func (v Value) String() string { return v.s }
+
+// Length limits. Hosts follow DNS; the path limit is pier's (R4), well
+// under HAProxy's buffer size so a request line with it still fits.
+const (
+	MaxHostLen        = 253
+	MaxLabelLen       = 63
+	MaxPathLen        = 1024
+	MaxHeaderNameLen  = 128
+	MaxHeaderValueLen = 4096
+	MaxURLLen         = 2048
+)
+
+// asciiText is the first layer of every string validator (R6): not empty,
+// bounded, valid UTF-8, ASCII only, no control characters.
+func asciiText(kind, s string, max int) error {
+	if s == "" {
+		return refuse(kind, "empty", s, "must not be empty")
+	}
+	if len(s) > max {
+		return refuse(kind, "length", s, "is "+itoa(len(s))+" bytes, the limit is "+itoa(max))
+	}
+	if !utf8.ValidString(s) {
+		return refuse(kind, "utf8", s, "is not valid UTF-8")
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x80 {
+			return refuse(kind, "ascii", s, "contains non-ASCII characters; only ASCII is accepted (IDNs must be punycode, xn--)")
+		}
+		if c < 0x20 || c == 0x7f {
+			return refuse(kind, "control", s, "contains "+describeByte(c)+"; control characters are refused")
+		}
+	}
+	return nil
+}
+
+// Host validates an exact host name (Ingress rules[].host, TLS hosts):
+// lowercase DNS-1123 subdomain, no IP, no port, no wildcard.
+func Host(s string) (Value, error) {
+	if err := hostName("host", s); err != nil {
+		return Value{}, err
+	}
+	return Value{s}, nil
+}
+
+// WildcardHost validates "*.<host>": the wildcard covers exactly one label,
+// as Kubernetes defines it. "*" alone and "*.*.x" are refused; "*.com" is
+// accepted because the apiserver accepts it.
+func WildcardHost(s string) (Value, error) {
+	const kind = "wildcard host"
+	if err := asciiText(kind, s, MaxHostLen); err != nil {
+		return Value{}, err
+	}
+	rest, ok := strings.CutPrefix(s, "*.")
+	if !ok {
+		return Value{}, refuse(kind, "wildcard", s, `must start with "*." followed by a host name`)
+	}
+	if err := hostName(kind, rest); err != nil {
+		e := err.(*Error)
+		e.Value = Printable(s)
+		return Value{}, e
+	}
+	if errs := validation.IsWildcardDNS1123Subdomain(s); len(errs) > 0 {
+		return Value{}, refuse(kind, "dns1123", s, dns1123Msg)
+	}
+	return Value{s}, nil
+}
+
+// dns1123Msg replaces apimachinery's message, which is long enough to
+// crowd an Event.
+const dns1123Msg = "must be a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', each label starting and ending with a letter or digit"
+
+func hostName(kind, s string) error {
+	if err := asciiText(kind, s, MaxHostLen); err != nil {
+		return err
+	}
+	if strings.ContainsRune(s, '*') {
+		return refuse(kind, "wildcard", s, `a wildcard is only allowed as the whole first label ("*.example.com")`)
+	}
+	if strings.ContainsRune(s, ':') || strings.HasPrefix(s, "[") {
+		if _, err := netip.ParseAddr(strings.Trim(s, "[]")); err == nil {
+			return refuse(kind, "ip", s, "must be a DNS name, not an IP address")
+		}
+		return refuse(kind, "port", s, "must not contain a port or a colon")
+	}
+	if _, err := netip.ParseAddr(s); err == nil {
+		return refuse(kind, "ip", s, "must be a DNS name, not an IP address")
+	}
+	if strings.ToLower(s) != s {
+		return refuse(kind, "lowercase", s, "must be lowercase; pier refuses upper case instead of lowercasing it for you")
+	}
+	for _, label := range strings.Split(s, ".") {
+		if len(label) > MaxLabelLen {
+			return refuse(kind, "label-length", s, "has a label longer than 63 bytes")
+		}
+	}
+	if errs := validation.IsDNS1123Subdomain(s); len(errs) > 0 {
+		return refuse(kind, "dns1123", s, dns1123Msg)
+	}
+	return nil
+}
+
+// PathKind is the Ingress pathType a path is validated for.
+// ImplementationSpecific is validated (and matched) as PathPrefix.
+type PathKind int
+
+const (
+	PathExact PathKind = iota + 1
+	PathPrefix
+)
+
+// pathChars is RFC 3986 pchar plus '/', minus the single quote (R4).
+var pathChars = charset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~!$&()*+,;=:@%/-")
+
+// Path validates an Ingress path. Besides the allow-list it applies the
+// apiserver's sequence rules to every path type and refuses percent
+// escapes that hide a separator, a dot segment or a control byte.
+func Path(s string, kind PathKind) (Value, error) {
+	const k = "path"
+	if kind != PathExact && kind != PathPrefix {
+		return Value{}, refuse(k, "kind", s, "unknown path type")
+	}
+	if err := asciiText(k, s, MaxPathLen); err != nil {
+		return Value{}, err
+	}
+	if s[0] != '/' {
+		return Value{}, refuse(k, "absolute", s, `must start with "/"`)
+	}
+	for i := 0; i < len(s); i++ {
+		if !pathChars[s[i]] {
+			return Value{}, refuse(k, "charset", s, "contains "+describeByte(s[i])+`; allowed are letters, digits and ._~!$&()*+,;=:@%/-`)
+		}
+	}
+	if err := percentEscapes(s); err != nil {
+		return Value{}, err
+	}
+	for _, seq := range []string{"//", "/./", "/../"} {
+		if strings.Contains(s, seq) {
+			return Value{}, refuse(k, "sequence", s, `must not contain "`+seq+`"`)
+		}
+	}
+	if strings.HasSuffix(s, "/.") || strings.HasSuffix(s, "/..") {
+		return Value{}, refuse(k, "sequence", s, `must not end with "/." or "/.."`)
+	}
+	return Value{s}, nil
+}
+
+func percentEscapes(s string) error {
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			continue
+		}
+		if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+			return refuse("path", "percent", s, `"%" must be followed by two hex digits`)
+		}
+		b := unhex(s[i+1])<<4 | unhex(s[i+2])
+		switch {
+		case b == 0:
+			return refuse("path", "percent-nul", s, "must not contain %00")
+		case b < 0x20 || b == 0x7f:
+			return refuse("path", "percent-control", s, "must not contain a percent-encoded control character")
+		case b == '/' || b == '\\':
+			return refuse("path", "percent-slash", s, "must not contain an encoded slash or backslash (%2F, %5C)")
+		case b == '.':
+			return refuse("path", "percent-dot", s, "must not contain an encoded dot (%2E): it can hide a dot segment")
+		}
+		i += 2
+	}
+	return nil
+}
+
+// HeaderName validates an HTTP header name: ^[A-Za-z0-9-]+$.
+func HeaderName(s string) (Value, error) {
+	const k = "header name"
+	if err := asciiText(k, s, MaxHeaderNameLen); err != nil {
+		return Value{}, err
+	}
+	for i := 0; i < len(s); i++ {
+		if !headerNameChars[s[i]] {
+			return Value{}, refuse(k, "charset", s, "contains "+describeByte(s[i])+"; allowed are letters, digits and '-'")
+		}
+	}
+	return Value{s}, nil
+}
+
+var headerNameChars = charset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-")
+
+// HeaderValue validates an HTTP header value: printable ASCII, inner
+// spaces allowed, no leading or trailing space. Besides the single quote it
+// refuses '"', '\', '#', '$' and '%': header values end up in HAProxy
+// log-format arguments, where '%' starts an expression, and refusing the
+// rest keeps the value meaningful in every quoting context.
+func HeaderValue(s string) (Value, error) {
+	const k = "header value"
+	if err := asciiText(k, s, MaxHeaderValueLen); err != nil {
+		return Value{}, err
+	}
+	if s[0] == ' ' || s[len(s)-1] == ' ' {
+		return Value{}, refuse(k, "space", s, "must not start or end with a space")
+	}
+	if i := strings.IndexAny(s, `'"\#$%`); i >= 0 {
+		return Value{}, refuse(k, "charset", s, "contains "+describeByte(s[i])+`; ' " \ # $ % are refused`)
+	}
+	return Value{s}, nil
+}
+
+func charset(chars string) (set [256]bool) {
+	for i := 0; i < len(chars); i++ {
+		set[chars[i]] = true
+	}
+	return set
+}
+
+func isHex(c byte) bool {
+	return ('0' <= c && c <= '9') || ('a' <= c && c <= 'f') || ('A' <= c && c <= 'F')
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
+}

@@ -1,0 +1,181 @@
+package process
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// maxOutput caps HAProxy output carried in errors; the first lines hold the
+// cause, the rest is usually a cascade.
+const maxOutput = 4096
+
+// Check runs `haproxy -c` on files (a directory loads its *.cfg files in
+// lexical order). A configuration HAProxy refuses yields an error wrapping
+// ErrCheckFailed that carries HAProxy's output.
+func Check(ctx context.Context, binary string, files []string) error {
+	if len(files) == 0 {
+		return errors.New("haproxy check: no configuration file")
+	}
+	if binary == "" {
+		binary = "haproxy"
+	}
+	args := []string{"-c"}
+	for _, f := range files {
+		args = append(args, "-f", f)
+	}
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = minimalEnv()
+	cmd.WaitDelay = time.Second
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("haproxy check: %w", ctx.Err())
+	}
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		return fmt.Errorf("haproxy check: %w", err)
+	}
+	return fmt.Errorf("%w (%s): %s", ErrCheckFailed, exit.ProcessState, trimOutput(out))
+}
+
+// trimOutput trims HAProxy output and caps its size.
+func trimOutput(out []byte) string {
+	s := strings.TrimSpace(string(out))
+	if len(s) > maxOutput {
+		s = s[:maxOutput] + " …(truncated)"
+	}
+	return s
+}
+
+// stageAndCheck copies the configured files into a new folder in Dir and
+// checks the copy, so what passed the check is byte for byte what loads.
+func (i *Instance) stageAndCheck(ctx context.Context) (string, error) {
+	staged, err := i.stage()
+	if err != nil {
+		return "", err
+	}
+	if err := Check(ctx, i.cfg.Binary, []string{staged}); err != nil {
+		_ = os.RemoveAll(staged)
+		i.checksFailed.Add(1)
+		i.log.Warn("configuration refused by haproxy -c", "err", err)
+		return "", err
+	}
+	return staged, nil
+}
+
+func (i *Instance) stage() (string, error) {
+	files := i.configFiles()
+	if len(files) == 0 {
+		return "", errors.New("no configuration file")
+	}
+	dir, err := os.MkdirTemp(i.cfg.Dir, "conf-")
+	if err != nil {
+		return "", err
+	}
+	for n, f := range files {
+		b, err := os.ReadFile(f)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, stagedName(n, f)), b, 0o600)
+		}
+		if err != nil {
+			_ = os.RemoveAll(dir)
+			return "", fmt.Errorf("stage configuration: %w", err)
+		}
+	}
+	return dir, nil
+}
+
+// stagedName keeps the order (HAProxy sorts a folder's files) and enough of
+// the original path that HAProxy's messages still say which file is wrong.
+func stagedName(n int, path string) string {
+	name := filepath.Base(filepath.Dir(path)) + "_" + filepath.Base(path)
+	name = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, name)
+	if len(name) > 100 {
+		name = name[len(name)-100:]
+	}
+	return fmt.Sprintf("%04d-%s.cfg", n, name)
+}
+
+// activate points the conf link at staged with an atomic rename and returns
+// the previous target ("" if none), so a failed load can be undone.
+func (i *Instance) activate(staged string) (string, error) {
+	link := i.confLink()
+	prev, _ := os.Readlink(link)
+	tmp := link + ".tmp"
+	_ = os.Remove(tmp)
+	if err := os.Symlink(filepath.Base(staged), tmp); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, link); err != nil {
+		_ = os.Remove(tmp)
+		return "", err
+	}
+	return prev, nil
+}
+
+// rollback makes prev active again and drops the staged set that failed to
+// load: a restart must never pick up a configuration that did not load.
+func (i *Instance) rollback(prev, staged string) {
+	var err error
+	if prev == "" {
+		err = os.Remove(i.confLink())
+	} else {
+		_, err = i.activate(filepath.Join(i.cfg.Dir, prev))
+	}
+	if err != nil {
+		i.log.Error("restore last-good configuration", "err", err)
+	}
+	_ = os.RemoveAll(staged)
+}
+
+// prune removes every staged set but the active one.
+func (i *Instance) prune() {
+	active, _ := os.Readlink(i.confLink())
+	entries, _ := os.ReadDir(i.cfg.Dir)
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), "conf-") && e.Name() != active {
+			_ = os.RemoveAll(filepath.Join(i.cfg.Dir, e.Name()))
+		}
+	}
+}
+
+// ConfigChanged reports whether the configured files differ from the set
+// HAProxy last loaded. After adopting a master, a caller reloads only when
+// this is true, so a pier restart alone causes no reload.
+func (i *Instance) ConfigChanged() (bool, error) {
+	files := i.configFiles()
+	active, err := filepath.Glob(filepath.Join(i.confLink(), "*.cfg"))
+	if err != nil {
+		return true, err
+	}
+	sort.Strings(active)
+	if len(active) != len(files) {
+		return true, nil
+	}
+	for n := range files {
+		want, err := os.ReadFile(files[n])
+		if err != nil {
+			return true, err
+		}
+		got, err := os.ReadFile(active[n])
+		if err != nil || !bytes.Equal(want, got) {
+			return true, nil
+		}
+	}
+	return false, nil
+}

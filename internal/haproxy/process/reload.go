@@ -1,0 +1,117 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Reload loads the configured files into the running master, seamlessly: the
+// master re-executes, forks a new worker on the same listening sockets and the
+// old worker drains.
+//
+// The files are copied and checked first; a copy `haproxy -c` refuses is
+// never signalled (ErrCheckFailed). HAProxy 2.6 gives no synchronous answer to
+// a reload, so Reload reads `show proc` until the master's reload counter
+// moved, then requires "[failed: 0]" and a new current worker. Otherwise it
+// returns ErrReloadFailed with HAProxy's output, restores the previous set as
+// the one a restart loads, and the old worker keeps serving.
+func (i *Instance) Reload(ctx context.Context) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	m := i.cur.Load()
+	if m == nil || m.exited() {
+		return ErrNotRunning
+	}
+	began := time.Now()
+	staged, err := i.stageAndCheck(ctx)
+	if err != nil {
+		return fmt.Errorf("reload refused: %w", err)
+	}
+	checked := time.Since(began)
+	if i.afterCheck != nil {
+		i.afterCheck(staged)
+	}
+	before, err := showProc(ctx, i.masterSock())
+	if err != nil {
+		_ = os.RemoveAll(staged)
+		return fmt.Errorf("reload: read master state: %w", err)
+	}
+	prev, err := i.activate(staged)
+	if err != nil {
+		_ = os.RemoveAll(staged)
+		return fmt.Errorf("reload: %w", err)
+	}
+	offset := i.logSize()
+	start := time.Now()
+	after, err := i.reloadAndConfirm(ctx, m, before)
+	log := i.log.With("master_pid", m.pid, "check_took", checked.Round(time.Millisecond),
+		"reload_took", time.Since(start).Round(time.Millisecond))
+	if err != nil {
+		i.rollback(prev, staged)
+		i.reloadsFailed.Add(1)
+		err = fmt.Errorf("%w: %v%s", ErrReloadFailed, err, i.logSince(offset))
+		log.Warn("haproxy reload failed, previous worker keeps serving", "err", err)
+		return err
+	}
+	i.prune()
+	i.reloadsOK.Add(1)
+	worker, _ := newWorker(before, after)
+	log.Info("haproxy reloaded", "worker_pid", worker.PID, "old_workers", len(after.workers)-len(after.current()))
+	return nil
+}
+
+// reloadAndConfirm asks the master to reload and waits for the outcome. The
+// master CLI `reload` is used rather than SIGUSR2: the CLI only answers once
+// the master is back in its event loop, whereas a signal landing while it
+// re-executes could hit the default action (terminate) before its handler
+// is installed.
+func (i *Instance) reloadAndConfirm(ctx context.Context, m *master, before procStatus) (procStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, i.cfg.ReloadTimeout)
+	defer cancel()
+	if err := sendReload(ctx, i.masterSock()); err != nil {
+		return procStatus{}, err
+	}
+	var last error
+	for {
+		st, err := showProc(ctx, i.masterSock())
+		switch {
+		case err != nil:
+			last = err // the master is re-executing; it answers when done
+		case st.master.PID != m.pid:
+			return procStatus{}, fmt.Errorf("master socket answered for pid %d, expected %d", st.master.PID, m.pid)
+		case st.master.Reloads <= before.master.Reloads:
+			last = errors.New("reload not processed yet")
+		case st.master.FailedReloads > 0:
+			return procStatus{}, fmt.Errorf("master reports %d failed reload(s)", st.master.FailedReloads)
+		default:
+			if _, ok := newWorker(before, st); ok {
+				return st, nil
+			}
+			last = errors.New("no new worker yet")
+		}
+		select {
+		case <-m.done:
+			return procStatus{}, fmt.Errorf("master exited during reload: %s", m.exit)
+		case <-ctx.Done():
+			return procStatus{}, fmt.Errorf("no confirmation within %s: %w (last: %v)", i.cfg.ReloadTimeout, ctx.Err(), last)
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// newWorker returns a current worker of after that before did not list.
+func newWorker(before, after procStatus) (Proc, bool) {
+	seen := map[int]bool{}
+	for _, w := range before.workers {
+		seen[w.PID] = true
+	}
+	for _, w := range after.current() {
+		if !seen[w.PID] {
+			return w, true
+		}
+	}
+	return Proc{}, false
+}

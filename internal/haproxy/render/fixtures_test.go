@@ -1,0 +1,131 @@
+package render
+
+import (
+	"strconv"
+	"time"
+
+	"pier.dev/pier/internal/model"
+)
+
+// Fixtures: the seed's three Contrail cases, the conformance suite's host
+// and path rules, and the edge cases of the renderer.
+
+const (
+	fixtureUUID = "5f0c6a9e-0d7e-4b1a-9c51-2b7c1e0a4d10"
+	fixtureDir  = "/var/lib/pier/haproxy/" + fixtureUUID
+)
+
+func fixtureOptions() Options { return Options{Dir: fixtureDir} }
+
+func newLB(listeners []model.Listener, pools ...model.Pool) *model.LoadBalancer {
+	return &model.LoadBalancer{
+		UUID: fixtureUUID, Name: "ns/ingress", Provider: model.ProviderHAProxy,
+		VIP: "10.96.0.10", FIP: "203.0.113.10",
+		Listeners: listeners, Pools: pools,
+		CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+	}
+}
+
+func pool(svc string, members ...model.Member) model.Pool {
+	return model.Pool{
+		ID: model.ID("ns", svc, "8080"), Name: "ns_" + svc + "_8080", Namespace: "ns", Service: svc,
+		Port: "8080", Algorithm: "ROUND_ROBIN", HealthCheck: true, Members: members,
+	}
+}
+
+func member(addr string, port int) model.Member {
+	return model.Member{Address: addr, Port: port, Weight: 1, Target: "pod-" + addr}
+}
+
+func hostIs(h string) model.L7Rule {
+	return model.L7Rule{Type: model.RuleHostName, Compare: model.CompareEqualTo, Value: h}
+}
+
+func hostWild(h string) model.L7Rule {
+	return model.L7Rule{Type: model.RuleHostName, Compare: model.CompareWildcard, Value: h}
+}
+
+func pathIs(p string) model.L7Rule {
+	return model.L7Rule{Type: model.RulePath, Compare: model.CompareEqualTo, Value: p}
+}
+
+func pathPrefix(p string) model.L7Rule {
+	return model.L7Rule{Type: model.RulePath, Compare: model.CompareStartsWith, Value: p}
+}
+
+// routes numbers policies by their order.
+func routes(ps ...model.L7Policy) []model.L7Policy {
+	for i := range ps {
+		ps[i].Position = i + 1
+		ps[i].ID = model.ID("policy", strconv.Itoa(i+1), ps[i].PoolID)
+	}
+	return ps
+}
+
+func toPool(p model.Pool, rules ...model.L7Rule) model.L7Policy {
+	return model.L7Policy{Action: model.ActionRedirectToPool, PoolID: p.ID, Rules: rules,
+		Source: model.Source{Kind: "Ingress", Namespace: "ns", Name: "ing"}}
+}
+
+func reject(rules ...model.L7Rule) model.L7Policy {
+	return model.L7Policy{Action: model.ActionReject, Rules: rules}
+}
+
+func httpListener(def string, ps []model.L7Policy) model.Listener {
+	return model.Listener{Name: model.DefaultHTTPListenerName, Protocol: model.ProtocolHTTP, Port: 80, DefaultPoolID: def, Policies: ps}
+}
+
+type fixture struct {
+	name string
+	lb   *model.LoadBalancer
+}
+
+func fixtures() []fixture {
+	web1 := pool("webservice-1", member("10.47.255.238", 80))
+	web2 := pool("webservice-2", member("10.47.255.236", 80))
+	wild, foobar := pool("wildcard-foo-com", member("10.244.0.5", 3000)), pool("foo-bar-com", member("10.244.0.6", 3000))
+	exact, fooPrefix := pool("foo-exact", member("10.244.1.1", 3000)), pool("foo-prefix", member("10.244.1.2", 3000))
+	abPrefix, aPrefix := pool("aaa-slash-bbb-prefix", member("10.244.1.3", 3000)), pool("aaa-prefix", member("10.244.1.4", 3000))
+	empty := pool("empty")
+	big := pool("big")
+	big.Algorithm, big.HealthCheck = "LEAST_CONNECTIONS", false
+	for i := 20; i > 0; i-- { // reversed on purpose: output is sorted
+		big.Members = append(big.Members, member("10.244.2."+strconv.Itoa(i), 8080))
+	}
+	noFIP := newLB([]model.Listener{httpListener(web1.ID, nil)}, web1)
+	noFIP.FIP, noFIP.VIP = "", "fd00::10"
+
+	tlsPolicies := func() []model.L7Policy {
+		return routes(toPool(foobar, hostIs("foo.bar.com"), pathPrefix("/")), toPool(wild, hostWild("*.foo.com"), pathPrefix("/")))
+	}
+	tls := newLB([]model.Listener{
+		httpListener("", tlsPolicies()),
+		{Name: model.DefaultHTTPSListenerName, Protocol: model.ProtocolTerminatedHTTPS, Port: 443, Policies: tlsPolicies(),
+			Certificates: []model.Certificate{
+				{ID: model.ID("cert", "conformance-tls"), Namespace: "ns", Secret: "conformance-tls", Hosts: []string{"foo.bar.com"}, SHA256: "aa"},
+				{ID: model.ID("cert", "wild-tls"), Namespace: "ns", Secret: "wild-tls", Hosts: []string{"*.foo.com", "foo.com"}, SHA256: "bb"},
+			}},
+	}, foobar, wild)
+
+	return []fixture{
+		{"single-service", newLB([]model.Listener{httpListener(web1.ID, nil)}, web1)},
+		{"simple-fanout", newLB([]model.Listener{httpListener("", routes(
+			toPool(web1, pathPrefix("/dev")), toPool(web2, pathPrefix("/qa"))))}, web1, web2)},
+		{"virtual-hosting", newLB([]model.Listener{httpListener(web1.ID, routes(
+			toPool(web1, hostIs("www.juniper.net"), pathPrefix("/")), toPool(web2, hostIs("www.cisco.com"), pathPrefix("/"))))}, web1, web2)},
+		{"tls-two-certs", tls},
+		{"wildcard-host", newLB([]model.Listener{httpListener("", routes(
+			toPool(foobar, hostIs("foo.bar.com"), pathPrefix("/")), toPool(wild, hostWild("*.foo.com"), pathPrefix("/"))))}, wild, foobar)},
+		{"exact-prefix-mix", newLB([]model.Listener{httpListener("", routes(
+			toPool(exact, hostIs("mixed-path-rules"), pathIs("/foo")),
+			toPool(abPrefix, hostIs("prefix-path-rules"), pathPrefix("/aaa/bbb")),
+			toPool(fooPrefix, hostIs("mixed-path-rules"), pathPrefix("/foo")),
+			toPool(aPrefix, hostIs("prefix-path-rules"), pathPrefix("/aaa/")),
+		))}, exact, fooPrefix, abPrefix, aPrefix)},
+		{"reject-policy", newLB([]model.Listener{httpListener(web1.ID, routes(
+			toPool(web2, pathIs("/admin/health")), reject(pathPrefix("/admin"))))}, web1, web2)},
+		{"empty-pool", newLB([]model.Listener{httpListener(empty.ID, nil)}, empty)},
+		{"pool-20-members", newLB([]model.Listener{httpListener(big.ID, nil)}, big)},
+		{"no-fip-ipv6", noFIP},
+	}
+}

@@ -1,0 +1,104 @@
+package render
+
+import (
+	"net/netip"
+
+	"pier.dev/pier/internal/encode"
+)
+
+// Short names for the words every frontend repeats.
+var (
+	httpRequest = encode.Lit("http-request")
+	ifWord      = encode.Lit("if")
+	openBrace   = encode.Lit("{")
+	closeBrace  = encode.Lit("}")
+	matchVar    = encode.Lit("var(txn.pier_match)")
+)
+
+// writeFrontend renders one listener. Routing is first match wins, in
+// policy order, for REJECT and REDIRECT_TO_POOL alike: HAProxy runs every
+// http-request rule before any use_backend, so a reject placed there
+// would win over earlier policies. Instead each policy, in order, records
+// its position in txn.pier_match unless an earlier one already did, and
+// both the deny rules and use_backend only test that number.
+func writeFrontend(c *encode.Config, v *view, l *listenerView, o Options) {
+	c.Blank()
+	c.Section(encode.Lit("frontend"), encode.Concat(encode.Lit("fe_"), encode.Num(l.port)))
+	for _, a := range []netip.Addr{v.vip, v.fip} {
+		if !a.IsValid() {
+			continue // no FIP
+		}
+		words := []encode.Word{encode.Lit("bind"), encode.AddrPort(a, l.port)}
+		if l.tls {
+			words = append(words, encode.Lit("ssl"), encode.Lit("crt-list"), encode.FilePath(CrtListPath(o.Dir)))
+		}
+		c.Line(words...)
+	}
+	// HAProxy 2.6 accepts and forwards a NUL byte inside a header value;
+	// a backend that stops at the NUL would see another header than our
+	// rules did. req.hdrs as hex holds "00" at an even offset exactly
+	// when a NUL is present.
+	c.Line(httpRequest, encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(400), ifWord,
+		openBrace, encode.Lit("req.hdrs,hex"), encode.Lit("-m"), encode.Lit("reg"), encode.Lit("^(?:[0-9A-F]{2})*?00"), closeBrace)
+	proto := encode.Lit("http")
+	if l.tls {
+		proto = encode.Lit("https")
+	}
+	// Set, not added: a client must not choose what the backend believes.
+	c.Line(httpRequest, encode.Lit("set-header"), encode.Lit("X-Forwarded-Proto"), proto)
+	hostVars(c, l)
+	policies(c, l)
+	if l.defaultPool != "" {
+		c.Line(encode.Lit("default_backend"), backendName(l.defaultPool))
+	} else {
+		c.Line(encode.Lit("default_backend"), notFound)
+	}
+	// http-after-response also covers HAProxy's own answers (404, 403,
+	// 503), which http-response does not. A backend's Server is kept.
+	c.Line(encode.Lit("http-after-response"), encode.Lit("set-header"), encode.Lit("Server"), encode.Lit("pier"),
+		encode.Lit("unless"), openBrace, encode.Lit("res.hdr_cnt(server)"), encode.Lit("gt"), encode.Num(0), closeBrace)
+}
+
+// hostVars computes the request host once: Host header, port stripped,
+// lowercased. For wildcard rules, txn.pier_hwild replaces a non-empty
+// first label and its dot by "*.": "bar.foo.com" gives "*.foo.com", which
+// equals the rule "*.foo.com"; "baz.bar.foo.com" gives "*.bar.foo.com"
+// and "foo.com" gives "*.com", which do not.
+func hostVars(c *encode.Config, l *listenerView) {
+	if l.needHost {
+		c.Line(httpRequest, encode.Lit("set-var(txn.pier_host)"), encode.Lit("req.hdr(host),field(1,:),lower"))
+	}
+	if l.needWild {
+		c.Line(httpRequest, encode.Lit("set-var(txn.pier_hwild)"), encode.Lit("var(txn.pier_host),regsub(^[^.]+[.],*.)"))
+	}
+}
+
+func policies(c *encode.Config, l *listenerView) {
+	if len(l.policies) == 0 {
+		return
+	}
+	c.Line(encode.Lit("acl"), encode.Lit("pier_matched"), matchVar, encode.Lit("-m"), encode.Lit("found"))
+	for _, p := range l.policies {
+		for _, acl := range p.acls {
+			c.Line(acl...)
+		}
+	}
+	for i, p := range l.policies {
+		words := []encode.Word{httpRequest, encode.Lit("set-var(txn.pier_match)"),
+			encode.Concat(encode.Lit("int("), encode.Num(i+1), encode.Lit(")")), ifWord, encode.Lit("!pier_matched")}
+		c.Line(append(words, p.names...)...)
+	}
+	matched := func(i int) []encode.Word {
+		return []encode.Word{ifWord, openBrace, matchVar, encode.Lit("-m"), encode.Lit("int"), encode.Num(i + 1), closeBrace}
+	}
+	for i, p := range l.policies {
+		if p.reject {
+			c.Line(append([]encode.Word{httpRequest, encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(403)}, matched(i)...)...)
+		}
+	}
+	for i, p := range l.policies {
+		if !p.reject {
+			c.Line(append([]encode.Word{encode.Lit("use_backend"), backendName(p.pool)}, matched(i)...)...)
+		}
+	}
+}

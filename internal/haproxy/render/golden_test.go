@@ -1,0 +1,184 @@
+package render
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"flag"
+	"math/big"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"pier.dev/pier/internal/encode"
+	"pier.dev/pier/internal/model"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/haproxy/render -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the rendered output; review and run with -update.\n--- got:\n%s", path, got)
+	}
+}
+
+func TestGolden(t *testing.T) {
+	for _, f := range fixtures() {
+		t.Run(f.name, func(t *testing.T) {
+			cfg, err := Config(f.lb, fixtureOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, f.name+".cfg", cfg)
+			again, _ := Config(f.lb.Clone(), fixtureOptions())
+			if !bytes.Equal(cfg, again) {
+				t.Fatal("two renders differ")
+			}
+			assertLinesTokenize(t, cfg)
+			crt, err := CrtList(f.lb, fixtureOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if crt != nil {
+				golden(t, f.name+".crt-list", crt)
+			}
+		})
+	}
+}
+
+// assertLinesTokenize reads the file as HAProxy would: every line is
+// plain words, with no comment (except whole-line ones), expansion,
+// escape or truncation, and at most 64 words.
+func assertLinesTokenize(t *testing.T, cfg []byte) {
+	t.Helper()
+	env := func(string) (string, bool) { return "EXPANDED", true }
+	for i, line := range strings.Split(strings.TrimSuffix(string(cfg), "\n"), "\n") {
+		toks, err := encode.Tokenize(line, env)
+		whole := strings.HasPrefix(line, "# ")
+		if err != nil || toks.Env || toks.Escape || toks.Truncated || toks.Scope || toks.Comment != whole {
+			t.Errorf("line %d %s: %+v %v", i+1, encode.Printable(line), toks, err)
+		}
+	}
+}
+
+// TestGoldenHAProxyCheck runs "haproxy -c -dW" (warnings are fatal) on
+// every golden file, with the state folder pointed at a temporary one
+// holding throwaway certificates generated here.
+func TestGoldenHAProxyCheck(t *testing.T) {
+	bin := haproxyBin(t)
+	lbs := map[string]*model.LoadBalancer{}
+	for _, f := range fixtures() {
+		lbs[f.name] = f.lb
+	}
+	files, _ := filepath.Glob(filepath.Join("testdata", "*.cfg"))
+	if len(files) != len(lbs) {
+		t.Fatalf("%d golden files for %d fixtures", len(files), len(lbs))
+	}
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".cfg")
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := readRelocated(t, file, dir)
+			if crt := strings.TrimSuffix(file, ".cfg") + ".crt-list"; fileExists(crt) {
+				writeFile(t, CrtListPath(dir), readRelocated(t, crt, dir))
+				writeCerts(t, dir, lbs[name])
+			}
+			path := filepath.Join(dir, "haproxy.conf")
+			writeFile(t, path, cfg)
+			if out, err := exec.Command(bin, "-c", "-dW", "-f", path).CombinedOutput(); err != nil {
+				t.Fatalf("haproxy -c -dW: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+func haproxyBin(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Skip("haproxy not installed")
+	}
+	return bin
+}
+
+func readRelocated(t *testing.T, file, dir string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.ReplaceAll(b, []byte(fixtureDir), []byte(dir))
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func writeFile(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeCerts writes a self-signed certificate and key for each
+// certificate of lb, as the agent would.
+func writeCerts(t *testing.T, dir string, lb *model.LoadBalancer) {
+	t.Helper()
+	for _, l := range lb.Listeners {
+		for _, c := range l.Certificates {
+			p, err := CertPath(dir, c.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, p, selfSigned(t, c.Hosts))
+		}
+	}
+}
+
+func selfSigned(t *testing.T, hosts []string) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: hosts[0]},
+		DNSNames:     hosts,
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	return append(out, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})...)
+}

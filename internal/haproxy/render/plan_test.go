@@ -1,0 +1,199 @@
+package render
+
+import (
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"pier.dev/pier/internal/model"
+)
+
+func planFixture(members ...model.Member) *model.LoadBalancer {
+	web := pool("web", members...)
+	return newLB([]model.Listener{httpListener(web.ID, routes(toPool(web, hostIs("a.example"))))}, web)
+}
+
+func members(n int) []model.Member {
+	var ms []model.Member
+	for i := 1; i <= n; i++ {
+		ms = append(ms, member("10.0.0."+strconv.Itoa(i), 8080))
+	}
+	return ms
+}
+
+func mustPlan(t *testing.T, old, new *model.LoadBalancer) Plan {
+	t.Helper()
+	p, err := PlanUpdate(old, new, fixtureOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func commands(p Plan) []string {
+	var out []string
+	for _, c := range p.Commands {
+		out = append(out, c.String())
+	}
+	return out
+}
+
+func TestPlanReloads(t *testing.T) {
+	base := planFixture(members(3)...)
+	mod := func(f func(lb *model.LoadBalancer)) *model.LoadBalancer {
+		lb := base.Clone()
+		f(lb)
+		return lb
+	}
+	webID := base.Pools[0].ID
+	for _, tc := range []struct {
+		name   string
+		old    *model.LoadBalancer
+		new    *model.LoadBalancer
+		reason string
+	}{
+		{"first start", nil, base, "first start"},
+		{"vip", base, mod(func(lb *model.LoadBalancer) { lb.VIP = "10.96.0.11" }), "vip changed 10.96.0.10→10.96.0.11"},
+		{"fip removed", base, mod(func(lb *model.LoadBalancer) { lb.FIP = "" }), "fip changed 203.0.113.10→none"},
+		{"listener added", base, mod(func(lb *model.LoadBalancer) {
+			l := lb.Listeners[0]
+			l.Port = 8080
+			lb.Listeners = append(lb.Listeners, l)
+		}), "listeners changed [80]→[80 8080]"},
+		{"slots", base, planFixture(members(17)...), "pool " + webID + " slots 16→32"},
+		{"rule", base, mod(func(lb *model.LoadBalancer) { lb.Listeners[0].Policies[0].Rules[0].Value = "b.example" }), "listener 80 routing rules changed"},
+		{"check", base, mod(func(lb *model.LoadBalancer) { lb.Pools[0].HealthCheck = false }), "pool " + webID + " settings changed"},
+		{"default pool", base, mod(func(lb *model.LoadBalancer) { lb.Listeners[0].DefaultPoolID = "" }), "listener 80 routing rules changed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := mustPlan(t, tc.old, tc.new)
+			if !p.Reload || p.Reason != tc.reason || len(p.Commands) != 0 {
+				t.Fatalf("got %+v, want reload %q", p, tc.reason)
+			}
+		})
+	}
+}
+
+func TestPlanCertificateRotationReloads(t *testing.T) {
+	var old *model.LoadBalancer
+	for _, f := range fixtures() {
+		if f.name == "tls-two-certs" {
+			old = f.lb
+		}
+	}
+	rotated := old.Clone()
+	rotated.Listeners[1].Certificates[0].SHA256 = "cc"
+	if p := mustPlan(t, old, rotated); !p.Reload || p.Reason != "listener 443 certificates changed" {
+		t.Fatalf("got %+v", p)
+	}
+}
+
+func TestPlanMembersOnly(t *testing.T) {
+	old := planFixture(members(3)...)
+	// 10.0.0.2 leaves, 10.0.0.9 arrives with weight 5, 10.0.0.3 gets weight 2.
+	new := planFixture(member("10.0.0.1", 8080), member("10.0.0.3", 8080), member("10.0.0.9", 9090))
+	new.Pools[0].Members[1].Weight = 2
+	new.Pools[0].Members[2].Weight = 5
+	p := mustPlan(t, old, new)
+	be := "be_" + old.Pools[0].ID
+	want := []string{
+		"set server " + be + "/s2 addr 10.0.0.3 port 8080",
+		"set server " + be + "/s2 weight 2",
+		"set server " + be + "/s3 addr 10.0.0.9 port 9090",
+		"set server " + be + "/s3 weight 5",
+	}
+	if p.Reload || !slices.Equal(commands(p), want) {
+		t.Fatalf("got %+v\nwant %q", p, want)
+	}
+	// Emptying slots: maint first, then back to the placeholder.
+	p = mustPlan(t, old, planFixture(member("10.0.0.1", 8080)))
+	want = []string{
+		"set server " + be + "/s2 state maint",
+		"set server " + be + "/s2 addr 127.0.0.1 port 1",
+		"set server " + be + "/s3 state maint",
+		"set server " + be + "/s3 addr 127.0.0.1 port 1",
+	}
+	if p.Reload || !slices.Equal(commands(p), want) {
+		t.Fatalf("got %q\nwant %q", commands(p), want)
+	}
+	if p := mustPlan(t, old, old.Clone()); p.Reload || len(p.Commands) != 0 {
+		t.Fatalf("no change gave %+v", p)
+	}
+}
+
+// TestPlanReachesRenderedState replays the commands on a model of the
+// runtime state and checks it ends where a restart from Config(new) starts.
+func TestPlanReachesRenderedState(t *testing.T) {
+	sizes := [][2]int{{0, 16}, {16, 0}, {5, 9}, {9, 5}, {1, 1}, {12, 3}}
+	for _, sz := range sizes {
+		old := planFixture(shuffled(members(sz[0]), 7)...)
+		new := planFixture(shuffled(append(members(sz[1]/2), member("10.9.9.9", 1)), 3)...)
+		new.Pools[0].Members = new.Pools[0].Members[:min(len(new.Pools[0].Members), sz[1])]
+		p := mustPlan(t, old, new)
+		if p.Reload {
+			t.Fatalf("%v: reload %s", sz, p.Reason)
+		}
+		state := runtimeState(t, old)
+		for _, c := range p.Commands {
+			applyCommand(t, state, c.String())
+		}
+		if want := runtimeState(t, new); !slices.Equal(state, want) {
+			t.Fatalf("%v: after commands %v\nrendered %v", sz, state, want)
+		}
+	}
+}
+
+func shuffled(ms []model.Member, step int) []model.Member {
+	out := slices.Clone(ms)
+	for i := range out {
+		j := (i * step) % len(out)
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}
+
+// runtimeState reads "server" lines of the rendered config as slot states.
+func runtimeState(t *testing.T, lb *model.LoadBalancer) []string {
+	cfg, err := Config(lb, fixtureOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(cfg), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || f[0] != "server" {
+			continue
+		}
+		ap := netip.MustParseAddrPort(f[2])
+		state := "ready"
+		if slices.Contains(f, "disabled") {
+			state = "maint"
+		}
+		out = append(out, f[1]+" "+ap.Addr().String()+" "+strconv.Itoa(int(ap.Port()))+" "+f[4]+" "+state)
+	}
+	return out
+}
+
+func applyCommand(t *testing.T, state []string, cmd string) {
+	f := strings.Fields(cmd)
+	srv := strings.SplitN(f[2], "/", 2)[1]
+	for i, s := range state {
+		cur := strings.Fields(s)
+		if cur[0] != srv {
+			continue
+		}
+		switch f[3] {
+		case "addr":
+			cur[1], cur[2] = f[4], f[6]
+		case "weight":
+			cur[3] = f[4]
+		case "state":
+			cur[4] = f[4]
+		}
+		state[i] = strings.Join(cur, " ")
+		return
+	}
+	t.Fatalf("command for unknown server: %s", cmd)
+}

@@ -1,0 +1,120 @@
+package render
+
+import (
+	"cmp"
+	"fmt"
+	"math/bits"
+	"slices"
+
+	"pier.dev/pier/internal/encode"
+	"pier.dev/pier/internal/model"
+)
+
+// maxSlots bounds one backend (R13): 4096 servers is already far more
+// than one Service's ready endpoints in practice.
+const maxSlots = 4096
+
+func poolViews(pools []model.Pool, minSlots int) ([]poolView, error) {
+	out := make([]poolView, 0, len(pools))
+	for i := range pools {
+		pv, err := poolOf(&pools[i], minSlots)
+		if err != nil {
+			return nil, fmt.Errorf("pool %s: %w", encode.Printable(pools[i].ID), err)
+		}
+		out = append(out, pv)
+	}
+	slices.SortFunc(out, func(a, b poolView) int { return cmp.Compare(a.id, b.id) })
+	for i := 1; i < len(out); i++ {
+		if out[i].id == out[i-1].id {
+			return nil, fmt.Errorf("duplicate pool id %s", encode.Printable(out[i].id))
+		}
+	}
+	return out, nil
+}
+
+// algorithms maps Octavia's names (and HAProxy's own) to balance words.
+var algorithms = map[string]encode.Word{
+	"":                  encode.Lit("roundrobin"),
+	"ROUND_ROBIN":       encode.Lit("roundrobin"),
+	"LEAST_CONNECTIONS": encode.Lit("leastconn"),
+	"SOURCE_IP":         encode.Lit("source"),
+	"roundrobin":        encode.Lit("roundrobin"),
+	"leastconn":         encode.Lit("leastconn"),
+	"source":            encode.Lit("source"),
+}
+
+func poolOf(p *model.Pool, minSlots int) (poolView, error) {
+	pv := poolView{id: p.ID, check: p.HealthCheck}
+	if err := encode.ID("be_", p.ID).Err(); err != nil {
+		return pv, err
+	}
+	balance, ok := algorithms[p.Algorithm]
+	if !ok {
+		return pv, fmt.Errorf("unknown algorithm %s", encode.Printable(p.Algorithm))
+	}
+	pv.balance = balance
+	members := make([]slot, 0, len(p.Members))
+	for _, m := range p.Members {
+		s, err := memberSlot(m)
+		if err != nil {
+			return pv, fmt.Errorf("member %s: %w", encode.Printable(m.Address), err)
+		}
+		members = append(members, s)
+	}
+	n := slotCount(len(members), minSlots)
+	if n > maxSlots {
+		return pv, fmt.Errorf("%d members, the limit is %d", len(members), maxSlots)
+	}
+	// Sorted members fill slots in order, so the file depends on the
+	// member set only, never on history: a restart from the file gives
+	// the state that runtime commands built.
+	slices.SortFunc(members, func(a, b slot) int {
+		return cmp.Or(a.addr.Compare(b.addr), cmp.Compare(a.port, b.port), cmp.Compare(a.weight, b.weight))
+	})
+	pv.slots = make([]slot, n)
+	for i := range pv.slots {
+		pv.slots[i] = placeholder
+		if i < len(members) {
+			pv.slots[i] = members[i]
+		}
+	}
+	return pv, nil
+}
+
+// memberSlot validates a member. Weight 0 means "not set" and becomes 1:
+// the model has no draining flag, and a zero weight from a translation
+// that forgot it would silently black-hole the pool.
+func memberSlot(m model.Member) (slot, error) {
+	a, err := encode.IP(m.Address)
+	if err != nil {
+		return slot{}, err
+	}
+	port, err := encode.Port(m.Port)
+	if err != nil {
+		return slot{}, err
+	}
+	w := m.Weight
+	if w == 0 {
+		w = 1
+	}
+	if w < 0 || w > 256 {
+		return slot{}, fmt.Errorf("weight %d is outside 1-256", m.Weight)
+	}
+	return slot{used: true, addr: a, port: port, weight: w}, nil
+}
+
+// slotCount is max(minSlots, the next power of two >= members): powers of
+// two keep the count stable while a pool grows and shrinks a little.
+func slotCount(members, minSlots int) int {
+	n := 1
+	if members > 1 {
+		n = 1 << bits.Len(uint(members-1))
+	}
+	return max(n, minSlots)
+}
+
+// backendName is be_<pool id>.
+func backendName(poolID string) encode.Word { return encode.ID("be_", poolID) }
+
+// serverName is s<i>, 1-based like HAProxy's own numbering.
+func serverName(i int) encode.Word { return encode.Concat(encode.Lit("s"), encode.Num(i+1)) }

@@ -1,0 +1,106 @@
+package render
+
+import (
+	"strings"
+	"testing"
+
+	"pier.dev/pier/internal/encode"
+	"pier.dev/pier/internal/model"
+)
+
+// TestRefusals: a spec that breaks a rule is refused whole, with a message
+// naming the problem, and nothing is rendered. The model is re-validated
+// here even though translation validated it: the store may be a custom
+// resource edited by hand (R3).
+func TestRefusals(t *testing.T) {
+	base := func() *model.LoadBalancer { return planFixture(members(2)...) }
+	for _, tc := range []struct {
+		name string
+		mod  func(lb *model.LoadBalancer, o *Options)
+		want string
+	}{
+		{"newline in path", func(lb *model.LoadBalancer, _ *Options) {
+			lb.Listeners[0].Policies[0].Rules = []model.L7Rule{pathIs("/a\n    http-request return status 200 string pwned\n#")}
+		}, "control"},
+		{"quote in host", func(lb *model.LoadBalancer, _ *Options) { lb.Listeners[0].Policies[0].Rules[0].Value = "a'b" }, "dns1123"},
+		{"upper-case host", func(lb *model.LoadBalancer, _ *Options) { lb.Listeners[0].Policies[0].Rules[0].Value = "A.example" }, "lowercase"},
+		{"wildcard as exact host", func(lb *model.LoadBalancer, _ *Options) { lb.Listeners[0].Policies[0].Rules[0].Value = "*.example" }, "wildcard"},
+		{"regex compare", func(lb *model.LoadBalancer, _ *Options) { lb.Listeners[0].Policies[0].Rules[0].Compare = "REGEX" }, "unsupported rule"},
+		{"member address", func(lb *model.LoadBalancer, _ *Options) { lb.Pools[0].Members[0].Address = "10.0.0.1 check" }, "IP address"},
+		{"member port", func(lb *model.LoadBalancer, _ *Options) { lb.Pools[0].Members[0].Port = 0 }, "port"},
+		{"member weight", func(lb *model.LoadBalancer, _ *Options) { lb.Pools[0].Members[0].Weight = 1000 }, "weight"},
+		{"vip", func(lb *model.LoadBalancer, _ *Options) { lb.VIP = "" }, "vip"},
+		{"vip unspecified", func(lb *model.LoadBalancer, _ *Options) { lb.VIP = "0.0.0.0" }, "unspecified"},
+		{"fip", func(lb *model.LoadBalancer, _ *Options) { lb.FIP = "203.0.113.1:80" }, "fip"},
+		{"pool id", func(lb *model.LoadBalancer, _ *Options) { lb.Pools[0].ID = "ns_svc" }, "identifier"},
+		{"missing pool", func(lb *model.LoadBalancer, _ *Options) { lb.Listeners[0].Policies[0].PoolID = "nope" }, "does not exist"},
+		{"algorithm", func(lb *model.LoadBalancer, _ *Options) { lb.Pools[0].Algorithm = "roundrobin\n" }, "algorithm"},
+		{"protocol", func(lb *model.LoadBalancer, _ *Options) { lb.Listeners[0].Protocol = "TCP" }, "protocol"},
+		{"tls without cert", func(lb *model.LoadBalancer, _ *Options) { lb.Listeners[0].Protocol = model.ProtocolTerminatedHTTPS }, "without certificates"},
+		{"duplicate port", func(lb *model.LoadBalancer, _ *Options) { lb.Listeners = append(lb.Listeners, lb.Listeners[0]) }, "two listeners"},
+		{"no listener", func(lb *model.LoadBalancer, _ *Options) { lb.Listeners = nil }, "no listeners"},
+		{"native provider", func(lb *model.LoadBalancer, _ *Options) { lb.Provider = model.ProviderNative }, "provider"},
+		{"uuid", func(lb *model.LoadBalancer, _ *Options) { lb.UUID = "../x" }, "uuid"},
+		{"too many rules", func(lb *model.LoadBalancer, _ *Options) {
+			for range 70 {
+				lb.Listeners[0].Policies[0].Rules = append(lb.Listeners[0].Policies[0].Rules, pathPrefix("/a"))
+			}
+		}, "at most 64"},
+		{"dir with space", func(_ *model.LoadBalancer, o *Options) { o.Dir = "/var/lib/pier x" }, "file path"},
+		{"relative dir", func(_ *model.LoadBalancer, o *Options) { o.Dir = "state/x" }, "file path"},
+		{"long dir", func(_ *model.LoadBalancer, o *Options) { o.Dir = "/" + strings.Repeat("d", 90) }, "socket path"},
+		{"user", func(_ *model.LoadBalancer, o *Options) { o.User = "root\n" }, "account"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lb, opts := base(), fixtureOptions()
+			tc.mod(lb, &opts)
+			cfg, err := Config(lb, opts)
+			if err == nil || cfg != nil {
+				t.Fatalf("rendered:\n%s", cfg)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q does not mention %q", err, tc.want)
+			}
+			if _, err := PlanUpdate(nil, lb, opts); err == nil {
+				t.Fatal("plan accepted it")
+			}
+			for i := 0; i < len(err.Error()); i++ {
+				if c := err.Error()[i]; (c < 0x20 || c >= 0x7f) && !strings.ContainsRune("→", rune(c)) {
+					t.Fatalf("raw byte in error: %s", encode.Printable(err.Error()))
+				}
+			}
+		})
+	}
+}
+
+func TestSlotCount(t *testing.T) {
+	for _, tc := range [][3]int{{0, 16, 16}, {1, 16, 16}, {16, 16, 16}, {17, 16, 32}, {20, 16, 32}, {33, 16, 64}, {3, 1, 4}, {1, 1, 1}} {
+		if got := slotCount(tc[0], tc[1]); got != tc[2] {
+			t.Errorf("slotCount(%d, %d) = %d, want %d", tc[0], tc[1], got, tc[2])
+		}
+	}
+}
+
+func TestCertPathStaysInside(t *testing.T) {
+	for _, id := range []string{"../x", "a/b", "", ".", "A"} {
+		if _, err := CertPath("/s", id); err == nil {
+			t.Errorf("CertPath accepted %q", id)
+		}
+	}
+	if p, err := CertPath("/s", "ab12"); err != nil || p != "/s/certs/ab12.pem" {
+		t.Errorf("CertPath: %q %v", p, err)
+	}
+}
+
+func TestCrtListRefusesBadHost(t *testing.T) {
+	var lb *model.LoadBalancer
+	for _, f := range fixtures() {
+		if f.name == "tls-two-certs" {
+			lb = f.lb.Clone()
+		}
+	}
+	lb.Listeners[1].Certificates[1].Hosts = []string{"*.foo.com", "evil.com [verify none]"}
+	if out, err := CrtList(lb, fixtureOptions()); err == nil {
+		t.Fatalf("rendered %s", out)
+	}
+}

@@ -1,0 +1,238 @@
+package render
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"pier.dev/pier/internal/encode"
+	"pier.dev/pier/internal/model"
+)
+
+// view is a LoadBalancer after validation: every value re-checked (the
+// store may be a custom resource anyone with RBAC can edit), every name
+// computed, everything sorted. Rendering and planning read only this.
+type view struct {
+	uuid      string
+	vip, fip  netip.Addr // fip is the zero Addr when there is none
+	listeners []listenerView
+	pools     []poolView
+	need404   bool
+}
+
+type listenerView struct {
+	port        int
+	tls         bool
+	certs       []model.Certificate
+	policies    []policyView
+	needHost    bool // some rule reads the Host header
+	needWild    bool // some rule is a wildcard host
+	defaultPool string
+}
+
+type policyView struct {
+	id     string
+	acls   [][]encode.Word // full "acl ..." lines; a name may repeat (OR)
+	names  []encode.Word   // the ACL names ANDed by the policy
+	reject bool
+	pool   string
+}
+
+type poolView struct {
+	id      string
+	balance encode.Word
+	check   bool
+	slots   []slot
+}
+
+// slot is one pre-declared server. An unused slot is a disabled
+// placeholder, so members can come and go through the runtime API.
+type slot struct {
+	used   bool
+	addr   netip.Addr
+	port   int
+	weight int
+}
+
+var placeholder = slot{addr: netip.MustParseAddr("127.0.0.1"), port: 1, weight: 1}
+
+func newView(lb *model.LoadBalancer, opts Options) (*view, error) {
+	if lb == nil {
+		return nil, errors.New("nil load balancer")
+	}
+	if lb.Provider != model.ProviderHAProxy {
+		return nil, fmt.Errorf("provider %s is not rendered by HAProxy", encode.Printable(string(lb.Provider)))
+	}
+	v := &view{uuid: lb.UUID}
+	if err := encode.ID("", lb.UUID).Err(); err != nil {
+		return nil, fmt.Errorf("uuid: %w", err)
+	}
+	var err error
+	if v.vip, err = encode.IP(lb.VIP); err != nil {
+		return nil, fmt.Errorf("vip: %w", err)
+	}
+	if lb.FIP != "" {
+		if v.fip, err = encode.IP(lb.FIP); err != nil {
+			return nil, fmt.Errorf("fip: %w", err)
+		}
+	}
+	if v.pools, err = poolViews(lb.Pools, opts.MinSlots); err != nil {
+		return nil, err
+	}
+	pools := map[string]bool{}
+	for _, p := range v.pools {
+		pools[p.id] = true
+	}
+	if v.listeners, err = listenerViews(lb.Listeners, pools); err != nil {
+		return nil, err
+	}
+	for _, l := range v.listeners {
+		v.need404 = v.need404 || l.defaultPool == ""
+	}
+	return v, nil
+}
+
+func listenerViews(ls []model.Listener, pools map[string]bool) ([]listenerView, error) {
+	if len(ls) == 0 {
+		return nil, errors.New("no listeners")
+	}
+	out := make([]listenerView, 0, len(ls))
+	for i := range ls {
+		lv, err := listenerOf(&ls[i], pools)
+		if err != nil {
+			return nil, fmt.Errorf("listener %d: %w", ls[i].Port, err)
+		}
+		out = append(out, lv)
+	}
+	slices.SortFunc(out, func(a, b listenerView) int { return cmp.Compare(a.port, b.port) })
+	for i := 1; i < len(out); i++ {
+		if out[i].port == out[i-1].port {
+			return nil, fmt.Errorf("two listeners on port %d", out[i].port)
+		}
+	}
+	return out, nil
+}
+
+func listenerOf(l *model.Listener, pools map[string]bool) (listenerView, error) {
+	lv := listenerView{certs: l.Certificates, defaultPool: l.DefaultPoolID}
+	var err error
+	if lv.port, err = encode.Port(l.Port); err != nil {
+		return lv, err
+	}
+	switch l.Protocol {
+	case model.ProtocolHTTP:
+	case model.ProtocolTerminatedHTTPS:
+		lv.tls = true
+		if len(l.Certificates) == 0 {
+			return lv, errors.New("TERMINATED_HTTPS without certificates")
+		}
+	default:
+		return lv, fmt.Errorf("unknown protocol %s", encode.Printable(string(l.Protocol)))
+	}
+	if lv.defaultPool != "" && !pools[lv.defaultPool] {
+		return lv, fmt.Errorf("default pool %s does not exist", encode.Printable(lv.defaultPool))
+	}
+	// Position orders policies; a stable sort keeps the slice order that
+	// translation produced when positions are equal or unset.
+	policies := slices.Clone(l.Policies)
+	slices.SortStableFunc(policies, func(a, b model.L7Policy) int { return cmp.Compare(a.Position, b.Position) })
+	seen := map[string]bool{}
+	for i := range policies {
+		p := &policies[i]
+		if seen[p.ID] {
+			return lv, fmt.Errorf("duplicate policy id %s", encode.Printable(p.ID))
+		}
+		seen[p.ID] = true
+		pv, err := policyOf(p, pools, &lv)
+		if err != nil {
+			return lv, fmt.Errorf("policy %s: %w", encode.Printable(p.ID), err)
+		}
+		lv.policies = append(lv.policies, pv)
+	}
+	return lv, nil
+}
+
+func policyOf(p *model.L7Policy, pools map[string]bool, lv *listenerView) (policyView, error) {
+	pv := policyView{id: p.ID}
+	switch p.Action {
+	case model.ActionRedirectToPool:
+		if !pools[p.PoolID] {
+			return pv, fmt.Errorf("pool %s does not exist", encode.Printable(p.PoolID))
+		}
+		pv.pool = p.PoolID
+	case model.ActionReject:
+		pv.reject = true
+	default:
+		return pv, fmt.Errorf("unknown action %s", encode.Printable(string(p.Action)))
+	}
+	for j, r := range p.Rules {
+		name := encode.Concat(encode.ID("p_", p.ID), encode.Lit("_"), encode.Num(j))
+		if err := name.Err(); err != nil {
+			return pv, err
+		}
+		lines, err := ruleACLs(name, r, lv)
+		if err != nil {
+			return pv, fmt.Errorf("rule %d: %w", j, err)
+		}
+		pv.acls = append(pv.acls, lines...)
+		pv.names = append(pv.names, name)
+	}
+	return pv, nil
+}
+
+// ruleACLs implements model.CompareType's Ingress semantics.
+func ruleACLs(name encode.Word, r model.L7Rule, lv *listenerView) ([][]encode.Word, error) {
+	acl := func(words ...encode.Word) []encode.Word {
+		return append([]encode.Word{encode.Lit("acl"), name}, words...)
+	}
+	m, str := encode.Lit("-m"), encode.Lit("str")
+	switch {
+	case r.Type == model.RuleHostName && r.Compare == model.CompareEqualTo:
+		h, err := encode.Host(r.Value)
+		lv.needHost = true
+		return [][]encode.Word{acl(encode.Lit("var(txn.pier_host)"), m, str, h.Word())}, err
+	case r.Type == model.RuleHostName && r.Compare == model.CompareWildcard:
+		// txn.pier_hwild is the host with its first label replaced by
+		// "*": it equals the rule's value exactly when one label precedes
+		// the suffix (see hostVars).
+		h, err := encode.WildcardHost(r.Value)
+		lv.needHost, lv.needWild = true, true
+		return [][]encode.Word{acl(encode.Lit("var(txn.pier_hwild)"), m, str, h.Word())}, err
+	case r.Type == model.RulePath && r.Compare == model.CompareEqualTo:
+		p, err := encode.Path(r.Value, encode.PathExact)
+		return [][]encode.Word{acl(encode.Lit("path"), m, str, p.Word())}, err
+	case r.Type == model.RulePath && r.Compare == model.CompareStartsWith:
+		return prefixACLs(r.Value, acl)
+	}
+	return nil, fmt.Errorf("unsupported rule %s %s", encode.Printable(string(r.Type)), encode.Printable(string(r.Compare)))
+}
+
+// prefixACLs matches element-wise: "/foo" matches "/foo" and "/foo/...",
+// not "/foobar". Two acl lines with one name are ORed by HAProxy. A
+// trailing slash in the value is dropped ("/foo/" as Prefix is "/foo").
+func prefixACLs(value string, acl func(...encode.Word) []encode.Word) ([][]encode.Word, error) {
+	p, err := encode.Path(value, encode.PathPrefix)
+	if err != nil {
+		return nil, err
+	}
+	base := strings.TrimSuffix(p.String(), "/")
+	if base == "" {
+		return [][]encode.Word{acl(encode.Lit("always_true"))}, nil
+	}
+	exact, err := encode.Path(base, encode.PathPrefix)
+	if err != nil {
+		return nil, err
+	}
+	under, err := encode.Path(base+"/", encode.PathPrefix)
+	if err != nil {
+		return nil, err
+	}
+	m := encode.Lit("-m")
+	return [][]encode.Word{
+		acl(encode.Lit("path"), m, encode.Lit("str"), exact.Word()),
+		acl(encode.Lit("path"), m, encode.Lit("beg"), under.Word()),
+	}, nil
+}

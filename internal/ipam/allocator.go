@@ -1,0 +1,267 @@
+package ipam
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sync"
+
+	"pier.dev/pier/internal/model"
+)
+
+// Errors returned by Assign and Replay wrap one of these (errors.Is); their
+// messages are written for the user and fit an Event as they are.
+var (
+	ErrPoolExhausted  = errors.New("address pool exhausted")
+	ErrAddressInUse   = errors.New("address in use")
+	ErrOutsidePool    = errors.New("address outside the configured pools")
+	ErrInvalidAddress = errors.New("invalid IP address")
+)
+
+type ipamError struct {
+	kind error
+	msg  string
+}
+
+func (e *ipamError) Error() string { return e.msg }
+func (e *ipamError) Unwrap() error { return e.kind }
+
+func errorf(kind error, format string, args ...any) error {
+	return &ipamError{kind: kind, msg: fmt.Sprintf(format, args...)}
+}
+
+// claim is what one LoadBalancer holds.
+type claim struct {
+	uuid, name string
+	vip, fip   netip.Addr // zero Addr: none
+}
+
+// Allocator hands out VIPs from the internal pool and FIPs from the public
+// pool (or as pinned). It is safe for concurrent use.
+type Allocator struct {
+	mu       sync.Mutex
+	internal Pool
+	public   *Pool
+	byAddr   map[netip.Addr]*claim
+	byUUID   map[string]*claim
+}
+
+// New returns an empty Allocator. public may be nil: then only pinned
+// floating IPs are granted.
+func New(internal Pool, public *Pool) *Allocator {
+	a := &Allocator{internal: internal, byAddr: map[netip.Addr]*claim{}, byUUID: map[string]*claim{}}
+	if public != nil {
+		p := *public
+		a.public = &p
+	}
+	return a
+}
+
+// Replay claims the VIPs and FIPs that stored LoadBalancers already hold.
+// Call it with everything in the store before the first Assign, so that a
+// new LoadBalancer cannot take an address whose owner was not seen yet.
+// Objects are taken oldest first (CreatedAt, then UUID): when two claim the
+// same address the older keeps it and the other is reported; so is an
+// address outside the pools (after a pool change). A LoadBalancer whose
+// address was not claimed gets a new one from its next Assign.
+func (a *Allocator) Replay(lbs []*model.LoadBalancer) []error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	sorted := slices.DeleteFunc(slices.Clone(lbs), func(lb *model.LoadBalancer) bool {
+		return lb == nil || lb.UUID == ""
+	})
+	slices.SortStableFunc(sorted, func(x, y *model.LoadBalancer) int {
+		return cmp.Or(x.CreatedAt.Compare(y.CreatedAt), cmp.Compare(x.UUID, y.UUID))
+	})
+	var errs []error
+	for _, lb := range sorted {
+		if err := a.replayOne(lb, "VIP", lb.VIP); err != nil {
+			errs = append(errs, err)
+		}
+		if err := a.replayOne(lb, "external IP", lb.FIP); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+func (a *Allocator) replayOne(lb *model.LoadBalancer, role, s string) error {
+	if s == "" {
+		return nil
+	}
+	addr, err := parseAddr(s)
+	if err != nil {
+		return errorf(ErrInvalidAddress, "load balancer %s: stored %s %q is not a valid IP address", lb.Name, role, s)
+	}
+	isVIP := role == "VIP"
+	if isVIP && !a.internal.Contains(addr) || !isVIP && !a.inSomePool(addr) {
+		return errorf(ErrOutsidePool, "load balancer %s: stored %s %s is outside %s; it will get a new one",
+			lb.Name, role, addr, a.poolsFor(isVIP))
+	}
+	switch o := a.byAddr[addr]; {
+	case o == nil:
+	case o.uuid != lb.UUID:
+		return errorf(ErrAddressInUse, "load balancer %s: stored %s %s is already held by load balancer %s, which is older",
+			lb.Name, role, addr, o.name)
+	case isVIP && o.fip == addr || !isVIP && o.vip == addr:
+		return errorf(ErrAddressInUse, "load balancer %s: stored VIP and external IP are both %s", lb.Name, addr)
+	}
+	c := a.claimFor(lb)
+	if isVIP {
+		a.move(c, &c.vip, addr)
+	} else {
+		a.move(c, &c.fip, addr)
+	}
+	return nil
+}
+
+// Assign sets lb.VIP and lb.FIP. Addresses this UUID holds are kept (they
+// never move while the owner lives); otherwise lb.VIP is kept if it is in
+// the internal pool and free, else the lowest free internal address is
+// taken. lb.RequestedFIP, when set, must lie in a configured pool and not
+// be held by another LoadBalancer; changing or dropping it releases the
+// old FIP. Without a pin, a FIP comes from the public pool if there is one.
+// Assign either succeeds whole or changes nothing, lb included.
+func (a *Allocator) Assign(lb *model.LoadBalancer) error {
+	if lb == nil || lb.UUID == "" {
+		return errors.New("assign: load balancer has no UUID")
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := a.byUUID[lb.UUID]
+	// The FIP is chosen first so that a pin inside the internal pool is not
+	// taken as this LoadBalancer's own VIP.
+	fip, err := a.chooseFIP(lb, c)
+	if err != nil {
+		return err
+	}
+	vip, err := a.chooseVIP(lb, c, fip)
+	if err != nil {
+		return err
+	}
+	c = a.claimFor(lb)
+	a.move(c, &c.vip, vip)
+	a.move(c, &c.fip, fip)
+	lb.VIP = vip.String()
+	lb.FIP = ""
+	if fip.IsValid() {
+		lb.FIP = fip.String()
+	}
+	return nil
+}
+
+func (a *Allocator) chooseVIP(lb *model.LoadBalancer, c *claim, fip netip.Addr) (netip.Addr, error) {
+	if c != nil && c.vip.IsValid() {
+		return c.vip, nil
+	}
+	if addr, err := parseAddr(lb.VIP); err == nil && a.internal.Contains(addr) && addr != fip && a.byAddr[addr] == nil {
+		return addr, nil
+	}
+	if addr, ok := a.internal.lowestFree(a.taken, fip); ok {
+		return addr, nil
+	}
+	return netip.Addr{}, errorf(ErrPoolExhausted, "no free VIP for load balancer %s: internal pool %s is exhausted",
+		lb.Name, a.internal)
+}
+
+func (a *Allocator) chooseFIP(lb *model.LoadBalancer, c *claim) (netip.Addr, error) {
+	var held netip.Addr
+	if c != nil {
+		held = c.fip
+	}
+	if lb.RequestedFIP == "" {
+		if a.public == nil {
+			return netip.Addr{}, nil
+		}
+		if a.public.Contains(held) {
+			return held, nil
+		}
+		if addr, ok := a.public.lowestFree(a.taken, netip.Addr{}); ok {
+			return addr, nil
+		}
+		return netip.Addr{}, errorf(ErrPoolExhausted, "no free external IP for load balancer %s: public pool %s is exhausted",
+			lb.Name, a.public)
+	}
+	want, err := parseAddr(lb.RequestedFIP)
+	if err != nil {
+		return netip.Addr{}, errorf(ErrInvalidAddress, "external IP %q is not a valid IP address", lb.RequestedFIP)
+	}
+	if want == held {
+		return held, nil
+	}
+	if !a.inSomePool(want) {
+		return netip.Addr{}, errorf(ErrOutsidePool, "external IP %s is outside %s", want, a.poolsFor(false))
+	}
+	if o := a.byAddr[want]; o != nil {
+		if o.uuid == lb.UUID {
+			return netip.Addr{}, errorf(ErrAddressInUse, "external IP %s is already the VIP of this load balancer", want)
+		}
+		return netip.Addr{}, errorf(ErrAddressInUse, "external IP %s is already used by load balancer %s", want, o.name)
+	}
+	return want, nil
+}
+
+// Release frees what uuid holds. Call it when the LoadBalancer is deleted.
+func (a *Allocator) Release(uuid string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := a.byUUID[uuid]
+	if c == nil {
+		return
+	}
+	a.move(c, &c.vip, netip.Addr{})
+	a.move(c, &c.fip, netip.Addr{})
+	delete(a.byUUID, uuid)
+}
+
+func (a *Allocator) claimFor(lb *model.LoadBalancer) *claim {
+	c := a.byUUID[lb.UUID]
+	if c == nil {
+		c = &claim{uuid: lb.UUID}
+		a.byUUID[lb.UUID] = c
+	}
+	c.name = lb.Name
+	return c
+}
+
+// move points one of c's slots at addr, keeping byAddr in step.
+func (a *Allocator) move(c *claim, slot *netip.Addr, addr netip.Addr) {
+	if *slot == addr {
+		return
+	}
+	if slot.IsValid() && a.byAddr[*slot] == c {
+		delete(a.byAddr, *slot)
+	}
+	*slot = addr
+	if addr.IsValid() {
+		a.byAddr[addr] = c
+	}
+}
+
+func (a *Allocator) taken(addr netip.Addr) bool { return a.byAddr[addr] != nil }
+
+func (a *Allocator) inSomePool(addr netip.Addr) bool {
+	return a.internal.Contains(addr) || a.public != nil && a.public.Contains(addr)
+}
+
+func (a *Allocator) poolsFor(vip bool) string {
+	if vip || a.public == nil {
+		return "the internal pool " + a.internal.String()
+	}
+	return fmt.Sprintf("the configured pools (internal %s, public %s)", a.internal, a.public)
+}
+
+// parseAddr accepts what netip does, minus zones, and unmaps ::ffff:a.b.c.d
+// so the same IPv4 address has one key.
+func parseAddr(s string) (netip.Addr, error) {
+	addr, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	if addr.Zone() != "" {
+		return netip.Addr{}, fmt.Errorf("zone not allowed in %q", s)
+	}
+	return addr.Unmap(), nil
+}

@@ -1,0 +1,67 @@
+// Package metrics holds pier's Prometheus collectors, registered on one
+// registry that /metrics serves. Names are documented in docs/operations.md.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metrics is every collector pier updates.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	LoadBalancers   prometheus.Gauge
+	IngressProblems *prometheus.GaugeVec
+	Rebuilds        prometheus.Counter
+	RebuildSeconds  prometheus.Histogram
+	Reloads         *prometheus.CounterVec
+	RuntimeUpdates  *prometheus.CounterVec
+	ConfigRejected  prometheus.Counter
+	ApplySeconds    prometheus.Histogram
+	HAProxyRestarts prometheus.Counter
+	SourceProblems  prometheus.Gauge
+}
+
+// New registers every collector on a fresh registry.
+func New() *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		LoadBalancers: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pier_loadbalancers", Help: "Load balancers in the store.",
+		}),
+		IngressProblems: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "pier_ingress_problems", Help: "Problems found in Ingresses of our class, by severity.",
+		}, []string{"severity"}),
+		Rebuilds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pier_rebuilds_total", Help: "Translations of a new snapshot.",
+		}),
+		RebuildSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "pier_rebuild_duration_seconds", Help: "Time to translate a snapshot and update the store.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}),
+		Reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pier_haproxy_reloads_total", Help: "HAProxy starts and reloads, by result.",
+		}, []string{"result"}),
+		RuntimeUpdates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pier_haproxy_runtime_updates_total", Help: "Member changes applied through the runtime API without a reload, by result.",
+		}, []string{"result"}),
+		ConfigRejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pier_haproxy_config_rejected_total", Help: "Rendered configs that haproxy -c refused; the previous config kept serving.",
+		}),
+		ApplySeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "pier_apply_duration_seconds", Help: "Time for an agent to render, check and apply one load balancer.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+		}),
+		HAProxyRestarts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pier_haproxy_restarts_total", Help: "HAProxy instances restarted by the supervisor after they exited.",
+		}),
+		SourceProblems: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pier_source_problems", Help: "Manifest documents that could not be read (pier run).",
+		}),
+	}
+	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.LoadBalancers, m.IngressProblems, m.Rebuilds, m.RebuildSeconds, m.Reloads, m.RuntimeUpdates,
+		m.ConfigRejected, m.ApplySeconds, m.HAProxyRestarts, m.SourceProblems)
+	return m
+}

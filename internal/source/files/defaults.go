@@ -1,0 +1,169 @@
+package files
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"pier.dev/pier/internal/source"
+)
+
+// finish does what the apiserver would do on create and pier depends on:
+// it defaults, refuses what would be refused, and says whether the object
+// is kept at all (only Secrets holding a certificate are).
+func finish(obj kubeObject) (keep bool, err error) {
+	if err := finishMeta(obj); err != nil {
+		return false, err
+	}
+	switch o := obj.(type) {
+	case *networkingv1.Ingress:
+		return true, checkIngress(o)
+	case *corev1.Service:
+		defaultService(o)
+	case *discoveryv1.EndpointSlice:
+		defaultEndpointSlice(o)
+	case *corev1.Secret:
+		return finishSecret(o)
+	}
+	return true, nil
+}
+
+// finishMeta defaults the namespace and checks names, because translation
+// builds HAProxy names and UUIDs from them.
+func finishMeta(obj kubeObject) error {
+	if _, clusterScoped := obj.(*networkingv1.IngressClass); clusterScoped {
+		obj.SetNamespace("") // the apiserver ignores it too
+	} else if obj.GetNamespace() == "" {
+		obj.SetNamespace(metav1.NamespaceDefault)
+	}
+	if obj.GetName() == "" {
+		return errors.New("metadata.name is required")
+	}
+	if errs := validation.IsDNS1123Label(obj.GetNamespace()); obj.GetNamespace() != "" && len(errs) > 0 {
+		return fmt.Errorf("metadata.namespace %q: %s", obj.GetNamespace(), strings.Join(errs, "; "))
+	}
+	check := validation.IsDNS1123Subdomain
+	if _, ok := obj.(*corev1.Service); ok {
+		check = validation.IsDNS1035Label
+	}
+	if errs := check(obj.GetName()); len(errs) > 0 {
+		return fmt.Errorf("metadata.name %q: %s", obj.GetName(), strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// checkIngress refuses a path without pathType, as networking.k8s.io/v1
+// does; translation can then rely on it being set.
+func checkIngress(ing *networkingv1.Ingress) error {
+	for i, rule := range ing.Spec.Rules {
+		if rule.HTTP == nil {
+			continue
+		}
+		for j, path := range rule.HTTP.Paths {
+			if path.PathType == nil {
+				return fmt.Errorf("spec.rules[%d].http.paths[%d].pathType is required", i, j)
+			}
+		}
+	}
+	return nil
+}
+
+func defaultService(svc *corev1.Service) {
+	if svc.Spec.Type == "" {
+		svc.Spec.Type = corev1.ServiceTypeClusterIP
+	}
+	for i := range svc.Spec.Ports {
+		p := &svc.Spec.Ports[i]
+		if p.Protocol == "" {
+			p.Protocol = corev1.ProtocolTCP
+		}
+		if p.TargetPort == intstr.FromInt32(0) || p.TargetPort == intstr.FromString("") {
+			p.TargetPort = intstr.FromInt32(p.Port)
+		}
+	}
+}
+
+// defaultEndpointSlice defaults ports as the apiserver does. Endpoint
+// conditions.ready stays nil when unset: the API defines nil as ready.
+func defaultEndpointSlice(es *discoveryv1.EndpointSlice) {
+	for i := range es.Ports {
+		p := &es.Ports[i]
+		if p.Protocol == nil {
+			tcp := corev1.ProtocolTCP
+			p.Protocol = &tcp
+		}
+		if p.Name == nil {
+			empty := ""
+			p.Name = &empty
+		}
+	}
+}
+
+// finishSecret merges stringData into data (stringData wins, as in the
+// apiserver) and keeps only Secrets that hold a certificate and key.
+func finishSecret(sec *corev1.Secret) (bool, error) {
+	if len(sec.StringData) > 0 {
+		if sec.Data == nil {
+			sec.Data = make(map[string][]byte, len(sec.StringData))
+		}
+		for k, v := range sec.StringData {
+			sec.Data[k] = []byte(v)
+		}
+		sec.StringData = nil
+	}
+	if sec.Type == "" {
+		sec.Type = corev1.SecretTypeOpaque
+	}
+	_, hasCert := sec.Data[corev1.TLSCertKey]
+	_, hasKey := sec.Data[corev1.TLSPrivateKeyKey]
+	switch sec.Type {
+	case corev1.SecretTypeTLS:
+		if !hasCert || !hasKey {
+			return false, fmt.Errorf("type %s requires data %q and %q",
+				corev1.SecretTypeTLS, corev1.TLSCertKey, corev1.TLSPrivateKeyKey)
+		}
+		return true, nil
+	case corev1.SecretTypeOpaque:
+		return hasCert && hasKey, nil
+	}
+	return false, nil
+}
+
+// add files a kept object into the snapshot.
+func add(snap *source.Snapshot, obj kubeObject) {
+	switch o := obj.(type) {
+	case *networkingv1.Ingress:
+		snap.Ingresses = append(snap.Ingresses, o)
+	case *networkingv1.IngressClass:
+		snap.IngressClasses = append(snap.IngressClasses, o)
+	case *corev1.Service:
+		snap.Services = append(snap.Services, o)
+	case *discoveryv1.EndpointSlice:
+		snap.EndpointSlices = append(snap.EndpointSlices, o)
+	case *corev1.Secret:
+		snap.Secrets = append(snap.Secrets, o)
+	}
+}
+
+// sortSnapshot orders objects by namespace/name, so the snapshot does not
+// depend on how the manifests are spread over files.
+func sortSnapshot(snap *source.Snapshot) {
+	slices.SortFunc(snap.Ingresses, byName[*networkingv1.Ingress])
+	slices.SortFunc(snap.IngressClasses, byName[*networkingv1.IngressClass])
+	slices.SortFunc(snap.Services, byName[*corev1.Service])
+	slices.SortFunc(snap.EndpointSlices, byName[*discoveryv1.EndpointSlice])
+	slices.SortFunc(snap.Secrets, byName[*corev1.Secret])
+}
+
+func byName[T metav1.Object](a, b T) int {
+	return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
+}

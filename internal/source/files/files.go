@@ -1,0 +1,225 @@
+// Package files is the source behind `pier run -f PATH`: it reads
+// Kubernetes manifests (multi-document YAML or JSON) from files and
+// folders, decodes them strictly with the Kubernetes API types, applies the
+// apiserver defaults pier depends on, and watches the files so that an
+// edit is applied within a second.
+//
+// A bad document is reported as a Problem and skipped; it never hides the
+// other documents. Only a named path that does not exist or cannot be read
+// is an error, and only when loading for the first time.
+//
+// Decisions a reader of the manifests should know:
+//   - Kinds kept: networking.k8s.io/v1 Ingress and IngressClass, v1 Service,
+//     discovery.k8s.io/v1 EndpointSlice and v1 Secret. v1 List and the typed
+//     lists of those kinds are expanded. Kinds of other API groups, and other
+//     kinds of these groups (Deployment, ConfigMap, Namespace, …), are
+//     ignored with a debug log. Another version of a kept kind
+//     (networking.k8s.io/v1beta1 Ingress) or a misspelt kind in a kept group
+//     version is a Problem, because the user clearly meant pier to read it.
+//   - Secrets: kept when their type is kubernetes.io/tls, or Opaque (or
+//     unset) with both tls.crt and tls.key; every other Secret is ignored,
+//     as pier only serves certificates. stringData is merged into data as
+//     the apiserver does. A kubernetes.io/tls Secret without both keys is a
+//     Problem, as the apiserver would refuse it.
+//   - Defaults as the apiserver sets them: namespace "default" (cleared on
+//     the cluster-scoped IngressClass), Service type ClusterIP, port
+//     protocol TCP and targetPort = port, EndpointSlice port protocol TCP.
+//     EndpointSlice conditions.ready is left nil: the API defines nil as
+//     ready, and consumers must read it that way.
+//   - No UID is invented (translation derives UUIDs from namespace/name).
+//     A missing creationTimestamp is set to the file's modification time,
+//     so "oldest wins" rules hold across restarts; within one process an
+//     object keeps the timestamp it was first given while it exists, as an
+//     update through the apiserver would.
+//   - The same kind/namespace/name twice: the first by (file path, document)
+//     wins; the other is a Problem. Files are read in lexical path order.
+//   - Snapshot slices are sorted by namespace/name, whatever the file
+//     layout.
+package files
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"pier.dev/pier/internal/source"
+)
+
+// MaxFileSize is the largest manifest file read. Manifests are written by
+// people; a bigger file is almost certainly a mistake (a log, an image),
+// and refusing it keeps a stray file from costing memory on every reload.
+const MaxFileSize = 8 << 20
+
+// Problem is a document (or file) that could not be used. The others are
+// unaffected.
+type Problem struct {
+	File string
+	// Doc is the 1-based position of the document among the non-empty
+	// documents of File; 0 when the problem is about the whole file.
+	Doc int
+	// Line is the 1-based line where the document starts; 0 if unknown.
+	Line    int
+	Message string
+}
+
+// String formats the problem for a log line or a terminal.
+func (p Problem) String() string {
+	var b strings.Builder
+	b.WriteString(p.File)
+	if p.Doc > 0 {
+		fmt.Fprintf(&b, " doc %d", p.Doc)
+	}
+	if p.Line > 0 {
+		fmt.Fprintf(&b, " (line %d)", p.Line)
+	}
+	return b.String() + ": " + p.Message
+}
+
+// Load reads the manifests under paths once. The error is non-nil only if
+// a named path does not exist or cannot be read.
+func Load(paths []string) (*source.Snapshot, []Problem, error) {
+	snap, problems, _, err := NewLoader(paths, nil).Load()
+	if err != nil {
+		return nil, nil, err
+	}
+	return snap, problems, nil
+}
+
+// Loader reads manifests again and again, re-decoding only the files whose
+// bytes changed. It is not safe for concurrent use.
+type Loader struct {
+	paths []string
+	log   *slog.Logger
+
+	cache       map[string]*fileEntry
+	created     map[objectKey]metav1.Time
+	fingerprint [sha256.Size]byte
+	loaded      bool
+	last        *source.Snapshot
+	problems    []Problem
+	dirs        []string // folders walked by the last Load, for the watcher
+}
+
+// fileEntry is what one file decoded to, keyed by the hash of its bytes.
+type fileEntry struct {
+	hash     [sha256.Size]byte
+	objects  []object
+	problems []Problem
+}
+
+// NewLoader returns a Loader for the given files and folders. A nil logger
+// discards.
+func NewLoader(paths []string, logger *slog.Logger) *Loader {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Loader{
+		paths:   append([]string(nil), paths...),
+		log:     logger,
+		cache:   map[string]*fileEntry{},
+		created: map[objectKey]metav1.Time{},
+	}
+}
+
+// Load reads every manifest and returns a full snapshot and its problems.
+// changed reports whether any file's bytes (or the set of files) differ
+// from the previous Load; when they do not, the previous snapshot is
+// returned as is. err joins the named paths that are missing or
+// unreadable; those are also in problems, and the snapshot holds the rest.
+func (l *Loader) Load() (snap *source.Snapshot, problems []Problem, changed bool, err error) {
+	if len(l.paths) == 0 {
+		return nil, nil, false, errors.New("no manifest path given")
+	}
+	sc := scan(l.paths)
+	l.dirs = sc.dirs
+
+	sum := sha256.New()
+	for _, p := range sc.problems {
+		fmt.Fprintf(sum, "problem\x00%s\x00", p.String())
+	}
+	entries := make(map[string]*fileEntry, len(sc.files))
+	for _, f := range sc.files {
+		e := l.readFile(f)
+		entries[f] = e
+		fmt.Fprintf(sum, "file\x00%s\x00%x\x00", f, e.hash)
+	}
+	l.cache = entries
+	err = errors.Join(sc.errs...)
+
+	var fp [sha256.Size]byte
+	copy(fp[:], sum.Sum(nil))
+	if l.loaded && fp == l.fingerprint {
+		return l.last, l.problems, false, err
+	}
+	l.loaded, l.fingerprint = true, fp
+	l.last, l.problems = l.assemble(sc, entries)
+	return l.last, l.problems, true, err
+}
+
+// assemble builds the snapshot from decoded files in path order, so that
+// the first of duplicate objects wins deterministically.
+func (l *Loader) assemble(sc scanResult, entries map[string]*fileEntry) (*source.Snapshot, []Problem) {
+	snap := &source.Snapshot{}
+	problems := append([]Problem(nil), sc.problems...)
+	type origin struct {
+		file string
+		doc  int
+	}
+	seen := map[objectKey]origin{}
+	created := map[objectKey]metav1.Time{}
+	for _, f := range sc.files {
+		e := entries[f]
+		problems = append(problems, e.problems...)
+		for _, o := range e.objects {
+			if first, dup := seen[o.key]; dup {
+				problems = append(problems, Problem{File: f, Doc: o.pos.doc, Line: o.pos.line,
+					Message: fmt.Sprintf("%s%s: duplicate ignored, %s doc %d defines it first",
+						o.pos.itemPrefix(), o.key, first.file, first.doc)})
+				continue
+			}
+			seen[o.key] = origin{file: f, doc: o.pos.doc}
+			created[o.key] = o.obj.GetCreationTimestamp()
+			add(snap, o.obj)
+		}
+	}
+	l.created = created
+	sortSnapshot(snap)
+	return snap, problems
+}
+
+// objectKey identifies an object the way the apiserver does.
+type objectKey struct {
+	kind, namespace, name string
+}
+
+func (k objectKey) String() string {
+	if k.namespace == "" {
+		return k.kind + " " + k.name
+	}
+	return k.kind + " " + k.namespace + "/" + k.name
+}
+
+// position locates a document, and an item when it came from a List.
+type position struct {
+	doc, line, item int
+}
+
+func (p position) itemPrefix() string {
+	if p.item == 0 {
+		return ""
+	}
+	return fmt.Sprintf("List item %d: ", p.item)
+}
+
+// isEditorTemp reports names that editors and tools write next to the file
+// being edited; they are never manifests.
+func isEditorTemp(name string) bool {
+	return strings.HasSuffix(name, "~") ||
+		(len(name) > 1 && strings.HasPrefix(name, "#") && strings.HasSuffix(name, "#")) ||
+		strings.HasSuffix(name, ".swp") || strings.HasSuffix(name, ".swx") ||
+		strings.HasSuffix(name, ".swo") || name == "4913"
+}

@@ -1,0 +1,233 @@
+package files
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"pier.dev/pier/internal/source"
+)
+
+const (
+	// debounceDelay lets a burst of events (an editor's write, rename and
+	// chmod; a tool writing many files) settle into one reload.
+	debounceDelay = 100 * time.Millisecond
+	// debounceMax bounds the wait under a steady stream of events, so an
+	// edit is still applied within a second.
+	debounceMax = 500 * time.Millisecond
+	// pollInterval is the period of the fallback when fsnotify is unusable.
+	pollInterval = time.Second
+)
+
+// Watch loads the manifests under paths, calls onChange with the snapshot,
+// then watches the files and calls onChange with a fresh full snapshot
+// whenever their bytes change. A file touched without change causes no
+// call. onChange runs on Watch's goroutine, one call at a time; events
+// arriving meanwhile are coalesced into the next reload.
+//
+// Watch returns an error only if the first load fails (a named path is
+// missing or unreadable); a path that disappears later is reported as a
+// Problem. It returns nil when ctx is cancelled. It uses fsnotify on the
+// folders and on the parent folder of each named path (editors that save
+// by renaming a new file into place replace the watched inode), and falls
+// back to polling every second if fsnotify cannot be used. A symlinked
+// file is re-read when an event occurs in its folder, not when its target
+// changes elsewhere.
+func Watch(ctx context.Context, paths []string, logger *slog.Logger, onChange func(*source.Snapshot, []Problem)) error {
+	return watch(ctx, paths, logger, onChange, false)
+}
+
+// watcher serialises file events, debounces them and reloads.
+type watcher struct {
+	loader   *Loader
+	log      *slog.Logger
+	onChange func(*source.Snapshot, []Problem)
+	roots    []string // absolute named paths
+
+	fs      *fsnotify.Watcher
+	timer   *time.Timer
+	pending bool
+	first   time.Time // first event of the pending burst
+}
+
+func watch(ctx context.Context, paths []string, logger *slog.Logger,
+	onChange func(*source.Snapshot, []Problem), forcePoll bool) error {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	w := &watcher{loader: NewLoader(paths, logger), log: logger, onChange: onChange}
+	snap, problems, _, err := w.loader.Load()
+	if err != nil {
+		return fmt.Errorf("load manifests: %w", err)
+	}
+	onChange(snap, problems)
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return fmt.Errorf("manifest path %s: %w", p, err)
+		}
+		w.roots = append(w.roots, abs)
+	}
+	if !forcePoll {
+		fsw, err := fsnotify.NewWatcher()
+		if err == nil {
+			defer fsw.Close()
+			w.fs = fsw
+			return w.run(ctx)
+		}
+		logger.Warn("cannot watch manifests, polling instead", "error", err, "interval", pollInterval)
+	}
+	return w.poll(ctx)
+}
+
+// run is the fsnotify loop. Any event under a named path schedules a full
+// rescan rather than being interpreted: the hash comparison then decides
+// whether anything changed, which handles renames, ConfigMap symlink swaps
+// and new folders alike.
+func (w *watcher) run(ctx context.Context) error {
+	w.timer = time.NewTimer(time.Hour)
+	w.timer.Stop()
+	defer w.timer.Stop()
+	// Adding the watches schedules a rescan, which catches files written
+	// between the first load and the watches being in place.
+	if !w.syncWatches() {
+		return w.poll(ctx)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-w.fs.Events:
+			if !ok {
+				return w.poll(ctx)
+			}
+			if w.relevant(ev.Name) {
+				w.log.Debug("manifest event", "file", ev.Name, "op", ev.Op.String())
+				w.schedule()
+			}
+		case err, ok := <-w.fs.Errors:
+			if !ok {
+				return w.poll(ctx)
+			}
+			// An overflow loses events; rescanning recovers from any error.
+			w.log.Warn("watching manifests", "error", err)
+			w.schedule()
+		case <-w.timer.C:
+			w.pending = false
+			w.reload()
+			if !w.syncWatches() {
+				return w.poll(ctx)
+			}
+		}
+	}
+}
+
+// schedule (re)arms the debounce timer: debounceDelay after the last
+// event, but no later than debounceMax after the first of the burst.
+func (w *watcher) schedule() {
+	now := time.Now()
+	if !w.pending {
+		w.pending, w.first = true, now
+	}
+	delay := min(debounceDelay, max(w.first.Add(debounceMax).Sub(now), 0))
+	w.timer.Reset(delay)
+}
+
+// relevant drops events outside the named paths (the parent folders are
+// watched only for the named entries in them) and editor scratch files.
+func (w *watcher) relevant(name string) bool {
+	if isEditorTemp(filepath.Base(name)) {
+		return false
+	}
+	for _, r := range w.roots {
+		if name == r || strings.HasPrefix(name, r+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
+// syncWatches watches the folders walked by the last load and the parents
+// of the named paths, and forgets folders no longer wanted. fsnotify's own
+// list is the truth, as it drops the watch of a folder that was deleted or
+// moved, even if one of the same name has taken its place since. When it
+// adds a folder it schedules a rescan, as files may have been created in
+// it before the watch existed. It returns false if fsnotify is unusable;
+// the watcher is then closed and the caller must poll.
+func (w *watcher) syncWatches() bool {
+	want := map[string]bool{}
+	for _, r := range w.roots {
+		want[filepath.Dir(r)] = true
+	}
+	for _, d := range w.loader.dirs {
+		want[d] = true
+	}
+	have := map[string]bool{}
+	for _, d := range w.fs.WatchList() {
+		have[d] = true
+	}
+	added := false
+	for d := range want {
+		if have[d] {
+			continue
+		}
+		err := w.fs.Add(d)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			w.log.Debug("manifest folder vanished before it could be watched", "dir", d)
+			continue
+		case err != nil:
+			w.log.Warn("cannot watch manifests, polling instead", "dir", d, "error", err,
+				"interval", pollInterval)
+			w.fs.Close()
+			return false
+		}
+		added = true
+	}
+	for d := range have {
+		if !want[d] {
+			_ = w.fs.Remove(d) // fails if the folder is gone, which already removed the watch
+		}
+	}
+	if added {
+		w.schedule()
+	}
+	return true
+}
+
+func (w *watcher) poll(ctx context.Context) error {
+	t := time.NewTicker(pollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			w.reload()
+		}
+	}
+}
+
+// reload reads everything again and calls onChange if the bytes changed.
+func (w *watcher) reload() {
+	snap, problems, changed, err := w.loader.Load()
+	if err != nil {
+		w.log.Warn("manifest path unavailable", "error", err)
+	}
+	if !changed {
+		w.log.Debug("manifests unchanged")
+		return
+	}
+	w.log.Info("manifests changed", "ingresses", len(snap.Ingresses),
+		"services", len(snap.Services), "endpointSlices", len(snap.EndpointSlices),
+		"secrets", len(snap.Secrets), "ingressClasses", len(snap.IngressClasses),
+		"problems", len(problems))
+	w.onChange(snap, problems)
+}

@@ -1,0 +1,111 @@
+// Package status decides what each Ingress of our class publishes in
+// status.loadBalancer (Contour's design, seed 004). Deciding is pure; the
+// writers (in memory for pier run, the API server for the controller)
+// only store what Decide returns, and skip no-op writes.
+package status
+
+import (
+	"net/netip"
+	"sort"
+	"strings"
+
+	networkingv1 "k8s.io/api/networking/v1"
+
+	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/translate"
+)
+
+// Addresses is how published addresses are discovered.
+type Addresses struct {
+	// Static, when not empty, is published for every Ingress instead of
+	// its VIP and FIP (--status-address). Entries that parse as IPs go in
+	// "ip", others in "hostname".
+	Static []string
+}
+
+// Decide returns the status.loadBalancer.ingress list for every Ingress
+// of our class in res. Rules (RELIABILITY "Leader election and status"):
+//   - a refused Ingress publishes nothing;
+//   - an accepted Ingress publishes its VIP then FIP once an agent reports
+//     its LoadBalancer active; until then it keeps what it published
+//     before (nothing, for a new one), so a re-apply never makes status
+//     flap;
+//   - lists are deduplicated and stable.
+func Decide(res *translate.Result, lbs map[string]*model.LoadBalancer, prev map[string][]networkingv1.IngressLoadBalancerIngress, cfg Addresses) map[string][]networkingv1.IngressLoadBalancerIngress {
+	out := map[string][]networkingv1.IngressLoadBalancerIngress{}
+	for key := range res.Ours {
+		uuid, ok := res.Accepted[key]
+		if !ok {
+			continue
+		}
+		lb := lbs[uuid]
+		switch {
+		case lb == nil:
+		case lb.Status.State == model.StateActive || (lb.Status.SpecHash != "" && lb.Status.State == model.StateError):
+			// Active, or an update failed while the previous config keeps
+			// serving: either way the addresses answer.
+			out[key] = addressesOf(lb, cfg)
+		case len(prev[key]) > 0:
+			out[key] = prev[key]
+		}
+	}
+	return out
+}
+
+func addressesOf(lb *model.LoadBalancer, cfg Addresses) []networkingv1.IngressLoadBalancerIngress {
+	list := cfg.Static
+	if len(list) == 0 {
+		list = []string{lb.VIP, lb.FIP}
+	}
+	var out []networkingv1.IngressLoadBalancerIngress
+	seen := map[string]bool{}
+	for _, a := range list {
+		if a == "" || seen[a] {
+			continue
+		}
+		seen[a] = true
+		if _, err := netip.ParseAddr(a); err == nil {
+			out = append(out, networkingv1.IngressLoadBalancerIngress{IP: a})
+		} else {
+			out = append(out, networkingv1.IngressLoadBalancerIngress{Hostname: a})
+		}
+	}
+	return out
+}
+
+// Equal reports whether two published lists are the same, so writers can
+// skip no-op writes.
+func Equal(a, b []networkingv1.IngressLoadBalancerIngress) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].IP != b[i].IP || a[i].Hostname != b[i].Hostname {
+			return false
+		}
+	}
+	return true
+}
+
+// String renders a published list for logs: "127.10.0.1,127.20.0.1".
+func String(list []networkingv1.IngressLoadBalancerIngress) string {
+	parts := make([]string, 0, len(list))
+	for _, a := range list {
+		if a.IP != "" {
+			parts = append(parts, a.IP)
+		} else {
+			parts = append(parts, a.Hostname)
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// Keys returns the map's keys sorted, for deterministic iteration.
+func Keys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,222 @@
+package bolt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/store"
+	"pier.dev/pier/internal/store/storetest"
+)
+
+func open(t *testing.T, path string) *Store {
+	t.Helper()
+	s, err := Open(path)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return open(t, filepath.Join(t.TempDir(), "pier.db"))
+	})
+}
+
+func TestReopenKeepsData(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state", "pier.db")
+	s := open(t, path)
+	ctx := t.Context()
+	for _, id := range []string{"a", "b"} {
+		if err := s.PutSpec(ctx, storetest.Sample(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := model.Status{State: model.StateActive, SpecHash: "h", Node: "local"}
+	if err := s.PutStatus(ctx, "b", st); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = open(t, path)
+	lbs, err := s.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lbs) != 2 || lbs[0].UUID != "a" || lbs[1].UUID != "b" {
+		t.Fatalf("after reopen List = %v, want a and b", lbs)
+	}
+	if lbs[1].Status != st || lbs[1].VIP != "127.10.0.1" || len(lbs[1].Pools[0].Members) != 1 {
+		t.Fatalf("after reopen b = %+v", lbs[1])
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode := info.Mode().Perm(); mode != 0o600 {
+		t.Fatalf("state file mode = %v, want 0600", mode)
+	}
+}
+
+func TestSecondOpenFailsFast(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "pier.db")
+	first := open(t, path)
+
+	start := time.Now()
+	_, err := Open(path)
+	if err == nil {
+		t.Fatal("second Open of the same state file succeeded")
+	}
+	if elapsed := time.Since(start); elapsed > 3*lockTimeout {
+		t.Fatalf("second Open took %s, want about %s", elapsed, lockTimeout)
+	}
+	if !errors.Is(err, ErrInUse) {
+		t.Fatalf("error %v is not ErrInUse", err)
+	}
+	if want := "state dir " + dir + " is in use by another pier"; !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %q does not say %q", err, want)
+	}
+
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	open(t, path) // the lock is released on Close
+}
+
+func TestSchemaVersion(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pier.db")
+	s := open(t, path)
+	s.Close()
+
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if got := string(meta.Get(keySchema)); got != SchemaVersion {
+			return fmt.Errorf("schema = %q, want %q", got, SchemaVersion)
+		}
+		return meta.Put(keySchema, []byte("99"))
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	_, err = Open(path)
+	if err == nil || !strings.Contains(err.Error(), `schema version "99"`) {
+		t.Fatalf("Open of a newer schema: error = %v, want one naming schema version 99", err)
+	}
+}
+
+// The conformance suite allows coalescing; the bolt store promises it, so
+// a reader that wakes up after many writes gets about one event.
+func TestSlowReaderCoalesces(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "pier.db"))
+	ch, err := s.Watch(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writes = 300
+	for i := range writes {
+		lb := storetest.Sample("x")
+		lb.Name = fmt.Sprint(i)
+		if err := s.PutSpec(t.Context(), lb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Delete(t.Context(), "x"); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for {
+		ev := storetest.Next(t, ch)
+		got = append(got, string(ev.Type)+" "+ev.LoadBalancer.Name)
+		if ev.Type == store.EventDelete {
+			break
+		}
+	}
+	// The watcher may have taken one PUT before the reader stalled.
+	if len(got) > 2 || got[len(got)-1] != "DELETE 299" {
+		t.Fatalf("events = %v, want at most one PUT then DELETE 299", got)
+	}
+}
+
+func TestCloseEndsWatches(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "pier.db"))
+	ch, err := s.Watch(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case _, ok := <-ch:
+		if ok {
+			t.Fatal("event after Close")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("watch channel still open after Close")
+	}
+	if _, err := s.Watch(context.Background()); err == nil {
+		t.Fatal("Watch after Close succeeded")
+	}
+	if err := s.PutSpec(context.Background(), storetest.Sample("a")); err == nil {
+		t.Fatal("PutSpec after Close succeeded")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
+
+func TestWatcherCoalescing(t *testing.T) {
+	type op struct{ typ, uuid, version string }
+	put := func(u, v string) op { return op{"PUT", u, v} }
+	del := func(u, v string) op { return op{"DELETE", u, v} }
+	tests := []struct {
+		name string
+		in   []op
+		want string
+	}{
+		{"puts collapse", []op{put("x", "1"), put("x", "2")}, "PUT x 2"},
+		{"delete replaces put", []op{put("x", "1"), del("x", "1")}, "DELETE x 1"},
+		{"put after delete is kept apart", []op{del("x", "1"), put("x", "2")}, "DELETE x 1, PUT x 2"},
+		{"put after delete collapses with puts", []op{del("x", "1"), put("x", "2"), put("x", "3")}, "DELETE x 1, PUT x 3"},
+		{"recreated and deleted again", []op{del("x", "1"), put("x", "2"), del("x", "2")}, "DELETE x 2"},
+		{"position of first change kept", []op{put("x", "1"), put("y", "1"), put("x", "2")}, "PUT x 2, PUT y 1"},
+		{"delete and put stay together", []op{del("x", "1"), put("y", "1"), put("x", "2")}, "DELETE x 1, PUT x 2, PUT y 1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWatcher()
+			for _, o := range tc.in {
+				w.push(o.uuid, change{typ: store.EventType(o.typ), raw: []byte(o.uuid + " " + o.version)})
+			}
+			var got []string
+			for c, ok := w.pop(); ok; c, ok = w.pop() {
+				got = append(got, string(c.typ)+" "+string(c.raw))
+			}
+			if s := strings.Join(got, ", "); s != tc.want {
+				t.Fatalf("delivered %q, want %q", s, tc.want)
+			}
+			if len(w.pending) != 0 || len(w.queue) != 0 {
+				t.Fatalf("left behind: pending %v, queue %v", w.pending, w.queue)
+			}
+		})
+	}
+}

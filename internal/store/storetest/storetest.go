@@ -1,0 +1,251 @@
+// Package storetest is the conformance suite for store.Store: every
+// implementation (the embedded bbolt one, the Kubernetes custom resource
+// one) runs the same tests, so callers can rely on the interface alone.
+package storetest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/store"
+)
+
+// Wait bounds every wait for an event. Generous: CI machines are shared.
+var Wait = 10 * time.Second
+
+// Run checks newStore's stores against the store.Store contract, plus
+// these choices that callers rely on and the interface comments leave open:
+//
+//   - PutSpec of a new object keeps a non-zero CreatedAt (translation
+//     passes the source's creation time) or sets the current time, and sets
+//     an empty Status.State to PENDING.
+//   - PutSpec refuses an object without a UUID.
+//   - Delete of a missing UUID returns store.ErrNotFound.
+//   - Watch replays in UUID order; a write that changes nothing stored
+//     sends no event; a DELETE is never folded into a later PUT.
+//
+// newStore returns an empty, open store and arranges (t.Cleanup) to close it.
+func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
+	t.Helper()
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s store.Store)
+	}{
+		{"GetMissing", testGetMissing},
+		{"PutGetRoundTrip", testPutGetRoundTrip},
+		{"CreatedAtDefaultsToNow", testCreatedAtDefault},
+		{"PutSpecRequiresUUID", testPutSpecRequiresUUID},
+		{"ListSortedByUUID", testListSorted},
+		{"PutSpecKeepsStatusAndCreatedAt", testPutSpecKeepsStatus},
+		{"PutStatus", testPutStatus},
+		{"PutStatusMissing", testPutStatusMissing},
+		{"Delete", testDelete},
+		{"ReturnsCopies", testReturnsCopies},
+		{"WatchReplayThenChanges", testWatchReplay},
+		{"WatchOrdering", testWatchOrdering},
+		{"WatchSlowReader", testWatchSlowReader},
+		{"WatchDeleteNotLost", testWatchDeleteNotLost},
+		{"WatchDeleteThenRecreate", testWatchDeleteRecreate},
+		{"WatchNoOpWriteSendsNothing", testWatchNoOp},
+		{"WatchEndsWithContext", testWatchEnds},
+		{"WatchersGetCopies", testWatchCopies},
+		{"ConcurrentWriters", testConcurrentWriters},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
+	}
+}
+
+// Sample returns a LoadBalancer with every part of the model filled in, so
+// that a round trip that drops a field shows.
+func Sample(uuid string) *model.LoadBalancer {
+	return &model.LoadBalancer{
+		UUID:         uuid,
+		Name:         "default/" + uuid,
+		Provider:     model.ProviderHAProxy,
+		VIP:          "127.10.0.1",
+		FIP:          "127.20.0.1",
+		RequestedFIP: "127.20.0.1",
+		Placement:    model.Placement{Active: "node-a", Standby: "node-b"},
+		Sources:      []model.Source{{Kind: "Ingress", Namespace: "default", Name: uuid, UID: "uid-" + uuid}},
+		Listeners: []model.Listener{{
+			Name: model.DefaultHTTPSListenerName, Protocol: model.ProtocolTerminatedHTTPS, Port: 443,
+			DefaultPoolID: "p1",
+			Certificates: []model.Certificate{{ID: "c1", Namespace: "default", Secret: "tls",
+				Hosts: []string{"a.example"}, SHA256: "ab", NotAfter: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}},
+			Policies: []model.L7Policy{{ID: "l1", Position: 1, Action: model.ActionRedirectToPool, PoolID: "p1",
+				Rules: []model.L7Rule{{Type: model.RulePath, Compare: model.CompareStartsWith, Value: "/api"}}}},
+		}},
+		Pools: []model.Pool{{ID: "p1", Name: "default_svc_80", Namespace: "default", Service: "svc", Port: "80",
+			Algorithm: "roundrobin", HealthCheck: true,
+			Members: []model.Member{{Address: "10.1.0.5", Port: 8080, Weight: 1, Target: "pod-1"}}}},
+		CreatedAt: time.Date(2025, 6, 7, 8, 9, 10, 0, time.UTC),
+	}
+}
+
+func testGetMissing(t *testing.T, s store.Store) {
+	_, err := s.Get(t.Context(), "missing")
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Get(missing) error = %v, want store.ErrNotFound", err)
+	}
+}
+
+func testPutGetRoundTrip(t *testing.T, s store.Store) {
+	in := Sample("a")
+	mustPut(t, s, in)
+	want := Sample("a")
+	want.Status.State = model.StatePending
+	assertEqual(t, "Get after PutSpec", mustGet(t, s, "a"), want)
+}
+
+func testCreatedAtDefault(t *testing.T, s store.Store) {
+	in := Sample("a")
+	in.CreatedAt = time.Time{}
+	before := time.Now().Add(-time.Second)
+	mustPut(t, s, in)
+	after := time.Now().Add(time.Second)
+	got := mustGet(t, s, "a").CreatedAt
+	if got.Before(before) || got.After(after) {
+		t.Fatalf("CreatedAt = %v, want between %v and %v", got, before, after)
+	}
+}
+
+func testPutSpecRequiresUUID(t *testing.T, s store.Store) {
+	if err := s.PutSpec(t.Context(), Sample("")); err == nil {
+		t.Fatal("PutSpec without UUID succeeded")
+	}
+}
+
+func testListSorted(t *testing.T, s store.Store) {
+	lbs, err := s.List(t.Context())
+	if err != nil || len(lbs) != 0 {
+		t.Fatalf("List of empty store = %d items, %v; want 0, nil", len(lbs), err)
+	}
+	for _, id := range []string{"c", "a", "b"} {
+		mustPut(t, s, Sample(id))
+	}
+	lbs, err = s.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := uuids(lbs); fmt.Sprint(got) != "[a b c]" {
+		t.Fatalf("List order = %v, want [a b c]", got)
+	}
+}
+
+func testPutSpecKeepsStatus(t *testing.T, s store.Store) {
+	mustPut(t, s, Sample("a"))
+	st := model.Status{State: model.StateActive, SpecHash: "h", Node: "node-a",
+		UpdatedAt: time.Date(2025, 7, 1, 0, 0, 0, 0, time.UTC)}
+	if err := s.PutStatus(t.Context(), "a", st); err != nil {
+		t.Fatal(err)
+	}
+	next := Sample("a")
+	next.VIP = "127.10.0.9"
+	next.CreatedAt = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	next.Status = model.Status{State: model.StateError, Message: "controller must not win"}
+	mustPut(t, s, next)
+
+	want := Sample("a")
+	want.VIP = "127.10.0.9"
+	want.Status = st
+	assertEqual(t, "Get after second PutSpec", mustGet(t, s, "a"), want)
+}
+
+func testPutStatus(t *testing.T, s store.Store) {
+	mustPut(t, s, Sample("a"))
+	st := model.Status{State: model.StateError, Message: "haproxy -c failed", Node: "n"}
+	if err := s.PutStatus(t.Context(), "a", st); err != nil {
+		t.Fatal(err)
+	}
+	want := Sample("a")
+	want.Status = st
+	assertEqual(t, "Get after PutStatus", mustGet(t, s, "a"), want)
+}
+
+func testPutStatusMissing(t *testing.T, s store.Store) {
+	err := s.PutStatus(t.Context(), "missing", model.Status{State: model.StateActive})
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("PutStatus(missing) error = %v, want store.ErrNotFound", err)
+	}
+	if _, err := s.Get(t.Context(), "missing"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("PutStatus(missing) created an object (Get error = %v)", err)
+	}
+}
+
+func testDelete(t *testing.T, s store.Store) {
+	mustPut(t, s, Sample("a"))
+	mustPut(t, s, Sample("b"))
+	if err := s.Delete(t.Context(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(t.Context(), "a"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Get after Delete error = %v, want store.ErrNotFound", err)
+	}
+	if err := s.Delete(t.Context(), "a"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("second Delete error = %v, want store.ErrNotFound", err)
+	}
+	lbs, err := s.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := uuids(lbs); fmt.Sprint(got) != "[b]" {
+		t.Fatalf("List after Delete = %v, want [b]", got)
+	}
+}
+
+func testReturnsCopies(t *testing.T, s store.Store) {
+	in := Sample("a")
+	mustPut(t, s, in)
+	in.Pools[0].Members[0].Address = "changed-after-put"
+	got := mustGet(t, s, "a")
+	got.Listeners[0].Policies[0].Rules[0].Value = "/changed-after-get"
+	lbs, err := s.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lbs[0].Sources[0].Name = "changed-after-list"
+
+	want := Sample("a")
+	want.Status.State = model.StatePending
+	assertEqual(t, "Get after callers changed their copies", mustGet(t, s, "a"), want)
+}
+
+func mustPut(t *testing.T, s store.Store, lb *model.LoadBalancer) {
+	t.Helper()
+	if err := s.PutSpec(t.Context(), lb); err != nil {
+		t.Fatalf("PutSpec(%s): %v", lb.UUID, err)
+	}
+}
+
+func mustGet(t *testing.T, s store.Store, uuid string) *model.LoadBalancer {
+	t.Helper()
+	lb, err := s.Get(t.Context(), uuid)
+	if err != nil {
+		t.Fatalf("Get(%s): %v", uuid, err)
+	}
+	return lb
+}
+
+// assertEqual compares through JSON, the form both stores keep, so that
+// time.Time's location and monotonic reading do not matter.
+func assertEqual(t *testing.T, what string, got, want *model.LoadBalancer) {
+	t.Helper()
+	g, _ := json.MarshalIndent(got, "", " ")
+	w, _ := json.MarshalIndent(want, "", " ")
+	if string(g) != string(w) {
+		t.Fatalf("%s:\ngot  %s\nwant %s", what, g, w)
+	}
+}
+
+func uuids(lbs []*model.LoadBalancer) []string {
+	out := make([]string, len(lbs))
+	for i, lb := range lbs {
+		out[i] = lb.UUID
+	}
+	return out
+}

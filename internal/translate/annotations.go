@@ -1,0 +1,115 @@
+package translate
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"pier.dev/pier/internal/encode"
+)
+
+// AnnotationPrefix is the prefix of every annotation pier reads.
+const AnnotationPrefix = "pier.dev/"
+
+// The annotations pier understands. Each has one typed parser; an invalid
+// value refuses the whole Ingress (RELIABILITY R5). There are no snippet
+// annotations: raw HAProxy text from users is never accepted.
+const (
+	// AnnotationLoadBalancer names a group: Ingresses with the same value
+	// share one LoadBalancer and its VIP (Kuryr's shared L7 router).
+	AnnotationLoadBalancer = AnnotationPrefix + "load-balancer"
+	// AnnotationExternalIP pins the floating IP.
+	AnnotationExternalIP = AnnotationPrefix + "external-ip"
+	// AnnotationBalance picks the HAProxy balance algorithm of the pools
+	// this Ingress routes to.
+	AnnotationBalance = AnnotationPrefix + "balance"
+	// AnnotationHealthCheck turns on active TCP health checks of members.
+	AnnotationHealthCheck = AnnotationPrefix + "health-check"
+)
+
+// balanceAlgorithms is the allow-list for AnnotationBalance.
+var balanceAlgorithms = []string{"leastconn", "random", "roundrobin", "source"}
+
+// ingressSettings is the typed form of our annotations.
+type ingressSettings struct {
+	group       string
+	externalIP  string
+	balance     string
+	healthCheck bool
+}
+
+// annotationIssue is one problem with one annotation.
+type annotationIssue struct {
+	key, message string
+	fatal        bool
+}
+
+// parseAnnotations reads every pier.dev/ annotation. Unknown keys in our
+// prefix are reported (a Warning, as a typo would otherwise go unnoticed);
+// invalid values are fatal.
+func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue) {
+	s := ingressSettings{balance: "roundrobin"}
+	var issues []annotationIssue
+	keys := make([]string, 0, len(ann))
+	for k := range ann {
+		if strings.HasPrefix(k, AnnotationPrefix) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := ann[k]
+		var err error
+		switch k {
+		case AnnotationLoadBalancer:
+			s.group, err = parseGroup(v)
+		case AnnotationExternalIP:
+			s.externalIP, err = parseIP(v)
+		case AnnotationBalance:
+			s.balance, err = parseEnum(v, balanceAlgorithms)
+		case AnnotationHealthCheck:
+			s.healthCheck, err = parseBool(v)
+		default:
+			msg := "unknown annotation, ignored"
+			if strings.Contains(k, "snippet") || strings.HasPrefix(k, AnnotationPrefix+"config-") {
+				msg = "snippet annotations are not supported, ignored"
+			}
+			issues = append(issues, annotationIssue{key: k, message: msg})
+			continue
+		}
+		if err != nil {
+			issues = append(issues, annotationIssue{key: k, message: err.Error(), fatal: true})
+		}
+	}
+	return s, issues
+}
+
+func parseGroup(v string) (string, error) {
+	if errs := validation.IsDNS1123Label(v); len(errs) > 0 {
+		return "", fmt.Errorf("invalid group name %s: %s", quoteForMessage(v), strings.Join(errs, "; "))
+	}
+	return v, nil
+}
+
+func parseIP(v string) (string, error) {
+	addr, err := encode.IP(v)
+	if err != nil {
+		return "", err
+	}
+	if addr.String() != v {
+		return "", fmt.Errorf("%s is not in canonical form (%s)", quoteForMessage(v), addr)
+	}
+	return v, nil
+}
+
+func parseEnum(v string, allowed []string) (string, error) {
+	val, err := encode.Enum(v, allowed...)
+	if err != nil {
+		return "", err
+	}
+	return val.String(), nil
+}
+
+func parseBool(v string) (bool, error) { return encode.Bool(v) }

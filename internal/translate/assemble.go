@@ -1,0 +1,203 @@
+package translate
+
+import (
+	"crypto/sha1"
+	"fmt"
+	"sort"
+
+	"pier.dev/pier/internal/model"
+)
+
+// lbGroup is the Ingresses that share one LoadBalancer, oldest first.
+type lbGroup struct {
+	uuid, name string
+	members    []*parsedIngress
+}
+
+// assemble groups accepted Ingresses into LoadBalancers: one per Ingress,
+// or one per pier.dev/load-balancer group.
+func assemble(parsed []*parsedIngress, opts Options) ([]*model.LoadBalancer, []model.Problem) {
+	groups := map[string]*lbGroup{}
+	var order []*lbGroup
+	for _, p := range parsed {
+		uuid, name := lbIdentity(p)
+		g := groups[uuid]
+		if g == nil {
+			g = &lbGroup{uuid: uuid, name: name}
+			groups[uuid] = g
+			order = append(order, g)
+		}
+		g.members = append(g.members, p)
+	}
+	var lbs []*model.LoadBalancer
+	var problems []model.Problem
+	for _, g := range order {
+		lb, ps := g.build(opts)
+		lbs = append(lbs, lb)
+		problems = append(problems, ps...)
+	}
+	sort.Slice(lbs, func(i, j int) bool { return lbs[i].UUID < lbs[j].UUID })
+	return lbs, problems
+}
+
+// lbIdentity derives the LoadBalancer UUID: the Ingress UID when it has a
+// real one, else a name-based UUID, so that it is stable across restarts.
+func lbIdentity(p *parsedIngress) (uuid, name string) {
+	if g := p.settings.group; g != "" {
+		return nameUUID("group", g), "group:" + g
+	}
+	if p.source.UID != "" {
+		return p.source.UID, p.source.Key()
+	}
+	return nameUUID("ingress", p.source.Namespace, p.source.Name), p.source.Key()
+}
+
+// nameUUID is a version-5-style UUID over pier's namespace and parts.
+func nameUUID(parts ...string) string {
+	h := sha1.New()
+	h.Write([]byte("pier.dev"))
+	for _, p := range parts {
+		h.Write([]byte{0})
+		h.Write([]byte(p))
+	}
+	b := h.Sum(nil)[:16]
+	b[6] = (b[6] & 0x0f) | 0x50
+	b[8] = (b[8] & 0x3f) | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// claim records which Ingress owns a host+path in a shared LoadBalancer.
+type claim struct {
+	owner *parsedIngress
+}
+
+func (g *lbGroup) build(opts Options) (*model.LoadBalancer, []model.Problem) {
+	lb := &model.LoadBalancer{UUID: g.uuid, Name: g.name, Provider: model.ProviderHAProxy}
+	var problems []model.Problem
+	claims := map[string]claim{}
+	var kept []keptRoute
+	pools := map[string]*model.Pool{}
+	var defaultPool string
+	var defaultOwner, fipOwner *parsedIngress
+	for _, p := range g.members {
+		lb.Sources = append(lb.Sources, p.source)
+		for _, r := range p.routes {
+			key := string(r.hostMatch) + "\x00" + r.host + "\x00" + string(r.pathMatch) + "\x00" + r.path
+			if c, taken := claims[key]; taken {
+				problems = append(problems, routeConflict(p, c.owner, r))
+				continue
+			}
+			claims[key] = claim{owner: p}
+			kept = append(kept, keptRoute{route: r, owner: p})
+			addPool(pools, p.pools[r.poolID])
+		}
+		if p.defaultPool != nil {
+			if defaultOwner != nil {
+				problems = append(problems, warning(p.ing, "DefaultBackendConflict", "spec.defaultBackend",
+					"load balancer %s already has the default backend of %s (older): this one is ignored",
+					g.name, defaultOwner.source.Key()))
+			} else {
+				defaultOwner, defaultPool = p, p.defaultPool.ID
+				addPool(pools, p.defaultPool)
+			}
+		}
+		problems = append(problems, takeRequestedFIP(lb, &fipOwner, p)...)
+	}
+	policies := policiesFor(kept)
+	lb.Listeners = append(lb.Listeners, model.Listener{
+		Name: model.DefaultHTTPListenerName, Protocol: model.ProtocolHTTP, Port: opts.HTTPPort,
+		DefaultPoolID: defaultPool, Policies: policies,
+	})
+	if certs := mergeCertificates(g.members); len(certs) > 0 {
+		lb.Listeners = append(lb.Listeners, model.Listener{
+			Name: model.DefaultHTTPSListenerName, Protocol: model.ProtocolTerminatedHTTPS, Port: opts.HTTPSPort,
+			DefaultPoolID: defaultPool, Certificates: certs, Policies: clonePolicies(policies),
+		})
+	}
+	for _, id := range sortedKeys(pools) {
+		lb.Pools = append(lb.Pools, *pools[id])
+	}
+	sort.Slice(lb.Sources, func(i, j int) bool { return lb.Sources[i].Key() < lb.Sources[j].Key() })
+	return lb, problems
+}
+
+func routeConflict(loser, winner *parsedIngress, r route) model.Problem {
+	what := "host " + quoteForMessage(r.host)
+	if r.host == "" {
+		what = "every host"
+	}
+	if loser == winner {
+		return warning(loser.ing, "DuplicatePath", r.field,
+			"path %s for %s appears twice in this Ingress: the first one is used", quoteForMessage(r.path), what)
+	}
+	return warning(loser.ing, "RouteConflict", r.field,
+		"path %s for %s is already served by Ingress %s (older): this path is ignored",
+		quoteForMessage(r.path), what, winner.source.Key())
+}
+
+// takeRequestedFIP records the pinned floating IP; in a group the oldest
+// Ingress's pin wins.
+func takeRequestedFIP(lb *model.LoadBalancer, owner **parsedIngress, p *parsedIngress) []model.Problem {
+	ip := p.settings.externalIP
+	switch {
+	case ip == "":
+		return nil
+	case *owner == nil:
+		*owner, lb.RequestedFIP = p, ip
+		return nil
+	case ip == lb.RequestedFIP:
+		return nil
+	}
+	return []model.Problem{warning(p.ing, "ExternalIPConflict", "metadata.annotations["+AnnotationExternalIP+"]",
+		"load balancer %s already pins external IP %s for Ingress %s (older): %s is ignored",
+		lb.Name, lb.RequestedFIP, (*owner).source.Key(), ip)}
+}
+
+func addPool(pools map[string]*model.Pool, p *model.Pool) {
+	if p == nil {
+		return
+	}
+	if _, ok := pools[p.ID]; !ok {
+		pools[p.ID] = p
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// mergeCertificates unions the certificates of a group's Ingresses, the
+// oldest Ingress's first: that one is also served to clients whose SNI
+// matches nothing.
+func mergeCertificates(members []*parsedIngress) []model.Certificate {
+	var out []model.Certificate
+	seen := map[string]int{}
+	for _, p := range members {
+		for _, c := range p.certs {
+			if i, ok := seen[c.ID]; ok {
+				out[i].Hosts = unionSorted(out[i].Hosts, c.Hosts)
+				continue
+			}
+			c.Hosts = unionSorted(nil, c.Hosts)
+			seen[c.ID] = len(out)
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func unionSorted(a, b []string) []string {
+	set := map[string]bool{}
+	for _, s := range append(append([]string(nil), a...), b...) {
+		set[s] = true
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	return sortedKeys(set)
+}

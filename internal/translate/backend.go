@@ -1,0 +1,222 @@
+package translate
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/source"
+)
+
+// index answers the look-ups translation makes, so each is a map access.
+type index struct {
+	services map[string]*corev1.Service
+	// slices by "namespace/service" (the kubernetes.io/service-name label).
+	slices map[string][]*discoveryv1.EndpointSlice
+	snap   *source.Snapshot
+}
+
+func newIndex(snap *source.Snapshot) *index {
+	x := &index{
+		services: map[string]*corev1.Service{},
+		slices:   map[string][]*discoveryv1.EndpointSlice{},
+		snap:     snap,
+	}
+	for _, s := range snap.Services {
+		x.services[s.Namespace+"/"+s.Name] = s
+	}
+	for _, es := range snap.EndpointSlices {
+		svc := es.Labels[discoveryv1.LabelServiceName]
+		if svc == "" {
+			continue
+		}
+		key := es.Namespace + "/" + svc
+		x.slices[key] = append(x.slices[key], es)
+	}
+	for _, list := range x.slices {
+		sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+	}
+	return x
+}
+
+// poolFor resolves an Ingress service backend to a Pool with its members.
+// A missing Service or port is not fatal: the pool stays empty, HAProxy
+// answers 503 for that route only, and a warning says why. A malformed
+// name is fatal (returned as error) because it could only come from a
+// hostile or broken source.
+func (x *index) poolFor(ing *networkingv1.Ingress, b *networkingv1.IngressServiceBackend,
+	field string, set ingressSettings, opts Options) (*model.Pool, []model.Problem, error) {
+	if errs := validation.IsDNS1035Label(b.Name); len(errs) > 0 {
+		return nil, nil, fmt.Errorf("%s.name: invalid service name %s", field, quoteForMessage(b.Name))
+	}
+	portKey, err := servicePortKey(b.Port)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s.port: %w", field, err)
+	}
+	pool := &model.Pool{
+		ID:          model.ID("pool", ing.Namespace, b.Name, portKey),
+		Name:        ing.Namespace + "_" + b.Name + "_" + portKey,
+		Namespace:   ing.Namespace,
+		Service:     b.Name,
+		Port:        portKey,
+		Algorithm:   set.balance,
+		HealthCheck: set.healthCheck,
+	}
+	svc := x.services[ing.Namespace+"/"+b.Name]
+	if svc == nil {
+		return pool, []model.Problem{warning(ing, "ServiceNotFound", field,
+			"service %s/%s not found: requests for this route get 503", ing.Namespace, b.Name)}, nil
+	}
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		return pool, []model.Problem{warning(ing, "UnsupportedBackend", field,
+			"service %s/%s is of type ExternalName, which pier does not proxy to: requests for this route get 503",
+			ing.Namespace, b.Name)}, nil
+	}
+	sp := findServicePort(svc, b.Port)
+	if sp == nil {
+		return pool, []model.Problem{warning(ing, "ServicePortNotFound", field,
+			"service %s/%s has no port %s: requests for this route get 503", ing.Namespace, b.Name, portKey)}, nil
+	}
+	if opts.MembersFromClusterIP {
+		pool.Members = clusterIPMembers(svc, sp)
+	} else {
+		pool.Members = x.endpointMembers(svc, sp)
+	}
+	return pool, nil, nil
+}
+
+func servicePortKey(p networkingv1.ServiceBackendPort) (string, error) {
+	switch {
+	case p.Name != "" && p.Number != 0:
+		return "", fmt.Errorf("both name and number set")
+	case p.Name != "":
+		if errs := validation.IsValidPortName(p.Name); len(errs) > 0 {
+			return "", fmt.Errorf("invalid port name %s", quoteForMessage(p.Name))
+		}
+		return p.Name, nil
+	case p.Number > 0 && p.Number <= 65535:
+		return strconv.Itoa(int(p.Number)), nil
+	}
+	return "", fmt.Errorf("port number %d out of range 1-65535", p.Number)
+}
+
+func findServicePort(svc *corev1.Service, p networkingv1.ServiceBackendPort) *corev1.ServicePort {
+	for i := range svc.Spec.Ports {
+		sp := &svc.Spec.Ports[i]
+		if sp.Protocol != "" && sp.Protocol != corev1.ProtocolTCP {
+			continue
+		}
+		if (p.Name != "" && sp.Name == p.Name) || (p.Name == "" && sp.Port == p.Number) {
+			return sp
+		}
+	}
+	return nil
+}
+
+// endpointMembers are the ready endpoints of the Service's EndpointSlices
+// on the slice port named like the service port. When none is ready,
+// serving-but-terminating endpoints are used rather than failing every
+// request during a rollout's last moments.
+func (x *index) endpointMembers(svc *corev1.Service, sp *corev1.ServicePort) []model.Member {
+	var ready, terminating []model.Member
+	for _, es := range x.slices[svc.Namespace+"/"+svc.Name] {
+		if es.AddressType != discoveryv1.AddressTypeIPv4 && es.AddressType != discoveryv1.AddressTypeIPv6 {
+			continue
+		}
+		port := slicePort(es, sp.Name)
+		if port == 0 {
+			continue
+		}
+		for _, ep := range es.Endpoints {
+			isReady := ep.Conditions.Ready == nil || *ep.Conditions.Ready
+			serving := ep.Conditions.Serving == nil || *ep.Conditions.Serving
+			for _, a := range ep.Addresses {
+				m, ok := member(a, port, ep.TargetRef)
+				switch {
+				case !ok:
+				case isReady:
+					ready = append(ready, m)
+				case serving:
+					terminating = append(terminating, m)
+				}
+			}
+		}
+	}
+	if len(ready) == 0 {
+		ready = terminating
+	}
+	return sortMembers(ready)
+}
+
+func slicePort(es *discoveryv1.EndpointSlice, name string) int {
+	for _, p := range es.Ports {
+		pn := ""
+		if p.Name != nil {
+			pn = *p.Name
+		}
+		if pn != name || p.Port == nil {
+			continue
+		}
+		if p.Protocol != nil && *p.Protocol != corev1.ProtocolTCP {
+			continue
+		}
+		if *p.Port > 0 && *p.Port <= 65535 {
+			return int(*p.Port)
+		}
+	}
+	return 0
+}
+
+func member(address string, port int, ref *corev1.ObjectReference) (model.Member, bool) {
+	addr, err := netip.ParseAddr(address)
+	if err != nil || addr.Zone() != "" {
+		return model.Member{}, false
+	}
+	m := model.Member{Address: addr.String(), Port: port, Weight: 1}
+	if ref != nil && ref.Kind == "Pod" {
+		m.Target = ref.Name
+	}
+	return m, true
+}
+
+func clusterIPMembers(svc *corev1.Service, sp *corev1.ServicePort) []model.Member {
+	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		return nil
+	}
+	m, ok := member(svc.Spec.ClusterIP, int(sp.Port), nil)
+	if !ok {
+		return nil
+	}
+	m.Target = "clusterIP"
+	return []model.Member{m}
+}
+
+// sortMembers orders by address then port and drops duplicates (the same
+// endpoint may appear in two slices during a slice rebalancing).
+func sortMembers(ms []model.Member) []model.Member {
+	sort.Slice(ms, func(i, j int) bool {
+		ai, aj := netip.MustParseAddr(ms[i].Address), netip.MustParseAddr(ms[j].Address)
+		if c := ai.Compare(aj); c != 0 {
+			return c < 0
+		}
+		return ms[i].Port < ms[j].Port
+	})
+	out := ms[:0]
+	for i, m := range ms {
+		if i > 0 && m.Address == ms[i-1].Address && m.Port == ms[i-1].Port {
+			continue
+		}
+		out = append(out, m)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}

@@ -1,0 +1,210 @@
+package translate
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+
+	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/tlscert"
+)
+
+// parsedIngress is one accepted Ingress, validated and resolved, before
+// Ingresses are grouped into LoadBalancers.
+type parsedIngress struct {
+	ing      *networkingv1.Ingress
+	source   model.Source
+	settings ingressSettings
+	routes   []route
+	// defaultPool is spec.defaultBackend's pool, or nil.
+	defaultPool *model.Pool
+	pools       map[string]*model.Pool
+	certs       []model.Certificate
+}
+
+// route is one host+path of an Ingress, before ordering.
+type route struct {
+	host      string
+	hostMatch model.CompareType // "" matches every host
+	path      string
+	pathMatch model.CompareType
+	poolID    string
+	field     string
+}
+
+// parseIngress validates one Ingress. It returns nil when the Ingress is
+// refused; the problems say why.
+func parseIngress(ing *networkingv1.Ingress, x *index, opts Options) (*parsedIngress, []model.Problem) {
+	p := &parsedIngress{
+		ing:    ing,
+		source: model.Source{Kind: "Ingress", Namespace: ing.Namespace, Name: ing.Name, UID: validUID(string(ing.UID))},
+		pools:  map[string]*model.Pool{},
+	}
+	var problems []model.Problem
+	settings, issues := parseAnnotations(ing.Annotations)
+	refused := false
+	for _, is := range issues {
+		field := "metadata.annotations[" + is.key + "]"
+		if is.fatal {
+			refused = true
+			problems = append(problems, refusal(ing, "InvalidAnnotation", field, "%s: %s", is.key, is.message))
+		} else {
+			problems = append(problems, warning(ing, "IgnoredAnnotation", field, "%s: %s", quoteForMessage(is.key), is.message))
+		}
+	}
+	if refused {
+		return nil, problems
+	}
+	p.settings = settings
+
+	if err := p.parseDefaultBackend(x, opts, &problems); err != nil {
+		return nil, append(problems, refusal(ing, "InvalidIngress", "spec.defaultBackend", "%v", err))
+	}
+	if err := p.parseRules(x, opts, &problems); err != nil {
+		return nil, append(problems, refusal(ing, "InvalidIngress", "spec.rules", "%v", err))
+	}
+	p.parseTLS(x, opts, &problems)
+	return p, problems
+}
+
+func (p *parsedIngress) parseDefaultBackend(x *index, opts Options, problems *[]model.Problem) error {
+	b := p.ing.Spec.DefaultBackend
+	if b == nil {
+		return nil
+	}
+	pool, err := p.backendPool(b, "spec.defaultBackend", x, opts, problems)
+	if err != nil {
+		return err
+	}
+	p.defaultPool = pool
+	return nil
+}
+
+func (p *parsedIngress) backendPool(b *networkingv1.IngressBackend, field string, x *index,
+	opts Options, problems *[]model.Problem) (*model.Pool, error) {
+	if b.Resource != nil || b.Service == nil {
+		return nil, fmt.Errorf("%s: only service backends are supported", field)
+	}
+	pool, warnings, err := x.poolFor(p.ing, b.Service, field+".service", p.settings, opts)
+	if err != nil {
+		return nil, err
+	}
+	*problems = append(*problems, warnings...)
+	if existing, ok := p.pools[pool.ID]; ok {
+		return existing, nil
+	}
+	p.pools[pool.ID] = pool
+	return pool, nil
+}
+
+func (p *parsedIngress) parseRules(x *index, opts Options, problems *[]model.Problem) error {
+	paths := 0
+	for i, rule := range p.ing.Spec.Rules {
+		field := fmt.Sprintf("spec.rules[%d]", i)
+		hostMatch, err := checkHost(rule.Host)
+		if err != nil {
+			return fmt.Errorf("%s.host: %w", field, err)
+		}
+		if rule.HTTP == nil {
+			continue
+		}
+		for j, hp := range rule.HTTP.Paths {
+			pfield := fmt.Sprintf("%s.http.paths[%d]", field, j)
+			if paths++; opts.MaxPathsPerIngress > 0 && paths > opts.MaxPathsPerIngress {
+				return fmt.Errorf("more than %d paths (--max-paths-per-ingress)", opts.MaxPathsPerIngress)
+			}
+			path, pathMatch, err := checkPath(hp.Path, hp.PathType)
+			if err != nil {
+				return fmt.Errorf("%s: %w", pfield, err)
+			}
+			pool, err := p.backendPool(&hp.Backend, pfield+".backend", x, opts, problems)
+			if err != nil {
+				return err
+			}
+			p.routes = append(p.routes, route{
+				host: rule.Host, hostMatch: hostMatch,
+				path: path, pathMatch: pathMatch,
+				poolID: pool.ID, field: pfield,
+			})
+		}
+	}
+	return nil
+}
+
+// parseTLS resolves spec.tls. A bad Secret does not refuse the Ingress:
+// its routes keep serving over HTTP, the hosts get no certificate of
+// their own, and a warning says why (RELIABILITY B19, decided here).
+func (p *parsedIngress) parseTLS(x *index, opts Options, problems *[]model.Problem) {
+	ing := p.ing
+	for i, t := range ing.Spec.TLS {
+		field := fmt.Sprintf("spec.tls[%d]", i)
+		var hosts []string
+		bad := false
+		for j, h := range t.Hosts {
+			if _, err := checkHost(h); err != nil || h == "" {
+				*problems = append(*problems, warning(ing, "InvalidTLS", fmt.Sprintf("%s.hosts[%d]", field, j),
+					"TLS entry ignored: invalid host: %v", err))
+				bad = true
+				break
+			}
+			hosts = append(hosts, h)
+		}
+		if bad {
+			continue
+		}
+		if t.SecretName == "" {
+			*problems = append(*problems, warning(ing, "InvalidTLS", field+".secretName",
+				"TLS entry ignored: no secretName"))
+			continue
+		}
+		if strings.Contains(t.SecretName, "/") {
+			*problems = append(*problems, warning(ing, "InvalidTLS", field+".secretName",
+				"TLS entry ignored: %s: Secrets of other namespaces cannot be referenced", quoteForMessage(t.SecretName)))
+			continue
+		}
+		cert, pair, err := certificate(x.snap.Secret(ing.Namespace, t.SecretName), ing.Namespace, t.SecretName, hosts)
+		if err != nil {
+			*problems = append(*problems, warning(ing, "InvalidTLS", field+".secretName",
+				"TLS entry ignored: secret %s/%s: %v", ing.Namespace, quoteForMessage(t.SecretName), err))
+			continue
+		}
+		if !opts.Now.IsZero() && cert.NotAfter.Before(opts.Now) {
+			*problems = append(*problems, warning(ing, "ExpiredCertificate", field+".secretName",
+				"certificate of secret %s/%s expired at %s", ing.Namespace, t.SecretName, cert.NotAfter.UTC().Format("2006-01-02T15:04:05Z")))
+		}
+		for j, h := range hosts {
+			probe := h
+			if rest, wildcard := strings.CutPrefix(h, "*"); wildcard {
+				probe = "x" + rest // any one label stands for the wildcard
+			}
+			if !pair.CoversHost(probe) {
+				*problems = append(*problems, warning(ing, "CertificateHostMismatch", fmt.Sprintf("%s.hosts[%d]", field, j),
+					"certificate of secret %s/%s does not cover host %s: clients will see a name mismatch", ing.Namespace, t.SecretName, h))
+			}
+		}
+		p.certs = append(p.certs, cert)
+	}
+}
+
+func certificate(sec *corev1.Secret, namespace, name string, hosts []string) (model.Certificate, *tlscert.Pair, error) {
+	if sec == nil {
+		return model.Certificate{}, nil, fmt.Errorf("not found")
+	}
+	if sec.Type != corev1.SecretTypeTLS && sec.Type != corev1.SecretTypeOpaque && sec.Type != "" {
+		return model.Certificate{}, nil, fmt.Errorf("type %s is not %s", quoteForMessage(string(sec.Type)), corev1.SecretTypeTLS)
+	}
+	pair, err := tlscert.Parse(sec.Data[corev1.TLSCertKey], sec.Data[corev1.TLSPrivateKeyKey])
+	if err != nil {
+		return model.Certificate{}, nil, err
+	}
+	return model.Certificate{
+		ID:        model.ID("cert", namespace, name),
+		Namespace: namespace,
+		Secret:    name,
+		Hosts:     hosts,
+		SHA256:    pair.SHA256,
+		NotAfter:  pair.NotAfter,
+	}, pair, nil
+}

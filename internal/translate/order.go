@@ -1,0 +1,90 @@
+package translate
+
+import (
+	"sort"
+
+	"pier.dev/pier/internal/model"
+)
+
+// keptRoute is a route that won its host+path, with the Ingress it came
+// from.
+type keptRoute struct {
+	route
+	owner *parsedIngress
+}
+
+// policiesFor orders routes into L7Policies. HAProxy takes the first
+// use_backend that matches, so the order is the precedence of Ingress v1
+// (and of the Gateway API where Ingress is silent):
+//
+//  1. a specific host before a wildcard host before rules with no host;
+//  2. Exact paths before Prefix paths;
+//  3. longer Prefix paths before shorter ones ("/" last);
+//  4. then path, host and the owning Ingress's age, only for determinism.
+func policiesFor(routes []keptRoute) []model.L7Policy {
+	sorted := append([]keptRoute(nil), routes...)
+	sort.SliceStable(sorted, func(i, j int) bool { return routeBefore(sorted[i], sorted[j]) })
+	policies := make([]model.L7Policy, 0, len(sorted))
+	for i, r := range sorted {
+		var rules []model.L7Rule
+		if r.hostMatch != "" {
+			rules = append(rules, model.L7Rule{Type: model.RuleHostName, Compare: r.hostMatch, Value: r.host})
+		}
+		rules = append(rules, model.L7Rule{Type: model.RulePath, Compare: r.pathMatch, Value: r.path})
+		policies = append(policies, model.L7Policy{
+			ID:       model.ID("policy", string(r.hostMatch), r.host, string(r.pathMatch), r.path),
+			Position: i + 1,
+			Action:   model.ActionRedirectToPool,
+			PoolID:   r.poolID,
+			Rules:    rules,
+			Source:   r.owner.source,
+		})
+	}
+	return policies
+}
+
+func hostRank(c model.CompareType) int {
+	switch c {
+	case model.CompareEqualTo:
+		return 0
+	case model.CompareWildcard:
+		return 1
+	}
+	return 2
+}
+
+func pathRank(c model.CompareType) int {
+	if c == model.CompareEqualTo {
+		return 0
+	}
+	return 1
+}
+
+func routeBefore(a, b keptRoute) bool {
+	if ra, rb := hostRank(a.hostMatch), hostRank(b.hostMatch); ra != rb {
+		return ra < rb
+	}
+	if ra, rb := pathRank(a.pathMatch), pathRank(b.pathMatch); ra != rb {
+		return ra < rb
+	}
+	if len(a.path) != len(b.path) {
+		return len(a.path) > len(b.path)
+	}
+	if a.path != b.path {
+		return a.path < b.path
+	}
+	if a.host != b.host {
+		return a.host < b.host
+	}
+	return olderThan(a.owner.ing, b.owner.ing)
+}
+
+// clonePolicies copies policies so two listeners never share rule slices.
+func clonePolicies(in []model.L7Policy) []model.L7Policy {
+	out := make([]model.L7Policy, len(in))
+	for i, p := range in {
+		p.Rules = append([]model.L7Rule(nil), p.Rules...)
+		out[i] = p
+	}
+	return out
+}

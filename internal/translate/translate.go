@@ -1,0 +1,138 @@
+// Package translate is the kube-manager role: a pure, deterministic
+// function from a snapshot of Kubernetes objects to the LoadBalancers pier
+// should run, plus the problems found in each source object. It does no
+// I/O and calls no API server; addresses (VIP, FIP) and placement are left
+// empty for IPAM and the scheduler.
+package translate
+
+import (
+	"sort"
+	"time"
+
+	networkingv1 "k8s.io/api/networking/v1"
+
+	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/source"
+)
+
+// DefaultControllerName is the IngressClass spec.controller value pier
+// answers to.
+const DefaultControllerName = "pier.dev/ingress-controller"
+
+// Options tune translation. The zero value is not useful: start from
+// DefaultOptions.
+type Options struct {
+	// ControllerName selects our IngressClasses by spec.controller.
+	ControllerName string
+	// TakeClassless makes pier serve Ingresses that name no class even
+	// when no IngressClass of ours is marked default.
+	TakeClassless bool
+	// HTTPPort and HTTPSPort are the listener ports.
+	HTTPPort, HTTPSPort int
+	// MembersFromClusterIP uses the Service ClusterIP as the only member
+	// of a pool (the seed's two-hop mode) instead of the ready endpoints.
+	MembersFromClusterIP bool
+	// MaxIngresses and MaxPathsPerIngress bound what one snapshot may ask
+	// for (RELIABILITY R13). Ingresses past the cap are refused.
+	MaxIngresses       int
+	MaxPathsPerIngress int
+	// Now is compared with certificate expiry to warn about expired
+	// certificates; zero skips the check. Passed in, not read, so that
+	// translation stays a pure function.
+	Now time.Time
+}
+
+// DefaultOptions are the Kubernetes defaults: ports 80 and 443.
+func DefaultOptions() Options {
+	return Options{
+		ControllerName:     DefaultControllerName,
+		HTTPPort:           80,
+		HTTPSPort:          443,
+		MaxIngresses:       10000,
+		MaxPathsPerIngress: 1000,
+	}
+}
+
+// Result is what a snapshot asks for.
+type Result struct {
+	// LoadBalancers sorted by UUID, without addresses or placement.
+	LoadBalancers []*model.LoadBalancer
+	// Problems sorted by kind, namespace, name.
+	Problems []model.Problem
+	// Accepted maps "namespace/name" of every Ingress pier serves to the
+	// UUID of its LoadBalancer. Ingresses of other classes and refused
+	// ones are absent.
+	Accepted map[string]string
+	// Ours lists "namespace/name" of every Ingress of our class, accepted
+	// or refused: the status writer may touch only these.
+	Ours map[string]bool
+}
+
+// Ingresses translates every Ingress of our class in snap.
+func Ingresses(snap *source.Snapshot, opts Options) *Result {
+	res := &Result{Accepted: map[string]string{}, Ours: map[string]bool{}}
+	idx := newIndex(snap)
+	classes := ourClasses(snap.IngressClasses, opts)
+
+	var parsed []*parsedIngress
+	for _, ing := range oldestFirst(snap.Ingresses) {
+		if !classes.owns(ing, opts) {
+			continue
+		}
+		key := ing.Namespace + "/" + ing.Name
+		res.Ours[key] = true
+		if opts.MaxIngresses > 0 && len(parsed) >= opts.MaxIngresses {
+			res.Problems = append(res.Problems, refusal(ing, "TooManyIngresses", "",
+				"pier serves at most %d Ingresses (--max-ingresses)", opts.MaxIngresses))
+			continue
+		}
+		p, problems := parseIngress(ing, idx, opts)
+		res.Problems = append(res.Problems, problems...)
+		if p != nil {
+			parsed = append(parsed, p)
+		}
+	}
+
+	lbs, problems := assemble(parsed, opts)
+	res.Problems = append(res.Problems, problems...)
+	for _, lb := range lbs {
+		for _, src := range lb.Sources {
+			res.Accepted[src.Key()] = lb.UUID
+		}
+	}
+	res.LoadBalancers = lbs
+	sortProblems(res.Problems)
+	return res
+}
+
+// oldestFirst orders Ingresses by creation time, then namespace/name, so
+// that every "first come wins" decision is stable across restarts.
+func oldestFirst(in []*networkingv1.Ingress) []*networkingv1.Ingress {
+	out := append([]*networkingv1.Ingress(nil), in...)
+	sort.SliceStable(out, func(i, j int) bool { return olderThan(out[i], out[j]) })
+	return out
+}
+
+func olderThan(a, b *networkingv1.Ingress) bool {
+	ta, tb := a.CreationTimestamp.Time, b.CreationTimestamp.Time
+	if !ta.Equal(tb) {
+		return ta.Before(tb)
+	}
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
+	}
+	return a.Name < b.Name
+}
+
+func sortProblems(ps []model.Problem) {
+	sort.SliceStable(ps, func(i, j int) bool {
+		a, b := ps[i], ps[j]
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+}
