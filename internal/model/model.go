@@ -166,16 +166,25 @@ type L7Rule struct {
 
 // Pool is one backend Service port (Kuryr's "<ns>_<svc>" pool).
 type Pool struct {
-	ID        string `json:"id"`   // ours: a hash of namespace, service and port
-	Name      string `json:"name"` // display: "<ns>_<svc>_<port>"
-	Namespace string `json:"namespace"`
-	Service   string `json:"service"`
-	Port      string `json:"port"` // the Ingress's port: number or name
-	Algorithm string `json:"algorithm"`
+	ID        string    `json:"id"`   // ours: a hash of namespace, service and port
+	Name      string    `json:"name"` // display: "<ns>_<svc>_<port>"
+	Namespace string    `json:"namespace"`
+	Service   string    `json:"service"`
+	Port      string    `json:"port"` // the Ingress's port: number or name
+	Algorithm Algorithm `json:"algorithm"`
 	// HealthCheck turns on active TCP checks of members.
 	HealthCheck bool     `json:"healthCheck"`
 	Members     []Member `json:"members"`
 }
+
+// Algorithm is a Pool's load-balancing algorithm (Octavia's names).
+type Algorithm string
+
+const (
+	AlgorithmRoundRobin       Algorithm = "ROUND_ROBIN"
+	AlgorithmLeastConnections Algorithm = "LEAST_CONNECTIONS"
+	AlgorithmSourceIP         Algorithm = "SOURCE_IP"
+)
 
 // Member is one endpoint of a Pool.
 type Member struct {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"pier.dev/pier/internal/encode"
+	"pier.dev/pier/internal/model"
 )
 
 // AnnotationPrefix is the prefix of every annotation pier reads.
@@ -29,14 +30,19 @@ const (
 	AnnotationHealthCheck = AnnotationPrefix + "health-check"
 )
 
-// balanceAlgorithms is the allow-list for AnnotationBalance.
-var balanceAlgorithms = []string{"leastconn", "random", "roundrobin", "source"}
+// balanceAlgorithms is the allow-list for AnnotationBalance: HAProxy's
+// familiar words, mapped to the model's algorithm names.
+var balanceAlgorithms = map[string]model.Algorithm{
+	"roundrobin": model.AlgorithmRoundRobin,
+	"leastconn":  model.AlgorithmLeastConnections,
+	"source":     model.AlgorithmSourceIP,
+}
 
 // ingressSettings is the typed form of our annotations.
 type ingressSettings struct {
 	group       string
 	externalIP  string
-	balance     string
+	balance     model.Algorithm
 	healthCheck bool
 }
 
@@ -50,7 +56,7 @@ type annotationIssue struct {
 // prefix are reported (a Warning, as a typo would otherwise go unnoticed);
 // invalid values are fatal.
 func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue) {
-	s := ingressSettings{balance: "roundrobin"}
+	s := ingressSettings{balance: model.AlgorithmRoundRobin}
 	var issues []annotationIssue
 	keys := make([]string, 0, len(ann))
 	for k := range ann {
@@ -68,7 +74,7 @@ func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue
 		case AnnotationExternalIP:
 			s.externalIP, err = parseIP(v)
 		case AnnotationBalance:
-			s.balance, err = parseEnum(v, balanceAlgorithms)
+			s.balance, err = parseAlgorithm(v)
 		case AnnotationHealthCheck:
 			s.healthCheck, err = parseBool(v)
 		default:
@@ -104,12 +110,12 @@ func parseIP(v string) (string, error) {
 	return v, nil
 }
 
-func parseEnum(v string, allowed []string) (string, error) {
-	val, err := encode.Enum(v, allowed...)
+func parseAlgorithm(v string) (model.Algorithm, error) {
+	val, err := encode.Enum(v, sortedKeys(balanceAlgorithms)...)
 	if err != nil {
 		return "", err
 	}
-	return val.String(), nil
+	return balanceAlgorithms[val.String()], nil
 }
 
 func parseBool(v string) (bool, error) { return encode.Bool(v) }

@@ -226,17 +226,26 @@ func (i *Instance) Stop(ctx context.Context) error {
 	}
 	timer := time.NewTimer(i.cfg.StopTimeout)
 	defer timer.Stop()
-	select {
-	case <-m.done:
-		_ = os.Remove(i.pidFile())
-		log.Info("haproxy stopped", "exit", m.exit)
-		return nil
-	case <-ctx.Done():
-		log.Warn("haproxy still draining, left to finish on its own", "err", ctx.Err())
-		return ctx.Err()
-	case <-timer.C:
-		log.Warn("haproxy still draining, left to finish on its own", "timeout", i.cfg.StopTimeout)
-		return errors.New("haproxy still draining after stop timeout")
+	// HAProxy 2.6 ignores a signal that arrives while the master re-executes
+	// (measured: SIGUSR1 within ~0.2 s of a reload was lost). A soft stop is
+	// idempotent, so repeat it until the master exits.
+	resend := time.NewTicker(time.Second)
+	defer resend.Stop()
+	for {
+		select {
+		case <-m.done:
+			_ = os.Remove(i.pidFile())
+			log.Info("haproxy stopped", "exit", m.exit)
+			return nil
+		case <-resend.C:
+			_ = m.signal(syscall.SIGUSR1, i.masterSock())
+		case <-ctx.Done():
+			log.Warn("haproxy still draining, left to finish on its own", "err", ctx.Err())
+			return ctx.Err()
+		case <-timer.C:
+			log.Warn("haproxy still draining, left to finish on its own", "timeout", i.cfg.StopTimeout)
+			return errors.New("haproxy still draining after stop timeout")
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,7 +35,7 @@ func clientLoop(name, url string, keepAlive bool, stop <-chan struct{}) *loadRes
 		default:
 		}
 		r.requests++
-		resp, err := c.Get(url)
+		resp, err := c.Do(unreplayable(url))
 		if err != nil {
 			r.transport++
 			if len(r.firstErrs) < 5 {
@@ -59,6 +60,19 @@ func clientLoop(name, url string, keepAlive bool, stop <-chan struct{}) *loadRes
 			r.seen[resp.Header.Get("X-Config")]++
 		}
 	}
+}
+
+// unreplayable returns a POST whose body cannot be rewound: net/http then
+// never retries it on a reused connection that the server closed, so every
+// race a reload causes shows up as an error (like wrk), instead of being
+// hidden by a silent retry as a GET would be.
+func unreplayable(url string) *http.Request {
+	req, err := http.NewRequest(http.MethodPost, url, io.NopCloser(strings.NewReader("x")))
+	if err != nil {
+		panic(err)
+	}
+	req.ContentLength = 1
+	return req
 }
 
 // Test 2 (matrix L2): reloads every 250 ms under a keep-alive client and a

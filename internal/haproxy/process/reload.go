@@ -64,10 +64,10 @@ func (i *Instance) Reload(ctx context.Context) error {
 }
 
 // reloadAndConfirm asks the master to reload and waits for the outcome. The
-// master CLI `reload` is used rather than SIGUSR2: the CLI only answers once
-// the master is back in its event loop, whereas a signal landing while it
-// re-executes could hit the default action (terminate) before its handler
-// is installed.
+// master CLI `reload` is used rather than SIGUSR2: HAProxy 2.6 ignores a
+// signal that arrives while the master re-executes (measured on 2.6.12),
+// whereas the CLI only accepts a command once the master is in its event
+// loop, so a reload is either refused visibly or taken.
 func (i *Instance) reloadAndConfirm(ctx context.Context, m *master, before procStatus) (procStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, i.cfg.ReloadTimeout)
 	defer cancel()

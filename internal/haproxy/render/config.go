@@ -96,7 +96,9 @@ func writeDefaults(c *encode.Config, t Timeouts) {
 	// must not cost a request.
 	c.Line(encode.Lit("option"), encode.Lit("redispatch"))
 	c.Line(encode.Lit("retries"), encode.Num(3))
-	c.Line(encode.Lit("retry-on"), encode.Lit("conn-failure"), encode.Lit("empty-response"), encode.Lit("response-timeout"))
+	// No response-timeout: it would replay a request the server may
+	// already have acted on (a POST that timed out is not safe to resend).
+	c.Line(encode.Lit("retry-on"), encode.Lit("conn-failure"), encode.Lit("empty-response"))
 	// Measured: with it, keep-alive clients see no error across reloads.
 	c.Line(encode.Lit("option"), encode.Lit("idle-close-on-response"))
 	c.Line(encode.Lit("option"), encode.Lit("forwardfor"))

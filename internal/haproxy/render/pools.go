@@ -32,15 +32,12 @@ func poolViews(pools []model.Pool, minSlots int) ([]poolView, error) {
 	return out, nil
 }
 
-// algorithms maps Octavia's names (and HAProxy's own) to balance words.
-var algorithms = map[string]encode.Word{
-	"":                  encode.Lit("roundrobin"),
-	"ROUND_ROBIN":       encode.Lit("roundrobin"),
-	"LEAST_CONNECTIONS": encode.Lit("leastconn"),
-	"SOURCE_IP":         encode.Lit("source"),
-	"roundrobin":        encode.Lit("roundrobin"),
-	"leastconn":         encode.Lit("leastconn"),
-	"source":            encode.Lit("source"),
+// algorithms maps the model's (Octavia's) names to balance words.
+var algorithms = map[model.Algorithm]encode.Word{
+	"":                              encode.Lit("roundrobin"),
+	model.AlgorithmRoundRobin:       encode.Lit("roundrobin"),
+	model.AlgorithmLeastConnections: encode.Lit("leastconn"),
+	model.AlgorithmSourceIP:         encode.Lit("source"),
 }
 
 func poolOf(p *model.Pool, minSlots int) (poolView, error) {
@@ -50,7 +47,7 @@ func poolOf(p *model.Pool, minSlots int) (poolView, error) {
 	}
 	balance, ok := algorithms[p.Algorithm]
 	if !ok {
-		return pv, fmt.Errorf("unknown algorithm %s", encode.Printable(p.Algorithm))
+		return pv, fmt.Errorf("unknown algorithm %s", encode.Printable(string(p.Algorithm)))
 	}
 	pv.balance = balance
 	members := make([]slot, 0, len(p.Members))

@@ -64,10 +64,8 @@ func TestRefusals(t *testing.T) {
 			if _, err := PlanUpdate(nil, lb, opts); err == nil {
 				t.Fatal("plan accepted it")
 			}
-			for i := 0; i < len(err.Error()); i++ {
-				if c := err.Error()[i]; (c < 0x20 || c >= 0x7f) && !strings.ContainsRune("→", rune(c)) {
-					t.Fatalf("raw byte in error: %s", encode.Printable(err.Error()))
-				}
+			if strings.ContainsFunc(err.Error(), func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+				t.Fatalf("control character in error: %s", encode.Printable(err.Error()))
 			}
 		})
 	}

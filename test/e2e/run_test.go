@@ -1,0 +1,322 @@
+// Package e2e runs `pier run` as a user would — the real binary, real
+// HAProxy, real sockets, manifests in files — and checks traffic through
+// the VIPs.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// examples copies ../../examples into dir with the example EndpointSlices
+// pointed at echo backends started for the test.
+func examples(t *testing.T, dir string) {
+	t.Helper()
+	ports := map[string]int{
+		"9001": startEcho(t, "webservice-1", "webserver-1-pod"),
+		"9002": startEcho(t, "webservice-dev", "webserver-dev-pod"),
+		"9003": startEcho(t, "webservice-qa", "webserver-qa-pod"),
+		"9004": startEcho(t, "webservice-2", "webserver-2-pod"),
+	}
+	files, err := filepath.Glob("../../examples/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(b)
+		for fixed, port := range ports {
+			s = strings.ReplaceAll(s, fixed, strconv.Itoa(port))
+		}
+		writeFile(t, filepath.Join(dir, filepath.Base(f)), s)
+	}
+}
+
+type route struct {
+	ingress, host, path, want string // want: a service name or a status code
+}
+
+var exampleRoutes = []route{
+	{"single-service", "anything.example", "/any/path", "webservice-1"},
+	{"single-service", "", "/", "webservice-1"},
+	{"simple-fanout", "anything.example", "/dev", "webservice-dev"},
+	{"simple-fanout", "anything.example", "/dev/x", "webservice-dev"},
+	{"simple-fanout", "anything.example", "/qa/report", "webservice-qa"},
+	{"simple-fanout", "anything.example", "/qax", "404"},
+	{"simple-fanout", "anything.example", "/prod", "404"},
+	{"virtual-hosting", "www.juniper.example", "/", "webservice-1"},
+	{"virtual-hosting", "www.cisco.example", "/a/b", "webservice-2"},
+	{"virtual-hosting", "WWW.CISCO.EXAMPLE:80", "/", "webservice-2"},
+	{"virtual-hosting", "other.example", "/", "webservice-1"},
+}
+
+func checkRoutes(t *testing.T, p *pierProc, routes []route, addrs map[string][]string) {
+	t.Helper()
+	client := &http.Client{Timeout: 5 * time.Second}
+	for _, r := range routes {
+		for _, addr := range addrs[r.ingress] { // the VIP and the FIP both serve
+			code, reply, hdr, err := get(client, addr, p.httpPort, r.host, r.path)
+			got := strconv.Itoa(code)
+			if code == 200 {
+				got = reply.Service
+			}
+			if err != nil || got != r.want {
+				t.Errorf("%s via %s Host %q %s: got %s (%v), want %s", r.ingress, addr, r.host, r.path, got, err, r.want)
+			}
+			if hdr.Get("Server") == "" {
+				t.Errorf("%s via %s: response has no Server header", r.ingress, addr)
+			}
+		}
+	}
+}
+
+func exampleAddresses(p *pierProc) map[string][]string {
+	out := map[string][]string{}
+	for _, name := range []string{"single-service", "simple-fanout", "virtual-hosting"} {
+		out[name] = p.addresses("demo", name)
+	}
+	return out
+}
+
+func TestSeedExamples(t *testing.T) {
+	manifests, state := shortTempDir(t), shortTempDir(t)
+	examples(t, manifests)
+	p := startPier(t, pierOpts{manifests: manifests, state: state})
+	addrs := exampleAddresses(p)
+	for name, a := range addrs {
+		if len(a) != 2 || !strings.HasPrefix(a[0], "127.10.") || !strings.HasPrefix(a[1], "127.20.") {
+			t.Errorf("%s: status addresses %v, want VIP from 127.10/16 then FIP from 127.20/16", name, a)
+		}
+	}
+	checkRoutes(t, p, exampleRoutes, addrs)
+
+	// One folder per load balancer, laid out like the seed's.
+	dirs, _ := filepath.Glob(filepath.Join(state, "haproxy", "*", "haproxy.conf"))
+	if len(dirs) != 3 {
+		t.Errorf("want 3 haproxy.conf files, found %v", dirs)
+	}
+}
+
+func TestRestartKeepsAddresses(t *testing.T) {
+	manifests, state := shortTempDir(t), shortTempDir(t)
+	examples(t, manifests)
+	first := startPier(t, pierOpts{manifests: manifests, state: state})
+	before := exampleAddresses(first)
+	first.stop()
+
+	// A new Ingress appears while pier is down; it must not take anyone's
+	// address when pier comes back.
+	writeFile(t, filepath.Join(manifests, "zz-new.yaml"), `
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: aaa-new, namespace: demo, creationTimestamp: "2020-01-01T00:00:00Z"}
+spec:
+  ingressClassName: pier
+  defaultBackend: {service: {name: webservice-2, port: {number: 8888}}}
+`)
+	second := startPier(t, pierOpts{manifests: manifests, state: state, api: first.api,
+		httpPort: first.httpPort, httpsPort: first.httpsPort})
+	after := exampleAddresses(second)
+	for name, a := range before {
+		if strings.Join(a, ",") != strings.Join(after[name], ",") {
+			t.Errorf("%s: addresses %v before restart, %v after", name, a, after[name])
+		}
+	}
+	newAddrs := second.addresses("demo", "aaa-new")
+	for name, a := range before {
+		for _, x := range a {
+			for _, y := range newAddrs {
+				if x == y {
+					t.Errorf("new Ingress got %s, which belongs to %s", y, name)
+				}
+			}
+		}
+	}
+	checkRoutes(t, second, exampleRoutes, after)
+}
+
+// TestEditUnderLoad edits manifests while two clients send a few hundred
+// requests per second: a route switch (reload) and an endpoint change
+// (runtime API, no reload) must fail no request.
+func TestEditUnderLoad(t *testing.T) {
+	manifests, state := shortTempDir(t), shortTempDir(t)
+	examples(t, manifests)
+	p := startPier(t, pierOpts{manifests: manifests, state: state})
+	vip := p.addresses("demo", "simple-fanout")[0]
+	fanout, err := os.ReadFile(filepath.Join(manifests, "simple-fanout.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	results := make(chan []loadResult, 1)
+	go func() { results <- runLoad(ctx, vip, p.httpPort, "anything.example", "/dev", 150) }()
+
+	// 1. Endpoint change: a second webservice-dev backend joins.
+	time.Sleep(1500 * time.Millisecond)
+	reloadsBefore := p.metric("pier_haproxy_reloads_total", `result="ok"`)
+	extra := startEcho(t, "webservice-dev", "webserver-dev-pod-2")
+	withMember := strings.Replace(string(fanout), `  - addresses: ["127.0.0.1"]
+    targetRef: {kind: Pod, name: webserver-dev-pod}`, `  - addresses: ["127.0.0.1"]
+    targetRef: {kind: Pod, name: webserver-dev-pod}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: webservice-dev-b
+  namespace: demo
+  labels:
+    kubernetes.io/service-name: webservice-dev
+addressType: IPv4
+ports:
+  - port: `+strconv.Itoa(extra)+`
+endpoints:
+  - addresses: ["127.0.0.1"]
+    targetRef: {kind: Pod, name: webserver-dev-pod-2}`, 1)
+	if withMember == string(fanout) {
+		t.Fatal("could not add a member to the fanout manifest")
+	}
+	writeFile(t, filepath.Join(manifests, "simple-fanout.yaml"), withMember)
+	waitFor(t, 5*time.Second, "runtime update", func() bool {
+		return p.metric("pier_haproxy_runtime_updates_total", `result="ok"`) >= 1
+	})
+	if got := p.metric("pier_haproxy_reloads_total", `result="ok"`); got != reloadsBefore {
+		t.Errorf("an endpoint change reloaded HAProxy (%v reloads, was %v)", got, reloadsBefore)
+	}
+
+	// 2. Route change: /dev now goes to webservice-qa (a reload).
+	time.Sleep(1500 * time.Millisecond)
+	rerouted := strings.Replace(withMember, "name: webservice-dev\n                port:\n                  number: 80",
+		"name: webservice-qa\n                port:\n                  name: http", 1)
+	if rerouted == withMember {
+		t.Fatal("could not re-route /dev")
+	}
+	writeFile(t, filepath.Join(manifests, "simple-fanout.yaml"), rerouted)
+	waitFor(t, 5*time.Second, "reload", func() bool {
+		return p.metric("pier_haproxy_reloads_total", `result="ok"`) > reloadsBefore
+	})
+
+	var total int
+	for _, r := range <-results {
+		t.Log(r)
+		total += r.requests
+		if r.transport != 0 || r.unexpected != 0 {
+			t.Errorf("%s: %d transport errors, %d unexpected statuses during edits (first: %s)",
+				r.name, r.transport, r.unexpected, r.firstErr)
+		}
+		if r.services["webservice-dev"] == 0 || r.services["webservice-qa"] == 0 {
+			t.Errorf("%s: want answers from webservice-dev before and webservice-qa after the edit, got %v", r.name, r.services)
+		}
+	}
+	if total < 1500 {
+		t.Errorf("only %d requests in 8s: the load was lower than the test claims", total)
+	}
+}
+
+// TestInvalidIngressRefusedOthersServe adds a hostile Ingress next to a
+// victim under load: the attacker is refused with a reason, the victim's
+// config is byte-identical, HAProxy is not reloaded and no victim request
+// fails.
+func TestInvalidIngressRefusedOthersServe(t *testing.T) {
+	manifests, state := shortTempDir(t), shortTempDir(t)
+	examples(t, manifests)
+	p := startPier(t, pierOpts{manifests: manifests, state: state})
+	addrs := exampleAddresses(p)
+	confs, _ := filepath.Glob(filepath.Join(state, "haproxy", "*", "haproxy.conf"))
+	before := map[string][]byte{}
+	for _, c := range confs {
+		before[c], _ = os.ReadFile(c)
+	}
+	reloads := p.metric("pier_haproxy_reloads_total")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	results := make(chan []loadResult, 1)
+	go func() {
+		results <- runLoad(ctx, addrs["virtual-hosting"][0], p.httpPort, "www.cisco.example", "/", 100)
+	}()
+	time.Sleep(time.Second)
+	writeFile(t, filepath.Join(manifests, "evil.yaml"), `
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: evil
+  namespace: attacker
+  annotations:
+    pier.dev/balance: "roundrobin\n    http-request return status 200 string pwned"
+spec:
+  ingressClassName: pier
+  rules:
+    - host: "www.cisco.example"
+      http:
+        paths:
+          - path: "/a' if TRUE #"
+            pathType: Prefix
+            backend: {service: {name: x, port: {number: 80}}}
+`)
+	var problems string
+	waitFor(t, 5*time.Second, "the attacker's refusal", func() bool {
+		ing, err := p.ingress("attacker", "evil")
+		if err != nil || len(ing.Problems) == 0 {
+			return false
+		}
+		for _, pr := range ing.Problems {
+			problems += pr.Reason + ": " + pr.Message + "\n"
+		}
+		return true
+	})
+	t.Logf("refusal:\n%s", problems)
+	if !strings.Contains(problems, "InvalidAnnotation") {
+		t.Errorf("want an InvalidAnnotation refusal, got %s", problems)
+	}
+	if ing, _ := p.ingress("attacker", "evil"); ing != nil && len(ing.Status.LoadBalancer.Ingress) != 0 {
+		t.Errorf("a refused Ingress published an address: %v", ing.Status.LoadBalancer.Ingress)
+	}
+	for _, r := range <-results {
+		t.Log(r)
+		if r.transport != 0 || r.unexpected != 0 || r.services["webservice-2"] != r.requests {
+			t.Errorf("victim traffic disturbed: %s", r)
+		}
+	}
+	after, _ := filepath.Glob(filepath.Join(state, "haproxy", "*", "haproxy.conf"))
+	if len(after) != len(confs) {
+		t.Errorf("load balancers changed: %v → %v", confs, after)
+	}
+	for _, c := range confs {
+		if b, _ := os.ReadFile(c); !bytes.Equal(b, before[c]) {
+			t.Errorf("%s changed", c)
+		}
+	}
+	if got := p.metric("pier_haproxy_reloads_total"); got != reloads {
+		t.Errorf("HAProxy reloaded or restarted: %v → %v", reloads, got)
+	}
+	for _, name := range []string{"pwned", "TRUE"} {
+		out, _ := exec("grep", "-rl", name, state)
+		if strings.Contains(out, ".conf") {
+			t.Errorf("attacker text %q reached a HAProxy file: %s", name, out)
+		}
+	}
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s", d, what)
+}
