@@ -189,12 +189,21 @@ func (a *Agent) report(ctx context.Context, lb *model.LoadBalancer, state model.
 }
 
 func (a *Agent) shutdown() {
-	if a.cfg.StopOnExit {
-		for uuid := range a.lbs {
-			a.stop(uuid, false)
-		}
+	if !a.cfg.StopOnExit {
+		a.stops.Wait()
+		return
+	}
+	stopped := make([]*model.LoadBalancer, 0, len(a.lbs))
+	for uuid, inst := range a.lbs {
+		stopped = append(stopped, inst.applied)
+		a.stop(uuid, false)
 	}
 	a.stops.Wait()
+	// HAProxy no longer serves these: say so, or the next start would
+	// publish their addresses before it has started HAProxy again.
+	for _, lb := range stopped {
+		a.report(context.Background(), lb, model.StatePending, "", "HAProxy stopped when pier exited")
+	}
 }
 
 // queueRestarted re-applies LoadBalancers whose HAProxy the supervisor

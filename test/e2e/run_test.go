@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"pier.dev/pier/test/harness"
 )
 
 // examples copies ../../examples into dir with the example EndpointSlices
@@ -20,10 +22,10 @@ import (
 func examples(t *testing.T, dir string) {
 	t.Helper()
 	ports := map[string]int{
-		"9001": startEcho(t, "webservice-1", "webserver-1-pod"),
-		"9002": startEcho(t, "webservice-dev", "webserver-dev-pod"),
-		"9003": startEcho(t, "webservice-qa", "webserver-qa-pod"),
-		"9004": startEcho(t, "webservice-2", "webserver-2-pod"),
+		"9001": harness.StartEcho(t, "webservice-1", "webserver-1-pod"),
+		"9002": harness.StartEcho(t, "webservice-dev", "webserver-dev-pod"),
+		"9003": harness.StartEcho(t, "webservice-qa", "webserver-qa-pod"),
+		"9004": harness.StartEcho(t, "webservice-2", "webserver-2-pod"),
 	}
 	files, err := filepath.Glob("../../examples/*.yaml")
 	if err != nil || len(files) == 0 {
@@ -38,7 +40,7 @@ func examples(t *testing.T, dir string) {
 		for fixed, port := range ports {
 			s = strings.ReplaceAll(s, fixed, strconv.Itoa(port))
 		}
-		writeFile(t, filepath.Join(dir, filepath.Base(f)), s)
+		harness.WriteFile(t, filepath.Join(dir, filepath.Base(f)), s)
 	}
 }
 
@@ -60,12 +62,12 @@ var exampleRoutes = []route{
 	{"virtual-hosting", "other.example", "/", "webservice-1"},
 }
 
-func checkRoutes(t *testing.T, p *pierProc, routes []route, addrs map[string][]string) {
+func checkRoutes(t *testing.T, p *harness.Pier, routes []route, addrs map[string][]string) {
 	t.Helper()
 	client := &http.Client{Timeout: 5 * time.Second}
 	for _, r := range routes {
 		for _, addr := range addrs[r.ingress] { // the VIP and the FIP both serve
-			code, reply, hdr, err := get(client, addr, p.httpPort, r.host, r.path)
+			code, reply, hdr, err := harness.Get(client, addr, p.HTTPPort, r.host, r.path)
 			got := strconv.Itoa(code)
 			if code == 200 {
 				got = reply.Service
@@ -80,18 +82,18 @@ func checkRoutes(t *testing.T, p *pierProc, routes []route, addrs map[string][]s
 	}
 }
 
-func exampleAddresses(p *pierProc) map[string][]string {
+func exampleAddresses(p *harness.Pier) map[string][]string {
 	out := map[string][]string{}
 	for _, name := range []string{"single-service", "simple-fanout", "virtual-hosting"} {
-		out[name] = p.addresses("demo", name)
+		out[name] = p.Addresses("demo", name)
 	}
 	return out
 }
 
 func TestSeedExamples(t *testing.T) {
-	manifests, state := shortTempDir(t), shortTempDir(t)
+	manifests, state := harness.ShortTempDir(t), harness.ShortTempDir(t)
 	examples(t, manifests)
-	p := startPier(t, pierOpts{manifests: manifests, state: state})
+	p := harness.StartPier(t, harness.Options{Manifests: manifests, State: state})
 	addrs := exampleAddresses(p)
 	for name, a := range addrs {
 		if len(a) != 2 || !strings.HasPrefix(a[0], "127.10.") || !strings.HasPrefix(a[1], "127.20.") {
@@ -108,15 +110,15 @@ func TestSeedExamples(t *testing.T) {
 }
 
 func TestRestartKeepsAddresses(t *testing.T) {
-	manifests, state := shortTempDir(t), shortTempDir(t)
+	manifests, state := harness.ShortTempDir(t), harness.ShortTempDir(t)
 	examples(t, manifests)
-	first := startPier(t, pierOpts{manifests: manifests, state: state})
+	first := harness.StartPier(t, harness.Options{Manifests: manifests, State: state})
 	before := exampleAddresses(first)
-	first.stop()
+	first.Stop()
 
 	// A new Ingress appears while pier is down; it must not take anyone's
 	// address when pier comes back.
-	writeFile(t, filepath.Join(manifests, "zz-new.yaml"), `
+	harness.WriteFile(t, filepath.Join(manifests, "zz-new.yaml"), `
 apiVersion: networking.k8s.io/v1
 kind: Ingress
 metadata: {name: aaa-new, namespace: demo, creationTimestamp: "2020-01-01T00:00:00Z"}
@@ -124,15 +126,15 @@ spec:
   ingressClassName: pier
   defaultBackend: {service: {name: webservice-2, port: {number: 8888}}}
 `)
-	second := startPier(t, pierOpts{manifests: manifests, state: state, api: first.api,
-		httpPort: first.httpPort, httpsPort: first.httpsPort})
+	second := harness.StartPier(t, harness.Options{Manifests: manifests, State: state, API: first.API,
+		HTTPPort: first.HTTPPort, HTTPSPort: first.HTTPSPort})
 	after := exampleAddresses(second)
 	for name, a := range before {
 		if strings.Join(a, ",") != strings.Join(after[name], ",") {
 			t.Errorf("%s: addresses %v before restart, %v after", name, a, after[name])
 		}
 	}
-	newAddrs := second.addresses("demo", "aaa-new")
+	newAddrs := second.Addresses("demo", "aaa-new")
 	for name, a := range before {
 		for _, x := range a {
 			for _, y := range newAddrs {
@@ -149,10 +151,10 @@ spec:
 // requests per second: a route switch (reload) and an endpoint change
 // (runtime API, no reload) must fail no request.
 func TestEditUnderLoad(t *testing.T) {
-	manifests, state := shortTempDir(t), shortTempDir(t)
+	manifests, state := harness.ShortTempDir(t), harness.ShortTempDir(t)
 	examples(t, manifests)
-	p := startPier(t, pierOpts{manifests: manifests, state: state})
-	vip := p.addresses("demo", "simple-fanout")[0]
+	p := harness.StartPier(t, harness.Options{Manifests: manifests, State: state})
+	vip := p.Addresses("demo", "simple-fanout")[0]
 	fanout, err := os.ReadFile(filepath.Join(manifests, "simple-fanout.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -160,13 +162,13 @@ func TestEditUnderLoad(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 	defer cancel()
-	results := make(chan []loadResult, 1)
-	go func() { results <- runLoad(ctx, vip, p.httpPort, "anything.example", "/dev", 150) }()
+	results := make(chan []harness.LoadResult, 1)
+	go func() { results <- harness.RunLoad(ctx, vip, p.HTTPPort, "anything.example", "/dev", 150) }()
 
 	// 1. Endpoint change: a second webservice-dev backend joins.
 	time.Sleep(1500 * time.Millisecond)
-	reloadsBefore := p.metric("pier_haproxy_reloads_total", `result="ok"`)
-	extra := startEcho(t, "webservice-dev", "webserver-dev-pod-2")
+	reloadsBefore := p.Metric("pier_haproxy_reloads_total", `result="ok"`)
+	extra := harness.StartEcho(t, "webservice-dev", "webserver-dev-pod-2")
 	withMember := strings.Replace(string(fanout), `  - addresses: ["127.0.0.1"]
     targetRef: {kind: Pod, name: webserver-dev-pod}`, `  - addresses: ["127.0.0.1"]
     targetRef: {kind: Pod, name: webserver-dev-pod}
@@ -187,11 +189,11 @@ endpoints:
 	if withMember == string(fanout) {
 		t.Fatal("could not add a member to the fanout manifest")
 	}
-	writeFile(t, filepath.Join(manifests, "simple-fanout.yaml"), withMember)
-	waitFor(t, 5*time.Second, "runtime update", func() bool {
-		return p.metric("pier_haproxy_runtime_updates_total", `result="ok"`) >= 1
+	harness.WriteFile(t, filepath.Join(manifests, "simple-fanout.yaml"), withMember)
+	harness.WaitFor(t, 5*time.Second, "runtime update", func() bool {
+		return p.Metric("pier_haproxy_runtime_updates_total", `result="ok"`) >= 1
 	})
-	if got := p.metric("pier_haproxy_reloads_total", `result="ok"`); got != reloadsBefore {
+	if got := p.Metric("pier_haproxy_reloads_total", `result="ok"`); got != reloadsBefore {
 		t.Errorf("an endpoint change reloaded HAProxy (%v reloads, was %v)", got, reloadsBefore)
 	}
 
@@ -202,21 +204,21 @@ endpoints:
 	if rerouted == withMember {
 		t.Fatal("could not re-route /dev")
 	}
-	writeFile(t, filepath.Join(manifests, "simple-fanout.yaml"), rerouted)
-	waitFor(t, 5*time.Second, "reload", func() bool {
-		return p.metric("pier_haproxy_reloads_total", `result="ok"`) > reloadsBefore
+	harness.WriteFile(t, filepath.Join(manifests, "simple-fanout.yaml"), rerouted)
+	harness.WaitFor(t, 5*time.Second, "reload", func() bool {
+		return p.Metric("pier_haproxy_reloads_total", `result="ok"`) > reloadsBefore
 	})
 
 	var total int
 	for _, r := range <-results {
 		t.Log(r)
-		total += r.requests
-		if r.transport != 0 || r.unexpected != 0 {
+		total += r.Requests
+		if r.Transport != 0 || r.Unexpected != 0 {
 			t.Errorf("%s: %d transport errors, %d unexpected statuses during edits (first: %s)",
-				r.name, r.transport, r.unexpected, r.firstErr)
+				r.Name, r.Transport, r.Unexpected, r.FirstErr)
 		}
-		if r.services["webservice-dev"] == 0 || r.services["webservice-qa"] == 0 {
-			t.Errorf("%s: want answers from webservice-dev before and webservice-qa after the edit, got %v", r.name, r.services)
+		if r.Services["webservice-dev"] == 0 || r.Services["webservice-qa"] == 0 {
+			t.Errorf("%s: want answers from webservice-dev before and webservice-qa after the edit, got %v", r.Name, r.Services)
 		}
 	}
 	if total < 1500 {
@@ -229,25 +231,25 @@ endpoints:
 // config is byte-identical, HAProxy is not reloaded and no victim request
 // fails.
 func TestInvalidIngressRefusedOthersServe(t *testing.T) {
-	manifests, state := shortTempDir(t), shortTempDir(t)
+	manifests, state := harness.ShortTempDir(t), harness.ShortTempDir(t)
 	examples(t, manifests)
-	p := startPier(t, pierOpts{manifests: manifests, state: state})
+	p := harness.StartPier(t, harness.Options{Manifests: manifests, State: state})
 	addrs := exampleAddresses(p)
 	confs, _ := filepath.Glob(filepath.Join(state, "haproxy", "*", "haproxy.conf"))
 	before := map[string][]byte{}
 	for _, c := range confs {
 		before[c], _ = os.ReadFile(c)
 	}
-	reloads := p.metric("pier_haproxy_reloads_total")
+	reloads := p.Metric("pier_haproxy_reloads_total")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
-	results := make(chan []loadResult, 1)
+	results := make(chan []harness.LoadResult, 1)
 	go func() {
-		results <- runLoad(ctx, addrs["virtual-hosting"][0], p.httpPort, "www.cisco.example", "/", 100)
+		results <- harness.RunLoad(ctx, addrs["virtual-hosting"][0], p.HTTPPort, "www.cisco.example", "/", 100)
 	}()
 	time.Sleep(time.Second)
-	writeFile(t, filepath.Join(manifests, "evil.yaml"), `
+	harness.WriteFile(t, filepath.Join(manifests, "evil.yaml"), `
 apiVersion: networking.k8s.io/v1
 kind: Ingress
 metadata:
@@ -266,8 +268,8 @@ spec:
             backend: {service: {name: x, port: {number: 80}}}
 `)
 	var problems string
-	waitFor(t, 5*time.Second, "the attacker's refusal", func() bool {
-		ing, err := p.ingress("attacker", "evil")
+	harness.WaitFor(t, 5*time.Second, "the attacker's refusal", func() bool {
+		ing, err := p.Ingress("attacker", "evil")
 		if err != nil || len(ing.Problems) == 0 {
 			return false
 		}
@@ -280,12 +282,12 @@ spec:
 	if !strings.Contains(problems, "InvalidAnnotation") {
 		t.Errorf("want an InvalidAnnotation refusal, got %s", problems)
 	}
-	if ing, _ := p.ingress("attacker", "evil"); ing != nil && len(ing.Status.LoadBalancer.Ingress) != 0 {
+	if ing, _ := p.Ingress("attacker", "evil"); ing != nil && len(ing.Status.LoadBalancer.Ingress) != 0 {
 		t.Errorf("a refused Ingress published an address: %v", ing.Status.LoadBalancer.Ingress)
 	}
 	for _, r := range <-results {
 		t.Log(r)
-		if r.transport != 0 || r.unexpected != 0 || r.services["webservice-2"] != r.requests {
+		if r.Transport != 0 || r.Unexpected != 0 || r.Services["webservice-2"] != r.Requests {
 			t.Errorf("victim traffic disturbed: %s", r)
 		}
 	}
@@ -298,25 +300,13 @@ spec:
 			t.Errorf("%s changed", c)
 		}
 	}
-	if got := p.metric("pier_haproxy_reloads_total"); got != reloads {
+	if got := p.Metric("pier_haproxy_reloads_total"); got != reloads {
 		t.Errorf("HAProxy reloaded or restarted: %v → %v", reloads, got)
 	}
 	for _, name := range []string{"pwned", "TRUE"} {
-		out, _ := exec("grep", "-rl", name, state)
+		out, _ := harness.Exec("grep", "-rl", name, state)
 		if strings.Contains(out, ".conf") {
 			t.Errorf("attacker text %q reached a HAProxy file: %s", name, out)
 		}
 	}
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s", d, what)
 }

@@ -1,4 +1,4 @@
-package e2e
+package harness
 
 import (
 	"context"
@@ -8,38 +8,38 @@ import (
 	"time"
 )
 
-// loadResult counts what one client saw.
-type loadResult struct {
-	name       string
-	requests   int
-	transport  int            // transport errors: resets, refused connections, timeouts
-	unexpected int            // status codes other than 200
-	services   map[string]int // which service answered
-	firstErr   string
+// LoadResult counts what one client saw.
+type LoadResult struct {
+	Name       string
+	Requests   int
+	Transport  int            // transport errors: resets, refused connections, timeouts
+	Unexpected int            // status codes other than 200
+	Services   map[string]int // which service answered
+	FirstErr   string
 }
 
-func (r loadResult) String() string {
+func (r LoadResult) String() string {
 	return fmt.Sprintf("%s: %d requests, %d transport errors, %d unexpected statuses, services %v %s",
-		r.name, r.requests, r.transport, r.unexpected, r.services, r.firstErr)
+		r.Name, r.Requests, r.Transport, r.Unexpected, r.Services, r.FirstErr)
 }
 
-// runLoad sends requests from two clients for the whole of ctx, each at
+// RunLoad sends requests from two clients for the whole of ctx, each at
 // about perClient requests per second: one keeps connections alive, the
 // other opens a connection per request. RELIABILITY.md: each catches a
 // different reload race.
-func runLoad(ctx context.Context, addr string, port int, host, path string, perClient int) []loadResult {
+func RunLoad(ctx context.Context, addr string, port int, host, path string, perClient int) []LoadResult {
 	clients := map[string]*http.Client{
 		"keep-alive": {Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4}},
 		"close":      {Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}},
 	}
 	var wg sync.WaitGroup
-	results := make(chan loadResult, len(clients))
+	results := make(chan LoadResult, len(clients))
 	interval := time.Second / time.Duration(perClient)
 	for name, client := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := loadResult{name: name, services: map[string]int{}}
+			r := LoadResult{Name: name, Services: map[string]int{}}
 			tick := time.NewTicker(interval)
 			defer tick.Stop()
 			for {
@@ -49,28 +49,28 @@ func runLoad(ctx context.Context, addr string, port int, host, path string, perC
 					return
 				case <-tick.C:
 				}
-				r.requests++
-				code, reply, _, err := send(client, http.MethodPost, addr, port, host, path)
+				r.Requests++
+				code, reply, _, err := Send(client, http.MethodPost, addr, port, host, path)
 				switch {
 				case err != nil:
-					r.transport++
-					if r.firstErr == "" {
-						r.firstErr = err.Error()
+					r.Transport++
+					if r.FirstErr == "" {
+						r.FirstErr = err.Error()
 					}
 				case code != 200:
-					r.unexpected++
-					if r.firstErr == "" {
-						r.firstErr = fmt.Sprintf("status %d", code)
+					r.Unexpected++
+					if r.FirstErr == "" {
+						r.FirstErr = fmt.Sprintf("status %d", code)
 					}
 				default:
-					r.services[reply.Service]++
+					r.Services[reply.Service]++
 				}
 			}
 		}()
 	}
 	wg.Wait()
 	close(results)
-	var out []loadResult
+	var out []LoadResult
 	for r := range results {
 		out = append(out, r)
 	}

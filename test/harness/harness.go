@@ -1,4 +1,8 @@
-package e2e
+// Package harness runs `pier run` as a user would — the real binary, real
+// HAProxy, real sockets, manifests in files — for the end-to-end, bad-input
+// and fault suites under test/. Every helper takes a testing.TB and cleans
+// up what it started.
+package harness
 
 import (
 	"context"
@@ -23,7 +27,7 @@ import (
 	"pier.dev/pier/internal/echo"
 )
 
-// pierBin is the pier binary under test: $PIER_BIN, or one built once for
+// PierBin is the pier binary under test: $PIER_BIN, or one built once for
 // this test binary.
 var (
 	buildOnce sync.Once
@@ -31,7 +35,7 @@ var (
 	buildErr  error
 )
 
-func pierBin(t *testing.T) string {
+func PierBin(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("PIER_BIN"); p != "" {
 		return p
@@ -54,7 +58,7 @@ func pierBin(t *testing.T) string {
 	return builtBin
 }
 
-func freePort(t *testing.T) int {
+func FreePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -64,9 +68,9 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// shortTempDir is a temp folder with a short path: HAProxy's sockets live
+// ShortTempDir is a temp folder with a short path: HAProxy's sockets live
 // below the state dir and a Unix socket path must fit in 107 bytes.
-func shortTempDir(t *testing.T) string {
+func ShortTempDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "pe2e")
 	if err != nil {
@@ -76,8 +80,8 @@ func shortTempDir(t *testing.T) string {
 	return dir
 }
 
-// startEcho runs an echo backend on a free loopback port and returns it.
-func startEcho(t *testing.T, service, pod string) int {
+// StartEcho runs an echo backend on a free loopback port and returns it.
+func StartEcho(t testing.TB, service, pod string) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -94,41 +98,43 @@ func startEcho(t *testing.T, service, pod string) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// pierProc is one `pier run` under test.
-type pierProc struct {
-	t         *testing.T
+// Pier is one `pier run` under test.
+type Pier struct {
+	t         testing.TB
 	cmd       *osexec.Cmd
-	api       string
-	httpPort  int
-	httpsPort int
-	logPath   string
+	API       string // host:port of pier's HTTP API
+	HTTPPort  int
+	HTTPSPort int
+	LogPath   string
 	done      chan struct{}
 }
 
-type pierOpts struct {
-	manifests, state string
-	api              string
-	httpPort         int
-	httpsPort        int
+type Options struct {
+	Manifests, State string
+	API              string // default: a free loopback port
+	HTTPPort         int    // default: free ports
+	HTTPSPort        int
+	ExtraArgs        []string
 }
 
-func startPier(t *testing.T, o pierOpts) *pierProc {
+func StartPier(t testing.TB, o Options) *Pier {
 	t.Helper()
-	if o.api == "" {
-		o.api = "127.0.0.1:" + strconv.Itoa(freePort(t))
+	if o.API == "" {
+		o.API = "127.0.0.1:" + strconv.Itoa(FreePort(t))
 	}
-	if o.httpPort == 0 {
-		o.httpPort, o.httpsPort = freePort(t), freePort(t)
+	if o.HTTPPort == 0 {
+		o.HTTPPort, o.HTTPSPort = FreePort(t), FreePort(t)
 	}
-	p := &pierProc{t: t, api: o.api, httpPort: o.httpPort, httpsPort: o.httpsPort,
-		logPath: filepath.Join(o.state, fmt.Sprintf("pier-%d.log", time.Now().UnixNano())), done: make(chan struct{})}
-	logFile, err := os.Create(p.logPath)
+	p := &Pier{t: t, API: o.API, HTTPPort: o.HTTPPort, HTTPSPort: o.HTTPSPort,
+		LogPath: filepath.Join(o.State, fmt.Sprintf("pier-%d.log", time.Now().UnixNano())), done: make(chan struct{})}
+	logFile, err := os.Create(p.LogPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.cmd = osexec.Command(pierBin(t), "run", "-f", o.manifests, "--state-dir", o.state,
-		"--api-addr", o.api, "--http-port", strconv.Itoa(o.httpPort), "--https-port", strconv.Itoa(o.httpsPort),
+	p.cmd = osexec.Command(PierBin(t), "run", "-f", o.Manifests, "--state-dir", o.State,
+		"--api-addr", o.API, "--http-port", strconv.Itoa(o.HTTPPort), "--https-port", strconv.Itoa(o.HTTPSPort),
 		"--hard-stop-after", "5s", "--log-level", "debug")
+	p.cmd.Args = append(p.cmd.Args, o.ExtraArgs...)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := p.cmd.Start(); err != nil {
@@ -136,10 +142,10 @@ func startPier(t *testing.T, o pierOpts) *pierProc {
 	}
 	go func() { _ = p.cmd.Wait(); logFile.Close(); close(p.done) }()
 	t.Cleanup(func() {
-		p.stop()
+		p.Stop()
 		if t.Failed() {
-			b, _ := os.ReadFile(p.logPath)
-			t.Logf("pier log (%s):\n%s", p.logPath, tail(string(b), 60))
+			b, _ := os.ReadFile(p.LogPath)
+			t.Logf("pier log (%s):\n%s", p.LogPath, tail(string(b), 60))
 		}
 	})
 	p.waitHealthy()
@@ -154,8 +160,8 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// stop sends SIGTERM and waits: pier stops HAProxy gracefully itself.
-func (p *pierProc) stop() {
+// Stop sends SIGTERM and waits: pier stops HAProxy gracefully itself.
+func (p *Pier) Stop() {
 	select {
 	case <-p.done:
 		return
@@ -171,11 +177,11 @@ func (p *pierProc) stop() {
 	}
 }
 
-func (p *pierProc) waitHealthy() {
+func (p *Pier) waitHealthy() {
 	p.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		resp, err := http.Get("http://" + p.api + "/healthz")
+		resp, err := http.Get("http://" + p.API + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
@@ -191,9 +197,9 @@ func (p *pierProc) waitHealthy() {
 	p.t.Fatalf("pier not healthy after 20s")
 }
 
-// ingress fetches GET /ingresses/ns/name.
-func (p *pierProc) ingress(ns, name string) (*api.IngressResponse, error) {
-	resp, err := http.Get("http://" + p.api + "/ingresses/" + ns + "/" + name)
+// Ingress fetches GET /ingresses/ns/name.
+func (p *Pier) Ingress(ns, name string) (*api.IngressResponse, error) {
+	resp, err := http.Get("http://" + p.API + "/ingresses/" + ns + "/" + name)
 	if err != nil {
 		return nil, err
 	}
@@ -205,12 +211,12 @@ func (p *pierProc) ingress(ns, name string) (*api.IngressResponse, error) {
 	return &out, json.NewDecoder(resp.Body).Decode(&out)
 }
 
-// addresses waits until the Ingress publishes addresses and returns them.
-func (p *pierProc) addresses(ns, name string) []string {
+// Addresses waits until the Ingress publishes addresses and returns them.
+func (p *Pier) Addresses(ns, name string) []string {
 	p.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if ing, err := p.ingress(ns, name); err == nil && ing.Ingress != nil && len(ing.Status.LoadBalancer.Ingress) > 0 {
+		if ing, err := p.Ingress(ns, name); err == nil && ing.Ingress != nil && len(ing.Status.LoadBalancer.Ingress) > 0 {
 			var out []string
 			for _, a := range ing.Status.LoadBalancer.Ingress {
 				out = append(out, a.IP)
@@ -223,11 +229,11 @@ func (p *pierProc) addresses(ns, name string) []string {
 	return nil
 }
 
-// metric returns the sum of a Prometheus counter's samples whose line
+// Metric returns the sum of a Prometheus counter's samples whose line
 // contains every filter.
-func (p *pierProc) metric(name string, filters ...string) float64 {
+func (p *Pier) Metric(name string, filters ...string) float64 {
 	p.t.Helper()
-	resp, err := http.Get("http://" + p.api + "/metrics")
+	resp, err := http.Get("http://" + p.API + "/metrics")
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -253,39 +259,39 @@ lines:
 	return sum
 }
 
-// echoReply is the part of pier echo's answer the tests read.
-type echoReply struct {
+// EchoReply is the part of pier echo's answer the tests read.
+type EchoReply struct {
 	Service string `json:"service"`
 	Pod     string `json:"pod"`
 	Host    string `json:"host"`
 	Path    string `json:"path"`
 }
 
-// get sends one GET to addr:port with a Host header and returns the
+// Get sends one GET to addr:port with a Host header and returns the
 // status code and, for a 200, the echo reply.
-func get(client *http.Client, addr string, port int, host, path string) (int, echoReply, http.Header, error) {
-	return send(client, http.MethodGet, addr, port, host, path)
+func Get(client *http.Client, addr string, port int, host, path string) (int, EchoReply, http.Header, error) {
+	return Send(client, http.MethodGet, addr, port, host, path)
 }
 
-// send is get with a method. Load tests use POST: Go's transport silently
+// Send is Get with a method. Load tests use POST: Go's transport silently
 // retries a failed GET on a reused connection, which would hide exactly
 // the errors a reload test looks for.
-func send(client *http.Client, method, addr string, port int, host, path string) (int, echoReply, http.Header, error) {
+func Send(client *http.Client, method, addr string, port int, host, path string) (int, EchoReply, http.Header, error) {
 	req, err := http.NewRequest(method, "http://"+net.JoinHostPort(addr, strconv.Itoa(port))+path, nil)
 	if err != nil {
-		return 0, echoReply{}, nil, err
+		return 0, EchoReply{}, nil, err
 	}
 	req.Host = host
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, echoReply{}, nil, err
+		return 0, EchoReply{}, nil, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, echoReply{}, nil, err
+		return 0, EchoReply{}, nil, err
 	}
-	var r echoReply
+	var r EchoReply
 	if resp.StatusCode == 200 {
 		if err := json.Unmarshal(body, &r); err != nil {
 			return resp.StatusCode, r, resp.Header, fmt.Errorf("decode %q: %w", body, err)
@@ -294,7 +300,7 @@ func send(client *http.Client, method, addr string, port int, host, path string)
 	return resp.StatusCode, r, resp.Header, nil
 }
 
-func writeFile(t *testing.T, path, content string) {
+func WriteFile(t testing.TB, path, content string) {
 	t.Helper()
 	tmp := path + ".tmp~"
 	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
@@ -305,8 +311,21 @@ func writeFile(t *testing.T, path, content string) {
 	}
 }
 
-// exec runs a command and returns its combined output.
-func exec(name string, args ...string) (string, error) {
+// Exec runs a command and returns its combined output.
+func Exec(name string, args ...string) (string, error) {
 	out, err := osexec.Command(name, args...).CombinedOutput()
 	return string(out), err
+}
+
+// WaitFor polls cond every 50 ms until it holds, or fails the test after d.
+func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s", d, what)
 }
