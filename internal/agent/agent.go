@@ -117,6 +117,13 @@ func (a *Agent) queue(ev store.Event) {
 		a.pending[lb.UUID] = nil
 		return
 	}
+	// Status writes (ours included) come back as events: a spec this node
+	// already runs needs nothing, and re-applying it would report again,
+	// which would come back again.
+	if inst := a.lbs[lb.UUID]; inst != nil && inst.applied != nil && !inst.restarted() &&
+		inst.applied.SpecHash() == lb.SpecHash() && lb.Status.State == model.StateActive {
+		return
+	}
 	a.pending[lb.UUID] = lb
 }
 
@@ -177,11 +184,20 @@ func (a *Agent) report(ctx context.Context, lb *model.LoadBalancer, state model.
 		return
 	}
 	st := model.Status{State: state, ConfigHash: configHash, Message: message, Node: a.cfg.Node, UpdatedAt: time.Now().UTC()}
+	cur, err := a.cfg.Store.Get(ctx, lb.UUID)
+	if err != nil {
+		return // deleted meanwhile: nothing to report on
+	}
 	if state == model.StateActive {
 		st.SpecHash = lb.SpecHash()
-	} else if cur, err := a.cfg.Store.Get(ctx, lb.UUID); err == nil {
+	} else {
 		// Keep the record of the last spec that did apply: it still serves.
 		st.SpecHash, st.ConfigHash = cur.Status.SpecHash, cur.Status.ConfigHash
+	}
+	old := cur.Status
+	if old.State == st.State && old.SpecHash == st.SpecHash && old.ConfigHash == st.ConfigHash &&
+		old.Message == st.Message && old.Node == st.Node {
+		return // nothing new: a write would only wake every watcher
 	}
 	if err := a.cfg.Store.PutStatus(ctx, lb.UUID, st); err != nil && !errors.Is(err, store.ErrNotFound) {
 		a.cfg.Logger.Warn("could not report status", "lb", lb.Name, "error", err)
