@@ -32,7 +32,7 @@ if [ "${statuses[0]}" != 0 ] || [ "${statuses[2]}" != 0 ]; then
 fi
 
 echo "== fuzz (${FUZZTIME:-10s} per target)" >&2
-for pkg in $(go list ./internal/...); do
+for pkg in $(go list ./...); do
   for target in $(go test -list '^Fuzz' "$pkg" 2>/dev/null | grep '^Fuzz' || true); do
     echo "fuzz $pkg $target" >&2
     go test -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZTIME:-10s}" "$pkg" >/dev/null

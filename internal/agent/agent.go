@@ -57,6 +57,9 @@ type Agent struct {
 	stops    sync.WaitGroup
 	pending  map[string]*model.LoadBalancer
 	retry    map[string]time.Time
+	// failed holds the spec hash of each LoadBalancer whose last apply
+	// failed; the same spec is tried again only by the retry timer.
+	failed map[string]string
 }
 
 // New returns an Agent; Run starts it.
@@ -64,7 +67,14 @@ func New(cfg Config) *Agent {
 	if cfg.HAProxyBinary == "" {
 		cfg.HAProxyBinary = "haproxy"
 	}
-	return &Agent{cfg: cfg, lbs: map[string]*instance{}, stopping: map[string]chan struct{}{}, pending: map[string]*model.LoadBalancer{}, retry: map[string]time.Time{}}
+	return &Agent{
+		cfg:      cfg,
+		lbs:      map[string]*instance{},
+		stopping: map[string]chan struct{}{},
+		pending:  map[string]*model.LoadBalancer{},
+		retry:    map[string]time.Time{},
+		failed:   map[string]string{},
+	}
 }
 
 // Run applies store changes until ctx ends.
@@ -117,6 +127,11 @@ func (a *Agent) queue(ev store.Event) {
 		a.pending[lb.UUID] = nil
 		return
 	}
+	// A spec that just failed waits for its retry timer: its own ERROR
+	// report comes back as an event and must not retry it at once.
+	if a.failed[lb.UUID] == lb.SpecHash() {
+		return
+	}
 	// Status writes (ours included) come back as events: a spec this node
 	// already runs needs nothing, and re-applying it would report again,
 	// which would come back again.
@@ -134,6 +149,7 @@ func (a *Agent) queueRetries() {
 			continue
 		}
 		delete(a.retry, uuid)
+		delete(a.failed, uuid) // the timer is what retries a failed spec
 		if _, queued := a.pending[uuid]; queued {
 			continue
 		}
@@ -162,7 +178,10 @@ func (a *Agent) applyPending(ctx context.Context) {
 		start := time.Now()
 		err := a.apply(ctx, lb)
 		a.cfg.Metrics.ApplySeconds.Observe(time.Since(start).Seconds())
-		if err != nil {
+		if err == nil {
+			delete(a.failed, uuid)
+		} else {
+			a.failed[uuid] = lb.SpecHash()
 			if !errors.Is(err, errRejected) {
 				a.retry[uuid] = time.Now().Add(retryAfter)
 			}

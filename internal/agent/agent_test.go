@@ -133,3 +133,36 @@ func itoa(n int) string {
 	}
 	return itoa(n/10) + string(rune('0'+n%10))
 }
+
+// TestFailedApplyIsNotRetriedInALoop: a spec that cannot be applied is
+// reported once and retried by the timer, not by its own report's echo.
+func TestFailedApplyIsNotRetriedInALoop(t *testing.T) {
+	st, _ := startAgent(t)
+	lb := testLB(freePort(t), "127.0.0.1:9")
+	lb.Pools[0].ID = "NOT A VALID ID" // the renderer refuses it
+	lb.Listeners[0].DefaultPoolID = lb.Pools[0].ID
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	events, err := st.Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutSpec(context.Background(), lb); err != nil {
+		t.Fatal(err)
+	}
+	writes, errorReports := 0, 0
+	for ev := range events {
+		writes++
+		if ev.LoadBalancer.Status.State == model.StateError {
+			errorReports++
+		}
+	}
+	if errorReports != 1 || writes != 2 {
+		t.Fatalf("want the spec write and one ERROR report in 2s, got %d writes, %d ERROR reports", writes, errorReports)
+	}
+	got, err := st.Get(context.Background(), lb.UUID)
+	if err != nil || got.Status.Message == "" {
+		t.Fatalf("ERROR status without a message: %+v, %v", got.Status, err)
+	}
+}

@@ -240,6 +240,7 @@ func (a *Agent) writeCertificates(lb *model.LoadBalancer, dir string) error {
 func (a *Agent) remove(uuid string) {
 	a.stop(uuid, true)
 	delete(a.retry, uuid)
+	delete(a.failed, uuid)
 }
 
 // stop stops HAProxy gracefully in the background: draining may take up

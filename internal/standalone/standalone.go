@@ -49,6 +49,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("state dir %s: %w", cfg.StateDir, err)
 	}
+	if err := render.CheckStateDir(stateDir); err != nil {
+		return fmt.Errorf("--state-dir: %w", err)
+	}
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return fmt.Errorf("create state dir: %w", err)
 	}

@@ -15,7 +15,8 @@
 // ../shared/conformance/features; PIER_CONFORMANCE_STATUS_TIMEOUT (60s),
 // PIER_CONFORMANCE_ABSENT_TIMEOUT (10s) and PIER_CONFORMANCE_SCALE_SETTLE
 // (60s, as upstream) set the waits; PIER_CONFORMANCE_FORMAT the godog
-// formats; PIER_CONFORMANCE_KEEP=1 keeps the work folder (kept anyway on
+// formats; PIER_CONFORMANCE_STOP_ON_FAILURE=1 stops at the first failed
+// scenario; PIER_CONFORMANCE_KEEP=1 keeps the work folder (kept anyway on
 // failure).
 package conformance
 

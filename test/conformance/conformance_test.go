@@ -19,16 +19,17 @@ import (
 
 // Environment of TestConformance.
 const (
-	envGate          = "PIER_CONFORMANCE"                // "1" runs the suite
-	envPierBin       = "PIER_BIN"                        // pier binary; built from ./cmd/pier if unset
-	envFeatures      = "PIER_CONFORMANCE_FEATURES"       // comma-separated .feature files or dirs (file:line works)
-	envFormat        = "PIER_CONFORMANCE_FORMAT"         // godog formats, e.g. "pretty,junit:/tmp/report.xml"
-	envStatusTimeout = "PIER_CONFORMANCE_STATUS_TIMEOUT" // default 60s
-	envAbsentTimeout = "PIER_CONFORMANCE_ABSENT_TIMEOUT" // default 10s
-	envScaleSettle   = "PIER_CONFORMANCE_SCALE_SETTLE"   // default 60s, as upstream
-	envKeep          = "PIER_CONFORMANCE_KEEP"           // "1" keeps the work dir even when passing
-	envHelper        = "PIER_CONFORMANCE_TEST_HELPER"    // internal: the test binary plays `pier echo`
-	featuresFromRepo = "../shared/conformance/features"  // relative to the repository root
+	envGate          = "PIER_CONFORMANCE"                 // "1" runs the suite
+	envPierBin       = "PIER_BIN"                         // pier binary; built from ./cmd/pier if unset
+	envFeatures      = "PIER_CONFORMANCE_FEATURES"        // comma-separated .feature files or dirs (file:line works)
+	envFormat        = "PIER_CONFORMANCE_FORMAT"          // godog formats, e.g. "pretty,junit:/tmp/report.xml"
+	envStatusTimeout = "PIER_CONFORMANCE_STATUS_TIMEOUT"  // default 60s
+	envAbsentTimeout = "PIER_CONFORMANCE_ABSENT_TIMEOUT"  // default 10s
+	envScaleSettle   = "PIER_CONFORMANCE_SCALE_SETTLE"    // default 60s, as upstream
+	envKeep          = "PIER_CONFORMANCE_KEEP"            // "1" keeps the work dir even when passing
+	envStop          = "PIER_CONFORMANCE_STOP_ON_FAILURE" // "1" stops at the first failed scenario
+	envHelper        = "PIER_CONFORMANCE_TEST_HELPER"     // internal: the test binary plays `pier echo`
+	featuresFromRepo = "../shared/conformance/features"   // relative to the repository root
 )
 
 func TestMain(m *testing.M) {
@@ -54,7 +55,7 @@ func TestConformance(t *testing.T) {
 	opts := optionsFromEnv(t)
 	opts.Logf = t.Logf
 
-	dir, err := os.MkdirTemp("", "pier-conformance-")
+	dir, err := os.MkdirTemp(shortTempDir(), "pierc-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,12 +83,23 @@ func TestConformance(t *testing.T) {
 	}
 
 	var out bytes.Buffer
+	opts.StopOnFailure = os.Getenv(envStop) == "1"
 	status := RunSuite(t.Context(), cluster, opts, paths, os.Getenv(envFormat), io.MultiWriter(os.Stdout, &out))
 	summary := Summary(out.String())
 	t.Logf("godog summary:\n%s", summary)
 	if status != 0 {
 		t.Fatalf("conformance failed (godog status %d):\n%s", status, summary)
 	}
+}
+
+// shortTempDir is where the work folder goes: HAProxy's runtime sockets
+// live under the state folder and a Unix socket path has a small limit
+// (pier refuses paths over 90 bytes), so a long TMPDIR is not used.
+func shortTempDir() string {
+	if tmp := os.TempDir(); len(tmp) <= 16 {
+		return tmp
+	}
+	return "/tmp"
 }
 
 // featurePaths returns PIER_CONFORMANCE_FEATURES or the shared features

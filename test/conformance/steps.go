@@ -26,6 +26,8 @@ type Options struct {
 	ScaleSettle time.Duration
 	// RequestTimeout bounds each request (upstream: 10 s).
 	RequestTimeout time.Duration
+	// StopOnFailure ends the run at the first failed scenario.
+	StopOnFailure bool
 	// Logf reports what is not a step result (cleanup errors); nil drops it.
 	Logf func(format string, args ...any)
 }

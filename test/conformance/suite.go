@@ -26,6 +26,7 @@ func RunSuite(ctx context.Context, cluster Cluster, opts Options, paths []string
 			Format:         format,
 			Paths:          paths,
 			Strict:         true,
+			StopOnFailure:  opts.StopOnFailure,
 			Concurrency:    1,
 			NoColors:       true,
 			Output:         out,

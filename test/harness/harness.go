@@ -115,6 +115,9 @@ type Options struct {
 	HTTPPort         int    // default: free ports
 	HTTPSPort        int
 	ExtraArgs        []string
+	// Env is added to the test's environment for pier (later entries win),
+	// e.g. an empty TMPDIR and HOME to check pier writes nothing there.
+	Env []string
 }
 
 func StartPier(t testing.TB, o Options) *Pier {
@@ -136,6 +139,9 @@ func StartPier(t testing.TB, o Options) *Pier {
 		"--hard-stop-after", "5s", "--log-level", "debug")
 	p.cmd.Args = append(p.cmd.Args, o.ExtraArgs...)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	if len(o.Env) > 0 {
+		p.cmd.Env = append(os.Environ(), o.Env...)
+	}
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -175,6 +181,19 @@ func (p *Pier) Stop() {
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		<-p.done
 	}
+}
+
+// Kill sends SIGKILL to pier alone and waits for it to exit: a crash.
+// HAProxy runs in its own process group and keeps serving; the next
+// StartPier on the same state dir adopts it.
+func (p *Pier) Kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
 }
 
 func (p *Pier) waitHealthy() {

@@ -43,6 +43,22 @@ type Timeouts struct {
 	Tunnel      time.Duration // 1h: WebSocket and other upgraded streams
 }
 
+// CheckStateDir reports whether load-balancer folders below stateDir
+// (stateDir/haproxy/<uuid>) leave room for HAProxy's socket paths, so a
+// long --state-dir is refused at start-up rather than at the first render.
+func CheckStateDir(stateDir string) error {
+	const uuid = "00000000-0000-0000-0000-000000000000"
+	dir := filepath.Join(stateDir, "haproxy", uuid)
+	if err := encode.FilePath(dir).Err(); err != nil {
+		return fmt.Errorf("state dir %s: %w", encode.Printable(stateDir), err)
+	}
+	if n := len(SocketPath(dir)); n > maxSocketPath {
+		return fmt.Errorf("state dir %s is too long: HAProxy socket paths below it would be %d bytes, the limit is %d (Unix sockets); use a shorter path",
+			encode.Printable(stateDir), n, maxSocketPath)
+	}
+	return nil
+}
+
 // maxSocketPath keeps room below sun_path's 108 bytes for the temporary
 // name HAProxy binds first ("<path>.<pid>.tmp").
 const maxSocketPath = 90

@@ -1,0 +1,145 @@
+package faults
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"pier.dev/pier/test/harness"
+)
+
+// awaitRuntimeUpdate writes a manifest and waits until pier applied it
+// through the runtime API (the counter moved past before).
+func (e *env) awaitRuntimeUpdate(file, content string) {
+	e.t.Helper()
+	before := runtimeUpdates(e.pier)
+	write(e.t, e.manifests, file, content)
+	harness.WaitFor(e.t, 5*time.Second, "a runtime API update after writing "+file, func() bool {
+		return runtimeUpdates(e.pier) > before
+	})
+}
+
+// podsSeen sends up to n requests, each on a new connection, and returns
+// which pods answered.
+func podsSeen(tg target, n int) map[string]int {
+	client := newClient(tg, true)
+	seen := map[string]int{}
+	for range n {
+		if code, reply, err := send(client, tg); err == nil && code == 200 {
+			seen[reply.Pod]++
+		}
+	}
+	return seen
+}
+
+// TestL3EndpointChurn: 3→10→3 endpoints, 20 times, under load: no errors,
+// no reload, every endpoint gets traffic at the 10 step.
+func TestL3EndpointChurn(t *testing.T) {
+	const cycles = 20
+	e := newEnv(t)
+	backends := startEchos(t, "churn", 10)
+	write(t, e.manifests, "churn-svc.yaml", backendYAML("churn", pods(backends[:3])))
+	write(t, e.manifests, "churn.yaml", simple("churn", "", "churn.example", "churn").yaml())
+	p := e.start(nil)
+	lb := lbNamed(t, p, ns+"/churn")
+	hashBefore, reloadsBefore, updatesBefore := e.configHash(lb.UUID), reloads(p), runtimeUpdates(p)
+	tg := target{name: "churn", addr: lb.VIP, port: p.HTTPPort, host: "churn.example", path: "/"}
+
+	l := startLoad(tg)
+	time.Sleep(500 * time.Millisecond)
+	began := time.Now()
+	for i := range cycles {
+		e.awaitRuntimeUpdate("churn-svc.yaml", backendYAML("churn", pods(backends)))
+		if seen := podsSeen(tg, 40); len(seen) != 10 {
+			t.Errorf("cycle %d, 10 endpoints: only %d answered 40 requests: %v", i, len(seen), seen)
+		}
+		e.awaitRuntimeUpdate("churn-svc.yaml", backendYAML("churn", pods(backends[:3])))
+	}
+	took := time.Since(began)
+	time.Sleep(500 * time.Millisecond)
+	all := l.stop()
+
+	total := report(t, all)
+	n, updates := reloads(p)-reloadsBefore, runtimeUpdates(p)-updatesBefore
+	t.Logf("L3: %d scale steps in %s, %d requests, %v reloads, %v runtime API updates, config %s → %s",
+		2*cycles, took.Round(time.Millisecond), total, n, updates, hashBefore, e.configHash(lb.UUID))
+	requireNoErrors(t, all)
+	if n != 0 {
+		t.Errorf("endpoint churn reloaded HAProxy %v times, want 0 (runtime API only)", n)
+	}
+	if updates < 2*cycles {
+		t.Errorf("%v runtime API updates for %d endpoint changes", updates, 2*cycles)
+	}
+	for _, s := range all {
+		if len(s.pods) != 10 {
+			t.Errorf("%s/%s: %d of 10 endpoints got load traffic: %v", s.target, s.profile, len(s.pods), s.pods)
+		}
+	}
+}
+
+// TestF5BackendRemoval deletes serving backends under load the way
+// Kubernetes does (endpoint removed first, pod stopped after a grace),
+// then scales to 0 and back up.
+func TestF5BackendRemoval(t *testing.T) {
+	const grace = 500 * time.Millisecond
+	e := newEnv(t)
+	backends := startEchos(t, "f5", 3)
+	write(t, e.manifests, "f5-svc.yaml", backendYAML("f5", pods(backends)))
+	write(t, e.manifests, "f5.yaml", simple("f5", "", "f5.example", "f5").yaml())
+	p := e.start(nil)
+	lb := lbNamed(t, p, ns+"/f5")
+	reloadsBefore := reloads(p)
+	tg := target{name: "f5", addr: lb.VIP, port: p.HTTPPort, host: "f5.example", path: "/"}
+
+	// 3 → 2 → 1 endpoints while load runs: no request may fail.
+	l := startLoad(tg)
+	time.Sleep(time.Second)
+	for n := 2; n >= 1; n-- {
+		e.awaitRuntimeUpdate("f5-svc.yaml", backendYAML("f5", pods(backends[:n])))
+		time.Sleep(grace)
+		backends[n].stop()
+		time.Sleep(time.Second)
+	}
+	phase1 := l.stop()
+
+	// 0 endpoints: HAProxy answers 503 itself, quickly, on every request.
+	e.awaitRuntimeUpdate("f5-svc.yaml", backendYAML("f5", nil))
+	time.Sleep(grace)
+	backends[0].stop()
+	tg503 := tg
+	tg503.name, tg503.want = "f5-empty", http.StatusServiceUnavailable
+	l = startLoad(tg503)
+	time.Sleep(2 * time.Second)
+	phase2 := l.stop()
+
+	// Scale up to new pods: served again, through the runtime API.
+	fresh := make([]*echoBackend, 3)
+	for i := range fresh {
+		fresh[i] = startEcho(t, "f5", fmt.Sprintf("f5-new-%d", i))
+	}
+	e.awaitRuntimeUpdate("f5-svc.yaml", backendYAML("f5", pods(fresh)))
+	l = startLoad(tg)
+	time.Sleep(2 * time.Second)
+	phase3 := l.stop()
+
+	total := report(t, phase1) + report(t, phase2) + report(t, phase3)
+	n := reloads(p) - reloadsBefore
+	t.Logf("F5: %d requests in three phases (3→2→1 endpoints, 0, 3 new), %v reloads", total, n)
+	requireNoErrors(t, phase1)
+	requireNoErrors(t, phase2)
+	requireNoErrors(t, phase3)
+	for _, s := range phase2 {
+		if s.maxLatency > time.Second {
+			t.Errorf("%s/%s: a 503 took %s: the empty backend should answer at once", s.target, s.profile, s.maxLatency)
+		}
+	}
+	for _, s := range phase3 {
+		if len(s.pods) != 3 {
+			t.Errorf("%s/%s after scale-up: %d of 3 new pods served: %v", s.target, s.profile, len(s.pods), s.pods)
+		}
+	}
+	if n != 0 {
+		t.Errorf("backend removal and scale-up reloaded HAProxy %v times, want 0", n)
+	}
+}

@@ -1,0 +1,190 @@
+package fuzz
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"pier.dev/pier/internal/encode"
+	"pier.dev/pier/internal/haproxy/render"
+	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/translate"
+)
+
+// rendered is what the agent would write for one LoadBalancer.
+type rendered struct {
+	cfg, crt []byte
+	err      error
+}
+
+// vip stands in for IPAM: every LoadBalancer gets the same VIP, so the
+// victim's file does not depend on which other LoadBalancers exist.
+const vip = "10.0.0.1"
+
+// renderAll renders every LoadBalancer as the agent would, after IPAM has
+// granted the VIP and, when one is pinned, the requested floating IP
+// (which is user-derived, so it goes through the renderer too).
+func renderAll(res *translate.Result) map[string]rendered {
+	out := map[string]rendered{}
+	for _, lb := range res.LoadBalancers {
+		lb = lb.Clone()
+		lb.VIP, lb.FIP = vip, lb.RequestedFIP
+		opts := render.Options{Dir: "/var/lib/pier/haproxy/" + lb.UUID}
+		var r rendered
+		r.cfg, r.err = render.Config(lb, opts)
+		if r.err == nil {
+			r.crt, r.err = render.CrtList(lb, opts)
+		}
+		out[lb.UUID] = r
+	}
+	return out
+}
+
+// checkLines holds the line-level property for a rendered haproxy.conf:
+// one LF-terminated line per emitted line, no CR or NUL, and every line
+// tokenises under the model of HAProxy's parser into at most 64 words
+// with no comment, escape, truncation or variable lookup. The two header
+// lines are the only comments; they hold constants and the UUID only.
+func checkLines(t testing.TB, cfg []byte) [][]string {
+	t.Helper()
+	text := string(cfg)
+	if !strings.HasSuffix(text, "\n") || strings.ContainsAny(text, "\r\x00") {
+		t.Fatalf("config is not plain LF-terminated lines: %s", encode.Printable(text))
+	}
+	var lookups []string
+	getenv := func(name string) (string, bool) {
+		lookups = append(lookups, name)
+		return "", false
+	}
+	var lines [][]string
+	for i, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		toks, err := encode.Tokenize(line, getenv)
+		header := i < 2 && strings.HasPrefix(line, "# ")
+		switch {
+		case err != nil:
+			t.Fatalf("line %d %s: %v", i+1, encode.Printable(line), err)
+		case len(lookups) > 0:
+			t.Fatalf("line %d %s: looks up variables %q", i+1, encode.Printable(line), lookups)
+		case toks.Escape || toks.Truncated || toks.Scope || toks.Env:
+			t.Fatalf("line %d %s: interpreted %+v", i+1, encode.Printable(line), toks)
+		case toks.Comment != header:
+			t.Fatalf("line %d %s: comment=%v", i+1, encode.Printable(line), toks.Comment)
+		case len(toks.Words) > encode.MaxLineArgs:
+			t.Fatalf("line %d: %d words", i+1, len(toks.Words))
+		}
+		if len(toks.Words) > 0 { // the header comments have none
+			lines = append(lines, toks.Words)
+		}
+	}
+	return lines
+}
+
+// aclWant is one acl line a rule must produce: "acl <name> <fetch> -m
+// <match> <value>", the value as exactly one word.
+type aclWant struct{ fetch, match, value string }
+
+func rulesWant(r model.L7Rule) []aclWant {
+	switch {
+	case r.Type == model.RuleHostName && r.Compare == model.CompareEqualTo:
+		return []aclWant{{"var(txn.pier_host)", "str", r.Value}}
+	case r.Type == model.RuleHostName && r.Compare == model.CompareWildcard:
+		return []aclWant{{"var(txn.pier_hwild)", "str", r.Value}}
+	case r.Type == model.RulePath && r.Compare == model.CompareEqualTo:
+		return []aclWant{{"path", "str", r.Value}}
+	case r.Type == model.RulePath && r.Compare == model.CompareStartsWith && r.Value != "/":
+		return []aclWant{{"path", "str", r.Value}, {"path", "beg", r.Value + "/"}}
+	}
+	return nil // "/" prefix: always_true, no value to carry
+}
+
+// checkConfig holds checkLines and, for every host and path the model
+// holds, an acl line carrying it intact as its sixth and last word.
+func checkConfig(t testing.TB, cfg []byte, lb *model.LoadBalancer) {
+	t.Helper()
+	byValue := map[string][][]string{}
+	for _, words := range checkLines(t, cfg) {
+		if words[0] == "acl" {
+			byValue[words[len(words)-1]] = append(byValue[words[len(words)-1]], words)
+		}
+	}
+	for _, l := range lb.Listeners {
+		for _, p := range l.Policies {
+			for _, r := range p.Rules {
+				for _, w := range rulesWant(r) {
+					if !slices.ContainsFunc(byValue[w.value], func(ws []string) bool {
+						return len(ws) == 6 && ws[2] == w.fetch && ws[3] == "-m" && ws[4] == w.match
+					}) {
+						t.Fatalf("no acl line carries %s %s intact; acl lines: %q", r.Type, encode.Printable(w.value), byValue)
+					}
+				}
+			}
+		}
+	}
+}
+
+// checkCrtList: one line per certificate, "<file> <host>...", the hosts
+// as single words and equal to the model's.
+func checkCrtList(t testing.TB, crt []byte, lb *model.LoadBalancer) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(string(crt), "\n"), "\n")
+	var certs []model.Certificate
+	for _, l := range lb.Listeners {
+		for _, c := range l.Certificates {
+			if !slices.ContainsFunc(certs, func(o model.Certificate) bool { return o.ID == c.ID }) {
+				certs = append(certs, c)
+			}
+		}
+	}
+	if len(certs) == 0 {
+		if len(crt) != 0 {
+			t.Fatalf("crt-list without certificates: %s", encode.Printable(string(crt)))
+		}
+		return
+	}
+	if len(lines) != len(certs) || strings.ContainsAny(string(crt), "\r\x00#[!'\"") {
+		t.Fatalf("crt-list %s for %d certificates", encode.Printable(string(crt)), len(certs))
+	}
+	for i, c := range certs {
+		words := strings.Split(lines[i], " ")
+		if !slices.Equal(words[1:], c.Hosts) {
+			t.Fatalf("crt-list line %s, want hosts %q", encode.Printable(lines[i]), c.Hosts)
+		}
+	}
+}
+
+// checkProblems: every message and field path is printable as it is, so
+// it can go into an Event or a log line (R6, R12).
+func checkProblems(t testing.TB, ps []model.Problem) {
+	t.Helper()
+	for _, p := range ps {
+		for _, s := range []string{p.Message, p.Field, p.Reason} {
+			if bad, at := unsafeText(s); bad {
+				t.Fatalf("problem %s/%s %s: unsafe character at byte %d: %s", p.Namespace, p.Name, p.Reason, at, encode.Printable(s))
+			}
+		}
+		if p.Message == "" {
+			t.Fatalf("problem %+v without a message", p)
+		}
+	}
+}
+
+// unsafeText reports control characters (C0, DEL, C1), invalid UTF-8 and
+// format characters (bidi overrides, zero-width) in s.
+func unsafeText(s string) (bool, int) {
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError:
+			if _, n := utf8.DecodeRuneInString(s[i:]); n <= 1 {
+				return true, i
+			}
+		case r < 0x20, r >= 0x7f && r < 0xa0, unicode.Is(unicode.Cf, r):
+			return true, i
+		}
+	}
+	return false, 0
+}

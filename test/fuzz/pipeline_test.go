@@ -1,0 +1,163 @@
+package fuzz
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"pier.dev/pier/internal/encode"
+	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/translate"
+)
+
+// FuzzIngressToConfig drives one hostile Ingress, next to a benign victim
+// in another namespace, through translate.Ingresses and render.Config.
+// The property (RELIABILITY.md, "Encoder fuzzing" and "Golden files"):
+// either the attacker is refused with an Error problem whose message is
+// printable, or every line of every rendered file tokenises into plain
+// words with each host and path of the model intact as one word; and in
+// both cases the victim's files are byte-identical to a run without the
+// attacker.
+func FuzzIngressToConfig(f *testing.F) {
+	for _, a := range seedAttacks() {
+		f.Add(a.host, a.path, a.pathType, a.group, a.balance, a.health, a.externalIP, a.tlsHost, a.service, a.port)
+	}
+	baseline := victimFiles(f, translate.Ingresses(snapshot(f, nil), translateOptions()))
+	f.Fuzz(func(t *testing.T, host, path, pathType, group, balance, health, externalIP, tlsHost, service, port string) {
+		checkAttack(t, &attack{
+			host: host, path: path, pathType: pathType,
+			group: group, balance: balance, health: health, externalIP: externalIP,
+			tlsHost: tlsHost, service: service, port: port,
+		}, baseline)
+	})
+}
+
+// TestHugePath is B8's 1 MiB row, too big for a fuzz seed.
+func TestHugePath(t *testing.T) {
+	baseline := victimFiles(t, translate.Ingresses(snapshot(t, nil), translateOptions()))
+	for _, pt := range []string{"Exact", "Prefix", "ImplementationSpecific"} {
+		a := valid()
+		a.path, a.pathType = "/"+strings.Repeat("a", 1<<20), pt
+		checkAttack(t, &a, baseline)
+	}
+}
+
+// victimFiles renders the victim's LoadBalancer; it must be served.
+func victimFiles(t testing.TB, res *translate.Result) rendered {
+	t.Helper()
+	if res.Accepted[victimNS+"/shop"] != victimUID {
+		t.Fatalf("victim not served: accepted %v, problems %+v", res.Accepted, res.Problems)
+	}
+	r := renderAll(res)[victimUID]
+	if r.err != nil {
+		t.Fatalf("victim does not render: %v", r.err)
+	}
+	return r
+}
+
+func checkAttack(t *testing.T, a *attack, baseline rendered) {
+	res := translate.Ingresses(snapshot(t, a), translateOptions())
+	checkProblems(t, res.Problems)
+
+	v := victimFiles(t, res)
+	if !bytes.Equal(v.cfg, baseline.cfg) || !bytes.Equal(v.crt, baseline.crt) {
+		t.Fatalf("victim's files changed by the attacker:\n%s\n--- without the attacker:\n%s", v.cfg, baseline.cfg)
+	}
+
+	uuid, accepted := res.Accepted[attackerNS+"/evil"]
+	var refusals []model.Problem
+	for _, p := range res.Problems {
+		if p.Namespace == attackerNS && p.Severity == model.SeverityError {
+			refusals = append(refusals, p)
+		}
+	}
+	if !accepted {
+		if len(refusals) == 0 {
+			t.Fatalf("attacker neither served nor refused with an Error problem: %+v", res.Problems)
+		}
+		return
+	}
+	if len(refusals) > 0 {
+		t.Fatalf("attacker served despite Error problems %+v", refusals)
+	}
+	files := renderAll(res)
+	for _, lb := range res.LoadBalancers {
+		r := files[lb.UUID]
+		if r.err != nil {
+			// Translation accepted a value that the renderer refuses: the
+			// two layers disagree, and the LoadBalancer would never serve.
+			t.Fatalf("translation accepted, render refused %s: %v", lb.Name, r.err)
+		}
+		checkConfig(t, r.cfg, lb)
+		checkCrtList(t, r.crt, lb)
+		if lb.UUID == uuid {
+			checkModelHolds(t, a, lb, res.Problems)
+		}
+	}
+}
+
+// checkModelHolds: what the attacker asked for reaches the model as it
+// was written (lowercase hosts are not lowercased for it, paths are not
+// decoded), except the documented Prefix normalisation.
+func checkModelHolds(t *testing.T, a *attack, lb *model.LoadBalancer, problems []model.Problem) {
+	t.Helper()
+	var mine []model.L7Policy
+	for _, p := range lb.Listeners[0].Policies {
+		if p.Source.Namespace == attackerNS {
+			mine = append(mine, p)
+		}
+	}
+	if len(mine) != 1 {
+		t.Fatalf("attacker's policies: %+v", mine)
+	}
+	want := []model.L7Rule{}
+	if a.host != "" {
+		cmp := model.CompareEqualTo
+		if strings.HasPrefix(a.host, "*") {
+			cmp = model.CompareWildcard
+		}
+		want = append(want, model.L7Rule{Type: model.RuleHostName, Compare: cmp, Value: a.host})
+	}
+	path, cmp := a.path, model.CompareEqualTo
+	if a.pathType != "Exact" {
+		cmp = model.CompareStartsWith
+		if path = strings.TrimRight(path, "/"); path == "" {
+			path = "/"
+		}
+	}
+	want = append(want, model.L7Rule{Type: model.RulePath, Compare: cmp, Value: path})
+	if got := mine[0].Rules; len(got) != len(want) || !rulesEqual(got, want) {
+		t.Fatalf("model rules %+v, want %+v", got, want)
+	}
+	if a.tlsHost == "" || hasProblem(problems, "InvalidTLS") {
+		return
+	}
+	for _, l := range lb.Listeners {
+		for _, c := range l.Certificates {
+			for _, h := range c.Hosts {
+				if h == a.tlsHost {
+					return
+				}
+			}
+		}
+	}
+	t.Fatalf("TLS host %s accepted but on no certificate", encode.Printable(a.tlsHost))
+}
+
+func rulesEqual(a, b []model.L7Rule) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func hasProblem(ps []model.Problem, reason string) bool {
+	for _, p := range ps {
+		if p.Namespace == attackerNS && p.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
