@@ -17,6 +17,9 @@ type Snapshot struct {
 	Services       []*corev1.Service
 	EndpointSlices []*discoveryv1.EndpointSlice
 	Secrets        []*corev1.Secret
+	// Nodes are filled by the Kubernetes source only; pier run has one
+	// node of its own.
+	Nodes []*corev1.Node
 }
 
 // Secret returns the Secret namespace/name, or nil.

@@ -1,0 +1,265 @@
+// Package kube fills source.Snapshot from Kubernetes informers (Ingress,
+// IngressClass, Service, EndpointSlice, TLS Secret, Node) for the
+// controller. Events are coalesced (Contour's rule: wait 100 ms for quiet,
+// at most 500 ms) into one snapshot per burst, so a rolling update does not
+// cause one rebuild per endpoint.
+package kube
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"pier.dev/pier/internal/source"
+)
+
+// Options select what is watched.
+type Options struct {
+	// Namespace limits Ingresses, Services, EndpointSlices and Secrets to
+	// one namespace (--watch-namespace); empty watches all.
+	Namespace string
+	// Quiet and MaxDelay bound the debounce (defaults 100 ms and 500 ms).
+	Quiet, MaxDelay time.Duration
+}
+
+// Source watches the API server.
+type Source struct {
+	client kubernetes.Interface
+	opts   Options
+	logger *slog.Logger
+}
+
+// New returns a Source; Run starts it.
+func New(client kubernetes.Interface, opts Options, logger *slog.Logger) *Source {
+	if opts.Quiet == 0 {
+		opts.Quiet = 100 * time.Millisecond
+	}
+	if opts.MaxDelay == 0 {
+		opts.MaxDelay = 500 * time.Millisecond
+	}
+	return &Source{client: client, opts: opts, logger: logger}
+}
+
+// listers are the caches a snapshot is read from.
+type listers struct {
+	ingresses      func() ([]*networkingv1.Ingress, error)
+	classes        func() ([]*networkingv1.IngressClass, error)
+	services       func() ([]*corev1.Service, error)
+	endpointSlices func() ([]*discoveryv1.EndpointSlice, error)
+	secrets        func() ([]*corev1.Secret, error)
+	nodes          func() ([]*corev1.Node, error)
+}
+
+// Run starts the informers, waits for their caches, then calls onChange
+// with a fresh snapshot after every burst of changes (and once at the
+// start), until ctx ends. onChange runs on Run's goroutine.
+func (s *Source) Run(ctx context.Context, onChange func(*source.Snapshot)) error {
+	nsFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithNamespace(s.opts.Namespace))
+	// Only TLS Secrets: pier has no business caching every token in the
+	// cluster (the field selector is served by the API server).
+	secretFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithNamespace(s.opts.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "type=" + string(corev1.SecretTypeTLS) }))
+	clusterFactory := informers.NewSharedInformerFactory(s.client, 0)
+
+	ing := nsFactory.Networking().V1().Ingresses()
+	svc := nsFactory.Core().V1().Services()
+	eps := nsFactory.Discovery().V1().EndpointSlices()
+	sec := secretFactory.Core().V1().Secrets()
+	cls := clusterFactory.Networking().V1().IngressClasses()
+	nodes := clusterFactory.Core().V1().Nodes()
+
+	changed := make(chan struct{}, 1)
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { notify(changed) },
+		UpdateFunc: func(old, cur any) { notifyIfChanged(changed, old, cur) },
+		DeleteFunc: func(any) { notify(changed) },
+	}
+	for _, inf := range []cache.SharedIndexInformer{ing.Informer(), svc.Informer(), eps.Informer(), sec.Informer(), cls.Informer(), nodes.Informer()} {
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return fmt.Errorf("add event handler: %w", err)
+		}
+	}
+	nsFactory.Start(ctx.Done())
+	secretFactory.Start(ctx.Done())
+	clusterFactory.Start(ctx.Done())
+	defer nsFactory.Shutdown()
+	defer secretFactory.Shutdown()
+	defer clusterFactory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), ing.Informer().HasSynced, svc.Informer().HasSynced, eps.Informer().HasSynced,
+		sec.Informer().HasSynced, cls.Informer().HasSynced, nodes.Informer().HasSynced) {
+		return ctx.Err()
+	}
+	s.logger.Info("informer caches synced", "namespace", s.opts.Namespace)
+	l := listers{
+		ingresses:      func() ([]*networkingv1.Ingress, error) { return ing.Lister().List(labels.Everything()) },
+		classes:        func() ([]*networkingv1.IngressClass, error) { return cls.Lister().List(labels.Everything()) },
+		services:       func() ([]*corev1.Service, error) { return svc.Lister().List(labels.Everything()) },
+		endpointSlices: func() ([]*discoveryv1.EndpointSlice, error) { return eps.Lister().List(labels.Everything()) },
+		secrets:        func() ([]*corev1.Secret, error) { return sec.Lister().List(labels.Everything()) },
+		nodes:          func() ([]*corev1.Node, error) { return nodes.Lister().List(labels.Everything()) },
+	}
+	return s.loop(ctx, changed, l, onChange)
+}
+
+// loop debounces change notifications into snapshots.
+func (s *Source) loop(ctx context.Context, changed <-chan struct{}, l listers, onChange func(*source.Snapshot)) error {
+	emit := func() error {
+		snap, err := l.snapshot()
+		if err != nil {
+			return err
+		}
+		onChange(snap)
+		return nil
+	}
+	if err := emit(); err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		}
+		if !debounce(ctx, changed, s.opts.Quiet, s.opts.MaxDelay) {
+			return nil
+		}
+		if err := emit(); err != nil {
+			return err
+		}
+	}
+}
+
+// debounce waits until no change arrived for quiet, or maxDelay passed
+// since the first one. It returns false if ctx ended.
+func debounce(ctx context.Context, changed <-chan struct{}, quiet, maxDelay time.Duration) bool {
+	deadline := time.NewTimer(maxDelay)
+	defer deadline.Stop()
+	for {
+		idle := time.NewTimer(quiet)
+		select {
+		case <-ctx.Done():
+			idle.Stop()
+			return false
+		case <-deadline.C:
+			idle.Stop()
+			return true
+		case <-idle.C:
+			return true
+		case <-changed:
+			idle.Stop()
+		}
+	}
+}
+
+func notify(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// notifyIfChanged ignores resyncs and status-only updates of objects pier
+// writes itself: an Ingress status write must not trigger a rebuild.
+func notifyIfChanged(ch chan struct{}, old, cur any) {
+	o, ok1 := old.(metav1.Object)
+	c, ok2 := cur.(metav1.Object)
+	if ok1 && ok2 && o.GetResourceVersion() == c.GetResourceVersion() {
+		return
+	}
+	if oi, ok := old.(*networkingv1.Ingress); ok {
+		if ci, ok := cur.(*networkingv1.Ingress); ok && oi.Generation == ci.Generation &&
+			equalStrings(oi.Annotations, ci.Annotations) && equalStrings(oi.Labels, ci.Labels) {
+			return
+		}
+	}
+	if on, ok := old.(*corev1.Node); ok {
+		if cn, ok := cur.(*corev1.Node); ok && nodeReady(on) == nodeReady(cn) && equalStrings(on.Labels, cn.Labels) {
+			return // heartbeats
+		}
+	}
+	notify(ch)
+}
+
+func equalStrings(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// ReadyNodes returns the names of nodes whose Ready condition is true and
+// that match selector, sorted.
+func ReadyNodes(nodes []*corev1.Node, selector labels.Selector) []string {
+	var out []string
+	for _, n := range nodes {
+		if nodeReady(n) && n.DeletionTimestamp == nil && selector.Matches(labels.Set(n.Labels)) {
+			out = append(out, n.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (l listers) snapshot() (*source.Snapshot, error) {
+	snap := &source.Snapshot{}
+	var err error
+	if snap.Ingresses, err = l.ingresses(); err != nil {
+		return nil, fmt.Errorf("list ingresses: %w", err)
+	}
+	if snap.IngressClasses, err = l.classes(); err != nil {
+		return nil, fmt.Errorf("list ingress classes: %w", err)
+	}
+	if snap.Services, err = l.services(); err != nil {
+		return nil, fmt.Errorf("list services: %w", err)
+	}
+	if snap.EndpointSlices, err = l.endpointSlices(); err != nil {
+		return nil, fmt.Errorf("list endpoint slices: %w", err)
+	}
+	if snap.Secrets, err = l.secrets(); err != nil {
+		return nil, fmt.Errorf("list secrets: %w", err)
+	}
+	if snap.Nodes, err = l.nodes(); err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	sortByName(snap.Ingresses)
+	sortByName(snap.IngressClasses)
+	sortByName(snap.Services)
+	sortByName(snap.EndpointSlices)
+	sortByName(snap.Secrets)
+	sortByName(snap.Nodes)
+	return snap, nil
+}
+
+func sortByName[T metav1.Object](list []T) {
+	sort.Slice(list, func(i, j int) bool {
+		if list[i].GetNamespace() != list[j].GetNamespace() {
+			return list[i].GetNamespace() < list[j].GetNamespace()
+		}
+		return list[i].GetName() < list[j].GetName()
+	})
+}
