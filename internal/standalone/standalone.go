@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"pier.dev/pier/internal/agent"
 	"pier.dev/pier/internal/api"
@@ -20,11 +19,10 @@ import (
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/ipam"
 	"pier.dev/pier/internal/metrics"
-	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/pipeline"
 	"pier.dev/pier/internal/source"
 	"pier.dev/pier/internal/source/files"
 	"pier.dev/pier/internal/status"
-	"pier.dev/pier/internal/store"
 	"pier.dev/pier/internal/store/bolt"
 	"pier.dev/pier/internal/translate"
 )
@@ -70,14 +68,21 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	defer st.Close()
 
 	m := metrics.New()
-	v := newView()
-	p := &pipeline{
-		cfg: cfg, store: st, view: v, metrics: m, logger: logger,
-		reconciler: &controller.Reconciler{Store: st, IPAM: alloc, Logger: logger,
+	v := newView(logger)
+	p := &pipeline.Pipeline{
+		Store: st, Translate: cfg.Translate, Addresses: cfg.Status, Status: v, Problems: v,
+		Metrics: m, Logger: logger,
+		Reconciler: &controller.Reconciler{Store: st, IPAM: alloc, Logger: logger,
 			Nodes: func() []string { return []string{cfg.Node} }},
-		snaps: make(chan sourceUpdate, 1),
 	}
-	p.offer(sourceUpdate{snap, srcProblems})
+	offer := func(snap *source.Snapshot, problems []files.Problem) {
+		for _, sp := range problems {
+			logger.Warn("manifest document skipped", "problem", sp.String())
+		}
+		m.SourceProblems.Set(float64(len(problems)))
+		p.Offer(snap)
+	}
+	offer(snap, srcProblems)
 
 	ag := agent.New(agent.Config{
 		Node: cfg.Node, StateDir: stateDir, Store: st, Secrets: v,
@@ -85,7 +90,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		StopOnExit: true, Metrics: m, Logger: logger.With("component", "agent"),
 	})
 	srv := &api.Server{Store: st, Ingresses: v, Registry: m.Registry, Logger: logger,
-		Healthy: p.healthy}
+		Healthy: p.Ready}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -101,13 +106,11 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 			}
 		}()
 	}
-	start("pipeline", p.run)
+	start("pipeline", p.Run)
 	start("agent", ag.Run)
 	start("api", func(ctx context.Context) error { return srv.ListenAndServe(ctx, cfg.APIAddr) })
 	start("watch", func(ctx context.Context) error {
-		return files.Watch(ctx, cfg.Paths, logger.With("component", "files"), func(s *source.Snapshot, ps []files.Problem) {
-			p.offer(sourceUpdate{s, ps})
-		})
+		return files.Watch(ctx, cfg.Paths, logger.With("component", "files"), offer)
 	})
 	logger.Info("pier run started", "manifests", cfg.Paths, "state_dir", stateDir, "api", "http://"+cfg.APIAddr,
 		"internal_pool", cfg.InternalPool, "public_pool", cfg.PublicPool)
@@ -141,161 +144,4 @@ func collect(errs <-chan error) []error {
 		out = append(out, err)
 	}
 	return out
-}
-
-// sourceUpdate is one snapshot from the files source.
-type sourceUpdate struct {
-	snap     *source.Snapshot
-	problems []files.Problem
-}
-
-// pipeline serialises rebuilds and status updates in one goroutine
-// (Contour's rule): nothing else writes the store's specs.
-type pipeline struct {
-	cfg        Config
-	store      store.Store
-	view       *view
-	metrics    *metrics.Metrics
-	logger     *slog.Logger
-	reconciler *controller.Reconciler
-	snaps      chan sourceUpdate
-
-	mu       sync.Mutex
-	ready    bool
-	result   *translate.Result
-	reported map[string]string // problem key → message, to log each problem once
-}
-
-// offer replaces any snapshot not yet processed: only the latest matters.
-func (p *pipeline) offer(u sourceUpdate) {
-	for {
-		select {
-		case p.snaps <- u:
-			return
-		default:
-		}
-		select {
-		case <-p.snaps:
-		default:
-		}
-	}
-}
-
-func (p *pipeline) healthy() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.ready {
-		return errors.New("first rebuild not done")
-	}
-	return nil
-}
-
-func (p *pipeline) run(ctx context.Context) error {
-	events, err := p.store.Watch(ctx)
-	if err != nil {
-		return fmt.Errorf("watch store: %w", err)
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case u := <-p.snaps:
-			if err := p.rebuild(ctx, u); err != nil {
-				return err
-			}
-		case _, ok := <-events:
-			if !ok {
-				return nil
-			}
-			// Agents report through the store; their reports decide status.
-			if err := p.updateStatus(ctx); err != nil {
-				return err
-			}
-		}
-	}
-}
-
-func (p *pipeline) rebuild(ctx context.Context, u sourceUpdate) error {
-	start := time.Now()
-	for _, sp := range u.problems {
-		p.logger.Warn("manifest document skipped", "file", sp.File, "doc", sp.Doc, "problem", sp.Message)
-	}
-	p.metrics.SourceProblems.Set(float64(len(u.problems)))
-	opts := p.cfg.Translate
-	opts.Now = start
-	res := translate.Ingresses(u.snap, opts)
-	ipamProblems, err := p.reconciler.Apply(ctx, res)
-	if err != nil {
-		return err
-	}
-	problems := append(res.Problems, ipamProblems...)
-	p.view.setSnapshot(u.snap, problems)
-	p.logProblems(problems)
-	p.mu.Lock()
-	p.result, p.ready = res, true
-	p.mu.Unlock()
-	p.metrics.Rebuilds.Inc()
-	p.metrics.RebuildSeconds.Observe(time.Since(start).Seconds())
-	countProblems(p.metrics, problems)
-	p.logger.Debug("rebuilt", "ingresses", len(res.Ours), "accepted", len(res.Accepted),
-		"load_balancers", len(res.LoadBalancers), "problems", len(problems), "took", time.Since(start))
-	return p.updateStatus(ctx)
-}
-
-func (p *pipeline) updateStatus(ctx context.Context) error {
-	p.mu.Lock()
-	res := p.result
-	p.mu.Unlock()
-	if res == nil {
-		return nil
-	}
-	lbs, err := p.store.List(ctx)
-	if err != nil {
-		return fmt.Errorf("list load balancers: %w", err)
-	}
-	p.metrics.LoadBalancers.Set(float64(len(lbs)))
-	byUUID := map[string]*model.LoadBalancer{}
-	for _, lb := range lbs {
-		byUUID[lb.UUID] = lb
-	}
-	prev := p.view.publishedCopy()
-	next := status.Decide(res, byUUID, prev, p.cfg.Status)
-	for _, key := range status.Keys(next) {
-		if !status.Equal(prev[key], next[key]) {
-			p.logger.Info("ingress status updated", "ingress", key, "addresses", status.String(next[key]))
-		}
-	}
-	p.view.setPublished(next)
-	return nil
-}
-
-// logProblems logs each problem once, when it first appears: a rebuild
-// every second must not repeat the same warning forever.
-func (p *pipeline) logProblems(problems []model.Problem) {
-	seen := map[string]string{}
-	for _, pr := range problems {
-		key := pr.Namespace + "/" + pr.Name + "|" + pr.Reason + "|" + pr.Field
-		seen[key] = pr.Message
-		if p.reported[key] == pr.Message {
-			continue
-		}
-		level := slog.LevelWarn
-		msg := "ingress warning"
-		if pr.Severity == model.SeverityError {
-			level, msg = slog.LevelError, "ingress refused"
-		}
-		p.logger.Log(context.Background(), level, msg, "ingress", pr.Namespace+"/"+pr.Name,
-			"reason", pr.Reason, "field", pr.Field, "message", pr.Message)
-	}
-	p.reported = seen
-}
-
-func countProblems(m *metrics.Metrics, problems []model.Problem) {
-	counts := map[model.Severity]int{model.SeverityError: 0, model.SeverityWarning: 0}
-	for _, pr := range problems {
-		counts[pr.Severity]++
-	}
-	for sev, n := range counts {
-		m.IngressProblems.WithLabelValues(string(sev)).Set(float64(n))
-	}
 }

@@ -1,31 +1,39 @@
 package standalone
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/pipeline"
 	"pier.dev/pier/internal/source"
+	"pier.dev/pier/internal/status"
 )
 
 // view is what the API and the agent read of the current state: the last
 // snapshot, the problems found in it and the published Ingress status. It
 // is the in-memory stand-in for the API server of the Kubernetes mode.
 type view struct {
-	mu        sync.RWMutex
-	snap      *source.Snapshot
-	problems  map[string][]model.Problem // by "namespace/name" of the Ingress
-	published map[string][]networkingv1.IngressLoadBalancerIngress
+	logger     *slog.Logger
+	problemLog pipeline.ProblemLog
+	mu         sync.RWMutex
+	snap       *source.Snapshot
+	problems   map[string][]model.Problem // by "namespace/name" of the Ingress
+	published  map[string][]networkingv1.IngressLoadBalancerIngress
 }
 
-func newView() *view {
+func newView(logger *slog.Logger) *view {
 	return &view{
-		snap:      &source.Snapshot{},
-		problems:  map[string][]model.Problem{},
-		published: map[string][]networkingv1.IngressLoadBalancerIngress{},
+		logger:     logger,
+		problemLog: pipeline.ProblemLog{Logger: logger},
+		snap:       &source.Snapshot{},
+		problems:   map[string][]model.Problem{},
+		published:  map[string][]networkingv1.IngressLoadBalancerIngress{},
 	}
 }
 
@@ -57,7 +65,9 @@ func (v *view) TLSPair(namespace, name string) (certPEM, keyPEM []byte, err erro
 	return s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey], nil
 }
 
-func (v *view) setSnapshot(snap *source.Snapshot, problems []model.Problem) {
+// Report implements pipeline.ProblemSink: the problems are kept for the
+// API and logged once.
+func (v *view) Report(_ context.Context, snap *source.Snapshot, problems []model.Problem) {
 	byIngress := map[string][]model.Problem{}
 	for _, p := range problems {
 		if p.Kind == "Ingress" {
@@ -65,23 +75,33 @@ func (v *view) setSnapshot(snap *source.Snapshot, problems []model.Problem) {
 			byIngress[key] = append(byIngress[key], p)
 		}
 	}
+	v.problemLog.New(problems)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.snap, v.problems = snap, byIngress
 }
 
-func (v *view) publishedCopy() map[string][]networkingv1.IngressLoadBalancerIngress {
+// Current implements pipeline.StatusSink.
+func (v *view) Current(*source.Snapshot) pipeline.Published {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	out := make(map[string][]networkingv1.IngressLoadBalancerIngress, len(v.published))
+	out := make(pipeline.Published, len(v.published))
 	for k, s := range v.published {
 		out[k] = s
 	}
 	return out
 }
 
-func (v *view) setPublished(p map[string][]networkingv1.IngressLoadBalancerIngress) {
+// Publish implements pipeline.StatusSink: the status lives in memory and
+// the API serves it.
+func (v *view) Publish(_ context.Context, _ *source.Snapshot, _ map[string]bool, next pipeline.Published) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.published = p
+	for _, key := range status.Keys(next) {
+		if !status.Equal(v.published[key], next[key]) {
+			v.logger.Info("ingress status updated", "ingress", key, "addresses", status.String(next[key]))
+		}
+	}
+	v.published = next
+	return nil
 }
