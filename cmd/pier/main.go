@@ -25,11 +25,14 @@ Usage:
   pier <command> [flags]
 
 Commands:
-  run      Run the whole pipeline in one process on manifest files, with real
-           HAProxy serving each Ingress on its own VIP (no cluster needed).
-  echo     Run an HTTP echo backend (for demos and tests).
-  get      Show what a running pier holds: pier get loadbalancers [-o json].
-  version  Print the version.
+  run         Run the whole pipeline in one process on manifest files, with real
+              HAProxy serving each Ingress on its own VIP (no cluster needed).
+  controller  Run against a Kubernetes API server: Ingresses → LoadBalancer
+              custom resources, addresses, status (leader-elected).
+  agent       Run the node role: HAProxy for the LoadBalancers placed on a node.
+  echo        Run an HTTP echo backend (for demos and tests).
+  get         Show what a running pier holds: pier get loadbalancers [-o json].
+  version     Print the version.
 
 Run 'pier <command> -h' for the flags of a command.
 `
@@ -49,6 +52,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		err = runCommand(ctx, args[1:], stderr)
+	case "controller":
+		err = controllerCommand(ctx, args[1:], stderr)
+	case "agent":
+		err = agentCommand(ctx, args[1:], stderr)
 	case "echo":
 		err = echoCommand(ctx, args[1:], stderr)
 	case "get":

@@ -121,3 +121,25 @@ func (p Pool) lowestFree(taken func(netip.Addr) bool, skip netip.Addr) (netip.Ad
 		}
 	}
 }
+
+// FromCIDRs builds an allocator from the --internal-pool and --public-pool
+// flag values (public may be empty: no floating IPs unless pinned). The
+// pools must not overlap.
+func FromCIDRs(internalCIDR, publicCIDR string) (*Allocator, error) {
+	internal, err := ParsePool("--internal-pool", internalCIDR)
+	if err != nil {
+		return nil, err
+	}
+	var public *Pool
+	if publicCIDR != "" {
+		pp, err := ParsePool("--public-pool", publicCIDR)
+		if err != nil {
+			return nil, err
+		}
+		if pp.Overlaps(internal) {
+			return nil, fmt.Errorf("--public-pool %s overlaps --internal-pool %s", pp, internal)
+		}
+		public = &pp
+	}
+	return New(internal, public), nil
+}

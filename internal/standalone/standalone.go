@@ -53,7 +53,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return fmt.Errorf("create state dir: %w", err)
 	}
-	alloc, err := newAllocator(cfg)
+	alloc, err := ipam.FromCIDRs(cfg.InternalPool, cfg.PublicPool)
 	if err != nil {
 		return err
 	}
@@ -117,25 +117,6 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	wg.Wait()
 	close(errs)
 	return errors.Join(collect(errs)...)
-}
-
-func newAllocator(cfg Config) (*ipam.Allocator, error) {
-	internal, err := ipam.ParsePool("--internal-pool", cfg.InternalPool)
-	if err != nil {
-		return nil, err
-	}
-	var public *ipam.Pool
-	if cfg.PublicPool != "" {
-		pp, err := ipam.ParsePool("--public-pool", cfg.PublicPool)
-		if err != nil {
-			return nil, err
-		}
-		if pp.Overlaps(internal) {
-			return nil, fmt.Errorf("--public-pool %s overlaps --internal-pool %s", pp, internal)
-		}
-		public = &pp
-	}
-	return ipam.New(internal, public), nil
 }
 
 func collect(errs <-chan error) []error {

@@ -1,0 +1,122 @@
+// Package cluster runs pier against a Kubernetes API server: `pier
+// controller` (informers → the shared pipeline → the LoadBalancer custom
+// resource, leader-elected, writing Ingress status and Events) and `pier
+// agent` (the node role on the custom resource).
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+
+	"pier.dev/pier/internal/pipeline"
+	"pier.dev/pier/internal/source"
+	"pier.dev/pier/internal/status"
+)
+
+// statusWriter writes status.loadBalancer of Ingresses of our class
+// (Contour's writer): only when the value differs, retrying conflicts on a
+// fresh read, never clearing status on shutdown.
+type statusWriter struct {
+	client kubernetes.Interface
+	logger *slog.Logger
+
+	mu sync.Mutex
+	// written remembers the last value written per Ingress UID, so a
+	// write the informer has not delivered yet is not repeated.
+	written map[types.UID][]networkingv1.IngressLoadBalancerIngress
+}
+
+func newStatusWriter(client kubernetes.Interface, logger *slog.Logger) *statusWriter {
+	return &statusWriter{client: client, logger: logger, written: map[types.UID][]networkingv1.IngressLoadBalancerIngress{}}
+}
+
+// Current implements pipeline.StatusSink from the informer cache.
+func (w *statusWriter) Current(snap *source.Snapshot) pipeline.Published {
+	out := pipeline.Published{}
+	if snap == nil {
+		return out
+	}
+	for _, ing := range snap.Ingresses {
+		if len(ing.Status.LoadBalancer.Ingress) > 0 {
+			out[ing.Namespace+"/"+ing.Name] = ing.Status.LoadBalancer.Ingress
+		}
+	}
+	return out
+}
+
+// Publish implements pipeline.StatusSink.
+func (w *statusWriter) Publish(ctx context.Context, snap *source.Snapshot, ours map[string]bool, next pipeline.Published) error {
+	for _, ing := range snap.Ingresses {
+		key := ing.Namespace + "/" + ing.Name
+		if !ours[key] {
+			continue // other classes are never touched
+		}
+		want := next[key]
+		if status.Equal(ing.Status.LoadBalancer.Ingress, want) || w.alreadyWritten(ing.UID, want) {
+			continue
+		}
+		if err := w.write(ctx, ing, want); err != nil {
+			// One Ingress failing must not stop the others; the next pass
+			// retries it.
+			w.logger.Warn("could not write ingress status", "ingress", key, "error", err)
+			continue
+		}
+		w.logger.Info("ingress status updated", "ingress", key, "addresses", status.String(want))
+	}
+	return nil
+}
+
+func (w *statusWriter) alreadyWritten(uid types.UID, want []networkingv1.IngressLoadBalancerIngress) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	got, ok := w.written[uid]
+	return ok && status.Equal(got, want)
+}
+
+func (w *statusWriter) write(ctx context.Context, cached *networkingv1.Ingress, want []networkingv1.IngressLoadBalancerIngress) error {
+	ingresses := w.client.NetworkingV1().Ingresses(cached.Namespace)
+	first := true
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		ing := cached.DeepCopy() // never mutate the informer's object
+		if !first {
+			fresh, err := ingresses.Get(ctx, cached.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if fresh.UID != cached.UID {
+				return fmt.Errorf("ingress was replaced")
+			}
+			ing = fresh
+		}
+		first = false
+		if status.Equal(ing.Status.LoadBalancer.Ingress, want) {
+			return nil
+		}
+		ing.Status.LoadBalancer.Ingress = want
+		_, err := ingresses.UpdateStatus(ctx, ing, metav1.UpdateOptions{FieldManager: "pier"})
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil // deleted meanwhile
+	}
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.written[cached.UID] = want
+	w.mu.Unlock()
+	return nil
+}
+
+func metaFor(namespace, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: namespace, Name: name}
+}
