@@ -35,6 +35,7 @@ func controllerCommand(ctx context.Context, args []string, stderr io.Writer) err
 	fs.BoolVar(&topts.MembersFromClusterIP, "members-from-cluster-ip", false, "proxy to the Service ClusterIP instead of the ready endpoints (the seed's two-hop mode)")
 	fs.IntVar(&topts.MaxIngresses, "max-ingresses", topts.MaxIngresses, "refuse Ingresses beyond this many (newest first)")
 	fs.IntVar(&topts.MaxPathsPerIngress, "max-paths-per-ingress", topts.MaxPathsPerIngress, "refuse an Ingress with more paths than this")
+	fs.StringVar(&cfg.Status.Service, "status-service", "", "publish the addresses of this Service's status.loadBalancer (namespace/name) in every Ingress status; with --watch-namespace it must live in that namespace")
 	fs.Var(&static, "status-address", "publish this address in every Ingress status instead of its VIP and FIP (repeatable)")
 	logs.register(fs)
 	fs.Usage = func() {
@@ -61,5 +62,8 @@ Flags:
 	}
 	cfg.Translate = topts
 	cfg.Status.Static = static
+	if cfg.Status.Service != "" && len(static) > 0 {
+		return fmt.Errorf("--status-service and --status-address exclude each other")
+	}
 	return cluster.RunController(ctx, cfg, logger)
 }

@@ -171,7 +171,7 @@ func (p *Pipeline) updateStatus(ctx context.Context) error {
 	for _, lb := range lbs {
 		byUUID[lb.UUID] = lb
 	}
-	next := status.Decide(res, byUUID, p.Status.Current(snap), p.Addresses)
+	next := status.Decide(res, byUUID, p.Status.Current(snap), p.Addresses.FromService(snap.Services))
 	return p.Status.Publish(ctx, snap, res.Ours, next)
 }
 

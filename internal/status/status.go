@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 
 	"pier.dev/pier/internal/model"
@@ -21,6 +22,32 @@ type Addresses struct {
 	// its VIP and FIP (--status-address). Entries that parse as IPs go in
 	// "ip", others in "hostname".
 	Static []string
+	// Service, "namespace/name", publishes the addresses in that Service's
+	// own status.loadBalancer instead (--status-service; Contour's dynamic
+	// discovery). While it has none, Ingresses keep what they publish.
+	Service string
+}
+
+// FromService resolves cfg.Service against the snapshot's Services into
+// Static. Without the Service, or while it has no address, Static is empty.
+func (cfg Addresses) FromService(services []*corev1.Service) Addresses {
+	if cfg.Service == "" {
+		return cfg
+	}
+	cfg.Static = nil
+	for _, svc := range services {
+		if svc.Namespace+"/"+svc.Name != cfg.Service {
+			continue
+		}
+		for _, in := range svc.Status.LoadBalancer.Ingress {
+			if in.IP != "" {
+				cfg.Static = append(cfg.Static, in.IP)
+			} else if in.Hostname != "" {
+				cfg.Static = append(cfg.Static, in.Hostname)
+			}
+		}
+	}
+	return cfg
 }
 
 // Decide returns the status.loadBalancer.ingress list for every Ingress
@@ -41,6 +68,10 @@ func Decide(res *translate.Result, lbs map[string]*model.LoadBalancer, prev map[
 		lb := lbs[uuid]
 		switch {
 		case lb == nil:
+		case cfg.Service != "" && len(cfg.Static) == 0:
+			// The status Service has no address (yet, or any more): keep
+			// what is published rather than flap to nothing.
+			out[key] = prev[key]
 		case lb.Status.State == model.StateActive || (lb.Status.SpecHash != "" && lb.Status.State == model.StateError):
 			// Active, or an update failed while the previous config keeps
 			// serving: either way the addresses answer.

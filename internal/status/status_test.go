@@ -3,7 +3,9 @@ package status
 import (
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/translate"
@@ -39,5 +41,23 @@ func TestDecide(t *testing.T) {
 	static := Decide(res, lbs, nil, Addresses{Static: []string{"lb.example.com", "192.0.2.1", "192.0.2.1"}})
 	if s := static["ns/served"]; len(s) != 2 || s[0].Hostname != "lb.example.com" || s[1].IP != "192.0.2.1" {
 		t.Errorf("static = %v", s)
+	}
+}
+
+func TestDecideFromService(t *testing.T) {
+	res := &translate.Result{Ours: map[string]bool{"ns/a": true}, Accepted: map[string]string{"ns/a": "u1"}}
+	lbs := map[string]*model.LoadBalancer{"u1": {UUID: "u1", VIP: "10.250.0.1", Status: model.Status{State: model.StateActive}}}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "pier-system", Name: "pier"}}
+	cfg := Addresses{Service: "pier-system/pier"}
+	prev := map[string][]networkingv1.IngressLoadBalancerIngress{"ns/a": {{IP: "192.0.2.9"}}}
+
+	// No address on the Service yet: keep what is published.
+	if got := Decide(res, lbs, prev, cfg.FromService([]*corev1.Service{svc})); !Equal(got["ns/a"], prev["ns/a"]) {
+		t.Fatalf("without service addresses: %v", got)
+	}
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}, {Hostname: "lb.example.com"}}
+	got := Decide(res, lbs, prev, cfg.FromService([]*corev1.Service{svc}))
+	if s := got["ns/a"]; len(s) != 2 || s[0].IP != "192.0.2.1" || s[1].Hostname != "lb.example.com" {
+		t.Fatalf("from service: %v", s)
 	}
 }
