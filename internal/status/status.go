@@ -54,7 +54,7 @@ func (cfg Addresses) FromService(services []*corev1.Service) Addresses {
 // of our class in res. Rules (RELIABILITY "Leader election and status"):
 //   - a refused Ingress publishes nothing;
 //   - an accepted Ingress publishes its VIP then FIP once an agent reports
-//     its LoadBalancer active; until then it keeps what it published
+//     it runs the current spec of its LoadBalancer; until then it keeps what it published
 //     before (nothing, for a new one), so a re-apply never makes status
 //     flap;
 //   - lists are deduplicated and stable.
@@ -72,9 +72,14 @@ func Decide(res *translate.Result, lbs map[string]*model.LoadBalancer, prev map[
 			// The status Service has no address (yet, or any more): keep
 			// what is published rather than flap to nothing.
 			out[key] = prev[key]
-		case lb.Status.State == model.StateActive || (lb.Status.SpecHash != "" && lb.Status.State == model.StateError):
-			// Active, or an update failed while the previous config keeps
-			// serving: either way the addresses answer.
+		case len(prev[key]) == 0 && lb.Serving():
+			// First publication: only once an agent runs this very spec,
+			// so an address never answers before its routes do.
+			out[key] = addressesOf(lb, cfg)
+		case len(prev[key]) > 0 && (lb.Status.State == model.StateActive || lb.Status.State == model.StateError):
+			// Already published: an update in flight, or one that failed
+			// while the previous config keeps serving, changes nothing
+			// unless the addresses themselves change.
 			out[key] = addressesOf(lb, cfg)
 		case len(prev[key]) > 0:
 			out[key] = prev[key]

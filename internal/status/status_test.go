@@ -25,6 +25,11 @@ func TestDecide(t *testing.T) {
 		"ns/was":     {{IP: "127.10.0.3"}},
 		"ns/refused": {{IP: "127.10.0.9"}},
 	}
+	for _, lb := range lbs {
+		if lb.Status.State == model.StateActive {
+			lb.Status.SpecHash = lb.SpecHash() // the agent runs this very spec
+		}
+	}
 	got := Decide(res, lbs, prev, Addresses{})
 	want := map[string][]networkingv1.IngressLoadBalancerIngress{
 		"ns/served": {{IP: "127.10.0.1"}, {IP: "127.20.0.1"}},
@@ -47,6 +52,7 @@ func TestDecide(t *testing.T) {
 func TestDecideFromService(t *testing.T) {
 	res := &translate.Result{Ours: map[string]bool{"ns/a": true}, Accepted: map[string]string{"ns/a": "u1"}}
 	lbs := map[string]*model.LoadBalancer{"u1": {UUID: "u1", VIP: "10.250.0.1", Status: model.Status{State: model.StateActive}}}
+	lbs["u1"].Status.SpecHash = lbs["u1"].SpecHash()
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "pier-system", Name: "pier"}}
 	cfg := Addresses{Service: "pier-system/pier"}
 	prev := map[string][]networkingv1.IngressLoadBalancerIngress{"ns/a": {{IP: "192.0.2.9"}}}
@@ -59,5 +65,19 @@ func TestDecideFromService(t *testing.T) {
 	got := Decide(res, lbs, prev, cfg.FromService([]*corev1.Service{svc}))
 	if s := got["ns/a"]; len(s) != 2 || s[0].IP != "192.0.2.1" || s[1].Hostname != "lb.example.com" {
 		t.Fatalf("from service: %v", s)
+	}
+}
+
+// A new Ingress publishes nothing while the agent still runs an older
+// spec of its load balancer: the address would answer without its routes.
+func TestFirstPublicationWaitsForTheCurrentSpec(t *testing.T) {
+	res := &translate.Result{Ours: map[string]bool{"ns/new": true}, Accepted: map[string]string{"ns/new": "u1"}}
+	lb := &model.LoadBalancer{UUID: "u1", VIP: "10.250.0.1", Status: model.Status{State: model.StateActive, SpecHash: "older"}}
+	if got := Decide(res, map[string]*model.LoadBalancer{"u1": lb}, nil, Addresses{}); len(got["ns/new"]) != 0 {
+		t.Fatalf("published before the agent applied the current spec: %v", got)
+	}
+	lb.Status.SpecHash = lb.SpecHash()
+	if got := Decide(res, map[string]*model.LoadBalancer{"u1": lb}, nil, Addresses{}); len(got["ns/new"]) != 1 {
+		t.Fatalf("not published once the current spec is applied: %v", got)
 	}
 }

@@ -30,6 +30,28 @@ const (
 	AnnotationHealthCheck = AnnotationPrefix + "health-check"
 )
 
+// maxAnnotationsSize is the API server's limit on all annotations of an
+// object together (256 KiB). A real cluster never hands pier more; from a
+// file, more is refused rather than read.
+const maxAnnotationsSize = 256 << 10
+
+// maxAnnotationValue bounds a pier.dev/ value before it is parsed: no
+// value of ours needs more, and a parser never sees megabytes.
+const maxAnnotationValue = 1024
+
+// annotationsSize returns the size of all annotations and the key of the
+// largest value (the first in key order among equals, for determinism).
+func annotationsSize(ann map[string]string) (int, string) {
+	n, largest := 0, ""
+	for k, v := range ann {
+		n += len(k) + len(v)
+		if l := len(ann[largest]); len(v) > l || (len(v) == l && (largest == "" || k < largest)) {
+			largest = k
+		}
+	}
+	return n, largest
+}
+
 // balanceAlgorithms is the allow-list for AnnotationBalance: HAProxy's
 // familiar words, mapped to the model's algorithm names.
 var balanceAlgorithms = map[string]model.Algorithm{
@@ -67,6 +89,11 @@ func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue
 	sort.Strings(keys)
 	for _, k := range keys {
 		v := ann[k]
+		if len(v) > maxAnnotationValue {
+			issues = append(issues, annotationIssue{key: k, fatal: true,
+				message: fmt.Sprintf("value of %d bytes, over the limit of %d", len(v), maxAnnotationValue)})
+			continue
+		}
 		var err error
 		switch k {
 		case AnnotationLoadBalancer:

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -57,6 +58,14 @@ func (x *index) poolFor(ing *networkingv1.Ingress, b *networkingv1.IngressServic
 		return nil, nil, fmt.Errorf("%s.name: invalid service name %s", field, quoteForMessage(b.Name))
 	}
 	portKey, err := servicePortKey(b.Port)
+	if errors.Is(err, errPortOutOfRange) {
+		// A port no Service can have: like a missing port, only this
+		// route answers 503 (RELIABILITY B21).
+		pool := &model.Pool{ID: model.ID("pool", ing.Namespace, b.Name, portKey), Name: ing.Namespace + "_" + b.Name + "_" + portKey,
+			Namespace: ing.Namespace, Service: b.Name, Port: portKey, Algorithm: set.balance, HealthCheck: set.healthCheck}
+		return pool, []model.Problem{warning(ing, "ServicePortNotFound", field+".port",
+			"%v: requests for this route get 503", err)}, nil
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s.port: %w", field, err)
 	}
@@ -92,6 +101,12 @@ func (x *index) poolFor(ing *networkingv1.Ingress, b *networkingv1.IngressServic
 	return pool, nil, nil
 }
 
+// errPortOutOfRange marks a port number no Service can have.
+var errPortOutOfRange = errors.New("port number out of range 1-65535")
+
+// servicePortKey returns the port as pools name it: the name, or the
+// number in decimal. For an out-of-range number it returns the key and
+// errPortOutOfRange.
 func servicePortKey(p networkingv1.ServiceBackendPort) (string, error) {
 	switch {
 	case p.Name != "" && p.Number != 0:
@@ -104,7 +119,7 @@ func servicePortKey(p networkingv1.ServiceBackendPort) (string, error) {
 	case p.Number > 0 && p.Number <= 65535:
 		return strconv.Itoa(int(p.Number)), nil
 	}
-	return "", fmt.Errorf("port number %d out of range 1-65535", p.Number)
+	return strconv.Itoa(int(p.Number)), fmt.Errorf("port %d: %w", p.Number, errPortOutOfRange)
 }
 
 func findServicePort(svc *corev1.Service, p networkingv1.ServiceBackendPort) *corev1.ServicePort {

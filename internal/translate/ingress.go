@@ -43,13 +43,18 @@ func parseIngress(ing *networkingv1.Ingress, x *index, opts Options) (*parsedIng
 		pools:  map[string]*model.Pool{},
 	}
 	var problems []model.Problem
+	if size, largest := annotationsSize(ing.Annotations); size > maxAnnotationsSize {
+		return nil, append(problems, refusal(ing, "AnnotationsTooLarge", fieldForAnnotation(largest),
+			"annotations total %d bytes, over the API server's limit of %d (the largest is %s, %d bytes): refused",
+			size, maxAnnotationsSize, quoteForMessage(largest), len(ing.Annotations[largest])))
+	}
 	settings, issues := parseAnnotations(ing.Annotations)
 	refused := false
 	for _, is := range issues {
-		field := "metadata.annotations[" + is.key + "]"
+		field := fieldForAnnotation(is.key)
 		if is.fatal {
 			refused = true
-			problems = append(problems, refusal(ing, "InvalidAnnotation", field, "%s: %s", is.key, is.message))
+			problems = append(problems, refusal(ing, "InvalidAnnotation", field, "%s: %s", quoteForMessage(is.key), is.message))
 		} else {
 			problems = append(problems, warning(ing, "IgnoredAnnotation", field, "%s: %s", quoteForMessage(is.key), is.message))
 		}

@@ -14,6 +14,14 @@ import (
 // shows: enough to recognise it, not enough to flood Events and logs.
 const maxMessageValue = 64
 
+// fieldForAnnotation names an annotation in a problem's field path, with
+// the key escaped: keys from manifest files are not checked by any API
+// server and may carry control or bidi characters.
+func fieldForAnnotation(key string) string {
+	q := quoteForMessage(key)
+	return "metadata.annotations[" + q[1:len(q)-1] + "]"
+}
+
 // quoteForMessage makes a user string safe to show in logs, Events and API
 // answers: truncated, and with control, format and bidi characters escaped
 // (RELIABILITY R6), so a hostile value cannot forge log lines.
@@ -26,7 +34,9 @@ func quoteForMessage(s string) string {
 	out = append(out, '"')
 	for _, r := range s {
 		switch {
-		case r == unicode.ReplacementChar, r < 0x20, r == 0x7f, r == '"', r == '\\',
+		case r == '"' || r == '\\':
+			out = append(out, '\\', byte(r))
+		case r == unicode.ReplacementChar, r < 0x20, r == 0x7f,
 			unicode.Is(unicode.Cf, r), r > unicode.MaxASCII && !unicode.IsPrint(r):
 			q := strconv.QuoteRuneToASCII(r)
 			out = append(out, q[1:len(q)-1]...)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 
 	"pier.dev/pier/internal/model"
@@ -309,4 +311,58 @@ func equalJSON(t *testing.T, a, b any) bool {
 		t.Fatal(err)
 	}
 	return string(ja) == string(jb)
+}
+
+func TestProblemMessagesAreEscaped(t *testing.T) {
+	for in, want := range map[string]string{
+		`v"$HOME"`:   `"v\"$HOME\""`,
+		"a\nb":       `"a\nb"`,
+		"x\u202ey":   `"x\u202ey"`,
+		`back\slash`: `"back\\slash"`,
+	} {
+		if got := quoteForMessage(in); got != want {
+			t.Errorf("quoteForMessage(%q) = %s, want %s", in, got, want)
+		}
+	}
+	if got := fieldForAnnotation("pier.dev/config-\u202ex"); strings.ContainsRune(got, '\u202e') {
+		t.Errorf("field carries a raw bidi character: %q", got)
+	}
+}
+
+func TestOversizedAnnotationsAreRefused(t *testing.T) {
+	big := simpleIngress(t, "ns", "big", 0, map[string]string{"example.com/blob": strings.Repeat("a", 300<<10)}, "a.example", "/")
+	long := simpleIngress(t, "ns", "long", 0, map[string]string{AnnotationLoadBalancer: strings.Repeat("a", 2000)}, "b.example", "/")
+	res := Ingresses(snapshotOf(big, long), DefaultOptions())
+	if ps := problemsFor(res, "big"); len(ps) != 1 || ps[0].Reason != "AnnotationsTooLarge" {
+		t.Errorf("big: %+v", ps)
+	}
+	if ps := problemsFor(res, "long"); len(ps) != 1 || ps[0].Reason != "InvalidAnnotation" || !strings.Contains(ps[0].Message, "over the limit") {
+		t.Errorf("long: %+v", ps)
+	}
+}
+
+// B21: a port no Service can have makes only that route answer 503.
+func TestOutOfRangePortIsA503Route(t *testing.T) {
+	ing := ingressYAML(t, "ns", 0, `
+metadata: {name: p0}
+spec:
+  rules:
+    - host: a.example
+      http:
+        paths:
+          - {path: /bad, pathType: Prefix, backend: {service: {name: web, port: {number: 0}}}}
+          - {path: /ok, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}
+`)
+	svc, es := backend("ns", "web", "", 80, 1)
+	snap := &source.Snapshot{IngressClasses: []*networkingv1.IngressClass{ourClass("pier", true)},
+		Ingresses: []*networkingv1.Ingress{ing}, Services: []*corev1.Service{svc}, EndpointSlices: []*discoveryv1.EndpointSlice{es}}
+	res := Ingresses(snap, DefaultOptions())
+	lb := onlyLB(t, res)
+	bad, ok := lb.Pool(lb.Listeners[0].Policies[0].PoolID), lb.Pool(lb.Listeners[0].Policies[1].PoolID)
+	if lb.Listeners[0].Policies[0].Rules[1].Value != "/bad" || len(bad.Members) != 0 || len(ok.Members) != 1 {
+		t.Fatalf("want /bad with an empty pool and /ok served: %+v", lb.Pools)
+	}
+	if ps := problemsFor(res, "p0"); len(ps) != 1 || ps[0].Reason != "ServicePortNotFound" {
+		t.Fatalf("problems = %+v", ps)
+	}
 }

@@ -28,7 +28,10 @@ type attack struct {
 	ns   string
 	objs []runtime.Object
 	raw  string // spliced over rawPlaceholder after encoding, if set
-	file string
+	// extra, if set, is written as a second file: a document the
+	// manifest reader refuses whole must not take the Ingress with it.
+	extra []byte
+	files []string
 }
 
 // launch writes the attacker's file and waits until pier knows the
@@ -39,8 +42,12 @@ func (b *bench) launch(t *testing.T, a *attack, name string) *api.IngressRespons
 	if a.raw != "" {
 		doc = rawPayload(doc, a.raw)
 	}
-	a.file = filepath.Join(b.manifests, "attack-"+a.ns+".json")
-	harness.WriteFile(t, a.file, string(doc))
+	if a.extra != nil {
+		a.files = append(a.files, filepath.Join(b.manifests, "attack-"+a.ns+"-extra.json"))
+		harness.WriteFile(t, a.files[0], string(a.extra))
+	}
+	a.files = append(a.files, filepath.Join(b.manifests, "attack-"+a.ns+".json"))
+	harness.WriteFile(t, a.files[len(a.files)-1], string(doc))
 	t.Cleanup(func() { b.withdraw(t, a) })
 	var ing *api.IngressResponse
 	harness.WaitFor(t, 15*time.Second, "pier's verdict on "+a.ns+"/"+name, func() bool {
@@ -55,9 +62,10 @@ func (b *bench) launch(t *testing.T, a *attack, name string) *api.IngressRespons
 // it: Ingresses gone from the API and the state dir back to its baseline.
 func (b *bench) withdraw(t *testing.T, a *attack) {
 	t.Helper()
-	if err := os.Remove(a.file); err != nil {
-		t.Errorf("remove %s: %v", a.file, err)
-		return
+	for _, f := range a.files {
+		if err := os.Remove(f); err != nil {
+			t.Errorf("remove %s: %v", f, err)
+		}
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
@@ -70,6 +78,29 @@ func (b *bench) withdraw(t *testing.T, a *attack) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Errorf("attacker %s still present 20s after its file was removed: entries %v", a.ns, sortedSet(b.entries(t)))
+}
+
+// launchServed is launch for an Ingress pier must serve: it also waits
+// for its status and returns the first address (the VIP).
+func (b *bench) launchServed(t *testing.T, a *attack, name string) (*api.IngressResponse, string) {
+	t.Helper()
+	b.launch(t, a, name)
+	return b.awaitServed(t, a.ns, name)
+}
+
+// awaitServed waits until ns/name publishes an address.
+func (b *bench) awaitServed(t *testing.T, ns, name string) (*api.IngressResponse, string) {
+	t.Helper()
+	var ing *api.IngressResponse
+	harness.WaitFor(t, 20*time.Second, ns+"/"+name+" served", func() bool {
+		got, err := b.p.Ingress(ns, name)
+		if err == nil && len(got.Status.LoadBalancer.Ingress) > 0 {
+			ing = got
+			return true
+		}
+		return false
+	})
+	return ing, ing.Status.LoadBalancer.Ingress[0].IP
 }
 
 // checkRefused checks the refusal itself: an Error naming what, safe
@@ -107,7 +138,8 @@ func checkNoAddress(t *testing.T, ing *api.IngressResponse) {
 const maxMessage = 512
 
 // checkProblemText checks every problem's field and message: valid UTF-8,
-// no control, format or bidi character raw, bounded, payload truncated.
+// no control, format or bidi character raw, bounded, payload truncated
+// and its quotes escaped.
 func checkProblemText(t *testing.T, problems []model.Problem, payload string) {
 	t.Helper()
 	for _, pr := range problems {
@@ -121,6 +153,11 @@ func checkProblemText(t *testing.T, problems []model.Problem, payload string) {
 		}
 		if len(payload) > 64 && strings.Contains(pr.Message, payload) {
 			t.Errorf("problem %s repeats the whole %d-byte value", pr.Reason, len(payload))
+		}
+		// A '"' left raw ends the quoted value early: the rest of the
+		// value then reads as pier's own words.
+		if strings.Contains(payload, `"`) && strings.Contains(pr.Message, payload) {
+			t.Errorf("problem %s quotes the value with its '\"' unescaped: %s", pr.Reason, pr.Message)
 		}
 	}
 }
@@ -152,6 +189,15 @@ func problemList(ps []model.Problem) string {
 	return b.String()
 }
 
+func hasError(ps []model.Problem) bool {
+	for _, p := range ps {
+		if p.Severity == model.SeverityError {
+			return true
+		}
+	}
+	return false
+}
+
 // findProblem returns the first problem with severity and reason.
 func findProblem(ps []model.Problem, sev model.Severity, reason string) *model.Problem {
 	for i := range ps {
@@ -177,7 +223,9 @@ func (b *bench) checkIsolated(t *testing.T, before reloads, newLBs int, markers 
 	b.checkMarkers(t, markers, false)
 }
 
-var client = &http.Client{Timeout: 5 * time.Second}
+// client opens a connection per request: an idle keep-alive connection
+// would hold an attacker's HAProxy in its soft stop until hard-stop-after.
+var client = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 
 // get sends one request through HAProxy and returns the status and, for a
 // 200, the echo service that answered.

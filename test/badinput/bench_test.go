@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,15 +18,15 @@ import (
 
 // bench is one `pier run` with the victim under load, shared by the rows.
 type bench struct {
-	p                          *harness.Pier
+	p                           *harness.Pier
 	manifests, state, tmp, home string
-	vip                        string // the victim's VIP
-	attackerPort               int    // echo backend of every attacker's "app" Service
-	victimConf                 string
-	victimBytes                []byte
-	baseline                   map[string]bool // paths under state, relative
-	stopLoad                   context.CancelFunc
-	results                    chan []harness.LoadResult
+	vip                         string // the victim's VIP
+	attackerPort                int    // echo backend of every attacker's "app" Service
+	victimConf                  string
+	victimBytes                 []byte
+	baseline                    map[string]bool // paths under state, relative
+	stopLoad                    context.CancelFunc
+	results                     chan []harness.LoadResult
 }
 
 const (
@@ -104,6 +105,9 @@ func (b *bench) entries(t testing.TB) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}
 	err := filepath.WalkDir(b.state, func(path string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // a load balancer folder being removed right now
+		}
 		if err != nil {
 			return err
 		}

@@ -144,6 +144,9 @@ func (b *bench) refuse(t *testing.T, ns string, tg target, payload string, marke
 		t.Fatalf("payload did not reach pier as written: wrote %q, want %q read, pier read %q", clip(payload), clip(want), clip(rb))
 	}
 	checkRefused(t, got, tg.names, payload)
+	for _, pr := range got.Problems {
+		t.Logf("%s %s [%s]: %s", pr.Severity, pr.Reason, pr.Field, pr.Message)
+	}
 	b.checkIsolated(t, before, 0, append(markersFor(payload, b.victimBytes), append(globalMarkers, markers...)...))
 	if got, err := b.p.Ingress(ns, "evil"); err == nil {
 		checkNoAddress(t, got) // again, after settle: status is written after the verdict

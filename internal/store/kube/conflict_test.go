@@ -1,0 +1,118 @@
+package kube
+
+import (
+	"errors"
+	"sync"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/store/storetest"
+)
+
+// interleave makes other's write land in s's read-write window, once.
+func interleave(t *testing.T, s *Store, write func() error) {
+	t.Helper()
+	var once sync.Once
+	s.beforeWrite = func(string) {
+		once.Do(func() {
+			if err := write(); err != nil {
+				t.Errorf("interleaved write: %v", err)
+			}
+		})
+	}
+	t.Cleanup(func() { s.beforeWrite = nil })
+}
+
+func mustGet(t *testing.T, s *Store, uuid string) *model.LoadBalancer {
+	t.Helper()
+	lb, err := s.Get(t.Context(), uuid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lb
+}
+
+// TestPutSpecConflictWithOtherLeader: two controllers write different specs
+// into the same window; the second to write gets ErrConflict and the first
+// one's spec stands.
+func TestPutSpecConflictWithOtherLeader(t *testing.T) {
+	s1 := newStore(t, nil, nil)
+	s2 := newStore(t, nil, nil)
+	if err := s1.PutSpec(t.Context(), storetest.Sample("lb")); err != nil {
+		t.Fatal(err)
+	}
+	interleave(t, s1, func() error {
+		other := storetest.Sample("lb")
+		other.VIP = "127.10.0.2"
+		return s2.PutSpec(t.Context(), other)
+	})
+	mine := storetest.Sample("lb")
+	mine.VIP = "127.10.0.3"
+	err := s1.PutSpec(t.Context(), mine)
+	if !errors.Is(err, ErrConflict) || !apierrors.IsConflict(err) {
+		t.Fatalf("PutSpec err = %v, want ErrConflict wrapping the API's 409", err)
+	}
+	if got := mustGet(t, s1, "lb").VIP; got != "127.10.0.2" {
+		t.Fatalf("VIP = %s, want the other leader's 127.10.0.2", got)
+	}
+}
+
+// TestPutSpecCreateRace: both controllers create the same UUID; one wins.
+func TestPutSpecCreateRace(t *testing.T) {
+	s1 := newStore(t, nil, nil)
+	s2 := newStore(t, nil, nil)
+	interleave(t, s1, func() error {
+		other := storetest.Sample("new")
+		other.VIP = "127.10.0.2"
+		return s2.PutSpec(t.Context(), other)
+	})
+	if err := s1.PutSpec(t.Context(), storetest.Sample("new")); !errors.Is(err, ErrConflict) {
+		t.Fatalf("PutSpec err = %v, want ErrConflict", err)
+	}
+	if got := mustGet(t, s1, "new").VIP; got != "127.10.0.2" {
+		t.Fatalf("VIP = %s, want the first creator's 127.10.0.2", got)
+	}
+}
+
+// TestPutSpecRetriesAfterStatusWrite: an agent reporting status in the
+// window is not a competing spec; PutSpec retries and both writes stand.
+func TestPutSpecRetriesAfterStatusWrite(t *testing.T) {
+	ctl := newStore(t, nil, nil)
+	agent := newStore(t, nil, nil)
+	if err := ctl.PutSpec(t.Context(), storetest.Sample("lb")); err != nil {
+		t.Fatal(err)
+	}
+	st := model.Status{State: model.StateActive, Node: "node-a", SpecHash: "h"}
+	interleave(t, ctl, func() error { return agent.PutStatus(t.Context(), "lb", st) })
+	next := storetest.Sample("lb")
+	next.VIP = "127.10.0.9"
+	if err := ctl.PutSpec(t.Context(), next); err != nil {
+		t.Fatalf("PutSpec after an interleaved status write: %v", err)
+	}
+	got := mustGet(t, ctl, "lb")
+	if got.VIP != "127.10.0.9" || got.Status != st {
+		t.Fatalf("got VIP %s status %+v, want 127.10.0.9 and %+v", got.VIP, got.Status, st)
+	}
+}
+
+// TestPutStatusRetriesOnConflict: two agents report at once; both calls
+// succeed and the later report is what is stored.
+func TestPutStatusRetriesOnConflict(t *testing.T) {
+	a := newStore(t, nil, nil)
+	b := newStore(t, nil, nil)
+	if err := a.PutSpec(t.Context(), storetest.Sample("lb")); err != nil {
+		t.Fatal(err)
+	}
+	interleave(t, a, func() error {
+		return b.PutStatus(t.Context(), "lb", model.Status{State: model.StateError, Node: "node-b"})
+	})
+	mine := model.Status{State: model.StateActive, Node: "node-a"}
+	if err := a.PutStatus(t.Context(), "lb", mine); err != nil {
+		t.Fatalf("PutStatus after an interleaved status write: %v", err)
+	}
+	if got := mustGet(t, a, "lb").Status; got != mine {
+		t.Fatalf("status = %+v, want %+v", got, mine)
+	}
+}

@@ -1,0 +1,273 @@
+// Package kube is the store.Store of Kubernetes mode: each LoadBalancer is a
+// cluster-scoped custom resource (loadbalancers.pier.dev/v1alpha1, schema in
+// deploy/crd-loadbalancers.yaml) named by its UUID. The controller writes
+// its spec, agents write its status through the status subresource.
+//
+// Concurrency is optimistic, on resourceVersion. Writers in one process are
+// serialised per UUID, so a conflict always means another process wrote:
+//
+//   - PutStatus retries on a fresh read: status is a report, the newest
+//     writer wins.
+//   - PutSpec retries only if the other write left the spec alone (an agent's
+//     status, a label); if the spec changed, it returns ErrConflict. Two
+//     controllers that both believe they lead therefore cannot both win a
+//     race for a LoadBalancer: one of them gets the error.
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+
+	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/store"
+)
+
+// Resource is the LoadBalancer custom resource.
+var Resource = schema.GroupVersionResource{Group: "pier.dev", Version: "v1alpha1", Resource: "loadbalancers"}
+
+const (
+	apiVersion = "pier.dev/v1alpha1"
+	kind       = "LoadBalancer"
+	// listPage bounds one List response: thousands of LoadBalancers with
+	// their members would otherwise come back as one huge body.
+	listPage = 250
+)
+
+// ErrConflict is matched (errors.Is) by PutSpec's error when another writer
+// changed the LoadBalancer's spec between PutSpec's read and its write.
+var ErrConflict = errors.New("load balancer spec changed concurrently")
+
+// statusBackoff spaces PutStatus retries; agents on two nodes may report
+// at the same moment.
+var statusBackoff = wait.Backoff{Steps: 8, Duration: 10 * time.Millisecond, Factor: 2, Jitter: 0.5, Cap: time.Second}
+
+// Options configure a Store.
+type Options struct {
+	// FieldManager names pier's writes in managedFields ("pier" if empty).
+	FieldManager string
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Store implements store.Store on the LoadBalancer custom resource.
+type Store struct {
+	client dynamic.NamespaceableResourceInterface
+	opts   Options
+	log    *slog.Logger
+
+	// locks serialise this process's writers per UUID (sharded: bounded
+	// memory, rare false sharing).
+	locks [64]sync.Mutex
+
+	mu       sync.Mutex
+	closed   bool
+	watchers map[*watcher]context.CancelFunc
+	wg       sync.WaitGroup
+
+	// beforeWrite, when set by tests, runs between a write's read and its
+	// write: the window in which another writer causes a conflict.
+	beforeWrite func(uuid string)
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns a Store that talks to the API server in cfg. The CRD must be
+// installed; New does not check (Get, List and Watch report it).
+func New(cfg *rest.Config, opts Options) (*Store, error) {
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kube store: %w", err)
+	}
+	return NewForClient(client, opts), nil
+}
+
+// NewForClient returns a Store on an existing dynamic client.
+func NewForClient(client dynamic.Interface, opts Options) *Store {
+	if opts.FieldManager == "" {
+		opts.FieldManager = "pier"
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Store{
+		client:   client.Resource(Resource),
+		opts:     opts,
+		log:      log.With("store", "kube"),
+		watchers: map[*watcher]context.CancelFunc{},
+	}
+}
+
+func (s *Store) lock(uuid string) func() {
+	h := fnv.New32a()
+	h.Write([]byte(uuid))
+	m := &s.locks[h.Sum32()%uint32(len(s.locks))]
+	m.Lock()
+	return m.Unlock
+}
+
+// get reads one object; store.ErrNotFound if there is none.
+func (s *Store) get(ctx context.Context, uuid string) (*unstructured.Unstructured, error) {
+	if uuid == "" {
+		return nil, store.ErrNotFound // the API would answer with a List
+	}
+	u, err := s.client.Get(ctx, uuid, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("%w (%w)", store.ErrNotFound, err)
+	}
+	return u, err
+}
+
+// Get returns the LoadBalancer with the given UUID.
+func (s *Store) Get(ctx context.Context, uuid string) (*model.LoadBalancer, error) {
+	u, err := s.get(ctx, uuid)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", uuid, err)
+	}
+	return decode(u)
+}
+
+// List returns every LoadBalancer, sorted by UUID. An object that does not
+// decode is logged and left out rather than hiding all the others.
+func (s *Store) List(ctx context.Context) ([]*model.LoadBalancer, error) {
+	items, _, err := s.list(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list: %w", err)
+	}
+	lbs := make([]*model.LoadBalancer, 0, len(items))
+	for _, u := range items {
+		lb, err := decode(u)
+		if err != nil {
+			s.log.Error("skipping undecodable load balancer", "uuid", u.GetName(), "err", err)
+			continue
+		}
+		lbs = append(lbs, lb)
+	}
+	return lbs, nil
+}
+
+// list reads every object, a page at a time, from one consistent snapshot,
+// sorted by name; it also returns the snapshot's resourceVersion.
+func (s *Store) list(ctx context.Context) ([]*unstructured.Unstructured, string, error) {
+	var items []*unstructured.Unstructured
+	opts := metav1.ListOptions{Limit: listPage}
+	rv := ""
+	for {
+		page, err := s.client.List(ctx, opts)
+		if err != nil {
+			return nil, "", err
+		}
+		if rv == "" {
+			rv = page.GetResourceVersion()
+		}
+		for i := range page.Items {
+			items = append(items, &page.Items[i])
+		}
+		if opts.Continue = page.GetContinue(); opts.Continue == "" {
+			break
+		}
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].GetName() < items[j].GetName() })
+	return items, rv, nil
+}
+
+// Delete removes a LoadBalancer; store.ErrNotFound if there is none.
+func (s *Store) Delete(ctx context.Context, uuid string) error {
+	if uuid == "" {
+		return fmt.Errorf("delete: %w", store.ErrNotFound)
+	}
+	defer s.lock(uuid)()
+	err := s.client.Delete(ctx, uuid, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete %s: %w (%w)", uuid, store.ErrNotFound, err)
+	}
+	if err != nil {
+		return fmt.Errorf("delete %s: %w", uuid, err)
+	}
+	return nil
+}
+
+// PutStatus replaces the Status of an existing LoadBalancer through the
+// status subresource, retrying on a fresh read when another writer got in
+// first. An unchanged status is not written.
+func (s *Store) PutStatus(ctx context.Context, uuid string, status model.Status) error {
+	defer s.lock(uuid)()
+	want, err := encodeStatus(status)
+	if err != nil {
+		return fmt.Errorf("put status %s: %w", uuid, err)
+	}
+	err = retry.OnError(statusBackoff, apierrors.IsConflict, func() error {
+		u, err := s.get(ctx, uuid)
+		if err != nil {
+			return err
+		}
+		cur, err := decode(u)
+		if err != nil {
+			return err
+		}
+		if fullKey(cur) == fullKey(withStatus(cur, status)) {
+			return nil
+		}
+		u.Object["status"] = want
+		s.hook(uuid)
+		_, err = s.client.UpdateStatus(ctx, u, s.updateOptions())
+		if apierrors.IsConflict(err) {
+			s.log.Debug("status write conflicted; retrying on a fresh read", "uuid", uuid)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("put status %s: %w", uuid, err)
+	}
+	return nil
+}
+
+func withStatus(lb *model.LoadBalancer, status model.Status) *model.LoadBalancer {
+	c := *lb
+	c.Status = status
+	return &c
+}
+
+func (s *Store) hook(uuid string) {
+	if s.beforeWrite != nil {
+		s.beforeWrite(uuid)
+	}
+}
+
+func (s *Store) updateOptions() metav1.UpdateOptions {
+	// Strict: a model field the CRD lacks fails the write instead of being
+	// pruned silently.
+	return metav1.UpdateOptions{FieldManager: s.opts.FieldManager, FieldValidation: "Strict"}
+}
+
+func (s *Store) createOptions() metav1.CreateOptions {
+	return metav1.CreateOptions{FieldManager: s.opts.FieldManager, FieldValidation: "Strict"}
+}
+
+// Close ends every watch (their channels close) and waits for them. It is
+// safe to call more than once.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	for _, cancel := range s.watchers {
+		cancel()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
