@@ -84,6 +84,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("watch load balancers: %w", err)
 	}
 	defer a.shutdown()
+	if err := a.stopOrphans(ctx); err != nil {
+		return err
+	}
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
 	for {

@@ -27,6 +27,7 @@ type instance struct {
 	proc       *process.Instance
 	applied    *model.LoadBalancer // the spec HAProxy runs now
 	configHash string
+	orphan     bool   // left by a previous agent for a load balancer that is gone
 	restarts   uint64 // supervisor restarts already accounted for by a reload
 	counted    uint64 // supervisor restarts already counted in metrics
 }
@@ -68,14 +69,17 @@ func (a *Agent) apply(ctx context.Context, lb *model.LoadBalancer) error {
 	}
 	opts := a.cfg.Render
 	opts.Dir = dir
-	if err := a.writeCertificates(lb, dir); err != nil {
+	certsChanged, err := a.writeCertificates(lb, dir)
+	if err != nil {
 		return err
 	}
 	cfg, err := render.Config(lb, opts)
 	if err != nil {
 		return fmt.Errorf("render: %w", err)
 	}
-	hash := hashOf(cfg)
+	// Certificate files keep their names when a Secret rotates: their
+	// content is part of what runs, so it is part of the hash.
+	hash := hashOf(append(cfg, certificateDigests(lb)...))
 	if inst != nil && inst.configHash == hash && inst.proc.Running() && !inst.restarted() {
 		inst.applied = lb
 		a.report(context.WithoutCancel(ctx), lb, model.StateActive, hash, "")
@@ -85,7 +89,7 @@ func (a *Agent) apply(ctx context.Context, lb *model.LoadBalancer) error {
 		return err
 	}
 	if inst == nil {
-		inst, err = a.startInstance(ctx, lb, dir)
+		inst, err = a.startInstance(ctx, lb, dir, certsChanged)
 	} else {
 		err = a.update(ctx, inst, lb, opts)
 	}
@@ -121,7 +125,7 @@ func (a *Agent) writeFiles(dir string, cfg []byte, lb *model.LoadBalancer, opts 
 // startInstance starts HAProxy, or adopts the one a previous agent left
 // running. An adopted HAProxy is reloaded only if the config it runs
 // differs from the one just written.
-func (a *Agent) startInstance(ctx context.Context, lb *model.LoadBalancer, dir string) (*instance, error) {
+func (a *Agent) startInstance(ctx context.Context, lb *model.LoadBalancer, dir string, certsChanged bool) (*instance, error) {
 	proc := process.New(process.Config{
 		Binary:      a.cfg.HAProxyBinary,
 		Dir:         dir,
@@ -134,7 +138,7 @@ func (a *Agent) startInstance(ctx context.Context, lb *model.LoadBalancer, dir s
 	}
 	inst := &instance{dir: dir, proc: proc}
 	changed, err := proc.ConfigChanged()
-	if err == nil && !changed {
+	if err == nil && !changed && !certsChanged {
 		a.cfg.Metrics.Reloads.WithLabelValues("started").Inc()
 		a.cfg.Logger.Info("haproxy running", "lb", lb.Name, "uuid", lb.UUID, "vip", lb.VIP, "fip", lb.FIP, "dir", dir)
 		return inst, nil
@@ -207,33 +211,45 @@ func runtimeOK(answer string) bool {
 // writeCertificates fetches each certificate's Secret, validates it again
 // (the store may be older than the Secret), checks it is the version that
 // translation accepted, and writes the canonical PEM with mode 0600.
-func (a *Agent) writeCertificates(lb *model.LoadBalancer, dir string) error {
+func (a *Agent) writeCertificates(lb *model.LoadBalancer, dir string) (changed bool, err error) {
 	for _, l := range lb.Listeners {
 		for _, c := range l.Certificates {
 			certPEM, keyPEM, err := a.cfg.Secrets.TLSPair(c.Namespace, c.Secret)
 			if err != nil {
-				return fmt.Errorf("certificate %s/%s: %w", c.Namespace, c.Secret, err)
+				return changed, fmt.Errorf("certificate %s/%s: %w", c.Namespace, c.Secret, err)
 			}
 			pair, err := tlscert.Parse(certPEM, keyPEM)
 			if err != nil {
-				return fmt.Errorf("certificate %s/%s: %w", c.Namespace, c.Secret, err)
+				return changed, fmt.Errorf("certificate %s/%s: %w", c.Namespace, c.Secret, err)
 			}
 			if pair.SHA256 != c.SHA256 {
-				return fmt.Errorf("certificate %s/%s changed since it was translated; waiting for the next update", c.Namespace, c.Secret)
+				return changed, fmt.Errorf("certificate %s/%s changed since it was translated; waiting for the next update", c.Namespace, c.Secret)
 			}
 			path, err := render.CertPath(dir, c.ID)
 			if err != nil {
-				return err
+				return changed, err
 			}
 			if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, pair.Combined()) {
 				continue
 			}
 			if err := tlscert.WriteFile(path, pair); err != nil {
-				return fmt.Errorf("write certificate %s/%s: %w", c.Namespace, c.Secret, err)
+				return changed, fmt.Errorf("write certificate %s/%s: %w", c.Namespace, c.Secret, err)
 			}
+			changed = true
 		}
 	}
-	return nil
+	return changed, nil
+}
+
+// certificateDigests lists the content hashes of every certificate.
+func certificateDigests(lb *model.LoadBalancer) []byte {
+	var out []byte
+	for _, l := range lb.Listeners {
+		for _, c := range l.Certificates {
+			out = append(out, "\n# cert "+c.ID+" "+c.SHA256...)
+		}
+	}
+	return out
 }
 
 // remove stops the LoadBalancer if it runs here and deletes its folder.
@@ -257,7 +273,11 @@ func (a *Agent) stop(uuid string, removeDir bool) {
 	go func() {
 		defer a.stops.Done()
 		defer close(done)
-		if err := inst.proc.Stop(context.Background()); err != nil {
+		stop := inst.proc.Stop
+		if inst.orphan {
+			stop = inst.proc.StopStale
+		}
+		if err := stop(context.Background()); err != nil {
 			a.cfg.Logger.Warn("haproxy stop", "uuid", uuid, "error", err)
 		}
 		if removeDir {
@@ -295,4 +315,38 @@ func hashOfFile(path string) string {
 func hashOf(b []byte) string {
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
+}
+
+// stopOrphans stops the HAProxy of every load-balancer folder that a
+// previous agent left for a load balancer no longer placed here (deleted
+// while no agent ran), and removes the folder. It runs before the first
+// event, so a folder present now belongs to a previous incarnation.
+func (a *Agent) stopOrphans(ctx context.Context) error {
+	entries, err := os.ReadDir(filepath.Join(a.cfg.StateDir, "haproxy"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read load balancer folders: %w", err)
+	}
+	lbs, err := a.cfg.Store.List(ctx)
+	if err != nil {
+		return fmt.Errorf("list load balancers: %w", err)
+	}
+	here := map[string]bool{}
+	for _, lb := range lbs {
+		here[lb.UUID] = a.placedHere(lb)
+	}
+	for _, e := range entries {
+		uuid := e.Name()
+		dir, err := a.lbDir(uuid)
+		if err != nil || !e.IsDir() || here[uuid] {
+			continue
+		}
+		a.cfg.Logger.Info("stopping haproxy of a load balancer that is gone", "uuid", uuid, "dir", dir)
+		a.lbs[uuid] = &instance{dir: dir, orphan: true, proc: process.New(process.Config{
+			Binary: a.cfg.HAProxyBinary, Dir: dir, Logger: a.cfg.Logger.With("uuid", uuid)})}
+		a.stop(uuid, true)
+	}
+	return nil
 }

@@ -52,6 +52,10 @@ type Pipeline struct {
 	Problems   ProblemSink
 	Metrics    *metrics.Metrics
 	Logger     *slog.Logger
+	// Observe, if set, sees each snapshot before anything is stored, so
+	// readers of the snapshot (the agent's Secrets in pier run) are never
+	// older than the load balancers that refer to it.
+	Observe func(*source.Snapshot)
 
 	snaps chan *source.Snapshot
 	once  sync.Once
@@ -135,6 +139,9 @@ func drain(events <-chan store.Event) {
 
 func (p *Pipeline) rebuild(ctx context.Context, snap *source.Snapshot) error {
 	start := time.Now()
+	if p.Observe != nil {
+		p.Observe(snap)
+	}
 	opts := p.Translate
 	opts.Now = start
 	res := translate.Ingresses(snap, opts)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"pier.dev/pier/internal/agent"
 	"pier.dev/pier/internal/api"
@@ -71,7 +72,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	v := newView(logger)
 	p := &pipeline.Pipeline{
 		Store: st, Translate: cfg.Translate, Addresses: cfg.Status, Status: v, Problems: v,
-		Metrics: m, Logger: logger,
+		Metrics: m, Logger: logger, Observe: v.observe,
 		Reconciler: &controller.Reconciler{Store: st, IPAM: alloc, Logger: logger,
 			Nodes: func() []string { return []string{cfg.Node} }},
 	}
@@ -107,7 +108,15 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		}()
 	}
 	start("pipeline", p.Run)
-	start("agent", ag.Run)
+	start("agent", func(ctx context.Context) error {
+		// The store may hold specs from before a restart: let the first
+		// rebuild bring it up to date, or HAProxy would be reloaded twice
+		// (once to the stale spec, once to the current one).
+		if err := waitReady(ctx, p); err != nil {
+			return err
+		}
+		return ag.Run(ctx)
+	})
 	start("api", func(ctx context.Context) error { return srv.ListenAndServe(ctx, cfg.APIAddr) })
 	start("watch", func(ctx context.Context) error {
 		return files.Watch(ctx, cfg.Paths, logger.With("component", "files"), offer)
@@ -117,6 +126,19 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	wg.Wait()
 	close(errs)
 	return errors.Join(collect(errs)...)
+}
+
+func waitReady(ctx context.Context, p *pipeline.Pipeline) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for p.Ready() != nil {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+	return nil
 }
 
 func collect(errs <-chan error) []error {

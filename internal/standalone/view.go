@@ -65,6 +65,14 @@ func (v *view) TLSPair(namespace, name string) (certPEM, keyPEM []byte, err erro
 	return s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey], nil
 }
 
+// observe takes a new snapshot before the pipeline stores anything built
+// from it (pipeline.Pipeline.Observe).
+func (v *view) observe(snap *source.Snapshot) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.snap = snap
+}
+
 // Report implements pipeline.ProblemSink: the problems are kept for the
 // API and logged once.
 func (v *view) Report(_ context.Context, snap *source.Snapshot, problems []model.Problem) {

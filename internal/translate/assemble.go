@@ -75,6 +75,11 @@ func (g *lbGroup) build(opts Options) (*model.LoadBalancer, []model.Problem) {
 	lb := &model.LoadBalancer{UUID: g.uuid, Name: g.name, Provider: model.ProviderHAProxy}
 	var problems []model.Problem
 	claims := map[string]claim{}
+	// hostOwners gives each host of a shared load balancer (and the
+	// catch-all "no host") to the namespace that claimed it first: a
+	// tenant who joins a group must not add routes to another tenant's
+	// host, not even more specific ones.
+	hostOwners := map[string]*parsedIngress{}
 	var kept []keptRoute
 	pools := map[string]*model.Pool{}
 	var defaultPool string
@@ -82,7 +87,15 @@ func (g *lbGroup) build(opts Options) (*model.LoadBalancer, []model.Problem) {
 	for _, p := range g.members {
 		lb.Sources = append(lb.Sources, p.source)
 		for _, r := range p.routes {
-			key := string(r.hostMatch) + "\x00" + r.host + "\x00" + string(r.pathMatch) + "\x00" + r.path
+			hostKey := string(r.hostMatch) + "\x00" + r.host
+			if owner, ok := hostOwners[hostKey]; ok && owner.source.Namespace != p.source.Namespace {
+				problems = append(problems, hostConflict(p, owner, r, g.name))
+				continue
+			}
+			if _, ok := hostOwners[hostKey]; !ok {
+				hostOwners[hostKey] = p
+			}
+			key := hostKey + "\x00" + string(r.pathMatch) + "\x00" + r.path
 			if c, taken := claims[key]; taken {
 				problems = append(problems, routeConflict(p, c.owner, r))
 				continue
@@ -133,6 +146,16 @@ func routeConflict(loser, winner *parsedIngress, r route) model.Problem {
 	return warning(loser.ing, "RouteConflict", r.field,
 		"path %s for %s is already served by Ingress %s (older): this path is ignored",
 		quoteForMessage(r.path), what, winner.source.Key())
+}
+
+func hostConflict(loser, owner *parsedIngress, r route, lbName string) model.Problem {
+	what := "host " + quoteForMessage(r.host)
+	if r.host == "" {
+		what = "the rules without a host"
+	}
+	return warning(loser.ing, "RouteConflict", r.field,
+		"in load balancer %s, %s belongs to namespace %s (Ingress %s, older): path %s is ignored",
+		lbName, what, owner.source.Namespace, owner.source.Key(), quoteForMessage(r.path))
 }
 
 // takeRequestedFIP records the pinned floating IP; in a group the oldest

@@ -12,6 +12,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
 )
@@ -189,9 +190,12 @@ func slicePort(es *discoveryv1.EndpointSlice, name string) int {
 	return 0
 }
 
+// member turns one endpoint address into a Member. Addresses HAProxy
+// must not dial (unspecified, multicast, zoned) are skipped: one bad
+// endpoint must not make a whole load balancer unrenderable.
 func member(address string, port int, ref *corev1.ObjectReference) (model.Member, bool) {
-	addr, err := netip.ParseAddr(address)
-	if err != nil || addr.Zone() != "" {
+	addr, err := encode.IP(address)
+	if err != nil {
 		return model.Member{}, false
 	}
 	m := model.Member{Address: addr.String(), Port: port, Weight: 1}

@@ -366,3 +366,37 @@ spec:
 		t.Fatalf("problems = %+v", ps)
 	}
 }
+
+// A tenant who joins another namespace's group cannot add routes to a
+// host that namespace serves, not even a more specific path.
+func TestGroupHostsBelongToTheFirstNamespace(t *testing.T) {
+	group := map[string]string{AnnotationLoadBalancer: "shop"}
+	victim := simpleIngress(t, "victim", "site", 0, group, "v.example", "/")
+	attacker := simpleIngress(t, "attacker", "admin", 5, group, "v.example", "/admin")
+	sameNS := simpleIngress(t, "victim", "more", 6, group, "v.example", "/more")
+	res := Ingresses(snapshotOf(victim, attacker, sameNS), DefaultOptions())
+	lb := onlyLB(t, res)
+	if got := routeRequest(lb, "v.example", "/admin"); got != "web" || lb.Listeners[0].Policies[0].Source.Namespace != "victim" {
+		t.Errorf("the attacker routed v.example/admin: %+v", lb.Listeners[0].Policies)
+	}
+	ps := problemsFor(res, "admin")
+	if len(ps) != 1 || ps[0].Reason != "RouteConflict" || !strings.Contains(ps[0].Message, "belongs to namespace victim") {
+		t.Errorf("want a RouteConflict naming the owner, got %+v", ps)
+	}
+	if len(problemsFor(res, "more")) != 0 || len(lb.Listeners[0].Policies) != 2 {
+		t.Errorf("the owner's namespace must be able to add paths: %+v", lb.Listeners[0].Policies)
+	}
+}
+
+func TestUnusableEndpointAddressesAreSkipped(t *testing.T) {
+	ing := simpleIngress(t, "ns", "a", 0, nil, "a.example", "/")
+	snap := snapshotOf(ing)
+	es := snap.EndpointSlices[0]
+	es.Endpoints = append(es.Endpoints,
+		discoveryv1.Endpoint{Addresses: []string{"0.0.0.0"}},
+		discoveryv1.Endpoint{Addresses: []string{"224.0.0.1"}})
+	lb := onlyLB(t, Ingresses(snap, DefaultOptions()))
+	if got := len(lb.Pools[0].Members); got != 1 {
+		t.Fatalf("want only the usable endpoint, got %d members: %+v", got, lb.Pools[0].Members)
+	}
+}

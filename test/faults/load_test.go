@@ -35,8 +35,8 @@ type stats struct {
 	requests              int
 	transport, unexpected int
 	firstErr              string
-	errAt                 []time.Time // start of every failed request
-	lastOK                time.Time
+	errAt                 []time.Time // when each failure was seen
+	okAt                  []time.Time // when each successful request was sent
 	pods                  map[string]int
 	maxLatency            time.Duration
 }
@@ -102,8 +102,9 @@ func run(ctx context.Context, tg target, client *http.Client, s *stats) {
 		}
 		began := time.Now()
 		code, reply, err := send(client, tg)
+		ended := time.Now()
 		s.requests++
-		s.maxLatency = max(s.maxLatency, time.Since(began))
+		s.maxLatency = max(s.maxLatency, ended.Sub(began))
 		switch {
 		case err != nil:
 			s.transport++
@@ -111,15 +112,15 @@ func run(ctx context.Context, tg target, client *http.Client, s *stats) {
 			s.unexpected++
 			err = fmt.Errorf("status %d", code)
 		default:
-			s.lastOK = began
+			s.okAt = append(s.okAt, began)
 			if reply.Pod != "" {
 				s.pods[reply.Pod]++
 			}
 			continue
 		}
-		s.errAt = append(s.errAt, began)
+		s.errAt = append(s.errAt, ended)
 		if s.firstErr == "" {
-			s.firstErr = fmt.Sprintf("(first: %s after start: %v)", began.Format("15:04:05.000"), err)
+			s.firstErr = fmt.Sprintf("(first at %s: %v)", ended.Format("15:04:05.000"), err)
 		}
 	}
 }

@@ -28,14 +28,14 @@ const vip = "10.0.0.1"
 // (which is user-derived, so it goes through the renderer too).
 func renderAll(res *translate.Result) map[string]rendered {
 	out := map[string]rendered{}
-	for _, lb := range res.LoadBalancers {
-		lb = lb.Clone()
+	for _, orig := range res.LoadBalancers {
+		lb := *orig // the renderer reads only; a shallow copy keeps res intact
 		lb.VIP, lb.FIP = vip, lb.RequestedFIP
 		opts := render.Options{Dir: "/var/lib/pier/haproxy/" + lb.UUID}
 		var r rendered
-		r.cfg, r.err = render.Config(lb, opts)
+		r.cfg, r.err = render.Config(&lb, opts)
 		if r.err == nil {
-			r.crt, r.err = render.CrtList(lb, opts)
+			r.crt, r.err = render.CrtList(&lb, opts)
 		}
 		out[lb.UUID] = r
 	}

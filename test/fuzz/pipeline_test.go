@@ -45,10 +45,15 @@ func TestHugePath(t *testing.T) {
 // victimFiles renders the victim's LoadBalancer; it must be served.
 func victimFiles(t testing.TB, res *translate.Result) rendered {
 	t.Helper()
+	return victimOf(t, res, renderAll(res))
+}
+
+func victimOf(t testing.TB, res *translate.Result, files map[string]rendered) rendered {
+	t.Helper()
 	if res.Accepted[victimNS+"/shop"] != victimUID {
 		t.Fatalf("victim not served: accepted %v, problems %+v", res.Accepted, res.Problems)
 	}
-	r := renderAll(res)[victimUID]
+	r := files[victimUID]
 	if r.err != nil {
 		t.Fatalf("victim does not render: %v", r.err)
 	}
@@ -58,8 +63,8 @@ func victimFiles(t testing.TB, res *translate.Result) rendered {
 func checkAttack(t *testing.T, a *attack, baseline rendered) {
 	res := translate.Ingresses(snapshot(t, a), translateOptions())
 	checkProblems(t, res.Problems)
-
-	v := victimFiles(t, res)
+	files := renderAll(res)
+	v := victimOf(t, res, files)
 	if !bytes.Equal(v.cfg, baseline.cfg) || !bytes.Equal(v.crt, baseline.crt) {
 		t.Fatalf("victim's files changed by the attacker:\n%s\n--- without the attacker:\n%s", v.cfg, baseline.cfg)
 	}
@@ -80,7 +85,6 @@ func checkAttack(t *testing.T, a *attack, baseline rendered) {
 	if len(refusals) > 0 {
 		t.Fatalf("attacker served despite Error problems %+v", refusals)
 	}
-	files := renderAll(res)
 	for _, lb := range res.LoadBalancers {
 		r := files[lb.UUID]
 		if r.err != nil {

@@ -1,8 +1,13 @@
 // Package fuzz holds whole-pipeline fuzz targets: Kubernetes objects go
 // through translation and rendering, and the properties of RELIABILITY.md
 // ("Below the cluster") are checked on the HAProxy files that come out.
-// `go test ./test/fuzz` runs the seed corpus (B1-B16); `go test -fuzz
-// FuzzIngressToConfig ./test/fuzz` explores.
+// `go test ./test/fuzz` runs the seed corpus (B1-B16). To explore:
+//
+//	go test ./test/fuzz -run '^$' -fuzz '^FuzzIngressToConfig$' -fuzztime 60s -fuzzminimizetime 1x
+//
+// -fuzzminimizetime 1x matters for FuzzTranslateNeverPanics: early on
+// nearly every mutation of a manifest finds new YAML-parser coverage,
+// and the default 60 s minimisation of each leaves no time to fuzz.
 package fuzz
 
 import (
@@ -49,16 +54,16 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // Certificates are generated once per process: key generation per exec
 // would dominate the fuzzing budget.
 var (
-	certsOnce            sync.Once
-	attackerCrt, attKey  []byte
-	victimCrt, victimKey []byte
+	certsOnce                sync.Once
+	attackerCrt, attackerKey []byte
+	victimCrt, victimKey     []byte
 )
 
-func certs(t testing.TB) {
+func certs() {
 	certsOnce.Do(func() {
 		notAfter := time.Date(2036, 1, 1, 0, 0, 0, 0, time.UTC)
 		var err error
-		if attackerCrt, attKey, err = tlscert.SelfSigned([]string{"a.example"}, notAfter); err != nil {
+		if attackerCrt, attackerKey, err = tlscert.SelfSigned([]string{"a.example"}, notAfter); err != nil {
 			panic(err)
 		}
 		if victimCrt, victimKey, err = tlscert.SelfSigned([]string{"victim.example"}, notAfter); err != nil {
@@ -77,7 +82,7 @@ func translateOptions() translate.Options {
 // Ingress, Service, EndpointSlice and Secret, and, when a is not nil, the
 // attacker's.
 func snapshot(t testing.TB, a *attack) *source.Snapshot {
-	certs(t)
+	certs()
 	snap := &source.Snapshot{
 		IngressClasses: []*networkingv1.IngressClass{{
 			ObjectMeta: metav1.ObjectMeta{Name: className},
@@ -115,7 +120,7 @@ func snapshot(t testing.TB, a *attack) *source.Snapshot {
 	}
 	snap.Ingresses = append(snap.Ingresses, evil)
 	addBackend(snap, attackerNS, a.service, a.port, "10.244.0.5")
-	snap.Secrets = append(snap.Secrets, tlsSecret(attackerNS, attackerTLSName, attackerCrt, attKey))
+	snap.Secrets = append(snap.Secrets, tlsSecret(attackerNS, attackerTLSName, attackerCrt, attackerKey))
 	return snap
 }
 

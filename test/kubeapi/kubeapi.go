@@ -46,7 +46,8 @@ type Options struct {
 // ServiceAccount admission plugin refuses pods in a namespace whose
 // "default" ServiceAccount does not exist, and that controller creates it.
 var DefaultControllers = []string{
-	"deployment", "replicaset", "endpointslice", "namespace", "garbagecollector", "serviceaccount",
+	"deployment-controller", "replicaset-controller", "endpointslice-controller",
+	"namespace-controller", "garbage-collector-controller", "serviceaccount-controller",
 }
 
 // startTimeout bounds a start of the whole control plane. kube-apiserver

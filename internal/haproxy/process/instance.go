@@ -318,3 +318,22 @@ func (i *Instance) Runtime(ctx context.Context, socketPath, cmd string) (string,
 	}
 	return exchange(ctx, socketPath, cmd)
 }
+
+// StopStale soft-stops a master that a previous pier process left running
+// in Dir, if there is one, and waits for it like Stop. It never starts
+// HAProxy. The agent uses it for load balancers deleted while it was down.
+func (i *Instance) StopStale(ctx context.Context) error {
+	i.mu.Lock()
+	if i.stop != nil || i.cur.Load() != nil {
+		i.mu.Unlock()
+		return errors.New("haproxy instance is running under this Instance: use Stop")
+	}
+	m, err := i.adopt(ctx)
+	if err != nil || m == nil {
+		i.mu.Unlock()
+		return err
+	}
+	i.cur.Store(m)
+	i.mu.Unlock()
+	return i.Stop(ctx)
+}

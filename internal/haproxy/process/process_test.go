@@ -346,3 +346,29 @@ func assertActiveHeader(t *testing.T, i *Instance, name string) {
 		t.Fatalf("active configuration is not %q:\n%s", name, b)
 	}
 }
+
+// TestStopStale: a master left by a previous pier is stopped without a
+// new one being started; with nothing running it is a no-op.
+func TestStopStale(t *testing.T) {
+	e := newEnv(t)
+	e.write(e.config("a", ""))
+	first := e.instance()
+	start(t, first)
+	pid := first.PID()
+	first.Detach() // pier exits without touching HAProxy
+
+	second := e.instance()
+	if err := second.StopStale(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid, 5*time.Second)
+	if second.Running() {
+		t.Fatal("StopStale started haproxy")
+	}
+	if err := e.instance().StopStale(context.Background()); err != nil {
+		t.Fatalf("StopStale with nothing running: %v", err)
+	}
+	if m := ourMasters(t, second.masterSock()); len(m) != 0 {
+		t.Fatalf("masters left: %v", m)
+	}
+}

@@ -50,6 +50,9 @@ func renderView(v *view, opts Options, skeleton bool) ([]byte, error) {
 			encode.Lit("content-type"), encode.Lit("text/plain"), encode.Lit("string"), encode.Lit("no matching route"))
 	}
 	out, err := c.Bytes()
+	if err == nil {
+		err = checkLimits(out, opts.MaxConfigBytes)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", encode.Printable(v.uuid), err)
 	}

@@ -9,9 +9,10 @@ import (
 )
 
 // CrtList renders the crt-list file that TLS listeners load: one line per
-// certificate, "<Dir>/certs/<id>.pem <sni filter>...", with the
-// certificate's hosts as SNI filters (wildcards allowed). HAProxy serves
-// the first line to clients whose SNI matches nothing (or who send none).
+// certificate (per 63 of its hosts), "<Dir>/certs/<id>.pem <sni
+// filter>...", with the certificate's hosts as SNI filters (wildcards
+// allowed). HAProxy serves the first line to clients whose SNI matches
+// nothing (or who send none).
 //
 // One file serves every TLS listener of the load balancer: certificates
 // are taken listener by listener (by port), each once, in the listener's
@@ -36,17 +37,23 @@ func CrtList(lb *model.LoadBalancer, opts Options) ([]byte, error) {
 				continue
 			}
 			seen[cert.ID] = cert
-			line, err := crtListLine(opts.Dir, cert)
+			lines, err := crtListLines(opts.Dir, cert)
 			if err != nil {
 				return nil, fmt.Errorf("crt-list: certificate %s: %w", encode.Printable(cert.ID), err)
 			}
-			out = append(out, line...)
+			out = append(out, lines...)
 		}
 	}
 	return out, nil
 }
 
-func crtListLine(dir string, cert model.Certificate) (string, error) {
+// crtListLines writes one certificate's lines. A certificate may carry
+// more hosts than one line takes (a SAN certificate for 100 names):
+// encode.CrtListLine refuses more than 63 filters, so the hosts are split
+// over several lines naming the same file, which HAProxy loads once.
+// The certificate's first line stays where it was, so the default
+// certificate does not change.
+func crtListLines(dir string, cert model.Certificate) (string, error) {
 	path, err := CertPath(dir, cert.ID)
 	if err != nil {
 		return "", err
@@ -65,5 +72,15 @@ func crtListLine(dir string, cert model.Certificate) (string, error) {
 		}
 		filters = append(filters, v.Word())
 	}
-	return encode.CrtListLine(encode.FilePath(path), filters...)
+	const perLine = encode.MaxLineArgs - 1 // the file name is a word too
+	var out string
+	for len(out) == 0 || len(filters) > 0 {
+		n := min(len(filters), perLine)
+		line, err := encode.CrtListLine(encode.FilePath(path), filters[:n]...)
+		if err != nil {
+			return "", err
+		}
+		out, filters = out+line, filters[n:]
+	}
+	return out, nil
 }

@@ -34,12 +34,15 @@ func writeFrontend(c *encode.Config, v *view, l *listenerView, o Options) {
 		}
 		c.Line(words...)
 	}
-	// HAProxy 2.6 accepts and forwards a NUL byte inside a header value;
-	// a backend that stops at the NUL would see another header than our
-	// rules did. req.hdrs as hex holds "00" at an even offset exactly
-	// when a NUL is present.
+	// HAProxy 2.6 accepts and forwards NUL and the other control bytes
+	// inside a header value (test/rawhttp pins it); a backend that stops
+	// at a NUL or splits at a VT or FF would see other headers than our
+	// rules did. req.hdrs is "name: value" lines joined by CRLF, so as
+	// hex it holds a control byte other than HTAB, CR and LF at an even
+	// offset exactly when a value carries one (RFC 9110 5.5: reject).
 	c.Line(httpRequest, encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(400), ifWord,
-		openBrace, encode.Lit("req.hdrs,hex"), encode.Lit("-m"), encode.Lit("reg"), encode.Lit("^(?:[0-9A-F]{2})*?00"), closeBrace)
+		openBrace, encode.Lit("req.hdrs,hex"), encode.Lit("-m"), encode.Lit("reg"),
+		encode.Lit("^(?:[0-9A-F]{2})*?(?:0[0-8BCEF]|1[0-9A-F]|7F)"), closeBrace)
 	proto := encode.Lit("http")
 	if l.tls {
 		proto = encode.Lit("https")

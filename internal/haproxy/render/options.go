@@ -30,6 +30,12 @@ type Options struct {
 	Timeouts Timeouts
 	// User and Group make HAProxy drop privileges; empty keeps them.
 	User, Group string
+	// MaxConfigBytes caps haproxy.conf (DefaultMaxConfigBytes, 16 MiB).
+	// Config and PlanUpdate refuse a LoadBalancer whose file would be
+	// larger, with an error wrapping ErrConfigTooLarge, so one huge
+	// group cannot make the agent write, check and reload without bound
+	// (RELIABILITY R13); the running configuration stays as it is.
+	MaxConfigBytes int
 }
 
 // Timeouts of the defaults section. Zero fields take the defaults below.
@@ -75,6 +81,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxConn == 0 {
 		o.MaxConn = 4096
 	}
+	if o.MaxConfigBytes == 0 {
+		o.MaxConfigBytes = DefaultMaxConfigBytes
+	}
 	def(&o.HardStopAfter, 60*time.Second)
 	t := &o.Timeouts
 	def(&t.Connect, 5*time.Second)
@@ -99,6 +108,9 @@ func (o Options) check() error {
 	}
 	if o.MaxConn < 1 {
 		return errors.New("options: MaxConn must be positive")
+	}
+	if o.MaxConfigBytes < 0 {
+		return errors.New("options: MaxConfigBytes must not be negative")
 	}
 	for _, name := range []string{o.User, o.Group} {
 		if name != "" {

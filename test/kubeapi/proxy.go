@@ -1,0 +1,128 @@
+package kubeapi
+
+import (
+	"io"
+	"net"
+	"net/url"
+	"sync"
+	"testing"
+
+	"k8s.io/client-go/rest"
+)
+
+// Proxy is a TCP relay in front of the API server that a test can cut and
+// restore, to show a client losing the API server while others keep
+// writing. TLS passes through untouched (the serving cert is for 127.0.0.1,
+// whatever the port).
+type Proxy struct {
+	l      net.Listener
+	target string
+
+	mu    sync.Mutex
+	cut   bool
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+// NewProxy relays to the server's port until the test ends.
+func (s *Server) NewProxy(t testing.TB) *Proxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("proxy: %v", err)
+	}
+	u, err := url.Parse(s.Host())
+	if err != nil {
+		t.Fatalf("proxy: %v", err)
+	}
+	p := &Proxy{l: l, target: u.Host, conns: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(p.close)
+	return p
+}
+
+// Config returns a copy of cfg that goes through the proxy.
+func (p *Proxy) Config(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.Host = "https://" + p.l.Addr().String()
+	return c
+}
+
+// Cut closes every relayed connection and refuses new ones until Restore.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = true
+	for c := range p.conns {
+		c.Close()
+	}
+}
+
+// Restore accepts connections again.
+func (p *Proxy) Restore() {
+	p.mu.Lock()
+	p.cut = false
+	p.mu.Unlock()
+}
+
+func (p *Proxy) close() {
+	p.l.Close()
+	p.Cut()
+	p.wg.Wait()
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.l.Accept()
+		if err != nil {
+			return // listener closed
+		}
+		if !p.track(c) {
+			c.Close()
+			continue
+		}
+		p.wg.Add(1)
+		go p.relay(c)
+	}
+}
+
+func (p *Proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cut {
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+func (p *Proxy) untrack(c net.Conn) {
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+	c.Close()
+}
+
+func (p *Proxy) relay(client net.Conn) {
+	defer p.wg.Done()
+	defer p.untrack(client)
+	server, err := net.Dial("tcp", p.target)
+	if err != nil {
+		return
+	}
+	if !p.track(server) {
+		server.Close()
+		return
+	}
+	defer p.untrack(server)
+	done := make(chan struct{}, 2)
+	pipe := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		done <- struct{}{}
+	}
+	go pipe(server, client)
+	go pipe(client, server)
+	<-done // either side ending ends both: closing unblocks the other copy
+}

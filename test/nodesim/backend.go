@@ -1,0 +1,163 @@
+package nodesim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"pier.dev/pier/internal/echo"
+)
+
+// probeTimeout bounds the readiness probe of a fresh backend; it answers
+// from the same process, so anything slow is a failure.
+const probeTimeout = 5 * time.Second
+
+// backend is one Pod's echo server.
+type backend struct {
+	uid     types.UID
+	ip      netip.Addr
+	port    int
+	pooled  bool // ip came from the allocator (not the Node's, for hostNetwork)
+	started time.Time
+	stopAt  time.Time // set once the Pod is going away
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when the server has shut down
+}
+
+// configError is a Pod the kubelet could not start as specified; retrying
+// does not help until the Pod changes.
+type configError struct{ err error }
+
+func (e configError) Error() string { return e.err.Error() }
+func (e configError) Unwrap() error { return e.err }
+
+// startBackend gives pod an address, listens on it and returns once the
+// server answers its health path: Ready in the status is true readiness.
+func (s *Sim) startBackend(pod *corev1.Pod, node simNode) (*backend, error) {
+	b := &backend{uid: pod.UID, port: containerPort(pod), ip: node.ip}
+	if !pod.Spec.HostNetwork {
+		ip, err := s.ipam.Assign(string(pod.UID))
+		if err != nil {
+			return nil, err
+		}
+		b.ip, b.pooled = ip, true
+	}
+	cfg, err := s.echoConfig(pod, b.ip, node.ip)
+	if err == nil {
+		err = s.serve(b, cfg, pod)
+	}
+	if err != nil {
+		s.releaseAddr(b)
+		return nil, err
+	}
+	if err := probe(s.ctx, b); err != nil {
+		s.stopBackend(b)
+		return nil, err
+	}
+	return b, nil
+}
+
+func (s *Sim) echoConfig(pod *corev1.Pod, podIP, hostIP netip.Addr) (echo.Config, error) {
+	if len(pod.Spec.Containers) == 0 {
+		return echo.Config{}, configError{errors.New("pod has no containers")}
+	}
+	env, err := containerEnv(pod, &pod.Spec.Containers[0], podAddrs{podIP: podIP.String(), hostIP: hostIP.String()})
+	if err != nil {
+		return echo.Config{}, configError{err}
+	}
+	return echoConfig(pod, env), nil
+}
+
+func (s *Sim) serve(b *backend, cfg echo.Config, pod *corev1.Pod) error {
+	addr := netip.AddrPortFrom(b.ip, uint16(b.port)).String()
+	var lc net.ListenConfig
+	ln, err := lc.Listen(s.ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	b.cancel, b.done, b.started = cancel, make(chan struct{}), time.Now()
+	log := s.log.With("namespace", pod.Namespace, "pod", pod.Name)
+	go func() {
+		defer close(b.done)
+		if err := echo.Serve(ctx, ln, cfg, log); err != nil {
+			log.Warn("nodesim: echo backend ended", "err", err)
+		}
+	}()
+	return nil
+}
+
+// stopBackend returns once the listener is closed: from then on the
+// address refuses connections.
+func (s *Sim) stopBackend(b *backend) {
+	b.cancel()
+	<-b.done
+	s.releaseAddr(b)
+}
+
+func (s *Sim) releaseAddr(b *backend) {
+	if b.pooled {
+		s.ipam.Release(string(b.uid))
+	}
+}
+
+// probe is the upstream readiness probe: GET /health until 200.
+func probe(ctx context.Context, b *backend) error {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	url := "http://" + netip.AddrPortFrom(b.ip, uint16(b.port)).String() + echo.HealthPath
+	// No keep-alive: an idle probe connection would hold up the backend's
+	// graceful shutdown.
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("status %s", resp.Status)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("readiness probe %s: %w", url, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// containerPort is the first container's first TCP port, as upstream's
+// echo Deployment declares exactly one.
+func containerPort(pod *corev1.Pod) int {
+	if len(pod.Spec.Containers) > 0 {
+		for _, p := range pod.Spec.Containers[0].Ports {
+			if p.Protocol == "" || p.Protocol == corev1.ProtocolTCP {
+				return int(p.ContainerPort)
+			}
+		}
+	}
+	return DefaultPort
+}
+
+// checkLocal fails unless the pod CIDR is local: outside a namespace with
+// the prefix on lo, pod IPs would be routed off the machine.
+func (s *Sim) checkLocal() error {
+	addr := netip.AddrPortFrom(s.nodes[0].ip, 0).String()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("nodesim: pod CIDR %s is not local here (run the tests under netns.Main with it on lo): %w",
+			s.opts.PodCIDR, err)
+	}
+	return ln.Close()
+}
