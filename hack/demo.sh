@@ -52,7 +52,7 @@ address() {
   local body ip
   for _ in $(seq 1 100); do
     body=$(curl -fsS "http://$API_ADDR/ingresses/demo/$1" 2>/dev/null || true)
-    ip=$(printf '%s' "$body" | grep -o '"ip": *"[^"]*"' | head -n 1 | sed 's/.*"\([^"]*\)"$/\1/')
+    ip=$(printf '%s' "$body" | grep -o '"ip": *"[^"]*"' | sed -n 1p | sed 's/.*"\([^"]*\)"$/\1/')
     if [ -n "$ip" ]; then echo "$ip"; return 0; fi
     sleep 0.2
   done
@@ -70,7 +70,7 @@ expect() {
   local host=$1 url=$2 want=$3 out code got
   out=$(curl -s -o - -w '\n%{http_code}' -H "Host: $host" "$url")
   code=${out##*$'\n'}
-  got=$(printf '%s' "$out" | grep -o '"service": *"[^"]*"' | head -n 1 | sed 's/.*"\([^"]*\)"$/\1/' || true)
+  got=$(printf '%s' "$out" | grep -o '"service": *"[^"]*"' | sed -n 1p | sed 's/.*"\([^"]*\)"$/\1/' || true)
   [ "$code" = 200 ] || got=$code
   if [ "$got" = "$want" ]; then
     printf '  ok    %-28s %-42s -> %s\n' "Host: $host" "$url" "$got"

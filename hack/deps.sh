@@ -22,5 +22,5 @@ if ((${#need[@]})); then
 fi
 
 command -v go >/dev/null 2>&1 || { echo "deps: Go is required (https://go.dev/doc/install); /usr/local/go/bin must be on PATH" >&2; exit 1; }
-haproxy -v | head -n 1 >&2
+haproxy -v 2>&1 | sed -n 1p >&2 # sed reads all input: head would SIGPIPE haproxy under pipefail
 go mod download

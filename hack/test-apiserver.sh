@@ -70,8 +70,10 @@ build() {
 	local pkgs=()
 	local b
 	for b in "${binaries[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
-	(cd "$modDir" && CGO_ENABLED=0 go build -p "${PIER_KUBE_BUILD_P:-2}" -trimpath \
-		-ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}")
+	# hack/kube's go.mod and go.sum are the pin: -mod=readonly refuses to
+	# change them, GOWORK=off keeps a developer's go.work out of it.
+	(cd "$modDir" && CGO_ENABLED=0 GOWORK=off go build -p "${PIER_KUBE_BUILD_P:-2}" -trimpath \
+		-mod=readonly -buildvcs=false -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}")
 	echo "$version" >"$tmp/VERSION"
 	rm -rf "$cacheDir" && mv "$tmp" "$cacheDir"
 	log "built in $((SECONDS - start))s into $cacheDir"

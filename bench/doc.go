@@ -1,0 +1,13 @@
+// Package bench measures pier: the data-plane cost of the HAProxy
+// configuration pier renders, the control plane (translate + render), the
+// cost of a reload through `pier run`, and the memory of one HAProxy
+// master-worker pair. Every figure is reported as a ratio against a
+// reference measured in the same invocation, so results from a noisy or
+// different machine can still be compared.
+//
+// Run everything with bench/run.sh; it writes bench/results/<date>-<rev>.md
+// and .json. The measurements that need HAProxy, wrk or `pier run` are
+// tests that skip unless PIER_BENCH_OUT names a folder to write their raw
+// results to; the control-plane measurements are ordinary Go benchmarks.
+// docs/benchmarks.md explains every number.
+package bench

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Runs every pier benchmark and writes bench/results/<UTC time>-<rev>.md and
+# .json, then prints the tables. docs/benchmarks.md says what each number
+# means. Takes about 3.5 minutes; needs no network but loopback once HAProxy,
+# wrk and the Go modules are installed.
+#
+#   bench/run.sh                     # the full run
+#   PIER_BENCH_QUICK=1 bench/run.sh  # seconds-long smoke run: checks the
+#                                    # harness works, its numbers mean nothing
+#
+# Installs only what hack/deps.sh installs, plus wrk from Debian if missing.
+# Builds into bench/.cache; raw results go to a temporary folder, removed
+# at the end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/local/go/bin"
+
+hack/deps.sh
+if ! command -v wrk >/dev/null 2>&1; then
+  sudo=""
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null 2>&1 || { echo "bench: need root or sudo to install wrk" >&2; exit 1; }
+    sudo=sudo
+  fi
+  echo "bench: installing wrk from Debian" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends wrk >/dev/null
+fi
+
+cache="$PWD/bench/.cache"
+raw="$(mktemp -d "${TMPDIR:-/tmp}/pier-bench.XXXXXX")"
+trap 'rm -rf "$raw"' EXIT
+date +%s >"$raw/start"
+cat /proc/loadavg >"$raw/loadavg-start"
+
+count=5 benchtime=1s suffix=""
+if [ "${PIER_BENCH_QUICK:-}" = 1 ]; then
+  count=1 benchtime=1x suffix="-quick"
+fi
+
+echo "== build (into bench/.cache)" >&2
+mkdir -p "$cache" bench/results
+go build -trimpath -o "$cache/pier" ./cmd/pier
+go test -c -o "$cache/bench.test" ./bench
+go build -o "$cache/report" ./bench/report
+
+echo "== 2. control plane: Go benchmarks, -count $count (about a minute)" >&2
+(cd bench && "$cache/bench.test" -test.run '^$' -test.bench . -test.benchmem \
+  -test.count "$count" -test.benchtime "$benchtime") | tee "$raw/controlplane.txt" >&2
+
+echo "== 1. data plane (wrk, about 2.5 minutes), 4. memory, 3. reload" >&2
+(cd bench && PIER_BIN="$cache/pier" PIER_BENCH_OUT="$raw" "$cache/bench.test" \
+  -test.run '^(TestDataPlane|TestMemory|TestReload)$' -test.v -test.timeout 15m) >&2
+
+out="bench/results/$(date -u +%Y%m%dT%H%M%SZ)-$(git rev-parse --short HEAD 2>/dev/null || echo norev)$suffix"
+echo "== report" >&2
+"$cache/report" -in "$raw" -out "$out"
