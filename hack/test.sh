@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The whole test suite, exactly what CI runs (.ci/run calls this script):
-# installs what is missing, builds pier, vets, runs every Go test — unit,
-# golden, real-HAProxy integration and the five Ingress conformance features
-# against `pier run` — then short fuzz runs and the README demo in check mode.
+# installs what is missing, builds pier and the Kubernetes control plane the
+# API-server tests run against, vets, runs every Go test — unit, golden,
+# real-HAProxy integration, bad input, faults, the Kubernetes mode against a
+# real kube-apiserver, and the five Ingress conformance features against both
+# `pier run` and the Kubernetes mode — then short fuzz runs and the README
+# demo in check mode.
 #
 # FUZZTIME (default 10s per target) and GOFLAGS can be set from outside.
 set -euo pipefail
@@ -11,6 +14,11 @@ export PATH="$PATH:/usr/local/go/bin"
 
 hack/deps.sh
 hack/build.sh
+echo "== Kubernetes control plane for the API-server tests (built once, cached in .cache/kube)" >&2
+start=$(date +%s)
+PIER_KUBE_APISERVER=$(hack/test-apiserver.sh | tail -n 1)
+export PIER_KUBE_APISERVER
+echo "kube-apiserver: $PIER_KUBE_APISERVER ($(( $(date +%s) - start ))s)" >&2
 
 echo "== gofmt, go vet" >&2
 unformatted=$(gofmt -l cmd internal test 2>/dev/null || true)
