@@ -158,15 +158,25 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 // lead runs the informers and the pipeline while this replica leads.
 func lead(ctx context.Context, client kubernetes.Interface, cfg ControllerConfig, p *pipeline.Pipeline,
 	latest *atomic.Pointer[source.Snapshot], logger *slog.Logger) error {
+	// Whichever of the two ends first ends the other: a pipeline that
+	// failed must not leave the informers running with nobody applying
+	// their snapshots (the replica would lead, silently doing nothing).
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	src := sourcekube.New(client, sourcekube.Options{Namespace: cfg.WatchNamespace}, logger.With("component", "source"))
 	errc := make(chan error, 1)
-	go func() { errc <- p.Run(ctx) }()
+	go func() {
+		err := p.Run(ctx)
+		cancel()
+		errc <- err
+	}()
 	err := src.Run(ctx, func(snap *source.Snapshot) {
 		latest.Store(snap)
 		p.Offer(snap)
 	})
-	if perr := <-errc; err == nil {
-		err = perr
+	cancel()
+	if perr := <-errc; perr != nil {
+		err = perr // the pipeline's failure is the cause; the source only stopped
 	}
 	if errors.Is(err, context.Canceled) {
 		return nil

@@ -32,11 +32,20 @@ type statusWriter struct {
 	mu sync.Mutex
 	// written remembers the last value written per Ingress UID, so a
 	// write the informer has not delivered yet is not repeated.
-	written map[types.UID][]networkingv1.IngressLoadBalancerIngress
+	written map[types.UID]writtenStatus
+}
+
+// writtenStatus is a status write and the resourceVersion it was made on:
+// while the informer still shows that version, it has not delivered the
+// write; once it shows another, the cache is the truth again (someone
+// else may have changed the status since, and it must be restored).
+type writtenStatus struct {
+	addrs []networkingv1.IngressLoadBalancerIngress
+	base  string
 }
 
 func newStatusWriter(client kubernetes.Interface, logger *slog.Logger) *statusWriter {
-	return &statusWriter{client: client, logger: logger, written: map[types.UID][]networkingv1.IngressLoadBalancerIngress{}}
+	return &statusWriter{client: client, logger: logger, written: map[types.UID]writtenStatus{}}
 }
 
 // Current implements pipeline.StatusSink from the informer cache.
@@ -61,7 +70,7 @@ func (w *statusWriter) Publish(ctx context.Context, snap *source.Snapshot, ours 
 			continue // other classes are never touched
 		}
 		want := next[key]
-		if status.Equal(ing.Status.LoadBalancer.Ingress, want) || w.alreadyWritten(ing.UID, want) {
+		if status.Equal(ing.Status.LoadBalancer.Ingress, want) || w.alreadyWritten(ing, want) {
 			continue
 		}
 		if err := w.write(ctx, ing, want); err != nil {
@@ -75,18 +84,20 @@ func (w *statusWriter) Publish(ctx context.Context, snap *source.Snapshot, ours 
 	return nil
 }
 
-func (w *statusWriter) alreadyWritten(uid types.UID, want []networkingv1.IngressLoadBalancerIngress) bool {
+func (w *statusWriter) alreadyWritten(cached *networkingv1.Ingress, want []networkingv1.IngressLoadBalancerIngress) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	got, ok := w.written[uid]
-	return ok && status.Equal(got, want)
+	got, ok := w.written[cached.UID]
+	return ok && got.base == cached.ResourceVersion && status.Equal(got.addrs, want)
 }
 
 func (w *statusWriter) write(ctx context.Context, cached *networkingv1.Ingress, want []networkingv1.IngressLoadBalancerIngress) error {
 	ingresses := w.client.NetworkingV1().Ingresses(cached.Namespace)
 	first := true
+	base := ""
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		ing := cached.DeepCopy() // never mutate the informer's object
+		base = ""
 		if !first {
 			fresh, err := ingresses.Get(ctx, cached.Name, metav1.GetOptions{})
 			if err != nil {
@@ -102,17 +113,18 @@ func (w *statusWriter) write(ctx context.Context, cached *networkingv1.Ingress, 
 			return nil
 		}
 		ing.Status.LoadBalancer.Ingress = want
+		base = ing.ResourceVersion
 		_, err := ingresses.UpdateStatus(ctx, ing, metav1.UpdateOptions{FieldManager: "pier"})
 		return err
 	})
 	if apierrors.IsNotFound(err) {
 		return nil // deleted meanwhile
 	}
-	if err != nil {
+	if err != nil || base == "" {
 		return err
 	}
 	w.mu.Lock()
-	w.written[cached.UID] = want
+	w.written[cached.UID] = writtenStatus{addrs: want, base: base}
 	w.mu.Unlock()
 	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"sort"
+	"time"
 
 	"pier.dev/pier/internal/ipam"
 	"pier.dev/pier/internal/model"
@@ -51,12 +53,30 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result) ([]model.
 	for _, lb := range stored {
 		existing[lb.UUID] = lb
 	}
-	load := scheduler.Load(stored)
-	nodes := r.Nodes()
-	var problems []model.Problem
+	// Deletions first: addresses freed by a load balancer that is gone
+	// are available to the ones created in this same pass.
 	desired := map[string]bool{}
 	for _, want := range res.LoadBalancers {
 		desired[want.UUID] = true
+	}
+	for _, uuid := range sortedUUIDs(existing) {
+		lb := existing[uuid]
+		if desired[uuid] {
+			continue
+		}
+		if err := r.Store.Delete(ctx, uuid); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, fmt.Errorf("delete load balancer %s: %w", lb.Name, err)
+		}
+		r.IPAM.Release(uuid)
+		delete(existing, uuid)
+		r.Logger.Info("load balancer deleted", "lb", lb.Name, "uuid", uuid, "vip", lb.VIP, "fip", lb.FIP)
+	}
+	load := scheduler.Load(stored)
+	nodes := r.Nodes()
+	var problems []model.Problem
+	// Oldest first: when two new load balancers pin the same floating IP,
+	// the older Ingress gets it, whatever their UUIDs.
+	for _, want := range oldestFirst(res.LoadBalancers, existing) {
 		old := existing[want.UUID]
 		lb, err := r.prepare(want, old, nodes, load)
 		if err != nil {
@@ -77,16 +97,6 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result) ([]model.
 		r.Logger.Info("load balancer stored", "lb", lb.Name, "uuid", lb.UUID, "vip", lb.VIP, "fip", lb.FIP,
 			"active", lb.Placement.Active, "standby", lb.Placement.Standby, "created", old == nil)
 	}
-	for uuid, lb := range existing {
-		if desired[uuid] {
-			continue
-		}
-		if err := r.Store.Delete(ctx, uuid); err != nil && !errors.Is(err, store.ErrNotFound) {
-			return problems, fmt.Errorf("delete load balancer %s: %w", lb.Name, err)
-		}
-		r.IPAM.Release(uuid)
-		r.Logger.Info("load balancer deleted", "lb", lb.Name, "uuid", uuid, "vip", lb.VIP, "fip", lb.FIP)
-	}
 	return problems, nil
 }
 
@@ -95,7 +105,10 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result) ([]model.
 func (r *Reconciler) prepare(want, old *model.LoadBalancer, nodes []string, load map[string]int) (*model.LoadBalancer, error) {
 	lb := want.Clone()
 	if old != nil {
-		lb.VIP, lb.FIP, lb.Placement, lb.CreatedAt = old.VIP, old.FIP, old.Placement, old.CreatedAt
+		lb.VIP, lb.FIP, lb.Placement = old.VIP, old.FIP, old.Placement
+		if !old.CreatedAt.IsZero() {
+			lb.CreatedAt = old.CreatedAt
+		}
 	}
 	if err := r.IPAM.Assign(lb); err != nil {
 		return nil, err
@@ -112,6 +125,35 @@ func (r *Reconciler) prepare(want, old *model.LoadBalancer, nodes []string, load
 	}
 	lb.Placement = placement
 	return lb, nil
+}
+
+func sortedUUIDs(m map[string]*model.LoadBalancer) []string {
+	out := make([]string, 0, len(m))
+	for uuid := range m {
+		out = append(out, uuid)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// oldestFirst orders load balancers by creation time (the stored one for
+// existing objects, the oldest source's for new ones), then UUID.
+func oldestFirst(lbs []*model.LoadBalancer, existing map[string]*model.LoadBalancer) []*model.LoadBalancer {
+	created := func(lb *model.LoadBalancer) time.Time {
+		if old := existing[lb.UUID]; old != nil && !old.CreatedAt.IsZero() {
+			return old.CreatedAt
+		}
+		return lb.CreatedAt
+	}
+	out := append([]*model.LoadBalancer(nil), lbs...)
+	sort.SliceStable(out, func(i, j int) bool {
+		ci, cj := created(out[i]), created(out[j])
+		if !ci.Equal(cj) {
+			return ci.Before(cj)
+		}
+		return out[i].UUID < out[j].UUID
+	})
+	return out
 }
 
 func unchanged(old, lb *model.LoadBalancer) bool {

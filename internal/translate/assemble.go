@@ -84,6 +84,9 @@ func (g *lbGroup) build(opts Options) (*model.LoadBalancer, []model.Problem) {
 	pools := map[string]*model.Pool{}
 	var defaultPool string
 	var defaultOwner, fipOwner *parsedIngress
+	// The oldest Ingress's creation time: IPAM settles conflicts between
+	// new load balancers by age, and the store keeps it as the object's.
+	lb.CreatedAt = g.members[0].ing.CreationTimestamp.Time.UTC()
 	for _, p := range g.members {
 		lb.Sources = append(lb.Sources, p.source)
 		for _, r := range p.routes {

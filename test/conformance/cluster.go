@@ -4,8 +4,10 @@
 //
 // The step definitions reproduce the upstream runner's semantics and talk to
 // the world only through a Cluster, so the same steps run against `pier run`
-// and manifests on disk (FilesCluster) or, later, against a Kubernetes API
-// server. The entry point is TestConformance:
+// and manifests on disk (FilesCluster) and against a Kubernetes API server
+// with `pier controller` and `pier agent` (KubeCluster, run by
+// ./kube's TestConformanceKubernetes). The files entry point is
+// TestConformance:
 //
 //	PIER_CONFORMANCE=1 go test ./test/conformance -run TestConformance -v -timeout 30m
 //
@@ -13,11 +15,11 @@
 // the pier binary (else ./cmd/pier is built); PIER_CONFORMANCE_FEATURES
 // (comma-separated files or folders, file:line allowed) replaces
 // ../shared/conformance/features; PIER_CONFORMANCE_STATUS_TIMEOUT (60s),
-// PIER_CONFORMANCE_ABSENT_TIMEOUT (10s) and PIER_CONFORMANCE_SCALE_SETTLE
-// (60s, as upstream) set the waits; PIER_CONFORMANCE_FORMAT the godog
-// formats; PIER_CONFORMANCE_STOP_ON_FAILURE=1 stops at the first failed
-// scenario; PIER_CONFORMANCE_KEEP=1 keeps the work folder (kept anyway on
-// failure).
+// PIER_CONFORMANCE_ABSENT_TIMEOUT (10s), PIER_CONFORMANCE_POLL_INTERVAL (1s)
+// and PIER_CONFORMANCE_SCALE_SETTLE (60s, as upstream) set the waits;
+// PIER_CONFORMANCE_FORMAT the godog formats;
+// PIER_CONFORMANCE_STOP_ON_FAILURE=1 stops at the first failed scenario;
+// PIER_CONFORMANCE_KEEP=1 keeps the work folder (kept anyway on failure).
 package conformance
 
 import (

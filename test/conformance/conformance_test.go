@@ -17,20 +17,8 @@ import (
 	"pier.dev/pier/internal/echo"
 )
 
-// Environment of TestConformance.
-const (
-	envGate          = "PIER_CONFORMANCE"                 // "1" runs the suite
-	envPierBin       = "PIER_BIN"                         // pier binary; built from ./cmd/pier if unset
-	envFeatures      = "PIER_CONFORMANCE_FEATURES"        // comma-separated .feature files or dirs (file:line works)
-	envFormat        = "PIER_CONFORMANCE_FORMAT"          // godog formats, e.g. "pretty,junit:/tmp/report.xml"
-	envStatusTimeout = "PIER_CONFORMANCE_STATUS_TIMEOUT"  // default 60s
-	envAbsentTimeout = "PIER_CONFORMANCE_ABSENT_TIMEOUT"  // default 10s
-	envScaleSettle   = "PIER_CONFORMANCE_SCALE_SETTLE"    // default 60s, as upstream
-	envKeep          = "PIER_CONFORMANCE_KEEP"            // "1" keeps the work dir even when passing
-	envStop          = "PIER_CONFORMANCE_STOP_ON_FAILURE" // "1" stops at the first failed scenario
-	envHelper        = "PIER_CONFORMANCE_TEST_HELPER"     // internal: the test binary plays `pier echo`
-	featuresFromRepo = "../shared/conformance/features"   // relative to the repository root
-)
+// envHelper is internal: the test binary plays `pier echo`.
+const envHelper = "PIER_CONFORMANCE_TEST_HELPER"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(envHelper) == "echo" {
@@ -45,8 +33,8 @@ func TestMain(m *testing.M) {
 //
 // A skip is not a pass: without PIER_CONFORMANCE=1 nothing is checked.
 func TestConformance(t *testing.T) {
-	if os.Getenv(envGate) != "1" {
-		t.Skipf("SKIPPED, NOT PASSED: set %s=1 to run the Ingress conformance suite against pier run (needs haproxy; %s or a buildable ./cmd/pier)", envGate, envPierBin)
+	if os.Getenv(EnvGate) != "1" {
+		t.Skipf("SKIPPED, NOT PASSED: set %s=1 to run the Ingress conformance suite against pier run (needs haproxy; %s or a buildable ./cmd/pier)", EnvGate, EnvPierBin)
 	}
 	if deadline, ok := t.Deadline(); ok && time.Until(deadline) < 10*time.Minute {
 		t.Logf("warning: the test deadline is %s away; a full run takes several minutes (use -timeout 30m)", time.Until(deadline).Round(time.Second))
@@ -55,12 +43,12 @@ func TestConformance(t *testing.T) {
 	opts := optionsFromEnv(t)
 	opts.Logf = t.Logf
 
-	dir, err := os.MkdirTemp(shortTempDir(), "pierc-")
+	dir, err := os.MkdirTemp(ShortTempDir(), "pierc-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if t.Failed() || os.Getenv(envKeep) == "1" {
+		if t.Failed() || os.Getenv(EnvKeep) == "1" {
 			t.Logf("work dir kept: %s (manifests/, state/, logs/)", dir)
 			return
 		}
@@ -83,8 +71,7 @@ func TestConformance(t *testing.T) {
 	}
 
 	var out bytes.Buffer
-	opts.StopOnFailure = os.Getenv(envStop) == "1"
-	status := RunSuite(t.Context(), cluster, opts, paths, os.Getenv(envFormat), io.MultiWriter(os.Stdout, &out))
+	status := RunSuite(t.Context(), cluster, opts, paths, os.Getenv(EnvFormat), io.MultiWriter(os.Stdout, &out))
 	summary := Summary(out.String())
 	t.Logf("godog summary:\n%s", summary)
 	if status != 0 {
@@ -92,79 +79,20 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-// shortTempDir is where the work folder goes: HAProxy's runtime sockets
-// live under the state folder and a Unix socket path has a small limit
-// (pier refuses paths over 90 bytes), so a long TMPDIR is not used.
-func shortTempDir() string {
-	if tmp := os.TempDir(); len(tmp) <= 16 {
-		return tmp
-	}
-	return "/tmp"
-}
-
-// featurePaths returns PIER_CONFORMANCE_FEATURES or the shared features
-// directory beside the repository, checked to exist.
 func featurePaths(t *testing.T) []string {
 	t.Helper()
-	if env := os.Getenv(envFeatures); env != "" {
-		var paths []string
-		for p := range strings.SplitSeq(env, ",") {
-			p = strings.TrimSpace(p)
-			file := p
-			if i := strings.LastIndex(p, ".feature:"); i >= 0 {
-				file = p[:i+len(".feature")]
-			}
-			if _, err := os.Stat(file); err != nil {
-				t.Fatalf("%s: %v", envFeatures, err)
-			}
-			paths = append(paths, p)
-		}
-		return paths
-	}
-	dir, err := defaultFeaturesDir()
+	paths, err := FeaturePaths()
 	if err != nil {
-		t.Fatalf("%v; set %s", err, envFeatures)
+		t.Fatal(err)
 	}
-	return []string{dir}
-}
-
-// defaultFeaturesDir finds ../shared/conformance/features from the
-// repository root (the directory holding go.mod).
-func defaultFeaturesDir() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			features := filepath.Clean(filepath.Join(dir, featuresFromRepo))
-			files, _ := filepath.Glob(filepath.Join(features, "*.feature"))
-			if len(files) == 0 {
-				return "", fmt.Errorf("no .feature files in %s", features)
-			}
-			return features, nil
-		}
-		if filepath.Dir(dir) == dir {
-			return "", fmt.Errorf("no go.mod above %s", wd)
-		}
-	}
+	return paths
 }
 
 func optionsFromEnv(t *testing.T) Options {
 	t.Helper()
-	opts := DefaultOptions()
-	for env, d := range map[string]*time.Duration{
-		envStatusTimeout: &opts.StatusTimeout,
-		envAbsentTimeout: &opts.AbsentStatusTimeout,
-		envScaleSettle:   &opts.ScaleSettle,
-	} {
-		if v := os.Getenv(env); v != "" {
-			parsed, err := time.ParseDuration(v)
-			if err != nil {
-				t.Fatalf("%s: %v", env, err)
-			}
-			*d = parsed
-		}
+	opts, err := OptionsFromEnv(DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
 	}
 	return opts
 }
@@ -172,24 +100,24 @@ func optionsFromEnv(t *testing.T) Options {
 // pierBinary returns PIER_BIN or builds ./cmd/pier into dir.
 func pierBinary(t *testing.T, dir string) string {
 	t.Helper()
-	if bin := os.Getenv(envPierBin); bin != "" {
+	if bin := os.Getenv(EnvPierBin); bin != "" {
 		abs, err := filepath.Abs(bin)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := os.Stat(abs); err != nil {
-			t.Fatalf("%s: %v", envPierBin, err)
+			t.Fatalf("%s: %v", EnvPierBin, err)
 		}
 		return abs
 	}
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		t.Fatalf("no %s and no go tool to build pier: %v", envPierBin, err)
+		t.Fatalf("no %s and no go tool to build pier: %v", EnvPierBin, err)
 	}
 	bin := filepath.Join(dir, "pier")
 	cmd := exec.CommandContext(t.Context(), goBin, "build", "-o", bin, "pier.dev/pier/cmd/pier")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building pier (or set %s): %v\n%s", envPierBin, err, out)
+		t.Fatalf("building pier (or set %s): %v\n%s", EnvPierBin, err, out)
 	}
 	return bin
 }

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -92,9 +94,12 @@ func checkAccess(t *testing.T, srv *Server) {
 // the CRD is cluster-scoped, and the store sets no ownerReference to the
 // source Ingress. Kubernetes accepts such a reference, but the garbage
 // collector treats a namespaced owner of a cluster-scoped object as
-// unresolvable: it reports OwnerRefInvalidNamespace and never deletes the
-// dependent. Deleting load balancers whose sources are gone is therefore
-// the controller's job. If this test starts failing, Kubernetes changed.
+// unresolvable (it may report OwnerRefInvalidNamespace) and never deletes
+// the dependent. Deleting load balancers whose sources are gone is
+// therefore the controller's job. Two controls show the collector was
+// working on both the Ingress and the LoadBalancers: a ConfigMap owned by
+// the same Ingress goes, and a LoadBalancer owned by a cluster-scoped
+// IngressClass goes. If this test starts failing, Kubernetes changed.
 func TestIngressCannotOwnLoadBalancer(t *testing.T) {
 	srv := Shared(t)
 	ctx := t.Context()
@@ -117,27 +122,50 @@ func TestIngressCannotOwnLoadBalancer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	class, err := cs.NetworkingV1().IngressClasses().Create(ctx, &networkingv1.IngressClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "owner"},
+		Spec:       networkingv1.IngressClassSpec{Controller: "pier.dev/ingress-controller"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ingRef := metav1.OwnerReference{APIVersion: "networking.k8s.io/v1", Kind: "Ingress", Name: ing.Name, UID: ing.UID}
+	classRef := metav1.OwnerReference{APIVersion: "networking.k8s.io/v1", Kind: "IngressClass", Name: class.Name, UID: class.UID}
+	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name: "owned-by-ingress", OwnerReferences: []metav1.OwnerReference{ingRef}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	lbs := dynamic.NewForConfigOrDie(srv.Config()).Resource(
 		schema.GroupVersionResource{Group: "pier.dev", Version: "v1alpha1", Resource: "loadbalancers"})
-	lb := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "pier.dev/v1alpha1", "kind": "LoadBalancer",
-		"metadata": map[string]any{"name": "owned-by-ingress", "ownerReferences": []any{map[string]any{
-			"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "name": ing.Name, "uid": string(ing.UID)}}},
-		"spec": map[string]any{"provider": "haproxy"},
-	}}
-	if _, err := lbs.Create(ctx, lb, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("the API server refused the reference (then the store could rely on that instead): %v", err)
-	}
+	createOwnedLB(t, lbs, "owned-by-ingress", ingRef)
+	createOwnedLB(t, lbs, "owned-by-class", classRef)
+
 	if err := cs.NetworkingV1().Ingresses("default").Delete(ctx, ing.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, "OwnerRefInvalidNamespace event", func() (bool, error) {
-		evs, err := cs.CoreV1().Events("").List(ctx, metav1.ListOptions{
-			FieldSelector: "involvedObject.name=owned-by-ingress,reason=OwnerRefInvalidNamespace"})
-		return err == nil && len(evs.Items) > 0, err
+	if err := cs.NetworkingV1().IngressClasses().Delete(ctx, class.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "controls garbage-collected", func() (bool, error) {
+		_, cmErr := cs.CoreV1().ConfigMaps("default").Get(ctx, "owned-by-ingress", metav1.GetOptions{})
+		_, lbErr := lbs.Get(ctx, "owned-by-class", metav1.GetOptions{})
+		return apierrors.IsNotFound(cmErr) && apierrors.IsNotFound(lbErr), nil
 	})
-	time.Sleep(2 * time.Second) // give a (changed) collector the chance to act anyway
+	time.Sleep(2 * time.Second) // the collector works its queue in parallel
 	if _, err := lbs.Get(ctx, "owned-by-ingress", metav1.GetOptions{}); err != nil {
-		t.Fatalf("the load balancer was garbage-collected after all: %v", err)
+		t.Fatalf("the Ingress's load balancer was garbage-collected after all: %v", err)
+	}
+}
+
+func createOwnedLB(t *testing.T, lbs dynamic.ResourceInterface, name string, owner metav1.OwnerReference) {
+	t.Helper()
+	lb := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "pier.dev/v1alpha1", "kind": "LoadBalancer",
+		"metadata": map[string]any{"name": name, "ownerReferences": []any{map[string]any{
+			"apiVersion": owner.APIVersion, "kind": owner.Kind, "name": owner.Name, "uid": string(owner.UID)}}},
+		"spec": map[string]any{"provider": "haproxy"},
+	}}
+	if _, err := lbs.Create(t.Context(), lb, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create %s (a refusal would be a fact to rely on instead): %v", name, err)
 	}
 }

@@ -160,6 +160,13 @@ func (s *Server) Dir() string { return s.dir }
 // Stop ends every process and removes the server's folder. It is safe to
 // call more than once.
 func (s *Server) Stop() {
+	s.stopProcesses()
+	if s.dir != "" && os.Getenv("PIER_KUBEAPI_KEEP") == "" {
+		os.RemoveAll(s.dir)
+	}
+}
+
+func (s *Server) stopProcesses() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Reverse start order: clients before the apiserver before its storage.
@@ -167,9 +174,29 @@ func (s *Server) Stop() {
 	s.apiserver.stop(15 * time.Second)
 	s.etcd.stop(10 * time.Second)
 	s.kcm, s.apiserver, s.etcd = nil, nil, nil
-	if s.dir != "" && os.Getenv("PIER_KUBEAPI_KEEP") == "" {
-		os.RemoveAll(s.dir)
+}
+
+// saveLogs copies the components' logs to a new folder under os.TempDir
+// (not tmpfs: they should outlive the run) and returns its path.
+func (s *Server) saveLogs() (string, error) {
+	logs, err := filepath.Glob(filepath.Join(s.dir, "*.log"))
+	if err != nil {
+		return "", err
 	}
+	dst, err := os.MkdirTemp("", "pier-kubeapi-logs-")
+	if err != nil {
+		return "", err
+	}
+	for _, src := range logs {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return dst, err
+		}
+		if err := os.WriteFile(filepath.Join(dst, filepath.Base(src)), data, 0o600); err != nil {
+			return dst, err
+		}
+	}
+	return dst, nil
 }
 
 // RestartAPIServer stops kube-apiserver and starts it again on the same

@@ -102,6 +102,12 @@ func TestControllerManager(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// Pods are refused until the namespace's default ServiceAccount exists,
+	// and the ReplicaSet controller backs off exponentially meanwhile.
+	eventually(t, 2*time.Minute, "default ServiceAccount", func() (bool, error) {
+		_, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, err
+	})
 	labels := map[string]string{"app": "echo"}
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "echo"},
@@ -118,7 +124,7 @@ func TestControllerManager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, "two pods of the deployment", func() (bool, error) {
+	eventually(t, 2*time.Minute, "two pods of the deployment", func() (bool, error) {
 		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=echo"})
 		return err == nil && len(pods.Items) == 2, err
 	})
@@ -128,14 +134,14 @@ func TestControllerManager(t *testing.T) {
 	if err := cs.AppsV1().Deployments(ns).Delete(ctx, dep.Name, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, "pods garbage-collected", func() (bool, error) {
+	eventually(t, 2*time.Minute, "pods garbage-collected", func() (bool, error) {
 		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		return err == nil && len(pods.Items) == 0, err
 	})
 	if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, "namespace deleted", func() (bool, error) {
+	eventually(t, 2*time.Minute, "namespace deleted", func() (bool, error) {
 		_, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), err
 	})

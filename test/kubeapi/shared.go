@@ -39,21 +39,33 @@ func Main(m *testing.M, opts Options) {
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-sig
-		stopShared()
+		stopShared(false)
 		os.Exit(2)
 	}()
 	code := m.Run()
-	stopShared()
+	stopShared(code != 0)
 	os.Exit(code)
 }
 
-func stopShared() {
+// stopShared stops the shared server; keepLogs first copies the
+// components' logs out of its folder (on tmpfs, removed by Stop) so that a
+// failed run can be looked into.
+func stopShared(keepLogs bool) {
 	sharedMu.Lock()
 	defer sharedMu.Unlock()
-	if shared != nil {
-		shared.Stop()
-		shared = nil
+	if shared == nil {
+		return
 	}
+	shared.stopProcesses() // so the logs are complete
+	if keepLogs {
+		if dir, err := shared.saveLogs(); err != nil {
+			fmt.Fprintf(os.Stderr, "kubeapi: tests failed; could not keep the component logs: %v\n", err)
+		} else {
+			fmt.Fprintf(os.Stderr, "kubeapi: tests failed; component logs kept in %s\n", dir)
+		}
+	}
+	shared.Stop()
+	shared = nil
 }
 
 // Shared returns the test binary's server, starting it on first use. It

@@ -169,19 +169,14 @@ func notify(ch chan struct{}) {
 	}
 }
 
-// notifyIfChanged ignores resyncs and status-only updates of objects pier
-// writes itself: an Ingress status write must not trigger a rebuild.
+// notifyIfChanged ignores resyncs and Node heartbeats. An Ingress status
+// change does trigger a pass, even pier's own: the writer skips what is
+// already right, and a status someone else cleared must be repaired.
 func notifyIfChanged(ch chan struct{}, old, cur any) {
 	o, ok1 := old.(metav1.Object)
 	c, ok2 := cur.(metav1.Object)
 	if ok1 && ok2 && o.GetResourceVersion() == c.GetResourceVersion() {
 		return
-	}
-	if oi, ok := old.(*networkingv1.Ingress); ok {
-		if ci, ok := cur.(*networkingv1.Ingress); ok && oi.Generation == ci.Generation &&
-			equalStrings(oi.Annotations, ci.Annotations) && equalStrings(oi.Labels, ci.Labels) {
-			return
-		}
 	}
 	if on, ok := old.(*corev1.Node); ok {
 		if cn, ok := cur.(*corev1.Node); ok && nodeReady(on) == nodeReady(cn) && equalStrings(on.Labels, cn.Labels) {

@@ -116,3 +116,66 @@ func TestPutStatusRetriesOnConflict(t *testing.T) {
 		t.Fatalf("status = %+v, want %+v", got, mine)
 	}
 }
+
+// TestPutSpecOnStaleView: a controller whose last view of a LoadBalancer
+// predates another controller's spec write gets ErrConflict, even outside
+// the read-write window; calling again overwrites on purpose. A status
+// write in between does not count as a competing spec.
+func TestPutSpecOnStaleView(t *testing.T) {
+	s1 := newStore(t, nil, nil)
+	s2 := newStore(t, nil, nil)
+	agent := newStore(t, nil, nil)
+	if err := s1.PutSpec(t.Context(), storetest.Sample("lb")); err != nil {
+		t.Fatal(err)
+	}
+	if err := agent.PutStatus(t.Context(), "lb", model.Status{State: model.StateActive}); err != nil {
+		t.Fatal(err)
+	}
+	mine := storetest.Sample("lb")
+	mine.VIP = "127.10.0.3"
+	if err := s1.PutSpec(t.Context(), mine); err != nil {
+		t.Fatalf("PutSpec after another process's status write: %v", err)
+	}
+	other := storetest.Sample("lb")
+	other.VIP = "127.10.0.2"
+	if err := s2.PutSpec(t.Context(), other); err != nil {
+		t.Fatal(err)
+	}
+	mine.VIP = "127.10.0.4"
+	if err := s1.PutSpec(t.Context(), mine); !errors.Is(err, ErrConflict) {
+		t.Fatalf("PutSpec on a stale view: err = %v, want ErrConflict", err)
+	}
+	if got := mustGet(t, s1, "lb").VIP; got != "127.10.0.2" {
+		t.Fatalf("VIP = %s after the refused write, want 127.10.0.2", got)
+	}
+	if err := s1.PutSpec(t.Context(), mine); err != nil {
+		t.Fatalf("second PutSpec (fresh read): %v", err)
+	}
+	if got := mustGet(t, s1, "lb").VIP; got != "127.10.0.4" {
+		t.Fatalf("VIP = %s, want 127.10.0.4", got)
+	}
+}
+
+// TestPutSpecAfterForeignDelete: the object this store wrote was deleted by
+// another process; the next PutSpec says so, the one after recreates it.
+func TestPutSpecAfterForeignDelete(t *testing.T) {
+	s1 := newStore(t, nil, nil)
+	s2 := newStore(t, nil, nil)
+	lb := storetest.Sample("lb")
+	if err := s1.PutSpec(t.Context(), lb); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Delete(t.Context(), "lb"); err != nil {
+		t.Fatal(err)
+	}
+	lb.VIP = "127.10.0.5"
+	if err := s1.PutSpec(t.Context(), lb); !errors.Is(err, ErrConflict) {
+		t.Fatalf("PutSpec after a foreign delete: err = %v, want ErrConflict", err)
+	}
+	if err := s1.PutSpec(t.Context(), lb); err != nil {
+		t.Fatalf("PutSpec to recreate: %v", err)
+	}
+	if got := mustGet(t, s1, "lb").VIP; got != "127.10.0.5" {
+		t.Fatalf("VIP = %s, want 127.10.0.5", got)
+	}
+}

@@ -4,14 +4,21 @@
 // its spec, agents write its status through the status subresource.
 //
 // Concurrency is optimistic, on resourceVersion. Writers in one process are
-// serialised per UUID, so a conflict always means another process wrote:
+// serialised per UUID, and each write goes on top of the version this store
+// last saw (its own last write or a read; kept per UUID), so a conflict
+// always means another process wrote since:
 //
 //   - PutStatus retries on a fresh read: status is a report, the newest
 //     writer wins.
 //   - PutSpec retries only if the other write left the spec alone (an agent's
-//     status, a label); if the spec changed, it returns ErrConflict. Two
-//     controllers that both believe they lead therefore cannot both win a
-//     race for a LoadBalancer: one of them gets the error.
+//     status); if the spec changed or the object was deleted, it returns
+//     ErrConflict. Two controllers that both believe they lead therefore
+//     never both win: the one that wrote second learns it, and calling again
+//     (from a fresh read) is a deliberate decision to overwrite.
+//
+// No ownerReferences are set: the garbage collector ignores a namespaced
+// owner (an Ingress) of a cluster-scoped object, so the controller deletes
+// LoadBalancers whose sources are gone (test/kubeapi pins that fact).
 package kube
 
 import (
@@ -31,7 +38,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/retry"
 
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/store"
@@ -73,6 +79,7 @@ type Store struct {
 	// locks serialise this process's writers per UUID (sharded: bounded
 	// memory, rare false sharing).
 	locks [64]sync.Mutex
+	cache objectCache
 
 	mu       sync.Mutex
 	closed   bool
@@ -133,9 +140,18 @@ func (s *Store) get(ctx context.Context, uuid string) (*unstructured.Unstructure
 	return u, err
 }
 
+// read is get that also remembers the object for the next write.
+func (s *Store) read(ctx context.Context, uuid string) (*unstructured.Unstructured, error) {
+	u, err := s.get(ctx, uuid)
+	if err == nil {
+		s.cache.put(u)
+	}
+	return u, err
+}
+
 // Get returns the LoadBalancer with the given UUID.
 func (s *Store) Get(ctx context.Context, uuid string) (*model.LoadBalancer, error) {
-	u, err := s.get(ctx, uuid)
+	u, err := s.read(ctx, uuid)
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", uuid, err)
 	}
@@ -192,6 +208,7 @@ func (s *Store) Delete(ctx context.Context, uuid string) error {
 		return fmt.Errorf("delete: %w", store.ErrNotFound)
 	}
 	defer s.lock(uuid)()
+	s.cache.forget(uuid)
 	err := s.client.Delete(ctx, uuid, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete %s: %w (%w)", uuid, store.ErrNotFound, err)
@@ -200,47 +217,6 @@ func (s *Store) Delete(ctx context.Context, uuid string) error {
 		return fmt.Errorf("delete %s: %w", uuid, err)
 	}
 	return nil
-}
-
-// PutStatus replaces the Status of an existing LoadBalancer through the
-// status subresource, retrying on a fresh read when another writer got in
-// first. An unchanged status is not written.
-func (s *Store) PutStatus(ctx context.Context, uuid string, status model.Status) error {
-	defer s.lock(uuid)()
-	want, err := encodeStatus(status)
-	if err != nil {
-		return fmt.Errorf("put status %s: %w", uuid, err)
-	}
-	err = retry.OnError(statusBackoff, apierrors.IsConflict, func() error {
-		u, err := s.get(ctx, uuid)
-		if err != nil {
-			return err
-		}
-		cur, err := decode(u)
-		if err != nil {
-			return err
-		}
-		if fullKey(cur) == fullKey(withStatus(cur, status)) {
-			return nil
-		}
-		u.Object["status"] = want
-		s.hook(uuid)
-		_, err = s.client.UpdateStatus(ctx, u, s.updateOptions())
-		if apierrors.IsConflict(err) {
-			s.log.Debug("status write conflicted; retrying on a fresh read", "uuid", uuid)
-		}
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("put status %s: %w", uuid, err)
-	}
-	return nil
-}
-
-func withStatus(lb *model.LoadBalancer, status model.Status) *model.LoadBalancer {
-	c := *lb
-	c.Status = status
-	return &c
 }
 
 func (s *Store) hook(uuid string) {

@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/store"
@@ -22,69 +23,111 @@ const specAttempts = 10
 // creationTimestamp; its Status is lb.Status with an empty State made
 // PENDING. A PutSpec that changes nothing writes nothing.
 //
-// If another process changes the spec between PutSpec's read and its write,
-// PutSpec returns an error matching ErrConflict and the other write stands.
+// PutSpec writes on top of the version this store last saw (its own last
+// write, or a read). If another process changed the spec since, or deleted
+// the object, PutSpec returns an error matching ErrConflict and the other
+// write stands; the caller re-evaluates and calls again, which starts from
+// a fresh read. Writes that left the spec alone (an agent's status) are
+// retried over.
+//
+// PutSpec sets no ownerReferences: an Ingress cannot own a cluster-scoped
+// object (the garbage collector ignores the reference), so the controller
+// deletes LoadBalancers whose sources are gone.
 func (s *Store) PutSpec(ctx context.Context, lb *model.LoadBalancer) error {
 	if lb == nil || lb.UUID == "" {
 		return errors.New("put spec: load balancer has no UUID")
 	}
 	defer s.lock(lb.UUID)()
+	// base is set once a write lost: the version it was based on, and why.
+	var base *unstructured.Unstructured
+	var lost error
+	if u := s.cache.get(lb.UUID); u != nil && specDiffers(u, lb) {
+		err := s.writeSpec(ctx, u, lb)
+		if err == nil || !lostRace(err) {
+			return wrapPut("put spec", lb.UUID, err)
+		}
+		base, lost = u, err
+	}
 	for range specAttempts {
-		again, err := s.putSpecOnce(ctx, lb)
-		if !again {
-			if err != nil {
-				return fmt.Errorf("put spec %s: %w", lb.UUID, err)
-			}
+		u, err := s.read(ctx, lb.UUID)
+		switch {
+		case errors.Is(err, store.ErrNotFound) && base != nil:
+			return fmt.Errorf("put spec %s: %w: deleted meanwhile (%w)", lb.UUID, ErrConflict, lost)
+		case errors.Is(err, store.ErrNotFound):
+			return wrapPut("put spec", lb.UUID, s.create(ctx, lb))
+		case err != nil:
+			return wrapPut("put spec", lb.UUID, err)
+		case base != nil && specKeyOf(u) != specKeyOf(base):
+			return fmt.Errorf("put spec %s: %w (%w)", lb.UUID, ErrConflict, lost)
+		case !specDiffers(u, lb):
 			return nil
 		}
-		s.log.Debug("spec write conflicted with a status write; retrying", "uuid", lb.UUID)
+		if err = s.writeSpec(ctx, u, lb); err == nil || !lostRace(err) {
+			return wrapPut("put spec", lb.UUID, err)
+		}
+		base, lost = u, err
+		s.log.Debug("spec write lost a race; checking what changed", "uuid", lb.UUID)
 	}
 	return fmt.Errorf("put spec %s: %w: still conflicting after %d attempts", lb.UUID, ErrConflict, specAttempts)
 }
 
-// putSpecOnce is one read-compare-write. again means the write lost to a
-// change that did not touch the spec.
-func (s *Store) putSpecOnce(ctx context.Context, lb *model.LoadBalancer) (again bool, err error) {
-	u, err := s.get(ctx, lb.UUID)
-	if errors.Is(err, store.ErrNotFound) {
-		return false, s.create(ctx, lb)
+// lostRace: the object changed (409) or went away (404) since it was read.
+func lostRace(err error) bool { return apierrors.IsConflict(err) || apierrors.IsNotFound(err) }
+
+func wrapPut(what, uuid string, err error) error {
+	if err == nil {
+		return nil
 	}
-	if err != nil {
-		return false, err
-	}
+	return fmt.Errorf("%s %s: %w", what, uuid, err)
+}
+
+// specDiffers reports whether writing lb's spec would change u.
+func specDiffers(u *unstructured.Unstructured, lb *model.LoadBalancer) bool {
 	cur, err := decode(u)
 	if err != nil {
-		return false, err
+		return true
 	}
 	next := *lb
 	next.Status, next.CreatedAt = cur.Status, cur.CreatedAt
-	if specKey(&next) == specKey(cur) {
-		return false, nil
-	}
-	spec, err := encodeSpec(&next, hasSpecCreatedAt(u))
-	if err != nil {
-		return false, err
-	}
-	u.Object["spec"] = spec
-	s.hook(lb.UUID)
-	_, err = s.client.Update(ctx, u, s.updateOptions())
-	if !apierrors.IsConflict(err) {
-		return false, err
-	}
-	fresh, ferr := s.Get(ctx, lb.UUID)
-	switch {
-	case errors.Is(ferr, store.ErrNotFound):
-		return false, fmt.Errorf("%w: deleted meanwhile (%w)", ErrConflict, err)
-	case ferr != nil:
-		return false, ferr
-	case specKey(fresh) != specKey(cur):
-		return false, fmt.Errorf("%w (%w)", ErrConflict, err)
-	}
-	return true, nil
+	return specKey(&next) != specKey(cur)
 }
 
-// create writes a new object, then its initial status: the API server
-// ignores status in a create when the status subresource is on.
+func specKeyOf(u *unstructured.Unstructured) string {
+	lb, err := decode(u)
+	if err != nil {
+		return "undecodable:" + u.GetResourceVersion()
+	}
+	return specKey(lb)
+}
+
+// writeSpec updates u (with its resourceVersion as precondition) to lb's
+// spec, keeping u's CreatedAt, and caches the result.
+func (s *Store) writeSpec(ctx context.Context, u *unstructured.Unstructured, lb *model.LoadBalancer) error {
+	cur, err := decode(u)
+	if err != nil {
+		return err
+	}
+	next := *lb
+	next.CreatedAt = cur.CreatedAt
+	spec, err := encodeSpec(&next, hasSpecCreatedAt(u))
+	if err != nil {
+		return err
+	}
+	w := u.DeepCopy()
+	w.Object["spec"] = spec
+	s.hook(lb.UUID)
+	written, err := s.client.Update(ctx, w, s.updateOptions())
+	if err != nil {
+		s.cache.forget(lb.UUID)
+		return err
+	}
+	s.cache.put(written)
+	return nil
+}
+
+// create writes a new object, then its initial status unless that is a
+// bare PENDING: the API server ignores status in a create when the status
+// subresource is on.
 func (s *Store) create(ctx context.Context, lb *model.LoadBalancer) error {
 	spec, err := encodeSpec(lb, !lb.CreatedAt.IsZero())
 	if err != nil {
@@ -104,20 +147,84 @@ func (s *Store) create(ctx context.Context, lb *model.LoadBalancer) error {
 	if err != nil {
 		return err
 	}
+	s.cache.put(created)
 	status := lb.Status
 	if status.State == "" {
 		status.State = model.StatePending
 	}
-	if created.Object["status"], err = encodeStatus(status); err != nil {
-		return err
-	}
-	_, err = s.client.UpdateStatus(ctx, created, s.updateOptions())
-	if apierrors.IsConflict(err) {
-		// An agent reported already; its status is newer than ours.
+	if status == (model.Status{State: model.StatePending}) {
+		// Nothing to write: an object without a status reads as PENDING
+		// (decode). The controller creates every object this way, and
+		// its role may not write the status subresource (rbac.yaml:
+		// agents own status).
 		return nil
+	}
+	err = s.writeStatus(ctx, created, status)
+	if apierrors.IsConflict(err) {
+		return nil // an agent reported already; its status is newer than ours
 	}
 	if err != nil {
 		return fmt.Errorf("initial status (the object exists and reads as PENDING): %w", err)
 	}
+	return nil
+}
+
+// PutStatus replaces the Status of an existing LoadBalancer through the
+// status subresource, retrying on a fresh read when another writer got in
+// first: status is a report, the newest one wins. An unchanged status is
+// not written.
+func (s *Store) PutStatus(ctx context.Context, uuid string, status model.Status) error {
+	defer s.lock(uuid)()
+	// On top of the cached object first: one round trip when nobody else
+	// wrote. A cached "unchanged" proves nothing, so that goes to a read.
+	if u := s.cache.get(uuid); u != nil && statusDiffers(u, status) {
+		err := s.writeStatus(ctx, u, status)
+		if err == nil || !lostRace(err) {
+			return wrapPut("put status", uuid, err)
+		}
+	}
+	err := retry.OnError(statusBackoff, apierrors.IsConflict, func() error {
+		u, err := s.read(ctx, uuid)
+		if err != nil || !statusDiffers(u, status) {
+			return err
+		}
+		err = s.writeStatus(ctx, u, status)
+		if apierrors.IsConflict(err) {
+			s.log.Debug("status write conflicted; retrying on a fresh read", "uuid", uuid)
+		}
+		return err
+	})
+	if apierrors.IsNotFound(err) && !errors.Is(err, store.ErrNotFound) {
+		err = fmt.Errorf("%w (%w)", store.ErrNotFound, err) // deleted between read and write
+	}
+	return wrapPut("put status", uuid, err)
+}
+
+func statusDiffers(u *unstructured.Unstructured, status model.Status) bool {
+	cur, err := decode(u)
+	if err != nil {
+		return true
+	}
+	next := *cur
+	next.Status = status
+	return fullKey(&next) != fullKey(cur)
+}
+
+// writeStatus updates u's status (with its resourceVersion as precondition)
+// and caches the result.
+func (s *Store) writeStatus(ctx context.Context, u *unstructured.Unstructured, status model.Status) error {
+	st, err := encodeStatus(status)
+	if err != nil {
+		return err
+	}
+	w := u.DeepCopy()
+	w.Object["status"] = st
+	s.hook(u.GetName())
+	written, err := s.client.UpdateStatus(ctx, w, s.updateOptions())
+	if err != nil {
+		s.cache.forget(u.GetName())
+		return err
+	}
+	s.cache.put(written)
 	return nil
 }
