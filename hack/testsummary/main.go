@@ -49,7 +49,13 @@ func main() {
 				continue
 			}
 			if strings.Contains(ev.Test, "/") {
-				continue // subtests count through their parent
+				// Subtests count through their parent, but a failing one
+				// is where the message is: print it.
+				if ev.Action == "fail" {
+					fmt.Printf("--- FAIL %s %s\n%s", ev.Package, ev.Test, strings.Join(outputs[key], ""))
+				}
+				delete(outputs, key)
+				continue
 			}
 			switch ev.Action {
 			case "pass":

@@ -90,6 +90,11 @@ func (a *Agent) apply(ctx context.Context, lb *model.LoadBalancer) error {
 	}
 	if inst == nil {
 		inst, err = a.startInstance(ctx, lb, dir, certsChanged)
+		if inst != nil {
+			// Running (adopted) even if bringing it up to date failed: the
+			// next attempt must reload this instance, not adopt it again.
+			a.lbs[lb.UUID] = inst
+		}
 	} else {
 		err = a.update(ctx, inst, lb, opts)
 	}
@@ -137,10 +142,14 @@ func (a *Agent) startInstance(ctx context.Context, lb *model.LoadBalancer, dir s
 		return nil, fmt.Errorf("start haproxy: %w", err)
 	}
 	inst := &instance{dir: dir, proc: proc}
-	changed, err := proc.ConfigChanged()
-	if err == nil && !changed && !certsChanged {
+	if !proc.Adopted() {
 		a.cfg.Metrics.Reloads.WithLabelValues("started").Inc()
 		a.cfg.Logger.Info("haproxy running", "lb", lb.Name, "uuid", lb.UUID, "vip", lb.VIP, "fip", lb.FIP, "dir", dir)
+		return inst, nil
+	}
+	changed, err := proc.ConfigChanged()
+	if err == nil && !changed && !certsChanged {
+		a.cfg.Logger.Info("adopted running haproxy; config unchanged, no reload", "lb", lb.Name, "uuid", lb.UUID)
 		return inst, nil
 	}
 	// Start adopted a master that a previous agent left running with an

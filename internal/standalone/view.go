@@ -22,9 +22,12 @@ type view struct {
 	logger     *slog.Logger
 	problemLog pipeline.ProblemLog
 	mu         sync.RWMutex
-	snap       *source.Snapshot
+	snap       *source.Snapshot           // the last snapshot translated, with its problems
 	problems   map[string][]model.Problem // by "namespace/name" of the Ingress
-	published  map[string][]networkingv1.IngressLoadBalancerIngress
+	// secrets is the newest snapshot, set before anything built from it
+	// is stored, so the agent never finds a Secret older than the spec.
+	secrets   *source.Snapshot
+	published map[string][]networkingv1.IngressLoadBalancerIngress
 }
 
 func newView(logger *slog.Logger) *view {
@@ -32,6 +35,7 @@ func newView(logger *slog.Logger) *view {
 		logger:     logger,
 		problemLog: pipeline.ProblemLog{Logger: logger},
 		snap:       &source.Snapshot{},
+		secrets:    &source.Snapshot{},
 		problems:   map[string][]model.Problem{},
 		published:  map[string][]networkingv1.IngressLoadBalancerIngress{},
 	}
@@ -58,7 +62,7 @@ func (v *view) Ingress(namespace, name string) (*networkingv1.Ingress, []model.P
 func (v *view) TLSPair(namespace, name string) (certPEM, keyPEM []byte, err error) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	s := v.snap.Secret(namespace, name)
+	s := v.secrets.Secret(namespace, name)
 	if s == nil {
 		return nil, nil, fmt.Errorf("secret %s/%s not found", namespace, name)
 	}
@@ -70,7 +74,7 @@ func (v *view) TLSPair(namespace, name string) (certPEM, keyPEM []byte, err erro
 func (v *view) observe(snap *source.Snapshot) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.snap = snap
+	v.secrets = snap
 }
 
 // Report implements pipeline.ProblemSink: the problems are kept for the

@@ -337,3 +337,10 @@ func (i *Instance) StopStale(ctx context.Context) error {
 	i.mu.Unlock()
 	return i.Stop(ctx)
 }
+
+// Adopted reports whether the running master was adopted from a previous
+// pier process rather than started by this Instance.
+func (i *Instance) Adopted() bool {
+	m := i.cur.Load()
+	return m != nil && m.adopted
+}
