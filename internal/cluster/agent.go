@@ -17,7 +17,6 @@ import (
 	"pier.dev/pier/internal/api"
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/metrics"
-	kubestore "pier.dev/pier/internal/store/kube"
 )
 
 // AgentConfig is what `pier agent` takes from its flags.
@@ -47,15 +46,7 @@ func RunAgent(ctx context.Context, cfg AgentConfig, logger *slog.Logger) error {
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return fmt.Errorf("create state dir: %w", err)
 	}
-	restCfg, err := RestConfig(cfg.Kubeconfig)
-	if err != nil {
-		return err
-	}
-	client, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		return fmt.Errorf("kubernetes client: %w", err)
-	}
-	st, err := kubestore.New(restCfg, kubestore.Options{Logger: logger.With("component", "store")})
+	client, st, err := connect(cfg.Kubeconfig, logger)
 	if err != nil {
 		return err
 	}

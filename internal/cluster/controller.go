@@ -65,6 +65,24 @@ func RestConfig(path string) (*rest.Config, error) {
 	return cfg, nil
 }
 
+// connect opens what both commands need: a client and the LoadBalancer
+// store on the custom resource.
+func connect(kubeconfig string, logger *slog.Logger) (kubernetes.Interface, *kubestore.Store, error) {
+	restCfg, err := RestConfig(kubeconfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	st, err := kubestore.New(restCfg, kubestore.Options{Logger: logger.With("component", "store")})
+	if err != nil {
+		return nil, nil, err
+	}
+	return client, st, nil
+}
+
 // RunController runs `pier controller` until ctx ends or leadership is
 // lost (the process then exits, so a restart starts clean). Every replica
 // serves the API; only the leader allocates addresses, writes load
@@ -78,15 +96,7 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 	if err != nil {
 		return err
 	}
-	restCfg, err := RestConfig(cfg.Kubeconfig)
-	if err != nil {
-		return err
-	}
-	client, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		return fmt.Errorf("kubernetes client: %w", err)
-	}
-	st, err := kubestore.New(restCfg, kubestore.Options{Logger: logger.With("component", "store")})
+	client, st, err := connect(cfg.Kubeconfig, logger)
 	if err != nil {
 		return err
 	}
