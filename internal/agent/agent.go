@@ -1,42 +1,45 @@
 // Package agent is the node role (the seed's vrouter-agent): it watches the
-// store for LoadBalancers placed on its node and runs each with HAProxy —
-// render, check with `haproxy -c`, then start, reload, or change members
-// through the runtime API — and reports what it applied back into the
-// LoadBalancer's status. It depends on the model, not on Kubernetes types.
+// store for LoadBalancers placed on its node, hands each to the driver of
+// its provider (package driver; HAProxy is the first, haproxydriver), and
+// reports what was applied back into the LoadBalancer's status. The core
+// here queues, coalesces and retries changes and knows no data plane. It
+// depends on the model, not on Kubernetes types.
 package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
-	"sync"
 	"time"
 
+	"pier.dev/pier/internal/agent/driver"
+	"pier.dev/pier/internal/agent/haproxydriver"
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/store"
 )
 
-// Secrets gives the agent the TLS material a Certificate references.
-type Secrets interface {
-	// TLSPair returns the tls.crt and tls.key of Secret namespace/name.
-	TLSPair(namespace, name string) (certPEM, keyPEM []byte, err error)
-}
+// Secrets gives the HAProxy driver the TLS material a Certificate
+// references.
+type Secrets = haproxydriver.Secrets
 
 // Config configures an Agent.
 type Config struct {
-	Node          string
-	StateDir      string // LoadBalancer folders live in <StateDir>/haproxy/<uuid>/
-	Store         store.Store
+	Node  string
+	Store store.Store
+	// Drivers run the load balancers, one per provider. When empty, the
+	// agent runs the HAProxy driver configured by the fields below.
+	Drivers []driver.Driver
+
+	StateDir      string // LoadBalancer folders live below <StateDir>/haproxy (package layout)
 	Secrets       Secrets
 	HAProxyBinary string
 	Render        render.Options
-	// StopOnExit stops HAProxy gracefully when Run returns (pier run).
-	// The node agent leaves it serving, so that restarting the agent
-	// drops nothing; the next agent adopts the running instances.
+
+	// StopOnExit stops the data plane gracefully when Run returns (pier
+	// run). The node agent leaves it serving, so that restarting the
+	// agent drops nothing; the next agent adopts what runs.
 	StopOnExit bool
 	Metrics    *metrics.Metrics
 	Logger     *slog.Logger
@@ -49,14 +52,13 @@ const retryAfter = 5 * time.Second
 
 // Agent applies LoadBalancers placed on one node.
 type Agent struct {
-	cfg Config
-	lbs map[string]*instance // running here, by UUID
-	// stopping holds a channel per UUID whose HAProxy is being stopped;
-	// it is closed when the stop has finished.
-	stopping map[string]chan struct{}
-	stops    sync.WaitGroup
-	pending  map[string]*model.LoadBalancer
-	retry    map[string]time.Time
+	cfg     Config
+	err     error // from New: Run returns it
+	drivers map[model.Provider]driver.Driver
+	// applied is the spec running here, by UUID, and its driver.
+	applied map[string]*model.LoadBalancer
+	pending map[string]*model.LoadBalancer // nil: delete
+	retry   map[string]time.Time
 	// failed holds the spec hash of each LoadBalancer whose last apply
 	// failed; the same spec is tried again only by the retry timer.
 	failed map[string]string
@@ -64,27 +66,40 @@ type Agent struct {
 
 // New returns an Agent; Run starts it.
 func New(cfg Config) *Agent {
-	if cfg.HAProxyBinary == "" {
-		cfg.HAProxyBinary = "haproxy"
+	a := &Agent{
+		cfg:     cfg,
+		drivers: map[model.Provider]driver.Driver{},
+		applied: map[string]*model.LoadBalancer{},
+		pending: map[string]*model.LoadBalancer{},
+		retry:   map[string]time.Time{},
+		failed:  map[string]string{},
 	}
-	return &Agent{
-		cfg:      cfg,
-		lbs:      map[string]*instance{},
-		stopping: map[string]chan struct{}{},
-		pending:  map[string]*model.LoadBalancer{},
-		retry:    map[string]time.Time{},
-		failed:   map[string]string{},
+	if len(cfg.Drivers) == 0 {
+		d, err := haproxydriver.New(haproxydriver.Config{StateDir: cfg.StateDir, Binary: cfg.HAProxyBinary,
+			Render: cfg.Render, Secrets: cfg.Secrets, Metrics: cfg.Metrics, Logger: cfg.Logger})
+		if err != nil {
+			a.err = fmt.Errorf("haproxy driver: %w", err)
+			return a
+		}
+		cfg.Drivers = []driver.Driver{d}
 	}
+	for _, d := range cfg.Drivers {
+		a.drivers[d.Provider()] = d
+	}
+	return a
 }
 
 // Run applies store changes until ctx ends.
 func (a *Agent) Run(ctx context.Context) error {
+	if a.err != nil {
+		return a.err
+	}
 	events, err := a.cfg.Store.Watch(ctx)
 	if err != nil {
 		return fmt.Errorf("watch load balancers: %w", err)
 	}
 	defer a.shutdown()
-	if err := a.stopOrphans(ctx); err != nil {
+	if err := a.recover(ctx); err != nil {
 		return err
 	}
 	ticker := time.NewTicker(time.Second)
@@ -101,8 +116,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.drain(events)
 		case <-ticker.C:
 			a.queueRetries()
-			a.queueRestarted()
-			a.forgetStopped()
+			a.queueDrifted()
 		}
 		a.applyPending(ctx)
 	}
@@ -137,9 +151,8 @@ func (a *Agent) queue(ev store.Event) {
 	}
 	// Status writes (ours included) come back as events: a spec this node
 	// already runs needs nothing, and re-applying it would report again,
-	// which would come back again.
-	if inst := a.lbs[lb.UUID]; inst != nil && inst.applied != nil && !inst.restarted() &&
-		inst.applied.SpecHash() == lb.SpecHash() && lb.Status.State == model.StateActive {
+	// which would come back again. A driver that drifted says so by tick.
+	if cur := a.applied[lb.UUID]; cur != nil && cur.SpecHash() == lb.SpecHash() && lb.Status.State == model.StateActive {
 		return
 	}
 	a.pending[lb.UUID] = lb
@@ -162,113 +175,14 @@ func (a *Agent) queueRetries() {
 	}
 }
 
-func (a *Agent) applyPending(ctx context.Context) {
-	uuids := make([]string, 0, len(a.pending))
-	for uuid := range a.pending {
-		uuids = append(uuids, uuid)
-	}
-	sort.Strings(uuids)
-	for _, uuid := range uuids {
-		if ctx.Err() != nil {
-			return
-		}
-		lb := a.pending[uuid]
-		delete(a.pending, uuid)
-		if lb == nil || !a.placedHere(lb) {
-			a.remove(uuid)
-			continue
-		}
-		start := time.Now()
-		err := a.apply(ctx, lb)
-		a.cfg.Metrics.ApplySeconds.Observe(time.Since(start).Seconds())
-		if err == nil {
-			delete(a.failed, uuid)
-		} else {
-			a.failed[uuid] = lb.SpecHash()
-			if !errors.Is(err, errRejected) {
-				a.retry[uuid] = time.Now().Add(retryAfter)
+// queueDrifted re-applies load balancers whose running state a driver
+// says may have drifted from their last apply.
+func (a *Agent) queueDrifted() {
+	for _, d := range a.drivers {
+		for _, uuid := range d.Drifted() {
+			if _, queued := a.pending[uuid]; !queued && a.applied[uuid] != nil {
+				a.pending[uuid] = a.applied[uuid]
 			}
-			a.cfg.Logger.Error("apply failed; the previous config keeps serving", "lb", lb.Name, "uuid", uuid, "error", err)
-			a.report(ctx, lb, model.StateError, "", err.Error())
-		}
-	}
-}
-
-func (a *Agent) placedHere(lb *model.LoadBalancer) bool {
-	return lb.Provider == model.ProviderHAProxy &&
-		(lb.Placement.Active == a.cfg.Node || lb.Placement.Standby == a.cfg.Node)
-}
-
-// report writes what this node applied into the LoadBalancer status. Only
-// the active node reports; the standby's view arrives with VRRP later.
-func (a *Agent) report(ctx context.Context, lb *model.LoadBalancer, state model.State, configHash, message string) {
-	if lb.Placement.Active != a.cfg.Node {
-		return
-	}
-	st := model.Status{State: state, ConfigHash: configHash, Message: message, Node: a.cfg.Node, UpdatedAt: time.Now().UTC()}
-	cur, err := a.cfg.Store.Get(ctx, lb.UUID)
-	if err != nil {
-		return // deleted meanwhile: nothing to report on
-	}
-	if state == model.StateActive {
-		st.SpecHash = lb.SpecHash()
-	} else {
-		// Keep the record of the last spec that did apply: it still serves.
-		st.SpecHash, st.ConfigHash = cur.Status.SpecHash, cur.Status.ConfigHash
-	}
-	old := cur.Status
-	if old.State == st.State && old.SpecHash == st.SpecHash && old.ConfigHash == st.ConfigHash &&
-		old.Message == st.Message && old.Node == st.Node {
-		return // nothing new: a write would only wake every watcher
-	}
-	if err := a.cfg.Store.PutStatus(ctx, lb.UUID, st); err != nil && !errors.Is(err, store.ErrNotFound) {
-		a.cfg.Logger.Warn("could not report status", "lb", lb.Name, "error", err)
-	}
-}
-
-func (a *Agent) shutdown() {
-	if !a.cfg.StopOnExit {
-		a.stops.Wait()
-		return
-	}
-	stopped := make([]*model.LoadBalancer, 0, len(a.lbs))
-	for uuid, inst := range a.lbs {
-		stopped = append(stopped, inst.applied)
-		a.stop(uuid, false)
-	}
-	a.stops.Wait()
-	// HAProxy no longer serves these: say so, or the next start would
-	// publish their addresses before it has started HAProxy again.
-	for _, lb := range stopped {
-		a.report(context.Background(), lb, model.StatePending, "", "HAProxy stopped when pier exited")
-	}
-}
-
-// queueRestarted re-applies LoadBalancers whose HAProxy the supervisor
-// restarted: it came back with the last config it had loaded, which may
-// miss member changes made through the runtime API since.
-func (a *Agent) queueRestarted() {
-	for uuid, inst := range a.lbs {
-		if !inst.restarted() {
-			continue
-		}
-		if n := inst.proc.Stats().Restarts; n > inst.counted {
-			a.cfg.Metrics.HAProxyRestarts.Add(float64(n - inst.counted))
-			inst.counted = n
-		}
-		if _, queued := a.pending[uuid]; !queued {
-			a.pending[uuid] = inst.applied
-		}
-	}
-}
-
-// forgetStopped drops the records of stops that have finished.
-func (a *Agent) forgetStopped() {
-	for uuid, done := range a.stopping {
-		select {
-		case <-done:
-			delete(a.stopping, uuid)
-		default:
 		}
 	}
 }

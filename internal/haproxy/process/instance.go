@@ -64,6 +64,9 @@ type Stats struct {
 	ReloadsFailed uint64 // reloads HAProxy refused or did not confirm; the old worker kept serving
 	ChecksFailed  uint64 // reloads refused before signalling because `haproxy -c` failed
 	Restarts      uint64 // masters started by the supervisor after the previous one exited
+	// RuntimeConnections counts connections to the runtime API (Runtime
+	// and RuntimeBatch each open one).
+	RuntimeConnections uint64
 }
 
 var (
@@ -99,6 +102,7 @@ type Instance struct {
 	files   []string
 
 	reloadsOK, reloadsFailed, checksFailed, restarts atomic.Uint64
+	runtimeConns                                     atomic.Uint64
 
 	// afterCheck, when set by a test, runs between a passed check and the
 	// reload, to model a configuration that breaks after it was checked.
@@ -297,6 +301,8 @@ func (i *Instance) Stats() Stats {
 		ReloadsFailed: i.reloadsFailed.Load(),
 		ChecksFailed:  i.checksFailed.Load(),
 		Restarts:      i.restarts.Load(),
+
+		RuntimeConnections: i.runtimeConns.Load(),
 	}
 }
 
@@ -316,6 +322,7 @@ func (i *Instance) Runtime(ctx context.Context, socketPath, cmd string) (string,
 	if err := singleCommand(cmd); err != nil {
 		return "", err
 	}
+	i.runtimeConns.Add(1)
 	return exchange(ctx, socketPath, cmd)
 }
 

@@ -372,3 +372,52 @@ func TestStopStale(t *testing.T) {
 		t.Fatalf("masters left: %v", m)
 	}
 }
+
+// TestRuntimeBatch: a batch runs over one connection, in order, each
+// answer checked; the first refused answer stops the batch, so the
+// commands after it never run.
+func TestRuntimeBatch(t *testing.T) {
+	e := newEnv(t)
+	e.write(e.config("a", ""))
+	i := e.instance()
+	start(t, i)
+	ctx := context.Background()
+	var answers []string
+	record := func(cmd, answer string) error {
+		answers = append(answers, answer)
+		if strings.Contains(answer, "No such") {
+			return errors.New(cmd + ": " + answer)
+		}
+		return nil
+	}
+	before := i.Stats().RuntimeConnections
+	cmds := []string{"set server be/s1 weight 7", "set server be/s1 addr 127.0.0.1 port 9", "set server be/s1 addr " +
+		strings.Split(e.backend.Listener.Addr().String(), ":")[0] + " port " + strconv.Itoa(e.backend.Listener.Addr().(*net.TCPAddr).Port)}
+	if err := i.RuntimeBatch(ctx, e.statsSock(), cmds, record); err != nil {
+		t.Fatal(err)
+	}
+	if n := i.Stats().RuntimeConnections - before; n != 1 {
+		t.Fatalf("%d connections for one batch", n)
+	}
+	if len(answers) != 3 || answers[0] != "" || !strings.Contains(answers[1], "changed from") {
+		t.Fatalf("answers %q", answers)
+	}
+	state, err := i.Runtime(ctx, e.statsSock(), "show servers state be")
+	if err != nil || !strings.Contains(state, " be 1 s1 127.0.0.1 ") {
+		t.Fatalf("show servers state = %q, %v", state, err)
+	}
+	answers = nil
+	err = i.RuntimeBatch(ctx, e.statsSock(), []string{"set server be/nope state ready", "set server be/s1 weight 3"}, record)
+	if err == nil || len(answers) != 1 {
+		t.Fatalf("batch after a refused command: %v, answers %q", err, answers)
+	}
+	if w, _ := i.Runtime(ctx, e.statsSock(), "get weight be/s1"); !strings.HasPrefix(w, "7 ") {
+		t.Fatalf("weight after a stopped batch: %q", w)
+	}
+	if err := i.RuntimeBatch(ctx, e.statsSock(), []string{"show info; shutdown frontend fe"}, record); err == nil {
+		t.Fatal("a ';' in a batch command was accepted")
+	}
+	if got := get(t, e.url("/")); got != "a" {
+		t.Fatalf("serving %q after the batches", got)
+	}
+}

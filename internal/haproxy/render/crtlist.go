@@ -5,11 +5,12 @@ import (
 	"strings"
 
 	"pier.dev/pier/internal/encode"
+	"pier.dev/pier/internal/haproxy/layout"
 	"pier.dev/pier/internal/model"
 )
 
-// CrtList renders the crt-list file that TLS listeners load: one line per
-// certificate (per 63 of its hosts), "<Dir>/certs/<id>.pem <sni
+// crtList renders the crt-list file that TLS listeners load: one line
+// per certificate (per 63 of its hosts), "<lb>/certs/<id>.pem <sni
 // filter>...", with the certificate's hosts as SNI filters (wildcards
 // allowed). HAProxy serves the first line to clients whose SNI matches
 // nothing (or who send none).
@@ -17,15 +18,7 @@ import (
 // One file serves every TLS listener of the load balancer: certificates
 // are taken listener by listener (by port), each once, in the listener's
 // order. It returns nil when lb has no TLS listener.
-func CrtList(lb *model.LoadBalancer, opts Options) ([]byte, error) {
-	opts = opts.withDefaults()
-	if err := opts.check(); err != nil {
-		return nil, err
-	}
-	v, err := newView(lb, opts)
-	if err != nil {
-		return nil, fmt.Errorf("crt-list %s: %w", encode.Printable(uuidOf(lb)), err)
-	}
+func crtList(v *view, at layout.LB) ([]byte, error) {
 	var out []byte
 	seen := map[string]model.Certificate{}
 	for _, l := range v.listeners {
@@ -37,7 +30,7 @@ func CrtList(lb *model.LoadBalancer, opts Options) ([]byte, error) {
 				continue
 			}
 			seen[cert.ID] = cert
-			lines, err := crtListLines(opts.Dir, cert)
+			lines, err := crtListLines(at, cert)
 			if err != nil {
 				return nil, fmt.Errorf("crt-list: certificate %s: %w", encode.Printable(cert.ID), err)
 			}
@@ -53,8 +46,8 @@ func CrtList(lb *model.LoadBalancer, opts Options) ([]byte, error) {
 // over several lines naming the same file, which HAProxy loads once.
 // The certificate's first line stays where it was, so the default
 // certificate does not change.
-func crtListLines(dir string, cert model.Certificate) (string, error) {
-	path, err := CertPath(dir, cert.ID)
+func crtListLines(at layout.LB, cert model.Certificate) (string, error) {
+	path, err := at.Cert(cert.ID)
 	if err != nil {
 		return "", err
 	}

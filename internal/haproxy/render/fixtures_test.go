@@ -2,7 +2,10 @@ package render
 
 import (
 	"strconv"
+	"testing"
 	"time"
+
+	"pier.dev/pier/internal/haproxy/layout"
 
 	"pier.dev/pier/internal/model"
 )
@@ -16,6 +19,22 @@ const (
 )
 
 func fixtureOptions() Options { return Options{Dir: fixtureDir} }
+
+// fixtureAt is the fixtures' load balancer folder.
+var fixtureAt = layout.LB{UUID: fixtureUUID, Dir: fixtureDir}
+
+// mustRender renders lb in the fixtures' folder with history prev.
+func mustRender(t *testing.T, lb *model.LoadBalancer, prev Slots) *Result {
+	t.Helper()
+	r, err := Render(lb, layout.LB{UUID: lb.UUID, Dir: fixtureDir}, prev, fixtureOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func lbAt(dir string) layout.LB        { return layout.LB{UUID: fixtureUUID, Dir: dir} }
+func procAt(dir string) layout.Process { return layout.Process{Dir: dir} }
 
 func newLB(listeners []model.Listener, pools ...model.Pool) *model.LoadBalancer {
 	return &model.LoadBalancer{

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 
 	"pier.dev/pier/internal/encode"
+	"pier.dev/pier/internal/haproxy/layout"
 )
 
 // Short names for the words every frontend repeats.
@@ -21,16 +22,16 @@ var (
 // would win over earlier policies. Instead each policy, in order, records
 // its position in txn.pier_match unless an earlier one already did, and
 // both the deny rules and use_backend only test that number.
-func writeFrontend(c *encode.Config, v *view, l *listenerView, o Options) {
+func writeFrontend(c *encode.Config, v *view, l *listenerView, at layout.LB) {
 	c.Blank()
-	c.Section(encode.Lit("frontend"), encode.Concat(encode.Lit("fe_"), encode.Num(l.port)))
+	c.Section(encode.Lit("frontend"), frontendName(v.uuid, l.port))
 	for _, a := range []netip.Addr{v.vip, v.fip} {
 		if !a.IsValid() {
 			continue // no FIP
 		}
 		words := []encode.Word{encode.Lit("bind"), encode.AddrPort(a, l.port)}
 		if l.tls {
-			words = append(words, encode.Lit("ssl"), encode.Lit("crt-list"), encode.FilePath(CrtListPath(o.Dir)))
+			words = append(words, encode.Lit("ssl"), encode.Lit("crt-list"), encode.FilePath(at.CrtList()))
 		}
 		c.Line(words...)
 	}
@@ -50,11 +51,11 @@ func writeFrontend(c *encode.Config, v *view, l *listenerView, o Options) {
 	// Set, not added: a client must not choose what the backend believes.
 	c.Line(httpRequest, encode.Lit("set-header"), encode.Lit("X-Forwarded-Proto"), proto)
 	hostVars(c, l)
-	policies(c, l)
+	policies(c, v.uuid, l)
 	if l.defaultPool != "" {
-		c.Line(encode.Lit("default_backend"), backendName(l.defaultPool))
+		c.Line(encode.Lit("default_backend"), backendName(v.uuid, l.defaultPool))
 	} else {
-		c.Line(encode.Lit("default_backend"), notFound)
+		c.Line(encode.Lit("default_backend"), notFoundName(v.uuid))
 	}
 	// http-after-response also covers HAProxy's own answers (404, 403,
 	// 503), which http-response does not. A backend's Server is kept.
@@ -76,7 +77,7 @@ func hostVars(c *encode.Config, l *listenerView) {
 	}
 }
 
-func policies(c *encode.Config, l *listenerView) {
+func policies(c *encode.Config, uuid string, l *listenerView) {
 	if len(l.policies) == 0 {
 		return
 	}
@@ -101,7 +102,7 @@ func policies(c *encode.Config, l *listenerView) {
 	}
 	for i, p := range l.policies {
 		if !p.reject {
-			c.Line(append([]encode.Word{encode.Lit("use_backend"), backendName(p.pool)}, matched(i)...)...)
+			c.Line(append([]encode.Word{encode.Lit("use_backend"), backendName(uuid, p.pool)}, matched(i)...)...)
 		}
 	}
 }

@@ -44,25 +44,30 @@ func golden(t *testing.T, name string, got []byte) {
 func TestGolden(t *testing.T) {
 	for _, f := range fixtures() {
 		t.Run(f.name, func(t *testing.T) {
-			cfg, err := Config(f.lb, fixtureOptions())
-			if err != nil {
-				t.Fatal(err)
-			}
-			golden(t, f.name+".cfg", cfg)
-			again, _ := Config(f.lb.Clone(), fixtureOptions())
-			if !bytes.Equal(cfg, again) {
+			r := mustRender(t, f.lb, nil)
+			golden(t, f.name+".cfg", r.Fragment)
+			again := mustRender(t, f.lb.Clone(), nil)
+			if !bytes.Equal(r.Fragment, again.Fragment) || !bytes.Equal(r.CrtList, again.CrtList) {
 				t.Fatal("two renders differ")
 			}
-			assertLinesTokenize(t, cfg)
-			crt, err := CrtList(f.lb, fixtureOptions())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if crt != nil {
-				golden(t, f.name+".crt-list", crt)
+			assertLinesTokenize(t, r.Fragment)
+			if r.CrtList != nil {
+				golden(t, f.name+".crt-list", r.CrtList)
 			}
 		})
 	}
+	global, err := Global(fixtureOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "global.conf", global)
+	assertLinesTokenize(t, global)
+	proc, err := ProcessConf(procAt(fixtureDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "process.conf", proc)
+	assertLinesTokenize(t, proc)
 }
 
 // assertLinesTokenize reads the file as HAProxy would: every line is
@@ -97,17 +102,29 @@ func TestGoldenHAProxyCheck(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(file), ".cfg")
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			cfg := readRelocated(t, file, dir)
 			if crt := strings.TrimSuffix(file, ".cfg") + ".crt-list"; fileExists(crt) {
-				writeFile(t, CrtListPath(dir), readRelocated(t, crt, dir))
+				writeFile(t, lbAt(dir).CrtList(), readRelocated(t, crt, dir))
 				writeCerts(t, dir, lbs[name])
 			}
-			path := filepath.Join(dir, "haproxy.conf")
-			writeFile(t, path, cfg)
-			if out, err := exec.Command(bin, "-c", "-dW", "-f", path).CombinedOutput(); err != nil {
-				t.Fatalf("haproxy -c -dW: %v\n%s", err, out)
-			}
+			writeFile(t, lbAt(dir).Config(), readRelocated(t, file, dir))
+			checkFiles(t, bin, dir, lbAt(dir).Config())
 		})
+	}
+}
+
+// checkFiles runs "haproxy -c -dW" (warnings are fatal) on the golden
+// global.conf and process.conf relocated to dir, then fragments.
+func checkFiles(t *testing.T, bin, dir string, fragments ...string) {
+	t.Helper()
+	global, proc := filepath.Join(dir, "global.conf"), procAt(dir).Conf()
+	writeFile(t, global, readRelocated(t, filepath.Join("testdata", "global.conf"), dir))
+	writeFile(t, proc, readRelocated(t, filepath.Join("testdata", "process.conf"), dir))
+	args := []string{"-c", "-dW", "-f", global, "-f", proc}
+	for _, f := range fragments {
+		args = append(args, "-f", f)
+	}
+	if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+		t.Fatalf("haproxy -c -dW: %v\n%s", err, out)
 	}
 }
 
@@ -147,7 +164,7 @@ func writeCerts(t *testing.T, dir string, lb *model.LoadBalancer) {
 	t.Helper()
 	for _, l := range lb.Listeners {
 		for _, c := range l.Certificates {
-			p, err := CertPath(dir, c.ID)
+			p, err := lbAt(dir).Cert(c.ID)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -38,14 +38,14 @@ func TestIntegration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	crt, err := CrtList(lb, opts)
+	first, err := Render(lb, lbAt(dir), nil, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, CrtListPath(dir), crt)
+	writeFile(t, lbAt(dir).CrtList(), first.CrtList)
 	roots := x509.NewCertPool()
 	for _, c := range lb.Listeners[1].Certificates {
-		p, _ := CertPath(dir, c.ID)
+		p, _ := lbAt(dir).Cert(c.ID)
 		pemBytes := selfSigned(t, c.Hosts)
 		writeFile(t, p, pemBytes)
 		roots.AppendCertsFromPEM(pemBytes)
@@ -83,12 +83,16 @@ func TestIntegration(t *testing.T) {
 	// Members only: a second member joins "exact" through the runtime API.
 	next := lb.Clone()
 	next.Pools[0].Members = append(next.Pools[0].Members, memberAt(be["exact2"]))
-	plan, err := PlanUpdate(lb, next, opts)
+	second, err := Render(next, lbAt(dir), first.Slots, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := PlanUpdate(first, second)
 	if err != nil || plan.Reload || len(plan.Commands) == 0 {
 		t.Fatalf("plan: %+v %v", plan, err)
 	}
 	for _, cmd := range plan.Commands {
-		runtimeCommand(t, SocketPath(dir), cmd.String())
+		runtimeCommand(t, procAt(dir).Socket(), cmd.String())
 	}
 	seen := map[string]bool{}
 	for range 20 {

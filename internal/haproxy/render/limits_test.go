@@ -2,8 +2,6 @@ package render
 
 import (
 	"errors"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,17 +18,14 @@ func TestMaxConfigBytes(t *testing.T) {
 		t.Fatalf("default MaxConfigBytes %d", got)
 	}
 	lb := planFixture(members(20)...)
-	cfg, err := Config(lb, fixtureOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustRender(t, lb, nil).Fragment
 	opts := fixtureOptions()
 	opts.MaxConfigBytes = len(cfg)
-	if at, err := Config(lb, opts); err != nil || string(at) != string(cfg) {
+	if at, err := Render(lb, fixtureAt, nil, opts); err != nil || string(at.Fragment) != string(cfg) {
 		t.Fatalf("at the limit: %v", err)
 	}
 	opts.MaxConfigBytes = len(cfg) - 1
-	out, err := Config(lb, opts)
+	out, err := Render(lb, fixtureAt, nil, opts)
 	if !errors.Is(err, ErrConfigTooLarge) || out != nil {
 		t.Fatalf("one byte over: %v", err)
 	}
@@ -39,8 +34,8 @@ func TestMaxConfigBytes(t *testing.T) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
 	}
-	if _, err := PlanUpdate(lb, lb, opts); !errors.Is(err, ErrConfigTooLarge) {
-		t.Fatalf("plan: %v", err)
+	if _, err := Render(lb, fixtureAt, nil, opts); !errors.Is(err, ErrConfigTooLarge) {
+		t.Fatalf("render: %v", err)
 	}
 	opts.MaxConfigBytes = -1
 	if _, err := Config(lb, opts); err == nil || !strings.Contains(err.Error(), "MaxConfigBytes") {
@@ -78,10 +73,7 @@ func widest(policyID string, rules int) *model.LoadBalancer {
 // bytes.
 func TestLineLimits(t *testing.T) {
 	id := model.ID("policy", "widest")
-	cfg, err := Config(widest(id, 59), fixtureOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustRender(t, widest(id, 59), nil).Fragment
 	assertLinesTokenize(t, cfg)
 	longest := 0
 	for _, line := range strings.Split(string(cfg), "\n") {
@@ -124,7 +116,7 @@ func TestCrtListManyHosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(string(crt), "\n"), "\n")
-	many, _ := CertPath(fixtureDir, model.ID("c", "many"))
+	many, _ := fixtureAt.Cert(model.ID("c", "many"))
 	var got []string
 	for i, line := range lines[:3] {
 		words := strings.Split(line, " ")
@@ -136,11 +128,7 @@ func TestCrtListManyHosts(t *testing.T) {
 	if strings.Join(got, " ") != strings.Join(hosts, " ") || len(lines) != 4 || !strings.HasSuffix(lines[3], " other.example") {
 		t.Fatalf("crt-list:\n%s", crt)
 	}
-	cfg, err := Config(lb, fixtureOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	haproxyCheck(t, cfg, lb)
+	haproxyCheck(t, mustRender(t, lb, nil).Fragment, lb)
 }
 
 // haproxyCheck runs "haproxy -c -dW" on a config rendered for
@@ -155,12 +143,9 @@ func haproxyCheck(t *testing.T, cfg []byte, lb *model.LoadBalancer) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		writeFile(t, CrtListPath(dir), relocate(crt))
+		writeFile(t, lbAt(dir).CrtList(), relocate(crt))
 		writeCerts(t, dir, lb)
 	}
-	path := filepath.Join(dir, "haproxy.conf")
-	writeFile(t, path, relocate(cfg))
-	if out, err := exec.Command(bin, "-c", "-dW", "-f", path).CombinedOutput(); err != nil {
-		t.Fatalf("haproxy -c -dW: %v\n%s", err, out)
-	}
+	writeFile(t, lbAt(dir).Config(), relocate(cfg))
+	checkFiles(t, bin, dir, lbAt(dir).Config())
 }

@@ -1,6 +1,9 @@
-// Package render turns a model.LoadBalancer into the files of one HAProxy
-// instance (haproxy.conf and its crt-list), byte for byte deterministic,
-// and plans how to move a running instance from one LoadBalancer to the
+// Package render turns a model.LoadBalancer into its HAProxy files, byte
+// for byte deterministic: a fragment (haproxy.conf: frontends and
+// backends, every section name scoped to the load balancer, so many
+// fragments load into one process) and its crt-list; the process-level
+// global.conf (Global) and the per-process process.conf (ProcessConf).
+// It plans how to move a running load balancer from one Result to the
 // next: runtime API commands when only members changed, a reload
 // otherwise. Every word of every line goes through package encode.
 package render
@@ -8,18 +11,19 @@ package render
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"pier.dev/pier/internal/encode"
+	"pier.dev/pier/internal/haproxy/layout"
 )
 
 // Options are the node-level settings of a rendered instance. The zero
 // value of every field but Dir means "the default".
 type Options struct {
-	// Dir is the load balancer's folder, <state>/haproxy/<uuid>. The agent
-	// writes haproxy.conf, crt-list and certs/<certID>.pem there; HAProxy
-	// creates the runtime socket haproxy.sock there.
+	// Dir is used by Config and CrtList only, which render a load
+	// balancer as one process in one folder (tests, benchmarks): it is
+	// both the load balancer's and the process's folder. Render and
+	// ProcessConf take their paths from package layout instead.
 	Dir string
 	// MinSlots is the least number of server slots per backend (16).
 	MinSlots int
@@ -50,24 +54,12 @@ type Timeouts struct {
 }
 
 // CheckStateDir reports whether load-balancer folders below stateDir
-// (stateDir/haproxy/<uuid>) leave room for HAProxy's socket paths, so a
+// leave room for HAProxy's socket paths (layout.New says why not), so a
 // long --state-dir is refused at start-up rather than at the first render.
 func CheckStateDir(stateDir string) error {
-	const uuid = "00000000-0000-0000-0000-000000000000"
-	dir := filepath.Join(stateDir, "haproxy", uuid)
-	if err := encode.FilePath(dir).Err(); err != nil {
-		return fmt.Errorf("state dir %s: %w", encode.Printable(stateDir), err)
-	}
-	if n := len(SocketPath(dir)); n > maxSocketPath {
-		return fmt.Errorf("state dir %s is too long: HAProxy socket paths below it would be %d bytes, the limit is %d (Unix sockets); use a shorter path",
-			encode.Printable(stateDir), n, maxSocketPath)
-	}
-	return nil
+	_, err := layout.New(stateDir)
+	return err
 }
-
-// maxSocketPath keeps room below sun_path's 108 bytes for the temporary
-// name HAProxy binds first ("<path>.<pid>.tmp").
-const maxSocketPath = 90
 
 func (o Options) withDefaults() Options {
 	def := func(d *time.Duration, v time.Duration) {
@@ -97,12 +89,6 @@ func (o Options) withDefaults() Options {
 }
 
 func (o Options) check() error {
-	if err := encode.FilePath(o.Dir).Err(); err != nil {
-		return fmt.Errorf("options: dir: %w", err)
-	}
-	if n := len(SocketPath(o.Dir)); n > maxSocketPath {
-		return fmt.Errorf("options: socket path is %d bytes, the limit is %d: use a shorter state folder", n, maxSocketPath)
-	}
 	if o.MinSlots < 1 || o.MinSlots > 4096 {
 		return errors.New("options: MinSlots must be between 1 and 4096")
 	}
@@ -120,25 +106,4 @@ func (o Options) check() error {
 		}
 	}
 	return nil
-}
-
-// SocketPath is the runtime API socket of the instance in dir.
-func SocketPath(dir string) string { return filepath.Join(dir, "haproxy.sock") }
-
-// CrtListPath is the crt-list file of the instance in dir.
-func CrtListPath(dir string) string { return filepath.Join(dir, "crt-list") }
-
-// CertPath is where the agent writes certificate certID (PEM, key
-// included) for the instance in dir. certID must be one of pier's
-// identifiers; the result is checked to stay inside dir/certs (R2).
-func CertPath(dir, certID string) (string, error) {
-	if err := encode.ID("", certID).Err(); err != nil {
-		return "", fmt.Errorf("certificate id: %w", err)
-	}
-	certs := filepath.Join(dir, "certs")
-	p := filepath.Join(certs, certID+".pem")
-	if filepath.Dir(p) != certs || filepath.Base(p) != certID+".pem" {
-		return "", fmt.Errorf("certificate id %s escapes the certs folder", encode.Printable(certID))
-	}
-	return p, nil
 }

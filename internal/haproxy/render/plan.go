@@ -1,7 +1,7 @@
 package render
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,49 +11,38 @@ import (
 	"pier.dev/pier/internal/model"
 )
 
-// Plan says how to move a running instance from one LoadBalancer to the
+// Plan says how to move a running load balancer from one Result to the
 // next. Either Reload (with a Reason for logs and status), or send
-// Commands, in order, to the runtime socket. In both cases the agent then
-// writes Config(new): after the commands, the running state is what a
-// restart from that file gives.
+// Commands, in order, to the runtime socket. In both cases the agent
+// writes the new fragment: after the commands, the running state is what
+// a restart from that file gives.
 type Plan struct {
 	Reload   bool
 	Reason   string
 	Commands []encode.Command
 }
 
-// PlanUpdate compares old (what runs, nil if nothing does) with new. Only
-// members may change without a reload, and only while every pool keeps its
-// number of slots. (Named PlanUpdate because Go does not allow a function
-// and a type both called Plan.)
-func PlanUpdate(old, new *model.LoadBalancer, opts Options) (Plan, error) {
-	opts = opts.withDefaults()
-	if err := opts.check(); err != nil {
-		return Plan{}, err
+// PlanUpdate compares old (what runs, nil if nothing does) with new, two
+// results of Render. Only members may change without a reload, and only
+// while every pool keeps its number of slots. (Named PlanUpdate because
+// Go does not allow a function and a type both called Plan.)
+func PlanUpdate(old, new *Result) (Plan, error) {
+	if new == nil || new.view == nil {
+		return Plan{}, errors.New("plan: no rendered load balancer")
 	}
-	nv, err := newView(new, opts)
-	if err != nil {
-		return Plan{}, fmt.Errorf("plan %s: %w", encode.Printable(uuidOf(new)), err)
-	}
-	// Never plan towards a spec whose file cannot be written.
-	if _, err := renderView(nv, opts, false); err != nil {
-		return Plan{}, err
-	}
-	if old == nil {
+	if old == nil || old.view == nil {
 		return Plan{Reload: true, Reason: "first start"}, nil
 	}
-	ov, err := newView(old, opts)
-	if err != nil {
-		// What runs came from a spec that no longer renders (an upgrade
-		// tightened a rule): a reload is always safe.
-		return Plan{Reload: true, Reason: "previous spec does not render: " + err.Error()}, nil
-	}
-	if reason := reloadReason(ov, nv, opts); reason != "" {
+	ov, nv := old.view, new.view
+	if reason := reloadReason(ov, nv); reason != "" {
 		return Plan{Reload: true, Reason: reason}, nil
+	}
+	if old.skeleton != new.skeleton {
+		return Plan{Reload: true, Reason: "configuration changed"}, nil
 	}
 	var cmds []encode.Command
 	for i := range nv.pools {
-		pc, err := slotCommands(&ov.pools[i], &nv.pools[i])
+		pc, err := slotCommands(nv.uuid, &ov.pools[i], &nv.pools[i])
 		if err != nil {
 			return Plan{}, fmt.Errorf("plan %s: %w", encode.Printable(nv.uuid), err)
 		}
@@ -64,7 +53,7 @@ func PlanUpdate(old, new *model.LoadBalancer, opts Options) (Plan, error) {
 
 // reloadReason returns "" when old and new differ in members only, else
 // the first difference found, in words an operator understands.
-func reloadReason(ov, nv *view, opts Options) string {
+func reloadReason(ov, nv *view) string {
 	switch {
 	case ov.uuid != nv.uuid:
 		return "load balancer uuid changed"
@@ -76,15 +65,7 @@ func reloadReason(ov, nv *view, opts Options) string {
 	if r := listenerReason(ov.listeners, nv.listeners); r != "" {
 		return r
 	}
-	if r := poolReason(ov.pools, nv.pools); r != "" {
-		return r
-	}
-	oldSkel, err1 := renderView(ov, opts, true)
-	newSkel, err2 := renderView(nv, opts, true)
-	if err1 != nil || err2 != nil || !bytes.Equal(oldSkel, newSkel) {
-		return "configuration changed"
-	}
-	return ""
+	return poolReason(ov.pools, nv.pools)
 }
 
 func fipString(v *view) string {
@@ -170,9 +151,9 @@ func poolReason(op, np []poolView) string {
 // address and weight before "ready", so it never serves with stale
 // values; emptying one sets "maint" first, then parks it on the
 // placeholder so the state matches the rendered file.
-func slotCommands(o, n *poolView) ([]encode.Command, error) {
+func slotCommands(uuid string, o, n *poolView) ([]encode.Command, error) {
 	var cmds []encode.Command
-	be := backendName(n.id)
+	be := backendName(uuid, n.id)
 	for i := range n.slots {
 		was, now := o.slots[i], n.slots[i]
 		if was == now {

@@ -23,13 +23,27 @@ func members(n int) []model.Member {
 	return ms
 }
 
+// mustPlan renders old, then new with old's slots, as the agent does.
 func mustPlan(t *testing.T, old, new *model.LoadBalancer) Plan {
 	t.Helper()
-	p, err := PlanUpdate(old, new, fixtureOptions())
+	p, _, _ := planResults(t, old, new)
+	return p
+}
+
+func planResults(t *testing.T, old, new *model.LoadBalancer) (Plan, *Result, *Result) {
+	t.Helper()
+	var or *Result
+	var prev Slots
+	if old != nil {
+		or = mustRender(t, old, nil)
+		prev = or.Slots
+	}
+	nr := mustRender(t, new, prev)
+	p, err := PlanUpdate(or, nr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return p, or, nr
 }
 
 func commands(p Plan) []string {
@@ -97,12 +111,16 @@ func TestPlanMembersOnly(t *testing.T) {
 	new.Pools[0].Members[1].Weight = 2
 	new.Pools[0].Members[2].Weight = 5
 	p := mustPlan(t, old, new)
-	be := "be_" + old.Pools[0].ID
+	be := "be_" + fixtureUUID + "_" + old.Pools[0].ID
+	// Sticky slots: 10.0.0.3 stays in s3; 10.0.0.9 takes s4, a slot that
+	// was free, not s2, which 10.0.0.2 just left.
 	want := []string{
-		"set server " + be + "/s2 addr 10.0.0.3 port 8080",
-		"set server " + be + "/s2 weight 2",
-		"set server " + be + "/s3 addr 10.0.0.9 port 9090",
-		"set server " + be + "/s3 weight 5",
+		"set server " + be + "/s2 state maint",
+		"set server " + be + "/s2 addr 127.0.0.1 port 1",
+		"set server " + be + "/s3 weight 2",
+		"set server " + be + "/s4 addr 10.0.0.9 port 9090",
+		"set server " + be + "/s4 weight 5",
+		"set server " + be + "/s4 state ready",
 	}
 	if p.Reload || !slices.Equal(commands(p), want) {
 		t.Fatalf("got %+v\nwant %q", p, want)
@@ -124,22 +142,23 @@ func TestPlanMembersOnly(t *testing.T) {
 }
 
 // TestPlanReachesRenderedState replays the commands on a model of the
-// runtime state and checks it ends where a restart from Config(new) starts.
+// runtime state and checks it ends where a restart from the new fragment
+// starts.
 func TestPlanReachesRenderedState(t *testing.T) {
 	sizes := [][2]int{{0, 16}, {16, 0}, {5, 9}, {9, 5}, {1, 1}, {12, 3}}
 	for _, sz := range sizes {
 		old := planFixture(shuffled(members(sz[0]), 7)...)
 		new := planFixture(shuffled(append(members(sz[1]/2), member("10.9.9.9", 1)), 3)...)
 		new.Pools[0].Members = new.Pools[0].Members[:min(len(new.Pools[0].Members), sz[1])]
-		p := mustPlan(t, old, new)
+		p, or, nr := planResults(t, old, new)
 		if p.Reload {
 			t.Fatalf("%v: reload %s", sz, p.Reason)
 		}
-		state := runtimeState(t, old)
+		state := runtimeState(or.Fragment)
 		for _, c := range p.Commands {
 			applyCommand(t, state, c.String())
 		}
-		if want := runtimeState(t, new); !slices.Equal(state, want) {
+		if want := runtimeState(nr.Fragment); !slices.Equal(state, want) {
 			t.Fatalf("%v: after commands %v\nrendered %v", sz, state, want)
 		}
 	}
@@ -155,11 +174,7 @@ func shuffled(ms []model.Member, step int) []model.Member {
 }
 
 // runtimeState reads "server" lines of the rendered config as slot states.
-func runtimeState(t *testing.T, lb *model.LoadBalancer) []string {
-	cfg, err := Config(lb, fixtureOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+func runtimeState(cfg []byte) []string {
 	var out []string
 	for _, line := range strings.Split(string(cfg), "\n") {
 		f := strings.Fields(line)

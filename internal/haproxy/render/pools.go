@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math/bits"
+	"net/netip"
 	"slices"
 
 	"pier.dev/pier/internal/encode"
@@ -14,10 +15,10 @@ import (
 // than one Service's ready endpoints in practice.
 const maxSlots = 4096
 
-func poolViews(pools []model.Pool, minSlots int) ([]poolView, error) {
+func poolViews(pools []model.Pool, minSlots int, prev Slots) ([]poolView, error) {
 	out := make([]poolView, 0, len(pools))
 	for i := range pools {
-		pv, err := poolOf(&pools[i], minSlots)
+		pv, err := poolOf(&pools[i], minSlots, prev[pools[i].ID])
 		if err != nil {
 			return nil, fmt.Errorf("pool %s: %w", encode.Printable(pools[i].ID), err)
 		}
@@ -40,7 +41,7 @@ var algorithms = map[model.Algorithm]encode.Word{
 	model.AlgorithmSourceIP:         encode.Lit("source"),
 }
 
-func poolOf(p *model.Pool, minSlots int) (poolView, error) {
+func poolOf(p *model.Pool, minSlots int, prev []netip.AddrPort) (poolView, error) {
 	pv := poolView{id: p.ID, check: p.HealthCheck}
 	if err := encode.ID("be_", p.ID).Err(); err != nil {
 		return pv, err
@@ -62,19 +63,13 @@ func poolOf(p *model.Pool, minSlots int) (poolView, error) {
 	if n > maxSlots {
 		return pv, fmt.Errorf("%d members, the limit is %d", len(members), maxSlots)
 	}
-	// Sorted members fill slots in order, so the file depends on the
-	// member set only, never on history: a restart from the file gives
-	// the state that runtime commands built.
+	// Sorted first, so the input order of members never matters; then
+	// each keeps the slot it had (assignSlots), so a member joining moves
+	// no serving slot to another endpoint.
 	slices.SortFunc(members, func(a, b slot) int {
 		return cmp.Or(a.addr.Compare(b.addr), cmp.Compare(a.port, b.port), cmp.Compare(a.weight, b.weight))
 	})
-	pv.slots = make([]slot, n)
-	for i := range pv.slots {
-		pv.slots[i] = placeholder
-		if i < len(members) {
-			pv.slots[i] = members[i]
-		}
-	}
+	pv.slots = assignSlots(members, n, prev)
 	return pv, nil
 }
 
@@ -110,8 +105,21 @@ func slotCount(members, minSlots int) int {
 	return max(n, minSlots)
 }
 
-// backendName is be_<pool id>.
-func backendName(poolID string) encode.Word { return encode.ID("be_", poolID) }
+// backendName is be_<lb uuid>_<pool id>: scoped to the load balancer, so
+// two load balancers using one Service load into one process. The uuid
+// has a fixed shape, so the name splits back unambiguously.
+func backendName(uuid, poolID string) encode.Word {
+	return encode.Concat(encode.ID("be_", uuid), encode.Lit("_"), encode.ID("", poolID))
+}
+
+// frontendName is fe_<lb uuid>_<port>.
+func frontendName(uuid string, port int) encode.Word {
+	return encode.Concat(encode.ID("fe_", uuid), encode.Lit("_"), encode.Num(port))
+}
+
+// notFoundName answers requests that match no policy on a listener
+// without a default pool. It has no "be_" prefix, so no pool can take it.
+func notFoundName(uuid string) encode.Word { return encode.ID("pier_404_", uuid) }
 
 // serverName is s<i>, 1-based like HAProxy's own numbering.
 func serverName(i int) encode.Word { return encode.Concat(encode.Lit("s"), encode.Num(i+1)) }

@@ -59,7 +59,7 @@ type slot struct {
 
 var placeholder = slot{addr: netip.MustParseAddr("127.0.0.1"), port: 1, weight: 1}
 
-func newView(lb *model.LoadBalancer, opts Options) (*view, error) {
+func newView(lb *model.LoadBalancer, opts Options, prev Slots) (*view, error) {
 	if lb == nil {
 		return nil, errors.New("nil load balancer")
 	}
@@ -79,7 +79,7 @@ func newView(lb *model.LoadBalancer, opts Options) (*view, error) {
 			return nil, fmt.Errorf("fip: %w", err)
 		}
 	}
-	if v.pools, err = poolViews(lb.Pools, opts.MinSlots); err != nil {
+	if v.pools, err = poolViews(lb.Pools, opts.MinSlots, prev); err != nil {
 		return nil, err
 	}
 	pools := map[string]bool{}

@@ -1,0 +1,66 @@
+// Package driver is the seam between the agent's core and what runs a
+// load balancer on a node. The core (package agent) watches the store,
+// queues, coalesces and retries changes and reports status; it knows no
+// data plane. A Driver brings one provider's load balancers to their spec
+// on this node: HAProxy for the haproxy provider today
+// (internal/agent/haproxydriver); the VRRP address holder (keepalived),
+// nftables for the native provider and BGP are meant to be further
+// drivers. drivertest is the contract every driver passes.
+package driver
+
+import (
+	"context"
+	"errors"
+
+	"pier.dev/pier/internal/model"
+)
+
+// Driver runs the load balancers of one provider on this node.
+//
+// The agent calls a Driver from one goroutine: no two calls overlap. A
+// Driver may do slow work (draining) in the background, but a later call
+// for the same UUID must see it finished.
+type Driver interface {
+	// Provider is the provider whose load balancers this driver runs.
+	Provider() model.Provider
+
+	// Recover runs once, before the first Apply. placed holds the UUIDs
+	// of the load balancers of this provider placed on this node; what a
+	// previous agent left running for any other one is stopped and its
+	// files removed. What it left for a placed one is adopted by the
+	// first Apply, without disturbing it when it already matches.
+	Recover(ctx context.Context, placed map[string]bool) error
+
+	// Apply brings lb to its spec and returns what now runs. It is
+	// idempotent: applying the spec that runs changes nothing. On error
+	// what ran before keeps running; an error wrapping ErrRejected means
+	// retrying the same spec cannot help.
+	Apply(ctx context.Context, lb *model.LoadBalancer) (Applied, error)
+
+	// Drifted lists the load balancers whose running state may no
+	// longer be what their last Apply made (a process restarted by a
+	// supervisor from an older file); the agent applies them again.
+	Drifted() []string
+
+	// Remove stops serving load balancer uuid and removes its files. It
+	// returns at once; a following Apply of the same uuid waits for it.
+	Remove(uuid string)
+
+	// Close ends the driver: with stop, everything stops serving;
+	// without, the data plane keeps serving for the next agent to
+	// adopt. It waits for background work and returns the UUIDs it
+	// stopped.
+	Close(stop bool) []string
+}
+
+// Applied is what a successful Apply reports.
+type Applied struct {
+	// ConfigHash identifies the configuration that runs, files and key
+	// material included; equal hashes mean nothing changed.
+	ConfigHash string
+}
+
+// ErrRejected marks a spec the data plane refused (a HAProxy config that
+// `haproxy -c` rejects): retrying the same spec cannot help, the next
+// spec change will.
+var ErrRejected = errors.New("the data plane rejected the configuration")

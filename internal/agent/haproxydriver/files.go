@@ -1,0 +1,146 @@
+package haproxydriver
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"pier.dev/pier/internal/haproxy/layout"
+	"pier.dev/pier/internal/haproxy/render"
+	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/tlscert"
+)
+
+// writeFiles writes the crt-list, the slot record and the fragment.
+// HAProxy never reads these directly: the process package copies them,
+// checks the copy with `haproxy -c` and only then loads it, so a file
+// HAProxy would refuse is never where a restart picks it up (RELIABILITY
+// 3.3). The slot record goes with the fragment it describes, so a new
+// agent renders the same bytes and an adopted HAProxy is not reloaded.
+func writeFiles(at layout.LB, r *render.Result) error {
+	slots, err := json.Marshal(r.Slots)
+	if err != nil {
+		return fmt.Errorf("slot record: %w", err)
+	}
+	if err := writeIfChanged(at.CrtList(), r.CrtList, 0o600); err != nil {
+		return err
+	}
+	if err := writeIfChanged(at.Slots(), slots, 0o600); err != nil {
+		return err
+	}
+	return writeIfChanged(at.Config(), r.Fragment, 0o600)
+}
+
+// writeProcessFiles writes global.conf and the process's process.conf.
+func (d *Driver) writeProcessFiles(p layout.Process) error {
+	global, err := render.Global(d.cfg.Render)
+	if err != nil {
+		return err
+	}
+	proc, err := render.ProcessConf(p)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", p.Dir, err)
+	}
+	if err := writeIfChanged(p.Global, global, 0o600); err != nil {
+		return err
+	}
+	return writeIfChanged(p.Conf(), proc, 0o600)
+}
+
+// readSlots reads the slot record a previous agent left; none is no
+// history.
+func readSlots(at layout.LB) (render.Slots, error) {
+	b, err := os.ReadFile(at.Slots())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var s render.Slots
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", at.Slots(), err)
+	}
+	return s, nil
+}
+
+// writeCertificates fetches each certificate's Secret, validates it again
+// (the store may be older than the Secret), checks it is the version that
+// translation accepted, and writes the canonical PEM with mode 0600.
+func (d *Driver) writeCertificates(lb *model.LoadBalancer, at layout.LB) (changed bool, err error) {
+	if err := os.MkdirAll(at.CertsDir(), 0o700); err != nil {
+		return false, fmt.Errorf("create %s: %w", at.CertsDir(), err)
+	}
+	for _, l := range lb.Listeners {
+		for _, c := range l.Certificates {
+			wrote, err := d.writeCertificate(at, c)
+			if err != nil {
+				return changed, fmt.Errorf("certificate %s/%s: %w", c.Namespace, c.Secret, err)
+			}
+			changed = changed || wrote
+		}
+	}
+	return changed, nil
+}
+
+func (d *Driver) writeCertificate(at layout.LB, c model.Certificate) (bool, error) {
+	certPEM, keyPEM, err := d.cfg.Secrets.TLSPair(c.Namespace, c.Secret)
+	if err != nil {
+		return false, err
+	}
+	pair, err := tlscert.Parse(certPEM, keyPEM)
+	if err != nil {
+		return false, err
+	}
+	if pair.SHA256 != c.SHA256 {
+		return false, errors.New("changed since it was translated; waiting for the next update")
+	}
+	path, err := at.Cert(c.ID)
+	if err != nil {
+		return false, err
+	}
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, pair.Combined()) {
+		return false, nil
+	}
+	if err := tlscert.WriteFile(path, pair); err != nil {
+		return false, fmt.Errorf("write: %w", err)
+	}
+	return true, nil
+}
+
+// certificateDigests lists the content hashes of every certificate.
+func certificateDigests(lb *model.LoadBalancer) []byte {
+	var out []byte
+	for _, l := range lb.Listeners {
+		for _, c := range l.Certificates {
+			out = append(out, "\n# cert "+c.ID+" "+c.SHA256...)
+		}
+	}
+	return out
+}
+
+func writeIfChanged(path string, data []byte, mode os.FileMode) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+		return nil
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("install %s: %w", path, err)
+	}
+	return nil
+}
+
+func hashOf(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}

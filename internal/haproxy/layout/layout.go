@@ -1,0 +1,157 @@
+// Package layout owns every path pier's HAProxy side uses below the state
+// folder. Nothing else joins these names, so the folder has one
+// description and one place that checks a UUID before it becomes a path:
+//
+//	<state>/haproxy/
+//	  global.conf          process-level global and defaults (render.Global)
+//	  <uuid>/              one load balancer (LB)
+//	    haproxy.conf       its fragment: frontends and backends, names scoped to the uuid
+//	    crt-list           its TLS certificates by SNI
+//	    certs/<id>.pem     certificate and key, mode 0600
+//	    slots.json         which member holds which server slot (sticky slots)
+//
+// A HAProxy process has a folder of its own (Process): its process.conf
+// (a second global section with what differs per process: the runtime
+// socket), haproxy.sock, and what package process keeps there (master
+// socket, pid file, staged configurations). Today each load balancer runs
+// in its own process, whose folder is the load balancer's folder; a
+// process that packs several load balancers (a shard) gets its own.
+package layout
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+
+	"pier.dev/pier/internal/encode"
+)
+
+// Layout derives paths from the state folder.
+type Layout struct {
+	root string // <state>/haproxy
+}
+
+// maxSocketPath keeps room below sun_path's 108 bytes for the temporary
+// name HAProxy binds first ("<path>.<pid>.tmp").
+const maxSocketPath = 90
+
+// New returns the layout below stateDir. It refuses a state folder whose
+// socket paths would not fit a Unix socket, so a long --state-dir fails
+// at start-up rather than at the first render.
+func New(stateDir string) (Layout, error) {
+	if stateDir == "" {
+		return Layout{}, errors.New("layout: empty state dir")
+	}
+	abs, err := filepath.Abs(stateDir)
+	if err != nil {
+		return Layout{}, fmt.Errorf("state dir %s: %w", encode.Printable(stateDir), err)
+	}
+	l := Layout{root: filepath.Join(abs, "haproxy")}
+	probe := l.process(filepath.Join(l.root, "00000000-0000-0000-0000-000000000000"))
+	if err := encode.FilePath(probe.Dir).Err(); err != nil {
+		return Layout{}, fmt.Errorf("state dir %s: %w", encode.Printable(stateDir), err)
+	}
+	if n := len(probe.Socket()); n > maxSocketPath {
+		return Layout{}, fmt.Errorf("state dir %s is too long: HAProxy socket paths below it would be %d bytes, the limit is %d (Unix sockets); use a shorter path",
+			encode.Printable(stateDir), n, maxSocketPath)
+	}
+	return l, nil
+}
+
+// Root is <state>/haproxy.
+func (l Layout) Root() string { return l.root }
+
+// Global is the process-level configuration every HAProxy loads first.
+func (l Layout) Global() string { return filepath.Join(l.root, "global.conf") }
+
+var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// ValidUUID reports whether s has a load balancer UUID's shape.
+func ValidUUID(s string) bool { return uuidPattern.MatchString(s) }
+
+// LB returns the paths of load balancer uuid. UUIDs are ours, but the
+// store may be shared (a custom resource): check the shape and that the
+// joined path stays where it belongs (RELIABILITY R2, ingress-nginx
+// #13068).
+func (l Layout) LB(uuid string) (LB, error) {
+	if !ValidUUID(uuid) {
+		return LB{}, fmt.Errorf("load balancer uuid %s is not a UUID", encode.Printable(uuid))
+	}
+	dir := filepath.Join(l.root, uuid)
+	if filepath.Dir(dir) != l.root || filepath.Base(dir) != uuid {
+		return LB{}, fmt.Errorf("load balancer uuid %s escapes %s", encode.Printable(uuid), encode.Printable(l.root))
+	}
+	return LB{UUID: uuid, Dir: dir}, nil
+}
+
+// ProcessOf returns the process that runs load balancer lb. One process
+// per load balancer, for now: its folder is the load balancer's.
+func (l Layout) ProcessOf(lb LB) Process { return l.process(lb.Dir) }
+
+func (l Layout) process(dir string) Process {
+	return Process{Dir: dir, Global: l.Global()}
+}
+
+// LB is the folder of one load balancer.
+type LB struct {
+	UUID string
+	Dir  string
+}
+
+// Config is the load balancer's fragment.
+func (b LB) Config() string { return filepath.Join(b.Dir, "haproxy.conf") }
+
+// CrtList is the load balancer's crt-list.
+func (b LB) CrtList() string { return filepath.Join(b.Dir, "crt-list") }
+
+// Slots is the record of which member holds which server slot.
+func (b LB) Slots() string { return filepath.Join(b.Dir, "slots.json") }
+
+// CertsDir holds the load balancer's certificate files.
+func (b LB) CertsDir() string { return filepath.Join(b.Dir, "certs") }
+
+// Cert is where certificate certID (PEM, key included) is written.
+// certID must be one of pier's identifiers; the result is checked to
+// stay inside the certs folder (R2).
+func (b LB) Cert(certID string) (string, error) {
+	if err := encode.ID("", certID).Err(); err != nil {
+		return "", fmt.Errorf("certificate id: %w", err)
+	}
+	certs := b.CertsDir()
+	p := filepath.Join(certs, certID+".pem")
+	if filepath.Dir(p) != certs || filepath.Base(p) != certID+".pem" {
+		return "", fmt.Errorf("certificate id %s escapes the certs folder", encode.Printable(certID))
+	}
+	return p, nil
+}
+
+// Process is the folder of one HAProxy process.
+type Process struct {
+	Dir    string
+	Global string // the shared global.conf, loaded first
+}
+
+// Conf is the process's own global section (process.conf).
+func (p Process) Conf() string { return filepath.Join(p.Dir, "process.conf") }
+
+// Socket is the process's runtime API socket.
+func (p Process) Socket() string { return filepath.Join(p.Dir, "haproxy.sock") }
+
+// Files lists what the process loads, in order: global.conf, its
+// process.conf, then the fragment of each load balancer it runs.
+func (p Process) Files(lbs ...LB) []string {
+	out := []string{p.Global, p.Conf()}
+	for _, b := range lbs {
+		out = append(out, b.Config())
+	}
+	return out
+}
+
+// CheckSocket reports whether the process's socket path fits.
+func (p Process) CheckSocket() error {
+	if n := len(p.Socket()); n > maxSocketPath {
+		return fmt.Errorf("socket path is %d bytes, the limit is %d: use a shorter state folder", n, maxSocketPath)
+	}
+	return nil
+}
