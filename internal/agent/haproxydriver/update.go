@@ -69,6 +69,7 @@ func (d *Driver) update(ctx context.Context, inst *instance, lb *model.LoadBalan
 		if err == nil {
 			d.cfg.Metrics.RuntimeUpdates.WithLabelValues("ok").Inc()
 			d.cfg.Logger.Info("members updated without reload", "lb", lb.Name, "commands", len(plan.Commands))
+			d.restage(ctx, inst, lb)
 			return nil
 		}
 		d.cfg.Metrics.RuntimeUpdates.WithLabelValues("failed").Inc()
@@ -82,6 +83,15 @@ func (d *Driver) update(ctx context.Context, inst *instance, lb *model.LoadBalan
 	d.cfg.Metrics.Reloads.WithLabelValues("ok").Inc()
 	d.cfg.Logger.Info("haproxy reloaded", "lb", lb.Name, "uuid", lb.UUID, "reason", plan.Reason)
 	return nil
+}
+
+// restage makes the file the runtime commands just matched the one a
+// restart or a new agent starts from. If it fails, HAProxy serves the
+// right state anyway; only a later restart or adoption reloads.
+func (d *Driver) restage(ctx context.Context, inst *instance, lb *model.LoadBalancer) {
+	if err := inst.proc.Restage(ctx); err != nil {
+		d.cfg.Logger.Warn("could not record the updated config as last-known-good", "lb", lb.Name, "error", err)
+	}
 }
 
 // runtimeUpdate sends the whole plan over one runtime API connection,

@@ -179,3 +179,25 @@ func (i *Instance) ConfigChanged() (bool, error) {
 	}
 	return false, nil
 }
+
+// Restage checks the configured files and makes them the set that a
+// restart or adoption compares and loads, without a reload. It is for a
+// caller that has already brought the running HAProxy to what the files
+// describe through the runtime API: otherwise a supervisor restart would
+// load the older set, and a new pier adopting the master would see a
+// change and reload for nothing. A set that fails the check is not
+// activated; the running HAProxy is untouched either way.
+func (i *Instance) Restage(ctx context.Context) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	staged, err := i.stageAndCheck(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := i.activate(staged); err != nil {
+		_ = os.RemoveAll(staged)
+		return err
+	}
+	i.prune()
+	return nil
+}

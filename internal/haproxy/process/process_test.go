@@ -421,3 +421,36 @@ func TestRuntimeBatch(t *testing.T) {
 		t.Fatalf("serving %q after the batches", got)
 	}
 }
+
+// TestRestage: the files become the set a restart or an adoption starts
+// from, with no reload; a set that fails the check is not taken.
+func TestRestage(t *testing.T) {
+	e := newEnv(t)
+	e.write(e.config("a", ""))
+	i := e.instance()
+	start(t, i)
+	ctx := context.Background()
+	e.write(e.config("b", ""))
+	if changed, err := i.ConfigChanged(); err != nil || !changed {
+		t.Fatalf("before Restage: changed %v, %v", changed, err)
+	}
+	if err := i.Restage(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := i.ConfigChanged(); err != nil || changed {
+		t.Fatalf("after Restage: changed %v, %v", changed, err)
+	}
+	if s := i.Stats(); s.ReloadsOK != 0 {
+		t.Fatalf("Restage reloaded: %+v", s)
+	}
+	if got := get(t, e.url("/")); got != "a" {
+		t.Fatalf("serving %q: Restage must not reload", got)
+	}
+	e.write(e.config("c", "    nonsense\n"))
+	if err := i.Restage(ctx); !errors.Is(err, ErrCheckFailed) {
+		t.Fatalf("bad set: %v", err)
+	}
+	if changed, _ := i.ConfigChanged(); !changed {
+		t.Fatal("a refused set was taken")
+	}
+}
