@@ -55,8 +55,11 @@ type Agent struct {
 	cfg     Config
 	err     error // from New: Run returns it
 	drivers map[model.Provider]driver.Driver
-	// applied is the spec running here, by UUID, and its driver.
+	// applied is the spec running here, by UUID.
 	applied map[string]*model.LoadBalancer
+	// held is the provider whose driver was given each UUID, even if
+	// its apply failed: that driver must let go when it leaves.
+	held    map[string]model.Provider
 	pending map[string]*model.LoadBalancer // nil: delete
 	retry   map[string]time.Time
 	// failed holds the spec hash of each LoadBalancer whose last apply
@@ -70,6 +73,7 @@ func New(cfg Config) *Agent {
 		cfg:     cfg,
 		drivers: map[model.Provider]driver.Driver{},
 		applied: map[string]*model.LoadBalancer{},
+		held:    map[string]model.Provider{},
 		pending: map[string]*model.LoadBalancer{},
 		retry:   map[string]time.Time{},
 		failed:  map[string]string{},

@@ -33,9 +33,10 @@ func (a *Agent) applyPending(ctx context.Context) {
 
 // applyOne hands lb to its driver and reports the outcome.
 func (a *Agent) applyOne(ctx context.Context, lb *model.LoadBalancer) {
-	if prev := a.applied[lb.UUID]; prev != nil && prev.Provider != lb.Provider {
+	if p, ok := a.held[lb.UUID]; ok && p != lb.Provider {
 		a.remove(lb.UUID) // the other driver must let go first
 	}
+	a.held[lb.UUID] = lb.Provider
 	start := time.Now()
 	applied, err := a.driverOf(lb).Apply(ctx, lb)
 	a.cfg.Metrics.ApplySeconds.Observe(time.Since(start).Seconds())
@@ -62,19 +63,12 @@ func (a *Agent) driverOf(lb *model.LoadBalancer) driver.Driver {
 	return a.drivers[lb.Provider]
 }
 
-// remove stops the load balancer wherever it runs here.
+// remove stops the load balancer if a driver was given it here.
 func (a *Agent) remove(uuid string) {
-	if prev := a.applied[uuid]; prev != nil {
-		if d := a.drivers[prev.Provider]; d != nil {
-			d.Remove(uuid)
-		}
-	} else {
-		// Never applied by this agent (a failed first apply): every driver
-		// lets go of what it may hold.
-		for _, d := range a.drivers {
-			d.Remove(uuid)
-		}
+	if p, ok := a.held[uuid]; ok {
+		a.drivers[p].Remove(uuid)
 	}
+	delete(a.held, uuid)
 	delete(a.applied, uuid)
 	delete(a.retry, uuid)
 	delete(a.failed, uuid)
