@@ -24,6 +24,7 @@ type bench struct {
 	attackerPort                int    // echo backend of every attacker's "app" Service
 	victimConf                  string
 	victimBytes                 []byte
+	victimText                  []byte // all the victim's HAProxy loads: global.conf, process.conf, haproxy.conf
 	baseline                    map[string]bool // paths under state, relative
 	stopLoad                    context.CancelFunc
 	results                     chan []harness.LoadResult
@@ -67,6 +68,14 @@ func startBench(t *testing.T) *bench {
 	if b.victimBytes, err = os.ReadFile(b.victimConf); err != nil {
 		t.Fatal(err)
 	}
+	for _, f := range []string{filepath.Join(b.state, "haproxy", "global.conf"), filepath.Join(filepath.Dir(b.victimConf), "process.conf")} {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.victimText = append(b.victimText, text...)
+	}
+	b.victimText = append(b.victimText, b.victimBytes...)
 	b.baseline = b.entries(t)
 	t.Logf("victim VIP %s, config %s, state entries %v", b.vip, b.victimConf, sortedSet(b.baseline))
 
@@ -171,7 +180,7 @@ func (b *bench) checkVictimUntouched(t testing.TB) {
 func (b *bench) checkMarkers(t testing.TB, markers []string, everywhere bool) {
 	t.Helper()
 	for _, m := range markers {
-		if strings.Contains(string(b.victimBytes), m) {
+		if strings.Contains(string(b.victimText), m) {
 			t.Errorf("marker %q is in the victim's own config: it cannot tell an attack", m)
 		}
 	}

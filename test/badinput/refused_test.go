@@ -147,7 +147,7 @@ func (b *bench) refuse(t *testing.T, ns string, tg target, payload string, marke
 	for _, pr := range got.Problems {
 		t.Logf("%s %s [%s]: %s", pr.Severity, pr.Reason, pr.Field, pr.Message)
 	}
-	b.checkIsolated(t, before, 0, append(markersFor(payload, b.victimBytes), append(globalMarkers, markers...)...))
+	b.checkIsolated(t, before, 0, append(markersFor(payload, b.victimText), append(globalMarkers, markers...)...))
 	if got, err := b.p.Ingress(ns, "evil"); err == nil {
 		checkNoAddress(t, got) // again, after settle: status is written after the verdict
 	}

@@ -191,7 +191,7 @@ func (b *bench) otherLBDirs(t *testing.T) []string {
 	dirs, _ := filepath.Glob(filepath.Join(b.state, "haproxy", "*"))
 	var out []string
 	for _, d := range dirs {
-		if d != filepath.Dir(b.victimConf) {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() && d != filepath.Dir(b.victimConf) {
 			out = append(out, d)
 		}
 	}

@@ -105,29 +105,7 @@ func TestStickySlotsThroughHAProxy(t *testing.T) {
 	if n := stats2.RuntimeConnections - stats.RuntimeConnections; n != 1 {
 		t.Fatalf("the plan used %d runtime connections, want 1", n)
 	}
-	changed := 0
-	for name, b := range before {
-		a := after[name]
-		if a.addr != b.addr {
-			changed++
-			if a.addr != first || b.sessions != 0 {
-				t.Errorf("%s: %s → %s, want a free slot taking %s", name, b.addr, a.addr, first)
-			}
-			continue
-		}
-		if b.sessions > 0 && (a.sessions < b.sessions || a.lastChange < b.lastChange) {
-			t.Errorf("%s (%s): counters or uptime reset: before %+v, after %+v", name, b.addr, b, a)
-		}
-	}
-	serving := 0
-	for _, b := range before {
-		if b.sessions > 0 {
-			serving++
-		}
-	}
-	if changed != 1 || serving != 5 {
-		t.Fatalf("%d slots changed (want 1), %d slots served before (want 5):\nbefore %v\nafter %v", changed, serving, before, after)
-	}
+	checkSticky(t, before, after, first)
 	seen := map[string]bool{}
 	for range 30 {
 		seen[get(next)] = true
@@ -163,5 +141,34 @@ func restartKeepsSlots(t *testing.T, d *Driver, dir string, lb *model.LoadBalanc
 	inst := d2.lbs[lb.UUID]
 	if !inst.proc.Adopted() || inst.proc.Stats().ReloadsOK != 0 {
 		t.Fatalf("adopted %v, reloads %+v", inst.proc.Adopted(), inst.proc.Stats())
+	}
+}
+
+// checkSticky: exactly one slot changed, a free one, to first; the five
+// that served kept their address, counters and uptime.
+func checkSticky(t *testing.T, before, after map[string]server, first string) {
+	t.Helper()
+	changed := 0
+	for name, b := range before {
+		a := after[name]
+		if a.addr != b.addr {
+			changed++
+			if a.addr != first || b.sessions != 0 {
+				t.Errorf("%s: %s → %s, want a free slot taking %s", name, b.addr, a.addr, first)
+			}
+			continue
+		}
+		if b.sessions > 0 && (a.sessions < b.sessions || a.lastChange < b.lastChange) {
+			t.Errorf("%s (%s): counters or uptime reset: before %+v, after %+v", name, b.addr, b, a)
+		}
+	}
+	serving := 0
+	for _, b := range before {
+		if b.sessions > 0 {
+			serving++
+		}
+	}
+	if changed != 1 || serving != 5 {
+		t.Fatalf("%d slots changed (want 1), %d slots served before (want 5):\nbefore %v\nafter %v", changed, serving, before, after)
 	}
 }
