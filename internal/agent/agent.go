@@ -60,6 +60,8 @@ type Agent struct {
 	// failed holds the spec hash of each LoadBalancer whose last apply
 	// failed; the same spec is tried again only by the retry timer.
 	failed map[string]string
+	// reported holds the last report written per UUID (without its time).
+	reported map[string]model.NodeStatus
 }
 
 // New returns an Agent; Run starts it.
@@ -74,6 +76,7 @@ func New(cfg Config) *Agent {
 		pending:  map[string]*model.LoadBalancer{},
 		retry:    map[string]time.Time{},
 		failed:   map[string]string{},
+		reported: map[string]model.NodeStatus{},
 	}
 }
 
@@ -138,8 +141,9 @@ func (a *Agent) queue(ev store.Event) {
 	// Status writes (ours included) come back as events: a spec this node
 	// already runs needs nothing, and re-applying it would report again,
 	// which would come back again.
+	mine, _ := lb.Status.Report(a.cfg.Node)
 	if inst := a.lbs[lb.UUID]; inst != nil && inst.applied != nil && !inst.restarted() &&
-		inst.applied.SpecHash() == lb.SpecHash() && lb.Status.State == model.StateActive {
+		inst.applied.SpecHash() == lb.SpecHash() && mine.State == model.StateActive {
 		return
 	}
 	a.pending[lb.UUID] = lb
@@ -199,31 +203,30 @@ func (a *Agent) placedHere(lb *model.LoadBalancer) bool {
 		(lb.Placement.Active == a.cfg.Node || lb.Placement.Standby == a.cfg.Node)
 }
 
-// report writes what this node applied into the LoadBalancer status. Only
-// the active node reports; the standby's view arrives with VRRP later.
+// report writes what this node applied into the LoadBalancer status, as
+// this node's own entry: the active and the standby node both report. It
+// reads nothing first: the last good spec and config are what this agent
+// itself applied, and a report equal to the last one is not written again.
 func (a *Agent) report(ctx context.Context, lb *model.LoadBalancer, state model.State, configHash, message string) {
-	if lb.Placement.Active != a.cfg.Node {
-		return
-	}
-	st := model.Status{State: state, ConfigHash: configHash, Message: message, Node: a.cfg.Node, UpdatedAt: time.Now().UTC()}
-	cur, err := a.cfg.Store.Get(ctx, lb.UUID)
-	if err != nil {
-		return // deleted meanwhile: nothing to report on
-	}
+	r := model.NodeStatus{Node: a.cfg.Node, State: state, ConfigHash: configHash, Message: message}
 	if state == model.StateActive {
-		st.SpecHash = lb.SpecHash()
-	} else {
+		r.SpecHash = lb.SpecHash()
+	} else if inst := a.lbs[lb.UUID]; inst != nil && inst.applied != nil {
 		// Keep the record of the last spec that did apply: it still serves.
-		st.SpecHash, st.ConfigHash = cur.Status.SpecHash, cur.Status.ConfigHash
+		r.SpecHash, r.ConfigHash = inst.applied.SpecHash(), inst.configHash
 	}
-	old := cur.Status
-	if old.State == st.State && old.SpecHash == st.SpecHash && old.ConfigHash == st.ConfigHash &&
-		old.Message == st.Message && old.Node == st.Node {
+	if last, ok := a.reported[lb.UUID]; ok && last == r {
 		return // nothing new: a write would only wake every watcher
 	}
-	if err := a.cfg.Store.PutStatus(ctx, lb.UUID, st); err != nil && !errors.Is(err, store.ErrNotFound) {
-		a.cfg.Logger.Warn("could not report status", "lb", lb.Name, "error", err)
+	stamped := r
+	stamped.UpdatedAt = time.Now().UTC()
+	if err := a.cfg.Store.PutNodeStatus(ctx, lb.UUID, stamped); err != nil {
+		if !errors.Is(err, store.ErrNotFound) {
+			a.cfg.Logger.Warn("could not report status", "lb", lb.Name, "error", err)
+		}
+		return
 	}
+	a.reported[lb.UUID] = r
 }
 
 func (a *Agent) shutdown() {

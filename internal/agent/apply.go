@@ -266,6 +266,7 @@ func (a *Agent) remove(uuid string) {
 	a.stop(uuid, true)
 	delete(a.retry, uuid)
 	delete(a.failed, uuid)
+	delete(a.reported, uuid)
 }
 
 // stop stops HAProxy gracefully in the background: draining may take up
