@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what pier's demo and tests need on a Debian machine: HAProxy (the
-# data plane), keepalived (VRRP for the pair), curl, and Go modules. Safe to run again: it installs only what
-# is missing. Uses sudo when not root.
+# data plane), keepalived (VRRP for the pair), curl, and Go modules. Safe to
+# run again: it installs only what is missing. Uses sudo when not root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
