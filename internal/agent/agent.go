@@ -55,8 +55,9 @@ type Agent struct {
 	cfg     Config
 	err     error // from New: Run returns it
 	drivers map[model.Provider]driver.Driver
-	// applied is the spec running here, by UUID.
+	// applied is the spec running here, by UUID, and its config hash.
 	applied map[string]*model.LoadBalancer
+	hashes  map[string]string
 	// held is the provider whose driver was given each UUID, even if
 	// its apply failed: that driver must let go when it leaves.
 	held    map[string]model.Provider
@@ -65,18 +66,22 @@ type Agent struct {
 	// failed holds the spec hash of each LoadBalancer whose last apply
 	// failed; the same spec is tried again only by the retry timer.
 	failed map[string]string
+	// reported holds the last report written per UUID (without its time).
+	reported map[string]model.NodeStatus
 }
 
 // New returns an Agent; Run starts it.
 func New(cfg Config) *Agent {
 	a := &Agent{
-		cfg:     cfg,
-		drivers: map[model.Provider]driver.Driver{},
-		applied: map[string]*model.LoadBalancer{},
-		held:    map[string]model.Provider{},
-		pending: map[string]*model.LoadBalancer{},
-		retry:   map[string]time.Time{},
-		failed:  map[string]string{},
+		cfg:      cfg,
+		drivers:  map[model.Provider]driver.Driver{},
+		applied:  map[string]*model.LoadBalancer{},
+		held:     map[string]model.Provider{},
+		hashes:   map[string]string{},
+		reported: map[string]model.NodeStatus{},
+		pending:  map[string]*model.LoadBalancer{},
+		retry:    map[string]time.Time{},
+		failed:   map[string]string{},
 	}
 	if len(cfg.Drivers) == 0 {
 		d, err := haproxydriver.New(haproxydriver.Config{StateDir: cfg.StateDir, Binary: cfg.HAProxyBinary,
@@ -156,7 +161,8 @@ func (a *Agent) queue(ev store.Event) {
 	// Status writes (ours included) come back as events: a spec this node
 	// already runs needs nothing, and re-applying it would report again,
 	// which would come back again. A driver that drifted says so by tick.
-	if cur := a.applied[lb.UUID]; cur != nil && cur.SpecHash() == lb.SpecHash() && lb.Status.State == model.StateActive {
+	mine, _ := lb.Status.Report(a.cfg.Node)
+	if cur := a.applied[lb.UUID]; cur != nil && cur.SpecHash() == lb.SpecHash() && mine.State == model.StateActive {
 		return
 	}
 	a.pending[lb.UUID] = lb

@@ -50,7 +50,7 @@ func (a *Agent) applyOne(ctx context.Context, lb *model.LoadBalancer) {
 		return
 	}
 	delete(a.failed, lb.UUID)
-	a.applied[lb.UUID] = lb
+	a.applied[lb.UUID], a.hashes[lb.UUID] = lb, applied.ConfigHash
 	a.report(context.WithoutCancel(ctx), lb, model.StateActive, applied.ConfigHash, "")
 }
 
@@ -70,8 +70,10 @@ func (a *Agent) remove(uuid string) {
 	}
 	delete(a.held, uuid)
 	delete(a.applied, uuid)
+	delete(a.hashes, uuid)
 	delete(a.retry, uuid)
 	delete(a.failed, uuid)
+	delete(a.reported, uuid)
 }
 
 // recover lets each driver stop what a previous agent left for load

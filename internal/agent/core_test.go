@@ -97,6 +97,11 @@ func TestCoreDispatchesByProvider(t *testing.T) {
 	go func() { done <- a.Run(runCtx) }()
 	waitCalls(t, ha, "apply aaaa")
 	waitCalls(t, native, "apply bbbb")
+	waitStatus(t, func() bool {
+		got, _ := st.Get(ctx, a1.UUID)
+		r, ok := got.Status.Report("n1")
+		return ok && r.ConfigHash == "h-"+a1.SpecHash()[:8] && r.State == model.StateActive
+	})
 	ha.mu.Lock()
 	ha.drifted = []string{a1.UUID}
 	ha.mu.Unlock()
@@ -123,9 +128,6 @@ func TestCoreDispatchesByProvider(t *testing.T) {
 	if got, _ := st.Get(ctx, b1.UUID); got.Status.State != model.StateError {
 		t.Errorf("rejected spec reported %s", got.Status.State)
 	}
-	if got, _ := st.Get(ctx, a1.UUID); got.Status.ConfigHash != "h-"+a1.SpecHash()[:8] {
-		t.Errorf("config hash %q", got.Status.ConfigHash)
-	}
 	_ = os.RemoveAll(dir)
 }
 
@@ -146,4 +148,15 @@ func waitCalls(t *testing.T, f *fakeDriver, want ...string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("%s driver calls %q, want %q in order", f.provider, f.seen(), want)
+}
+
+func waitStatus(t *testing.T, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal("the applied config hash was not reported")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -9,30 +9,29 @@ import (
 	"pier.dev/pier/internal/store"
 )
 
-// report writes what this node applied into the LoadBalancer status. Only
-// the active node reports; the standby's view arrives with per-node
-// status. This is the one function that talks to the store's status API.
+// report writes what this node applied into the LoadBalancer status, as
+// this node's own entry: the active and the standby node both report. It
+// reads nothing first: the last good spec and config are what this agent
+// itself applied, and a report equal to the last one is not written again.
+// This is the one function that talks to the store's status API.
 func (a *Agent) report(ctx context.Context, lb *model.LoadBalancer, state model.State, configHash, message string) {
-	if lb.Placement.Active != a.cfg.Node {
-		return
-	}
-	st := model.Status{State: state, ConfigHash: configHash, Message: message, Node: a.cfg.Node, UpdatedAt: time.Now().UTC()}
-	cur, err := a.cfg.Store.Get(ctx, lb.UUID)
-	if err != nil {
-		return // deleted meanwhile: nothing to report on
-	}
+	r := model.NodeStatus{Node: a.cfg.Node, State: state, ConfigHash: configHash, Message: message}
 	if state == model.StateActive {
-		st.SpecHash = lb.SpecHash()
-	} else {
+		r.SpecHash = lb.SpecHash()
+	} else if cur := a.applied[lb.UUID]; cur != nil {
 		// Keep the record of the last spec that did apply: it still serves.
-		st.SpecHash, st.ConfigHash = cur.Status.SpecHash, cur.Status.ConfigHash
+		r.SpecHash, r.ConfigHash = cur.SpecHash(), a.hashes[lb.UUID]
 	}
-	old := cur.Status
-	if old.State == st.State && old.SpecHash == st.SpecHash && old.ConfigHash == st.ConfigHash &&
-		old.Message == st.Message && old.Node == st.Node {
+	if last, ok := a.reported[lb.UUID]; ok && last == r {
 		return // nothing new: a write would only wake every watcher
 	}
-	if err := a.cfg.Store.PutStatus(ctx, lb.UUID, st); err != nil && !errors.Is(err, store.ErrNotFound) {
-		a.cfg.Logger.Warn("could not report status", "lb", lb.Name, "error", err)
+	stamped := r
+	stamped.UpdatedAt = time.Now().UTC()
+	if err := a.cfg.Store.PutNodeStatus(ctx, lb.UUID, stamped); err != nil {
+		if !errors.Is(err, store.ErrNotFound) {
+			a.cfg.Logger.Warn("could not report status", "lb", lb.Name, "error", err)
+		}
+		return
 	}
+	a.reported[lb.UUID] = r
 }

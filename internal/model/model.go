@@ -14,6 +14,7 @@ package model
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"sort"
 	"strings"
 	"time"
 )
@@ -204,7 +205,12 @@ const (
 	StateError   State = "ERROR"   // the last apply failed; the previous config keeps serving
 )
 
-// Status is written by agents: what they applied and whether it serves.
+// Status is written by agents. Every node a LoadBalancer is placed on
+// reports its own NodeStatus; the other fields summarise the report of the
+// active node (the one that holds the addresses), so that `kubectl get`
+// columns and the status writer read one place. Stores keep the summary in
+// step with the reports and the placement (Summarize), so readers never
+// compute it.
 type Status struct {
 	State State `json:"state"`
 	// SpecHash is the SpecHash of the spec last applied successfully.
@@ -213,9 +219,67 @@ type Status struct {
 	Message    string    `json:"message,omitempty"`
 	Node       string    `json:"node,omitempty"`
 	UpdatedAt  time.Time `json:"updatedAt,omitempty"`
+	// Nodes holds one report per placed node, sorted by node name.
+	Nodes []NodeStatus `json:"nodes,omitempty"`
 }
 
-// Serving reports whether an agent has applied this exact spec.
+// NodeStatus is what the agent of one node reports for a LoadBalancer.
+type NodeStatus struct {
+	Node  string `json:"node"`
+	State State  `json:"state"`
+	// SpecHash is the SpecHash of the spec this node last applied
+	// successfully; after a failed apply it still names what serves.
+	SpecHash   string    `json:"specHash,omitempty"`
+	ConfigHash string    `json:"configHash,omitempty"`
+	Message    string    `json:"message,omitempty"`
+	UpdatedAt  time.Time `json:"updatedAt,omitempty"`
+}
+
+// Report returns the report of node, if it has made one.
+func (s *Status) Report(node string) (NodeStatus, bool) {
+	for _, r := range s.Nodes {
+		if r.Node == node {
+			return r, true
+		}
+	}
+	return NodeStatus{}, false
+}
+
+// WithReport returns the status with r replacing node r.Node's report,
+// summarised for placement p. A report from a node that p does not name is
+// dropped: it comes from an agent that has not yet seen the LoadBalancer
+// move away, and would otherwise stay in the status forever.
+func (s Status) WithReport(r NodeStatus, p Placement) Status {
+	nodes := make([]NodeStatus, 0, len(s.Nodes)+1)
+	for _, old := range s.Nodes {
+		if old.Node != r.Node {
+			nodes = append(nodes, old)
+		}
+	}
+	s.Nodes = append(nodes, r)
+	return s.Summarize(p)
+}
+
+// Summarize drops the reports of nodes that p does not name, sorts the
+// rest, and copies the active node's report into the summary fields. With
+// no report from the active node yet, the LoadBalancer is PENDING there.
+func (s Status) Summarize(p Placement) Status {
+	var nodes []NodeStatus
+	for _, r := range s.Nodes {
+		if r.Node != "" && (r.Node == p.Active || r.Node == p.Standby) {
+			nodes = append(nodes, r)
+		}
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Node < nodes[j].Node })
+	out := Status{State: StatePending, Nodes: nodes}
+	if active, ok := out.Report(p.Active); ok {
+		out.Node, out.State, out.SpecHash, out.ConfigHash = active.Node, active.State, active.SpecHash, active.ConfigHash
+		out.Message, out.UpdatedAt = active.Message, active.UpdatedAt
+	}
+	return out
+}
+
+// Serving reports whether the active node runs this exact spec.
 func (lb *LoadBalancer) Serving() bool {
 	return lb.Status.State == StateActive && lb.Status.SpecHash == lb.SpecHash()
 }

@@ -13,15 +13,31 @@ import (
 // ErrUnsupportedProvider is returned for providers with no driver yet.
 var ErrUnsupportedProvider = fmt.Errorf("provider has no driver")
 
-// Place returns where lb should run. A placement whose nodes are all still
-// ready is kept: a LoadBalancer never moves while its nodes live, which
-// keeps VRRP ownership stable. Otherwise the least-loaded ready nodes are
-// chosen, ties broken by name so the choice is deterministic. load counts
+// placer decides where one provider's load balancers run.
+type placer func(lb *model.LoadBalancer, ready []string, load map[string]int) (model.Placement, error)
+
+// placers is the service monitor's dispatch: one placement policy per
+// provider. A provider missing here has no driver yet.
+var placers = map[model.Provider]placer{
+	model.ProviderHAProxy: placePair,
+}
+
+// Place returns where lb should run, by its provider's policy. load counts
 // the LoadBalancers already placed on each node (active or standby).
 func Place(lb *model.LoadBalancer, ready []string, load map[string]int) (model.Placement, error) {
-	if lb.Provider != model.ProviderHAProxy {
+	place, ok := placers[lb.Provider]
+	if !ok {
 		return model.Placement{}, fmt.Errorf("load balancer %s: provider %q: %w", lb.Name, lb.Provider, ErrUnsupportedProvider)
 	}
+	return place(lb, ready, load)
+}
+
+// placePair places an active and a standby node. A placement whose nodes
+// are all still ready is kept: a LoadBalancer never moves while its nodes
+// live, which keeps VRRP ownership stable. Otherwise the least-loaded
+// ready nodes are chosen, ties broken by name so the choice is
+// deterministic.
+func placePair(lb *model.LoadBalancer, ready []string, load map[string]int) (model.Placement, error) {
 	if len(ready) == 0 {
 		return model.Placement{}, fmt.Errorf("load balancer %s: no ready node", lb.Name)
 	}

@@ -20,10 +20,18 @@ type Store interface {
 	// List returns every LoadBalancer, sorted by UUID.
 	List(ctx context.Context) ([]*model.LoadBalancer, error)
 	// PutSpec creates lb or replaces everything but its Status (which
-	// agents own) and CreatedAt (kept from the first write).
+	// agents own) and CreatedAt (kept from the first write). The status
+	// read back is summarised for the new placement: when the standby
+	// becomes active, its report becomes the summary.
 	PutSpec(ctx context.Context, lb *model.LoadBalancer) error
-	// PutStatus replaces the Status of an existing LoadBalancer.
-	PutStatus(ctx context.Context, uuid string, status model.Status) error
+	// PutNodeStatus records what one node's agent reports for an existing
+	// LoadBalancer: it replaces that node's entry in Status.Nodes and
+	// leaves the other nodes' entries alone, so the agents of the active
+	// and the standby node can report at the same time without reading
+	// first. The summary fields follow the active node's report
+	// (model.Status.WithReport); a report from a node the placement does
+	// not name is dropped.
+	PutNodeStatus(ctx context.Context, uuid string, report model.NodeStatus) error
 	Delete(ctx context.Context, uuid string) error
 	// Watch first replays every stored LoadBalancer as an EventPut, then
 	// sends each change, until ctx ends (the channel is then closed).

@@ -236,21 +236,29 @@ func exitCode(ps *os.ProcessState) int {
 // namespace (they can only be ours: nothing else knows the namespace). A
 // leak is a test bug, so it is reported.
 func killLeftovers(name string) {
+	if pids := KillIn(name); len(pids) > 0 {
+		fmt.Fprintf(os.Stderr, "netns: killed processes left in %s: %v\n", name, pids)
+	}
+}
+
+// KillIn kills every process in the named namespace with SIGKILL, waits
+// up to a second for them to go, and returns their pids.
+func KillIn(name string) []int {
 	pids := pidsIn(filepath.Join(runDir, name))
 	if len(pids) == 0 {
-		return
+		return nil
 	}
-	fmt.Fprintf(os.Stderr, "netns: killing processes left in %s: %v\n", name, pids)
 	for _, pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	// Wait briefly so that the namespace's addresses are free when we go.
 	for range 50 {
 		if len(pidsIn(filepath.Join(runDir, name))) == 0 {
-			return
+			break
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	return pids
 }
 
 // pidsIn lists the processes whose network namespace is the file nsPath.

@@ -163,26 +163,26 @@ func (s *Store) PutSpec(ctx context.Context, lb *model.LoadBalancer) error {
 	return s.update(ctx, "put spec "+lb.UUID, lb.UUID, func(old *model.LoadBalancer) (*model.LoadBalancer, error) {
 		next := *lb // shallow: only marshalled, never handed out
 		if old != nil {
-			next.Status, next.CreatedAt = old.Status, old.CreatedAt
+			next.Status, next.CreatedAt = old.Status.Summarize(next.Placement), old.CreatedAt
 			return &next, nil
 		}
 		if next.CreatedAt.IsZero() {
 			next.CreatedAt = time.Now().UTC().Round(0)
 		}
-		if next.Status.State == "" {
-			next.Status.State = model.StatePending
-		}
+		// Status belongs to agents: a new LoadBalancer is PENDING until
+		// one reports.
+		next.Status = model.Status{}.Summarize(next.Placement)
 		return &next, nil
 	})
 }
 
-// PutStatus replaces the Status of an existing LoadBalancer.
-func (s *Store) PutStatus(ctx context.Context, uuid string, status model.Status) error {
+// PutNodeStatus merges one node's report into an existing LoadBalancer.
+func (s *Store) PutNodeStatus(ctx context.Context, uuid string, report model.NodeStatus) error {
 	return s.update(ctx, "put status "+uuid, uuid, func(old *model.LoadBalancer) (*model.LoadBalancer, error) {
 		if old == nil {
 			return nil, store.ErrNotFound
 		}
-		old.Status = status
+		old.Status = old.Status.WithReport(report, old.Placement)
 		return old, nil
 	})
 }

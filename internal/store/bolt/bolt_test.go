@@ -42,8 +42,8 @@ func TestReopenKeepsData(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st := model.Status{State: model.StateActive, SpecHash: "h", Node: "local"}
-	if err := s.PutStatus(ctx, "b", st); err != nil {
+	report := model.NodeStatus{Node: "node-a", State: model.StateActive, SpecHash: "h"}
+	if err := s.PutNodeStatus(ctx, "b", report); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -58,7 +58,7 @@ func TestReopenKeepsData(t *testing.T) {
 	if len(lbs) != 2 || lbs[0].UUID != "a" || lbs[1].UUID != "b" {
 		t.Fatalf("after reopen List = %v, want a and b", lbs)
 	}
-	if lbs[1].Status != st || lbs[1].VIP != "127.10.0.1" || len(lbs[1].Pools[0].Members) != 1 {
+	if r, _ := lbs[1].Status.Report("node-a"); r != report || lbs[1].Status.SpecHash != "h" || lbs[1].VIP != "127.10.0.1" || len(lbs[1].Pools[0].Members) != 1 {
 		t.Fatalf("after reopen b = %+v", lbs[1])
 	}
 	info, err := os.Stat(path)

@@ -48,10 +48,9 @@ func decode(u *unstructured.Unstructured) (*model.LoadBalancer, error) {
 	if lb.CreatedAt.IsZero() {
 		lb.CreatedAt = o.Metadata.CreationTimestamp.UTC()
 	}
-	lb.Status = o.Status
-	if lb.Status.State == "" {
-		lb.Status.State = model.StatePending
-	}
+	// The controller may not write status (rbac.yaml), so a placement it
+	// changed is applied to the summary here, on every read.
+	lb.Status = o.Status.Summarize(lb.Placement)
 	return &lb, nil
 }
 

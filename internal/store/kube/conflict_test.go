@@ -84,36 +84,38 @@ func TestPutSpecRetriesAfterStatusWrite(t *testing.T) {
 	if err := ctl.PutSpec(t.Context(), storetest.Sample("lb")); err != nil {
 		t.Fatal(err)
 	}
-	st := model.Status{State: model.StateActive, Node: "node-a", SpecHash: "h"}
-	interleave(t, ctl, func() error { return agent.PutStatus(t.Context(), "lb", st) })
+	report := model.NodeStatus{Node: "node-a", State: model.StateActive, SpecHash: "h"}
+	interleave(t, ctl, func() error { return agent.PutNodeStatus(t.Context(), "lb", report) })
 	next := storetest.Sample("lb")
 	next.VIP = "127.10.0.9"
 	if err := ctl.PutSpec(t.Context(), next); err != nil {
 		t.Fatalf("PutSpec after an interleaved status write: %v", err)
 	}
 	got := mustGet(t, ctl, "lb")
-	if got.VIP != "127.10.0.9" || got.Status != st {
-		t.Fatalf("got VIP %s status %+v, want 127.10.0.9 and %+v", got.VIP, got.Status, st)
+	if r, ok := got.Status.Report("node-a"); got.VIP != "127.10.0.9" || !ok || r != report || got.Status.State != model.StateActive {
+		t.Fatalf("got VIP %s status %+v, want 127.10.0.9 and node-a's report %+v", got.VIP, got.Status, report)
 	}
 }
 
-// TestPutStatusRetriesOnConflict: two agents report at once; both calls
-// succeed and the later report is what is stored.
-func TestPutStatusRetriesOnConflict(t *testing.T) {
+// TestPutNodeStatusRetriesOnConflict: the agents of both placed nodes
+// report at once; both calls succeed and both reports are stored.
+func TestPutNodeStatusRetriesOnConflict(t *testing.T) {
 	a := newStore(t, nil, nil)
 	b := newStore(t, nil, nil)
 	if err := a.PutSpec(t.Context(), storetest.Sample("lb")); err != nil {
 		t.Fatal(err)
 	}
-	interleave(t, a, func() error {
-		return b.PutStatus(t.Context(), "lb", model.Status{State: model.StateError, Node: "node-b"})
-	})
-	mine := model.Status{State: model.StateActive, Node: "node-a"}
-	if err := a.PutStatus(t.Context(), "lb", mine); err != nil {
-		t.Fatalf("PutStatus after an interleaved status write: %v", err)
+	theirs := model.NodeStatus{Node: "node-b", State: model.StateError, Message: "port taken"}
+	interleave(t, a, func() error { return b.PutNodeStatus(t.Context(), "lb", theirs) })
+	mine := model.NodeStatus{Node: "node-a", State: model.StateActive}
+	if err := a.PutNodeStatus(t.Context(), "lb", mine); err != nil {
+		t.Fatalf("PutNodeStatus after an interleaved status write: %v", err)
 	}
-	if got := mustGet(t, a, "lb").Status; got != mine {
-		t.Fatalf("status = %+v, want %+v", got, mine)
+	got := mustGet(t, a, "lb").Status
+	ra, okA := got.Report("node-a")
+	rb, okB := got.Report("node-b")
+	if !okA || !okB || ra != mine || rb != theirs || got.State != model.StateActive {
+		t.Fatalf("status = %+v, want both reports and the active's summary", got)
 	}
 }
 
@@ -128,7 +130,7 @@ func TestPutSpecOnStaleView(t *testing.T) {
 	if err := s1.PutSpec(t.Context(), storetest.Sample("lb")); err != nil {
 		t.Fatal(err)
 	}
-	if err := agent.PutStatus(t.Context(), "lb", model.Status{State: model.StateActive}); err != nil {
+	if err := agent.PutNodeStatus(t.Context(), "lb", model.NodeStatus{Node: "node-a", State: model.StateActive}); err != nil {
 		t.Fatal(err)
 	}
 	mine := storetest.Sample("lb")

@@ -8,8 +8,8 @@
 // last saw (its own last write or a read; kept per UUID), so a conflict
 // always means another process wrote since:
 //
-//   - PutStatus retries on a fresh read: status is a report, the newest
-//     writer wins.
+//   - PutNodeStatus retries on a fresh read: each node's report is its own
+//     entry of the status, merged on top of the newest version.
 //   - PutSpec retries only if the other write left the spec alone (an agent's
 //     status); if the spec changed or the object was deleted, it returns
 //     ErrConflict. Two controllers that both believe they lead therefore

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -112,7 +113,7 @@ func TestRoundTripSparse(t *testing.T) {
 	}
 	want := *in
 	want.CreatedAt, want.Status = got.CreatedAt, model.Status{State: model.StatePending}
-	if specKey(got) != specKey(&want) || got.Status != want.Status {
+	if specKey(got) != specKey(&want) || !reflect.DeepEqual(got.Status, want.Status) {
 		t.Fatalf("round trip:\ngot  %s\nwant %s", fullKey(got), fullKey(&want))
 	}
 }

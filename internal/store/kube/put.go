@@ -20,8 +20,8 @@ const specAttempts = 10
 // PutSpec creates lb or replaces everything but its Status (agents own it)
 // and CreatedAt (kept from the first write). A new LoadBalancer keeps a
 // non-zero lb.CreatedAt in spec.createdAt, or gets the object's
-// creationTimestamp; its Status is lb.Status with an empty State made
-// PENDING. A PutSpec that changes nothing writes nothing.
+// creationTimestamp; it reads as PENDING until an agent reports (PutSpec
+// never writes status). A PutSpec that changes nothing writes nothing.
 //
 // PutSpec writes on top of the version this store last saw (its own last
 // write, or a read). If another process changed the spec since, or deleted
@@ -147,48 +147,40 @@ func (s *Store) create(ctx context.Context, lb *model.LoadBalancer) error {
 	if err != nil {
 		return err
 	}
+	// No status is written: an object without one reads as PENDING
+	// (decode), and the controller's role may not write the status
+	// subresource (rbac.yaml: agents own status).
 	s.cache.put(created)
-	status := lb.Status
-	if status.State == "" {
-		status.State = model.StatePending
-	}
-	if status == (model.Status{State: model.StatePending}) {
-		// Nothing to write: an object without a status reads as PENDING
-		// (decode). The controller creates every object this way, and
-		// its role may not write the status subresource (rbac.yaml:
-		// agents own status).
-		return nil
-	}
-	err = s.writeStatus(ctx, created, status)
-	if apierrors.IsConflict(err) {
-		return nil // an agent reported already; its status is newer than ours
-	}
-	if err != nil {
-		return fmt.Errorf("initial status (the object exists and reads as PENDING): %w", err)
-	}
 	return nil
 }
 
-// PutStatus replaces the Status of an existing LoadBalancer through the
-// status subresource, retrying on a fresh read when another writer got in
-// first: status is a report, the newest one wins. An unchanged status is
-// not written.
-func (s *Store) PutStatus(ctx context.Context, uuid string, status model.Status) error {
+// PutNodeStatus merges one node's report into the status of an existing
+// LoadBalancer through the status subresource, retrying on a fresh read
+// when another writer got in first (the other node's agent, usually): each
+// node owns its own entry, so merging on top of the newest version loses
+// nobody's report. An unchanged status is not written.
+func (s *Store) PutNodeStatus(ctx context.Context, uuid string, report model.NodeStatus) error {
 	defer s.lock(uuid)()
 	// On top of the cached object first: one round trip when nobody else
 	// wrote. A cached "unchanged" proves nothing, so that goes to a read.
-	if u := s.cache.get(uuid); u != nil && statusDiffers(u, status) {
-		err := s.writeStatus(ctx, u, status)
-		if err == nil || !lostRace(err) {
-			return wrapPut("put status", uuid, err)
+	if u := s.cache.get(uuid); u != nil {
+		if next, changed := withReport(u, report); changed {
+			err := s.writeStatus(ctx, u, next)
+			if err == nil || !lostRace(err) {
+				return wrapPut("put status", uuid, err)
+			}
 		}
 	}
 	err := retry.OnError(statusBackoff, apierrors.IsConflict, func() error {
 		u, err := s.read(ctx, uuid)
-		if err != nil || !statusDiffers(u, status) {
+		if err != nil {
 			return err
 		}
-		err = s.writeStatus(ctx, u, status)
+		next, changed := withReport(u, report)
+		if !changed {
+			return nil
+		}
+		err = s.writeStatus(ctx, u, next)
 		if apierrors.IsConflict(err) {
 			s.log.Debug("status write conflicted; retrying on a fresh read", "uuid", uuid)
 		}
@@ -200,14 +192,16 @@ func (s *Store) PutStatus(ctx context.Context, uuid string, status model.Status)
 	return wrapPut("put status", uuid, err)
 }
 
-func statusDiffers(u *unstructured.Unstructured, status model.Status) bool {
+// withReport returns u's status with report merged, and whether that
+// changes what is stored. An object that does not decode is overwritten.
+func withReport(u *unstructured.Unstructured, report model.NodeStatus) (model.Status, bool) {
 	cur, err := decode(u)
 	if err != nil {
-		return true
+		return model.Status{Nodes: []model.NodeStatus{report}}, true
 	}
 	next := *cur
-	next.Status = status
-	return fullKey(&next) != fullKey(cur)
+	next.Status = cur.Status.WithReport(report, cur.Placement)
+	return next.Status, fullKey(&next) != fullKey(cur)
 }
 
 // writeStatus updates u's status (with its resourceVersion as precondition)

@@ -59,7 +59,7 @@ func missedWhileAway(t *testing.T, other *Store) {
 	if err := other.PutSpec(ctx, storetest.Sample("created")); err != nil {
 		t.Fatal(err)
 	}
-	if err := other.PutStatus(ctx, "changed", model.Status{State: model.StateActive, Node: "n1"}); err != nil {
+	if err := other.PutNodeStatus(ctx, "changed", model.NodeStatus{Node: "node-a", State: model.StateActive}); err != nil {
 		t.Fatal(err)
 	}
 	if err := other.Delete(ctx, "deleted"); err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"testing"
 	"time"
 
@@ -21,8 +22,10 @@ var Wait = 10 * time.Second
 // these choices that callers rely on and the interface comments leave open:
 //
 //   - PutSpec of a new object keeps a non-zero CreatedAt (translation
-//     passes the source's creation time) or sets the current time, and sets
-//     an empty Status.State to PENDING.
+//     passes the source's creation time) or sets the current time, and
+//     never writes status: the object reads as PENDING until a node reports.
+//   - The status summary always follows the active node's report, after a
+//     report and after a placement change alike.
 //   - PutSpec refuses an object without a UUID.
 //   - Delete of a missing UUID returns store.ErrNotFound.
 //   - Watch replays in UUID order; a write that changes nothing stored
@@ -41,8 +44,11 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"PutSpecRequiresUUID", testPutSpecRequiresUUID},
 		{"ListSortedByUUID", testListSorted},
 		{"PutSpecKeepsStatusAndCreatedAt", testPutSpecKeepsStatus},
-		{"PutStatus", testPutStatus},
-		{"PutStatusMissing", testPutStatusMissing},
+		{"PutNodeStatus", testPutNodeStatus},
+		{"PutNodeStatusBothNodes", testPutNodeStatusBothNodes},
+		{"PutNodeStatusUnplacedNode", testPutNodeStatusUnplacedNode},
+		{"PlacementChangeMovesSummary", testPlacementChangeMovesSummary},
+		{"PutNodeStatusMissing", testPutNodeStatusMissing},
 		{"Delete", testDelete},
 		{"ReturnsCopies", testReturnsCopies},
 		{"WatchReplayThenChanges", testWatchReplay},
@@ -139,11 +145,9 @@ func testListSorted(t *testing.T, s store.Store) {
 
 func testPutSpecKeepsStatus(t *testing.T, s store.Store) {
 	mustPut(t, s, Sample("a"))
-	st := model.Status{State: model.StateActive, SpecHash: "h", Node: "node-a",
+	report := model.NodeStatus{Node: "node-a", State: model.StateActive, SpecHash: "h",
 		UpdatedAt: time.Date(2025, 7, 1, 0, 0, 0, 0, time.UTC)}
-	if err := s.PutStatus(t.Context(), "a", st); err != nil {
-		t.Fatal(err)
-	}
+	mustReport(t, s, "a", report)
 	next := Sample("a")
 	next.VIP = "127.10.0.9"
 	next.CreatedAt = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -152,28 +156,84 @@ func testPutSpecKeepsStatus(t *testing.T, s store.Store) {
 
 	want := Sample("a")
 	want.VIP = "127.10.0.9"
-	want.Status = st
+	want.Status = summary(report)
 	assertEqual(t, "Get after second PutSpec", mustGet(t, s, "a"), want)
 }
 
-func testPutStatus(t *testing.T, s store.Store) {
+// summary is the Status of a LoadBalancer whose active node made report
+// and whose standby has not reported.
+func summary(report model.NodeStatus, others ...model.NodeStatus) model.Status {
+	nodes := append([]model.NodeStatus{report}, others...)
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Node < nodes[j].Node })
+	return model.Status{State: report.State, SpecHash: report.SpecHash, ConfigHash: report.ConfigHash,
+		Message: report.Message, Node: report.Node, UpdatedAt: report.UpdatedAt, Nodes: nodes}
+}
+
+func testPutNodeStatus(t *testing.T, s store.Store) {
 	mustPut(t, s, Sample("a"))
-	st := model.Status{State: model.StateError, Message: "haproxy -c failed", Node: "n"}
-	if err := s.PutStatus(t.Context(), "a", st); err != nil {
+	report := model.NodeStatus{Node: "node-a", State: model.StateError, Message: "haproxy -c failed",
+		SpecHash: "h0", ConfigHash: "c0"}
+	mustReport(t, s, "a", report)
+	want := Sample("a")
+	want.Status = summary(report)
+	assertEqual(t, "Get after PutNodeStatus", mustGet(t, s, "a"), want)
+}
+
+// The standby's report is kept beside the active's and does not change the
+// summary; a second report from one node replaces its first.
+func testPutNodeStatusBothNodes(t *testing.T, s store.Store) {
+	mustPut(t, s, Sample("a"))
+	active := model.NodeStatus{Node: "node-a", State: model.StateActive, SpecHash: "h1"}
+	standby := model.NodeStatus{Node: "node-b", State: model.StateError, Message: "port taken"}
+	mustReport(t, s, "a", standby)
+	mustReport(t, s, "a", model.NodeStatus{Node: "node-a", State: model.StatePending})
+	mustReport(t, s, "a", active)
+	want := Sample("a")
+	want.Status = summary(active, standby)
+	assertEqual(t, "Get after both nodes reported", mustGet(t, s, "a"), want)
+}
+
+func testPutNodeStatusUnplacedNode(t *testing.T, s store.Store) {
+	mustPut(t, s, Sample("a"))
+	if err := s.PutNodeStatus(t.Context(), "a", model.NodeStatus{Node: "node-z", State: model.StateActive}); err != nil {
 		t.Fatal(err)
 	}
 	want := Sample("a")
-	want.Status = st
-	assertEqual(t, "Get after PutStatus", mustGet(t, s, "a"), want)
+	want.Status.State = model.StatePending
+	assertEqual(t, "Get after a report from a node not placed", mustGet(t, s, "a"), want)
 }
 
-func testPutStatusMissing(t *testing.T, s store.Store) {
-	err := s.PutStatus(t.Context(), "missing", model.Status{State: model.StateActive})
+// Failover: when the standby becomes active, its report is the summary,
+// and the report of the node that left the placement is gone.
+func testPlacementChangeMovesSummary(t *testing.T, s store.Store) {
+	mustPut(t, s, Sample("a"))
+	oldActive := model.NodeStatus{Node: "node-a", State: model.StateActive, SpecHash: "h1"}
+	standby := model.NodeStatus{Node: "node-b", State: model.StateActive, SpecHash: "h1", ConfigHash: "c1"}
+	mustReport(t, s, "a", oldActive)
+	mustReport(t, s, "a", standby)
+	moved := Sample("a")
+	moved.Placement = model.Placement{Active: "node-b", Standby: "node-c"}
+	mustPut(t, s, moved)
+	want := Sample("a")
+	want.Placement = moved.Placement
+	want.Status = summary(standby)
+	assertEqual(t, "Get after the standby became active", mustGet(t, s, "a"), want)
+}
+
+func testPutNodeStatusMissing(t *testing.T, s store.Store) {
+	err := s.PutNodeStatus(t.Context(), "missing", model.NodeStatus{Node: "node-a", State: model.StateActive})
 	if !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("PutStatus(missing) error = %v, want store.ErrNotFound", err)
+		t.Fatalf("PutNodeStatus(missing) error = %v, want store.ErrNotFound", err)
 	}
 	if _, err := s.Get(t.Context(), "missing"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("PutStatus(missing) created an object (Get error = %v)", err)
+		t.Fatalf("PutNodeStatus(missing) created an object (Get error = %v)", err)
+	}
+}
+
+func mustReport(t *testing.T, s store.Store, uuid string, report model.NodeStatus) {
+	t.Helper()
+	if err := s.PutNodeStatus(t.Context(), uuid, report); err != nil {
+		t.Fatalf("PutNodeStatus(%s, %s): %v", uuid, report.Node, err)
 	}
 }
 

@@ -62,11 +62,9 @@ func testWatchReplay(t *testing.T, s store.Store) {
 
 	mustPut(t, s, Sample("c"))
 	expect(t, ch, store.EventPut, "c")
-	if err := s.PutStatus(t.Context(), "a", model.Status{State: model.StateActive}); err != nil {
-		t.Fatal(err)
-	}
+	mustReport(t, s, "a", model.NodeStatus{Node: "node-a", State: model.StateActive})
 	if ev := expect(t, ch, store.EventPut, "a"); ev.LoadBalancer.Status.State != model.StateActive {
-		t.Fatalf("PUT after PutStatus carries state %q, want ACTIVE", ev.LoadBalancer.Status.State)
+		t.Fatalf("PUT after PutNodeStatus carries state %q, want ACTIVE", ev.LoadBalancer.Status.State)
 	}
 	if err := s.Delete(t.Context(), "b"); err != nil {
 		t.Fatal(err)
@@ -233,8 +231,8 @@ func testConcurrentWriters(t *testing.T, s store.Store) {
 				if err := s.PutSpec(context.Background(), lb); err != nil {
 					errs <- err
 				}
-				st := model.Status{State: model.StateActive, Message: lb.Name}
-				if err := s.PutStatus(context.Background(), id, st); err != nil {
+				report := model.NodeStatus{Node: lb.Placement.Active, State: model.StateActive, Message: lb.Name}
+				if err := s.PutNodeStatus(context.Background(), id, report); err != nil {
 					errs <- err
 				}
 				if _, err := s.List(context.Background()); err != nil {
