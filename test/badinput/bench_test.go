@@ -24,7 +24,7 @@ type bench struct {
 	attackerPort                int    // echo backend of every attacker's "app" Service
 	victimConf                  string
 	victimBytes                 []byte
-	victimText                  []byte // all the victim's HAProxy loads: global.conf, process.conf, haproxy.conf
+	victimText                  []byte          // all the victim's HAProxy loads: global.conf, process.conf, haproxy.conf
 	baseline                    map[string]bool // paths under state, relative
 	stopLoad                    context.CancelFunc
 	results                     chan []harness.LoadResult
