@@ -5,9 +5,9 @@
 // the problems of its Ingresses) and an Ingress view.
 //
 // Everything is server-rendered with html/template, whose contextual
-// escaping is the only way a user value reaches a page: no template.HTML,
-// template.JS, template.URL or template.CSS of anything (web_test.go
-// checks the sources). Strings are also passed through Clean, which makes
+// escaping is the only way a user value reaches a page: none of its
+// "trusted content" string types is ever used (safety_test.go checks the
+// sources). Strings are also passed through Clean, which makes
 // bidirectional and invisible formatting characters visible, so a name
 // cannot pretend to be another on screen. Assets are embedded; the page
 // works without JavaScript, and with it polls its own live part once a
@@ -182,11 +182,15 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request, code int, name st
 	if partOnly {
 		exec = "live"
 	}
-	var buf bytes.Buffer
-	if err := tmpl.ExecuteTemplate(&buf, exec, struct {
+	var arg any = struct {
 		Data any
 		ETag string
-	}{data, tag}); err != nil {
+	}{data, tag}
+	if partOnly {
+		arg = data
+	}
+	var buf bytes.Buffer
+	if err := tmpl.ExecuteTemplate(&buf, exec, arg); err != nil {
 		h.logger().Error("web page failed", "page", name, "error", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
