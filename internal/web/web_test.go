@@ -138,7 +138,7 @@ func mustContain(t *testing.T, what, body string, wants ...string) {
 // rows returns the overview's table rows (server-rendered: what a
 // browser with JavaScript off shows).
 func rows(body string) []string {
-	return regexp.MustCompile(`(?s)<tr class="row s-[A-Z]+">.*?</tr>`).FindAllString(body, -1)
+	return regexp.MustCompile(`(?s)<tr class="row row-[A-Z]+">.*?</tr>`).FindAllString(body, -1)
 }
 
 func TestOverviewWithoutJavaScript(t *testing.T) {
