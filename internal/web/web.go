@@ -67,6 +67,9 @@ type Handler struct {
 	Logger *slog.Logger
 	// Now is the clock for ages; nil means time.Now.
 	Now func() time.Time
+	// PageSize is the number of overview rows per page; 0 means
+	// DefaultPageSize.
+	PageSize int
 }
 
 //go:embed templates/*.html

@@ -228,15 +228,15 @@ func TestFilters(t *testing.T) {
 
 func TestPaging(t *testing.T) {
 	var lbs []*model.LoadBalancer
-	for i := 0; i < 2*pageSize+10; i++ {
+	for i := 0; i < 2*DefaultPageSize+10; i++ {
 		l := lb("u1", "demo", "x", 1)
 		l.UUID, l.Name = fmt.Sprintf("u%04d", i), fmt.Sprintf("demo/x%d", 1000+i)
 		lbs = append(lbs, l)
 	}
 	f := newFixture(t, nil, lbs...)
 	_, _, body := get(t, f.srv.URL+"/")
-	if n := len(rows(body)); n != pageSize {
-		t.Errorf("page 1: %d rows, want %d", n, pageSize)
+	if n := len(rows(body)); n != DefaultPageSize {
+		t.Errorf("page 1: %d rows, want %d", n, DefaultPageSize)
 	}
 	mustContain(t, "page 1", body, "page 1 of 3", `href="/ui/?page=2"`)
 	_, _, body = get(t, f.srv.URL+"/ui/?page=3")
