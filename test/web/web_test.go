@@ -68,7 +68,7 @@ func newBrowser(t *testing.T) context.Context {
 	ctx, cancelCtx := chromedp.NewContext(actx)
 	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
 	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1400, 900)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 400)); err != nil {
 		t.Fatalf("start chromium: %v", err)
 	}
 	return ctx
@@ -159,6 +159,8 @@ func TestWebView(t *testing.T) {
 		}
 		// The page waits for the agent: all three end ACTIVE.
 		poll(t, ctx, `document.querySelectorAll("#lb-rows tr.row.row-ACTIVE").length === 3`, 10*time.Second)
+		// The script polls: its status line says so once a poll came back.
+		poll(t, ctx, `document.getElementById("live-status").innerText.startsWith("live")`, 3*time.Second)
 		screenshot(t, ctx, "overview")
 	})
 
