@@ -160,7 +160,7 @@ func nodeReports(lb *model.LoadBalancer) []nodeReport {
 		seen[node] = true
 		n := nodeReport{Role: role, Node: Clean(node)}
 		if r, ok := lb.Status.Report(node); ok {
-			n.Reported, n.State, n.Current = true, string(r.State), r.SpecHash == lb.SpecHash()
+			n.Reported, n.State, n.Current = true, Clean(string(r.State)), r.SpecHash == lb.SpecHash()
 			n.SpecHash, n.ConfigHash, n.Message, n.Updated = Clean(r.SpecHash), Clean(r.ConfigHash), Clean(r.Message), r.UpdatedAt
 		}
 		out = append(out, n)

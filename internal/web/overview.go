@@ -82,7 +82,7 @@ func displayState(lb *model.LoadBalancer) string {
 	case lb.Status.State == model.StateActive && !lb.Serving():
 		return stateUpdating
 	}
-	return string(lb.Status.State)
+	return Clean(string(lb.Status.State))
 }
 
 type sourceLink struct {
@@ -121,7 +121,7 @@ func placedNode(lb *model.LoadBalancer, node string) nodeCell {
 	}
 	c := nodeCell{Node: Clean(node)}
 	if r, ok := lb.Status.Report(node); ok {
-		c.State = string(r.State)
+		c.State = Clean(string(r.State))
 		if r.State == model.StateActive && r.SpecHash != lb.SpecHash() {
 			c.State = stateUpdating
 		}

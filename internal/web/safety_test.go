@@ -136,6 +136,9 @@ func TestMountedBesideTheAPI(t *testing.T) {
 			t.Errorf("GET %s: %d %s, want 200 %s", path, code, hdr.Get("Content-Type"), want)
 		}
 	}
+	if code, _, body := get(t, srv.URL+"/ui/static/"); code != 404 || strings.Contains(body, "app.js") {
+		t.Errorf("GET /ui/static/: %d, want 404 and no listing", code)
+	}
 	if code, _, _ := get(t, srv.URL+"/elsewhere"); code != 404 {
 		t.Errorf("GET /elsewhere: %d, want 404", code)
 	}

@@ -32,6 +32,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
@@ -70,6 +71,9 @@ type Handler struct {
 	// PageSize is the number of overview rows per page; 0 means
 	// DefaultPageSize.
 	PageSize int
+
+	routes sync.Once
+	mux    *http.ServeMux
 }
 
 //go:embed templates/*.html
@@ -102,10 +106,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	secure(w.Header())
-	h.mux().ServeHTTP(w, r)
+	h.routes.Do(func() { h.mux = h.newMux() })
+	h.mux.ServeHTTP(w, r)
 }
 
-func (h *Handler) mux() *http.ServeMux {
+func (h *Handler) newMux() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/{$}", h.overview)
 	mux.HandleFunc("/ui/{$}", h.overview)
@@ -134,6 +139,10 @@ func secure(h http.Header) {
 func staticHandler(root fs.FS) http.Handler {
 	files := http.FileServerFS(root)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "" || strings.HasSuffix(r.URL.Path, "/") {
+			http.NotFound(w, r) // no directory listing
+			return
+		}
 		w.Header().Set("Cache-Control", "no-cache")
 		files.ServeHTTP(w, r)
 	})
