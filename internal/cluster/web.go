@@ -8,20 +8,21 @@ import (
 )
 
 // web is the web view of `pier controller` (issue 12). Ingresses come
-// from the informer cache, which only the leader runs: on a standby
-// replica the Ingress pages are empty and the load balancer pages, read
-// from the custom resource, are complete.
+// from the informer cache, which only the leader runs: a standby replica
+// says they are not available there; the load balancer pages, read from
+// the custom resource, are complete on every replica.
 func (e *eventSink) web(st store.Store, logger *slog.Logger) *web.Handler {
 	return &web.Handler{Store: st, Ingresses: e, Logger: logger.With("component", "web")}
 }
 
 // Ingresses implements web.Ingresses from the last snapshot the leader
-// translated; the status is what the API server holds.
+// translated; the status is what the API server holds. A replica that
+// has not led has none: nil, which the view shows as "not available".
 func (e *eventSink) Ingresses() []web.IngressInfo {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	if e.snap == nil {
-		return []web.IngressInfo{}
+		return nil
 	}
 	out := make([]web.IngressInfo, 0, len(e.snap.Ingresses))
 	for _, ing := range e.snap.Ingresses {

@@ -76,11 +76,12 @@ func (h *Handler) ingressList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ns := r.URL.Query().Get("namespace")
-	p := &ingressListPage{Title: "Ingresses", Known: h.Ingresses != nil, Namespace: Clean(ns)}
+	ings := h.ingresses()
+	p := &ingressListPage{Title: "Ingresses", Known: ings != nil, Namespace: Clean(ns)}
 	byIngress := lbsByIngress(lbs)
 	namespaces := map[string]bool{}
 	now := h.now()
-	for _, in := range h.ingresses() {
+	for _, in := range ings {
 		namespaces[in.Ingress.Namespace] = true
 		if ns == "" || in.Ingress.Namespace == ns {
 			p.Rows = append(p.Rows, buildIngressRow(in, byIngress, now))

@@ -205,7 +205,7 @@ func TestIngressPages(t *testing.T) {
 	// Without an Ingress source the pages say so.
 	f.h.Ingresses = nil
 	_, _, body = get(t, f.srv.URL+"/ui/ingresses")
-	mustContain(t, "no source", body, "not available in this mode")
+	mustContain(t, "no source", body, "not available here")
 }
 
 // TestOnlyContextualEscaping enforces the gate: nothing in this package

@@ -53,6 +53,9 @@ type IngressInfo struct {
 // serves them from its in-memory view, the controller from its informer
 // cache.
 type Ingresses interface {
+	// Ingresses returns nil when the Ingresses are not known here (a
+	// standby controller replica runs no informers), an empty list when
+	// there are none.
 	Ingresses() []IngressInfo
 }
 
