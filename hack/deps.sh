@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what pier's demo and tests need on a Debian machine: HAProxy (the
-# data plane), keepalived (VRRP for the pair), curl, and Go modules. Safe to
-# run again: it installs only what is missing. Uses sudo when not root.
+# data plane), keepalived (VRRP for the pair), curl, Chromium (test/web
+# drives the web view in it), and Go modules. Safe to run again: it installs
+# only what is missing. Uses sudo when not root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +11,7 @@ command -v haproxy >/dev/null 2>&1 || need+=(haproxy)
 command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v keepalived >/dev/null 2>&1 || need+=(keepalived) # VRRP: the active/standby pair
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 
 if ((${#need[@]})); then
   sudo=""

@@ -60,6 +60,7 @@ type Report struct {
 	ControlPlane []ControlRow   `json:"controlplane"`
 	Reload       ReloadSummary  `json:"reload"`
 	Memory       []MemoryRow    `json:"memory"`
+	Web          *WebResult     `json:"web,omitempty"` // web view (issue 12): web.go
 	Raw          Raw            `json:"raw"`
 }
 
@@ -419,6 +420,11 @@ func build(in string) (*Report, error) {
 	r.Raw.Memory = b
 	if r.Memory, err = memory(b); err != nil {
 		return nil, fmt.Errorf("memory.json: %w", err)
+	}
+	if b, err := os.ReadFile(in + "/web.json"); err == nil { // web view (issue 12): optional
+		if r.Web, err = webResult(b); err != nil {
+			return nil, fmt.Errorf("web.json: %w", err)
+		}
 	}
 	r.Meta = meta(in)
 	return r, nil

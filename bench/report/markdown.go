@@ -58,6 +58,9 @@ func markdown(r *Report) string {
 		p("| %s | %d | %.1f MiB | %.1f MiB | **%.1f MiB** | %.1f MiB | **%.1f MiB** | %.2f | %.2f |\n",
 			mr.Name, mr.Policies, mr.MasterRSS, mr.WorkerRSS, mr.RSS, mr.Pss, mr.Private, mr.RatioRSS, mr.RatioPriv)
 	}
+	if r.Web != nil { // web view (issue 12)
+		b.WriteString(webMarkdown(r.Web))
+	}
 	return b.String()
 }
 

@@ -34,6 +34,9 @@ type Server struct {
 	Logger    *slog.Logger
 	// Healthy reports whether pier is ready; nil means always.
 	Healthy func() error
+	// UI, when set, serves the web view at "/" (exact) and under "/ui/";
+	// the API's own routes keep precedence. (web view, issue 12)
+	UI http.Handler
 }
 
 // IngressResponse is an Ingress (networking.k8s.io/v1) plus the problems
@@ -52,6 +55,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /ingresses/{namespace}/{name}", s.getIngress)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}))
+	if s.UI != nil { // web view, issue 12: it answers 405 to anything but GET and HEAD itself
+		mux.Handle("/{$}", s.UI)
+		mux.Handle("/ui/", s.UI)
+	}
 	return mux
 }
 

@@ -116,7 +116,8 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 			return nil
 		}},
 	}
-	srv := &api.Server{Store: st, Ingresses: events, Registry: m.Registry, Logger: logger}
+	srv := &api.Server{Store: st, Ingresses: events, Registry: m.Registry, Logger: logger,
+		UI: events.web(st, logger)} // UI: web view, issue 12 (web.go)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

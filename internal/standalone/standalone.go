@@ -91,7 +91,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		StopOnExit: true, Metrics: m, Logger: logger.With("component", "agent"),
 	})
 	srv := &api.Server{Store: st, Ingresses: v, Registry: m.Registry, Logger: logger,
-		Healthy: p.Ready}
+		Healthy: p.Ready, UI: v.web(st)} // UI: web view, issue 12 (web.go)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -1,0 +1,226 @@
+package web
+
+import (
+	"net/http"
+	"time"
+
+	"pier.dev/pier/internal/model"
+)
+
+// lbPage is the detail page: the Octavia tree, addresses, placement with
+// each node's report, the rendered haproxy.conf and the problems of the
+// Ingresses the load balancer serves.
+type lbPage struct {
+	Title        string
+	UUID         string
+	Name         string
+	Provider     string
+	State        string
+	Message      string
+	SpecHash     string
+	VIP, FIP     string
+	RequestedFIP string
+	Created      time.Time
+	Age          string `json:"-"`
+	Sources      []sourceLink
+	Nodes        []nodeReport
+	Listeners    []listenerView
+	Pools        []poolView
+	Problems     []problemView
+	Config       string
+	ConfigNote   string
+}
+
+func (p *lbPage) etagSource() any { return p }
+
+type nodeReport struct {
+	Role       string
+	Node       string
+	Reported   bool
+	State      string
+	Current    bool // the node serves the spec the store holds now
+	SpecHash   string
+	ConfigHash string
+	Message    string
+	Updated    time.Time
+}
+
+type listenerView struct {
+	Name         string
+	Protocol     string
+	Port         int
+	DefaultPool  poolRef
+	Certificates []certView
+	Policies     []policyView
+}
+
+type certView struct {
+	Secret   string // namespace/name of the Secret: a reference, never its data
+	Hosts    []string
+	SHA256   string
+	NotAfter time.Time
+}
+
+type policyView struct {
+	Position int
+	Action   string
+	Rules    []ruleView
+	Pool     poolRef
+	Source   sourceLink
+}
+
+type ruleView struct{ Type, Compare, Value string }
+
+type poolRef struct {
+	Anchor  string // "pool-<id>" on this page
+	Name    string
+	Members int
+}
+
+type poolView struct {
+	Anchor      string
+	ID          string
+	Name        string
+	Service     string
+	Port        string
+	Algorithm   string
+	HealthCheck bool
+	Members     []memberView
+}
+
+type memberView struct {
+	Address string
+	Port    int
+	Weight  int
+	Target  string
+}
+
+type problemView struct {
+	Ingress  sourceLink
+	Severity string
+	Reason   string
+	Field    string
+	Message  string
+}
+
+func (h *Handler) loadBalancer(w http.ResponseWriter, r *http.Request) {
+	lb, err := h.Store.Get(r.Context(), r.PathValue("uuid"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	p := buildLB(lb, problemsByIngress(h.ingresses()), h.now())
+	switch {
+	case h.Config == nil:
+		p.ConfigNote = "not available in this mode"
+	default:
+		conf, err := h.Config(lb)
+		if err != nil {
+			p.ConfigNote = "could not render: " + Clean(err.Error())
+		} else {
+			p.Config = Clean(string(conf))
+		}
+	}
+	h.page(w, r, http.StatusOK, "lb", p)
+}
+
+func buildLB(lb *model.LoadBalancer, problems map[string][]model.Problem, now time.Time) *lbPage {
+	p := &lbPage{Title: Clean(lb.Name), UUID: Clean(lb.UUID), Name: Clean(lb.Name), Provider: Clean(string(lb.Provider)),
+		State: displayState(lb), Message: Clean(lb.Status.Message), SpecHash: lb.SpecHash(),
+		VIP: Clean(lb.VIP), FIP: Clean(lb.FIP), RequestedFIP: Clean(lb.RequestedFIP),
+		Created: lb.CreatedAt, Age: Age(now.Sub(lb.CreatedAt)), Sources: sourceLinks(lb.Sources)}
+	p.Nodes = nodeReports(lb)
+	pools := map[string]poolRef{}
+	for _, pool := range lb.Pools {
+		v := buildPool(pool)
+		p.Pools = append(p.Pools, v)
+		pools[pool.ID] = poolRef{Anchor: v.Anchor, Name: v.Name, Members: len(v.Members)}
+	}
+	for _, l := range lb.Listeners {
+		p.Listeners = append(p.Listeners, buildListener(l, pools))
+	}
+	for _, s := range lb.Sources {
+		for _, pr := range problems[s.Key()] {
+			p.Problems = append(p.Problems, buildProblem(pr))
+		}
+	}
+	return p
+}
+
+// nodeReports lists the placed nodes, then any report from a node the
+// placement no longer names (stores drop those, but a view shows what is
+// there rather than what should be).
+func nodeReports(lb *model.LoadBalancer) []nodeReport {
+	var out []nodeReport
+	seen := map[string]bool{}
+	add := func(role, node string) {
+		if node == "" {
+			return
+		}
+		seen[node] = true
+		n := nodeReport{Role: role, Node: Clean(node)}
+		if r, ok := lb.Status.Report(node); ok {
+			n.Reported, n.State, n.Current = true, Clean(string(r.State)), r.SpecHash == lb.SpecHash()
+			n.SpecHash, n.ConfigHash, n.Message, n.Updated = Clean(r.SpecHash), Clean(r.ConfigHash), Clean(r.Message), r.UpdatedAt
+		}
+		out = append(out, n)
+	}
+	add("active", lb.Placement.Active)
+	add("standby", lb.Placement.Standby)
+	for _, r := range lb.Status.Nodes {
+		if !seen[r.Node] {
+			add("not placed", r.Node)
+		}
+	}
+	return out
+}
+
+func buildPool(pool model.Pool) poolView {
+	v := poolView{Anchor: "pool-" + Clean(pool.ID), ID: Clean(pool.ID), Name: Clean(pool.Name),
+		Service: Clean(pool.Namespace + "/" + pool.Service), Port: Clean(pool.Port),
+		Algorithm: Clean(string(pool.Algorithm)), HealthCheck: pool.HealthCheck}
+	for _, m := range pool.Members {
+		v.Members = append(v.Members, memberView{Address: Clean(m.Address), Port: m.Port, Weight: m.Weight, Target: Clean(m.Target)})
+	}
+	return v
+}
+
+func buildListener(l model.Listener, pools map[string]poolRef) listenerView {
+	v := listenerView{Name: Clean(l.Name), Protocol: Clean(string(l.Protocol)), Port: l.Port}
+	if l.DefaultPoolID != "" {
+		v.DefaultPool = poolFor(l.DefaultPoolID, pools)
+	}
+	for _, c := range l.Certificates {
+		cv := certView{Secret: Clean(c.Namespace + "/" + c.Secret), SHA256: Clean(c.SHA256), NotAfter: c.NotAfter}
+		for _, host := range c.Hosts {
+			cv.Hosts = append(cv.Hosts, Clean(host))
+		}
+		v.Certificates = append(v.Certificates, cv)
+	}
+	for _, pol := range l.Policies {
+		pv := policyView{Position: pol.Position, Action: Clean(string(pol.Action)),
+			Source: sourceLinks([]model.Source{pol.Source})[0]}
+		if pol.PoolID != "" {
+			pv.Pool = poolFor(pol.PoolID, pools)
+		}
+		for _, rule := range pol.Rules {
+			pv.Rules = append(pv.Rules, ruleView{Type: Clean(string(rule.Type)), Compare: Clean(string(rule.Compare)), Value: Clean(rule.Value)})
+		}
+		v.Policies = append(v.Policies, pv)
+	}
+	return v
+}
+
+func poolFor(id string, pools map[string]poolRef) poolRef {
+	if ref, ok := pools[id]; ok {
+		return ref
+	}
+	return poolRef{Name: "missing pool " + Clean(id)}
+}
+
+func buildProblem(p model.Problem) problemView {
+	return problemView{
+		Ingress:  sourceLinks([]model.Source{{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}})[0],
+		Severity: Clean(string(p.Severity)), Reason: Clean(p.Reason), Field: Clean(p.Field), Message: Clean(p.Message),
+	}
+}

@@ -1,0 +1,281 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"time"
+
+	"pier.dev/pier/internal/model"
+)
+
+// DefaultPageSize bounds the overview. A row weighs about 640 bytes
+// (bench/web_test.go measures it): 1,000 load balancers on one page are
+// 0.64 MB, 10,000 would be 6 MB; 200 rows are 0.13 MB and still fit an
+// operator's scroll, and the filters narrow the rest.
+const DefaultPageSize = 200
+
+// filter is the overview's query: every field is a query parameter, so a
+// filtered view is a link and works without JavaScript.
+type filter struct {
+	Namespace string `json:"namespace"`
+	Provider  string `json:"provider"`
+	State     string `json:"state"`
+	Page      int    `json:"page"`
+}
+
+func parseFilter(q url.Values) filter {
+	f := filter{Namespace: q.Get("namespace"), Provider: q.Get("provider"), State: q.Get("state")}
+	f.Page, _ = strconv.Atoi(q.Get("page"))
+	if f.Page < 1 {
+		f.Page = 1
+	}
+	return f
+}
+
+func (f filter) query(page int) string {
+	q := url.Values{}
+	for k, v := range map[string]string{"namespace": f.Namespace, "provider": f.Provider, "state": f.State} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if page > 1 {
+		q.Set("page", strconv.Itoa(page))
+	}
+	if len(q) == 0 {
+		return "/ui/"
+	}
+	return "/ui/?" + q.Encode()
+}
+
+type option struct {
+	Value    string `json:"v"`
+	Selected bool   `json:"s"`
+}
+
+func options(values map[string]bool, selected string) []option {
+	keys := make([]string, 0, len(values))
+	for v := range values {
+		keys = append(keys, v)
+	}
+	sort.Strings(keys)
+	out := make([]option, 0, len(keys))
+	for _, v := range keys {
+		out = append(out, option{Value: Clean(v), Selected: v == selected})
+	}
+	return out
+}
+
+// Display states: the summary state, with ACTIVE split in two, because an
+// ACTIVE load balancer whose active node serves an older spec is not yet
+// what the operator asked for.
+const (
+	stateUpdating = "UPDATING"
+)
+
+func displayState(lb *model.LoadBalancer) string {
+	switch {
+	case lb.Status.State == "":
+		return string(model.StatePending)
+	case lb.Status.State == model.StateActive && !lb.Serving():
+		return stateUpdating
+	}
+	return Clean(string(lb.Status.State))
+}
+
+type sourceLink struct {
+	Kind string `json:"k"`
+	Key  string `json:"n"` // namespace/name, cleaned
+	Href string `json:"h,omitempty"`
+}
+
+func sourceLinks(srcs []model.Source) []sourceLink {
+	out := make([]sourceLink, 0, len(srcs))
+	for _, s := range srcs {
+		l := sourceLink{Kind: Clean(s.Kind), Key: Clean(s.Key())}
+		if s.Kind == "Ingress" {
+			l.Href = ingressHref(s.Namespace, s.Name)
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func ingressHref(namespace, name string) string {
+	return "/ui/ingress/" + url.PathEscape(namespace) + "/" + url.PathEscape(name)
+}
+
+func lbHref(uuid string) string { return "/ui/lb/" + url.PathEscape(uuid) }
+
+// nodeCell is one placed node and what its agent reports.
+type nodeCell struct {
+	Node  string `json:"n"`
+	State string `json:"s"` // the node's reported state, "" when it has not reported
+}
+
+func placedNode(lb *model.LoadBalancer, node string) nodeCell {
+	if node == "" {
+		return nodeCell{}
+	}
+	c := nodeCell{Node: Clean(node)}
+	if r, ok := lb.Status.Report(node); ok {
+		c.State = Clean(string(r.State))
+		if r.State == model.StateActive && r.SpecHash != lb.SpecHash() {
+			c.State = stateUpdating
+		}
+	}
+	return c
+}
+
+type lbRow struct {
+	Href     string       `json:"h"`
+	Name     string       `json:"n"`
+	Sources  []sourceLink `json:"src"`
+	Provider string       `json:"p"`
+	VIP      string       `json:"v"`
+	FIP      string       `json:"f"`
+	Active   nodeCell     `json:"a"`
+	Standby  nodeCell     `json:"sb"`
+	State    string       `json:"s"`
+	Message  string       `json:"m,omitempty"`
+	Members  int          `json:"mm"`
+	Pools    int          `json:"pp"`
+	Problems int          `json:"pr"`
+	Created  time.Time    `json:"c"`
+	Age      string       `json:"-"`
+}
+
+type overviewPage struct {
+	Title      string
+	Filter     filter
+	Namespaces []option
+	Providers  []option
+	States     []option
+	Rows       []lbRow
+	Total      int // every load balancer
+	Matched    int // those the filter keeps
+	Counts     map[string]int
+	// ProblemIngresses counts Ingresses with problems, served or not.
+	ProblemIngresses int
+	IngressesKnown   bool
+	Page, Pages      int
+	Prev, Next       string
+}
+
+func (p *overviewPage) etagSource() any {
+	return struct {
+		F         filter
+		R         []lbRow
+		T, M, P   int
+		C         map[string]int
+		N, Pr, St []option
+	}{p.Filter, p.Rows, p.Total, p.Matched, p.ProblemIngresses, p.Counts, p.Namespaces, p.Providers, p.States}
+}
+
+func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
+	lbs, err := h.Store.List(r.Context())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	ings := h.ingresses()
+	size := h.PageSize
+	if size <= 0 {
+		size = DefaultPageSize
+	}
+	h.page(w, r, http.StatusOK, "overview", buildOverview(lbs, ings, parseFilter(r.URL.Query()), size, h.now()))
+}
+
+func (h *Handler) ingresses() []IngressInfo {
+	if h.Ingresses == nil {
+		return nil
+	}
+	return h.Ingresses.Ingresses()
+}
+
+func problemsByIngress(ings []IngressInfo) map[string][]model.Problem {
+	out := make(map[string][]model.Problem, len(ings))
+	for _, in := range ings {
+		if len(in.Problems) > 0 {
+			out[in.Ingress.Namespace+"/"+in.Ingress.Name] = in.Problems
+		}
+	}
+	return out
+}
+
+func buildOverview(lbs []*model.LoadBalancer, ings []IngressInfo, f filter, pageSize int, now time.Time) *overviewPage {
+	problems := problemsByIngress(ings)
+	p := &overviewPage{Title: "Load balancers", Filter: f, Total: len(lbs), Counts: map[string]int{},
+		ProblemIngresses: len(problems), IngressesKnown: ings != nil}
+	namespaces, providers := map[string]bool{}, map[string]bool{}
+	states := map[string]bool{string(model.StateActive): true, stateUpdating: true,
+		string(model.StatePending): true, string(model.StateError): true}
+	var matched []*model.LoadBalancer
+	for _, lb := range lbs {
+		state := displayState(lb)
+		p.Counts[state]++
+		providers[string(lb.Provider)] = true
+		inNS := f.Namespace == ""
+		for _, s := range lb.Sources {
+			namespaces[s.Namespace] = true
+			inNS = inNS || s.Namespace == f.Namespace
+		}
+		if inNS && (f.Provider == "" || string(lb.Provider) == f.Provider) && (f.State == "" || state == f.State) {
+			matched = append(matched, lb)
+		}
+	}
+	p.Namespaces, p.Providers, p.States = options(namespaces, f.Namespace), options(providers, f.Provider), options(states, f.State)
+	sort.SliceStable(matched, func(i, j int) bool { return matched[i].Name < matched[j].Name })
+	p.Matched = len(matched)
+	p.Pages = (len(matched) + pageSize - 1) / pageSize
+	if p.Pages == 0 {
+		p.Pages = 1
+	}
+	p.Page = min(f.Page, p.Pages)
+	if p.Page > 1 {
+		p.Prev = f.query(p.Page - 1)
+	}
+	if p.Page < p.Pages {
+		p.Next = f.query(p.Page + 1)
+	}
+	from := (p.Page - 1) * pageSize
+	for _, lb := range matched[from:min(from+pageSize, len(matched))] {
+		p.Rows = append(p.Rows, buildRow(lb, problems, now))
+	}
+	return p
+}
+
+func buildRow(lb *model.LoadBalancer, problems map[string][]model.Problem, now time.Time) lbRow {
+	row := lbRow{Href: lbHref(lb.UUID), Name: Clean(lb.Name), Sources: sourceLinks(lb.Sources),
+		Provider: Clean(string(lb.Provider)), VIP: Clean(lb.VIP), FIP: Clean(lb.FIP),
+		Active: placedNode(lb, lb.Placement.Active), Standby: placedNode(lb, lb.Placement.Standby),
+		State: displayState(lb), Pools: len(lb.Pools), Created: lb.CreatedAt, Age: Age(now.Sub(lb.CreatedAt))}
+	if lb.Status.State == model.StateError {
+		row.Message = Clean(lb.Status.Message)
+	}
+	for _, pool := range lb.Pools {
+		row.Members += len(pool.Members)
+	}
+	for _, s := range lb.Sources {
+		row.Problems += len(problems[s.Key()])
+	}
+	return row
+}
+
+// Age formats like kubectl (45s, 12m, 5h, 3d); static/app.js has the same
+// rules for the ages it refreshes.
+func Age(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < 2*time.Minute:
+		return strconv.Itoa(int(d.Seconds())) + "s"
+	case d < 2*time.Hour:
+		return strconv.Itoa(int(d.Minutes())) + "m"
+	case d < 48*time.Hour:
+		return strconv.Itoa(int(d.Hours())) + "h"
+	}
+	return strconv.Itoa(int(d.Hours()/24)) + "d"
+}
