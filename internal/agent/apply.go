@@ -312,15 +312,6 @@ func writeIfChanged(path string, data []byte, mode os.FileMode) error {
 	return nil
 }
 
-// hashOfFile is the hash of a file's content, or "" if it cannot be read.
-func hashOfFile(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	return hashOf(b)
-}
-
 func hashOf(b []byte) string {
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
