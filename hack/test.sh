@@ -4,8 +4,9 @@
 # API-server tests run against, vets, runs staticcheck, runs every Go test —
 # unit, golden, real-HAProxy integration, bad input, faults, the Kubernetes
 # mode against a real kube-apiserver, and the five Ingress conformance
-# features against both `pier run` and the Kubernetes mode — then the concurrent unit packages
-# under the race detector, short fuzz runs and the README demo in check mode.
+# features against both `pier run` and the Kubernetes mode — then the
+# concurrent unit packages under the race detector, short fuzz runs and the
+# README demo in check mode.
 #
 # FUZZTIME (default 20000x executions per target) and GOFLAGS can be set
 # from outside.
