@@ -55,6 +55,21 @@ go test -race -count=1 -timeout 10m \
   ./internal/source/... ./internal/api ./internal/cluster ./internal/standalone \
   ./internal/controller ./internal/ipam ./internal/echo
 
+# pier itself built with -race under a process suite: the pipeline and
+# `pier run` have no unit tests of their own. RACE_SUITES widens it (e.g.
+# "./test/e2e ./test/kubemode", +1.5 min); a report fails the run.
+echo "== bin/pier-race under ${RACE_SUITES:=./test/e2e}" >&2
+go build -race -trimpath -o bin/pier-race ./cmd/pier
+racedir=$(mktemp -d)
+# shellcheck disable=SC2086 # RACE_SUITES is a list of packages
+PIER_BIN="$PWD/bin/pier-race" GORACE="log_path=$racedir/race" \
+  go test -count=1 -timeout 15m $RACE_SUITES
+if compgen -G "$racedir/race.*" >/dev/null; then
+  cat "$racedir"/race.* >&2
+  echo "data race in bin/pier-race (reports above)" >&2
+  exit 1
+fi
+
 # A count, not a duration: Go 1.26's duration-based fuzzing can fail at its
 # deadline with no input (go.dev/issue/75804); see hack/fuzz.sh.
 echo "== fuzz (${FUZZTIME:-20000x} per target; hack/fuzz.sh runs longer)" >&2
