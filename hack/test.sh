@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The whole test suite, exactly what CI runs (.ci/run calls this script):
 # installs what is missing, builds pier and the Kubernetes control plane the
-# API-server tests run against, vets, runs every Go test — unit, golden,
-# real-HAProxy integration, bad input, faults, the Kubernetes mode against a
-# real kube-apiserver, and the five Ingress conformance features against both
-# `pier run` and the Kubernetes mode — then short fuzz runs and the README
-# demo in check mode.
+# API-server tests run against, vets, runs staticcheck, runs every Go test —
+# unit, golden, real-HAProxy integration, bad input, faults, the Kubernetes
+# mode against a real kube-apiserver, and the five Ingress conformance
+# features against both `pier run` and the Kubernetes mode — then the
+# concurrent unit packages under the race detector, short fuzz runs and the
+# README demo in check mode.
 #
 # FUZZTIME (default 20000x executions per target) and GOFLAGS can be set
 # from outside.
@@ -21,12 +22,15 @@ PIER_KUBE_APISERVER=$(hack/test-apiserver.sh | tail -n 1)
 export PIER_KUBE_APISERVER
 echo "kube-apiserver: $PIER_KUBE_APISERVER ($(( $(date +%s) - start ))s)" >&2
 
-echo "== gofmt, go vet" >&2
+echo "== gofmt, go vet, staticcheck" >&2
 unformatted=$(gofmt -l cmd internal test 2>/dev/null || true)
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:" >&2; echo "$unformatted" >&2; exit 1
 fi
 go vet ./...
+# Pinned by go.mod's tool directive; its first run on a machine analyses
+# every dependency (about 5 min here), later runs use its cache (5 s).
+go tool staticcheck ./...
 
 echo "== go test" >&2
 export PIER_BIN="$PWD/bin/pier" PIER_CONFORMANCE=1
@@ -37,6 +41,32 @@ statuses=("${PIPESTATUS[@]}")
 set -e
 if [ "${statuses[0]}" != 0 ] || [ "${statuses[2]}" != 0 ]; then
   echo "go test failed (full log: .test-output.json)" >&2
+  exit 1
+fi
+
+# The unit packages that run goroutines or share state, again under the race
+# detector. Not the suites under test/: they mostly drive bin/pier as a
+# process, which -race on the test binary does not instrument, and take
+# minutes. About 40 s with a warm build cache, 4 min on a first run (the race
+# build of client-go).
+echo "== go test -race (unit packages with concurrency)" >&2
+go test -race -count=1 -timeout 10m \
+  ./internal/store/... ./internal/pipeline ./internal/agent ./internal/haproxy/process \
+  ./internal/source/... ./internal/api ./internal/cluster ./internal/standalone \
+  ./internal/controller ./internal/ipam ./internal/echo
+
+# pier itself built with -race under a process suite: the pipeline and
+# `pier run` have no unit tests of their own. RACE_SUITES widens it (e.g.
+# "./test/e2e ./test/kubemode", +1.5 min); a report fails the run.
+echo "== bin/pier-race under ${RACE_SUITES:=./test/e2e}" >&2
+go build -race -trimpath -o bin/pier-race ./cmd/pier
+racedir=$(mktemp -d)
+# shellcheck disable=SC2086 # RACE_SUITES is a list of packages
+PIER_BIN="$PWD/bin/pier-race" GORACE="log_path=$racedir/race" \
+  go test -count=1 -timeout 15m $RACE_SUITES
+if compgen -G "$racedir/race.*" >/dev/null; then
+  cat "$racedir"/race.* >&2
+  echo "data race in bin/pier-race (reports above)" >&2
   exit 1
 fi
 

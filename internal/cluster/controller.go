@@ -68,6 +68,7 @@ func RestConfig(path string) (*rest.Config, error) {
 // connect opens what both commands need: a client and the LoadBalancer
 // store on the custom resource.
 func connect(kubeconfig string, logger *slog.Logger) (kubernetes.Interface, *kubestore.Store, error) {
+	bridgeKlog(logger)
 	restCfg, err := RestConfig(kubeconfig)
 	if err != nil {
 		return nil, nil, err

@@ -102,11 +102,11 @@ func waitPodReady(ctx context.Context, proc *process, addr, pod string, timeout 
 }
 
 func probePod(ctx context.Context, hc *http.Client, addr, pod string) error {
-	body, err := get(ctx, hc, "http://"+addr+"/health")
-	if err != nil {
+	if _, err := get(ctx, hc, "http://"+addr+"/health"); err != nil {
 		return err
 	}
-	if body, err = get(ctx, hc, "http://"+addr+"/"); err != nil {
+	body, err := get(ctx, hc, "http://"+addr+"/")
+	if err != nil {
 		return err
 	}
 	var echo capturedRequest
