@@ -64,7 +64,10 @@ func checkLines(t testing.TB, cfg []byte) [][]string {
 			continue
 		}
 		toks, err := encode.Tokenize(line, getenv)
-		header := i < 2 && strings.HasPrefix(line, "# ")
+		// Config joins global.conf, process.conf and the fragment: each
+		// opens with pier's own header comments, and no other line may be
+		// a comment.
+		header := strings.HasPrefix(line, "# pier ") || line == "# generated; do not edit"
 		switch {
 		case err != nil:
 			t.Fatalf("line %d %s: %v", i+1, encode.Printable(line), err)
