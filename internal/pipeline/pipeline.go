@@ -182,12 +182,14 @@ func (p *Pipeline) take(ctx context.Context, snap *source.Snapshot) error {
 	p.mu.Lock()
 	p.snap = snap
 	p.mu.Unlock()
+	// Counted once done, so a reader of the counter knows the snapshot's
+	// effect is complete.
 	switch {
 	case e.rebuild != "":
-		p.Metrics.Snapshots.WithLabelValues("rebuild").Inc()
+		defer p.Metrics.Snapshots.WithLabelValues("rebuild").Inc()
 		return p.rebuild(ctx, snap, e.rebuild)
 	case e.status:
-		p.Metrics.Snapshots.WithLabelValues("status").Inc()
+		defer p.Metrics.Snapshots.WithLabelValues("status").Inc()
 		return p.statusPass(ctx, "source")
 	}
 	p.Metrics.Snapshots.WithLabelValues("none").Inc()
