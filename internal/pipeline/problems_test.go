@@ -41,7 +41,7 @@ func TestSameNameDifferentKinds(t *testing.T) {
 	}
 
 	published := status.Published{
-		model.IngressRef("ns", "web"): {{IP: "10.0.0.1"}},
+		model.IngressRef("ns", "web"):                           {{IP: "10.0.0.1"}},
 		{Kind: model.KindService, Namespace: "ns", Name: "web"}: {{IP: "10.0.0.2"}},
 	}
 	if keys := status.Keys(published); len(keys) != 2 || keys[0].Kind != model.KindIngress || keys[1].Kind != model.KindService {
