@@ -41,9 +41,13 @@ const (
 	// Unchanged: the event told nothing new (the echo of our own write,
 	// or a stale event).
 	Unchanged Change = iota
-	// StatusChanged: an agent's report (or a load balancer appeared or
-	// went): what Ingresses publish may change, nothing needs rebuilding.
+	// StatusChanged: an agent's report: what Ingresses publish may
+	// change, nothing needs rebuilding.
 	StatusChanged
+	// SpecChanged: someone else changed, created or deleted a load
+	// balancer (kubectl, a previous leader): a rebuild puts the store
+	// back to what translation wants, as it did when every event rebuilt.
+	SpecChanged
 )
 
 // Apply takes one store event's payload into the index.
@@ -57,25 +61,27 @@ func (x *Index) Apply(ev store.Event) Change {
 		delete(x.deleted, lb.UUID)
 		delete(x.written, lb.UUID)
 		if old == nil {
-			return Unchanged
+			return Unchanged // ours: remove already took it out
 		}
 		delete(x.lbs, lb.UUID)
-		return StatusChanged
+		return SpecChanged
 	}
 	if x.deleted[lb.UUID] {
 		return Unchanged // from before our delete; its DELETE follows
 	}
 	next := lb
-	if w := x.written[lb.UUID]; w != nil {
-		if unchanged(w, lb) {
-			delete(x.written, lb.UUID)
-		} else {
-			next = w.Clone()
-			next.Status = lb.Status
-			if next.CreatedAt.IsZero() {
-				next.CreatedAt = lb.CreatedAt
-			}
+	switch w := x.written[lb.UUID]; {
+	case w != nil && unchanged(w, lb):
+		delete(x.written, lb.UUID) // the echo of our write
+	case w != nil:
+		next = w.Clone()
+		next.Status = lb.Status
+		if next.CreatedAt.IsZero() {
+			next.CreatedAt = lb.CreatedAt
 		}
+	case old == nil || !unchanged(old, lb):
+		x.lbs[lb.UUID] = next
+		return SpecChanged
 	}
 	x.lbs[lb.UUID] = next
 	if old == nil || !reflect.DeepEqual(old.Status, next.Status) {

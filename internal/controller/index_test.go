@@ -39,7 +39,30 @@ func TestIndexNeverGoesBackToAStaleSpec(t *testing.T) {
 		t.Errorf("stale PUT after our delete: %v, %d held", got, x.Len())
 	}
 	x.Apply(store.Event{Type: store.EventDelete, LoadBalancer: echo})
-	if got := x.Apply(store.Event{Type: store.EventPut, LoadBalancer: echo}); got != StatusChanged || x.Len() != 1 {
-		t.Errorf("PUT after the confirmed delete: %v, %d held", got, x.Len())
+	if got := x.Apply(store.Event{Type: store.EventPut, LoadBalancer: echo}); got != SpecChanged || x.Len() != 1 {
+		t.Errorf("someone else creates it after the confirmed delete: %v, %d held", got, x.Len())
+	}
+}
+
+// A load balancer changed or deleted by someone else asks for a rebuild;
+// a status change alone does not.
+func TestIndexTellsSpecFromStatus(t *testing.T) {
+	lb := &model.LoadBalancer{UUID: "u1", Name: "ns/a", VIP: "10.0.0.1", Sources: []model.Source{{Kind: "Ingress", Namespace: "ns", Name: "a"}}}
+	x := NewIndex([]*model.LoadBalancer{lb})
+	if got := x.Apply(store.Event{Type: store.EventPut, LoadBalancer: lb.Clone()}); got != Unchanged {
+		t.Errorf("replay of what the index holds: %v", got)
+	}
+	reported := lb.Clone()
+	reported.Status.State = model.StateActive
+	if got := x.Apply(store.Event{Type: store.EventPut, LoadBalancer: reported}); got != StatusChanged {
+		t.Errorf("agent report: %v, want StatusChanged", got)
+	}
+	edited := reported.Clone()
+	edited.VIP = "10.0.0.9"
+	if got := x.Apply(store.Event{Type: store.EventPut, LoadBalancer: edited}); got != SpecChanged {
+		t.Errorf("spec edited by someone else: %v, want SpecChanged", got)
+	}
+	if got := x.Apply(store.Event{Type: store.EventDelete, LoadBalancer: edited}); got != SpecChanged || x.Len() != 0 {
+		t.Errorf("deleted by someone else: %v, %d held", got, x.Len())
 	}
 }

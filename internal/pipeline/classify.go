@@ -23,6 +23,9 @@ const (
 	ReasonEndpoints = "endpoints"
 	ReasonSecret    = "secret"
 	ReasonNode      = "node"
+	// ReasonLoadBalancer: someone else changed or deleted a stored load
+	// balancer; the rebuild puts it back.
+	ReasonLoadBalancer = "loadbalancer"
 )
 
 // effect is what a new snapshot calls for.

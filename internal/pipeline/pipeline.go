@@ -143,11 +143,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			if !ok {
 				return nil
 			}
-			if p.applyEvents(ev, events) == controller.Unchanged {
-				continue
-			}
-			// An agent's report decides status; nothing needs rebuilding.
-			if err := p.statusPass(ctx, "store"); err != nil {
+			if err := p.storeChanged(ctx, p.applyEvents(ev, events)); err != nil {
 				return err
 			}
 		}
@@ -168,6 +164,22 @@ func (p *Pipeline) applyEvents(ev store.Event, events <-chan store.Event) contro
 			return change
 		}
 	}
+}
+
+// storeChanged reacts to store events: an agent's report decides status
+// and needs no rebuild; a load balancer someone else changed or deleted
+// is put back by a rebuild of the last snapshot.
+func (p *Pipeline) storeChanged(ctx context.Context, change controller.Change) error {
+	switch {
+	case p.result == nil || change == controller.Unchanged:
+		return nil
+	case change == controller.SpecChanged:
+		p.mu.Lock()
+		snap := p.snap
+		p.mu.Unlock()
+		return p.rebuild(ctx, snap, ReasonLoadBalancer)
+	}
+	return p.statusPass(ctx, "store")
 }
 
 // take classifies a new snapshot and does what it calls for.

@@ -127,7 +127,7 @@ func (h *harness) rebuilds(reason string) float64 {
 
 func (h *harness) totalRebuilds() float64 {
 	n := 0.0
-	for _, r := range []string{ReasonInitial, ReasonClass, ReasonIngress, ReasonService, ReasonEndpoints, ReasonSecret, ReasonNode} {
+	for _, r := range []string{ReasonInitial, ReasonClass, ReasonIngress, ReasonService, ReasonEndpoints, ReasonSecret, ReasonNode, ReasonLoadBalancer} {
 		n += h.rebuilds(r)
 	}
 	return n
@@ -291,6 +291,25 @@ func TestOnlyChangesThatMatterRebuild(t *testing.T) {
 	if lists, gets := h.st.lists.Load(), h.st.gets.Load(); lists != 1 || gets != 0 {
 		t.Errorf("store reads over %v rebuilds: %d List, %d Get; want 1 List (start) and 0 Get", h.totalRebuilds(), lists, gets)
 	}
+}
+
+// A load balancer deleted behind pier's back is put back by a rebuild of
+// the last snapshot, with the same address.
+func TestDeletedBehindOurBackIsPutBack(t *testing.T) {
+	h := newHarness(t)
+	h.offer(world())
+	lbs, err := h.raw.List(context.Background())
+	if err != nil || len(lbs) != 1 {
+		t.Fatalf("stored: %v, %v", lbs, err)
+	}
+	if err := h.raw.Delete(context.Background(), lbs[0].UUID); err != nil {
+		t.Fatal(err)
+	}
+	h.wait("rebuild after the delete", func() bool { return h.rebuilds(ReasonLoadBalancer) == 1 })
+	h.wait("put back", func() bool {
+		lb, err := h.raw.Get(context.Background(), lbs[0].UUID)
+		return err == nil && lb.VIP == lbs[0].VIP
+	})
 }
 
 // A restart finds what the store holds: the initial read replays the
