@@ -62,14 +62,22 @@ func (w *statusWriter) Current(snap *source.Snapshot) status.Published {
 	return out
 }
 
-// Publish implements pipeline.StatusSink. It dispatches on the kind:
-// only Ingresses have a status writer today (Service and Gateway later);
-// objects not in ours (other classes) are never touched.
+// Publish implements pipeline.StatusSink, dispatching on the kind: only
+// Ingresses have a writer today (Service and Gateway later). Objects not
+// in ours (other classes) are never touched.
 func (w *statusWriter) Publish(ctx context.Context, snap *source.Snapshot, ours map[model.ObjectRef]bool, next status.Published) error {
+	ingresses := make(map[model.ObjectRef]*networkingv1.Ingress, len(snap.Ingresses))
 	for _, ing := range snap.Ingresses {
-		ref := model.IngressRef(ing.Namespace, ing.Name)
-		if ours[ref] {
-			w.publishIngress(ctx, ing, next[ref])
+		ingresses[model.IngressRef(ing.Namespace, ing.Name)] = ing
+	}
+	for _, ref := range status.Keys(ours) {
+		switch ref.Kind {
+		case model.KindIngress:
+			if ing := ingresses[ref]; ing != nil {
+				w.publishIngress(ctx, ing, next[ref])
+			}
+		default:
+			w.logger.Debug("no status writer for this kind", "object", ref.String())
 		}
 	}
 	return nil
