@@ -67,9 +67,11 @@ func TestIdleController(t *testing.T) {
 	start := time.Now()
 	pid, api := startController(t, srv.Kubeconfig())
 	waitFor(t, 15*time.Minute, "1,000 load balancers", func() bool { return metric(api, "pier_loadbalancers") >= ingresses })
-	rebuilds := settle(t, api)
-	t.Logf("settled: %d load balancers in %s, %v rebuilds, %d CPU ticks", ingresses, time.Since(start).Round(time.Second),
-		rebuilds, ticks(t, pid))
+	t.Logf("1,000 load balancers stored in %s, %v rebuilds, %d CPU ticks, %v LoadBalancer LISTs so far",
+		time.Since(start).Round(time.Second), metric(api, "pier_rebuilds_total"), ticks(t, pid), apiLists(t, cs))
+	rebuilds := settle(t, api, cs)
+	t.Logf("settled (no rebuild and no LoadBalancer LIST for 5 s) after %s: %v rebuilds, %d CPU ticks, %v LoadBalancer LISTs",
+		time.Since(start).Round(time.Second), rebuilds, ticks(t, pid), apiLists(t, cs))
 
 	lists := apiLists(t, cs)
 	before := ticks(t, pid)
@@ -245,17 +247,21 @@ func apiLists(t *testing.T, cs kubernetes.Interface) float64 {
 	return sum(string(body), "apiserver_request_total", `verb="LIST"`, `resource="loadbalancers"`)
 }
 
-// settle waits until the rebuild count stays put for 5 s.
-func settle(t *testing.T, api string) float64 {
+// settle waits until neither the rebuild count nor the API server's count
+// of LoadBalancer LISTs moves for 5 s (at most 15 minutes): the
+// controller has worked off the echoes of its own writes.
+func settle(t *testing.T, api string, cs kubernetes.Interface) float64 {
 	t.Helper()
-	last, since := metric(api, "pier_rebuilds_total"), time.Now()
-	for time.Since(since) < 5*time.Second {
+	type counts struct{ rebuilds, lists float64 }
+	read := func() counts { return counts{metric(api, "pier_rebuilds_total"), apiLists(t, cs)} }
+	last, since, deadline := read(), time.Now(), time.Now().Add(15*time.Minute)
+	for time.Since(since) < 5*time.Second && time.Now().Before(deadline) {
 		time.Sleep(250 * time.Millisecond)
-		if n := metric(api, "pier_rebuilds_total"); n != last {
+		if n := read(); n != last {
 			last, since = n, time.Now()
 		}
 	}
-	return last
+	return last.rebuilds
 }
 
 func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
