@@ -38,7 +38,9 @@ func TestOnlyChangesThatMatterRebuild(t *testing.T) {
 	})
 
 	// A Service named like the Ingress, referred to by nothing: created,
-	// then changed. The snapshots are taken and dropped.
+	// then changed. The snapshots are taken and dropped. Quiet first, so
+	// pier's repair does not share a snapshot with the Service.
+	quiet(t, ctl)
 	svcs := e.cs.CoreV1().Services(e.ns)
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8080}}}}
@@ -48,6 +50,7 @@ func TestOnlyChangesThatMatterRebuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitMetricAbove(t, ctl, "unreferenced Service created", ignoredBefore, "pier_snapshots_total", `effect="none"`)
+	quiet(t, ctl)
 	ignoredBefore = ctl.metric("pier_snapshots_total", `effect="none"`)
 	created.Labels = map[string]string{"changed": "yes"}
 	if _, err := svcs.Update(t.Context(), created, metav1.UpdateOptions{}); err != nil {
@@ -93,6 +96,23 @@ func settled(t *testing.T, p *proc) float64 {
 		t.Fatal("no rebuild at all")
 	}
 	return last
+}
+
+// quiet waits until the controller has taken no snapshot for 1.5 s (the
+// source debounces for 100 ms, at most 500 ms).
+func quiet(t *testing.T, p *proc) {
+	t.Helper()
+	last, since := p.metric("pier_snapshots_total"), time.Now()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Since(since) < 1500*time.Millisecond {
+		if time.Now().After(deadline) {
+			t.Fatalf("snapshots never stop: %v", last)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if n := p.metric("pier_snapshots_total"); n != last {
+			last, since = n, time.Now()
+		}
+	}
 }
 
 func waitMetricAbove(t *testing.T, p *proc, what string, than float64, name string, filters ...string) {
