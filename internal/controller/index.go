@@ -45,8 +45,8 @@ const (
 	// change, nothing needs rebuilding.
 	StatusChanged
 	// SpecChanged: someone else changed, created or deleted a load
-	// balancer (kubectl, a previous leader): a rebuild puts the store
-	// back to what translation wants, as it did when every event rebuilt.
+	// balancer (kubectl, another leader): the next rebuild puts the store
+	// back to what translation wants, as when every snapshot rebuilt.
 	SpecChanged
 )
 

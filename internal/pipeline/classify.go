@@ -24,7 +24,8 @@ const (
 	ReasonSecret    = "secret"
 	ReasonNode      = "node"
 	// ReasonLoadBalancer: someone else changed or deleted a stored load
-	// balancer; the rebuild puts it back.
+	// balancer since the last rebuild; the next snapshot rebuilds, which
+	// puts it back.
 	ReasonLoadBalancer = "loadbalancer"
 )
 

@@ -74,6 +74,9 @@ type Pipeline struct {
 	reconciler *controller.Reconciler
 	result     *translate.Result
 	refs       references
+	// storeChangedBehindUs: someone else changed or deleted a load
+	// balancer since the last rebuild.
+	storeChangedBehindUs bool
 
 	mu    sync.Mutex
 	ready bool
@@ -167,17 +170,18 @@ func (p *Pipeline) applyEvents(ev store.Event, events <-chan store.Event) contro
 }
 
 // storeChanged reacts to store events: an agent's report decides status
-// and needs no rebuild; a load balancer someone else changed or deleted
-// is put back by a rebuild of the last snapshot.
+// and needs no rebuild. A load balancer someone else changed or deleted
+// is put back by the next rebuild, which the next snapshot brings however
+// little it changed (as when every snapshot rebuilt). Not at once: this
+// replica's snapshot may be older than the store (a leader resumed after a
+// pause, whose successor wrote meanwhile), and the informers catch up
+// before the next snapshot.
 func (p *Pipeline) storeChanged(ctx context.Context, change controller.Change) error {
-	switch {
-	case p.result == nil || change == controller.Unchanged:
+	if p.result == nil || change == controller.Unchanged {
 		return nil
-	case change == controller.SpecChanged:
-		p.mu.Lock()
-		snap := p.snap
-		p.mu.Unlock()
-		return p.rebuild(ctx, snap, ReasonLoadBalancer)
+	}
+	if change == controller.SpecChanged {
+		p.storeChangedBehindUs = true
 	}
 	return p.statusPass(ctx, "store")
 }
@@ -188,6 +192,9 @@ func (p *Pipeline) take(ctx context.Context, snap *source.Snapshot) error {
 	prev := p.snap
 	p.mu.Unlock()
 	e := classify(prev, snap, p.refs, p.Addresses.Service)
+	if e.rebuild == "" && p.storeChangedBehindUs {
+		e.rebuild = ReasonLoadBalancer
+	}
 	if p.Observe != nil {
 		p.Observe(snap)
 	}
@@ -210,6 +217,7 @@ func (p *Pipeline) take(ctx context.Context, snap *source.Snapshot) error {
 
 func (p *Pipeline) rebuild(ctx context.Context, snap *source.Snapshot, reason string) error {
 	start := time.Now()
+	p.storeChangedBehindUs = false
 	opts := p.Translate
 	opts.Now = start
 	res := translate.Ingresses(snap, opts)
