@@ -10,6 +10,22 @@
 //
 // Run it once per binary to compare (a build of the previous commit, then
 // this one); the figures are in the test log.
+//
+// Measured on the 2-core development machine (CPU in 10 ms ticks; LISTs are
+// API-server requests for loadbalancers, pages of up to 500 included):
+//
+//	                                  before (6db49a0)          after
+//	1,000 LBs stored                  6m41s                     6m40s
+//	settled (no LIST for 5 s)         20m04s, 18,654 ticks,     6m45s, 521 ticks,
+//	                                  3,998 LISTs               2 LISTs
+//	idle 60 s, once settled           3 ticks, 0 LISTs          4 ticks, 0 LISTs
+//	unreferenced Service, 10/s, 30 s  897 ticks (28%), 22       43 ticks (1.3%), 0
+//	                                  rebuilds, 180 LISTs       rebuilds, 0 LISTs
+//	1,000 agent reports               235 ticks, 43 LISTs       160 ticks, 0 LISTs
+//
+// Before, every store event (the echo of each of pier's 1,000 creates
+// included) was a status pass that LISTed the store, at client-go's 5
+// requests a second: 13 minutes of LISTs after the last create.
 package idlecpu
 
 import (
