@@ -6,26 +6,23 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"pier.dev/pier/internal/cluster"
-	"pier.dev/pier/internal/haproxy/render"
 )
 
 func agentCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pier agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var cfg cluster.AgentConfig
-	var logs logFlags
-	var slots int
-	var hardStop time.Duration
-	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig file; empty: in-cluster configuration")
+	var (
+		cfg     cluster.AgentConfig
+		logs    logFlags
+		haproxy haproxyFlags
+	)
+	kubeconfigFlag(fs, &cfg.Kubeconfig)
 	fs.StringVar(&cfg.Node, "node", os.Getenv("NODE_NAME"), "name of the Node this agent runs on (env NODE_NAME)")
-	fs.StringVar(&cfg.StateDir, "state-dir", "/var/lib/pier", "folder for the per-load-balancer HAProxy folders")
-	fs.StringVar(&cfg.HAProxyBinary, "haproxy", "haproxy", "HAProxy binary (2.6 or later)")
-	fs.StringVar(&cfg.APIAddr, "api-addr", "127.0.0.1:8083", "address of the agent's /healthz and /metrics; empty to disable")
-	fs.IntVar(&slots, "server-slots", 16, "minimum server slots per backend; endpoint changes within the slots need no HAProxy reload")
-	fs.DurationVar(&hardStop, "hard-stop-after", time.Minute, "how long an old HAProxy worker may drain connections after a reload")
+	fs.StringVar(&cfg.StateDir, "state-dir", cluster.DefaultAgentStateDir, "folder for the per-load-balancer HAProxy folders")
+	apiAddrFlag(fs, &cfg.APIAddr, "127.0.0.1:8083", "address of the agent's /healthz and /metrics; empty to disable")
+	haproxy.register(fs)
 	logs.register(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: pier agent --node NAME [--kubeconfig FILE] [flags]
@@ -46,6 +43,7 @@ Flags:
 	if err != nil {
 		return err
 	}
-	cfg.Render = render.Options{MinSlots: slots, HardStopAfter: hardStop}
+	cfg.HAProxyBinary = haproxy.binary
+	cfg.Render = haproxy.render()
 	return cluster.RunAgent(ctx, cfg, logger.With("node", cfg.Node))
 }

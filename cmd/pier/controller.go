@@ -8,20 +8,21 @@ import (
 	"time"
 
 	"pier.dev/pier/internal/cluster"
-	"pier.dev/pier/internal/translate"
 )
 
 func controllerCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pier controller", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var cfg cluster.ControllerConfig
-	var logs logFlags
-	var static stringList
-	topts := translate.DefaultOptions()
-	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig file; empty: in-cluster configuration")
-	fs.StringVar(&cfg.InternalPool, "internal-pool", "10.250.0.0/16", "CIDR the internal VIPs are allocated from")
-	fs.StringVar(&cfg.PublicPool, "public-pool", "", "CIDR the floating IPs are allocated from; empty for none")
-	fs.StringVar(&cfg.APIAddr, "api-addr", "127.0.0.1:8082", "address of the read-only HTTP API (/loadbalancers, /ingresses/NS/NAME, /healthz, /metrics)")
+	var (
+		cfg   cluster.ControllerConfig
+		logs  logFlags
+		pools poolFlags
+		tr    translateFlags
+		st    statusFlags
+	)
+	kubeconfigFlag(fs, &cfg.Kubeconfig)
+	pools.register(fs, "10.250.0.0/16", "CIDR the internal VIPs are allocated from", "")
+	apiAddrFlag(fs, &cfg.APIAddr, "127.0.0.1:8082", apiUsage)
 	fs.StringVar(&cfg.WatchNamespace, "watch-namespace", "", "only watch Ingresses, Services, EndpointSlices and Secrets in this namespace")
 	fs.StringVar(&cfg.NodeSelector, "node-selector", "", "label selector of the nodes that may run HAProxy (default: every Ready node)")
 	fs.StringVar(&cfg.LeaseNamespace, "lease-namespace", "pier-system", "namespace of the leader-election Lease")
@@ -30,13 +31,9 @@ func controllerCommand(ctx context.Context, args []string, stderr io.Writer) err
 	fs.DurationVar(&cfg.LeaseDuration, "lease-duration", 15*time.Second, "leader-election lease duration")
 	fs.DurationVar(&cfg.RenewDeadline, "renew-deadline", 10*time.Second, "leader-election renew deadline")
 	fs.DurationVar(&cfg.RetryPeriod, "retry-period", 2*time.Second, "leader-election retry period")
-	fs.StringVar(&topts.ControllerName, "controller-name", translate.DefaultControllerName, "IngressClass spec.controller value that selects pier's classes")
-	fs.BoolVar(&topts.TakeClassless, "classless-ingresses", false, "also serve Ingresses that name no class when no IngressClass of ours is the default")
-	fs.BoolVar(&topts.MembersFromClusterIP, "members-from-cluster-ip", false, "proxy to the Service ClusterIP instead of the ready endpoints (the seed's two-hop mode)")
-	fs.IntVar(&topts.MaxIngresses, "max-ingresses", topts.MaxIngresses, "refuse Ingresses beyond this many (newest first)")
-	fs.IntVar(&topts.MaxPathsPerIngress, "max-paths-per-ingress", topts.MaxPathsPerIngress, "refuse an Ingress with more paths than this")
-	fs.StringVar(&cfg.Status.Service, "status-service", "", "publish the addresses of this Service's status.loadBalancer (namespace/name) in every Ingress status; with --watch-namespace it must live in that namespace")
-	fs.Var(&static, "status-address", "publish this address in every Ingress status instead of its VIP and FIP (repeatable)")
+	tr.register(fs)
+	st.register(fs)
+	st.registerService(fs)
 	logs.register(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: pier controller [--kubeconfig FILE] [flags]
@@ -60,9 +57,10 @@ Flags:
 	if err != nil {
 		return err
 	}
-	cfg.Translate = topts
-	cfg.Status.Static = static
-	if cfg.Status.Service != "" && len(static) > 0 {
+	cfg.InternalPool, cfg.PublicPool = pools.internal, pools.public
+	cfg.Translate = tr.opts
+	cfg.Status = st.value()
+	if cfg.Status.Service != "" && len(cfg.Status.Static) > 0 {
 		return fmt.Errorf("--status-service and --status-address exclude each other")
 	}
 	return cluster.RunController(ctx, cfg, logger)

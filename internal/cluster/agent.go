@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +17,13 @@ import (
 	"pier.dev/pier/internal/api"
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/metrics"
+	"pier.dev/pier/internal/statedir"
 )
+
+// DefaultAgentStateDir is where `pier agent` keeps its HAProxy folders
+// unless --state-dir says otherwise; the controller's web view renders
+// configs as an agent there would.
+const DefaultAgentStateDir = "/var/lib/pier"
 
 // AgentConfig is what `pier agent` takes from its flags.
 type AgentConfig struct {
@@ -36,15 +42,9 @@ func RunAgent(ctx context.Context, cfg AgentConfig, logger *slog.Logger) error {
 	if cfg.Node == "" {
 		return errors.New("--node is required (the Node name this agent runs on)")
 	}
-	stateDir, err := filepath.Abs(cfg.StateDir)
+	stateDir, err := statedir.Prepare(cfg.StateDir)
 	if err != nil {
-		return fmt.Errorf("--state-dir: %w", err)
-	}
-	if err := render.CheckStateDir(stateDir); err != nil {
-		return fmt.Errorf("--state-dir: %w", err)
-	}
-	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		return fmt.Errorf("create state dir: %w", err)
+		return err
 	}
 	client, st, err := connect(cfg.Kubeconfig, logger)
 	if err != nil {
@@ -56,16 +56,23 @@ func RunAgent(ctx context.Context, cfg AgentConfig, logger *slog.Logger) error {
 		Node: cfg.Node, StateDir: stateDir, Store: st, Secrets: apiSecrets{client},
 		HAProxyBinary: cfg.HAProxyBinary, Render: cfg.Render, Metrics: m, Logger: logger,
 	})
+	g, ctx := errgroup.WithContext(ctx)
 	if cfg.APIAddr != "" {
 		srv := &api.Server{Store: st, Ingresses: noIngresses{}, Registry: m.Registry, Logger: logger}
-		go func() {
+		g.Go(func() error {
+			// The API is for operators: the node keeps serving without it.
 			if err := srv.ListenAndServe(ctx, cfg.APIAddr); err != nil && !errors.Is(err, context.Canceled) {
 				logger.Error("api server", "error", err)
 			}
-		}()
+			return nil
+		})
 	}
+	g.Go(func() error { return orCanceled(a.Run(ctx)) })
 	logger.Info("pier agent started", "node", cfg.Node, "state_dir", stateDir)
-	return a.Run(ctx)
+	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
 }
 
 // apiSecrets reads TLS Secrets from the API server when a certificate is

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -19,15 +20,15 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"pier.dev/pier/internal/api"
-	"pier.dev/pier/internal/controller"
+	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/ipam"
 	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/pipeline"
-	"pier.dev/pier/internal/source"
 	sourcekube "pier.dev/pier/internal/source/kube"
 	"pier.dev/pier/internal/status"
 	kubestore "pier.dev/pier/internal/store/kube"
 	"pier.dev/pier/internal/translate"
+	"pier.dev/pier/internal/web"
 )
 
 // ControllerConfig is what `pier controller` takes from its flags.
@@ -104,40 +105,47 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 	defer st.Close()
 
 	m := metrics.New()
-	events := newEventSink(client, logger)
+	events := newEventSink(client)
 	defer events.shutdown()
-	var latest atomic.Pointer[source.Snapshot]
 	p := &pipeline.Pipeline{
-		Store: st, Translate: cfg.Translate, Addresses: cfg.Status,
+		Store: st, IPAM: alloc, Translate: cfg.Translate, Addresses: cfg.Status,
 		Status: newStatusWriter(client, logger), Problems: events, Metrics: m, Logger: logger,
-		Reconciler: &controller.Reconciler{Store: st, IPAM: alloc, Logger: logger, Nodes: func() []string {
-			if snap := latest.Load(); snap != nil {
-				return sourcekube.ReadyNodes(snap.Nodes, selector)
-			}
-			return nil
-		}},
 	}
-	srv := &api.Server{Store: st, Ingresses: events, Registry: m.Registry, Logger: logger,
-		UI: events.web(st, logger)} // UI: web view, issue 12 (web.go)
-
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := srv.ListenAndServe(ctx, cfg.APIAddr); err != nil && !errors.Is(err, context.Canceled) {
-			logger.Error("api server", "error", err)
-			cancel()
-		}
-	}()
-	defer wg.Wait()
-
+	// The web view's Ingress pages come from the pipeline, which only the
+	// leader runs; load balancer pages are complete on every replica.
+	srv := &api.Server{Store: st, Ingresses: p, Registry: m.Registry, Logger: logger,
+		UI: &web.Handler{Store: st, Ingresses: p, Logger: logger.With("component", "web"),
+			Config: web.ConfigFromSpec(DefaultAgentStateDir, render.Options{})}}
 	lock, err := leaseLock(client, cfg)
 	if err != nil {
 		return err
 	}
-	var leaderErr error
+
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(named("api server", func() error { return srv.ListenAndServe(ctx, cfg.APIAddr) }))
+	g.Go(func() error {
+		err := elect(ctx, lock, cfg, logger, func(lctx context.Context) error {
+			return lead(lctx, client, cfg, selector, p, logger)
+		})
+		if err == nil {
+			err = context.Canceled // done: end the API server too
+		}
+		return err
+	})
+	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// elect runs leaderelection until ctx ends or leadership is lost, calling
+// work while this replica leads. A lost lease is an error: the process
+// exits so a restart starts clean.
+func elect(ctx context.Context, lock *resourcelock.LeaseLock, cfg ControllerConfig, logger *slog.Logger,
+	work func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var workErr error
 	var lost atomic.Bool
 	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
 		Lock:            lock,
@@ -149,7 +157,7 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(lctx context.Context) {
 				logger.Info("leading: this replica now allocates and writes", "identity", lock.Identity())
-				leaderErr = lead(lctx, client, cfg, p, &latest, logger)
+				workErr = work(lctx)
 				cancel()
 			},
 			OnStoppedLeading: func() {
@@ -164,34 +172,42 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 	if lost.Load() {
 		return errors.New("lost leadership; exiting so a restart starts clean (status and load balancers are left as they are)")
 	}
-	return leaderErr
+	return workErr
+}
+
+// named runs f as one of the process's goroutines: its error names it,
+// and a cancellation (the others ending) is not an error.
+func named(name string, f func() error) func() error {
+	return func() error {
+		if err := f(); err != nil && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return nil
+	}
 }
 
 // lead runs the informers and the pipeline while this replica leads.
-func lead(ctx context.Context, client kubernetes.Interface, cfg ControllerConfig, p *pipeline.Pipeline,
-	latest *atomic.Pointer[source.Snapshot], logger *slog.Logger) error {
-	// Whichever of the two ends first ends the other: a pipeline that
-	// failed must not leave the informers running with nobody applying
-	// their snapshots (the replica would lead, silently doing nothing).
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	src := sourcekube.New(client, sourcekube.Options{Namespace: cfg.WatchNamespace}, logger.With("component", "source"))
-	errc := make(chan error, 1)
-	go func() {
-		err := p.Run(ctx)
-		cancel()
-		errc <- err
-	}()
-	err := src.Run(ctx, func(snap *source.Snapshot) {
-		latest.Store(snap)
-		p.Offer(snap)
-	})
-	cancel()
-	if perr := <-errc; perr != nil {
-		err = perr // the pipeline's failure is the cause; the source only stopped
+// Whichever of the two ends first ends the other: a pipeline that failed
+// must not leave the informers running with nobody applying their
+// snapshots (the replica would lead, silently doing nothing).
+func lead(ctx context.Context, client kubernetes.Interface, cfg ControllerConfig, selector labels.Selector,
+	p *pipeline.Pipeline, logger *slog.Logger) error {
+	src := sourcekube.New(client, sourcekube.Options{Namespace: cfg.WatchNamespace, NodeSelector: selector},
+		logger.With("component", "source"))
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return orCanceled(p.Run(ctx)) })
+	g.Go(func() error { return orCanceled(src.Run(ctx, p.Offer)) })
+	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+		return err
 	}
-	if errors.Is(err, context.Canceled) {
-		return nil
+	return nil
+}
+
+// orCanceled turns a clean return into context.Canceled, so the first of
+// an errgroup's goroutines to end, for any reason, ends the others.
+func orCanceled(err error) error {
+	if err == nil {
+		return context.Canceled
 	}
 	return err
 }

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
-	"pier.dev/pier/internal/pipeline"
+	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
 	"pier.dev/pier/internal/status"
 )
@@ -49,39 +49,52 @@ func newStatusWriter(client kubernetes.Interface, logger *slog.Logger) *statusWr
 }
 
 // Current implements pipeline.StatusSink from the informer cache.
-func (w *statusWriter) Current(snap *source.Snapshot) pipeline.Published {
-	out := pipeline.Published{}
+func (w *statusWriter) Current(snap *source.Snapshot) status.Published {
+	out := status.Published{}
 	if snap == nil {
 		return out
 	}
 	for _, ing := range snap.Ingresses {
 		if len(ing.Status.LoadBalancer.Ingress) > 0 {
-			out[ing.Namespace+"/"+ing.Name] = ing.Status.LoadBalancer.Ingress
+			out[model.IngressRef(ing.Namespace, ing.Name)] = ing.Status.LoadBalancer.Ingress
 		}
 	}
 	return out
 }
 
-// Publish implements pipeline.StatusSink.
-func (w *statusWriter) Publish(ctx context.Context, snap *source.Snapshot, ours map[string]bool, next pipeline.Published) error {
+// Publish implements pipeline.StatusSink, dispatching on the kind: only
+// Ingresses have a writer today (Service and Gateway later). Objects not
+// in ours (other classes) are never touched.
+func (w *statusWriter) Publish(ctx context.Context, snap *source.Snapshot, ours map[model.ObjectRef]bool, next status.Published) error {
+	ingresses := make(map[model.ObjectRef]*networkingv1.Ingress, len(snap.Ingresses))
 	for _, ing := range snap.Ingresses {
-		key := ing.Namespace + "/" + ing.Name
-		if !ours[key] {
-			continue // other classes are never touched
+		ingresses[model.IngressRef(ing.Namespace, ing.Name)] = ing
+	}
+	for _, ref := range status.Keys(ours) {
+		switch ref.Kind {
+		case model.KindIngress:
+			if ing := ingresses[ref]; ing != nil {
+				w.publishIngress(ctx, ing, next[ref])
+			}
+		default:
+			w.logger.Debug("no status writer for this kind", "object", ref.String())
 		}
-		want := next[key]
-		if status.Equal(ing.Status.LoadBalancer.Ingress, want) || w.alreadyWritten(ing, want) {
-			continue
-		}
-		if err := w.write(ctx, ing, want); err != nil {
-			// One Ingress failing must not stop the others; the next pass
-			// retries it.
-			w.logger.Warn("could not write ingress status", "ingress", key, "error", err)
-			continue
-		}
-		w.logger.Info("ingress status updated", "ingress", key, "addresses", status.String(want))
 	}
 	return nil
+}
+
+func (w *statusWriter) publishIngress(ctx context.Context, ing *networkingv1.Ingress, want []networkingv1.IngressLoadBalancerIngress) {
+	key := ing.Namespace + "/" + ing.Name
+	if status.Equal(ing.Status.LoadBalancer.Ingress, want) || w.alreadyWritten(ing, want) {
+		return
+	}
+	if err := w.write(ctx, ing, want); err != nil {
+		// One Ingress failing must not stop the others; the next pass
+		// retries it.
+		w.logger.Warn("could not write ingress status", "ingress", key, "error", err)
+		return
+	}
+	w.logger.Info("ingress status updated", "ingress", key, "addresses", status.String(want))
 }
 
 func (w *statusWriter) alreadyWritten(cached *networkingv1.Ingress, want []networkingv1.IngressLoadBalancerIngress) bool {

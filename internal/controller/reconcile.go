@@ -23,24 +23,24 @@ import (
 // Reconciler applies translation results to a store. It is not safe for
 // concurrent use: one goroutine (the leader's) owns it.
 type Reconciler struct {
-	Store  store.Store
+	Store store.Store
+	// Index is what the store holds; Apply reads it instead of the store
+	// and records in it what it writes.
+	Index  *Index
 	IPAM   *ipam.Allocator
 	Logger *slog.Logger
-	// Nodes returns the names of the nodes that may run HAProxy.
-	Nodes func() []string
 
 	replayed bool
 }
 
-// Apply makes the store match res. Ingresses whose LoadBalancer could not
-// get its addresses are removed from res.Accepted and reported as
-// problems; a LoadBalancer that already exists keeps its stored spec in
-// that case, so a refused change never disturbs what serves.
-func (r *Reconciler) Apply(ctx context.Context, res *translate.Result) ([]model.Problem, error) {
-	stored, err := r.Store.List(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list load balancers: %w", err)
-	}
+// Apply makes the store match res, placing load balancers on nodes (the
+// ready nodes of the snapshot res was translated from). Ingresses whose
+// LoadBalancer could not get its addresses are removed from res.Accepted
+// and reported as problems; a LoadBalancer that already exists keeps its
+// stored spec in that case, so a refused change never disturbs what
+// serves. It reads nothing from the store.
+func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []string) ([]model.Problem, error) {
+	stored := r.Index.List()
 	if !r.replayed {
 		// Known allocations are claimed before any new one, so a restart
 		// never hands an address to someone else (metallb's rule).
@@ -67,12 +67,12 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result) ([]model.
 		if err := r.Store.Delete(ctx, uuid); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return nil, fmt.Errorf("delete load balancer %s: %w", lb.Name, err)
 		}
+		r.Index.remove(uuid)
 		r.IPAM.Release(uuid)
 		delete(existing, uuid)
 		r.Logger.Info("load balancer deleted", "lb", lb.Name, "uuid", uuid, "vip", lb.VIP, "fip", lb.FIP)
 	}
 	load := scheduler.Load(stored)
-	nodes := r.Nodes()
 	var problems []model.Problem
 	// Oldest first: when two new load balancers pin the same floating IP,
 	// the older Ingress gets it, whatever their UUIDs.
@@ -83,7 +83,7 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result) ([]model.
 			problems = append(problems, problemsForSources(want, err)...)
 			if old == nil {
 				for _, src := range want.Sources {
-					delete(res.Accepted, src.Key())
+					delete(res.Accepted, src.Ref())
 				}
 			}
 			continue
@@ -94,6 +94,7 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result) ([]model.
 		if err := r.Store.PutSpec(ctx, lb); err != nil {
 			return problems, fmt.Errorf("store load balancer %s: %w", lb.Name, err)
 		}
+		r.Index.put(lb)
 		r.Logger.Info("load balancer stored", "lb", lb.Name, "uuid", lb.UUID, "vip", lb.VIP, "fip", lb.FIP,
 			"active", lb.Placement.Active, "standby", lb.Placement.Standby, "created", old == nil)
 	}

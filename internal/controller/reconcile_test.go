@@ -28,8 +28,10 @@ func newReconciler(t *testing.T, internal, public string) (*Reconciler, store.St
 		t.Fatal(err)
 	}
 	return &Reconciler{Store: st, IPAM: alloc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Nodes: func() []string { return []string{"n1"} }}, st
+		Index: NewIndex(nil)}, st
 }
+
+var nodes = []string{"n1"}
 
 func lbFor(uuid, ingress string, created time.Time, pin string) *model.LoadBalancer {
 	return &model.LoadBalancer{UUID: uuid, Name: "ns/" + ingress, Provider: model.ProviderHAProxy,
@@ -38,10 +40,10 @@ func lbFor(uuid, ingress string, created time.Time, pin string) *model.LoadBalan
 }
 
 func result(lbs ...*model.LoadBalancer) *translate.Result {
-	res := &translate.Result{LoadBalancers: lbs, Accepted: map[string]string{}, Ours: map[string]bool{}}
+	res := &translate.Result{LoadBalancers: lbs, Accepted: map[model.ObjectRef]string{}, Ours: map[model.ObjectRef]bool{}}
 	for _, lb := range lbs {
-		res.Accepted[lb.Sources[0].Key()] = lb.UUID
-		res.Ours[lb.Sources[0].Key()] = true
+		res.Accepted[lb.Sources[0].Ref()] = lb.UUID
+		res.Ours[lb.Sources[0].Ref()] = true
 	}
 	return res
 }
@@ -52,10 +54,10 @@ func TestDeletionsReleaseBeforeAssignments(t *testing.T) {
 	r, st := newReconciler(t, "10.0.0.1/32", "")
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	if _, err := r.Apply(ctx, result(lbFor("b-uuid", "old", t0, ""))); err != nil {
+	if _, err := r.Apply(ctx, result(lbFor("b-uuid", "old", t0, "")), nodes); err != nil {
 		t.Fatal(err)
 	}
-	problems, err := r.Apply(ctx, result(lbFor("a-uuid", "new", t0.Add(time.Hour), "")))
+	problems, err := r.Apply(ctx, result(lbFor("a-uuid", "new", t0.Add(time.Hour), "")), nodes)
 	if err != nil || len(problems) != 0 {
 		t.Fatalf("apply: %v, problems %+v", err, problems)
 	}
@@ -77,7 +79,7 @@ func TestSamePinGoesToTheOlder(t *testing.T) {
 	older := lbFor("ffff-older", "older", t0, "192.0.2.7")
 	newer := lbFor("0000-newer", "newer", t0.Add(time.Minute), "192.0.2.7")
 	res := result(newer, older)
-	problems, err := r.Apply(ctx, res)
+	problems, err := r.Apply(ctx, res, nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +90,7 @@ func TestSamePinGoesToTheOlder(t *testing.T) {
 	if len(problems) != 1 || problems[0].Name != "newer" || problems[0].Reason != "ExternalIPInUse" {
 		t.Fatalf("problems = %+v", problems)
 	}
-	if _, ok := res.Accepted["ns/newer"]; ok {
+	if _, ok := res.Accepted[model.IngressRef("ns", "newer")]; ok {
 		t.Fatal("the refused Ingress is still accepted")
 	}
 }

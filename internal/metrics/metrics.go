@@ -13,7 +13,9 @@ type Metrics struct {
 
 	LoadBalancers   prometheus.Gauge
 	IngressProblems *prometheus.GaugeVec
-	Rebuilds        prometheus.Counter
+	Rebuilds        *prometheus.CounterVec
+	StatusPasses    *prometheus.CounterVec
+	Snapshots       *prometheus.CounterVec
 	RebuildSeconds  prometheus.Histogram
 	Reloads         *prometheus.CounterVec
 	RuntimeUpdates  *prometheus.CounterVec
@@ -33,9 +35,18 @@ func New() *Metrics {
 		IngressProblems: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "pier_ingress_problems", Help: "Problems found in Ingresses of our class, by severity.",
 		}, []string{"severity"}),
-		Rebuilds: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "pier_rebuilds_total", Help: "Translations of a new snapshot.",
-		}),
+		Rebuilds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pier_rebuilds_total",
+			Help: "Translations of a new snapshot, by the first kind of change that mattered (initial, class, ingress, service, endpoints, secret, node).",
+		}, []string{"reason"}),
+		StatusPasses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pier_status_passes_total",
+			Help: "Status decisions without a rebuild, by trigger: store (an agent report), source (an Ingress status or the status Service changed), rebuild (after each rebuild).",
+		}, []string{"trigger"}),
+		Snapshots: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pier_snapshots_total",
+			Help: "Snapshots received from the source, by what they caused: rebuild, status (a status pass only) or none.",
+		}, []string{"effect"}),
 		RebuildSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "pier_rebuild_duration_seconds", Help: "Time to translate a snapshot and update the store.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
@@ -61,7 +72,7 @@ func New() *Metrics {
 		}),
 	}
 	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.LoadBalancers, m.IngressProblems, m.Rebuilds, m.RebuildSeconds, m.Reloads, m.RuntimeUpdates,
+		m.LoadBalancers, m.IngressProblems, m.Rebuilds, m.StatusPasses, m.Snapshots, m.RebuildSeconds, m.Reloads, m.RuntimeUpdates,
 		m.ConfigRejected, m.ApplySeconds, m.HAProxyRestarts, m.SourceProblems)
 	return m
 }

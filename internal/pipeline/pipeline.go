@@ -1,9 +1,16 @@
 // Package pipeline is the controller's loop, shared by `pier run` and
-// `pier controller`: each snapshot is translated, reconciled into the store
-// (IPAM, scheduler), its problems reported, and the Ingress status decided
-// from what agents report. One goroutine does all of it (Contour's rule), so
-// nothing else writes load-balancer specs. Where status and problems go is
-// pluggable: memory for pier run, the API server for the controller.
+// `pier controller`: each snapshot is classified, and only a change that
+// matters is translated, reconciled into the store (IPAM, scheduler), its
+// problems recorded, and the Ingress status decided from what agents
+// report. One goroutine does all of it (Contour's rule), so nothing else
+// writes load-balancer specs.
+//
+// The loop never re-reads what it was sent: the store watch's payloads
+// feed one in-memory index of load balancers (controller.Index), which the
+// reconciler and the status pass read and the reconciler updates with what
+// it writes. The store is read once, when the loop starts. Where status
+// and problems go is pluggable: memory for pier run, the API server for
+// the controller.
 package pipeline
 
 import (
@@ -16,6 +23,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 
 	"pier.dev/pier/internal/controller"
+	"pier.dev/pier/internal/ipam"
 	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
@@ -24,34 +32,35 @@ import (
 	"pier.dev/pier/internal/translate"
 )
 
-// Published maps "namespace/name" to the addresses an Ingress publishes.
-type Published = map[string][]networkingv1.IngressLoadBalancerIngress
-
-// StatusSink is where Ingress status goes.
+// StatusSink is where status goes. Implementations dispatch on the ref's
+// kind (Ingress today; Service and Gateway later).
 type StatusSink interface {
-	// Current returns what the Ingresses of snap publish now.
-	Current(snap *source.Snapshot) Published
-	// Publish makes every Ingress in ours publish next[key] (nothing when
-	// absent). Implementations skip Ingresses whose status already equals.
-	Publish(ctx context.Context, snap *source.Snapshot, ours map[string]bool, next Published) error
+	// Current returns what the objects of snap publish now.
+	Current(snap *source.Snapshot) status.Published
+	// Publish makes every object in ours publish next[ref] (nothing when
+	// absent). Implementations skip objects whose status already equals.
+	Publish(ctx context.Context, snap *source.Snapshot, ours map[model.ObjectRef]bool, next status.Published) error
 }
 
-// ProblemSink receives the problems of every rebuild; it decides what is
-// new (Events and logs must not repeat every rebuild).
-type ProblemSink interface {
-	Report(ctx context.Context, snap *source.Snapshot, problems []model.Problem)
+// StatusReader is implemented by sinks that hold the status themselves
+// (pier run's memory); the API then shows it instead of the snapshot's.
+type StatusReader interface {
+	Published(ref model.ObjectRef) []networkingv1.IngressLoadBalancerIngress
 }
 
 // Pipeline turns snapshots into stored LoadBalancers and Ingress status.
 type Pipeline struct {
-	Store      store.Store
-	Reconciler *controller.Reconciler
-	Translate  translate.Options
-	Addresses  status.Addresses
-	Status     StatusSink
-	Problems   ProblemSink
-	Metrics    *metrics.Metrics
-	Logger     *slog.Logger
+	Store     store.Store
+	IPAM      *ipam.Allocator
+	Translate translate.Options
+	Addresses status.Addresses
+	Status    StatusSink
+	// Problems, if set, receives the problems new in each rebuild; every
+	// problem is also logged once and kept in Book.
+	Problems ProblemSink
+	Book     *ProblemBook
+	Metrics  *metrics.Metrics
+	Logger   *slog.Logger
 	// Observe, if set, sees each snapshot before anything is stored, so
 	// readers of the snapshot (the agent's Secrets in pier run) are never
 	// older than the load balancers that refer to it.
@@ -60,13 +69,28 @@ type Pipeline struct {
 	snaps chan *source.Snapshot
 	once  sync.Once
 
-	mu     sync.Mutex
-	ready  bool
-	snap   *source.Snapshot
-	result *translate.Result
+	// Owned by Run's goroutine.
+	index      *controller.Index
+	reconciler *controller.Reconciler
+	result     *translate.Result
+	refs       references
+	// storeChangedBehindUs: someone else changed or deleted a load
+	// balancer since the last rebuild.
+	storeChangedBehindUs bool
+
+	mu    sync.Mutex
+	ready bool
+	snap  *source.Snapshot // the last snapshot seen
 }
 
-func (p *Pipeline) init() { p.once.Do(func() { p.snaps = make(chan *source.Snapshot, 1) }) }
+func (p *Pipeline) init() {
+	p.once.Do(func() {
+		p.snaps = make(chan *source.Snapshot, 1)
+		if p.Book == nil {
+			p.Book = NewProblemBook(p.Logger)
+		}
+	})
+}
 
 // Offer hands over a new snapshot. Only the latest matters: one not yet
 // processed is replaced. Safe to call from any goroutine.
@@ -95,91 +119,142 @@ func (p *Pipeline) Ready() error {
 	return nil
 }
 
-// Run processes snapshots and agent reports until ctx ends.
+// Run processes snapshots and store events until ctx ends.
 func (p *Pipeline) Run(ctx context.Context) error {
 	p.init()
 	events, err := p.Store.Watch(ctx)
 	if err != nil {
 		return fmt.Errorf("watch store: %w", err)
 	}
+	// The one read of the store: the watch replays it too, but the first
+	// rebuild must not start before the index knows every allocation.
+	lbs, err := p.Store.List(ctx)
+	if err != nil {
+		return fmt.Errorf("list load balancers: %w", err)
+	}
+	p.index = controller.NewIndex(lbs)
+	p.reconciler = &controller.Reconciler{Store: p.Store, Index: p.index, IPAM: p.IPAM, Logger: p.Logger}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case snap := <-p.snaps:
-			if err := p.rebuild(ctx, snap); err != nil {
+			if err := p.take(ctx, snap); err != nil {
 				return err
 			}
-		case _, ok := <-events:
+		case ev, ok := <-events:
 			if !ok {
 				return nil
 			}
-			drain(events)
-			// Agents report through the store; their reports decide status.
-			if err := p.updateStatus(ctx); err != nil {
+			if err := p.storeChanged(ctx, p.applyEvents(ev, events)); err != nil {
 				return err
 			}
 		}
 	}
 }
 
-// drain drops store events already queued: one status pass covers them.
-func drain(events <-chan store.Event) {
+// applyEvents takes ev and every event already queued into the index.
+func (p *Pipeline) applyEvents(ev store.Event, events <-chan store.Event) controller.Change {
+	change := p.index.Apply(ev)
 	for {
 		select {
-		case _, ok := <-events:
+		case ev, ok := <-events:
 			if !ok {
-				return
+				return change
 			}
+			change = max(change, p.index.Apply(ev))
 		default:
-			return
+			return change
 		}
 	}
 }
 
-func (p *Pipeline) rebuild(ctx context.Context, snap *source.Snapshot) error {
-	start := time.Now()
+// storeChanged reacts to store events: an agent's report decides status
+// and needs no rebuild. A load balancer someone else changed or deleted
+// is put back by the next rebuild, which the next snapshot brings however
+// little it changed (as when every snapshot rebuilt). Not at once: this
+// replica's snapshot may be older than the store (a leader resumed after a
+// pause, whose successor wrote meanwhile), and the informers catch up
+// before the next snapshot.
+func (p *Pipeline) storeChanged(ctx context.Context, change controller.Change) error {
+	if p.result == nil || change == controller.Unchanged {
+		return nil
+	}
+	if change == controller.SpecChanged {
+		p.storeChangedBehindUs = true
+	}
+	return p.statusPass(ctx, "store")
+}
+
+// take classifies a new snapshot and does what it calls for.
+func (p *Pipeline) take(ctx context.Context, snap *source.Snapshot) error {
+	p.mu.Lock()
+	prev := p.snap
+	p.mu.Unlock()
+	e := classify(prev, snap, p.refs, p.Addresses.Service)
+	if e.rebuild == "" && p.storeChangedBehindUs {
+		e.rebuild = ReasonLoadBalancer
+	}
 	if p.Observe != nil {
 		p.Observe(snap)
 	}
+	p.mu.Lock()
+	p.snap = snap
+	p.mu.Unlock()
+	// Counted once done, so a reader of the counter knows the snapshot's
+	// effect is complete.
+	switch {
+	case e.rebuild != "":
+		defer p.Metrics.Snapshots.WithLabelValues("rebuild").Inc()
+		return p.rebuild(ctx, snap, e.rebuild)
+	case e.status:
+		defer p.Metrics.Snapshots.WithLabelValues("status").Inc()
+		return p.statusPass(ctx, "source")
+	}
+	p.Metrics.Snapshots.WithLabelValues("none").Inc()
+	return nil
+}
+
+func (p *Pipeline) rebuild(ctx context.Context, snap *source.Snapshot, reason string) error {
+	start := time.Now()
+	p.storeChangedBehindUs = false
 	opts := p.Translate
 	opts.Now = start
 	res := translate.Ingresses(snap, opts)
-	ipamProblems, err := p.Reconciler.Apply(ctx, res)
+	ipamProblems, err := p.reconciler.Apply(ctx, res, snap.ReadyNodes())
 	if err != nil {
 		return err
 	}
 	problems := append(res.Problems, ipamProblems...)
-	p.Problems.Report(ctx, snap, problems)
+	fresh := p.Book.Update(problems)
+	if p.Problems != nil {
+		p.Problems.Report(ctx, snap, fresh)
+	}
+	p.result, p.refs = res, referencesOf(snap, res.Ours)
 	p.mu.Lock()
-	p.snap, p.result, p.ready = snap, res, true
+	p.ready = true
 	p.mu.Unlock()
-	p.Metrics.Rebuilds.Inc()
+	p.Metrics.Rebuilds.WithLabelValues(reason).Inc()
 	p.Metrics.RebuildSeconds.Observe(time.Since(start).Seconds())
 	countProblems(p.Metrics, problems)
-	p.Logger.Debug("rebuilt", "ingresses", len(res.Ours), "accepted", len(res.Accepted),
+	p.Logger.Debug("rebuilt", "reason", reason, "ingresses", len(res.Ours), "accepted", len(res.Accepted),
 		"load_balancers", len(res.LoadBalancers), "problems", len(problems), "took", time.Since(start))
-	return p.updateStatus(ctx)
+	return p.statusPass(ctx, "rebuild")
 }
 
-func (p *Pipeline) updateStatus(ctx context.Context) error {
-	p.mu.Lock()
-	snap, res := p.snap, p.result
-	p.mu.Unlock()
-	if res == nil {
+// statusPass decides what every object of our class publishes from the
+// index and publishes it. It reads nothing from the store.
+func (p *Pipeline) statusPass(ctx context.Context, trigger string) error {
+	if p.result == nil {
 		return nil
 	}
-	lbs, err := p.Store.List(ctx)
-	if err != nil {
-		return fmt.Errorf("list load balancers: %w", err)
-	}
-	p.Metrics.LoadBalancers.Set(float64(len(lbs)))
-	byUUID := map[string]*model.LoadBalancer{}
-	for _, lb := range lbs {
-		byUUID[lb.UUID] = lb
-	}
-	next := status.Decide(res, byUUID, p.Status.Current(snap), p.Addresses.FromService(snap.Services))
-	return p.Status.Publish(ctx, snap, res.Ours, next)
+	p.mu.Lock()
+	snap := p.snap
+	p.mu.Unlock()
+	p.Metrics.StatusPasses.WithLabelValues(trigger).Inc()
+	p.Metrics.LoadBalancers.Set(float64(p.index.Len()))
+	next := status.Decide(p.result, p.index.ByUUID(), p.Status.Current(snap), p.Addresses.FromService(snap.Services))
+	return p.Status.Publish(ctx, snap, p.result.Ours, next)
 }
 
 func countProblems(m *metrics.Metrics, problems []model.Problem) {
@@ -192,30 +267,55 @@ func countProblems(m *metrics.Metrics, problems []model.Problem) {
 	}
 }
 
-// ProblemLog logs each problem once, when it first appears or changes.
-type ProblemLog struct {
-	Logger   *slog.Logger
-	reported map[string]string
+// Ingress implements api.Ingresses from the last snapshot: a copy, with
+// the status the sink holds (pier run) or the snapshot's (the API
+// server's, in Kubernetes mode), and the problems of the last rebuild.
+func (p *Pipeline) Ingress(namespace, name string) (*networkingv1.Ingress, []model.Problem, bool) {
+	for _, st := range p.ingresses(func(ing *networkingv1.Ingress) bool {
+		return ing.Namespace == namespace && ing.Name == name
+	}) {
+		return st.Ingress, st.Problems, true
+	}
+	return nil, nil, false
 }
 
-// New returns the problems not reported before, and logs them.
-func (l *ProblemLog) New(problems []model.Problem) []model.Problem {
-	seen := map[string]string{}
-	var fresh []model.Problem
-	for _, pr := range problems {
-		key := pr.Kind + "|" + pr.Namespace + "/" + pr.Name + "|" + pr.Reason + "|" + pr.Field
-		seen[key] = pr.Message
-		if l.reported[key] == pr.Message {
+// ingresses returns the Ingresses of the last snapshot that keep selects,
+// as copies with their status and problems; nil before the first snapshot.
+func (p *Pipeline) ingresses(keep func(*networkingv1.Ingress) bool) []IngressState {
+	p.init()
+	p.mu.Lock()
+	snap := p.snap
+	p.mu.Unlock()
+	if snap == nil {
+		return nil
+	}
+	reader, _ := p.Status.(StatusReader)
+	out := []IngressState{}
+	for _, ing := range snap.Ingresses {
+		if !keep(ing) {
 			continue
 		}
-		fresh = append(fresh, pr)
-		level, msg := slog.LevelWarn, "ingress warning"
-		if pr.Severity == model.SeverityError {
-			level, msg = slog.LevelError, "ingress refused"
+		ref := model.IngressRef(ing.Namespace, ing.Name)
+		c := ing.DeepCopy()
+		c.APIVersion, c.Kind = "networking.k8s.io/v1", "Ingress"
+		if reader != nil {
+			c.Status.LoadBalancer.Ingress = reader.Published(ref)
 		}
-		l.Logger.Log(context.Background(), level, msg, "ingress", pr.Namespace+"/"+pr.Name,
-			"reason", pr.Reason, "field", pr.Field, "message", pr.Message)
+		out = append(out, IngressState{Ingress: c, Problems: p.Book.Of(ref)})
 	}
-	l.reported = seen
-	return fresh
+	return out
+}
+
+// IngressState is one Ingress as pier knows it: a copy with the status it
+// publishes, and the problems of the last rebuild.
+type IngressState struct {
+	Ingress  *networkingv1.Ingress
+	Problems []model.Problem
+}
+
+// Ingresses lists every Ingress of the last snapshot as Ingress does one
+// (the web view reads it). Before the first snapshot (a controller
+// replica that has not led) it returns nil: not known here.
+func (p *Pipeline) Ingresses() []IngressState {
+	return p.ingresses(func(*networkingv1.Ingress) bool { return true })
 }

@@ -4,6 +4,8 @@
 package source
 
 import (
+	"sort"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -17,9 +19,28 @@ type Snapshot struct {
 	Services       []*corev1.Service
 	EndpointSlices []*discoveryv1.EndpointSlice
 	Secrets        []*corev1.Secret
-	// Nodes are filled by the Kubernetes source only; pier run has one
-	// node of its own.
-	Nodes []*corev1.Node
+	// Nodes that may run HAProxy: the Kubernetes source fills them from
+	// its Node informer (those matching --node-selector), pier run puts
+	// its one node. Both modes place load balancers from this list only.
+	Nodes []Node
+}
+
+// Node is a node as placement sees it.
+type Node struct {
+	Name  string
+	Ready bool
+}
+
+// ReadyNodes returns the names of the ready nodes, sorted.
+func (s *Snapshot) ReadyNodes() []string {
+	var out []string
+	for _, n := range s.Nodes {
+		if n.Ready {
+			out = append(out, n.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Secret returns the Secret namespace/name, or nil.

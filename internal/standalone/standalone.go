@@ -9,23 +9,24 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"pier.dev/pier/internal/agent"
 	"pier.dev/pier/internal/api"
-	"pier.dev/pier/internal/controller"
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/ipam"
 	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/pipeline"
 	"pier.dev/pier/internal/source"
 	"pier.dev/pier/internal/source/files"
+	"pier.dev/pier/internal/statedir"
 	"pier.dev/pier/internal/status"
 	"pier.dev/pier/internal/store/bolt"
 	"pier.dev/pier/internal/translate"
+	"pier.dev/pier/internal/web"
 )
 
 // Config is everything `pier run` takes from its flags.
@@ -44,15 +45,9 @@ type Config struct {
 
 // Run runs pier until ctx ends, then stops HAProxy gracefully.
 func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
-	stateDir, err := filepath.Abs(cfg.StateDir)
+	stateDir, err := statedir.Prepare(cfg.StateDir)
 	if err != nil {
-		return fmt.Errorf("state dir %s: %w", cfg.StateDir, err)
-	}
-	if err := render.CheckStateDir(stateDir); err != nil {
-		return fmt.Errorf("--state-dir: %w", err)
-	}
-	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		return fmt.Errorf("create state dir: %w", err)
+		return err
 	}
 	alloc, err := ipam.FromCIDRs(cfg.InternalPool, cfg.PublicPool)
 	if err != nil {
@@ -71,17 +66,20 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	m := metrics.New()
 	v := newView(logger)
 	p := &pipeline.Pipeline{
-		Store: st, Translate: cfg.Translate, Addresses: cfg.Status, Status: v, Problems: v,
+		Store: st, IPAM: alloc, Translate: cfg.Translate, Addresses: cfg.Status, Status: v,
 		Metrics: m, Logger: logger, Observe: v.observe,
-		Reconciler: &controller.Reconciler{Store: st, IPAM: alloc, Logger: logger,
-			Nodes: func() []string { return []string{cfg.Node} }},
 	}
+	// pier run is one node: it comes with every snapshot, as the Node
+	// informer's do in Kubernetes mode.
+	nodes := []source.Node{{Name: cfg.Node, Ready: true}}
 	offer := func(snap *source.Snapshot, problems []files.Problem) {
 		for _, sp := range problems {
 			logger.Warn("manifest document skipped", "problem", sp.String())
 		}
 		m.SourceProblems.Set(float64(len(problems)))
-		p.Offer(snap)
+		withNodes := *snap
+		withNodes.Nodes = nodes
+		p.Offer(&withNodes)
 	}
 	offer(snap, srcProblems)
 
@@ -90,25 +88,12 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		HAProxyBinary: cfg.HAProxyBinary, Render: cfg.Render,
 		StopOnExit: true, Metrics: m, Logger: logger.With("component", "agent"),
 	})
-	srv := &api.Server{Store: st, Ingresses: v, Registry: m.Registry, Logger: logger,
-		Healthy: p.Ready, UI: v.web(st)} // UI: web view, issue 12 (web.go)
+	srv := &api.Server{Store: st, Ingresses: p, Registry: m.Registry, Logger: logger, Healthy: p.Ready,
+		UI: &web.Handler{Store: st, Ingresses: p, Config: web.ConfigOnDisk(stateDir), Logger: logger.With("component", "web")}}
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	start := func(name string, f func(context.Context) error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := f(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				errs <- fmt.Errorf("%s: %w", name, err)
-				cancel()
-			}
-		}()
-	}
-	start("pipeline", p.Run)
-	start("agent", func(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(named("pipeline", func() error { return p.Run(ctx) }))
+	g.Go(named("agent", func() error {
 		// The store may hold specs from before a restart: let the first
 		// rebuild bring it up to date, or HAProxy would be reloaded twice
 		// (once to the stale spec, once to the current one).
@@ -116,16 +101,25 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 			return err
 		}
 		return ag.Run(ctx)
-	})
-	start("api", func(ctx context.Context) error { return srv.ListenAndServe(ctx, cfg.APIAddr) })
-	start("watch", func(ctx context.Context) error {
+	}))
+	g.Go(named("api", func() error { return srv.ListenAndServe(ctx, cfg.APIAddr) }))
+	g.Go(named("watch", func() error {
 		return files.Watch(ctx, cfg.Paths, logger.With("component", "files"), offer)
-	})
+	}))
 	logger.Info("pier run started", "manifests", cfg.Paths, "state_dir", stateDir, "api", "http://"+cfg.APIAddr,
 		"internal_pool", cfg.InternalPool, "public_pool", cfg.PublicPool)
-	wg.Wait()
-	close(errs)
-	return errors.Join(collect(errs)...)
+	return g.Wait()
+}
+
+// named runs f as one of Run's goroutines: its error names it, and a
+// cancellation (the others ending) is not an error.
+func named(name string, f func() error) func() error {
+	return func() error {
+		if err := f(); err != nil && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return nil
+	}
 }
 
 func waitReady(ctx context.Context, p *pipeline.Pipeline) error {
@@ -139,12 +133,4 @@ func waitReady(ctx context.Context, p *pipeline.Pipeline) error {
 		}
 	}
 	return nil
-}
-
-func collect(errs <-chan error) []error {
-	var out []error
-	for err := range errs {
-		out = append(out, err)
-	}
-	return out
 }

@@ -10,52 +10,24 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 
 	"pier.dev/pier/internal/model"
-	"pier.dev/pier/internal/pipeline"
 	"pier.dev/pier/internal/source"
 	"pier.dev/pier/internal/status"
 )
 
-// view is what the API and the agent read of the current state: the last
-// snapshot, the problems found in it and the published Ingress status. It
-// is the in-memory stand-in for the API server of the Kubernetes mode.
+// view is the in-memory stand-in for the API server of the Kubernetes
+// mode: it holds the published status (pipeline.StatusSink and
+// StatusReader) and the newest snapshot's Secrets for the agent.
 type view struct {
-	logger     *slog.Logger
-	problemLog pipeline.ProblemLog
-	mu         sync.RWMutex
-	snap       *source.Snapshot           // the last snapshot translated, with its problems
-	problems   map[string][]model.Problem // by "namespace/name" of the Ingress
+	logger *slog.Logger
+	mu     sync.RWMutex
 	// secrets is the newest snapshot, set before anything built from it
 	// is stored, so the agent never finds a Secret older than the spec.
 	secrets   *source.Snapshot
-	published map[string][]networkingv1.IngressLoadBalancerIngress
+	published status.Published
 }
 
 func newView(logger *slog.Logger) *view {
-	return &view{
-		logger:     logger,
-		problemLog: pipeline.ProblemLog{Logger: logger},
-		snap:       &source.Snapshot{},
-		secrets:    &source.Snapshot{},
-		problems:   map[string][]model.Problem{},
-		published:  map[string][]networkingv1.IngressLoadBalancerIngress{},
-	}
-}
-
-// Ingress implements api.Ingresses. It returns a copy with status filled.
-func (v *view) Ingress(namespace, name string) (*networkingv1.Ingress, []model.Problem, bool) {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	for _, ing := range v.snap.Ingresses {
-		if ing.Namespace != namespace || ing.Name != name {
-			continue
-		}
-		out := ing.DeepCopy()
-		out.APIVersion, out.Kind = "networking.k8s.io/v1", "Ingress"
-		key := namespace + "/" + name
-		out.Status.LoadBalancer.Ingress = append([]networkingv1.IngressLoadBalancerIngress(nil), v.published[key]...)
-		return out, append([]model.Problem(nil), v.problems[key]...), true
-	}
-	return nil, nil, false
+	return &view{logger: logger, secrets: &source.Snapshot{}, published: status.Published{}}
 }
 
 // TLSPair implements agent.Secrets from the last snapshot.
@@ -77,43 +49,57 @@ func (v *view) observe(snap *source.Snapshot) {
 	v.secrets = snap
 }
 
-// Report implements pipeline.ProblemSink: the problems are kept for the
-// API and logged once.
-func (v *view) Report(_ context.Context, snap *source.Snapshot, problems []model.Problem) {
-	byIngress := map[string][]model.Problem{}
-	for _, p := range problems {
-		if p.Kind == "Ingress" {
-			key := p.Namespace + "/" + p.Name
-			byIngress[key] = append(byIngress[key], p)
-		}
-	}
-	v.problemLog.New(problems)
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.snap, v.problems = snap, byIngress
-}
-
 // Current implements pipeline.StatusSink.
-func (v *view) Current(*source.Snapshot) pipeline.Published {
+func (v *view) Current(*source.Snapshot) status.Published {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	out := make(pipeline.Published, len(v.published))
+	out := make(status.Published, len(v.published))
 	for k, s := range v.published {
 		out[k] = s
 	}
 	return out
 }
 
+// Published implements pipeline.StatusReader for the API.
+func (v *view) Published(ref model.ObjectRef) []networkingv1.IngressLoadBalancerIngress {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return append([]networkingv1.IngressLoadBalancerIngress(nil), v.published[ref]...)
+}
+
 // Publish implements pipeline.StatusSink: the status lives in memory and
-// the API serves it.
-func (v *view) Publish(_ context.Context, _ *source.Snapshot, _ map[string]bool, next pipeline.Published) error {
+// the API serves it, whatever the kind.
+func (v *view) Publish(_ context.Context, _ *source.Snapshot, _ map[model.ObjectRef]bool, next status.Published) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	for _, key := range status.Keys(next) {
-		if !status.Equal(v.published[key], next[key]) {
-			v.logger.Info("ingress status updated", "ingress", key, "addresses", status.String(next[key]))
+	for _, ref := range status.Keys(next) {
+		if !status.Equal(v.published[ref], next[ref]) {
+			v.logger.Info(logMessage(ref), logKey(ref), logName(ref), "addresses", status.String(next[ref]))
 		}
 	}
 	v.published = next
 	return nil
+}
+
+// logMessage, logKey and logName keep the Ingress log line as it was
+// ("ingress status updated", ingress=ns/name) and name other kinds fully.
+func logMessage(ref model.ObjectRef) string {
+	if ref.Kind == model.KindIngress {
+		return "ingress status updated"
+	}
+	return "status updated"
+}
+
+func logKey(ref model.ObjectRef) string {
+	if ref.Kind == model.KindIngress {
+		return "ingress"
+	}
+	return "object"
+}
+
+func logName(ref model.ObjectRef) string {
+	if ref.Kind == model.KindIngress {
+		return ref.Namespace + "/" + ref.Name
+	}
+	return ref.String()
 }

@@ -50,6 +50,10 @@ func (cfg Addresses) FromService(services []*corev1.Service) Addresses {
 	return cfg
 }
 
+// Published is what each object (an Ingress today) publishes in its
+// status.loadBalancer, by ref.
+type Published = map[model.ObjectRef][]networkingv1.IngressLoadBalancerIngress
+
 // Decide returns the status.loadBalancer.ingress list for every Ingress
 // of our class in res. Rules (RELIABILITY "Leader election and status"):
 //   - a refused Ingress publishes nothing;
@@ -58,8 +62,8 @@ func (cfg Addresses) FromService(services []*corev1.Service) Addresses {
 //     before (nothing, for a new one), so a re-apply never makes status
 //     flap;
 //   - lists are deduplicated and stable.
-func Decide(res *translate.Result, lbs map[string]*model.LoadBalancer, prev map[string][]networkingv1.IngressLoadBalancerIngress, cfg Addresses) map[string][]networkingv1.IngressLoadBalancerIngress {
-	out := map[string][]networkingv1.IngressLoadBalancerIngress{}
+func Decide(res *translate.Result, lbs map[string]*model.LoadBalancer, prev Published, cfg Addresses) Published {
+	out := Published{}
 	for key := range res.Ours {
 		uuid, ok := res.Accepted[key]
 		if !ok {
@@ -137,11 +141,11 @@ func String(list []networkingv1.IngressLoadBalancerIngress) string {
 }
 
 // Keys returns the map's keys sorted, for deterministic iteration.
-func Keys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
+func Keys[V any](m map[model.ObjectRef]V) []model.ObjectRef {
+	keys := make([]model.ObjectRef, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	sort.Slice(keys, func(i, j int) bool { return keys[i].Less(keys[j]) })
 	return keys
 }

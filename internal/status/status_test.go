@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"pier.dev/pier/internal/model"
@@ -13,17 +12,17 @@ import (
 
 func TestDecide(t *testing.T) {
 	res := &translate.Result{
-		Ours:     map[string]bool{"ns/served": true, "ns/pending": true, "ns/refused": true, "ns/was": true},
-		Accepted: map[string]string{"ns/served": "u1", "ns/pending": "u2", "ns/was": "u3"},
+		Ours:     map[model.ObjectRef]bool{model.IngressRef("ns", "served"): true, model.IngressRef("ns", "pending"): true, model.IngressRef("ns", "refused"): true, model.IngressRef("ns", "was"): true},
+		Accepted: map[model.ObjectRef]string{model.IngressRef("ns", "served"): "u1", model.IngressRef("ns", "pending"): "u2", model.IngressRef("ns", "was"): "u3"},
 	}
 	lbs := map[string]*model.LoadBalancer{
 		"u1": {UUID: "u1", VIP: "127.10.0.1", FIP: "127.20.0.1", Status: model.Status{State: model.StateActive}},
 		"u2": {UUID: "u2", VIP: "127.10.0.2", Status: model.Status{State: model.StatePending}},
 		"u3": {UUID: "u3", VIP: "127.10.0.3", Status: model.Status{State: model.StatePending}},
 	}
-	prev := map[string][]networkingv1.IngressLoadBalancerIngress{
-		"ns/was":     {{IP: "127.10.0.3"}},
-		"ns/refused": {{IP: "127.10.0.9"}},
+	prev := Published{
+		model.IngressRef("ns", "was"):     {{IP: "127.10.0.3"}},
+		model.IngressRef("ns", "refused"): {{IP: "127.10.0.9"}},
 	}
 	for _, lb := range lbs {
 		if lb.Status.State == model.StateActive {
@@ -31,9 +30,9 @@ func TestDecide(t *testing.T) {
 		}
 	}
 	got := Decide(res, lbs, prev, Addresses{})
-	want := map[string][]networkingv1.IngressLoadBalancerIngress{
-		"ns/served": {{IP: "127.10.0.1"}, {IP: "127.20.0.1"}},
-		"ns/was":    {{IP: "127.10.0.3"}},
+	want := Published{
+		model.IngressRef("ns", "served"): {{IP: "127.10.0.1"}, {IP: "127.20.0.1"}},
+		model.IngressRef("ns", "was"):    {{IP: "127.10.0.3"}},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %v, want %v", got, want)
@@ -44,26 +43,26 @@ func TestDecide(t *testing.T) {
 		}
 	}
 	static := Decide(res, lbs, nil, Addresses{Static: []string{"lb.example.com", "192.0.2.1", "192.0.2.1"}})
-	if s := static["ns/served"]; len(s) != 2 || s[0].Hostname != "lb.example.com" || s[1].IP != "192.0.2.1" {
+	if s := static[model.IngressRef("ns", "served")]; len(s) != 2 || s[0].Hostname != "lb.example.com" || s[1].IP != "192.0.2.1" {
 		t.Errorf("static = %v", s)
 	}
 }
 
 func TestDecideFromService(t *testing.T) {
-	res := &translate.Result{Ours: map[string]bool{"ns/a": true}, Accepted: map[string]string{"ns/a": "u1"}}
+	res := &translate.Result{Ours: map[model.ObjectRef]bool{model.IngressRef("ns", "a"): true}, Accepted: map[model.ObjectRef]string{model.IngressRef("ns", "a"): "u1"}}
 	lbs := map[string]*model.LoadBalancer{"u1": {UUID: "u1", VIP: "10.250.0.1", Status: model.Status{State: model.StateActive}}}
 	lbs["u1"].Status.SpecHash = lbs["u1"].SpecHash()
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "pier-system", Name: "pier"}}
 	cfg := Addresses{Service: "pier-system/pier"}
-	prev := map[string][]networkingv1.IngressLoadBalancerIngress{"ns/a": {{IP: "192.0.2.9"}}}
+	prev := Published{model.IngressRef("ns", "a"): {{IP: "192.0.2.9"}}}
 
 	// No address on the Service yet: keep what is published.
-	if got := Decide(res, lbs, prev, cfg.FromService([]*corev1.Service{svc})); !Equal(got["ns/a"], prev["ns/a"]) {
+	if got := Decide(res, lbs, prev, cfg.FromService([]*corev1.Service{svc})); !Equal(got[model.IngressRef("ns", "a")], prev[model.IngressRef("ns", "a")]) {
 		t.Fatalf("without service addresses: %v", got)
 	}
 	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}, {Hostname: "lb.example.com"}}
 	got := Decide(res, lbs, prev, cfg.FromService([]*corev1.Service{svc}))
-	if s := got["ns/a"]; len(s) != 2 || s[0].IP != "192.0.2.1" || s[1].Hostname != "lb.example.com" {
+	if s := got[model.IngressRef("ns", "a")]; len(s) != 2 || s[0].IP != "192.0.2.1" || s[1].Hostname != "lb.example.com" {
 		t.Fatalf("from service: %v", s)
 	}
 }
@@ -71,13 +70,13 @@ func TestDecideFromService(t *testing.T) {
 // A new Ingress publishes nothing while the agent still runs an older
 // spec of its load balancer: the address would answer without its routes.
 func TestFirstPublicationWaitsForTheCurrentSpec(t *testing.T) {
-	res := &translate.Result{Ours: map[string]bool{"ns/new": true}, Accepted: map[string]string{"ns/new": "u1"}}
+	res := &translate.Result{Ours: map[model.ObjectRef]bool{model.IngressRef("ns", "new"): true}, Accepted: map[model.ObjectRef]string{model.IngressRef("ns", "new"): "u1"}}
 	lb := &model.LoadBalancer{UUID: "u1", VIP: "10.250.0.1", Status: model.Status{State: model.StateActive, SpecHash: "older"}}
-	if got := Decide(res, map[string]*model.LoadBalancer{"u1": lb}, nil, Addresses{}); len(got["ns/new"]) != 0 {
+	if got := Decide(res, map[string]*model.LoadBalancer{"u1": lb}, nil, Addresses{}); len(got[model.IngressRef("ns", "new")]) != 0 {
 		t.Fatalf("published before the agent applied the current spec: %v", got)
 	}
 	lb.Status.SpecHash = lb.SpecHash()
-	if got := Decide(res, map[string]*model.LoadBalancer{"u1": lb}, nil, Addresses{}); len(got["ns/new"]) != 1 {
+	if got := Decide(res, map[string]*model.LoadBalancer{"u1": lb}, nil, Addresses{}); len(got[model.IngressRef("ns", "new")]) != 1 {
 		t.Fatalf("not published once the current spec is applied: %v", got)
 	}
 }

@@ -59,18 +59,18 @@ type Result struct {
 	LoadBalancers []*model.LoadBalancer
 	// Problems sorted by kind, namespace, name.
 	Problems []model.Problem
-	// Accepted maps "namespace/name" of every Ingress pier serves to the
-	// UUID of its LoadBalancer. Ingresses of other classes and refused
-	// ones are absent.
-	Accepted map[string]string
-	// Ours lists "namespace/name" of every Ingress of our class, accepted
-	// or refused: the status writer may touch only these.
-	Ours map[string]bool
+	// Accepted maps the ref of every object pier serves (an Ingress
+	// today) to the UUID of its LoadBalancer. Ingresses of other classes
+	// and refused ones are absent.
+	Accepted map[model.ObjectRef]string
+	// Ours lists every object of our class, accepted or refused: the
+	// status writer may touch only these.
+	Ours map[model.ObjectRef]bool
 }
 
 // Ingresses translates every Ingress of our class in snap.
 func Ingresses(snap *source.Snapshot, opts Options) *Result {
-	res := &Result{Accepted: map[string]string{}, Ours: map[string]bool{}}
+	res := &Result{Accepted: map[model.ObjectRef]string{}, Ours: map[model.ObjectRef]bool{}}
 	idx := newIndex(snap)
 	classes := ourClasses(snap.IngressClasses, opts)
 
@@ -79,8 +79,7 @@ func Ingresses(snap *source.Snapshot, opts Options) *Result {
 		if !classes.owns(ing, opts) {
 			continue
 		}
-		key := ing.Namespace + "/" + ing.Name
-		res.Ours[key] = true
+		res.Ours[model.IngressRef(ing.Namespace, ing.Name)] = true
 		if opts.MaxIngresses > 0 && len(parsed) >= opts.MaxIngresses {
 			res.Problems = append(res.Problems, refusal(ing, "TooManyIngresses", "",
 				"pier serves at most %d Ingresses (--max-ingresses)", opts.MaxIngresses))
@@ -97,7 +96,7 @@ func Ingresses(snap *source.Snapshot, opts Options) *Result {
 	res.Problems = append(res.Problems, problems...)
 	for _, lb := range lbs {
 		for _, src := range lb.Sources {
-			res.Accepted[src.Key()] = lb.UUID
+			res.Accepted[src.Ref()] = lb.UUID
 		}
 	}
 	res.LoadBalancers = lbs

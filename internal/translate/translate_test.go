@@ -88,7 +88,7 @@ func TestClassSelection(t *testing.T) {
 			opts := DefaultOptions()
 			opts.TakeClassless = tt.classless
 			res := Ingresses(snap, opts)
-			if got := res.Ours["default/"+tt.ing.Name]; got != tt.want {
+			if got := res.Ours[model.IngressRef("default", tt.ing.Name)]; got != tt.want {
 				t.Fatalf("ours = %v, want %v", got, tt.want)
 			}
 		})
@@ -115,7 +115,7 @@ func TestInvalidIngressIsRefusedAndOthersServe(t *testing.T) {
 	for name, attacker := range cases {
 		t.Run(name, func(t *testing.T) {
 			res := Ingresses(snapshotOf(victim, attacker), DefaultOptions())
-			if _, ok := res.Accepted["evil/"+attacker.Name]; ok {
+			if _, ok := res.Accepted[model.IngressRef("evil", attacker.Name)]; ok {
 				t.Fatalf("attacker accepted")
 			}
 			ps := problemsFor(res, attacker.Name)
@@ -141,7 +141,7 @@ func TestUnknownAndSnippetAnnotationsWarn(t *testing.T) {
 		"nginx.ingress.kubernetes.io/xx": "ignored silently",
 	}, "a.example", "/")
 	res := Ingresses(snapshotOf(ing), DefaultOptions())
-	if _, ok := res.Accepted["ns/a"]; !ok {
+	if _, ok := res.Accepted[model.IngressRef("ns", "a")]; !ok {
 		t.Fatal("an unknown annotation must not refuse the Ingress")
 	}
 	ps := problemsFor(res, "a")
@@ -236,15 +236,15 @@ func TestUUIDs(t *testing.T) {
 	c := simpleIngress(t, "ns", "c", 0, nil, "c.example", "/")
 	c.UID = "../../etc/passwd"
 	res := Ingresses(snapshotOf(a, b, c), DefaultOptions())
-	if got := res.Accepted["ns/b"]; got != string(b.UID) {
+	if got := res.Accepted[model.IngressRef("ns", "b")]; got != string(b.UID) {
 		t.Errorf("uuid of an Ingress with a UID = %s", got)
 	}
-	for _, key := range []string{"ns/a", "ns/c"} {
+	for _, key := range []model.ObjectRef{model.IngressRef("ns", "a"), model.IngressRef("ns", "c")} {
 		if !uidPattern.MatchString(res.Accepted[key]) {
 			t.Errorf("%s: derived uuid %q is not a UUID", key, res.Accepted[key])
 		}
 	}
-	if again := Ingresses(snapshotOf(a), DefaultOptions()); again.Accepted["ns/a"] != res.Accepted["ns/a"] {
+	if again := Ingresses(snapshotOf(a), DefaultOptions()); again.Accepted[model.IngressRef("ns", "a")] != res.Accepted[model.IngressRef("ns", "a")] {
 		t.Error("derived uuid is not stable")
 	}
 }

@@ -35,19 +35,14 @@ import (
 	"sync"
 	"time"
 
-	networkingv1 "k8s.io/api/networking/v1"
-
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/pipeline"
 	"pier.dev/pier/internal/store"
 )
 
-// IngressInfo is one Ingress as the web view shows it.
-type IngressInfo struct {
-	// Ingress is a copy the view may keep; its status.loadBalancer holds
-	// what pier published.
-	Ingress  *networkingv1.Ingress
-	Problems []model.Problem
-}
+// IngressInfo is one Ingress as the web view shows it: a copy whose
+// status.loadBalancer holds what pier published, and its problems.
+type IngressInfo = pipeline.IngressState
 
 // Ingresses lists the Ingresses pier knows, with their problems. pier run
 // serves them from its in-memory view, the controller from its informer

@@ -37,7 +37,7 @@ func translateOne(t *testing.T, attacker *networkingv1.Ingress, extra ...*corev1
 	res := translate.Ingresses(snap(victim, attacker), translate.DefaultOptions())
 	victimLB := func(r *translate.Result) string {
 		for _, lb := range r.LoadBalancers {
-			if r.Accepted[victimNS+"/victim"] == lb.UUID {
+			if r.Accepted[model.IngressRef(victimNS, "victim")] == lb.UUID {
 				return lb.SpecHash()
 			}
 		}
@@ -60,7 +60,7 @@ func TestApiserverRejectedHostsRefused(t *testing.T) {
 	for _, host := range refusalRowByID("B12").payloads {
 		t.Run(subtestName(0, "host", host), func(t *testing.T) {
 			res, got := translateOne(t, ingress("evil-b12", "evil", host, "/ok"))
-			if _, ok := res.Accepted["evil-b12/evil"]; ok {
+			if _, ok := res.Accepted[model.IngressRef("evil-b12", "evil")]; ok {
 				t.Errorf("accepted")
 			}
 			checkRefused(t, got, hostTarget.names, host)
@@ -79,7 +79,7 @@ func TestInvalidUTF8Refused(t *testing.T) {
 			ing := ingress("evil-utf8", "evil", "attacker.example", "/ok")
 			c.tg.set(ing, c.payload)
 			res, got := translateOne(t, ing)
-			if _, ok := res.Accepted["evil-utf8/evil"]; ok {
+			if _, ok := res.Accepted[model.IngressRef("evil-utf8", "evil")]; ok {
 				t.Errorf("accepted")
 			}
 			checkRefused(t, got, c.tg.names, c.payload)
@@ -94,7 +94,7 @@ func TestCrossNamespaceSecretIgnored(t *testing.T) {
 	ing := ingress("evil-b20", "evil", "attacker.example", "/ok")
 	ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{"attacker.example"}, SecretName: "other-ns/secret"}}
 	res, got := translateOne(t, ing, tlsSecret("other-ns", "secret", valid.cert, valid.key))
-	uuid, ok := res.Accepted["evil-b20/evil"]
+	uuid, ok := res.Accepted[model.IngressRef("evil-b20", "evil")]
 	if !ok {
 		t.Fatalf("refused; want served over HTTP: %s", problemList(got.Problems))
 	}

@@ -50,7 +50,7 @@ func victimFiles(t testing.TB, res *translate.Result) rendered {
 
 func victimOf(t testing.TB, res *translate.Result, files map[string]rendered) rendered {
 	t.Helper()
-	if res.Accepted[victimNS+"/shop"] != victimUID {
+	if res.Accepted[model.IngressRef(victimNS, "shop")] != victimUID {
 		t.Fatalf("victim not served: accepted %v, problems %+v", res.Accepted, res.Problems)
 	}
 	r := files[victimUID]
@@ -69,7 +69,7 @@ func checkAttack(t *testing.T, a *attack, baseline rendered) {
 		t.Fatalf("victim's files changed by the attacker:\n%s\n--- without the attacker:\n%s", v.cfg, baseline.cfg)
 	}
 
-	uuid, accepted := res.Accepted[attackerNS+"/evil"]
+	uuid, accepted := res.Accepted[model.IngressRef(attackerNS, "evil")]
 	var refusals []model.Problem
 	for _, p := range res.Problems {
 		if p.Namespace == attackerNS && p.Severity == model.SeverityError {

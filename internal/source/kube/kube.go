@@ -29,6 +29,9 @@ type Options struct {
 	// Namespace limits Ingresses, Services, EndpointSlices and Secrets to
 	// one namespace (--watch-namespace); empty watches all.
 	Namespace string
+	// NodeSelector selects the nodes that may run HAProxy
+	// (--node-selector); nil selects every node.
+	NodeSelector labels.Selector
 	// Quiet and MaxDelay bound the debounce (defaults 100 ms and 500 ms).
 	Quiet, MaxDelay time.Duration
 }
@@ -47,6 +50,9 @@ func New(client kubernetes.Interface, opts Options, logger *slog.Logger) *Source
 	}
 	if opts.MaxDelay == 0 {
 		opts.MaxDelay = 500 * time.Millisecond
+	}
+	if opts.NodeSelector == nil {
+		opts.NodeSelector = labels.Everything()
 	}
 	return &Source{client: client, opts: opts, logger: logger}
 }
@@ -107,7 +113,7 @@ func (s *Source) Run(ctx context.Context, onChange func(*source.Snapshot)) error
 		services:       func() ([]*corev1.Service, error) { return svc.Lister().List(labels.Everything()) },
 		endpointSlices: func() ([]*discoveryv1.EndpointSlice, error) { return eps.Lister().List(labels.Everything()) },
 		secrets:        func() ([]*corev1.Secret, error) { return sec.Lister().List(labels.Everything()) },
-		nodes:          func() ([]*corev1.Node, error) { return nodes.Lister().List(labels.Everything()) },
+		nodes:          func() ([]*corev1.Node, error) { return nodes.Lister().List(s.opts.NodeSelector) },
 	}
 	return s.loop(ctx, changed, l, onChange)
 }
@@ -207,16 +213,15 @@ func nodeReady(n *corev1.Node) bool {
 	return false
 }
 
-// ReadyNodes returns the names of nodes whose Ready condition is true and
-// that match selector, sorted.
-func ReadyNodes(nodes []*corev1.Node, selector labels.Selector) []string {
-	var out []string
+// placementNodes turns the Node objects (already filtered by the
+// selector) into what placement reads: a node is ready when its Ready
+// condition is true and it is not being deleted.
+func placementNodes(nodes []*corev1.Node) []source.Node {
+	out := make([]source.Node, 0, len(nodes))
 	for _, n := range nodes {
-		if nodeReady(n) && n.DeletionTimestamp == nil && selector.Matches(labels.Set(n.Labels)) {
-			out = append(out, n.Name)
-		}
+		out = append(out, source.Node{Name: n.Name, Ready: nodeReady(n) && n.DeletionTimestamp == nil})
 	}
-	sort.Strings(out)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
@@ -238,15 +243,16 @@ func (l listers) snapshot() (*source.Snapshot, error) {
 	if snap.Secrets, err = l.secrets(); err != nil {
 		return nil, fmt.Errorf("list secrets: %w", err)
 	}
-	if snap.Nodes, err = l.nodes(); err != nil {
+	nodes, err := l.nodes()
+	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
+	snap.Nodes = placementNodes(nodes)
 	sortByName(snap.Ingresses)
 	sortByName(snap.IngressClasses)
 	sortByName(snap.Services)
 	sortByName(snap.EndpointSlices)
 	sortByName(snap.Secrets)
-	sortByName(snap.Nodes)
 	return snap, nil
 }
 

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"flag"
+	"time"
+
+	"pier.dev/pier/internal/haproxy/render"
+	"pier.dev/pier/internal/status"
+	"pier.dev/pier/internal/translate"
+)
+
+// Flag groups shared by the commands: each flag is declared once, with
+// its help, and registered by every command that takes it. A group's
+// value method turns the parsed flags into the config its package wants.
+
+// kubeconfigFlag is how `pier controller` and `pier agent` reach the API.
+func kubeconfigFlag(fs *flag.FlagSet, path *string) {
+	fs.StringVar(path, "kubeconfig", "", "kubeconfig file; empty: in-cluster configuration")
+}
+
+// apiAddrFlag is the read-only HTTP API of a long-running command.
+func apiAddrFlag(fs *flag.FlagSet, addr *string, def, usage string) {
+	fs.StringVar(addr, "api-addr", def, usage)
+}
+
+const apiUsage = "address of the read-only HTTP API (/loadbalancers, /ingresses/NS/NAME, /healthz, /metrics)"
+
+// poolFlags are the address pools of IPAM (pier run and the controller).
+type poolFlags struct{ internal, public string }
+
+func (p *poolFlags) register(fs *flag.FlagSet, internalDef, internalUsage, publicDef string) {
+	fs.StringVar(&p.internal, "internal-pool", internalDef, internalUsage)
+	fs.StringVar(&p.public, "public-pool", publicDef, "CIDR the floating IPs are allocated from; empty for none")
+}
+
+// translateFlags select and bound the Ingresses pier serves (pier run
+// and the controller).
+type translateFlags struct{ opts translate.Options }
+
+func (t *translateFlags) register(fs *flag.FlagSet) {
+	t.opts = translate.DefaultOptions()
+	fs.StringVar(&t.opts.ControllerName, "controller-name", translate.DefaultControllerName, "IngressClass spec.controller value that selects pier's classes")
+	fs.BoolVar(&t.opts.TakeClassless, "classless-ingresses", false, "also serve Ingresses that name no class when no IngressClass of ours is the default")
+	fs.BoolVar(&t.opts.MembersFromClusterIP, "members-from-cluster-ip", false, "proxy to the Service ClusterIP instead of the ready endpoints (the seed's two-hop mode)")
+	fs.IntVar(&t.opts.MaxIngresses, "max-ingresses", t.opts.MaxIngresses, "refuse Ingresses beyond this many (newest first)")
+	fs.IntVar(&t.opts.MaxPathsPerIngress, "max-paths-per-ingress", t.opts.MaxPathsPerIngress, "refuse an Ingress with more paths than this")
+}
+
+// registerPorts adds the listening ports, which only pier run sets (in
+// Kubernetes mode they are the defaults).
+func (t *translateFlags) registerPorts(fs *flag.FlagSet) {
+	fs.IntVar(&t.opts.HTTPPort, "http-port", 80, "port HAProxy listens on for HTTP on every VIP and FIP")
+	fs.IntVar(&t.opts.HTTPSPort, "https-port", 443, "port HAProxy listens on for HTTPS (only load balancers with TLS certificates)")
+}
+
+// statusFlags say what Ingress status publishes.
+type statusFlags struct {
+	static  stringList
+	service string
+}
+
+func (s *statusFlags) register(fs *flag.FlagSet) {
+	fs.Var(&s.static, "status-address", "publish this address in every Ingress status instead of its VIP and FIP (repeatable)")
+}
+
+// registerService adds --status-service (Kubernetes mode: it reads a
+// Service's own status).
+func (s *statusFlags) registerService(fs *flag.FlagSet) {
+	fs.StringVar(&s.service, "status-service", "", "publish the addresses of this Service's status.loadBalancer (namespace/name) in every Ingress status; with --watch-namespace it must live in that namespace")
+}
+
+func (s *statusFlags) value() status.Addresses {
+	return status.Addresses{Static: s.static, Service: s.service}
+}
+
+// haproxyFlags run HAProxy (pier run and the agent).
+type haproxyFlags struct {
+	binary   string
+	slots    int
+	hardStop time.Duration
+}
+
+func (h *haproxyFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&h.binary, "haproxy", "haproxy", "HAProxy binary (2.6 or later)")
+	fs.IntVar(&h.slots, "server-slots", 16, "minimum server slots per backend; endpoint changes within the slots need no HAProxy reload")
+	fs.DurationVar(&h.hardStop, "hard-stop-after", time.Minute, "how long an old HAProxy worker may drain connections after a reload")
+}
+
+func (h *haproxyFlags) render() render.Options {
+	return render.Options{MinSlots: h.slots, HardStopAfter: h.hardStop}
+}

@@ -1,0 +1,214 @@
+package pipeline
+
+import (
+	"reflect"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/source"
+)
+
+// Reasons for a rebuild, the label of pier_rebuilds_total. When one
+// snapshot carries several kinds of change, the first in this order is
+// counted.
+const (
+	ReasonInitial   = "initial"
+	ReasonClass     = "class"
+	ReasonIngress   = "ingress"
+	ReasonService   = "service"
+	ReasonEndpoints = "endpoints"
+	ReasonSecret    = "secret"
+	ReasonNode      = "node"
+	// ReasonLoadBalancer: someone else changed or deleted a stored load
+	// balancer since the last rebuild; the next snapshot rebuilds, which
+	// puts it back.
+	ReasonLoadBalancer = "loadbalancer"
+)
+
+// effect is what a new snapshot calls for.
+type effect struct {
+	rebuild string // a Reason, or empty: no rebuild
+	status  bool   // a status pass (implied by a rebuild)
+}
+
+// classify compares the snapshot last seen with the next one and says
+// whether anything translation reads changed (Contour's cache: an object
+// only matters when it is ours or referenced by what is ours). Objects that
+// do not matter stay in the snapshot, so a Service that becomes referenced
+// by a later Ingress change is there when that change rebuilds.
+//
+// refs are the Services and Secrets the Ingresses of our class referred to
+// at the last rebuild; an Ingress change rebuilds anyway, so references it
+// adds need not be known here.
+func classify(prev, next *source.Snapshot, refs references, statusService string) effect {
+	if prev == nil {
+		return effect{rebuild: ReasonInitial, status: true}
+	}
+	var e effect
+	switch {
+	case changed(prev.IngressClasses, next.IngressClasses, sameClass):
+		e.rebuild = ReasonClass
+	case changed(prev.Ingresses, next.Ingresses, sameIngressSpec):
+		e.rebuild = ReasonIngress
+	case changed(filterNamed(refs.services, prev.Services), filterNamed(refs.services, next.Services), sameService):
+		e.rebuild = ReasonService
+	case changed(refs.slices(prev.EndpointSlices), refs.slices(next.EndpointSlices), sameSlice):
+		e.rebuild = ReasonEndpoints
+	case changed(filterNamed(refs.secrets, prev.Secrets), filterNamed(refs.secrets, next.Secrets), sameSecret):
+		e.rebuild = ReasonSecret
+	case !reflect.DeepEqual(prev.Nodes, next.Nodes):
+		e.rebuild = ReasonNode
+	}
+	if e.rebuild != "" {
+		e.status = true
+		return e
+	}
+	// Status only: an Ingress whose status someone (pier included)
+	// changed is checked, and repaired if it is not what pier publishes;
+	// the status Service's addresses are what Ingresses publish.
+	e.status = changed(prev.Ingresses, next.Ingresses, sameIngressStatus) ||
+		(statusService != "" && changed(named(prev.Services, statusService), named(next.Services, statusService), sameServiceStatus))
+	return e
+}
+
+// changed reports whether two lists (sorted or not) differ in membership
+// or in an object same says differs. Objects unchanged since the last
+// snapshot are usually the very same pointer (the informer's cache), or
+// carry the same resourceVersion, and are not compared further.
+func changed[T metav1.Object](prev, next []T, same func(a, b T) bool) bool {
+	if len(prev) != len(next) {
+		return true
+	}
+	byKey := make(map[[2]string]T, len(prev))
+	for _, o := range prev {
+		byKey[[2]string{o.GetNamespace(), o.GetName()}] = o
+	}
+	for _, n := range next {
+		o, ok := byKey[[2]string{n.GetNamespace(), n.GetName()}]
+		if !ok {
+			return true
+		}
+		if any(o) == any(n) || (o.GetResourceVersion() != "" && o.GetResourceVersion() == n.GetResourceVersion()) {
+			continue
+		}
+		if !same(o, n) {
+			return true
+		}
+	}
+	return false
+}
+
+func sameMeta(a, b metav1.Object) bool {
+	ca, cb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
+	return a.GetUID() == b.GetUID() && ca.Equal(&cb) &&
+		reflect.DeepEqual(a.GetLabels(), b.GetLabels()) && reflect.DeepEqual(a.GetAnnotations(), b.GetAnnotations())
+}
+
+func sameClass(a, b *networkingv1.IngressClass) bool {
+	return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
+}
+
+// sameIngressSpec ignores status and bookkeeping (resourceVersion,
+// managedFields): pier's own status writes come back through the source.
+func sameIngressSpec(a, b *networkingv1.Ingress) bool {
+	return sameMeta(a, b) && a.Generation == b.Generation && reflect.DeepEqual(a.Spec, b.Spec)
+}
+
+func sameIngressStatus(a, b *networkingv1.Ingress) bool {
+	return reflect.DeepEqual(a.Status, b.Status)
+}
+
+func sameService(a, b *corev1.Service) bool {
+	return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
+}
+
+func sameServiceStatus(a, b *corev1.Service) bool {
+	return reflect.DeepEqual(a.Status, b.Status)
+}
+
+func sameSlice(a, b *discoveryv1.EndpointSlice) bool {
+	return sameMeta(a, b) && a.AddressType == b.AddressType &&
+		reflect.DeepEqual(a.Endpoints, b.Endpoints) && reflect.DeepEqual(a.Ports, b.Ports)
+}
+
+func sameSecret(a, b *corev1.Secret) bool {
+	return sameMeta(a, b) && a.Type == b.Type && reflect.DeepEqual(a.Data, b.Data)
+}
+
+// named returns the objects called "namespace/name" (zero or one).
+func named[T metav1.Object](list []T, key string) []T {
+	var out []T
+	for _, o := range list {
+		if o.GetNamespace()+"/"+o.GetName() == key {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// nameSet is a set of "namespace/name".
+type nameSet map[string]bool
+
+func filterNamed[T metav1.Object](set nameSet, list []T) []T {
+	var out []T
+	for _, o := range list {
+		if set[o.GetNamespace()+"/"+o.GetName()] {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// references are the Services (and so their EndpointSlices) and Secrets
+// that the Ingresses of our class name.
+type references struct {
+	services nameSet
+	secrets  nameSet
+}
+
+// referencesOf collects what the Ingresses in ours refer to in snap.
+func referencesOf(snap *source.Snapshot, ours map[model.ObjectRef]bool) references {
+	r := references{services: nameSet{}, secrets: nameSet{}}
+	if snap == nil {
+		return r
+	}
+	for _, ing := range snap.Ingresses {
+		if !ours[model.IngressRef(ing.Namespace, ing.Name)] {
+			continue
+		}
+		if b := ing.Spec.DefaultBackend; b != nil && b.Service != nil {
+			r.services[ing.Namespace+"/"+b.Service.Name] = true
+		}
+		for _, rule := range ing.Spec.Rules {
+			if rule.HTTP == nil {
+				continue
+			}
+			for _, p := range rule.HTTP.Paths {
+				if p.Backend.Service != nil {
+					r.services[ing.Namespace+"/"+p.Backend.Service.Name] = true
+				}
+			}
+		}
+		for _, t := range ing.Spec.TLS {
+			if t.SecretName != "" {
+				r.secrets[ing.Namespace+"/"+t.SecretName] = true
+			}
+		}
+	}
+	return r
+}
+
+// slices returns the EndpointSlices of referenced Services.
+func (r references) slices(list []*discoveryv1.EndpointSlice) []*discoveryv1.EndpointSlice {
+	var out []*discoveryv1.EndpointSlice
+	for _, es := range list {
+		if r.services[es.Namespace+"/"+es.Labels[discoveryv1.LabelServiceName]] {
+			out = append(out, es)
+		}
+	}
+	return out
+}

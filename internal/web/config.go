@@ -1,0 +1,53 @@
+package web
+
+import (
+	"fmt"
+	"os"
+
+	"pier.dev/pier/internal/haproxy/layout"
+	"pier.dev/pier/internal/haproxy/render"
+	"pier.dev/pier/internal/model"
+)
+
+// ConfigOnDisk shows the haproxy.conf fragment the agent wrote under
+// stateDir: what HAProxy runs, member slots included (pier run, where the
+// agent shares the process).
+func ConfigOnDisk(stateDir string) func(*model.LoadBalancer) ([]byte, error) {
+	return func(lb *model.LoadBalancer) ([]byte, error) {
+		l, err := layout.New(stateDir)
+		if err != nil {
+			return nil, err
+		}
+		at, err := l.LB(lb.UUID)
+		if err != nil {
+			return nil, err
+		}
+		b, err := os.ReadFile(at.Config())
+		if err != nil {
+			return nil, fmt.Errorf("not written on this node yet: %w", err)
+		}
+		return b, nil
+	}
+}
+
+// ConfigFromSpec renders the fragment from the stored spec, as an agent
+// with state folder stateDir and options opts would (the controller, which
+// runs no HAProxy). Server slots are shown in spec order: an agent keeps
+// members in the slots they had, so its file may order them differently.
+func ConfigFromSpec(stateDir string, opts render.Options) func(*model.LoadBalancer) ([]byte, error) {
+	return func(lb *model.LoadBalancer) ([]byte, error) {
+		l, err := layout.New(stateDir)
+		if err != nil {
+			return nil, err
+		}
+		at, err := l.LB(lb.UUID)
+		if err != nil {
+			return nil, err
+		}
+		r, err := render.Render(lb, at, nil, opts)
+		if err != nil {
+			return nil, err
+		}
+		return r.Fragment, nil
+	}
+}
