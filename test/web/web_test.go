@@ -179,6 +179,11 @@ func TestWebView(t *testing.T) {
 		if members != 2 {
 			t.Errorf("detail page: %d member rows, want 2", members)
 		}
+		// The fragment the agent wrote, read back from the state folder.
+		conf := eval[string](t, ctx, `(document.getElementById("haproxy-conf") || {}).innerText || ""`)
+		if !strings.Contains(conf, "# pier load balancer ") || !strings.Contains(conf, "frontend fe_") {
+			t.Errorf("detail page: haproxy.conf not shown, got %q", conf)
+		}
 		screenshot(t, ctx, "loadbalancer")
 		do(t, ctx, "open its Ingress", chromedp.Click(chromedp.CSS(`dd a[href="/ui/ingress/demo/simple-fanout"]`)),
 			chromedp.WaitVisible(chromedp.CSS("table.policies")))
