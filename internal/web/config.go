@@ -14,11 +14,7 @@ import (
 // agent shares the process).
 func ConfigOnDisk(stateDir string) func(*model.LoadBalancer) ([]byte, error) {
 	return func(lb *model.LoadBalancer) ([]byte, error) {
-		l, err := layout.New(stateDir)
-		if err != nil {
-			return nil, err
-		}
-		at, err := l.LB(lb.UUID)
+		at, err := folderOf(stateDir, lb)
 		if err != nil {
 			return nil, err
 		}
@@ -36,11 +32,7 @@ func ConfigOnDisk(stateDir string) func(*model.LoadBalancer) ([]byte, error) {
 // members in the slots they had, so its file may order them differently.
 func ConfigFromSpec(stateDir string, opts render.Options) func(*model.LoadBalancer) ([]byte, error) {
 	return func(lb *model.LoadBalancer) ([]byte, error) {
-		l, err := layout.New(stateDir)
-		if err != nil {
-			return nil, err
-		}
-		at, err := l.LB(lb.UUID)
+		at, err := folderOf(stateDir, lb)
 		if err != nil {
 			return nil, err
 		}
@@ -50,4 +42,12 @@ func ConfigFromSpec(stateDir string, opts render.Options) func(*model.LoadBalanc
 		}
 		return r.Fragment, nil
 	}
+}
+
+func folderOf(stateDir string, lb *model.LoadBalancer) (layout.LB, error) {
+	l, err := layout.New(stateDir)
+	if err != nil {
+		return layout.LB{}, err
+	}
+	return l.LB(lb.UUID)
 }

@@ -290,10 +290,14 @@ func remove(name string) {
 
 // removeStale deletes namespaces of earlier runs whose binary died without
 // cleaning up (SIGKILL, go test's hard timeout): their name holds the pid.
-func removeStale() {
+func removeStale() { RemoveStale(namePrefix) }
+
+// RemoveStale deletes every namespace named prefix+"<pid>-…" whose pid is
+// no longer running, after killing what still runs inside it.
+func RemoveStale(prefix string) {
 	entries, _ := os.ReadDir(runDir)
 	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), namePrefix)
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
 		if !ok {
 			continue
 		}

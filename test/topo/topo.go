@@ -24,7 +24,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"pier.dev/pier/test/netns"
@@ -85,7 +84,9 @@ func Skip(t testing.TB, also ...string) {
 func New(t testing.TB, opts Options) *Topology {
 	t.Helper()
 	Skip(t)
-	removeStale()
+	// Namespaces of an earlier run whose test binary was killed (go
+	// test's timeout) could not be cleaned up then.
+	netns.RemoveStale(prefix)
 	id := prefix + strconv.Itoa(os.Getpid())
 	top := &Topology{Switch: id + "-sw"}
 	t.Cleanup(func() { top.remove() })
@@ -172,25 +173,6 @@ func (t *Topology) remove() {
 	for _, ns := range t.namespaces() {
 		netns.KillIn(ns)
 		_ = ip("netns", "delete", ns)
-	}
-}
-
-// removeStale deletes the namespaces of an earlier run whose process is
-// gone (a test binary killed by go test's timeout cannot clean up).
-func removeStale() {
-	entries, _ := os.ReadDir("/run/netns")
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), prefix)
-		if !ok {
-			continue
-		}
-		pidText, _, _ := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(pidText)
-		if err != nil || pid == os.Getpid() || syscall.Kill(pid, 0) != syscall.ESRCH {
-			continue
-		}
-		netns.KillIn(e.Name())
-		_ = ip("netns", "delete", e.Name())
 	}
 }
 
