@@ -138,7 +138,18 @@ func (e *env) report(name, message string) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if err := unstructured.SetNestedField(u.Object, message, "status", "message"); err != nil {
+	// Agents report per node: change the active node's own entry, as its
+	// agent would (the summary fields are derived from it on read).
+	nodes, _, err := unstructured.NestedSlice(u.Object, "status", "nodes")
+	if err != nil || len(nodes) == 0 {
+		e.t.Fatalf("load balancer %s has no node report yet (%v)", lb.Metadata.Name, err)
+	}
+	for _, n := range nodes {
+		if entry, ok := n.(map[string]any); ok {
+			entry["message"] = message
+		}
+	}
+	if err := unstructured.SetNestedSlice(u.Object, nodes, "status", "nodes"); err != nil {
 		e.t.Fatal(err)
 	}
 	if _, err := res.UpdateStatus(e.t.Context(), u, metav1.UpdateOptions{}); err != nil {
