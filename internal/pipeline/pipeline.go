@@ -183,7 +183,10 @@ func (p *Pipeline) storeChanged(ctx context.Context, change controller.Change) e
 	if change == controller.SpecChanged {
 		p.storeChangedBehindUs = true
 	}
-	return p.statusPass(ctx, "store")
+	p.mu.Lock()
+	snap := p.snap
+	p.mu.Unlock()
+	return p.statusPass(ctx, snap, "store")
 }
 
 // take classifies a new snapshot and does what it calls for.
@@ -198,21 +201,22 @@ func (p *Pipeline) take(ctx context.Context, snap *source.Snapshot) error {
 	if p.Observe != nil {
 		p.Observe(snap)
 	}
+	var err error
+	effect := "none"
+	switch {
+	case e.rebuild != "":
+		effect, err = "rebuild", p.rebuild(ctx, snap, e.rebuild)
+	case e.status:
+		effect, err = "status", p.statusPass(ctx, snap, "source")
+	}
+	// Readers (the API, the web view) get the snapshot only once its
+	// effect is complete, so a new Ingress is never shown without the
+	// problems its rebuild found; the counter then says it is complete.
 	p.mu.Lock()
 	p.snap = snap
 	p.mu.Unlock()
-	// Counted once done, so a reader of the counter knows the snapshot's
-	// effect is complete.
-	switch {
-	case e.rebuild != "":
-		defer p.Metrics.Snapshots.WithLabelValues("rebuild").Inc()
-		return p.rebuild(ctx, snap, e.rebuild)
-	case e.status:
-		defer p.Metrics.Snapshots.WithLabelValues("status").Inc()
-		return p.statusPass(ctx, "source")
-	}
-	p.Metrics.Snapshots.WithLabelValues("none").Inc()
-	return nil
+	p.Metrics.Snapshots.WithLabelValues(effect).Inc()
+	return err
 }
 
 func (p *Pipeline) rebuild(ctx context.Context, snap *source.Snapshot, reason string) error {
@@ -239,18 +243,15 @@ func (p *Pipeline) rebuild(ctx context.Context, snap *source.Snapshot, reason st
 	countProblems(p.Metrics, problems)
 	p.Logger.Debug("rebuilt", "reason", reason, "ingresses", len(res.Ours), "accepted", len(res.Accepted),
 		"load_balancers", len(res.LoadBalancers), "problems", len(problems), "took", time.Since(start))
-	return p.statusPass(ctx, "rebuild")
+	return p.statusPass(ctx, snap, "rebuild")
 }
 
 // statusPass decides what every object of our class publishes from the
 // index and publishes it. It reads nothing from the store.
-func (p *Pipeline) statusPass(ctx context.Context, trigger string) error {
+func (p *Pipeline) statusPass(ctx context.Context, snap *source.Snapshot, trigger string) error {
 	if p.result == nil {
 		return nil
 	}
-	p.mu.Lock()
-	snap := p.snap
-	p.mu.Unlock()
 	p.Metrics.StatusPasses.WithLabelValues(trigger).Inc()
 	p.Metrics.LoadBalancers.Set(float64(p.index.Len()))
 	next := status.Decide(p.result, p.index.ByUUID(), p.Status.Current(snap), p.Addresses.FromService(snap.Services))
