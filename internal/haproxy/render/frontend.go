@@ -16,6 +16,18 @@ var (
 	matchVar    = encode.Lit("var(txn.pier_match)")
 )
 
+// foreignBind lets every bind take an address the node does not hold:
+// the standby of a pair runs the same configuration hot, and without it
+// its HAProxy would not start at all ("cannot bind socket (Cannot assign
+// requested address)"). HAProxy 2.6 has no "freebind" keyword (haproxy
+// -c: unknown keyword); "transparent" asks the kernel for IP_TRANSPARENT
+// and, without CAP_NET_ADMIN, falls back to IP_FREEBIND. Either only
+// allows the bind: with no TPROXY rule nothing is intercepted, and a
+// client reaches the listener once VRRP puts the address on the node.
+// It is always on: on an address the node holds (127.0.0.1 in pier run)
+// it changes nothing, so an option would only be a way to break the pair.
+var foreignBind = encode.Lit("transparent")
+
 // writeFrontend renders one listener. Routing is first match wins, in
 // policy order, for REJECT and REDIRECT_TO_POOL alike: HAProxy runs every
 // http-request rule before any use_backend, so a reject placed there
@@ -29,7 +41,7 @@ func writeFrontend(c *encode.Config, v *view, l *listenerView, at layout.LB) {
 		if !a.IsValid() {
 			continue // no FIP
 		}
-		words := []encode.Word{encode.Lit("bind"), encode.AddrPort(a, l.port)}
+		words := []encode.Word{encode.Lit("bind"), encode.AddrPort(a, l.port), foreignBind}
 		if l.tls {
 			words = append(words, encode.Lit("ssl"), encode.Lit("crt-list"), encode.FilePath(at.CrtList()))
 		}
