@@ -4,6 +4,7 @@
 package source
 
 import (
+	"net/netip"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,6 +30,11 @@ type Snapshot struct {
 type Node struct {
 	Name  string
 	Ready bool
+	// Address is the node's address on the segment its VRRP adverts
+	// cross (the zero Addr when unknown): the pier.dev/vrrp-address
+	// annotation, else the first IPv4 InternalIP, else the first
+	// InternalIP. pier run's one node is 127.0.0.1.
+	Address netip.Addr
 }
 
 // ReadyNodes returns the names of the ready nodes, sorted.
