@@ -41,10 +41,10 @@ type Reconciler struct {
 // Apply makes the store match res, placing load balancers on nodes (the
 // nodes of the snapshot res was translated from; only ready ones are
 // placed on). Ingresses whose LoadBalancer could not get its addresses or
-// its VRRP router id are removed from res.Accepted
-// and reported as problems; a LoadBalancer that already exists keeps its
-// stored spec in that case, so a refused change never disturbs what
-// serves. It reads nothing from the store.
+// its VRRP router id are removed from res.Accepted and reported as
+// problems; a LoadBalancer that already exists keeps its stored spec in
+// that case, so a refused change never disturbs what serves. It reads
+// nothing from the store.
 func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []source.Node) ([]model.Problem, error) {
 	stored := r.Index.List()
 	r.replay(stored)

@@ -5,7 +5,6 @@ package source
 
 import (
 	"net/netip"
-	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -35,18 +34,6 @@ type Node struct {
 	// annotation, else the first IPv4 InternalIP, else the first
 	// InternalIP. pier run's one node is 127.0.0.1.
 	Address netip.Addr
-}
-
-// ReadyNodes returns the names of the ready nodes, sorted.
-func (s *Snapshot) ReadyNodes() []string {
-	var out []string
-	for _, n := range s.Nodes {
-		if n.Ready {
-			out = append(out, n.Name)
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Secret returns the Secret namespace/name, or nil.
