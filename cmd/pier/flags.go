@@ -33,6 +33,13 @@ func (p *poolFlags) register(fs *flag.FlagSet, internalDef, internalUsage, publi
 	fs.StringVar(&p.public, "public-pool", publicDef, "CIDR the floating IPs are allocated from; empty for none")
 }
 
+// routerIDFlag is the range of VRRP router ids pier numbers its node
+// pairs from (pier run and the controller). Two installations on one L2
+// segment must use disjoint ranges: ids are unique per segment.
+func routerIDFlag(fs *flag.FlagSet, ids *string) {
+	fs.StringVar(ids, "vrrp-router-ids", "1-255", "range FIRST-LAST of VRRP router ids for active/standby node pairs (one id per ordered pair); split 1-255 between pier installations sharing a segment")
+}
+
 // translateFlags select and bound the Ingresses pier serves (pier run
 // and the controller).
 type translateFlags struct{ opts translate.Options }

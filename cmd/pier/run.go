@@ -25,6 +25,7 @@ func runCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.StateDir, "state-dir", ".pier-state", "folder for pier's database and the per-load-balancer HAProxy folders")
 	fs.StringVar(&cfg.Node, "node", "local", "name of this node in load balancer placements")
 	pools.register(fs, "127.10.0.0/16", "CIDR the internal VIPs are allocated from (loopback by default: no network set-up needed)", "127.20.0.0/16")
+	routerIDFlag(fs, &cfg.RouterIDs)
 	apiAddrFlag(fs, &cfg.APIAddr, "127.0.0.1:8082", apiUsage)
 	tr.register(fs)
 	tr.registerPorts(fs)

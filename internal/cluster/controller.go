@@ -24,6 +24,7 @@ import (
 	"pier.dev/pier/internal/ipam"
 	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/pipeline"
+	"pier.dev/pier/internal/routerid"
 	sourcekube "pier.dev/pier/internal/source/kube"
 	"pier.dev/pier/internal/status"
 	kubestore "pier.dev/pier/internal/store/kube"
@@ -36,6 +37,7 @@ type ControllerConfig struct {
 	Kubeconfig     string // empty: in-cluster
 	InternalPool   string
 	PublicPool     string
+	RouterIDs      string // --vrrp-router-ids, "FIRST-LAST"
 	APIAddr        string
 	WatchNamespace string
 	NodeSelector   string
@@ -98,6 +100,10 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 	if err != nil {
 		return err
 	}
+	ids, err := routerid.ParseRange("--vrrp-router-ids", cfg.RouterIDs)
+	if err != nil {
+		return err
+	}
 	client, st, err := connect(cfg.Kubeconfig, logger)
 	if err != nil {
 		return err
@@ -108,7 +114,7 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 	events := newEventSink(client)
 	defer events.shutdown()
 	p := &pipeline.Pipeline{
-		Store: st, IPAM: alloc, Translate: cfg.Translate, Addresses: cfg.Status,
+		Store: st, IPAM: alloc, RouterIDs: routerid.New(ids), Translate: cfg.Translate, Addresses: cfg.Status,
 		Status: newStatusWriter(client, logger), Problems: events, Metrics: m, Logger: logger,
 	}
 	// The web view's Ingress pages come from the pipeline, which only the

@@ -15,7 +15,9 @@ import (
 
 	"pier.dev/pier/internal/ipam"
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/routerid"
 	"pier.dev/pier/internal/scheduler"
+	"pier.dev/pier/internal/source"
 	"pier.dev/pier/internal/store"
 	"pier.dev/pier/internal/translate"
 )
@@ -26,29 +28,26 @@ type Reconciler struct {
 	Store store.Store
 	// Index is what the store holds; Apply reads it instead of the store
 	// and records in it what it writes.
-	Index  *Index
-	IPAM   *ipam.Allocator
-	Logger *slog.Logger
+	Index *Index
+	IPAM  *ipam.Allocator
+	// RouterIDs numbers the VRRP instances of node pairs; nil: a new
+	// allocator over routerid.DefaultRange.
+	RouterIDs *routerid.Allocator
+	Logger    *slog.Logger
 
 	replayed bool
 }
 
 // Apply makes the store match res, placing load balancers on nodes (the
-// ready nodes of the snapshot res was translated from). Ingresses whose
-// LoadBalancer could not get its addresses are removed from res.Accepted
-// and reported as problems; a LoadBalancer that already exists keeps its
-// stored spec in that case, so a refused change never disturbs what
-// serves. It reads nothing from the store.
-func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []string) ([]model.Problem, error) {
+// nodes of the snapshot res was translated from; only ready ones are
+// placed on). Ingresses whose LoadBalancer could not get its addresses or
+// its VRRP router id are removed from res.Accepted and reported as
+// problems; a LoadBalancer that already exists keeps its stored spec in
+// that case, so a refused change never disturbs what serves. It reads
+// nothing from the store.
+func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []source.Node) ([]model.Problem, error) {
 	stored := r.Index.List()
-	if !r.replayed {
-		// Known allocations are claimed before any new one, so a restart
-		// never hands an address to someone else (metallb's rule).
-		for _, err := range r.IPAM.Replay(stored) {
-			r.Logger.Warn("address conflict in stored load balancers", "error", err)
-		}
-		r.replayed = true
-	}
+	r.replay(stored)
 	existing := map[string]*model.LoadBalancer{}
 	for _, lb := range stored {
 		existing[lb.UUID] = lb
@@ -69,16 +68,18 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []s
 		}
 		r.Index.remove(uuid)
 		r.IPAM.Release(uuid)
+		r.RouterIDs.Release(uuid)
 		delete(existing, uuid)
 		r.Logger.Info("load balancer deleted", "lb", lb.Name, "uuid", uuid, "vip", lb.VIP, "fip", lb.FIP)
 	}
 	load := scheduler.Load(stored)
+	cluster := nodesOf(nodes)
 	var problems []model.Problem
 	// Oldest first: when two new load balancers pin the same floating IP,
 	// the older Ingress gets it, whatever their UUIDs.
 	for _, want := range oldestFirst(res.LoadBalancers, existing) {
 		old := existing[want.UUID]
-		lb, err := r.prepare(want, old, nodes, load)
+		lb, err := r.prepare(want, old, cluster, load)
 		if err != nil {
 			problems = append(problems, problemsForSources(want, err)...)
 			if old == nil {
@@ -96,14 +97,56 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []s
 		}
 		r.Index.put(lb)
 		r.Logger.Info("load balancer stored", "lb", lb.Name, "uuid", lb.UUID, "vip", lb.VIP, "fip", lb.FIP,
-			"active", lb.Placement.Active, "standby", lb.Placement.Standby, "created", old == nil)
+			"active", lb.Placement.Active, "standby", lb.Placement.Standby, "router_id", lb.Placement.RouterID,
+			"created", old == nil)
 	}
 	return problems, nil
 }
 
+// replay claims, once, what the stored load balancers hold before any new
+// assignment, so a restart never hands an address to someone else nor
+// renumbers a live pair (metallb's rule).
+func (r *Reconciler) replay(stored []*model.LoadBalancer) {
+	if r.RouterIDs == nil {
+		r.RouterIDs = routerid.New(routerid.DefaultRange)
+	}
+	if r.replayed {
+		return
+	}
+	for _, err := range r.IPAM.Replay(stored) {
+		r.Logger.Warn("address conflict in stored load balancers", "error", err)
+	}
+	for _, err := range r.RouterIDs.Replay(stored) {
+		r.Logger.Warn("VRRP router id conflict in stored load balancers", "error", err)
+	}
+	r.replayed = true
+}
+
+// clusterNodes is what prepare needs of the snapshot's nodes.
+type clusterNodes struct {
+	ready   []string
+	address map[string]string // name → address; absent when unknown
+}
+
+func nodesOf(nodes []source.Node) clusterNodes {
+	c := clusterNodes{address: map[string]string{}}
+	for _, n := range nodes {
+		if n.Ready {
+			c.ready = append(c.ready, n.Name)
+		}
+		if n.Address.IsValid() {
+			c.address[n.Name] = n.Address.String()
+		}
+	}
+	sort.Strings(c.ready)
+	return c
+}
+
 // prepare carries over what the store knows (addresses, placement,
-// creation time), then assigns addresses and nodes.
-func (r *Reconciler) prepare(want, old *model.LoadBalancer, nodes []string, load map[string]int) (*model.LoadBalancer, error) {
+// creation time), then assigns addresses, nodes and the pair's VRRP
+// router id. The scheduler stays pure: ids and node addresses are the
+// controller's, filled in after it placed.
+func (r *Reconciler) prepare(want, old *model.LoadBalancer, nodes clusterNodes, load map[string]int) (*model.LoadBalancer, error) {
 	lb := want.Clone()
 	if old != nil {
 		lb.VIP, lb.FIP, lb.Placement = old.VIP, old.FIP, old.Placement
@@ -114,11 +157,16 @@ func (r *Reconciler) prepare(want, old *model.LoadBalancer, nodes []string, load
 	if err := r.IPAM.Assign(lb); err != nil {
 		return nil, err
 	}
-	placement, err := scheduler.Place(lb, nodes, load)
+	placement, err := scheduler.Place(lb, nodes.ready, load)
 	if err != nil {
 		return nil, err
 	}
-	if placement != lb.Placement {
+	if placement.RouterID, err = r.RouterIDs.Assign(lb.UUID, lb.Name, placement); err != nil {
+		return nil, err
+	}
+	placement.ActiveAddress = nodes.address[placement.Active]
+	placement.StandbyAddress = nodes.address[placement.Standby]
+	if placement.Active != lb.Placement.Active || placement.Standby != lb.Placement.Standby {
 		load[placement.Active]++
 		if placement.Standby != "" {
 			load[placement.Standby]++
@@ -173,6 +221,8 @@ func problemsForSources(lb *model.LoadBalancer, err error) []model.Problem {
 		reason = "AddressPoolExhausted"
 	case errors.Is(err, scheduler.ErrUnsupportedProvider):
 		reason = "UnsupportedProvider"
+	case errors.Is(err, routerid.ErrExhausted):
+		reason = "VRRPRouterIDsExhausted"
 	}
 	var out []model.Problem
 	for _, src := range lb.Sources {

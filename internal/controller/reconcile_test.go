@@ -11,6 +11,7 @@ import (
 
 	"pier.dev/pier/internal/ipam"
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/source"
 	"pier.dev/pier/internal/store"
 	"pier.dev/pier/internal/store/bolt"
 	"pier.dev/pier/internal/translate"
@@ -31,7 +32,7 @@ func newReconciler(t *testing.T, internal, public string) (*Reconciler, store.St
 		Index: NewIndex(nil)}, st
 }
 
-var nodes = []string{"n1"}
+var nodes = []source.Node{{Name: "n1", Ready: true}}
 
 func lbFor(uuid, ingress string, created time.Time, pin string) *model.LoadBalancer {
 	return &model.LoadBalancer{UUID: uuid, Name: "ns/" + ingress, Provider: model.ProviderHAProxy,

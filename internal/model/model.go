@@ -69,10 +69,21 @@ type Source struct {
 func (s Source) Key() string { return s.Namespace + "/" + s.Name }
 
 // Placement names the nodes that run a LoadBalancer. Standby may be empty
-// when only one node is available (pier run has exactly one).
+// when only one node is available (pier run has exactly one). The
+// scheduler picks the nodes; the controller fills in the rest, so an
+// agent configures VRRP from the placement alone, without reading Nodes.
 type Placement struct {
 	Active  string `json:"active,omitempty"`
 	Standby string `json:"standby,omitempty"`
+	// RouterID is the VRRP virtual router id of the ordered pair (Active,
+	// Standby): every LoadBalancer on the same pair shares it (one VRRP
+	// instance carries all their addresses), the reversed pair has
+	// another. 0 when there is no standby: one node needs no VRRP.
+	RouterID int `json:"routerId,omitempty"`
+	// ActiveAddress and StandbyAddress are the nodes' addresses on the
+	// segment (unicast VRRP peers); empty when a node has none known.
+	ActiveAddress  string `json:"activeAddress,omitempty"`
+	StandbyAddress string `json:"standbyAddress,omitempty"`
 }
 
 // Protocol of a Listener.

@@ -26,6 +26,7 @@ import (
 	"pier.dev/pier/internal/ipam"
 	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/routerid"
 	"pier.dev/pier/internal/source"
 	"pier.dev/pier/internal/status"
 	"pier.dev/pier/internal/store"
@@ -50,8 +51,11 @@ type StatusReader interface {
 
 // Pipeline turns snapshots into stored LoadBalancers and Ingress status.
 type Pipeline struct {
-	Store     store.Store
-	IPAM      *ipam.Allocator
+	Store store.Store
+	IPAM  *ipam.Allocator
+	// RouterIDs numbers the VRRP instances of node pairs; nil: the whole
+	// range 1-255.
+	RouterIDs *routerid.Allocator
 	Translate translate.Options
 	Addresses status.Addresses
 	Status    StatusSink
@@ -133,7 +137,8 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		return fmt.Errorf("list load balancers: %w", err)
 	}
 	p.index = controller.NewIndex(lbs)
-	p.reconciler = &controller.Reconciler{Store: p.Store, Index: p.index, IPAM: p.IPAM, Logger: p.Logger}
+	p.reconciler = &controller.Reconciler{Store: p.Store, Index: p.index, IPAM: p.IPAM, RouterIDs: p.RouterIDs,
+		Logger: p.Logger}
 	for {
 		select {
 		case <-ctx.Done():
@@ -225,7 +230,7 @@ func (p *Pipeline) rebuild(ctx context.Context, snap *source.Snapshot, reason st
 	opts := p.Translate
 	opts.Now = start
 	res := translate.Ingresses(snap, opts)
-	ipamProblems, err := p.reconciler.Apply(ctx, res, snap.ReadyNodes())
+	ipamProblems, err := p.reconciler.Apply(ctx, res, snap.Nodes)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,7 @@
 package source
 
 import (
-	"sort"
+	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -29,18 +29,11 @@ type Snapshot struct {
 type Node struct {
 	Name  string
 	Ready bool
-}
-
-// ReadyNodes returns the names of the ready nodes, sorted.
-func (s *Snapshot) ReadyNodes() []string {
-	var out []string
-	for _, n := range s.Nodes {
-		if n.Ready {
-			out = append(out, n.Name)
-		}
-	}
-	sort.Strings(out)
-	return out
+	// Address is the node's address on the segment its VRRP adverts
+	// cross (the zero Addr when unknown): the pier.dev/vrrp-address
+	// annotation, else the first IPv4 InternalIP, else the first
+	// InternalIP. pier run's one node is 127.0.0.1.
+	Address netip.Addr
 }
 
 // Secret returns the Secret namespace/name, or nil.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"path/filepath"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"pier.dev/pier/internal/ipam"
 	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/pipeline"
+	"pier.dev/pier/internal/routerid"
 	"pier.dev/pier/internal/source"
 	"pier.dev/pier/internal/source/files"
 	"pier.dev/pier/internal/statedir"
@@ -35,6 +37,7 @@ type Config struct {
 	StateDir      string
 	InternalPool  string
 	PublicPool    string // empty: no floating IPs unless pinned inside the internal pool
+	RouterIDs     string // --vrrp-router-ids, "FIRST-LAST"
 	APIAddr       string
 	Node          string
 	HAProxyBinary string
@@ -53,6 +56,10 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	ids, err := routerid.ParseRange("--vrrp-router-ids", cfg.RouterIDs)
+	if err != nil {
+		return err
+	}
 	snap, srcProblems, err := files.Load(cfg.Paths)
 	if err != nil {
 		return fmt.Errorf("read manifests: %w", err)
@@ -66,12 +73,13 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	m := metrics.New()
 	v := newView(logger)
 	p := &pipeline.Pipeline{
-		Store: st, IPAM: alloc, Translate: cfg.Translate, Addresses: cfg.Status, Status: v,
+		Store: st, IPAM: alloc, RouterIDs: routerid.New(ids), Translate: cfg.Translate, Addresses: cfg.Status, Status: v,
 		Metrics: m, Logger: logger, Observe: v.observe,
 	}
 	// pier run is one node: it comes with every snapshot, as the Node
-	// informer's do in Kubernetes mode.
-	nodes := []source.Node{{Name: cfg.Node, Ready: true}}
+	// informer's do in Kubernetes mode. Its address is loopback: with no
+	// standby there is no VRRP peer to reach.
+	nodes := []source.Node{{Name: cfg.Node, Ready: true, Address: netip.AddrFrom4([4]byte{127, 0, 0, 1})}}
 	offer := func(snap *source.Snapshot, problems []files.Problem) {
 		for _, sp := range problems {
 			logger.Warn("manifest document skipped", "problem", sp.String())

@@ -75,8 +75,11 @@ func (e *env) checkLoadBalancer(lb lbObject, ingUID, vip, fip string) {
 	if s.Provider != "haproxy" || s.VIP != vip || s.FIP != fip {
 		t.Errorf("LoadBalancer provider %q vip %q fip %q, want haproxy %s %s", s.Provider, s.VIP, s.FIP, vip, fip)
 	}
-	if s.Placement.Active != activeNode || s.Placement.Standby != "" {
-		t.Errorf("placement %+v, want active %s and no standby (one node matches --node-selector)", s.Placement, activeNode)
+	if s.Placement.Active != activeNode || s.Placement.Standby != "" || s.Placement.RouterID != 0 {
+		t.Errorf("placement %+v, want active %s, no standby (one node matches --node-selector) and no router id", s.Placement, activeNode)
+	}
+	if ip, _ := e.sim.NodeIP(activeNode); s.Placement.ActiveAddress != ip.String() || s.Placement.StandbyAddress != "" {
+		t.Errorf("placement addresses %q/%q, want the active node's InternalIP %s and none", s.Placement.ActiveAddress, s.Placement.StandbyAddress, ip)
 	}
 	if len(s.Sources) != 1 || s.Sources[0].UID != ingUID || s.Sources[0].Namespace != e.ns {
 		t.Errorf("sources %+v, want Ingress %s/web uid %s", s.Sources, e.ns, ingUID)

@@ -46,6 +46,7 @@ type cluster struct {
 	ctlKube  string // kubeconfig of ServiceAccount pier-system/pier-controller
 	agentKub string // kubeconfig of ServiceAccount pier-system/pier-agent
 	dir      string
+	sim      *nodesim.Sim
 }
 
 var (
@@ -96,7 +97,7 @@ func setUp(srv *kubeapi.Server) (*cluster, error) {
 		return nil, err
 	}
 	// Runs until the test binary exits; Pods and Nodes stay in the API.
-	if _, err := nodesim.Start(context.Background(), c.cs, nodesim.Options{Heartbeat: 2 * time.Second}); err != nil {
+	if c.sim, err = nodesim.Start(context.Background(), c.cs, nodesim.Options{Heartbeat: 2 * time.Second}); err != nil {
 		return nil, err
 	}
 	c.dir = srv.Dir() // removed with the control plane: the tokens go with it

@@ -24,8 +24,11 @@ type lbObject struct {
 		VIP       string `json:"vip"`
 		FIP       string `json:"fip"`
 		Placement struct {
-			Active  string `json:"active"`
-			Standby string `json:"standby"`
+			Active         string `json:"active"`
+			Standby        string `json:"standby"`
+			RouterID       int    `json:"routerId"`
+			ActiveAddress  string `json:"activeAddress"`
+			StandbyAddress string `json:"standbyAddress"`
 		} `json:"placement"`
 		Sources []struct {
 			Kind      string `json:"kind"`

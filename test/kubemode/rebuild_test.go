@@ -126,7 +126,9 @@ func waitMetricAbove(t *testing.T, p *proc, what string, than float64, name stri
 }
 
 // report changes the status message of Ingress name's LoadBalancer, as an
-// agent's report would.
+// agent's report would: in the active node's own entry, since readers
+// recompute the summary from the per-node reports (a summary-only change
+// is undone on read and is no report).
 func (e *env) report(name, message string) {
 	e.t.Helper()
 	lb, ok := e.lbOf(name)
@@ -147,6 +149,15 @@ func (e *env) report(name, message string) {
 	for _, n := range nodes {
 		if entry, ok := n.(map[string]any); ok {
 			entry["message"] = message
+		}
+	}
+	if err := unstructured.SetNestedSlice(u.Object, nodes, "status", "nodes"); err != nil {
+		e.t.Fatal(err)
+	}
+	nodes, _, _ := unstructured.NestedSlice(u.Object, "status", "nodes")
+	for _, n := range nodes {
+		if r, ok := n.(map[string]any); ok && r["node"] == activeNode {
+			r["message"] = message
 		}
 	}
 	if err := unstructured.SetNestedSlice(u.Object, nodes, "status", "nodes"); err != nil {

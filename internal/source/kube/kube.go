@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"sort"
 	"time"
 
@@ -65,6 +66,9 @@ type listers struct {
 	endpointSlices func() ([]*discoveryv1.EndpointSlice, error)
 	secrets        func() ([]*corev1.Secret, error)
 	nodes          func() ([]*corev1.Node, error)
+	// badNodeAddress reports a Node whose pier.dev/vrrp-address is not
+	// an IP address.
+	badNodeAddress func(node, value string)
 }
 
 // Run starts the informers, waits for their caches, then calls onChange
@@ -114,6 +118,7 @@ func (s *Source) Run(ctx context.Context, onChange func(*source.Snapshot)) error
 		endpointSlices: func() ([]*discoveryv1.EndpointSlice, error) { return eps.Lister().List(labels.Everything()) },
 		secrets:        func() ([]*corev1.Secret, error) { return sec.Lister().List(labels.Everything()) },
 		nodes:          func() ([]*corev1.Node, error) { return nodes.Lister().List(s.opts.NodeSelector) },
+		badNodeAddress: s.warnOnce(),
 	}
 	return s.loop(ctx, changed, l, onChange)
 }
@@ -175,6 +180,20 @@ func notify(ch chan struct{}) {
 	}
 }
 
+// warnOnce logs each bad annotation value once per node, not on every
+// snapshot.
+func (s *Source) warnOnce() func(node, value string) {
+	seen := map[string]string{}
+	return func(node, value string) {
+		if prev, ok := seen[node]; ok && prev == value {
+			return
+		}
+		seen[node] = value
+		s.logger.Warn("node annotation is not an IP address; the node's VRRP address is unknown",
+			"node", node, "annotation", AnnotationVRRPAddress, "value", value)
+	}
+}
+
 // notifyIfChanged ignores resyncs and Node heartbeats. An Ingress status
 // change does trigger a pass, even pier's own: the writer skips what is
 // already right, and a status someone else cleared must be repaired.
@@ -185,11 +204,20 @@ func notifyIfChanged(ch chan struct{}, old, cur any) {
 		return
 	}
 	if on, ok := old.(*corev1.Node); ok {
-		if cn, ok := cur.(*corev1.Node); ok && nodeReady(on) == nodeReady(cn) && equalStrings(on.Labels, cn.Labels) {
+		if cn, ok := cur.(*corev1.Node); ok && nodeReady(on) == nodeReady(cn) && equalStrings(on.Labels, cn.Labels) &&
+			sameAddress(on, cn) {
 			return // heartbeats
 		}
 	}
 	notify(ch)
+}
+
+// sameAddress: a node whose VRRP address changed must update the
+// placements that name it.
+func sameAddress(a, b *corev1.Node) bool {
+	x, okX := nodeAddress(a)
+	y, okY := nodeAddress(b)
+	return x == y && okX == okY
 }
 
 func equalStrings(a, b map[string]string) bool {
@@ -215,14 +243,53 @@ func nodeReady(n *corev1.Node) bool {
 
 // placementNodes turns the Node objects (already filtered by the
 // selector) into what placement reads: a node is ready when its Ready
-// condition is true and it is not being deleted.
-func placementNodes(nodes []*corev1.Node) []source.Node {
+// condition is true and it is not being deleted. A bad
+// pier.dev/vrrp-address is handed to bad and leaves the address unknown.
+func placementNodes(nodes []*corev1.Node, bad func(node, value string)) []source.Node {
 	out := make([]source.Node, 0, len(nodes))
 	for _, n := range nodes {
-		out = append(out, source.Node{Name: n.Name, Ready: nodeReady(n) && n.DeletionTimestamp == nil})
+		addr, ok := nodeAddress(n)
+		if !ok {
+			bad(n.Name, n.Annotations[AnnotationVRRPAddress])
+		}
+		out = append(out, source.Node{Name: n.Name, Ready: nodeReady(n) && n.DeletionTimestamp == nil, Address: addr})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// AnnotationVRRPAddress on a Node overrides the address its VRRP peers
+// use (a node whose InternalIP is not on the segment the addresses move
+// on).
+const AnnotationVRRPAddress = "pier.dev/vrrp-address"
+
+// nodeAddress is the annotation's address, else the first IPv4
+// InternalIP (VRRPv3 over IPv4 is what keepalived peers usually speak),
+// else the first InternalIP. ok is false for an annotation that is not an
+// IP address: no address is guessed then, since the operator meant
+// another one than InternalIP.
+func nodeAddress(n *corev1.Node) (addr netip.Addr, ok bool) {
+	if v, set := n.Annotations[AnnotationVRRPAddress]; set {
+		a, err := netip.ParseAddr(v)
+		if err != nil || a.Zone() != "" || a.IsUnspecified() {
+			return netip.Addr{}, false
+		}
+		return a.Unmap(), true
+	}
+	var first netip.Addr
+	for _, na := range n.Status.Addresses {
+		a, err := netip.ParseAddr(na.Address)
+		if na.Type != corev1.NodeInternalIP || err != nil {
+			continue
+		}
+		if a = a.Unmap(); a.Is4() {
+			return a, true
+		}
+		if !first.IsValid() {
+			first = a
+		}
+	}
+	return first, true
 }
 
 func (l listers) snapshot() (*source.Snapshot, error) {
@@ -247,7 +314,7 @@ func (l listers) snapshot() (*source.Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
-	snap.Nodes = placementNodes(nodes)
+	snap.Nodes = placementNodes(nodes, l.badNodeAddress)
 	sortByName(snap.Ingresses)
 	sortByName(snap.IngressClasses)
 	sortByName(snap.Services)

@@ -76,8 +76,9 @@ func Sample(uuid string) *model.LoadBalancer {
 		VIP:          "127.10.0.1",
 		FIP:          "127.20.0.1",
 		RequestedFIP: "127.20.0.1",
-		Placement:    model.Placement{Active: "node-a", Standby: "node-b"},
-		Sources:      []model.Source{{Kind: "Ingress", Namespace: "default", Name: uuid, UID: "uid-" + uuid}},
+		Placement: model.Placement{Active: "node-a", Standby: "node-b", RouterID: 42,
+			ActiveAddress: "192.0.2.1", StandbyAddress: "2001:db8::2"},
+		Sources: []model.Source{{Kind: "Ingress", Namespace: "default", Name: uuid, UID: "uid-" + uuid}},
 		Listeners: []model.Listener{{
 			Name: model.DefaultHTTPSListenerName, Protocol: model.ProtocolTerminatedHTTPS, Port: 443,
 			DefaultPoolID: "p1",
