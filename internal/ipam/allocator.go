@@ -1,11 +1,9 @@
 package ipam
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"net/netip"
-	"slices"
 	"sync"
 
 	"pier.dev/pier/internal/model"
@@ -69,14 +67,8 @@ func New(internal Pool, public *Pool) *Allocator {
 func (a *Allocator) Replay(lbs []*model.LoadBalancer) []error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	sorted := slices.DeleteFunc(slices.Clone(lbs), func(lb *model.LoadBalancer) bool {
-		return lb == nil || lb.UUID == ""
-	})
-	slices.SortStableFunc(sorted, func(x, y *model.LoadBalancer) int {
-		return cmp.Or(x.CreatedAt.Compare(y.CreatedAt), cmp.Compare(x.UUID, y.UUID))
-	})
 	var errs []error
-	for _, lb := range sorted {
+	for _, lb := range model.OldestFirst(lbs) {
 		if err := a.replayOne(lb, "VIP", lb.VIP); err != nil {
 			errs = append(errs, err)
 		}

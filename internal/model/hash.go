@@ -1,9 +1,11 @@
 package model
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 )
 
 // SpecHash hashes everything an agent applies (addresses, listeners, pools,
@@ -71,3 +73,16 @@ const (
 	SeverityError   Severity = "Error"
 	SeverityWarning Severity = "Warning"
 )
+
+// OldestFirst returns the load balancers with a UUID, oldest first
+// (CreatedAt, then UUID): the order in which allocators replay what is
+// stored, so that of two claims on one address or id the older wins.
+func OldestFirst(lbs []*LoadBalancer) []*LoadBalancer {
+	out := slices.DeleteFunc(slices.Clone(lbs), func(lb *LoadBalancer) bool {
+		return lb == nil || lb.UUID == ""
+	})
+	slices.SortStableFunc(out, func(x, y *LoadBalancer) int {
+		return cmp.Or(x.CreatedAt.Compare(y.CreatedAt), cmp.Compare(x.UUID, y.UUID))
+	})
+	return out
+}

@@ -15,7 +15,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -114,14 +113,8 @@ func New(r Range) *Allocator {
 func (a *Allocator) Replay(lbs []*model.LoadBalancer) []error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	sorted := slices.DeleteFunc(slices.Clone(lbs), func(lb *model.LoadBalancer) bool {
-		return lb == nil || lb.UUID == ""
-	})
-	slices.SortStableFunc(sorted, func(x, y *model.LoadBalancer) int {
-		return cmp.Or(x.CreatedAt.Compare(y.CreatedAt), cmp.Compare(x.UUID, y.UUID))
-	})
 	var errs []error
-	for _, lb := range sorted {
+	for _, lb := range model.OldestFirst(lbs) {
 		if err := a.replayOne(lb); err != nil {
 			errs = append(errs, err)
 		}
