@@ -18,6 +18,7 @@ import (
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/test/harness"
 )
 
 type noSecrets struct{}
@@ -43,17 +44,6 @@ func newDriver(t *testing.T, stateDir string) *Driver {
 		t.Fatal(err)
 	}
 	return d
-}
-
-// shortDir is a state folder short enough for HAProxy's socket paths.
-func shortDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "phd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
 }
 
 // echo serves its name on addr (host:0 for any port) until t ends.
@@ -128,7 +118,7 @@ func TestContract(t *testing.T) {
 	}
 	drivertest.Run(t, drivertest.Harness{
 		New:      func(t *testing.T, dir string) driver.Driver { return newDriver(t, dir) },
-		StateDir: shortDir,
+		StateDir: func(t *testing.T) string { return harness.ShortTempDir(t) },
 		LB: func(t *testing.T, n int) *model.LoadBalancer {
 			return lbWith(n, freePort(t), backend(t, "lb"+strconv.Itoa(n)))
 		},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/test/harness"
 )
 
 // server is one slot as HAProxy reports it.
@@ -72,7 +73,7 @@ func TestStickySlotsThroughHAProxy(t *testing.T) {
 	for i := 2; i <= 6; i++ {
 		members = append(members, memberAt(echo(t, "127.0.0."+strconv.Itoa(i)+":"+port, "m"+strconv.Itoa(i))))
 	}
-	dir := shortDir(t)
+	dir := harness.ShortTempDir(t)
 	d := newDriver(t, dir)
 	t.Cleanup(func() { d.Close(true) })
 	lb := lbWith(0, freePort(t), members...)
