@@ -37,12 +37,44 @@ type Config struct {
 	HAProxyBinary string
 	Render        render.Options
 
+	// VRRP, when set, makes the agent hold the addresses of the load
+	// balancers placed here with keepalived (package vrrp): MASTER where
+	// it is active, BACKUP where standby, FAULT while their HAProxy is
+	// unhealthy or the node drains. Nil: addresses are someone else's
+	// business (pier run on loopback, a cloud, MetalLB).
+	VRRP *VRRPConfig
+	// Heartbeats tells whether a peer node's agent is alive; the API
+	// server arbitrates a split brain through it. Nil: always alive.
+	Heartbeats Heartbeats
+	// Netns is the network namespace of this node's data plane (pier
+	// run --nodes); empty for the agent's own.
+	Netns string
+	// DrainOnExit hands every address this node holds to its standby
+	// (a planned handover) before Run returns.
+	DrainOnExit bool
+
 	// StopOnExit stops the data plane gracefully when Run returns (pier
 	// run). The node agent leaves it serving, so that restarting the
 	// agent drops nothing; the next agent adopts what runs.
 	StopOnExit bool
 	Metrics    *metrics.Metrics
 	Logger     *slog.Logger
+}
+
+// VRRPConfig configures address holding with VRRP.
+type VRRPConfig struct {
+	// Interface carries the adverts and the addresses.
+	Interface string
+	// KeepalivedBinary is keepalived; default "keepalived" from PATH.
+	KeepalivedBinary string
+	// Advert is the advert interval; default vrrp.DefaultAdvert.
+	Advert time.Duration
+}
+
+// Heartbeats tells whether the agent of a node is alive (in Kubernetes
+// mode: its Lease was renewed within its duration).
+type Heartbeats interface {
+	Alive(node string) bool
 }
 
 // retryAfter is how long a failed apply waits before it is tried again

@@ -240,11 +240,27 @@ type NodeStatus struct {
 	State State  `json:"state"`
 	// SpecHash is the SpecHash of the spec this node last applied
 	// successfully; after a failed apply it still names what serves.
-	SpecHash   string    `json:"specHash,omitempty"`
-	ConfigHash string    `json:"configHash,omitempty"`
-	Message    string    `json:"message,omitempty"`
-	UpdatedAt  time.Time `json:"updatedAt,omitempty"`
+	SpecHash   string `json:"specHash,omitempty"`
+	ConfigHash string `json:"configHash,omitempty"`
+	Message    string `json:"message,omitempty"`
+	// VRRP is this node's role for the LoadBalancer's addresses when the
+	// agent holds them with VRRP (--vrrp-interface); empty otherwise.
+	VRRP      VRRPState `json:"vrrp,omitempty"`
+	UpdatedAt time.Time `json:"updatedAt,omitempty"`
 }
+
+// VRRPState is a node's role for a LoadBalancer's addresses.
+type VRRPState string
+
+const (
+	// VRRPMaster: this node holds the addresses and serves them.
+	VRRPMaster VRRPState = "MASTER"
+	// VRRPBackup: HAProxy is hot here, ready to take the addresses over.
+	VRRPBackup VRRPState = "BACKUP"
+	// VRRPFault: this node may not hold the addresses (its HAProxy is not
+	// healthy, it drains, or the API server fenced it in a split brain).
+	VRRPFault VRRPState = "FAULT"
+)
 
 // Report returns the report of node, if it has made one.
 func (s *Status) Report(node string) (NodeStatus, bool) {

@@ -34,6 +34,10 @@ type Node struct {
 	// annotation, else the first IPv4 InternalIP, else the first
 	// InternalIP. pier run's one node is 127.0.0.1.
 	Address netip.Addr
+	// Draining is set on a cordoned node (spec.unschedulable): it keeps
+	// its placements, but its agent hands the addresses it holds to the
+	// standby, and no new load balancer is placed on it.
+	Draining bool
 }
 
 // Secret returns the Secret namespace/name, or nil.

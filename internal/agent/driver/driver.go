@@ -64,3 +64,19 @@ type Applied struct {
 // `haproxy -c` rejects): retrying the same spec cannot help, the next
 // spec change will.
 var ErrRejected = errors.New("the data plane rejected the configuration")
+
+// HealthChecker is implemented by a driver that can tell at once whether
+// a load balancer's data plane serves on this node. The agent asks it
+// often (every 50 ms) to decide whether this node may hold the load
+// balancer's addresses: it must not block.
+type HealthChecker interface {
+	Healthy(uuid string) bool
+}
+
+// Drainer is implemented by a driver that can prepare a planned handover:
+// with on, every response asks the client to close its connection, so
+// that clients open new connections, which follow the addresses to the
+// other node, instead of reusing one that would be cut. Off undoes it.
+type Drainer interface {
+	Drain(ctx context.Context, on bool) error
+}

@@ -37,8 +37,11 @@ type Config struct {
 	Binary   string // haproxy; default "haproxy" from PATH
 	Render   render.Options
 	Secrets  Secrets
-	Metrics  *metrics.Metrics
-	Logger   *slog.Logger
+	// Netns, when set, is the network namespace HAProxy runs in (pier
+	// run --nodes, tests); an agent on a node leaves it empty.
+	Netns   string
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
 }
 
 // Driver is the HAProxy driver. Its methods are called from one
