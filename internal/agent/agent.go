@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"time"
 
+	"pier.dev/pier/internal/agent/addrhold"
 	"pier.dev/pier/internal/agent/driver"
 	"pier.dev/pier/internal/agent/haproxydriver"
 	"pier.dev/pier/internal/haproxy/render"
@@ -72,9 +73,13 @@ type VRRPConfig struct {
 }
 
 // Heartbeats tells whether the agent of a node is alive (in Kubernetes
-// mode: its Lease was renewed within its duration).
+// mode: its Lease was renewed within its duration), and when it last said
+// so.
 type Heartbeats interface {
 	Alive(node string) bool
+	// RenewedAt is when node's agent last renewed its heartbeat; the zero
+	// time when unknown.
+	RenewedAt(node string) time.Time
 }
 
 // retryAfter is how long a failed apply waits before it is tried again
@@ -100,6 +105,20 @@ type Agent struct {
 	failed map[string]string
 	// reported holds the last report written per UUID (without its time).
 	reported map[string]model.NodeStatus
+	// unreported holds reports whose write failed (API server away);
+	// the ticker writes them again.
+	unreported map[string]bool
+	// lastReport is the state last reported per UUID (what a role change
+	// reports again).
+	lastReport map[string]model.NodeStatus
+
+	// latest is the newest store view of every LoadBalancer, status
+	// included: the peers' reports arbitrate a split brain.
+	latest map[string]*model.LoadBalancer
+	// vrrp is set when the agent holds addresses (Config.VRRP).
+	vrrp *pairState
+	// drainReq carries SetDraining's requests into the loop.
+	drainReq chan bool
 }
 
 // New returns an Agent; Run starts it.
@@ -114,6 +133,11 @@ func New(cfg Config) *Agent {
 		pending:  map[string]*model.LoadBalancer{},
 		retry:    map[string]time.Time{},
 		failed:   map[string]string{},
+
+		unreported: map[string]bool{},
+		lastReport: map[string]model.NodeStatus{},
+		latest:     map[string]*model.LoadBalancer{},
+		drainReq:   make(chan bool, 1),
 	}
 	if len(cfg.Drivers) == 0 {
 		d, err := haproxydriver.New(haproxydriver.Config{StateDir: cfg.StateDir, Binary: cfg.HAProxyBinary,
@@ -126,6 +150,16 @@ func New(cfg Config) *Agent {
 	}
 	for _, d := range cfg.Drivers {
 		a.drivers[d.Provider()] = d
+	}
+	if cfg.VRRP != nil {
+		h, err := addrhold.New(addrhold.Config{Node: cfg.Node, Interface: cfg.VRRP.Interface,
+			Dir: addrhold.DefaultDir(cfg.StateDir), Netns: cfg.Netns, Advert: cfg.VRRP.Advert,
+			KeepalivedBinary: cfg.VRRP.KeepalivedBinary, Logger: cfg.Logger.With("component", "vrrp")})
+		if err != nil {
+			a.err = fmt.Errorf("vrrp: %w", err)
+			return a
+		}
+		a.vrrp = newPairState(h)
 	}
 	return a
 }
@@ -145,9 +179,20 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
+	// The address holder looks at health and roles often: a dead HAProxy
+	// must close its gate within one tick for the failover target.
+	var holderTick <-chan time.Time
+	if a.vrrp != nil {
+		t := time.NewTicker(holderInterval)
+		defer t.Stop()
+		holderTick = t.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
+			if a.cfg.DrainOnExit {
+				a.drainBeforeExit()
+			}
 			return nil
 		case ev, ok := <-events:
 			if !ok {
@@ -158,8 +203,16 @@ func (a *Agent) Run(ctx context.Context) error {
 		case <-ticker.C:
 			a.queueRetries()
 			a.queueDrifted()
+			a.reportAgain(ctx)
+		case <-holderTick:
+			a.tickHolder(ctx)
+			continue
+		case on := <-a.drainReq:
+			a.setDraining(ctx, on)
+			continue
 		}
 		a.applyPending(ctx)
+		a.syncHolder(ctx)
 	}
 }
 
@@ -183,8 +236,10 @@ func (a *Agent) queue(ev store.Event) {
 	lb := ev.LoadBalancer
 	if ev.Type == store.EventDelete {
 		a.pending[lb.UUID] = nil
+		delete(a.latest, lb.UUID)
 		return
 	}
+	a.latest[lb.UUID] = lb
 	// A spec that just failed waits for its retry timer: its own ERROR
 	// report comes back as an event and must not retry it at once.
 	if a.failed[lb.UUID] == lb.SpecHash() {
@@ -233,5 +288,16 @@ func (a *Agent) queueDrifted() {
 // this node holds: the agent of a cordoned node calls it. It returns at
 // once; the handover runs in the agent's loop.
 func (a *Agent) SetDraining(on bool) {
-	_ = on // implemented with the address holder
+	for {
+		select {
+		case a.drainReq <- on:
+			return
+		default:
+		}
+		// A request not taken yet is replaced: only the last one counts.
+		select {
+		case <-a.drainReq:
+		default:
+		}
+	}
 }

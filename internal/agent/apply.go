@@ -74,6 +74,9 @@ func (a *Agent) remove(uuid string) {
 	delete(a.retry, uuid)
 	delete(a.failed, uuid)
 	delete(a.reported, uuid)
+	delete(a.lastReport, uuid)
+	delete(a.unreported, uuid)
+	a.vrrp.forget(uuid)
 }
 
 // recover lets each driver stop what a previous agent left for load
@@ -96,6 +99,15 @@ func (a *Agent) recover(ctx context.Context) error {
 }
 
 func (a *Agent) shutdown() {
+	if a.vrrp != nil && a.cfg.StopOnExit {
+		// keepalived first: it sends priority 0 and releases the
+		// addresses, so a peer takes over before HAProxy stops here.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := a.vrrp.h.Stop(ctx); err != nil {
+			a.cfg.Logger.Warn("vrrp: stop keepalived", "error", err)
+		}
+		cancel()
+	}
 	for _, d := range a.drivers {
 		for _, uuid := range d.Close(a.cfg.StopOnExit) {
 			// The data plane no longer serves these: say so, or the next

@@ -1,0 +1,287 @@
+// Package addrhold is the agent's address holder: it decides which node
+// holds the VIP and floating IP of each load balancer placed here, with
+// VRRP (package vrrp runs keepalived).
+//
+// Load balancers placed on the same ordered pair of nodes (active,
+// standby) share one VRRP instance: its router id is the placement's
+// RouterID, its name "vr<id>". The active node of the pair has priority
+// 200, the standby 100, both start as BACKUP with nopreempt, so the first
+// election goes to the active node and a node that comes back never takes
+// the addresses back (no second move).
+//
+// Each instance has a gate, written to its keepalived track file: open
+// while this node may hold the instance's addresses. It closes (FAULT:
+// keepalived sends priority 0 and the peer takes over within one advert)
+// when
+//   - a load balancer of the instance that has served here stops being
+//     healthy (its HAProxy died),
+//   - the node drains (a planned handover), or
+//   - the API server fenced this node in a split brain (Fence).
+//
+// The holder reads the interface's addresses to learn its role: MASTER
+// holds them, BACKUP is ready to, FAULT may not.
+package addrhold
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/vrrp"
+)
+
+// Config configures a Holder.
+type Config struct {
+	Node      string
+	Interface string
+	// Dir is keepalived's folder (package vrrp's layout).
+	Dir string
+	// Netns is the network namespace of the data plane (pier run
+	// --nodes, tests); "" for the agent's own.
+	Netns            string
+	Advert           time.Duration
+	KeepalivedBinary string
+	Logger           *slog.Logger
+}
+
+// Instance is one VRRP instance as the holder sees it.
+type Instance struct {
+	Name string
+	// Peer is the other node of the pair.
+	Peer string
+	// Active is whether this node is the pair's active node (priority
+	// 200): the standby is the one that steps down in a split brain.
+	Active bool
+	// UUIDs are the load balancers it carries, sorted.
+	UUIDs     []string
+	Addresses []netip.Addr
+}
+
+// Holder holds the addresses of the load balancers placed on one node.
+// Its methods are called from the agent's goroutine.
+type Holder struct {
+	cfg Config
+	ka  *vrrp.Keepalived
+
+	synced    bool
+	instances map[string]*Instance // by name
+	instOf    map[string]string    // load balancer UUID → instance name
+	skipped   map[string]string    // UUID → why its addresses are not held (logged once)
+	gates     map[string]bool      // last gate written per instance (absent: not yet written)
+	roles     map[string]model.VRRPState
+	since     map[string]time.Time // when each instance took its role
+	fenced    map[string]bool
+	draining  bool
+}
+
+// New returns a Holder; Sync starts keepalived.
+func New(cfg Config) (*Holder, error) {
+	if cfg.Advert == 0 {
+		cfg.Advert = vrrp.DefaultAdvert
+	}
+	ka, err := vrrp.NewKeepalived(cfg.KeepalivedBinary, cfg.Netns, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	return &Holder{cfg: cfg, ka: ka, instances: map[string]*Instance{}, instOf: map[string]string{},
+		skipped: map[string]string{}, gates: map[string]bool{}, roles: map[string]model.VRRPState{},
+		since: map[string]time.Time{}, fenced: map[string]bool{}}, nil
+}
+
+// InstanceName names the VRRP instance of a router id.
+func InstanceName(routerID int) string { return "vr" + strconv.Itoa(routerID) }
+
+// Plan groups the load balancers placed on node into VRRP instances.
+// skipped tells, per UUID, why a placed load balancer's addresses are not
+// held with VRRP (no standby, no node address, a loopback VIP).
+func Plan(node, iface string, lbs []*model.LoadBalancer) (instances []vrrp.Instance, view map[string]*Instance, skipped map[string]string) {
+	view, skipped = map[string]*Instance{}, map[string]string{}
+	byName := map[string]*vrrp.Instance{}
+	for _, lb := range lbs {
+		p := lb.Placement
+		if p.Active != node && p.Standby != node {
+			continue
+		}
+		self, peer, peerName := p.ActiveAddress, p.StandbyAddress, p.Standby
+		if p.Standby == node {
+			self, peer, peerName = p.StandbyAddress, p.ActiveAddress, p.Active
+		}
+		src, srcErr := netip.ParseAddr(self)
+		dst, dstErr := netip.ParseAddr(peer)
+		var addrs []netip.Addr
+		for _, s := range []string{lb.VIP, lb.FIP} {
+			if a, err := netip.ParseAddr(s); err == nil && !a.IsLoopback() {
+				addrs = append(addrs, a.Unmap())
+			}
+		}
+		switch {
+		case p.Standby == "" || p.RouterID == 0:
+			skipped[lb.UUID] = "no standby node: nothing to fail over to"
+			continue
+		case srcErr != nil || dstErr != nil:
+			skipped[lb.UUID] = "a node of the pair has no known address (pier.dev/vrrp-address or an InternalIP)"
+			continue
+		case len(addrs) == 0:
+			skipped[lb.UUID] = "its addresses are loopback: every node has them"
+			continue
+		}
+		name := InstanceName(p.RouterID)
+		in := byName[name]
+		if in == nil {
+			prio := vrrp.PriorityStandby
+			if p.Active == node {
+				prio = vrrp.PriorityActive
+			}
+			in = &vrrp.Instance{Name: name, RouterID: p.RouterID, Interface: iface, Priority: prio,
+				Source: src.Unmap(), Peers: []netip.Addr{dst.Unmap()}}
+			byName[name] = in
+			view[name] = &Instance{Name: name, Peer: peerName, Active: p.Active == node}
+		}
+		in.Addresses = append(in.Addresses, addrs...)
+		view[name].UUIDs = append(view[name].UUIDs, lb.UUID)
+		view[name].Addresses = append(view[name].Addresses, addrs...)
+	}
+	for _, in := range byName {
+		instances = append(instances, *in)
+	}
+	slices.SortFunc(instances, func(a, b vrrp.Instance) int { return a.RouterID - b.RouterID })
+	for _, v := range view {
+		slices.Sort(v.UUIDs)
+	}
+	return instances, view, skipped
+}
+
+// Sync makes keepalived carry the instances of the load balancers placed
+// on this node (lbs may hold others: they are ignored). keepalived is
+// reloaded only when its configuration changes.
+func (h *Holder) Sync(ctx context.Context, lbs []*model.LoadBalancer) error {
+	instances, view, skipped := Plan(h.cfg.Node, h.cfg.Interface, lbs)
+	for uuid, why := range skipped {
+		if h.skipped[uuid] != why {
+			h.cfg.Logger.Info("load balancer addresses not held with VRRP", "uuid", uuid, "reason", why)
+		}
+	}
+	h.skipped = skipped
+	cfg := vrrp.Config{Node: h.cfg.Node, Dir: h.cfg.Dir, Advert: h.cfg.Advert, Instances: instances}
+	// keepalived creates a new instance's track file closed: it holds
+	// nothing before the next Tick judged its HAProxy healthy.
+	if err := h.ka.Apply(ctx, cfg); err != nil {
+		return fmt.Errorf("keepalived: %w", err)
+	}
+	h.synced = true
+	h.instances = view
+	h.instOf = map[string]string{}
+	for name, in := range view {
+		for _, uuid := range in.UUIDs {
+			h.instOf[uuid] = name
+		}
+	}
+	for name := range h.gates {
+		if view[name] == nil {
+			delete(h.gates, name)
+			delete(h.roles, name)
+			delete(h.since, name)
+			delete(h.fenced, name)
+		}
+	}
+	return nil
+}
+
+// SetDraining closes (on) or reopens every gate: a planned handover of
+// everything this node holds. Tick writes the gates.
+func (h *Holder) SetDraining(on bool) { h.draining = on }
+
+// Draining reports whether the node drains.
+func (h *Holder) Draining() bool { return h.draining }
+
+// Fence closes (on) or reopens the gate of one instance: the API
+// server's arbitration of a split brain (the agent decides).
+func (h *Holder) Fence(instance string, on bool) {
+	if h.fenced[instance] != on {
+		h.cfg.Logger.Warn("vrrp instance fenced by the API server's arbitration", "instance", instance, "fenced", on)
+	}
+	h.fenced[instance] = on
+}
+
+// Fenced reports whether an instance is fenced.
+func (h *Holder) Fenced(instance string) bool { return h.fenced[instance] }
+
+// Tick writes each instance's gate from the health of its load
+// balancers, reads the addresses this node holds, and returns the role of
+// every instance. healthy tells whether a load balancer's data plane
+// serves here; servedHere whether it ever did since the agent started (a
+// load balancer that never came up here does not close the gate of the
+// others sharing its instance).
+func (h *Holder) Tick(healthy, servedHere func(uuid string) bool) (map[string]model.VRRPState, error) {
+	if !h.synced {
+		return nil, nil
+	}
+	held, err := vrrp.Held(h.cfg.Netns, h.cfg.Interface)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	var errs []error
+	for name, in := range h.instances {
+		open := !h.draining && !h.fenced[name]
+		for _, uuid := range in.UUIDs {
+			if servedHere(uuid) && !healthy(uuid) {
+				open = false
+			}
+		}
+		if was, known := h.gates[name]; !known || was != open {
+			if err := h.ka.SetHealthy(name, open); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			h.cfg.Logger.Info("vrrp gate", "instance", name, "open", open, "draining", h.draining, "fenced", h.fenced[name])
+			h.gates[name] = open
+		}
+		role := model.VRRPBackup
+		switch {
+		case holdsAny(held, in.Addresses):
+			role = model.VRRPMaster
+		case !open:
+			role = model.VRRPFault
+		}
+		if h.roles[name] != role {
+			h.roles[name], h.since[name] = role, now
+		}
+	}
+	out := make(map[string]model.VRRPState, len(h.roles))
+	for k, v := range h.roles {
+		out[k] = v
+	}
+	return out, errors.Join(errs...)
+}
+
+func holdsAny(held map[netip.Addr]bool, addrs []netip.Addr) bool {
+	for _, a := range addrs {
+		if held[a] {
+			return true
+		}
+	}
+	return false
+}
+
+// Instances returns the instances by name (read-only).
+func (h *Holder) Instances() map[string]*Instance { return h.instances }
+
+// InstanceOf returns the instance carrying a load balancer, "" if none.
+func (h *Holder) InstanceOf(uuid string) string { return h.instOf[uuid] }
+
+// Since returns when an instance took its current role.
+func (h *Holder) Since(instance string) time.Time { return h.since[instance] }
+
+// Stop stops keepalived, which releases the addresses (pier run).
+func (h *Holder) Stop(ctx context.Context) error { return h.ka.Stop(ctx) }
+
+// DefaultDir is keepalived's folder below an agent's state folder.
+func DefaultDir(stateDir string) string { return filepath.Join(stateDir, "vrrp") }

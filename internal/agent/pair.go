@@ -1,0 +1,275 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"pier.dev/pier/internal/agent/addrhold"
+	"pier.dev/pier/internal/agent/driver"
+	"pier.dev/pier/internal/model"
+)
+
+// Timers of the active/standby pair (docs/failover.md).
+const (
+	// holderInterval is how often health and roles are looked at: a
+	// dead HAProxy closes its gate within one interval.
+	holderInterval = 50 * time.Millisecond
+	// drainDelay is how long a planned handover lets clients see
+	// "Connection: close" before the addresses move: a busy keep-alive
+	// connection closes after its next response, well within it.
+	drainDelay = 100 * time.Millisecond
+	// drainLinger is how long an agent that drains on exit keeps its
+	// HAProxy serving after the addresses left, for requests already
+	// under way on old connections.
+	drainLinger = 500 * time.Millisecond
+	// fenceGrace is how long a standby holds the addresses before the
+	// API server's word may fence it: long enough for an active node
+	// whose HAProxy died to report FAULT.
+	fenceGrace = time.Second
+)
+
+// pairState is the agent's side of the address holder.
+type pairState struct {
+	h *addrhold.Holder
+	// synced identifies the placements the holder was last synced to.
+	synced string
+	// roles per load balancer UUID, and per instance, from the last tick.
+	roles     map[string]model.VRRPState
+	instRoles map[string]model.VRRPState
+	// served holds the UUIDs whose data plane was healthy here since the
+	// agent started: only those close their instance's gate when they
+	// fail (one that never came up must not move its neighbours).
+	served map[string]bool
+	// masterReportedAt is when this node's MASTER report for a UUID was
+	// written: proof that the API server heard it.
+	masterReportedAt map[string]time.Time
+	draining         bool
+	drainAt          time.Time // when the gates close in a pending drain
+	lastErr          string
+}
+
+func newPairState(h *addrhold.Holder) *pairState {
+	return &pairState{h: h, roles: map[string]model.VRRPState{}, instRoles: map[string]model.VRRPState{},
+		served: map[string]bool{}, masterReportedAt: map[string]time.Time{}}
+}
+
+// roleOf is this node's VRRP role for a load balancer ("" without VRRP).
+func (a *Agent) roleOf(uuid string) model.VRRPState {
+	if a.vrrp == nil {
+		return ""
+	}
+	return a.vrrp.roles[uuid]
+}
+
+// reportedRole records that a report with role was written at t.
+func (p *pairState) reportedRole(uuid string, role model.VRRPState, t time.Time) {
+	if p == nil {
+		return
+	}
+	if role != model.VRRPMaster {
+		delete(p.masterReportedAt, uuid)
+	} else if _, ok := p.masterReportedAt[uuid]; !ok {
+		p.masterReportedAt[uuid] = t
+	}
+}
+
+func (p *pairState) forget(uuid string) {
+	if p == nil {
+		return
+	}
+	delete(p.roles, uuid)
+	delete(p.served, uuid)
+	delete(p.masterReportedAt, uuid)
+}
+
+// syncHolder gives the holder the placements of this node when they
+// changed (a load balancer placed, moved or gone, an address changed).
+func (a *Agent) syncHolder(ctx context.Context) {
+	p := a.vrrp
+	if p == nil {
+		return
+	}
+	lbs := make([]*model.LoadBalancer, 0, len(a.latest))
+	var key strings.Builder
+	for _, lb := range a.latest {
+		if lb.Placement.Active == a.cfg.Node || lb.Placement.Standby == a.cfg.Node {
+			lbs = append(lbs, lb)
+		}
+	}
+	sort.Slice(lbs, func(i, j int) bool { return lbs[i].UUID < lbs[j].UUID })
+	for _, lb := range lbs {
+		fmt.Fprintf(&key, "%s %+v %s %s\n", lb.UUID, lb.Placement, lb.VIP, lb.FIP)
+	}
+	if key.String() == p.synced {
+		return
+	}
+	if err := p.h.Sync(ctx, lbs); err != nil {
+		a.cfg.Logger.Error("vrrp: keepalived not updated; the previous instances keep running", "error", err)
+		return
+	}
+	p.synced = key.String()
+}
+
+// healthy tells whether uuid's data plane serves here now.
+func (a *Agent) healthy(uuid string) bool {
+	p, ok := a.held[uuid]
+	if !ok || a.applied[uuid] == nil {
+		return false
+	}
+	if hc, ok := a.drivers[p].(driver.HealthChecker); ok {
+		return hc.Healthy(uuid)
+	}
+	return true
+}
+
+// tickHolder runs the holder's periodic work: a pending drain, the split
+// brain arbitration, the gates, and reports of changed roles.
+func (a *Agent) tickHolder(ctx context.Context) {
+	p := a.vrrp
+	if !p.drainAt.IsZero() && !time.Now().Before(p.drainAt) {
+		a.cfg.Logger.Info("drain: handing the addresses to the standby nodes")
+		p.h.SetDraining(true)
+		p.drainAt = time.Time{}
+	}
+	for uuid := range a.applied {
+		if !p.served[uuid] && a.healthy(uuid) {
+			p.served[uuid] = true
+		}
+	}
+	a.arbitrate()
+	roles, err := p.h.Tick(a.healthy, func(uuid string) bool { return p.served[uuid] })
+	if err != nil {
+		if err.Error() != p.lastErr {
+			a.cfg.Logger.Error("vrrp: tick", "error", err)
+		}
+		p.lastErr = err.Error()
+	} else {
+		p.lastErr = ""
+	}
+	if roles == nil {
+		return
+	}
+	p.instRoles = roles
+	for name, in := range p.h.Instances() {
+		role := roles[name]
+		for _, uuid := range in.UUIDs {
+			if p.roles[uuid] == role {
+				continue
+			}
+			a.cfg.Logger.Info("vrrp role", "instance", name, "uuid", uuid, "role", role, "was", p.roles[uuid])
+			p.roles[uuid] = role
+			a.rereport(ctx, uuid)
+		}
+	}
+}
+
+// arbitrate lets the API server settle a split brain: when the two nodes
+// of a pair cannot hear each other's adverts, both become MASTER. The
+// standby of the pair steps down (its gate closes: "fenced") when the
+// active node's agent says it is MASTER too, and that word is fresh: the
+// active node renewed its heartbeat after this node's own MASTER report
+// reached the API server. A node that cannot reach the API server never
+// fences (its MASTER report is never written), and neither does one whose
+// peer went silent: a dead peer's last report is stale, not a claim.
+func (a *Agent) arbitrate() {
+	p, hb := a.vrrp, a.cfg.Heartbeats
+	if hb == nil {
+		return
+	}
+	now := time.Now()
+	for name, in := range p.h.Instances() {
+		if in.Active {
+			continue // the active node of the pair is the one that stays
+		}
+		peerMaster := false
+		var myReport time.Time
+		for _, uuid := range in.UUIDs {
+			if lb := a.latest[uuid]; lb != nil {
+				if r, ok := lb.Status.Report(in.Peer); ok && r.VRRP == model.VRRPMaster {
+					peerMaster = true
+				}
+			}
+			if t, ok := p.masterReportedAt[uuid]; ok && (myReport.IsZero() || t.Before(myReport)) {
+				myReport = t
+			}
+		}
+		alive := hb.Alive(in.Peer)
+		if p.h.Fenced(name) {
+			if !peerMaster || !alive {
+				p.h.Fence(name, false)
+			}
+			continue
+		}
+		if p.instRoles[name] != model.VRRPMaster || !peerMaster || !alive || myReport.IsZero() ||
+			now.Sub(p.h.Since(name)) < fenceGrace || !hb.RenewedAt(in.Peer).After(myReport) {
+			continue
+		}
+		p.h.Fence(name, true)
+	}
+}
+
+// setDraining starts or ends a planned handover. Starting asks every
+// client to reconnect (driver.Drainer), then, after drainDelay, closes
+// every gate: keepalived sends priority 0 and the standby takes over at
+// once. Ending reopens the gates; with nopreempt, the addresses stay
+// where they are until the next failure.
+func (a *Agent) setDraining(ctx context.Context, on bool) {
+	p := a.vrrp
+	if p == nil {
+		a.cfg.Logger.Warn("drain requested but this agent holds no addresses (no --vrrp-interface): nothing to hand over")
+		return
+	}
+	if p.draining == on {
+		return
+	}
+	p.draining = on
+	for _, d := range a.drivers {
+		if dr, ok := d.(driver.Drainer); ok {
+			if err := dr.Drain(ctx, on); err != nil {
+				a.cfg.Logger.Warn("drain: could not ask clients to reconnect", "provider", d.Provider(), "error", err)
+			}
+		}
+	}
+	if on {
+		a.cfg.Logger.Info("drain: asking clients to reconnect before the addresses move", "delay", drainDelay)
+		p.drainAt = time.Now().Add(drainDelay)
+		return
+	}
+	a.cfg.Logger.Info("drain ended: this node may hold addresses again")
+	p.drainAt = time.Time{}
+	p.h.SetDraining(false)
+}
+
+// drainBeforeExit hands every address to the standby nodes and lets the
+// requests under way finish before Run returns (--drain-on-exit).
+func (a *Agent) drainBeforeExit() {
+	p := a.vrrp
+	if p == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	a.setDraining(ctx, true)
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		time.Sleep(holderInterval)
+		a.tickHolder(ctx)
+		if !p.holdsAny() && p.drainAt.IsZero() {
+			break
+		}
+	}
+	time.Sleep(drainLinger)
+	a.tickHolder(ctx)
+}
+
+func (p *pairState) holdsAny() bool {
+	for _, r := range p.instRoles {
+		if r == model.VRRPMaster {
+			return true
+		}
+	}
+	return false
+}
