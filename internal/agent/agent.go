@@ -140,7 +140,7 @@ func New(cfg Config) *Agent {
 		drainReq:   make(chan bool, 1),
 	}
 	if len(cfg.Drivers) == 0 {
-		d, err := haproxydriver.New(haproxydriver.Config{StateDir: cfg.StateDir, Binary: cfg.HAProxyBinary,
+		d, err := haproxydriver.New(haproxydriver.Config{StateDir: cfg.StateDir, Binary: cfg.HAProxyBinary, Netns: cfg.Netns,
 			Render: cfg.Render, Secrets: cfg.Secrets, Metrics: cfg.Metrics, Logger: cfg.Logger})
 		if err != nil {
 			a.err = fmt.Errorf("haproxy driver: %w", err)

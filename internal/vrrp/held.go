@@ -4,11 +4,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
-	"runtime"
 
-	"golang.org/x/sys/unix"
+	"pier.dev/pier/internal/netnsdo"
 )
 
 // Held returns the addresses configured on iface, read over netlink in
@@ -17,7 +14,7 @@ import (
 // which addresses this node holds, which is what MASTER means.
 func Held(netns, iface string) (map[netip.Addr]bool, error) {
 	var out map[netip.Addr]bool
-	err := inNetns(netns, func() error {
+	err := netnsdo.Do(netns, func() error {
 		ifi, err := net.InterfaceByName(iface)
 		if err != nil {
 			return err
@@ -40,40 +37,4 @@ func Held(netns, iface string) (map[netip.Addr]bool, error) {
 		return nil, fmt.Errorf("addresses of %s: %w", iface, err)
 	}
 	return out, nil
-}
-
-// inNetns runs f on an OS thread moved into network namespace name, and
-// moves the thread back afterwards. The thread stays locked while it is
-// in the other namespace, so no other goroutine ever runs there.
-func inNetns(name string, f func() error) error {
-	if name == "" {
-		return f()
-	}
-	if !namePattern.MatchString(name) {
-		return fmt.Errorf("network namespace %q: want %s", name, namePattern)
-	}
-	target, err := os.Open(filepath.Join("/run/netns", name))
-	if err != nil {
-		return fmt.Errorf("open network namespace: %w", err)
-	}
-	defer target.Close()
-	runtime.LockOSThread()
-	self, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
-	if err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("open own network namespace: %w", err)
-	}
-	defer self.Close()
-	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("enter network namespace %s: %w", name, err)
-	}
-	ferr := f()
-	if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err != nil {
-		// The thread is stuck in the other namespace: keep it locked so
-		// that it exits with this goroutine instead of serving others.
-		return fmt.Errorf("leave network namespace %s: %w", name, err)
-	}
-	runtime.UnlockOSThread()
-	return ferr
 }

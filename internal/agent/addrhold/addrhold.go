@@ -149,11 +149,13 @@ func Plan(node, iface string, lbs []*model.LoadBalancer) (instances []vrrp.Insta
 		view[name].Addresses = append(view[name].Addresses, addrs...)
 	}
 	for _, in := range byName {
+		in.Addresses = sortedAddrs(in.Addresses)
 		instances = append(instances, *in)
 	}
 	slices.SortFunc(instances, func(a, b vrrp.Instance) int { return a.RouterID - b.RouterID })
 	for _, v := range view {
 		slices.Sort(v.UUIDs)
+		v.Addresses = sortedAddrs(v.Addresses)
 	}
 	return instances, view, skipped
 }
@@ -285,3 +287,8 @@ func (h *Holder) Stop(ctx context.Context) error { return h.ka.Stop(ctx) }
 
 // DefaultDir is keepalived's folder below an agent's state folder.
 func DefaultDir(stateDir string) string { return filepath.Join(stateDir, "vrrp") }
+
+func sortedAddrs(in []netip.Addr) []netip.Addr {
+	slices.SortFunc(in, func(a, b netip.Addr) int { return a.Compare(b) })
+	return slices.Compact(in)
+}

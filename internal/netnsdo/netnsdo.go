@@ -1,0 +1,54 @@
+// Package netnsdo runs a function inside a named network namespace
+// (/run/netns/NAME, as `ip netns add` makes them) without a process: the
+// calling goroutine's OS thread enters it and comes back. Sockets opened
+// inside stay in that namespace: the agent reads a node's addresses and
+// tests dial from a client host this way.
+package netnsdo
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+
+	"golang.org/x/sys/unix"
+)
+
+var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+
+// Do runs f on an OS thread moved into network namespace name, and
+// moves the thread back afterwards. The thread stays locked while it is
+// in the other namespace, so no other goroutine ever runs there.
+func Do(name string, f func() error) error {
+	if name == "" {
+		return f()
+	}
+	if !namePattern.MatchString(name) {
+		return fmt.Errorf("network namespace %q: want %s", name, namePattern)
+	}
+	target, err := os.Open(filepath.Join("/run/netns", name))
+	if err != nil {
+		return fmt.Errorf("open network namespace: %w", err)
+	}
+	defer target.Close()
+	runtime.LockOSThread()
+	self, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
+	if err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("open own network namespace: %w", err)
+	}
+	defer self.Close()
+	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("enter network namespace %s: %w", name, err)
+	}
+	ferr := f()
+	if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err != nil {
+		// The thread is stuck in the other namespace: keep it locked so
+		// that it exits with this goroutine instead of serving others.
+		return fmt.Errorf("leave network namespace %s: %w", name, err)
+	}
+	runtime.UnlockOSThread()
+	return ferr
+}
