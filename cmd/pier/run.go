@@ -23,7 +23,14 @@ func runCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	)
 	fs.Var(&paths, "f", "manifest file or folder (repeatable); YAML or JSON, multi-document; watched for changes")
 	fs.StringVar(&cfg.StateDir, "state-dir", ".pier-state", "folder for pier's database and the per-load-balancer HAProxy folders")
-	fs.StringVar(&cfg.Node, "node", "local", "name of this node in load balancer placements")
+	fs.StringVar(&cfg.Node, "node", "local", "name of this node in load balancer placements (one node only)")
+	fs.IntVar(&cfg.Nodes, "nodes", 1, "number of nodes; 2 or more runs the active/standby pair without a cluster: each node is a network\n"+
+		"namespace (<lab-prefix>n0, n1, …) on one bridge with its own HAProxy and keepalived, plus a client host\n"+
+		"(<lab-prefix>c) and a pods host (<lab-prefix>pods, where backends run); VIPs and FIPs then come from\n"+
+		standalone.LabInternalPool+" and "+standalone.LabPublicPool+" unless the pool flags say otherwise. Needs root;\n"+
+		"every namespace is removed on exit. A Node manifest with spec.unschedulable: true drains that node")
+	fs.StringVar(&cfg.LabPrefix, "lab-prefix", "pier-", "prefix of the network namespaces --nodes creates")
+	fs.StringVar(&cfg.KeepalivedBinary, "keepalived-binary", "keepalived", "keepalived to run on each node with --nodes")
 	pools.register(fs, "127.10.0.0/16", "CIDR the internal VIPs are allocated from (loopback by default: no network set-up needed)", "127.20.0.0/16")
 	routerIDFlag(fs, &cfg.RouterIDs)
 	apiAddrFlag(fs, &cfg.APIAddr, "127.0.0.1:8082", apiUsage)
@@ -58,6 +65,18 @@ Flags:
 	}
 	cfg.Paths = paths
 	cfg.InternalPool, cfg.PublicPool = pools.internal, pools.public
+	if cfg.Nodes >= 2 {
+		// Loopback VIPs cannot move between nodes: take the lab's pools
+		// unless the operator chose others.
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["internal-pool"] {
+			cfg.InternalPool = standalone.LabInternalPool
+		}
+		if !set["public-pool"] {
+			cfg.PublicPool = standalone.LabPublicPool
+		}
+	}
 	cfg.Translate = tr.opts
 	cfg.Status = st.value()
 	cfg.HAProxyBinary = haproxy.binary

@@ -52,9 +52,21 @@ func PrintTable(w io.Writer, lbs []*model.LoadBalancer, now time.Time) error {
 			state = string(model.StatePending)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", lb.Name, lb.Provider, dash(lb.VIP), dash(lb.FIP),
-			state, dash(lb.Placement.Active), dash(lb.Placement.Standby), age(now.Sub(lb.CreatedAt)))
+			state, withRole(lb, lb.Placement.Active), withRole(lb, lb.Placement.Standby), age(now.Sub(lb.CreatedAt)))
 	}
 	return tw.Flush()
+}
+
+// withRole is a placed node with the VRRP role its agent reports, if any:
+// "n0 (MASTER)". After a failover the standby is the MASTER.
+func withRole(lb *model.LoadBalancer, node string) string {
+	if node == "" {
+		return "-"
+	}
+	if r, ok := lb.Status.Report(node); ok && r.VRRP != "" {
+		return node + " (" + string(r.VRRP) + ")"
+	}
+	return node
 }
 
 func dash(s string) string {

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"path/filepath"
 	"time"
 
@@ -41,9 +40,15 @@ type Config struct {
 	APIAddr       string
 	Node          string
 	HAProxyBinary string
-	Translate     translate.Options
-	Render        render.Options
-	Status        status.Addresses
+	// Nodes ≥ 2 runs that many nodes, each a network namespace with its
+	// own HAProxy and keepalived (package lab): the active/standby pair
+	// without a cluster. Needs root.
+	Nodes            int
+	LabPrefix        string // namespace names: <prefix>n0, <prefix>c, …
+	KeepalivedBinary string
+	Translate        translate.Options
+	Render           render.Options
+	Status           status.Addresses
 }
 
 // Run runs pier until ctx ends, then stops HAProxy gracefully.
@@ -76,40 +81,54 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		Store: st, IPAM: alloc, RouterIDs: routerid.New(ids), Translate: cfg.Translate, Addresses: cfg.Status, Status: v,
 		Metrics: m, Logger: logger, Observe: v.observe,
 	}
-	// pier run is one node: it comes with every snapshot, as the Node
-	// informer's do in Kubernetes mode. Its address is loopback: with no
-	// standby there is no VRRP peer to reach.
-	nodes := []source.Node{{Name: cfg.Node, Ready: true, Address: netip.AddrFrom4([4]byte{127, 0, 0, 1})}}
+	// Every agent shares the store, the Secrets and the data plane
+	// options; each has its node, folder and (with --nodes) namespace.
+	newAgent := func(ac agent.Config) *agent.Agent {
+		ac.Store, ac.Secrets, ac.HAProxyBinary, ac.Render = st, v, cfg.HAProxyBinary, cfg.Render
+		ac.StopOnExit, ac.Metrics = true, m
+		return agent.New(ac)
+	}
+	// pier run's nodes come with every snapshot, as the Node informer's
+	// do in Kubernetes mode.
+	nodes := &nodeSet{log: logger}
+	if cfg.Nodes >= 2 {
+		l, labNodes, err := buildLab(cfg, stateDir, newAgent, logger)
+		if err != nil {
+			return err
+		}
+		defer l.Remove()
+		nodes.nodes = labNodes
+	} else {
+		nodes.nodes = []*node{{source: singleNode(cfg.Node),
+			agent: newAgent(agent.Config{Node: cfg.Node, StateDir: stateDir, Logger: logger.With("component", "agent")})}}
+	}
 	offer := func(snap *source.Snapshot, problems []files.Problem) {
 		for _, sp := range problems {
 			logger.Warn("manifest document skipped", "problem", sp.String())
 		}
 		m.SourceProblems.Set(float64(len(problems)))
 		withNodes := *snap
-		withNodes.Nodes = nodes
+		withNodes.Nodes = nodes.forSnapshot(snap.Nodes)
 		p.Offer(&withNodes)
 	}
 	offer(snap, srcProblems)
-
-	ag := agent.New(agent.Config{
-		Node: cfg.Node, StateDir: stateDir, Store: st, Secrets: v,
-		HAProxyBinary: cfg.HAProxyBinary, Render: cfg.Render,
-		StopOnExit: true, Metrics: m, Logger: logger.With("component", "agent"),
-	})
 	srv := &api.Server{Store: st, Ingresses: p, Registry: m.Registry, Logger: logger, Healthy: p.Ready,
 		UI: &web.Handler{Store: st, Ingresses: p, Config: web.ConfigOnDisk(stateDir), Logger: logger.With("component", "web")}}
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(named("pipeline", func() error { return p.Run(ctx) }))
-	g.Go(named("agent", func() error {
-		// The store may hold specs from before a restart: let the first
-		// rebuild bring it up to date, or HAProxy would be reloaded twice
-		// (once to the stale spec, once to the current one).
-		if err := waitReady(ctx, p); err != nil {
-			return err
-		}
-		return ag.Run(ctx)
-	}))
+	for _, n := range nodes.nodes {
+		g.Go(named("agent "+n.source.Name, func() error {
+			// The store may hold specs from before a restart: let the
+			// first rebuild bring it up to date, or HAProxy would be
+			// reloaded twice (once to the stale spec, once to the
+			// current one).
+			if err := waitReady(ctx, p); err != nil {
+				return err
+			}
+			return n.agent.Run(ctx)
+		}))
+	}
 	g.Go(named("api", func() error { return srv.ListenAndServe(ctx, cfg.APIAddr) }))
 	g.Go(named("watch", func() error {
 		return files.Watch(ctx, cfg.Paths, logger.With("component", "files"), offer)

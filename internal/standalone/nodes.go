@@ -1,0 +1,117 @@
+package standalone
+
+import (
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"pier.dev/pier/internal/agent"
+	"pier.dev/pier/internal/lab"
+	"pier.dev/pier/internal/source"
+)
+
+// LabPools are the pools `pier run --nodes` uses unless told otherwise:
+// VIPs and floating IPs on the lab's segment, so that they move between
+// the node namespaces with VRRP and the client host reaches them.
+const (
+	LabInternalPool = "10.99.0.128/26"
+	LabPublicPool   = "10.99.0.192/26"
+)
+
+// node is one node of pier run: its agent and where it runs.
+type node struct {
+	source source.Node
+	agent  *agent.Agent
+	// draining is the last drain state given to the agent.
+	draining bool
+}
+
+// localHeartbeats tells the agents of pier run that their peers are
+// alive: they all run in this process, so a peer is alive while pier run
+// is, and its word is always fresh.
+type localHeartbeats struct{}
+
+func (localHeartbeats) Alive(string) bool          { return true }
+func (localHeartbeats) RenewedAt(string) time.Time { return time.Now() }
+func (localHeartbeats) String() string             { return "in-process" }
+
+var _ agent.Heartbeats = localHeartbeats{}
+
+// buildLab creates the network of `pier run --nodes N`: a namespace per
+// node on a bridge, a client host and a pods host (see package lab), and
+// one agent per node that runs HAProxy and keepalived in its namespace.
+func buildLab(cfg Config, stateDir string, newAgent func(agent.Config) *agent.Agent, logger *slog.Logger) (*lab.Lab, []*node, error) {
+	if err := lab.Available(); err != nil {
+		return nil, nil, fmt.Errorf("--nodes %d: %w", cfg.Nodes, err)
+	}
+	l, err := lab.Build(lab.Options{Prefix: cfg.LabPrefix, Nodes: cfg.Nodes, Client: true, Pods: true})
+	if err != nil {
+		return nil, nil, fmt.Errorf("--nodes %d: %w", cfg.Nodes, err)
+	}
+	var nodes []*node
+	for _, h := range l.Nodes {
+		n := &node{source: source.Node{Name: h.Name, Ready: true, Address: h.Addr}}
+		n.agent = newAgent(agent.Config{
+			Node:       h.Name,
+			StateDir:   filepath.Join(stateDir, "nodes", h.Name),
+			Netns:      h.NS,
+			VRRP:       &agent.VRRPConfig{Interface: "eth0", KeepalivedBinary: cfg.KeepalivedBinary},
+			Heartbeats: localHeartbeats{},
+			Logger:     logger.With("component", "agent", "node", h.Name),
+		})
+		nodes = append(nodes, n)
+	}
+	logger.Info("lab network built: each node is a network namespace on one bridge, with no route out",
+		"nodes", hostList(l.Nodes), "client", l.Client.NS+" "+l.Client.Addr.String(), "pods", l.Pods.NS+" "+l.Pods.Addr.String(),
+		"try", "ip netns exec "+l.Client.NS+" curl http://<VIP>:<port>/")
+	return l, nodes, nil
+}
+
+func hostList(hosts []*lab.Host) []string {
+	var out []string
+	for _, h := range hosts {
+		out = append(out, h.NS+" "+h.Addr.String())
+	}
+	return out
+}
+
+// nodeSet is pier run's nodes and what the manifests say of them.
+type nodeSet struct {
+	mu    sync.Mutex
+	nodes []*node
+	log   *slog.Logger
+}
+
+// forSnapshot returns the nodes to put in a snapshot: pier run's own,
+// with Draining taken from a Node manifest of the same name
+// (spec.unschedulable, as `kubectl cordon` sets it). A change of drain
+// state is handed to that node's agent.
+func (s *nodeSet) forSnapshot(fromFiles []source.Node) []source.Node {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	draining := map[string]bool{}
+	for _, n := range fromFiles {
+		draining[n.Name] = n.Draining
+	}
+	out := make([]source.Node, 0, len(s.nodes))
+	for _, n := range s.nodes {
+		sn := n.source
+		sn.Draining = draining[sn.Name]
+		if sn.Draining != n.draining && n.agent != nil {
+			s.log.Info("node drain state from the manifests", "node", sn.Name, "draining", sn.Draining)
+			n.agent.SetDraining(sn.Draining)
+			n.draining = sn.Draining
+		}
+		out = append(out, sn)
+	}
+	return out
+}
+
+// singleNode is pier run's one node: its address is loopback, with no
+// standby there is no VRRP peer to reach.
+func singleNode(name string) source.Node {
+	return source.Node{Name: name, Ready: true, Address: netip.AddrFrom4([4]byte{127, 0, 0, 1})}
+}
