@@ -213,7 +213,9 @@ func (l *Lab) addNamespace(ns string) error {
 
 // Remove kills every process inside the lab's namespaces and deletes them,
 // hosts first, the switch last. It is safe to call more than once and from
-// several goroutines; only the first call acts.
+// several goroutines; only the first call acts. Stop what you started with
+// Command first where you can: a process started an instant before Remove
+// may not have entered its namespace yet, and then escapes the kill.
 func (l *Lab) Remove() {
 	l.remove.Do(func() {
 		for i := len(l.created) - 1; i >= 0; i-- {
@@ -261,11 +263,26 @@ func (h *Host) Command(ctx context.Context, name string, args ...string) *exec.C
 	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", h.NS, name}, args...)...)
 }
 
-// Has reports whether addr is on the host's eth0.
+// Has reports whether addr is on the host's eth0, with any prefix length:
+// its own address as well as one added by VRRP.
 func (h *Host) Has(addr netip.Addr) bool {
 	out, err := exec.Command("ip", "-n", h.NS, "-o", "addr", "show", "dev", "eth0").Output()
-	want := " " + netip.PrefixFrom(addr, addr.BitLen()).String() + " "
-	return err == nil && strings.Contains(string(out), want)
+	if err != nil {
+		return false
+	}
+	// A line reads "2: eth0    inet 10.99.0.11/24 brd … scope global eth0".
+	for line := range strings.SplitSeq(string(out), "\n") {
+		fields := strings.Fields(line)
+		for i := 0; i+1 < len(fields); i++ {
+			if fields[i] != "inet" && fields[i] != "inet6" {
+				continue
+			}
+			if p, err := netip.ParsePrefix(fields[i+1]); err == nil && p.Addr() == addr {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // SetLink takes the host's switch port down or up: the host is cut off
