@@ -40,6 +40,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"pier.dev/pier/internal/lab"
 )
 
 // EnvName names the environment variable that carries the namespace's name
@@ -242,45 +244,9 @@ func killLeftovers(name string) {
 }
 
 // KillIn kills every process in the named namespace with SIGKILL, waits
-// up to a second for them to go, and returns their pids.
-func KillIn(name string) []int {
-	pids := pidsIn(filepath.Join(runDir, name))
-	if len(pids) == 0 {
-		return nil
-	}
-	for _, pid := range pids {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
-	// Wait briefly so that the namespace's addresses are free when we go.
-	for range 50 {
-		if len(pidsIn(filepath.Join(runDir, name))) == 0 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return pids
-}
-
-// pidsIn lists the processes whose network namespace is the file nsPath.
-func pidsIn(nsPath string) []int {
-	var ns syscall.Stat_t
-	if syscall.Stat(nsPath, &ns) != nil {
-		return nil
-	}
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		var st syscall.Stat_t
-		if syscall.Stat("/proc/"+e.Name()+"/ns/net", &st) == nil && st.Dev == ns.Dev && st.Ino == ns.Ino {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
+// up to a second for them to go, and returns their pids. The code lives in
+// internal/lab, which pier run --nodes shares with the tests.
+func KillIn(name string) []int { return lab.KillIn(name) }
 
 func remove(name string) {
 	if err := ip("netns", "delete", name); err != nil {
@@ -294,22 +260,7 @@ func removeStale() { RemoveStale(namePrefix) }
 
 // RemoveStale deletes every namespace named prefix+"<pid>-…" whose pid is
 // no longer running, after killing what still runs inside it.
-func RemoveStale(prefix string) {
-	entries, _ := os.ReadDir(runDir)
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), prefix)
-		if !ok {
-			continue
-		}
-		pidText, _, _ := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(pidText)
-		if err != nil || pid == os.Getpid() || syscall.Kill(pid, 0) != syscall.ESRCH {
-			continue
-		}
-		killLeftovers(e.Name())
-		remove(e.Name())
-	}
-}
+func RemoveStale(prefix string) { lab.RemoveStale(prefix) }
 
 func ip(args ...string) error {
 	out, err := exec.Command("ip", args...).CombinedOutput()

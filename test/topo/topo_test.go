@@ -3,51 +3,75 @@
 package topo
 
 import (
-	"net/netip"
+	"context"
+	"errors"
+	"os"
 	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
-// Hosts reach each other on the segment, nothing else, and the link switch
-// cuts one off; everything is gone after the cleanup.
+// The wrapper's part: New builds the hosts asked for under the pt<pid>-
+// prefix, and the test's cleanup removes them, processes first. What the
+// network itself does (reachability, isolation, SetLink) is tested in
+// internal/lab.
 func TestTopology(t *testing.T) {
 	var names []string
+	var sleep *exec.Cmd
 	t.Run("build", func(t *testing.T) {
 		top := New(t, Options{Nodes: 2, Client: true})
 		names = top.namespaces()
-		// A TCP connect to a closed port is refused (RST) when the host is
-		// reachable, and times out when it is not.
-		reach := func(from *Host, to netip.Addr) bool {
-			cmd := from.Command(t.Context(), "bash", "-c", "timeout 1 bash -c 'exec 3<>/dev/tcp/"+to.String()+"/9' 2>&1")
-			out, _ := cmd.CombinedOutput()
-			return strings.Contains(string(out), "refused")
+		prefix := "pt" + strconv.Itoa(os.Getpid()) + "-"
+		want := []string{prefix + "n0", prefix + "n1", prefix + "c", prefix + "sw"}
+		if !slices.Equal(names, want) || top.Switch != prefix+"sw" {
+			t.Fatalf("namespaces = %v, switch %s; want %v", names, top.Switch, want)
 		}
-		if !reach(top.Client, top.Nodes[0].Addr) || !reach(top.Nodes[0], top.Nodes[1].Addr) {
-			t.Fatal("hosts on the segment do not reach each other")
+		for _, h := range append(slices.Clone(top.Nodes), top.Client) {
+			if !Subnet.Contains(h.Addr) || !h.Has(h.Addr) {
+				t.Errorf("%s: address %s not on eth0", h.Name, h.Addr)
+			}
 		}
-		if reach(top.Client, netip.MustParseAddr("10.98.0.1")) {
-			t.Fatal("an address off the segment was reachable")
+		if got := top.Holders(top.Nodes[1].Addr); !slices.Equal(got, []string{"n1"}) {
+			t.Errorf("Holders(%s) = %v, want [n1]", top.Nodes[1].Addr, got)
 		}
-		if err := top.Nodes[1].SetLink(false); err != nil {
+		// Something running inside is killed by the cleanup. ip netns exec
+		// enters the namespace after Start returns: wait until it has.
+		// Not t.Context(): its end would kill the process before the
+		// cleanup could show that it does.
+		sleep = top.Nodes[0].Command(context.Background(), "sleep", "60")
+		if err := sleep.Start(); err != nil {
 			t.Fatal(err)
 		}
-		if reach(top.Client, top.Nodes[1].Addr) {
-			t.Fatal("a host whose link is down was reachable")
-		}
-		if err := top.Nodes[1].SetLink(true); err != nil {
-			t.Fatal(err)
-		}
-		// Something running inside is killed by the cleanup.
-		if err := top.Nodes[0].Command(t.Context(), "sleep", "60").Start(); err != nil {
-			t.Fatal(err)
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			out, _ := exec.Command("ip", "netns", "pids", top.Nodes[0].NS).Output()
+			if slices.Contains(strings.Fields(string(out)), strconv.Itoa(sleep.Process.Pid)) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("sleep never showed up in the namespace")
+			}
 		}
 	})
-	time.Sleep(100 * time.Millisecond)
+	if sleep != nil && sleep.Process != nil {
+		done := make(chan error, 1)
+		go func() { done <- sleep.Wait() }()
+		select {
+		case err := <-done:
+			var exitErr *exec.ExitError
+			if !errors.As(err, &exitErr) {
+				t.Errorf("sleep in the topology: %v, want killed by the cleanup", err)
+			}
+		case <-time.After(5 * time.Second):
+			_ = sleep.Process.Kill()
+			t.Error("a process in the topology survived the cleanup")
+		}
+	}
 	out, _ := exec.Command("ip", "netns", "list").Output()
 	for _, ns := range names {
-		if strings.Contains(string(out)+"\n", ns+" ") || strings.Contains(string(out)+"\n", ns+"\n") {
+		if slices.Contains(strings.Fields(string(out)), ns) {
 			t.Fatalf("namespace %s left after cleanup", ns)
 		}
 	}

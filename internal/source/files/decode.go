@@ -40,6 +40,7 @@ var keptKinds = map[schema.GroupVersionKind]bool{
 	corev1.SchemeGroupVersion.WithKind("Service"):            true,
 	corev1.SchemeGroupVersion.WithKind("Secret"):             true,
 	discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"): true,
+	corev1.SchemeGroupVersion.WithKind("Node"):               true,
 }
 
 // listKinds maps the lists that are expanded to the kind of their items;
@@ -347,7 +348,7 @@ func describe(h header, gvk schema.GroupVersionKind) string {
 	if name == "" {
 		name = "(no name)"
 	}
-	if gvk.Kind == "IngressClass" {
+	if clusterScoped(gvk.Kind) {
 		return kind + " " + name
 	}
 	ns := h.Metadata.Namespace

@@ -37,13 +37,22 @@ func finish(obj kubeObject) (keep bool, err error) {
 	return true, nil
 }
 
+// clusterScoped reports the kept kinds that have no namespace, by the kind
+// a document names (describe has no decoded object to look at).
+func clusterScoped(kind string) bool {
+	return kind == "IngressClass" || kind == "Node"
+}
+
 // finishMeta defaults the namespace and checks names, because translation
-// builds HAProxy names and UUIDs from them.
+// builds HAProxy names and UUIDs from them (and placement, node names).
 func finishMeta(obj kubeObject) error {
-	if _, clusterScoped := obj.(*networkingv1.IngressClass); clusterScoped {
+	switch obj.(type) {
+	case *networkingv1.IngressClass, *corev1.Node: // as clusterScoped
 		obj.SetNamespace("") // the apiserver ignores it too
-	} else if obj.GetNamespace() == "" {
-		obj.SetNamespace(metav1.NamespaceDefault)
+	default:
+		if obj.GetNamespace() == "" {
+			obj.SetNamespace(metav1.NamespaceDefault)
+		}
 	}
 	if obj.GetName() == "" {
 		return errors.New("metadata.name is required")
@@ -151,7 +160,17 @@ func add(snap *source.Snapshot, obj kubeObject) {
 		snap.EndpointSlices = append(snap.EndpointSlices, o)
 	case *corev1.Secret:
 		snap.Secrets = append(snap.Secrets, o)
+	case *corev1.Node:
+		snap.Nodes = append(snap.Nodes, nodeOf(o))
 	}
+}
+
+// nodeOf is what placement reads of a Node manifest. A Node in a file is
+// the operator's statement that the node exists and runs, so it is Ready
+// whatever its status says; status is written by kubelets, and no kubelet
+// reports to a file. Only spec.unschedulable (kubectl cordon) is read.
+func nodeOf(n *corev1.Node) source.Node {
+	return source.Node{Name: n.Name, Ready: true, Draining: n.Spec.Unschedulable}
 }
 
 // sortSnapshot orders objects by namespace/name, so the snapshot does not
@@ -162,6 +181,7 @@ func sortSnapshot(snap *source.Snapshot) {
 	slices.SortFunc(snap.Services, byName[*corev1.Service])
 	slices.SortFunc(snap.EndpointSlices, byName[*discoveryv1.EndpointSlice])
 	slices.SortFunc(snap.Secrets, byName[*corev1.Secret])
+	slices.SortFunc(snap.Nodes, func(a, b source.Node) int { return cmp.Compare(a.Name, b.Name) })
 }
 
 func byName[T metav1.Object](a, b T) int {

@@ -10,10 +10,10 @@
 //
 // Decisions a reader of the manifests should know:
 //   - Kinds kept: networking.k8s.io/v1 Ingress and IngressClass, v1 Service,
-//     discovery.k8s.io/v1 EndpointSlice and v1 Secret. v1 List and the typed
-//     lists of those kinds are expanded. Kinds of other API groups, and other
-//     kinds of these groups (Deployment, ConfigMap, Namespace, …), are
-//     ignored with a debug log. Another version of a kept kind
+//     discovery.k8s.io/v1 EndpointSlice, v1 Secret and v1 Node. v1 List
+//     and the typed lists of those kinds are expanded. Kinds of other API
+//     groups, and other kinds of these groups (Deployment, ConfigMap,
+//     Namespace, …), are ignored with a debug log. Another version of a kept kind
 //     (networking.k8s.io/v1beta1 Ingress) or a misspelt kind in a kept group
 //     version is a Problem, because the user clearly meant pier to read it.
 //   - Secrets: kept when their type is kubernetes.io/tls, or Opaque (or
@@ -21,8 +21,12 @@
 //     as pier only serves certificates. stringData is merged into data as
 //     the apiserver does. A kubernetes.io/tls Secret without both keys is a
 //     Problem, as the apiserver would refuse it.
+//   - Nodes: each becomes a source.Node named like it, Ready (a Node in a
+//     file is the operator's statement that it runs; its status is
+//     ignored, as no kubelet writes it) and Draining when
+//     spec.unschedulable is set. Its fields are still decoded strictly.
 //   - Defaults as the apiserver sets them: namespace "default" (cleared on
-//     the cluster-scoped IngressClass), Service type ClusterIP, port
+//     the cluster-scoped IngressClass and Node), Service type ClusterIP, port
 //     protocol TCP and targetPort = port, EndpointSlice port protocol TCP.
 //     EndpointSlice conditions.ready is left nil: the API defines nil as
 //     ready, and consumers must read it that way.

@@ -440,3 +440,54 @@ func TestLoaderChanges(t *testing.T) {
 		t.Errorf("after removing b.yaml: %v", got)
 	}
 }
+
+// Nodes: Ready whatever their status, Draining from spec.unschedulable,
+// cluster-scoped, strictly decoded, and checked like any other kind.
+func TestLoadNodes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nodes.yaml")
+	writeFile(t, path, "apiVersion: v1\nkind: Node\nmetadata: {name: worker-b}\n"+
+		"---\n"+
+		"apiVersion: v1\nkind: Node\nmetadata: {name: worker-a, namespace: shop}\nspec: {unschedulable: true}\n"+
+		"status:\n  conditions: [{type: Ready, status: 'False'}]\n  addresses: [{type: InternalIP, address: 10.0.0.1}]\n"+
+		"---\n"+
+		"apiVersion: v1\nkind: Node\nmetadata: {name: Worker_C}\n"+
+		"---\n"+
+		"apiVersion: v1\nkind: Node\nmetadata: {name: worker-d}\nspec: {unschedulabel: true}\n"+
+		"---\n"+
+		"apiVersion: v1\nkind: NodeList\nitems:\n"+
+		"- metadata: {name: worker-e}\n"+
+		"- metadata: {name: worker-b, namespace: other}\n"+
+		"---\n"+
+		"apiVersion: v1\nkind: Node\nmetadata: {}\n")
+	snap, problems := mustLoad(t, path)
+	// A file's own problems come first, then the duplicates across files.
+	checkProblems(t, problems, path, []int{3, 4, 6, 5}, []string{
+		`Node Worker_C: metadata.name "Worker_C"`,
+		`Node worker-d: unknown field "spec.unschedulabel"`,
+		"Node (no name): metadata.name is required",
+		"List item 2: Node worker-b: duplicate ignored, " + path + " doc 1 defines it first",
+	})
+	want := []source.Node{
+		{Name: "worker-a", Ready: true, Draining: true},
+		{Name: "worker-b", Ready: true},
+		{Name: "worker-e", Ready: true},
+	}
+	if !slices.Equal(snap.Nodes, want) {
+		t.Errorf("nodes = %+v, want %+v", snap.Nodes, want)
+	}
+	if len(snap.Services)+len(snap.Ingresses) != 0 {
+		t.Errorf("a Node became something else: %+v", snap)
+	}
+}
+
+// A Node of another version is the user meaning pier to read it.
+func TestLoadNodeWrongVersion(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "node.yaml")
+	writeFile(t, path, "apiVersion: v2\nkind: Node\nmetadata: {name: a}\n---\n"+
+		"apiVersion: v1\nkind: Nod\nmetadata: {name: b}\n")
+	snap, problems := mustLoad(t, path)
+	checkProblems(t, problems, path, []int{1, 2}, []string{"Node a: v2 is not supported, use v1", "Nod default/b: unknown kind in v1"})
+	if len(snap.Nodes) != 0 {
+		t.Errorf("nodes = %+v", snap.Nodes)
+	}
+}

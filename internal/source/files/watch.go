@@ -228,6 +228,6 @@ func (w *watcher) reload() {
 	w.log.Info("manifests changed", "ingresses", len(snap.Ingresses),
 		"services", len(snap.Services), "endpointSlices", len(snap.EndpointSlices),
 		"secrets", len(snap.Secrets), "ingressClasses", len(snap.IngressClasses),
-		"problems", len(problems))
+		"nodes", len(snap.Nodes), "problems", len(problems))
 	w.onChange(snap, problems)
 }
