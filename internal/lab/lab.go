@@ -131,6 +131,18 @@ func Build(opts Options) (*Lab, error) {
 	return l, nil
 }
 
+// Attach returns the lab that opts describe, built by another process
+// (pier run --nodes): its hosts can be used, and Remove deletes whatever
+// of it still exists (a crashed builder leaves it).
+func Attach(opts Options) (*Lab, error) {
+	l, err := plan(opts)
+	if err != nil {
+		return nil, err
+	}
+	l.created = l.namespaces()
+	return l, nil
+}
+
 // plan checks opts and lays out the lab without creating anything.
 func plan(opts Options) (*Lab, error) {
 	if !validPrefix.MatchString(opts.Prefix) {

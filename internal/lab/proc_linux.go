@@ -78,3 +78,16 @@ func RemoveStale(prefix string) {
 		_ = ip("netns", "delete", e.Name())
 	}
 }
+
+// PidsIn lists the processes named comm (as in /proc/PID/comm, e.g.
+// "haproxy") that run in the named namespace.
+func PidsIn(ns, comm string) []int {
+	var out []int
+	for _, pid := range pidsIn(filepath.Join(runDir, ns)) {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "comm"))
+		if err == nil && strings.TrimSpace(string(b)) == comm {
+			out = append(out, pid)
+		}
+	}
+	return out
+}

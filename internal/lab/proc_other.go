@@ -8,3 +8,6 @@ func KillIn(ns string) []int { return nil }
 
 // RemoveStale does nothing off Linux (see KillIn).
 func RemoveStale(prefix string) {}
+
+// PidsIn finds nothing off Linux.
+func PidsIn(ns, comm string) []int { return nil }

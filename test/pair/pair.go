@@ -86,7 +86,11 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		return nil, err
 	}
 	go func() { _ = env.pier.Wait(); logf.Close(); close(env.done) }()
-	env.Lab = lab.Attach(lab.Options{Prefix: opts.Prefix, Nodes: 2, Client: true, Pods: true})
+	env.Lab, err = lab.Attach(lab.Options{Prefix: opts.Prefix, Nodes: 2, Client: true, Pods: true})
+	if err != nil {
+		_ = env.pier.Process.Kill()
+		return nil, err
+	}
 	fail := func(err error) (*Env, error) {
 		env.Stop()
 		return nil, fmt.Errorf("%w; pier log: %s", err, filepath.Join(opts.Dir, "pier.log"))
