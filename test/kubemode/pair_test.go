@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -272,4 +273,53 @@ func (e *env) cordon(node string, on bool) {
 	if _, err := e.cs.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		e.t.Fatalf("cordon %s=%v: %v", node, on, err)
 	}
+}
+
+// TestDrainOnExit: SIGTERM to an agent started with --drain-on-exit
+// deletes its Lease once the agent is done, so the controller re-places
+// at once, well before the (here long) heartbeat timeout; SIGTERM without
+// it leaves the Lease to expire, so a restart moves nothing.
+func TestDrainOnExit(t *testing.T) {
+	e := newEnv(t)
+	long := []string{"--heartbeat-timeout", "30s"}
+	agentA := e.startAgentOn(activeNode, append(long, "--drain-on-exit")...)
+	agentB := e.startAgentOn(standbyNode, long...)
+	e.startController("ctl-1", "--node-selector", "")
+	e.create(e.ingress("one", "one.example", nil))
+	if p := e.waitPair("one", time.Minute, "served by both", servedByBoth); p.Active != activeNode {
+		t.Fatalf("placement %s, want %s active", p, activeNode)
+	}
+
+	if err := agentB.stop(10 * time.Second); err != nil {
+		t.Fatalf("agent on %s: %v", standbyNode, err)
+	}
+	if !e.agentLeaseExists(standbyNode) {
+		t.Errorf("the Lease of %s is gone after a SIGTERM without --drain-on-exit", standbyNode)
+	}
+	agentB = e.startAgentOn(standbyNode, long...)
+
+	stopped := time.Now()
+	if err := agentA.stop(10 * time.Second); err != nil {
+		t.Fatalf("agent on %s: %v", activeNode, err)
+	}
+	if e.agentLeaseExists(activeNode) {
+		t.Errorf("the Lease of %s is still there after a SIGTERM with --drain-on-exit", activeNode)
+	}
+	p := e.waitPair("one", 10*time.Second, "standby promoted", func(p pairLB) bool {
+		return p.Active == standbyNode && p.Standby == "" && p.State == "ACTIVE" && p.Node == standbyNode
+	})
+	t.Logf("agent on %s stopped with --drain-on-exit; re-placed within %s (timeout 30 s): %s",
+		activeNode, time.Since(stopped).Round(time.Millisecond), p)
+	if agentA.count("heartbeat Lease deleted") == 0 {
+		t.Errorf("agent on %s does not log the Lease deletion", activeNode)
+	}
+}
+
+func (e *env) agentLeaseExists(node string) bool {
+	e.t.Helper()
+	_, err := e.cs.CoordinationV1().Leases(leaseNS).Get(e.t.Context(), "pier-agent-"+node, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		e.t.Fatalf("get lease of %s: %v", node, err)
+	}
+	return err == nil
 }
