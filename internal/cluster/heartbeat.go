@@ -133,6 +133,16 @@ func (h leaseHeartbeats) Alive(node string) bool {
 	return err == nil && sourcekube.LeaseAlive(l, time.Now())
 }
 
+// RenewedAt is when node's agent last renewed its Lease (its own clock);
+// the zero time when unknown.
+func (h leaseHeartbeats) RenewedAt(node string) time.Time {
+	l, err := h.leases.Get(sourcekube.AgentLeaseName(node))
+	if err != nil || l.Spec.RenewTime == nil {
+		return time.Time{}
+	}
+	return l.Spec.RenewTime.Time
+}
+
 // startLeaseHeartbeats runs the Lease informer until stop ends and waits
 // for its cache (or for ready to end): an agent must not take every peer
 // for dead because it has not listed them yet.

@@ -54,6 +54,9 @@ func TestHeartbeatLease(t *testing.T) {
 	if !peers.Alive("a") || peers.Alive("b") {
 		t.Errorf("Alive(a)=%v Alive(b)=%v, want a alive, b unknown", peers.Alive("a"), peers.Alive("b"))
 	}
+	if got, want := peers.RenewedAt("a"), renewTime(); !got.Equal(want) || !peers.RenewedAt("b").IsZero() {
+		t.Errorf("RenewedAt(a)=%s, want %s; RenewedAt(b)=%s, want zero", got, want, peers.RenewedAt("b"))
+	}
 	hb.remove()
 	deadline := time.Now().Add(5 * time.Second)
 	for peers.Alive("a") {
