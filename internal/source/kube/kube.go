@@ -152,14 +152,23 @@ func (s *Source) Run(ctx context.Context, onChange func(*source.Snapshot)) error
 // loop debounces change notifications into snapshots. A Lease that
 // expires sends no event, so a timer is armed for the earliest expiry
 // among the fresh ones; a Lease event or that timer leads to a snapshot
-// only when an agent came or went, not on a mere renewal.
+// only when an agent came or went (as the outage rule judges it), not on
+// a mere renewal.
 func (s *Source) loop(ctx context.Context, changed, leaseChanged <-chan struct{}, l listers, onChange func(*source.Snapshot)) error {
 	expiry := time.NewTimer(time.Hour)
 	expiry.Stop()
 	defer expiry.Stop()
 	var last liveness
+	o := &outage{logger: s.logger}
+	judge := func() (liveness, error) {
+		leases, err := l.leases()
+		if err != nil {
+			return liveness{}, fmt.Errorf("list leases: %w", err)
+		}
+		return o.judge(leases, time.Now()), nil
+	}
 	emit := func() error {
-		lv, err := l.liveness()
+		lv, err := judge()
 		if err != nil {
 			return err
 		}
@@ -187,7 +196,7 @@ func (s *Source) loop(ctx context.Context, changed, leaseChanged <-chan struct{}
 		case <-expiry.C:
 		}
 		if !objects {
-			lv, err := l.liveness()
+			lv, err := judge()
 			if err == nil && lv.sameAlive(last) {
 				rearm(expiry, lv.next)
 				continue
@@ -361,15 +370,6 @@ func nodeAddress(n *corev1.Node) (addr netip.Addr, ok bool) {
 		}
 	}
 	return first, true
-}
-
-// liveness reads the agents' Leases now.
-func (l listers) liveness() (liveness, error) {
-	leases, err := l.leases()
-	if err != nil {
-		return liveness{}, fmt.Errorf("list leases: %w", err)
-	}
-	return livenessAt(leases, time.Now()), nil
 }
 
 func (l listers) snapshot(agentAlive map[string]bool) (*source.Snapshot, error) {

@@ -63,11 +63,14 @@ func readyNode(name string) *corev1.Node {
 
 // The source emits a snapshot when a Lease expires (no event arrives
 // then), when it is renewed after being stale and when the node is
-// cordoned, and none for a renewal that keeps it fresh.
+// cordoned, and none for a renewal that keeps it fresh. Node b's agent
+// stays alive throughout: a lone agent going silent is an outage (see
+// TestOutageKeepsNodes).
 func TestSourceFollowsAgentLeases(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	client := fake.NewClientset(readyNode("a"), NewAgentLease(leaseNS, "a", time.Second, time.Now()))
+	client := fake.NewClientset(readyNode("a"), NewAgentLease(leaseNS, "a", time.Second, time.Now()),
+		NewAgentLease(leaseNS, "b", time.Hour, time.Now()))
 	src := New(client, Options{LeaseNamespace: leaseNS, Quiet: 10 * time.Millisecond, MaxDelay: 50 * time.Millisecond},
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	snaps := make(chan source.Node, 10)
