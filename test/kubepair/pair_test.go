@@ -1,0 +1,384 @@
+//go:build linux
+
+package kubepair
+
+import (
+	"errors"
+	"net/netip"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"pier.dev/pier/internal/lab"
+	"pier.dev/pier/internal/model"
+	"pier.dev/pier/test/harness"
+)
+
+// Targets of issue 8 (docs/failover.md).
+const (
+	unplannedTarget = time.Second
+	plannedTarget   = 300 * time.Millisecond
+)
+
+// TestKubePair puts the pair through the failures of issue 8 under steady
+// traffic from the client namespace, one after the other on one cluster:
+// the reports, F1 (kill -9 the holder's HAProxy), F6 (kill -9 the
+// holder's agent, then restart it), F4b (an API-server outage for both
+// agents during an F1) and a planned handover (cordon the holder). Both
+// nodes stay alive and connected throughout, so the VIP and the FIP never
+// have two holders: sampled every 50 ms from start to end.
+func TestKubePair(t *testing.T) {
+	w := newWorld(t)
+	lb, err := w.waitLB(2*time.Minute, "placed on two nodes, MASTER and BACKUP reported", func(lb *model.LoadBalancer) bool {
+		p, r := lb.Placement, roles(lb)
+		return p.Active != "" && p.Standby != "" && p.Active != p.Standby && lb.VIP != "" && lb.FIP != "" &&
+			r[p.Active] == model.VRRPMaster && r[p.Standby] == model.VRRPBackup
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vip, fip := netip.MustParseAddr(lb.VIP), netip.MustParseAddr(lb.FIP)
+	hw := w.watchHolders(vip, fip)
+	defer func() {
+		samples, double, first := hw.end()
+		if double > 0 {
+			t.Errorf("two holders in %d of %d samples (first %s)", double, samples, first)
+		} else {
+			t.Logf("holders of %s and %s sampled %d times (every 50 ms): never two", vip, fip, samples)
+		}
+	}()
+	holder, other := lb.Placement.Active, lb.Placement.Standby
+
+	t.Run("reports and both hot", func(t *testing.T) {
+		t.Logf("%s: VIP %s, FIP %s, %s", lb.Name, vip, fip, describe(lb))
+		for _, a := range []netip.Addr{vip, fip} {
+			if _, err := w.waitHolder(holder, a, 5*time.Second); err != nil {
+				t.Errorf("the active node: %v", err)
+			}
+		}
+		for _, n := range []string{holder, other} {
+			if pids := lab.PidsIn(w.nodes[n].NS, "haproxy"); len(pids) == 0 {
+				t.Errorf("no HAProxy runs on %s: both must be hot", n)
+			}
+			if r, ok := lb.Status.Report(n); !ok || r.State != model.StateActive {
+				t.Errorf("%s reports %+v, want state %s", n, r, model.StateActive)
+			}
+		}
+		p := w.probe(vip)
+		time.Sleep(time.Second)
+		samples := p.Stop()
+		if failed := harness.Failed(samples, time.Time{}, time.Now()); len(failed) > 0 || len(samples) == 0 {
+			t.Errorf("steady traffic through the VIP: %s", harness.Summary(samples))
+		}
+		t.Logf("steady: %s", harness.Summary(samples))
+	})
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	// Each part starts from where the VIP is, so that one failing part
+	// does not mislead the next.
+	t.Run("F1 kill -9 the holder's HAProxy", func(t *testing.T) {
+		holder, other, _ := w.settled(t, vip)
+		f1(t, w, vip, fip, holder, other)
+	})
+	t.Run("F6 kill -9 the holder's agent", func(t *testing.T) {
+		holder, other, lb := w.settled(t, vip)
+		f6(t, w, vip, holder, other, lb.Placement)
+	})
+	t.Run("F4b API outage during F1", func(t *testing.T) {
+		holder, other, lb := w.settled(t, vip)
+		f4b(t, w, vip, holder, other, lb.Placement)
+	})
+	t.Run("planned handover: cordon the holder", func(t *testing.T) {
+		holder, other, _ := w.settled(t, vip)
+		planned(t, w, vip, fip, holder, other)
+	})
+}
+
+// settled waits until one node holds the VIP, both agents renew their
+// heartbeat through the relay (connected to the API server again after an
+// outage) and report the roles the addresses say, and returns the holder,
+// the other node and the LoadBalancer.
+func (w *world) settled(t *testing.T, vip netip.Addr) (holder, other string, lb *model.LoadBalancer) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	var h []string
+	for h = w.lab.Holders(vip); len(h) != 1 && time.Now().Before(deadline); h = w.lab.Holders(vip) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(h) != 1 {
+		t.Fatalf("VIP holders %v, want one", h)
+	}
+	holder, other = h[0], "n0"
+	if holder == "n0" {
+		other = "n1"
+	}
+	if err := w.waitRenewed(time.Now(), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	lb, err := w.waitRoles(15*time.Second, map[string]model.VRRPState{holder: model.VRRPMaster, other: model.VRRPBackup})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return holder, other, lb
+}
+
+// killHAProxy kills every HAProxy process of node with SIGKILL and
+// returns when it sent the signals: the fault time.
+func (w *world) killHAProxy(node string) (time.Time, int, error) {
+	pids := lab.PidsIn(w.nodes[node].NS, "haproxy")
+	if len(pids) == 0 {
+		return time.Time{}, 0, errors.New("no haproxy runs on " + node)
+	}
+	at := time.Now()
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return at, len(pids), nil
+}
+
+// failover measures one unplanned failover from fault: the first success
+// after it, and no failure after that.
+func failover(t *testing.T, name string, samples []harness.Sample, fault time.Time) time.Duration {
+	t.Helper()
+	took, ok := harness.Recovery(samples, fault)
+	if !ok {
+		t.Fatalf("%s: no request succeeded after the fault: %s", name, harness.Summary(samples))
+	}
+	if took > unplannedTarget {
+		t.Errorf("%s: first success after %s, target %s", name, took, unplannedTarget)
+	}
+	if before := harness.Failed(samples, time.Time{}, fault); len(before) > 0 {
+		t.Errorf("%s: %d requests failed before the fault, first %+v", name, len(before), before[0])
+	}
+	// A request that started before recovery may still fail (it went to
+	// the dead HAProxy); none that starts after it may.
+	if after := harness.Failed(samples, fault.Add(took), time.Now()); len(after) > 0 {
+		t.Errorf("%s: %d requests failed after recovery, first %+v", name, len(after), after[0])
+	}
+	return took
+}
+
+func f1(t *testing.T, w *world, vip, fip netip.Addr, holder, other string) {
+	p := w.probe(vip)
+	time.Sleep(500 * time.Millisecond)
+	fault, n, err := w.killHAProxy(holder)
+	if err != nil {
+		p.Stop()
+		t.Fatal(err)
+	}
+	moved, err := w.waitHolder(other, vip, 3*time.Second)
+	if err != nil {
+		p.Stop()
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	samples := p.Stop()
+	took := failover(t, "F1", samples, fault)
+	t.Logf("F1: killed %d haproxy processes on %s; VIP on %s after %s; first success after %s; %s",
+		n, holder, other, moved.Sub(fault).Round(time.Millisecond), took.Round(time.Millisecond), harness.Summary(samples))
+	if _, err := w.waitHolder(other, fip, time.Second); err != nil {
+		t.Errorf("the FIP did not follow: %v", err)
+	}
+	// The supervisor restarts the killed HAProxy, which rejoins as
+	// BACKUP: no second move (nopreempt).
+	lb, err := w.waitRoles(20*time.Second, map[string]model.VRRPState{holder: model.VRRPBackup, other: model.VRRPMaster})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !w.holds(other, vip) {
+		t.Errorf("the VIP moved again after %s's HAProxy came back: holders %v", holder, w.lab.Holders(vip))
+	}
+	t.Logf("F1: after the restart: %s", describe(lb))
+}
+
+func f6(t *testing.T, w *world, vip netip.Addr, holder, other string, placement model.Placement) {
+	masters := w.haproxyMasters(holder)
+	if len(masters) == 0 {
+		t.Fatalf("no HAProxy pid file under %s's state folder", holder)
+	}
+	agent := w.agents[holder]
+	adoptedBefore := agent.count("adopted running haproxy")
+	p := w.probe(vip)
+	time.Sleep(500 * time.Millisecond)
+	start := time.Now()
+	killed := agent.kill()
+	// HAProxy and keepalived run on without the agent.
+	time.Sleep(time.Second)
+	if !w.holds(holder, vip) {
+		t.Errorf("VIP holders %v one second after the agent died, want [%s]", w.lab.Holders(vip), holder)
+	}
+	restarted := time.Now()
+	if err := w.startAgent(holder); err != nil {
+		p.Stop()
+		t.Fatal(err)
+	}
+	agent = w.agents[holder]
+	up := time.Since(restarted)
+	deadline := time.Now().Add(15 * time.Second)
+	for agent.count("adopted running haproxy") == adoptedBefore && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	lb, err := w.waitRoles(15*time.Second, map[string]model.VRRPState{holder: model.VRRPMaster, other: model.VRRPBackup})
+	time.Sleep(time.Second)
+	samples := p.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := harness.Failed(samples, start, time.Now())
+	t.Logf("F6: agent on %s killed, down %s, restarted and serving its API in %s; %s; %s",
+		holder, restarted.Sub(killed).Round(time.Millisecond), up.Round(time.Millisecond), describe(lb), harness.Summary(samples))
+	if len(failed) > 0 {
+		t.Errorf("%d requests failed while the agent was down or restarting, first %+v", len(failed), failed[0])
+	}
+	if !w.holds(holder, vip) {
+		t.Errorf("VIP holders %v after the restart, want [%s]: nothing had to move", w.lab.Holders(vip), holder)
+	}
+	if now := w.haproxyMasters(holder); !slices.Equal(now, masters) {
+		t.Errorf("HAProxy masters on %s were %v, now %v: the new agent must adopt them", holder, masters, now)
+	}
+	if n := agent.count("adopted running haproxy; config unchanged, no reload"); n <= adoptedBefore {
+		t.Errorf("the new agent on %s did not log an adoption without reload", holder)
+	}
+	if n := agent.count("adopted running haproxy and reloaded it"); n > 0 {
+		t.Errorf("the new agent on %s reloaded the adopted HAProxy (%d times)", holder, n)
+	}
+	if reloads, err := agent.metric("pier_haproxy_reloads_total"); err != nil || reloads != 0 {
+		t.Errorf("the new agent's pier_haproxy_reloads_total = %v (%v), want 0", reloads, err)
+	}
+	if lb.Placement.Active != placement.Active || lb.Placement.Standby != placement.Standby {
+		t.Errorf("placement moved from %s/%s to %s/%s while the agent restarted",
+			placement.Active, placement.Standby, lb.Placement.Active, lb.Placement.Standby)
+	}
+}
+
+// reloadCounts reads pier_haproxy_reloads_total of both agents.
+func (w *world) reloadCounts(t *testing.T) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	for n, a := range w.agents {
+		v, err := a.metric("pier_haproxy_reloads_total")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[n] = v
+	}
+	return out
+}
+
+func f4b(t *testing.T, w *world, vip netip.Addr, holder, other string, placement model.Placement) {
+	p := w.probe(vip)
+	time.Sleep(500 * time.Millisecond)
+	cut := time.Now()
+	w.relay.Cut()
+	restored := false
+	defer func() {
+		if !restored {
+			w.relay.Restore()
+		}
+	}()
+	// Long enough for the agents' API clients to notice.
+	time.Sleep(2 * time.Second)
+	before := w.haproxyMasters(holder)
+	fault, n, err := w.killHAProxy(holder)
+	if err != nil {
+		p.Stop()
+		t.Fatal(err)
+	}
+	if _, err := w.waitHolder(other, vip, 3*time.Second); err != nil {
+		p.Stop()
+		t.Fatal(err)
+	}
+	// The supervisor restarts the killed HAProxy without the API server.
+	deadline := time.Now().Add(10 * time.Second)
+	for (len(lab.PidsIn(w.nodes[holder].NS, "haproxy")) == 0 || slices.Equal(w.haproxyMasters(holder), before)) &&
+		time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Beyond the heartbeat timeout: the controller sees every agent's
+	// Lease expire at once.
+	for time.Since(cut) < hbTimeout+2*time.Second {
+		time.Sleep(100 * time.Millisecond)
+	}
+	masters := map[string][]int{holder: w.haproxyMasters(holder), other: w.haproxyMasters(other)}
+	reloads := w.reloadCounts(t)
+	restore := time.Now()
+	w.relay.Restore()
+	restored = true
+	lb, err := w.waitRoles(30*time.Second, map[string]model.VRRPState{holder: model.VRRPBackup, other: model.VRRPMaster})
+	if err != nil {
+		p.Stop()
+		t.Fatal(err)
+	}
+	converged := time.Since(restore)
+	time.Sleep(2 * time.Second) // anything that moves after the outage would move now
+	samples := p.Stop()
+	took := failover(t, "F4b", samples, fault)
+	t.Logf("F4b: relay cut %s; killed %d haproxy on %s %s into it; first success through %s after %s; restored after %s; "+
+		"roles reported %s after the restore: %s; %s",
+		cut.Format(time.StampMilli), n, holder, fault.Sub(cut).Round(time.Millisecond), other, took.Round(time.Millisecond),
+		restore.Sub(cut).Round(time.Millisecond), converged.Round(time.Millisecond), describe(lb), harness.Summary(samples))
+	if lb.Placement.Active != placement.Active || lb.Placement.Standby != placement.Standby || lb.Placement.RouterID != placement.RouterID {
+		t.Errorf("placement moved during the outage: %+v, was %+v", lb.Placement, placement)
+	}
+	if !w.holds(other, vip) {
+		t.Errorf("VIP holders %v after the restore, want [%s]", w.lab.Holders(vip), other)
+	}
+	for node, pids := range masters {
+		if now := w.haproxyMasters(node); !slices.Equal(now, pids) {
+			t.Errorf("HAProxy masters on %s went from %v to %v after the restore", node, pids, now)
+		}
+	}
+	if now := w.reloadCounts(t); now[holder] != reloads[holder] || now[other] != reloads[other] {
+		t.Errorf("HAProxy reloads after the restore: %v, before it %v: want none", now, reloads)
+	}
+}
+
+func planned(t *testing.T, w *world, vip, fip netip.Addr, holder, other string) {
+	agent := w.agents[holder]
+	const seenLine = "node cordoned: draining"
+	seenBefore := agent.count(seenLine)
+	p := w.probe(vip)
+	time.Sleep(500 * time.Millisecond)
+	wrote, err := w.cordon(holder, true)
+	if err != nil {
+		p.Stop()
+		t.Fatal(err)
+	}
+	moved, err := w.waitHolder(other, vip, 3*time.Second)
+	if err != nil {
+		p.Stop()
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	samples := p.Stop()
+	_, times := agent.lines(seenLine)
+	if len(times) <= seenBefore || times[len(times)-1].IsZero() {
+		t.Fatalf("the agent on %s did not log %q", holder, seenLine)
+	}
+	seen := times[len(times)-1]
+	fromAgent, fromAPI := moved.Sub(seen), moved.Sub(wrote)
+	failed := harness.Failed(samples, time.Time{}, time.Now())
+	t.Logf("planned: %s cordoned; %s holds %s after the agent saw it (log time, ms) and %s after the API write; %s",
+		holder, other, fromAgent.Round(time.Millisecond), fromAPI.Round(time.Millisecond), harness.Summary(samples))
+	if len(failed) > 0 {
+		t.Errorf("%d requests failed during the planned handover, first %+v", len(failed), failed[0])
+	}
+	if fromAgent > plannedTarget {
+		t.Errorf("planned handover took %s from the agent seeing the cordon, target %s", fromAgent, plannedTarget)
+	}
+	if _, err := w.waitHolder(other, fip, time.Second); err != nil {
+		t.Errorf("the FIP did not follow: %v", err)
+	}
+	if _, err := w.cordon(holder, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.waitRoles(15*time.Second, map[string]model.VRRPState{holder: model.VRRPBackup, other: model.VRRPMaster}); err != nil {
+		t.Fatal(err)
+	}
+	if !w.holds(other, vip) {
+		t.Errorf("the VIP moved back after the uncordon: holders %v", w.lab.Holders(vip))
+	}
+}
