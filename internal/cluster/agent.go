@@ -117,6 +117,8 @@ func RunAgent(ctx context.Context, cfg AgentConfig, logger *slog.Logger) error {
 			logger.Error("cordon watch", "error", err)
 		}
 	})
+	logger.Info("pier agent started", "node", cfg.Node, "state_dir", stateDir, "vrrp_interface", cfg.VRRPInterface,
+		"heartbeat_interval", cfg.HeartbeatInterval, "heartbeat_timeout", cfg.HeartbeatTimeout, "drain_on_exit", cfg.DrainOnExit)
 	runErr := runAgentLoop(ctx, cfg, a, st, m, logger)
 	stopBg()
 	background.Wait() // no renewal may recreate the Lease deleted below
@@ -142,8 +144,6 @@ func runAgentLoop(ctx context.Context, cfg AgentConfig, a *agent.Agent, st *kube
 		})
 	}
 	g.Go(func() error { return orCanceled(a.Run(ctx)) })
-	logger.Info("pier agent started", "node", cfg.Node, "state_dir", cfg.StateDir, "vrrp_interface", cfg.VRRPInterface,
-		"heartbeat_interval", cfg.HeartbeatInterval, "heartbeat_timeout", cfg.HeartbeatTimeout)
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -77,32 +78,51 @@ func (p pairLB) String() string {
 // pairOf reads the LoadBalancer of Ingress name.
 func (e *env) pairOf(name string) (pairLB, bool) {
 	e.t.Helper()
-	lb, ok := e.lbOf(name)
-	if !ok {
-		return pairLB{}, false
-	}
-	u, err := e.dyn.Resource(lbResource).Get(e.t.Context(), lb.Metadata.Name, metav1.GetOptions{})
+	p, ok, err := e.tryPairOf(name)
 	if err != nil {
-		return pairLB{}, false
+		e.t.Fatal(err)
 	}
-	data, _ := u.MarshalJSON()
-	var obj struct {
-		Status struct {
-			Nodes []struct {
-				Node  string `json:"node"`
+	return p, ok
+}
+
+// tryPairOf is pairOf for a goroutine of the test's (which may not call
+// Fatal), or across an API server outage.
+func (e *env) tryPairOf(name string) (pairLB, bool, error) {
+	list, err := e.dyn.Resource(lbResource).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return pairLB{}, false, fmt.Errorf("list load balancers: %w", err)
+	}
+	for _, u := range list.Items {
+		data, _ := u.MarshalJSON()
+		var obj struct {
+			lbObject
+			Status struct {
 				State string `json:"state"`
-			} `json:"nodes"`
-		} `json:"status"`
+				Node  string `json:"node"`
+				Nodes []struct {
+					Node  string `json:"node"`
+					State string `json:"state"`
+				} `json:"nodes"`
+			} `json:"status"`
+		}
+		if err := json.Unmarshal(data, &obj); err != nil {
+			return pairLB{}, false, fmt.Errorf("decode load balancer %s: %w", u.GetName(), err)
+		}
+		mine := false
+		for _, src := range obj.Spec.Sources {
+			mine = mine || src.Kind == "Ingress" && src.Namespace == e.ns && src.Name == name
+		}
+		if !mine {
+			continue
+		}
+		p := pairLB{Active: obj.Spec.Placement.Active, Standby: obj.Spec.Placement.Standby,
+			State: obj.Status.State, Node: obj.Status.Node, Reports: map[string]string{}}
+		for _, n := range obj.Status.Nodes {
+			p.Reports[n.Node] = n.State
+		}
+		return p, true, nil
 	}
-	if err := json.Unmarshal(data, &obj); err != nil {
-		e.t.Fatalf("decode load balancer %s: %v", lb.Metadata.Name, err)
-	}
-	p := pairLB{Active: lb.Spec.Placement.Active, Standby: lb.Spec.Placement.Standby,
-		State: lb.Status.State, Node: lb.Status.Node, Reports: map[string]string{}}
-	for _, n := range obj.Status.Nodes {
-		p.Reports[n.Node] = n.State
-	}
-	return p, true
+	return pairLB{}, false, nil
 }
 
 // waitPair waits until Ingress name's LoadBalancer satisfies ok.
@@ -199,7 +219,7 @@ func (e *env) watchPlacement(name string, from pairLB) *placementWatch {
 				return
 			case <-tick.C:
 			}
-			p, ok := e.pairOf(name)
+			p, ok, _ := e.tryPairOf(name)
 			if ok && (p.Active != from.Active || p.Standby != from.Standby) {
 				w.mu.Lock()
 				if w.moved.IsZero() {
@@ -322,4 +342,85 @@ func (e *env) agentLeaseExists(node string) bool {
 		e.t.Fatalf("get lease of %s: %v", node, err)
 	}
 	return err == nil
+}
+
+// TestAPIOutageKeepsPair: kube-apiserver stops for 5 s, longer than the
+// 2 s heartbeat timeout, so every agent's Lease looks expired to the
+// controller, and the agents renew one after the other once it is back.
+// No load balancer moves: the controller takes a silence of every agent
+// at once for an outage, and gives each agent one Lease duration to
+// renew after the first one does.
+func TestAPIOutageKeepsPair(t *testing.T) {
+	e := newEnv(t)
+	e.startAgentOn(activeNode)
+	e.startAgentOn(standbyNode)
+	// Leadership must outlast the outage (as in TestAPIServerOutage).
+	e.startController("ctl-1", "--node-selector", "", "--lease-duration", "20s", "--renew-deadline", "15s", "--retry-period", "2s")
+	names := []string{"one", "two"}
+	watches := map[string]*placementWatch{}
+	for _, n := range names {
+		e.create(e.ingress(n, n+".example", nil))
+	}
+	for _, n := range names {
+		watches[n] = e.watchPlacement(n, e.waitPair(n, time.Minute, "served by both", servedByBoth))
+	}
+	e.srv.StopAPIServer()
+	time.Sleep(5 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := e.srv.StartAPIServer(ctx); err != nil {
+		t.Fatalf("restart kube-apiserver: %v", err)
+	}
+	// Reconnects, renewals, then the grace of one Lease duration.
+	time.Sleep(3*hbTimeout + 2*time.Second)
+	for _, n := range names {
+		if w := watches[n]; w.movedAt() != (time.Time{}) {
+			t.Errorf("load balancer of %s moved across the API server outage", n)
+		}
+		watches[n].stop()
+		p, _ := e.pairOf(n)
+		t.Logf("%s after the outage: %s", n, p)
+	}
+}
+
+// movedAt is when the placement first moved; zero if it has not.
+func (w *placementWatch) movedAt() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.moved
+}
+
+// TestAllAgentsSilentKeepsPair: both agents freeze at once (SIGSTOP) for
+// longer than the heartbeat timeout, as they look to a controller during
+// an API server outage, then come back one second apart. Without the
+// outage rule the first one back would take over (or drop the other as
+// standby); with it nothing moves.
+func TestAllAgentsSilentKeepsPair(t *testing.T) {
+	e := newEnv(t)
+	agentA, agentB := e.startPair()
+	e.create(e.ingress("one", "one.example", nil))
+	w := e.watchPlacement("one", e.waitPair("one", time.Minute, "served by both", servedByBoth))
+	defer w.stop()
+	for _, p := range []*proc{agentA, agentB} {
+		p.signal(syscall.SIGSTOP)
+		t.Cleanup(func() { p.signal(syscall.SIGCONT) })
+	}
+	time.Sleep(hbTimeout + time.Second)
+	agentB.signal(syscall.SIGCONT)
+	time.Sleep(time.Second)
+	agentA.signal(syscall.SIGCONT)
+	time.Sleep(2 * hbTimeout)
+	if !w.movedAt().IsZero() {
+		p, _ := e.pairOf("one")
+		t.Errorf("placement moved after every agent went silent at once, now %s", p)
+	}
+	if p := e.waitPair("one", 10*time.Second, "served by both", servedByBoth); p.Active != activeNode {
+		t.Errorf("placement %s, want %s still active", p, activeNode)
+	}
+}
+
+func (p *proc) signal(sig syscall.Signal) {
+	if !p.exited() {
+		_ = p.cmd.Process.Signal(sig)
+	}
 }

@@ -61,11 +61,10 @@ func readyNode(name string) *corev1.Node {
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
 }
 
-// The source emits a snapshot when a Lease expires (no event arrives
-// then), when it is renewed after being stale and when the node is
-// cordoned, and none for a renewal that keeps it fresh. Node b's agent
-// stays alive throughout: a lone agent going silent is an outage (see
-// TestOutageKeepsNodes).
+// The source emits a snapshot when a node's Lease expired and another
+// agent renewed since (proof that renewals get through, see
+// TestExpiryHeldUntilProven), when it is renewed after being stale and
+// when the node is cordoned, and none for a renewal that keeps it fresh.
 func TestSourceFollowsAgentLeases(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -98,19 +97,27 @@ func TestSourceFollowsAgentLeases(t *testing.T) {
 		}
 	}
 	leases := client.CoordinationV1().Leases(leaseNS)
-	renew := func() {
+	renewNode := func(node string, d time.Duration) {
 		t.Helper()
-		l, err := leases.Get(ctx, AgentLeaseName("a"), metav1.GetOptions{})
+		l, err := leases.Get(ctx, AgentLeaseName(node), metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		RenewAgentLease(l, "a", time.Second, time.Now())
+		RenewAgentLease(l, node, d, time.Now())
 		if _, err := leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	renew := func() { t.Helper(); renewNode("a", time.Second) }
 	expect("start", 5*time.Second, true, false)
-	expect("lease expired", 2*time.Second, false, false)
+	time.Sleep(1200 * time.Millisecond) // a's Lease expires: held, no renewal since
+	for len(snaps) > 0 {
+		if n := <-snaps; !n.Ready {
+			t.Fatalf("node %+v given up before any agent renewed after its expiry", n)
+		}
+	}
+	renewNode("b", time.Hour)
+	expect("lease expired, b renewed since", 2*time.Second, false, false)
 	renew()
 	expect("renewed after being stale", time.Second, true, false)
 	time.Sleep(100 * time.Millisecond)

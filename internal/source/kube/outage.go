@@ -21,6 +21,13 @@ import (
 // outage would take over every load balancer whose active node renewed a
 // moment later, moving traffic between two healthy nodes.
 //
+// Leases do not expire at one instant when the API server goes away:
+// they expire one renewal interval apart. So a node whose Lease expired
+// is held (kept alive) until another agent proves that renewals still get
+// through, by renewing after that expiry: then it is a node failure, and
+// the node is given up, at most one renewal interval of the others after
+// its expiry. If instead every Lease expires, that is the outage above.
+//
 // A deleted Lease is no silence (an agent that drained on exit deletes
 // its own): only nodes whose Lease still exists are kept.
 type outage struct {
@@ -44,16 +51,34 @@ func (o *outage) judge(leases []*coordinationv1.Lease, now time.Time) liveness {
 	case o.frozen != nil && !now.Before(o.grace):
 		o.frozen, o.grace = nil, time.Time{}
 	}
-	lv := raw
+	lv := liveness{alive: maps.Clone(raw.alive), next: raw.next}
 	if o.frozen != nil {
-		lv = liveness{alive: maps.Clone(raw.alive), next: raw.next}
 		maps.Copy(lv.alive, o.frozen)
 		if !o.grace.IsZero() && (lv.next.IsZero() || o.grace.Before(lv.next)) {
 			lv.next = o.grace
 		}
+	} else {
+		o.hold(lv.alive, leases, now)
 	}
 	o.prev = lv.alive
 	return lv
+}
+
+// hold adds to alive the nodes alive before whose Lease expired with no
+// fresh Lease renewed since (no proof yet that renewals get through).
+func (o *outage) hold(alive map[string]bool, leases []*coordinationv1.Lease, now time.Time) {
+	var latest time.Time // the last renewal of a fresh Lease
+	for _, l := range leases {
+		if LeaseAlive(l, now) && l.Spec.RenewTime.After(latest) {
+			latest = l.Spec.RenewTime.Time
+		}
+	}
+	for _, l := range leases {
+		node, expires, ok := LeaseExpiry(l)
+		if ok && o.prev[node] && !alive[node] && !latest.After(expires) {
+			alive[node] = true
+		}
+	}
 }
 
 // silence starts an outage (or extends one that was in its grace) when

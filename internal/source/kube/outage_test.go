@@ -68,3 +68,37 @@ func TestOutageGraceEnds(t *testing.T) {
 		t.Errorf("every Lease deleted: alive %v, want none", lv.alive)
 	}
 }
+
+// Leases expire one renewal interval apart when the API server goes away:
+// the first to expire is held until another agent renews after its
+// expiry (a node failure) or every Lease has expired (an outage).
+func TestExpiryHeldUntilProven(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	lease := func(node string, renewed float64) *coordinationv1.Lease {
+		return NewAgentLease(leaseNS, node, 10*time.Second, at(renewed))
+	}
+	alive := func(lv liveness) string { return fmt.Sprint(slices.Sorted(maps.Keys(lv.alive))) }
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+
+	failure := &outage{logger: quiet}
+	failure.judge([]*coordinationv1.Lease{lease("a", 0), lease("b", 0.4)}, at(0.5))
+	if got := alive(failure.judge([]*coordinationv1.Lease{lease("a", 0), lease("b", 9.9)}, at(10.1))); got != "[a b]" {
+		t.Errorf("a expired, b renewed before that: alive %s, want a held", got)
+	}
+	if got := alive(failure.judge([]*coordinationv1.Lease{lease("a", 0), lease("b", 10.4)}, at(10.5))); got != "[b]" {
+		t.Errorf("b renewed after a expired: alive %s, want b alone", got)
+	}
+
+	down := &outage{logger: quiet}
+	down.judge([]*coordinationv1.Lease{lease("a", 0), lease("b", 0.4)}, at(0.5))
+	if got := alive(down.judge([]*coordinationv1.Lease{lease("a", 0), lease("b", 0.4)}, at(10.1))); got != "[a b]" {
+		t.Errorf("a expired first in an outage: alive %s, want a held", got)
+	}
+	if got := alive(down.judge([]*coordinationv1.Lease{lease("a", 0), lease("b", 0.4)}, at(10.5))); got != "[a b]" {
+		t.Errorf("every Lease expired: alive %s, want both kept", got)
+	}
+	if got := alive(down.judge([]*coordinationv1.Lease{lease("a", 0), lease("b", 30)}, at(30))); got != "[a b]" {
+		t.Errorf("b back first: alive %s, want a in its grace", got)
+	}
+}
