@@ -54,6 +54,9 @@ type Driver struct {
 	// it is closed when the stop has finished.
 	stopping map[string]chan struct{}
 	stops    sync.WaitGroup
+	// draining is the drain switch (Drain): process.conf starts every
+	// process with it, so one that starts or reloads keeps draining.
+	draining bool
 }
 
 var _ driver.Driver = (*Driver)(nil)
