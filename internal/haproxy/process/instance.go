@@ -56,6 +56,10 @@ type Config struct {
 	// ReloadTimeout bounds how long Reload waits for the master to report
 	// the outcome of a reload (default 30s).
 	ReloadTimeout time.Duration
+	// Netns, when set, names the network namespace (ip netns) the master
+	// and its workers run in; `haproxy -c` runs in the caller's. It must
+	// match CheckNetns.
+	Netns string
 }
 
 // Stats are counters for metrics. They only grow.
@@ -168,6 +172,9 @@ func (i *Instance) Start(ctx context.Context) error {
 	}
 	if i.cfg.Dir == "" {
 		return errors.New("haproxy instance: no Dir")
+	}
+	if err := CheckNetns(i.cfg.Netns); err != nil {
+		return fmt.Errorf("haproxy instance: %w", err)
 	}
 	// The kernel limit for a Unix socket path is 108 bytes with the NUL.
 	if len(i.masterSock()) > 107 {
