@@ -72,6 +72,9 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.New()
 	}
+	if err := process.CheckNetns(cfg.Netns); err != nil {
+		return nil, err
+	}
 	l, err := layout.New(cfg.StateDir)
 	if err != nil {
 		return nil, err
