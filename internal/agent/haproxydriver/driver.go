@@ -8,6 +8,11 @@
 // whose folder is the load balancer's (layout.ProcessOf); the process
 // loads a list of files (global.conf, process.conf, fragments), so
 // packing several load balancers into one process is a change here only.
+//
+// For an active/standby pair it also says, without I/O, whether a load
+// balancer's HAProxy runs (Healthy), switches every process to close
+// client connections after each response (Drain), and can run HAProxy
+// in a network namespace (Config.Netns).
 package haproxydriver
 
 import (

@@ -16,6 +16,10 @@
 //	conf-XXXX/    copies of the configuration files that passed the check
 //	              and, after a reload, were loaded: the last-known-good set
 //
+// With Config.Netns the master runs in that network namespace through `ip
+// netns exec`, which execs HAProxy: the pid tracked, written and adopted is
+// HAProxy's own, and a reload re-executes it in the same namespace.
+//
 // HAProxy never reads the caller's files directly: they are copied, checked
 // and then swapped in, so a file rewritten after the check cannot reach a
 // reload or a restart, and a restart always uses the last set that loaded.
