@@ -12,8 +12,15 @@ import "pier.dev/pier/internal/encode"
 // process.conf sets its initial value (ProcessConf), so a process that
 // starts or reloads while draining drains from its first response; a
 // running process is switched with DrainCommands over the runtime API.
-// The test is one lookup of a process variable and no pattern: it costs
-// next to nothing on the response path.
+// The test is one lookup of a process variable and no pattern. Measured
+// on 2.6.12, one thread, keep-alive requests answered by HAProxy itself
+// (about 9 µs of CPU each): 100 copies of the rule added 3.5 µs, so one
+// costs about 35 ns a response, under 0.5%; one copy is within noise.
+//
+// HTTP/2 is not drained: its mux drops the Connection header, and 2.6
+// has no rule action that sends GOAWAY. No bind offers h2 by ALPN; only
+// a client speaking h2 with prior knowledge on a clear port keeps its
+// connection.
 const drainVar = "proc.pier_drain"
 
 // drainRule is the frontend line. http-after-response also covers
