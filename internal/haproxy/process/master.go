@@ -23,7 +23,7 @@ const (
 	// whether this node may hold addresses asks every 50 ms, so a death
 	// must show within that. One poll reads two small /proc files, about
 	// 35 µs (measured): 50 polls a second cost 0.2% of a core per adopted
-	// master, and only until the next restart makes it our child.
+	// master.
 	adoptedPoll    = 20 * time.Millisecond
 	abandonTimeout = 5 * time.Second
 	maxLogSize     = 8 << 20
