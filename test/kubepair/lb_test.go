@@ -125,6 +125,39 @@ func (w *world) waitHolder(node string, addr netip.Addr, limit time.Duration) (t
 	}
 }
 
+// move follows addr from one node to the other, looking at both every
+// 5 ms, until to alone holds it. It returns when addr was last seen on
+// from, first seen on to, and seen on to alone. When firstTo is after
+// lastFrom, nobody held addr for about that long (± one look).
+func (w *world) move(addr netip.Addr, from, to string, limit time.Duration) (lastFrom, firstTo, alone time.Time, err error) {
+	deadline := time.Now().Add(limit)
+	for {
+		at := time.Now()
+		onFrom, onTo := w.nodes[from].Has(addr), w.nodes[to].Has(addr)
+		if onFrom {
+			lastFrom = at
+		}
+		if onTo && firstTo.IsZero() {
+			firstTo = at
+		}
+		if onTo && !onFrom {
+			return lastFrom, firstTo, at, nil
+		}
+		if at.After(deadline) {
+			return lastFrom, firstTo, time.Time{}, fmt.Errorf("%s alone does not hold %s within %s (holders %v)", to, addr, limit, w.lab.Holders(addr))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// gap says how long addr had no holder during a move, for a log line.
+func gap(lastFrom, firstTo time.Time) string {
+	if lastFrom.IsZero() || !firstTo.After(lastFrom) {
+		return "none seen"
+	}
+	return firstTo.Sub(lastFrom).Round(time.Millisecond).String()
+}
+
 // probe starts steady traffic to the VIP from the client namespace.
 func (w *world) probe(vip netip.Addr) *harness.Probe {
 	return harness.StartProbe(w.t.Context(), harness.ProbeOptions{

@@ -4,6 +4,7 @@ package kubepair
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"slices"
 	"syscall"
@@ -150,8 +151,13 @@ func failover(t *testing.T, name string, samples []harness.Sample, fault time.Ti
 	if took > unplannedTarget {
 		t.Errorf("%s: first success after %s, target %s", name, took, unplannedTarget)
 	}
-	if before := harness.Failed(samples, time.Time{}, fault); len(before) > 0 {
-		t.Errorf("%s: %d requests failed before the fault, first %+v", name, len(before), before[0])
+	// A request under way at the fault may fail with it; one that ended
+	// before it may not.
+	for _, s := range samples {
+		if !s.OK && s.End.Before(fault) {
+			t.Errorf("%s: a request failed before the fault: %+v", name, s)
+			break
+		}
 	}
 	// A request that started before recovery may still fail (it went to
 	// the dead HAProxy); none that starts after it may.
@@ -169,7 +175,7 @@ func f1(t *testing.T, w *world, vip, fip netip.Addr, holder, other string) {
 		p.Stop()
 		t.Fatal(err)
 	}
-	moved, err := w.waitHolder(other, vip, 3*time.Second)
+	lastFrom, firstTo, moved, err := w.move(vip, holder, other, 3*time.Second)
 	if err != nil {
 		p.Stop()
 		t.Fatal(err)
@@ -177,8 +183,9 @@ func f1(t *testing.T, w *world, vip, fip netip.Addr, holder, other string) {
 	time.Sleep(500 * time.Millisecond)
 	samples := p.Stop()
 	took := failover(t, "F1", samples, fault)
-	t.Logf("F1: killed %d haproxy processes on %s; VIP on %s after %s; first success after %s; %s",
-		n, holder, other, moved.Sub(fault).Round(time.Millisecond), took.Round(time.Millisecond), harness.Summary(samples))
+	t.Logf("F1: killed %d haproxy processes on %s; VIP on %s after %s (no holder for %s); first success after %s; %s",
+		n, holder, other, moved.Sub(fault).Round(time.Millisecond), gap(lastFrom, firstTo), took.Round(time.Millisecond),
+		harness.Summary(samples))
 	if _, err := w.waitHolder(other, fip, time.Second); err != nil {
 		t.Errorf("the FIP did not follow: %v", err)
 	}
@@ -191,7 +198,24 @@ func f1(t *testing.T, w *world, vip, fip netip.Addr, holder, other string) {
 	if !w.holds(other, vip) {
 		t.Errorf("the VIP moved again after %s's HAProxy came back: holders %v", holder, w.lab.Holders(vip))
 	}
-	t.Logf("F1: after the restart: %s", describe(lb))
+	rejoined, err := w.rejoined(holder, fault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("F1: %s rejoined as BACKUP %s after the kill (HAProxy restarted by the supervisor): %s",
+		holder, rejoined.Sub(fault).Round(time.Millisecond), describe(lb))
+}
+
+// rejoined returns when node's agent logged its role back to BACKUP from
+// FAULT after since (log time, ms).
+func (w *world) rejoined(node string, since time.Time) (time.Time, error) {
+	_, times := w.agents[node].lines(`msg="vrrp role"`, "role=BACKUP", "was=FAULT")
+	for _, at := range times {
+		if !at.Before(since.Truncate(time.Millisecond)) {
+			return at, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("the agent on %s logged no return to BACKUP since %s", node, since.Format(time.StampMilli))
 }
 
 func f6(t *testing.T, w *world, vip netip.Addr, holder, other string, placement model.Placement) {
@@ -304,6 +328,11 @@ func f4b(t *testing.T, w *world, vip netip.Addr, holder, other string, placement
 	}
 	masters := map[string][]int{holder: w.haproxyMasters(holder), other: w.haproxyMasters(other)}
 	reloads := w.reloadCounts(t)
+	// Nothing in the killed node's return (the supervisor's restart, its
+	// gate, its BACKUP role) needs the API server: it must happen during
+	// the outage as it does without one (F1), or the pair has no
+	// standby until the API server is back.
+	rejoinedAt, rejoinErr := w.rejoined(holder, fault)
 	restore := time.Now()
 	w.relay.Restore()
 	restored = true
@@ -320,6 +349,16 @@ func f4b(t *testing.T, w *world, vip netip.Addr, holder, other string, placement
 		"roles reported %s after the restore: %s; %s",
 		cut.Format(time.StampMilli), n, holder, fault.Sub(cut).Round(time.Millisecond), other, took.Round(time.Millisecond),
 		restore.Sub(cut).Round(time.Millisecond), converged.Round(time.Millisecond), describe(lb), harness.Summary(samples))
+	if rejoinErr != nil {
+		late := "not even after the restore"
+		if at, err := w.rejoined(holder, fault); err == nil {
+			late = at.Sub(restore).Round(time.Millisecond).String() + " after the restore"
+		}
+		t.Errorf("%s did not rejoin as BACKUP during the %s outage, but %s (F1 without an outage: about 1 s after the kill): "+
+			"the pair had no standby until the API server came back", holder, restore.Sub(cut).Round(time.Millisecond), late)
+	} else {
+		t.Logf("F4b: %s rejoined as BACKUP %s after the kill, during the outage", holder, rejoinedAt.Sub(fault).Round(time.Millisecond))
+	}
 	if lb.Placement.Active != placement.Active || lb.Placement.Standby != placement.Standby || lb.Placement.RouterID != placement.RouterID {
 		t.Errorf("placement moved during the outage: %+v, was %+v", lb.Placement, placement)
 	}
@@ -332,7 +371,8 @@ func f4b(t *testing.T, w *world, vip netip.Addr, holder, other string, placement
 		}
 	}
 	if now := w.reloadCounts(t); now[holder] != reloads[holder] || now[other] != reloads[other] {
-		t.Errorf("HAProxy reloads after the restore: %v, before it %v: want none", now, reloads)
+		t.Errorf("HAProxy reloads after the restore: %v, before it %v: want none (the reload that follows a "+
+			"supervisor's restart belongs in the outage)", now, reloads)
 	}
 }
 
@@ -347,7 +387,7 @@ func planned(t *testing.T, w *world, vip, fip netip.Addr, holder, other string) 
 		p.Stop()
 		t.Fatal(err)
 	}
-	moved, err := w.waitHolder(other, vip, 3*time.Second)
+	lastFrom, firstTo, moved, err := w.move(vip, holder, other, 3*time.Second)
 	if err != nil {
 		p.Stop()
 		t.Fatal(err)
@@ -361,8 +401,9 @@ func planned(t *testing.T, w *world, vip, fip netip.Addr, holder, other string) 
 	seen := times[len(times)-1]
 	fromAgent, fromAPI := moved.Sub(seen), moved.Sub(wrote)
 	failed := harness.Failed(samples, time.Time{}, time.Now())
-	t.Logf("planned: %s cordoned; %s holds %s after the agent saw it (log time, ms) and %s after the API write; %s",
-		holder, other, fromAgent.Round(time.Millisecond), fromAPI.Round(time.Millisecond), harness.Summary(samples))
+	t.Logf("planned: %s cordoned; %s holds %s after the agent saw it (log time, ms) and %s after the API write; "+
+		"no holder for %s; %s", holder, other, fromAgent.Round(time.Millisecond), fromAPI.Round(time.Millisecond),
+		gap(lastFrom, firstTo), harness.Summary(samples))
 	if len(failed) > 0 {
 		t.Errorf("%d requests failed during the planned handover, first %+v", len(failed), failed[0])
 	}
