@@ -8,6 +8,11 @@
 // whose folder is the load balancer's (layout.ProcessOf); the process
 // loads a list of files (global.conf, process.conf, fragments), so
 // packing several load balancers into one process is a change here only.
+//
+// For an active/standby pair it also says, without I/O, whether a load
+// balancer's HAProxy runs (Healthy), switches every process to close
+// client connections after each response (Drain), and can run HAProxy
+// in a network namespace (Config.Netns).
 package haproxydriver
 
 import (
@@ -54,6 +59,9 @@ type Driver struct {
 	// it is closed when the stop has finished.
 	stopping map[string]chan struct{}
 	stops    sync.WaitGroup
+	// draining is the drain switch (Drain): process.conf starts every
+	// process with it, so one that starts or reloads keeps draining.
+	draining bool
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -68,6 +76,9 @@ func New(cfg Config) (*Driver, error) {
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.New()
+	}
+	if err := process.CheckNetns(cfg.Netns); err != nil {
+		return nil, err
 	}
 	l, err := layout.New(cfg.StateDir)
 	if err != nil {

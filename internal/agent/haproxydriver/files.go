@@ -41,7 +41,7 @@ func (d *Driver) writeProcessFiles(p layout.Process) error {
 	if err != nil {
 		return err
 	}
-	proc, err := render.ProcessConf(p)
+	proc, err := render.ProcessConf(p, d.draining)
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,7 @@ func (d *Driver) Recover(ctx context.Context, placed map[string]bool) error {
 		pa := d.layout.ProcessOf(at)
 		d.cfg.Logger.Info("stopping haproxy of a load balancer that is gone", "uuid", uuid, "dir", at.Dir)
 		d.lbs[uuid] = &instance{at: at, procAt: pa, orphan: true, proc: process.New(process.Config{
-			Binary: d.cfg.Binary, Dir: pa.Dir, Logger: d.cfg.Logger.With("uuid", uuid)})}
+			Binary: d.cfg.Binary, Dir: pa.Dir, Netns: d.cfg.Netns, Logger: d.cfg.Logger.With("uuid", uuid)})}
 		d.stop(uuid, true)
 	}
 	return nil
@@ -45,11 +45,15 @@ func (d *Driver) Remove(uuid string) { d.stop(uuid, true) }
 // waits for the stops under way.
 func (d *Driver) Close(stop bool) []string {
 	var stopped []string
-	if stop {
-		for uuid := range d.lbs {
+	for uuid, inst := range d.lbs {
+		if stop {
 			stopped = append(stopped, uuid)
 			d.stop(uuid, false)
+			continue
 		}
+		// Left serving for the next agent, which adopts it: this driver
+		// must not restart it any more.
+		inst.proc.Detach()
 	}
 	d.stops.Wait()
 	return stopped

@@ -23,6 +23,7 @@ func (d *Driver) startInstance(ctx context.Context, lb *model.LoadBalancer, at l
 		Binary:      d.cfg.Binary,
 		Dir:         pa.Dir,
 		ConfigFiles: pa.Files(at),
+		Netns:       d.cfg.Netns,
 		Logger:      d.cfg.Logger.With("lb", lb.Name, "uuid", lb.UUID),
 	})
 	if err := proc.Start(ctx); err != nil {

@@ -16,6 +16,10 @@
 //	conf-XXXX/    copies of the configuration files that passed the check
 //	              and, after a reload, were loaded: the last-known-good set
 //
+// With Config.Netns the master runs in that network namespace through `ip
+// netns exec`, which execs HAProxy: the pid tracked, written and adopted is
+// HAProxy's own, and a reload re-executes it in the same namespace.
+//
 // HAProxy never reads the caller's files directly: they are copied, checked
 // and then swapped in, so a file rewritten after the check cannot reach a
 // reload or a restart, and a restart always uses the last set that loaded.
@@ -56,6 +60,10 @@ type Config struct {
 	// ReloadTimeout bounds how long Reload waits for the master to report
 	// the outcome of a reload (default 30s).
 	ReloadTimeout time.Duration
+	// Netns, when set, names the network namespace (ip netns) the master
+	// and its workers run in; `haproxy -c` runs in the caller's. It must
+	// match CheckNetns.
+	Netns string
 }
 
 // Stats are counters for metrics. They only grow.
@@ -168,6 +176,9 @@ func (i *Instance) Start(ctx context.Context) error {
 	}
 	if i.cfg.Dir == "" {
 		return errors.New("haproxy instance: no Dir")
+	}
+	if err := CheckNetns(i.cfg.Netns); err != nil {
+		return fmt.Errorf("haproxy instance: %w", err)
 	}
 	// The kernel limit for a Unix socket path is 108 bytes with the NUL.
 	if len(i.masterSock()) > 107 {

@@ -15,10 +15,16 @@ import (
 )
 
 const (
-	minBackoff     = time.Second
-	maxBackoff     = 30 * time.Second
-	pollInterval   = 25 * time.Millisecond
-	adoptedPoll    = 500 * time.Millisecond
+	minBackoff   = time.Second
+	maxBackoff   = 30 * time.Second
+	pollInterval = 25 * time.Millisecond
+	// adoptedPoll is how soon the death of an adopted master is seen
+	// (our own child's is seen at once, by Wait). A caller deciding
+	// whether this node may hold addresses asks every 50 ms, so a death
+	// must show within that. One poll reads two small /proc files, about
+	// 35 µs (measured): 50 polls a second cost 0.2% of a core per adopted
+	// master.
+	adoptedPoll    = 20 * time.Millisecond
 	abandonTimeout = 5 * time.Second
 	maxLogSize     = 8 << 20
 )
@@ -80,6 +86,9 @@ func (i *Instance) launch(ctx context.Context) (*master, error) {
 	_ = os.Remove(i.pidFile())
 	cmd := exec.Command(i.cfg.Binary, "-W", "-S", i.masterSock()+",mode,600",
 		"-p", i.pidFile(), "-f", i.confLink())
+	if i.cfg.Netns != "" {
+		cmd = inNetns(i.cfg.Netns, cmd)
+	}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Env = minimalEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -124,6 +133,9 @@ func (i *Instance) adopt(ctx context.Context) (*master, error) {
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil || pid <= 0 || !isOurMaster(pid, i.masterSock()) {
 		return nil, nil
+	}
+	if err := inNetnsOf(pid, i.cfg.Netns); err != nil {
+		return nil, fmt.Errorf("haproxy master %d holds %s: %w", pid, i.cfg.Dir, err)
 	}
 	m := &master{pid: pid, adopted: true, started: time.Now(), done: make(chan struct{}), quit: make(chan struct{})}
 	go watchAdopted(m, i.masterSock())

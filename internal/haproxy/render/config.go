@@ -70,7 +70,7 @@ func Config(lb *model.LoadBalancer, opts Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	proc, err := ProcessConf(layout.Process{Dir: opts.Dir})
+	proc, err := ProcessConf(layout.Process{Dir: opts.Dir}, false)
 	if err != nil {
 		return nil, err
 	}

@@ -73,6 +73,7 @@ func writeFrontend(c *encode.Config, v *view, l *listenerView, at layout.LB) {
 	// 503), which http-response does not. A backend's Server is kept.
 	c.Line(encode.Lit("http-after-response"), encode.Lit("set-header"), encode.Lit("Server"), encode.Lit("pier"),
 		encode.Lit("unless"), openBrace, encode.Lit("res.hdr_cnt(server)"), encode.Lit("gt"), encode.Num(0), closeBrace)
+	drainRule(c)
 }
 
 // hostVars computes the request host once: Host header, port stripped,

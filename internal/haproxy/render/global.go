@@ -30,8 +30,9 @@ func Global(opts Options) ([]byte, error) {
 
 // ProcessConf renders process.conf: a second global section (HAProxy
 // merges them) holding what must differ between processes, so that
-// global.conf stays one file for all of them.
-func ProcessConf(p layout.Process) ([]byte, error) {
+// global.conf stays one file for all of them. draining is the drain
+// switch's value at start (see drainVar).
+func ProcessConf(p layout.Process, draining bool) ([]byte, error) {
 	if err := p.CheckSocket(); err != nil {
 		return nil, fmt.Errorf("render process: %w", err)
 	}
@@ -45,6 +46,7 @@ func ProcessConf(p layout.Process) ([]byte, error) {
 	c.Line(encode.Lit("stats"), encode.Lit("socket"), encode.FilePath(p.Socket()),
 		encode.Lit("mode"), encode.Lit("600"), encode.Lit("level"), encode.Lit("admin"),
 		encode.Lit("expose-fd"), encode.Lit("listeners"))
+	drainInit(&c, draining)
 	out, err := c.Bytes()
 	if err != nil {
 		return nil, fmt.Errorf("render process: %w", err)

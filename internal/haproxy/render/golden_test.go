@@ -62,7 +62,7 @@ func TestGolden(t *testing.T) {
 	}
 	golden(t, "global.conf", global)
 	assertLinesTokenize(t, global)
-	proc, err := ProcessConf(procAt(fixtureDir))
+	proc, err := ProcessConf(procAt(fixtureDir), false)
 	if err != nil {
 		t.Fatal(err)
 	}

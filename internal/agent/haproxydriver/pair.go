@@ -1,0 +1,81 @@
+package haproxydriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"pier.dev/pier/internal/agent/driver"
+	"pier.dev/pier/internal/haproxy/render"
+)
+
+var (
+	_ driver.HealthChecker = (*Driver)(nil)
+	_ driver.Drainer       = (*Driver)(nil)
+)
+
+// Healthy reports whether load balancer uuid was applied here and its
+// HAProxy master runs now. It does no I/O: the master's liveness is what
+// the process supervisor already tracks (Wait for its child, a 20 ms
+// poll for an adopted master). The master stands for its workers too:
+// HAProxy 2.6 exits the master when a worker dies (exit-on-failure,
+// measured under 10 ms) and a worker exits when the master dies (under
+// 20 ms), and a started or restarted master counts as running only once
+// `show proc` lists a worker.
+func (d *Driver) Healthy(uuid string) bool {
+	inst := d.lbs[uuid]
+	return inst != nil && inst.hash != "" && inst.proc.Running()
+}
+
+// Drain switches the drain mode of every HAProxy process on this node:
+// while on, each response carries "Connection: close" and its client
+// connection closes after it (render.DrainCommands). The switch goes to
+// each running process over the runtime API, then into its process.conf,
+// from which every later start and reload take it. A process the
+// supervisor restarts meanwhile comes up from its last loaded files with
+// the old value until the reload that Drifted asks for. It tries every
+// process and returns the failures joined.
+func (d *Driver) Drain(ctx context.Context, on bool) error {
+	d.draining = on
+	procs := d.processes()
+	var errs []error
+	for _, inst := range procs {
+		if err := d.drainProcess(ctx, inst, on); err != nil {
+			errs = append(errs, fmt.Errorf("drain %s: %w", inst.procAt.Dir, err))
+		}
+	}
+	d.cfg.Logger.Info("drain switched", "on", on, "processes", len(procs), "failed", len(errs))
+	return errors.Join(errs...)
+}
+
+func (d *Driver) drainProcess(ctx context.Context, inst *instance, on bool) error {
+	if inst.proc.Running() {
+		err := inst.proc.RuntimeBatch(ctx, inst.procAt.Socket(), render.DrainCommands(on), func(cmd, answer string) error {
+			if answer != "" {
+				return fmt.Errorf("%s: %s", cmd, answer)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("runtime API: %w", err)
+		}
+	}
+	return d.writeProcessFiles(inst.procAt)
+}
+
+// processes returns one instance per HAProxy process, sorted by folder.
+func (d *Driver) processes() []*instance {
+	byDir := map[string]*instance{}
+	for _, inst := range d.lbs {
+		if !inst.orphan {
+			byDir[inst.procAt.Dir] = inst
+		}
+	}
+	out := make([]*instance, 0, len(byDir))
+	for _, inst := range byDir {
+		out = append(out, inst)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].procAt.Dir < out[b].procAt.Dir })
+	return out
+}
