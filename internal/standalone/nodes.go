@@ -56,7 +56,7 @@ func buildLab(cfg Config, stateDir string, newAgent func(agent.Config) *agent.Ag
 		n := &node{source: source.Node{Name: h.Name, Ready: true, Address: h.Addr}}
 		n.agent = newAgent(agent.Config{
 			Node:       h.Name,
-			StateDir:   filepath.Join(stateDir, "nodes", h.Name),
+			StateDir:   filepath.Join(stateDir, h.Name), // short: HAProxy socket paths live below
 			Netns:      h.NS,
 			VRRP:       &agent.VRRPConfig{Interface: "eth0", KeepalivedBinary: cfg.KeepalivedBinary},
 			Heartbeats: localHeartbeats{},

@@ -78,7 +78,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		return nil, err
 	}
 	env.pier = exec.Command(opts.Bin, "run", "--nodes", "2", "--lab-prefix", opts.Prefix, "-f", manifests,
-		"--state-dir", filepath.Join(opts.Dir, "state"), "--http-port", strconv.Itoa(opts.HTTPPort),
+		"--state-dir", filepath.Join(opts.Dir, "s"), "--http-port", strconv.Itoa(opts.HTTPPort),
 		"--https-port", strconv.Itoa(opts.HTTPPort+1), "--api-addr", opts.APIAddr, "--log-level", "info")
 	env.pier.Stdout, env.pier.Stderr = logf, logf
 	if err := env.pier.Start(); err != nil {
@@ -93,7 +93,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	}
 	fail := func(err error) (*Env, error) {
 		env.Stop()
-		return nil, fmt.Errorf("%w; pier log: %s", err, filepath.Join(opts.Dir, "pier.log"))
+		return nil, fmt.Errorf("%w; pier run's log ends:\n%s", err, env.Log())
 	}
 	if err := env.waitFor(ctx, "the lab network", 20*time.Second, func() bool {
 		_, err := os.Stat("/run/netns/" + env.Lab.Pods.NS)
