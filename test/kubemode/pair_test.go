@@ -344,45 +344,6 @@ func (e *env) agentLeaseExists(node string) bool {
 	return err == nil
 }
 
-// TestAPIOutageKeepsPair: kube-apiserver stops for 5 s, longer than the
-// 2 s heartbeat timeout, so every agent's Lease looks expired to the
-// controller, and the agents renew one after the other once it is back.
-// No load balancer moves: the controller takes a silence of every agent
-// at once for an outage, and gives each agent one Lease duration to
-// renew after the first one does.
-func TestAPIOutageKeepsPair(t *testing.T) {
-	e := newEnv(t)
-	e.startAgentOn(activeNode)
-	e.startAgentOn(standbyNode)
-	// Leadership must outlast the outage (as in TestAPIServerOutage).
-	e.startController("ctl-1", "--node-selector", "", "--lease-duration", "20s", "--renew-deadline", "15s", "--retry-period", "2s")
-	names := []string{"one", "two"}
-	watches := map[string]*placementWatch{}
-	for _, n := range names {
-		e.create(e.ingress(n, n+".example", nil))
-	}
-	for _, n := range names {
-		watches[n] = e.watchPlacement(n, e.waitPair(n, time.Minute, "served by both", servedByBoth))
-	}
-	e.srv.StopAPIServer()
-	time.Sleep(5 * time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := e.srv.StartAPIServer(ctx); err != nil {
-		t.Fatalf("restart kube-apiserver: %v", err)
-	}
-	// Reconnects, renewals, then the grace of one Lease duration.
-	time.Sleep(3*hbTimeout + 2*time.Second)
-	for _, n := range names {
-		if w := watches[n]; w.movedAt() != (time.Time{}) {
-			t.Errorf("load balancer of %s moved across the API server outage", n)
-		}
-		watches[n].stop()
-		p, _ := e.pairOf(n)
-		t.Logf("%s after the outage: %s", n, p)
-	}
-}
-
 // movedAt is when the placement first moved; zero if it has not.
 func (w *placementWatch) movedAt() time.Time {
 	w.mu.Lock()
@@ -394,7 +355,9 @@ func (w *placementWatch) movedAt() time.Time {
 // longer than the heartbeat timeout, as they look to a controller during
 // an API server outage, then come back one second apart. Without the
 // outage rule the first one back would take over (or drop the other as
-// standby); with it nothing moves.
+// standby); with it nothing moves. (Stopping kube-apiserver itself shows
+// nothing here: the agents renew before the controller's informer relists,
+// so it passes with or without the rule; measured.)
 func TestAllAgentsSilentKeepsPair(t *testing.T) {
 	e := newEnv(t)
 	agentA, agentB := e.startPair()
