@@ -178,6 +178,7 @@ func (w *world) cordon(node string, on bool) (time.Time, error) {
 // holderWatch samples the holders of the VIP and FIP every 50 ms and
 // counts the samples in which an address has two.
 type holderWatch struct {
+	paused  atomic.Bool // while a node is cut off: it cannot know it lost
 	samples atomic.Int64
 	double  atomic.Int64
 	mu      sync.Mutex
@@ -198,6 +199,9 @@ func (w *world) watchHolders(addrs ...netip.Addr) *holderWatch {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
+			}
+			if hw.paused.Load() {
+				continue
 			}
 			hw.samples.Add(1)
 			for _, a := range addrs {

@@ -26,9 +26,10 @@ const (
 // traffic from the client namespace, one after the other on one cluster:
 // the reports, F1 (kill -9 the holder's HAProxy), F6 (kill -9 the
 // holder's agent, then restart it), F4b (an API-server outage for both
-// agents during an F1) and a planned handover (cordon the holder). Both
-// nodes stay alive and connected throughout, so the VIP and the FIP never
-// have two holders: sampled every 50 ms from start to end.
+// agents during an F1), a planned handover (cordon the holder) and F7
+// (the holder's link goes down, then up). Outside F7's cut both nodes are
+// alive and connected, so the VIP and the FIP never have two holders:
+// sampled every 50 ms from start to end.
 func TestKubePair(t *testing.T) {
 	w := newWorld(t)
 	lb, err := w.waitLB(2*time.Minute, "placed on two nodes, MASTER and BACKUP reported", func(lb *model.LoadBalancer) bool {
@@ -95,6 +96,14 @@ func TestKubePair(t *testing.T) {
 	t.Run("planned handover: cordon the holder", func(t *testing.T) {
 		holder, other, _ := w.settled(t, vip)
 		planned(t, w, vip, fip, holder, other)
+	})
+	t.Run("F7 the holder's link goes down", func(t *testing.T) {
+		holder, other, _ := w.settled(t, vip)
+		// The cut-off node keeps the addresses on its own eth0 (it cannot
+		// know); only the reachable side counts until the link is back.
+		hw.paused.Store(true)
+		defer hw.paused.Store(false)
+		f7(t, w, vip, holder, other)
 	})
 }
 
@@ -421,5 +430,52 @@ func planned(t *testing.T, w *world, vip, fip netip.Addr, holder, other string) 
 	}
 	if !w.holds(other, vip) {
 		t.Errorf("the VIP moved back after the uncordon: holders %v", w.lab.Holders(vip))
+	}
+}
+
+// f7 cuts the holder's switch port for less than the heartbeat timeout
+// (so the controller keeps the placement): the other node takes over;
+// when the link is back, the cut node hears the new master and steps
+// down, and the addresses stay where they went.
+func f7(t *testing.T, w *world, vip netip.Addr, holder, other string) {
+	p := w.probe(vip)
+	time.Sleep(500 * time.Millisecond)
+	fault := time.Now()
+	if err := w.nodes[holder].SetLink(false); err != nil {
+		p.Stop()
+		t.Fatal(err)
+	}
+	linkUp := false
+	defer func() {
+		if !linkUp {
+			_ = w.nodes[holder].SetLink(true)
+		}
+	}()
+	deadline := time.Now().Add(3 * time.Second)
+	for !w.nodes[other].Has(vip) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	took := time.Since(fault)
+	time.Sleep(500 * time.Millisecond)
+	samples := p.Stop()
+	recovered := failover(t, "F7", samples, fault)
+	t.Logf("F7: %s cut off; VIP on %s after %s; first success after %s; %s", holder, other,
+		took.Round(time.Millisecond), recovered.Round(time.Millisecond), harness.Summary(samples))
+	time.Sleep(time.Second)
+	healed := time.Now()
+	if err := w.nodes[holder].SetLink(true); err != nil {
+		t.Fatal(err)
+	}
+	linkUp = true
+	settled, err := w.waitHolder(other, vip, 5*time.Second)
+	if err != nil {
+		t.Fatalf("after the link came back: %v", err)
+	}
+	t.Logf("F7: link back; %s alone holds %s after %s (the cut node stepped down)", other, vip, settled.Sub(healed).Round(time.Millisecond))
+	if _, err := w.waitRoles(15*time.Second, map[string]model.VRRPState{holder: model.VRRPBackup, other: model.VRRPMaster}); err != nil {
+		t.Fatal(err)
+	}
+	if !w.holds(other, vip) {
+		t.Errorf("the VIP moved again after the link came back: holders %v", w.lab.Holders(vip))
 	}
 }
