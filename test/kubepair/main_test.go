@@ -28,11 +28,23 @@
 package kubepair
 
 import (
+	"fmt"
+	"os"
 	"testing"
 
+	"pier.dev/pier/internal/lab"
 	"pier.dev/pier/test/kubeapi"
 )
 
+// TestMain builds pier and the control plane unless PIER_BIN and
+// PIER_KUBE_APISERVER name them, when a lab can be built at all (root,
+// Linux, iproute2); otherwise the test reports its skip.
 func TestMain(m *testing.M) {
+	if lab.Available() == nil {
+		if err := kubeapi.Prepare(true)(); err != nil {
+			fmt.Fprintf(os.Stderr, "kubepair: %v\n", err)
+			os.Exit(1)
+		}
+	}
 	kubeapi.Main(m, kubeapi.Options{})
 }

@@ -440,11 +440,12 @@ func planned(t *testing.T, w *world, vip, fip netip.Addr, holder, other string) 
 func f7(t *testing.T, w *world, vip netip.Addr, holder, other string) {
 	p := w.probe(vip)
 	time.Sleep(500 * time.Millisecond)
-	fault := time.Now()
 	if err := w.nodes[holder].SetLink(false); err != nil {
 		p.Stop()
 		t.Fatal(err)
 	}
+	// After ip returned: a request sent while it ran may still succeed.
+	fault := time.Now()
 	linkUp := false
 	defer func() {
 		if !linkUp {
