@@ -27,7 +27,8 @@ const (
 // the reports, F1 (kill -9 the holder's HAProxy), F6 (kill -9 the
 // holder's agent, then restart it), F4b (an API-server outage for both
 // agents during an F1), a planned handover (cordon the holder) and F7
-// (the holder's link goes down, then up). Outside F7's cut both nodes are
+// (the holder's link goes down, then up), then 100 endpoint changes and
+// 20 Ingress edits through the API server. Outside F7's cut both nodes are
 // alive and connected, so the VIP and the FIP never have two holders:
 // sampled every 50 ms from start to end.
 func TestKubePair(t *testing.T) {
@@ -104,6 +105,10 @@ func TestKubePair(t *testing.T) {
 		hw.paused.Store(true)
 		defer hw.paused.Store(false)
 		f7(t, w, vip, holder, other)
+	})
+	t.Run("edits under load", func(t *testing.T) {
+		holder, _, _ := w.settled(t, vip)
+		edits(t, w, vip, holder)
 	})
 }
 
