@@ -20,7 +20,7 @@ const (
 	// drainDelay is how long a planned handover lets clients see
 	// "Connection: close" before the addresses move: a busy keep-alive
 	// connection closes after its next response, well within it.
-	drainDelay = 100 * time.Millisecond
+	drainDelay = 50 * time.Millisecond
 	// drainLinger is how long an agent that drains on exit keeps its
 	// HAProxy serving after the addresses left, for requests already
 	// under way on old connections.
@@ -236,6 +236,12 @@ func (a *Agent) setDraining(ctx context.Context, on bool) {
 	if on {
 		a.cfg.Logger.Info("drain: asking clients to reconnect before the addresses move", "delay", drainDelay)
 		p.drainAt = time.Now().Add(drainDelay)
+		time.AfterFunc(drainDelay, func() {
+			select {
+			case a.drainDue <- struct{}{}:
+			default:
+			}
+		})
 		return
 	}
 	a.cfg.Logger.Info("drain ended: this node may hold addresses again")

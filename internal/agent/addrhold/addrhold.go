@@ -79,6 +79,9 @@ type Holder struct {
 	since     map[string]time.Time // when each instance took its role
 	fenced    map[string]bool
 	draining  bool
+	// lingerUntil is when a planned handover's linger ends (linger.go).
+	lingerUntil time.Time
+	warned      map[string]bool
 }
 
 // New returns a Holder; Sync starts keepalived.
@@ -90,9 +93,12 @@ func New(cfg Config) (*Holder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Holder{cfg: cfg, ka: ka, instances: map[string]*Instance{}, instOf: map[string]string{},
+	h := &Holder{cfg: cfg, ka: ka, instances: map[string]*Instance{}, instOf: map[string]string{},
 		skipped: map[string]string{}, gates: map[string]bool{}, roles: map[string]model.VRRPState{},
-		since: map[string]time.Time{}, fenced: map[string]bool{}}, nil
+		since: map[string]time.Time{}, fenced: map[string]bool{}, warned: map[string]bool{}}
+	// A previous agent may have died in the middle of a handover.
+	h.endLinger()
+	return h, nil
 }
 
 // InstanceName names the VRRP instance of a router id.
@@ -230,6 +236,22 @@ func (h *Holder) Tick(healthy, servedHere func(uuid string) bool) (map[string]mo
 		return nil, err
 	}
 	now := time.Now()
+	if !h.lingerUntil.IsZero() && now.After(h.lingerUntil) {
+		h.endLinger()
+	}
+	if h.draining && h.lingerUntil.IsZero() {
+		// A planned handover starts: keep accepting what this node holds
+		// until the peers have announced it (linger.go).
+		var closing []netip.Addr
+		for name, in := range h.instances {
+			if h.gates[name] && holdsAny(held, in.Addresses) {
+				closing = append(closing, in.Addresses...)
+			}
+		}
+		if len(closing) > 0 {
+			h.linger(closing)
+		}
+	}
 	var errs []error
 	for name, in := range h.instances {
 		open := !h.draining && !h.fenced[name]
