@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"pier.dev/pier/internal/cluster"
 )
@@ -22,6 +23,16 @@ func agentCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.Node, "node", os.Getenv("NODE_NAME"), "name of the Node this agent runs on (env NODE_NAME)")
 	fs.StringVar(&cfg.StateDir, "state-dir", cluster.DefaultAgentStateDir, "folder for the per-load-balancer HAProxy folders")
 	apiAddrFlag(fs, &cfg.APIAddr, "127.0.0.1:8083", "address of the agent's /healthz and /metrics; empty to disable")
+	fs.StringVar(&cfg.LeaseNamespace, "lease-namespace", "pier-system",
+		"namespace of this node's heartbeat Lease pier-agent-<node> (the controller's --lease-namespace)")
+	fs.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", 2*time.Second, "how often the heartbeat Lease is renewed")
+	fs.DurationVar(&cfg.HeartbeatTimeout, "heartbeat-timeout", 10*time.Second,
+		"how long after its last renewal the Lease expires (rounded up to whole seconds); the controller then moves this node's load balancers to their standby nodes")
+	fs.StringVar(&cfg.VRRPInterface, "vrrp-interface", "",
+		"hold the load balancers' VIPs and FIPs with VRRP (keepalived) on this interface: the active node holds them, the standby takes them over when it fails; empty: pier does not touch addresses, they are someone else's business (a cloud, MetalLB, static routes)")
+	fs.StringVar(&cfg.KeepalivedBinary, "keepalived-binary", "keepalived", "keepalived binary, used with --vrrp-interface")
+	fs.BoolVar(&cfg.DrainOnExit, "drain-on-exit", false,
+		"on SIGTERM, hand the addresses this node holds to the standby nodes, then delete the heartbeat Lease so the controller re-places at once; without it a restart moves nothing and the Lease just expires")
 	haproxy.register(fs)
 	logs.register(fs)
 	fs.Usage = func() {
@@ -31,6 +42,14 @@ The node role: watches the LoadBalancer custom resources placed on this node
 (active or standby) and runs each with HAProxy — render, check, start, reload,
 or change members through the runtime API — and reports what it applied in the
 LoadBalancer status. HAProxy keeps serving when the agent exits.
+
+The agent renews a heartbeat Lease; the controller places load balancers only
+on nodes whose Lease is fresh and moves them off a node whose Lease expires.
+With --vrrp-interface it also holds the VIPs and FIPs: keepalived speaks VRRP
+with the peer node, MASTER where the load balancer is active, BACKUP where it
+is standby, so the addresses follow the active HAProxy. A cordoned node
+(kubectl cordon) drains: it hands its addresses to the standby nodes and gets
+no new load balancer.
 
 Flags:
 `)

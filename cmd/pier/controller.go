@@ -26,7 +26,7 @@ func controllerCommand(ctx context.Context, args []string, stderr io.Writer) err
 	apiAddrFlag(fs, &cfg.APIAddr, "127.0.0.1:8082", apiUsage)
 	fs.StringVar(&cfg.WatchNamespace, "watch-namespace", "", "only watch Ingresses, Services, EndpointSlices and Secrets in this namespace")
 	fs.StringVar(&cfg.NodeSelector, "node-selector", "", "label selector of the nodes that may run HAProxy (default: every Ready node)")
-	fs.StringVar(&cfg.LeaseNamespace, "lease-namespace", "pier-system", "namespace of the leader-election Lease")
+	fs.StringVar(&cfg.LeaseNamespace, "lease-namespace", "pier-system", "namespace of the leader-election Lease and of the agents' heartbeat Leases (the agents' --lease-namespace)")
 	fs.StringVar(&cfg.LeaseName, "lease-name", "pier-controller", "name of the leader-election Lease (distinct per pier installation)")
 	fs.StringVar(&cfg.Identity, "identity", "", "leader-election identity; default: hostname plus a random suffix")
 	fs.DurationVar(&cfg.LeaseDuration, "lease-duration", 15*time.Second, "leader-election lease duration")

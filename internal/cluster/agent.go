@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -18,6 +19,7 @@ import (
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/statedir"
+	kubestore "pier.dev/pier/internal/store/kube"
 )
 
 // DefaultAgentStateDir is where `pier agent` keeps its HAProxy folders
@@ -33,14 +35,58 @@ type AgentConfig struct {
 	HAProxyBinary string
 	APIAddr       string
 	Render        render.Options
+
+	// LeaseNamespace holds the agents' heartbeat Leases (the
+	// controller's --lease-namespace). The Lease is renewed every
+	// HeartbeatInterval and expires HeartbeatTimeout after its last
+	// renewal (whole seconds: a Lease counts its duration in seconds).
+	LeaseNamespace    string
+	HeartbeatInterval time.Duration
+	HeartbeatTimeout  time.Duration
+	// VRRPInterface, when set, makes the agent hold the addresses with
+	// keepalived on that interface; empty: addresses are someone else's
+	// business.
+	VRRPInterface    string
+	KeepalivedBinary string
+	// DrainOnExit hands this node's addresses to the standbys on SIGTERM
+	// and then deletes the Lease, so the controller re-places at once.
+	DrainOnExit bool
+}
+
+func (cfg AgentConfig) validate() error {
+	switch {
+	case cfg.Node == "":
+		return errors.New("--node is required (the Node name this agent runs on)")
+	case cfg.LeaseNamespace == "":
+		return errors.New("--lease-namespace is required (where the agents' heartbeat Leases live)")
+	case cfg.HeartbeatInterval <= 0:
+		return fmt.Errorf("--heartbeat-interval %s: must be positive", cfg.HeartbeatInterval)
+	case cfg.HeartbeatTimeout <= cfg.HeartbeatInterval:
+		// One late renewal must not make the node look dead.
+		return fmt.Errorf("--heartbeat-timeout %s must be longer than --heartbeat-interval %s", cfg.HeartbeatTimeout, cfg.HeartbeatInterval)
+	}
+	return nil
+}
+
+func (cfg AgentConfig) vrrp() *agent.VRRPConfig {
+	if cfg.VRRPInterface == "" {
+		return nil
+	}
+	return &agent.VRRPConfig{Interface: cfg.VRRPInterface, KeepalivedBinary: cfg.KeepalivedBinary}
 }
 
 // RunAgent runs `pier agent` until ctx ends. HAProxy is left running when
 // the agent exits: restarting the agent drops no request, and the next
 // agent adopts the running instances (reloading only changed ones).
+//
+// The heartbeat, the peers' Leases and the cordon watch outlive ctx until
+// the agent's Run has returned: a drain on exit still needs its Lease
+// fresh and its peers known. Only then, with --drain-on-exit, is the
+// Lease deleted; without it the Lease stays and expires, so a restarting
+// agent (a rolling update) moves nothing.
 func RunAgent(ctx context.Context, cfg AgentConfig, logger *slog.Logger) error {
-	if cfg.Node == "" {
-		return errors.New("--node is required (the Node name this agent runs on)")
+	if err := cfg.validate(); err != nil {
+		return err
 	}
 	stateDir, err := statedir.Prepare(cfg.StateDir)
 	if err != nil {
@@ -51,11 +97,41 @@ func RunAgent(ctx context.Context, cfg AgentConfig, logger *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
+	bg, stopBg := context.WithCancel(context.Background())
+	defer stopBg()
+	peers, err := startLeaseHeartbeats(ctx, bg, client, cfg.LeaseNamespace)
+	if err != nil {
+		return err
+	}
 	m := metrics.New()
 	a := agent.New(agent.Config{
 		Node: cfg.Node, StateDir: stateDir, Store: st, Secrets: apiSecrets{client},
 		HAProxyBinary: cfg.HAProxyBinary, Render: cfg.Render, Metrics: m, Logger: logger,
+		VRRP: cfg.vrrp(), Heartbeats: peers, DrainOnExit: cfg.DrainOnExit,
 	})
+	hb := newHeartbeat(client, cfg, logger)
+	var background sync.WaitGroup
+	background.Go(func() { hb.run(bg) })
+	background.Go(func() {
+		if err := watchCordon(bg, client, cfg.Node, a.SetDraining, logger); err != nil {
+			logger.Error("cordon watch", "error", err)
+		}
+	})
+	logger.Info("pier agent started", "node", cfg.Node, "state_dir", stateDir, "vrrp_interface", cfg.VRRPInterface,
+		"heartbeat_interval", cfg.HeartbeatInterval, "heartbeat_timeout", cfg.HeartbeatTimeout, "drain_on_exit", cfg.DrainOnExit)
+	runErr := runAgentLoop(ctx, cfg, a, st, m, logger)
+	stopBg()
+	background.Wait() // no renewal may recreate the Lease deleted below
+	if cfg.DrainOnExit && runErr == nil && ctx.Err() != nil {
+		hb.remove()
+	}
+	return runErr
+}
+
+// runAgentLoop runs the agent and its HTTP API until ctx ends or the
+// agent stops.
+func runAgentLoop(ctx context.Context, cfg AgentConfig, a *agent.Agent, st *kubestore.Store, m *metrics.Metrics,
+	logger *slog.Logger) error {
 	g, ctx := errgroup.WithContext(ctx)
 	if cfg.APIAddr != "" {
 		srv := &api.Server{Store: st, Ingresses: noIngresses{}, Registry: m.Registry, Logger: logger}
@@ -68,7 +144,6 @@ func RunAgent(ctx context.Context, cfg AgentConfig, logger *slog.Logger) error {
 		})
 	}
 	g.Go(func() error { return orCanceled(a.Run(ctx)) })
-	logger.Info("pier agent started", "node", cfg.Node, "state_dir", stateDir)
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}

@@ -41,7 +41,7 @@ type ControllerConfig struct {
 	APIAddr        string
 	WatchNamespace string
 	NodeSelector   string
-	LeaseNamespace string
+	LeaseNamespace string // the leader-election Lease and the agents' heartbeat Leases
 	LeaseName      string
 	Identity       string // empty: hostname plus a random suffix
 	LeaseDuration  time.Duration
@@ -198,7 +198,8 @@ func named(name string, f func() error) func() error {
 // snapshots (the replica would lead, silently doing nothing).
 func lead(ctx context.Context, client kubernetes.Interface, cfg ControllerConfig, selector labels.Selector,
 	p *pipeline.Pipeline, logger *slog.Logger) error {
-	src := sourcekube.New(client, sourcekube.Options{Namespace: cfg.WatchNamespace, NodeSelector: selector},
+	src := sourcekube.New(client, sourcekube.Options{Namespace: cfg.WatchNamespace, NodeSelector: selector,
+		LeaseNamespace: cfg.LeaseNamespace},
 		logger.With("component", "source"))
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return orCanceled(p.Run(ctx)) })

@@ -178,3 +178,26 @@ func TestNodeAddressChangeUpdatesPlacement(t *testing.T) {
 		t.Errorf("placement %+v, want standby address 198.51.100.2, id 1", p)
 	}
 }
+
+// A cordoned node keeps the roles it has and gets no new one: lb1 stays
+// on (a, b) while a drains; lb2, new, avoids a; when b fails, lb1 keeps
+// a active (alive, so it does not move) and takes c as its standby.
+func TestCordonedNodeKeepsRolesGetsNoNewOne(t *testing.T) {
+	r, st := seeded(t, routerid.DefaultRange, onPair("lb1", time.Hour, "a", "b"))
+	lb1, lb2 := onPair("lb1", time.Hour, "", ""), lbFor("lb2", "lb2", t0, "")
+	cordoned := []source.Node{pairNodes[0], pairNodes[1], pairNodes[2]}
+	cordoned[0].Draining = true
+	apply(t, r, cordoned, lb1, lb2)
+	got := placements(t, st)
+	if p := got["lb1"]; p.Active != "a" || p.Standby != "b" {
+		t.Errorf("lb1 placement %+v, want a/b kept while a drains", p)
+	}
+	if p := got["lb2"]; p.Active == "a" || p.Standby == "a" || p.Active == "" || p.Standby == "" {
+		t.Errorf("lb2 placement %+v, want a pair without the draining a", p)
+	}
+	bDown := []source.Node{cordoned[0], {Name: "b"}, pairNodes[2]}
+	apply(t, r, bDown, lb1, lb2)
+	if p := placements(t, st)["lb1"]; p.Active != "a" || p.Standby != "c" {
+		t.Errorf("lb1 placement %+v after b failed, want a kept, c as the new standby", p)
+	}
+}

@@ -124,21 +124,26 @@ func (r *Reconciler) replay(stored []*model.LoadBalancer) {
 
 // clusterNodes is what prepare needs of the snapshot's nodes.
 type clusterNodes struct {
-	ready   []string
-	address map[string]string // name → address; absent when unknown
+	placeable scheduler.Nodes
+	address   map[string]string // name → address; absent when unknown
 }
 
+// nodesOf keeps the ready nodes; a cordoned one among them is marked
+// draining, so the scheduler leaves it its roles but gives it no new one.
 func nodesOf(nodes []source.Node) clusterNodes {
-	c := clusterNodes{address: map[string]string{}}
+	c := clusterNodes{placeable: scheduler.Nodes{Draining: map[string]bool{}}, address: map[string]string{}}
 	for _, n := range nodes {
 		if n.Ready {
-			c.ready = append(c.ready, n.Name)
+			c.placeable.Ready = append(c.placeable.Ready, n.Name)
+			if n.Draining {
+				c.placeable.Draining[n.Name] = true
+			}
 		}
 		if n.Address.IsValid() {
 			c.address[n.Name] = n.Address.String()
 		}
 	}
-	sort.Strings(c.ready)
+	sort.Strings(c.placeable.Ready)
 	return c
 }
 
@@ -157,7 +162,7 @@ func (r *Reconciler) prepare(want, old *model.LoadBalancer, nodes clusterNodes, 
 	if err := r.IPAM.Assign(lb); err != nil {
 		return nil, err
 	}
-	placement, err := scheduler.Place(lb, nodes.ready, load)
+	placement, err := scheduler.Place(lb, nodes.placeable, load)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"pier.dev/pier/internal/model"
@@ -16,25 +17,38 @@ func TestPlace(t *testing.T) {
 		name   string
 		lb     *model.LoadBalancer
 		ready  []string
+		drain  []string
 		load   map[string]int
 		want   model.Placement
 		errMsg string
 	}{
-		{"new, two nodes", lb("", ""), []string{"b", "a"}, nil, model.Placement{Active: "a", Standby: "b"}, ""},
-		{"new, least loaded first", lb("", ""), []string{"a", "b", "c"}, map[string]int{"a": 3, "b": 1}, model.Placement{Active: "c", Standby: "b"}, ""},
-		{"kept while nodes live", lb("b", "c"), []string{"a", "b", "c"}, map[string]int{"b": 9, "c": 9}, model.Placement{Active: "b", Standby: "c"}, ""},
-		{"standby lost", lb("b", "c"), []string{"a", "b"}, nil, model.Placement{Active: "b", Standby: "a"}, ""},
-		{"active lost: standby promoted", lb("b", "c"), []string{"a", "c"}, nil, model.Placement{Active: "c", Standby: "a"}, ""},
-		{"single node", lb("", ""), []string{"local"}, nil, model.Placement{Active: "local"}, ""},
-		{"single node keeps", lb("local", "gone"), []string{"local"}, nil, model.Placement{Active: "local"}, ""},
-		{"no node", lb("", ""), nil, nil, model.Placement{}, "no ready node"},
+		{"new, two nodes", lb("", ""), []string{"b", "a"}, nil, nil, model.Placement{Active: "a", Standby: "b"}, ""},
+		{"new, least loaded first", lb("", ""), []string{"a", "b", "c"}, nil, map[string]int{"a": 3, "b": 1}, model.Placement{Active: "c", Standby: "b"}, ""},
+		{"kept while nodes live", lb("b", "c"), []string{"a", "b", "c"}, nil, map[string]int{"b": 9, "c": 9}, model.Placement{Active: "b", Standby: "c"}, ""},
+		{"standby lost", lb("b", "c"), []string{"a", "b"}, nil, nil, model.Placement{Active: "b", Standby: "a"}, ""},
+		{"active lost: standby promoted", lb("b", "c"), []string{"a", "c"}, nil, nil, model.Placement{Active: "c", Standby: "a"}, ""},
+		{"single node", lb("", ""), []string{"local"}, nil, nil, model.Placement{Active: "local"}, ""},
+		{"single node keeps", lb("local", "gone"), []string{"local"}, nil, nil, model.Placement{Active: "local"}, ""},
+		{"no node", lb("", ""), nil, nil, nil, model.Placement{}, "no ready node"},
+		{"draining keeps both roles", lb("a", "b"), []string{"a", "b", "c"}, []string{"a", "b"}, nil, model.Placement{Active: "a", Standby: "b"}, ""},
+		{"new: draining node skipped", lb("", ""), []string{"a", "b", "c"}, []string{"a"}, nil, model.Placement{Active: "b", Standby: "c"}, ""},
+		{"new: draining never standby", lb("", ""), []string{"a", "b"}, []string{"a"}, nil, model.Placement{Active: "b"}, ""},
+		{"standby lost: draining not chosen", lb("a", "c"), []string{"a", "b", "d"}, []string{"b"}, map[string]int{"d": 5}, model.Placement{Active: "a", Standby: "d"}, ""},
+		{"active lost, draining standby stays standby", lb("a", "b"), []string{"b", "c"}, []string{"b"}, nil, model.Placement{Active: "c", Standby: "b"}, ""},
+		{"active lost, draining standby alone: promoted", lb("a", "b"), []string{"b"}, []string{"b"}, nil, model.Placement{Active: "b"}, ""},
+		{"active lost, healthy standby promoted", lb("a", "b"), []string{"b", "c"}, []string{"c"}, nil, model.Placement{Active: "b"}, ""},
+		{"every node cordoned", lb("", ""), []string{"a", "b"}, []string{"a", "b"}, nil, model.Placement{}, "every ready node is cordoned"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Place(tt.lb, tt.ready, tt.load)
+			nodes := Nodes{Ready: tt.ready, Draining: map[string]bool{}}
+			for _, n := range tt.drain {
+				nodes.Draining[n] = true
+			}
+			got, err := Place(tt.lb, nodes, tt.load)
 			if tt.errMsg != "" {
-				if err == nil {
-					t.Fatalf("want error %q", tt.errMsg)
+				if err == nil || !strings.Contains(err.Error(), tt.errMsg) {
+					t.Fatalf("err = %v, want %q", err, tt.errMsg)
 				}
 				return
 			}
@@ -46,7 +60,7 @@ func TestPlace(t *testing.T) {
 }
 
 func TestNativeProviderHasNoDriverYet(t *testing.T) {
-	_, err := Place(&model.LoadBalancer{Provider: model.ProviderNative}, []string{"a"}, nil)
+	_, err := Place(&model.LoadBalancer{Provider: model.ProviderNative}, Nodes{Ready: []string{"a"}}, nil)
 	if !errors.Is(err, ErrUnsupportedProvider) {
 		t.Fatalf("err = %v", err)
 	}

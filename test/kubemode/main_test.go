@@ -12,7 +12,9 @@
 // standby agent would start a second HAProxy bound to the same VIP:port in
 // the same namespace (HAProxy sets SO_REUSEPORT, so the kernel would split
 // connections between the two rather than fail over), and on real nodes
-// nothing would move the VIP. Active/standby is for the VRRP tests.
+// nothing would move the VIP. Active/standby is for the VRRP tests; the
+// pair tests here (pair_test.go) run a second agent on node-b to check
+// placement, heartbeats and cordon, never traffic.
 package kubemode
 
 import (

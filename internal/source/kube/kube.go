@@ -1,6 +1,6 @@
 // Package kube fills source.Snapshot from Kubernetes informers (Ingress,
-// IngressClass, Service, EndpointSlice, TLS Secret, Node) for the
-// controller. Events are coalesced (Contour's rule: wait 100 ms for quiet,
+// IngressClass, Service, EndpointSlice, TLS Secret, Node, and the agents'
+// heartbeat Leases) for the controller. Events are coalesced (Contour's rule: wait 100 ms for quiet,
 // at most 500 ms) into one snapshot per burst, so a rolling update does not
 // cause one rebuild per endpoint.
 package kube
@@ -9,10 +9,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"sort"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -33,6 +35,10 @@ type Options struct {
 	// NodeSelector selects the nodes that may run HAProxy
 	// (--node-selector); nil selects every node.
 	NodeSelector labels.Selector
+	// LeaseNamespace holds the agents' heartbeat Leases (the
+	// controller's --lease-namespace); a node is placed on only while its
+	// agent's Lease is fresh.
+	LeaseNamespace string
 	// Quiet and MaxDelay bound the debounce (defaults 100 ms and 500 ms).
 	Quiet, MaxDelay time.Duration
 }
@@ -66,6 +72,7 @@ type listers struct {
 	endpointSlices func() ([]*discoveryv1.EndpointSlice, error)
 	secrets        func() ([]*corev1.Secret, error)
 	nodes          func() ([]*corev1.Node, error)
+	leases         func() ([]*coordinationv1.Lease, error)
 	// badNodeAddress reports a Node whose pier.dev/vrrp-address is not
 	// an IP address.
 	badNodeAddress func(node, value string)
@@ -75,12 +82,17 @@ type listers struct {
 // with a fresh snapshot after every burst of changes (and once at the
 // start), until ctx ends. onChange runs on Run's goroutine.
 func (s *Source) Run(ctx context.Context, onChange func(*source.Snapshot)) error {
+	if s.opts.LeaseNamespace == "" {
+		return fmt.Errorf("kube source: no namespace for the agents' heartbeat Leases")
+	}
 	nsFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithNamespace(s.opts.Namespace))
 	// Only TLS Secrets: pier has no business caching every token in the
 	// cluster (the field selector is served by the API server).
 	secretFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithNamespace(s.opts.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "type=" + string(corev1.SecretTypeTLS) }))
 	clusterFactory := informers.NewSharedInformerFactory(s.client, 0)
+	leaseFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithNamespace(s.opts.LeaseNamespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = AgentLeaseSelector() }))
 
 	ing := nsFactory.Networking().V1().Ingresses()
 	svc := nsFactory.Core().V1().Services()
@@ -88,6 +100,7 @@ func (s *Source) Run(ctx context.Context, onChange func(*source.Snapshot)) error
 	sec := secretFactory.Core().V1().Secrets()
 	cls := clusterFactory.Networking().V1().IngressClasses()
 	nodes := clusterFactory.Core().V1().Nodes()
+	leases := leaseFactory.Coordination().V1().Leases()
 
 	changed := make(chan struct{}, 1)
 	handler := cache.ResourceEventHandlerFuncs{
@@ -100,14 +113,26 @@ func (s *Source) Run(ctx context.Context, onChange func(*source.Snapshot)) error
 			return fmt.Errorf("add event handler: %w", err)
 		}
 	}
+	// Every renewal is an event (one per agent per --heartbeat-interval):
+	// the loop only checks whether an agent came or went.
+	leaseChanged := make(chan struct{}, 1)
+	if _, err := leases.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { notify(leaseChanged) },
+		UpdateFunc: func(any, any) { notify(leaseChanged) },
+		DeleteFunc: func(any) { notify(leaseChanged) },
+	}); err != nil {
+		return fmt.Errorf("add lease event handler: %w", err)
+	}
 	nsFactory.Start(ctx.Done())
 	secretFactory.Start(ctx.Done())
 	clusterFactory.Start(ctx.Done())
+	leaseFactory.Start(ctx.Done())
+	defer leaseFactory.Shutdown()
 	defer nsFactory.Shutdown()
 	defer secretFactory.Shutdown()
 	defer clusterFactory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), ing.Informer().HasSynced, svc.Informer().HasSynced, eps.Informer().HasSynced,
-		sec.Informer().HasSynced, cls.Informer().HasSynced, nodes.Informer().HasSynced) {
+		sec.Informer().HasSynced, cls.Informer().HasSynced, nodes.Informer().HasSynced, leases.Informer().HasSynced) {
 		return ctx.Err()
 	}
 	s.logger.Info("informer caches synced", "namespace", s.opts.Namespace)
@@ -118,18 +143,42 @@ func (s *Source) Run(ctx context.Context, onChange func(*source.Snapshot)) error
 		endpointSlices: func() ([]*discoveryv1.EndpointSlice, error) { return eps.Lister().List(labels.Everything()) },
 		secrets:        func() ([]*corev1.Secret, error) { return sec.Lister().List(labels.Everything()) },
 		nodes:          func() ([]*corev1.Node, error) { return nodes.Lister().List(s.opts.NodeSelector) },
+		leases:         func() ([]*coordinationv1.Lease, error) { return leases.Lister().List(labels.Everything()) },
 		badNodeAddress: s.warnOnce(),
 	}
-	return s.loop(ctx, changed, l, onChange)
+	return s.loop(ctx, changed, leaseChanged, l, onChange)
 }
 
-// loop debounces change notifications into snapshots.
-func (s *Source) loop(ctx context.Context, changed <-chan struct{}, l listers, onChange func(*source.Snapshot)) error {
+// loop debounces change notifications into snapshots. A Lease that
+// expires sends no event, so a timer is armed for the earliest expiry
+// among the fresh ones; a Lease event or that timer leads to a snapshot
+// only when an agent came or went (as the outage rule judges it), not on
+// a mere renewal.
+func (s *Source) loop(ctx context.Context, changed, leaseChanged <-chan struct{}, l listers, onChange func(*source.Snapshot)) error {
+	expiry := time.NewTimer(time.Hour)
+	expiry.Stop()
+	defer expiry.Stop()
+	var last liveness
+	o := &outage{logger: s.logger}
+	judge := func() (liveness, error) {
+		leases, err := l.leases()
+		if err != nil {
+			return liveness{}, fmt.Errorf("list leases: %w", err)
+		}
+		return o.judge(leases, time.Now()), nil
+	}
 	emit := func() error {
-		snap, err := l.snapshot()
+		lv, err := judge()
 		if err != nil {
 			return err
 		}
+		snap, err := l.snapshot(lv.alive)
+		if err != nil {
+			return err
+		}
+		s.logLiveness(last, lv)
+		last = lv
+		rearm(expiry, lv.next)
 		onChange(snap)
 		return nil
 	}
@@ -137,16 +186,51 @@ func (s *Source) loop(ctx context.Context, changed <-chan struct{}, l listers, o
 		return err
 	}
 	for {
+		objects := false
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-changed:
+			objects = true
+		case <-leaseChanged:
+		case <-expiry.C:
+		}
+		if !objects {
+			lv, err := judge()
+			if err == nil && lv.sameAlive(last) {
+				rearm(expiry, lv.next)
+				continue
+			}
 		}
 		if !debounce(ctx, changed, s.opts.Quiet, s.opts.MaxDelay) {
 			return nil
 		}
 		if err := emit(); err != nil {
 			return err
+		}
+	}
+}
+
+// rearm sets t to fire just after next (a Lease is fresh strictly before
+// its expiry), or stops it when no Lease is fresh.
+func rearm(t *time.Timer, next time.Time) {
+	if next.IsZero() {
+		t.Stop()
+		return
+	}
+	t.Reset(time.Until(next) + 10*time.Millisecond)
+}
+
+// logLiveness says which agents came or went since the last snapshot.
+func (s *Source) logLiveness(before, now liveness) {
+	for node := range now.alive {
+		if !before.alive[node] {
+			s.logger.Info("agent heartbeat fresh: node may be placed on", "node", node)
+		}
+	}
+	for node := range before.alive {
+		if !now.alive[node] {
+			s.logger.Warn("agent heartbeat expired or gone: node no longer placed on", "node", node)
 		}
 	}
 }
@@ -204,8 +288,8 @@ func notifyIfChanged(ch chan struct{}, old, cur any) {
 		return
 	}
 	if on, ok := old.(*corev1.Node); ok {
-		if cn, ok := cur.(*corev1.Node); ok && nodeReady(on) == nodeReady(cn) && equalStrings(on.Labels, cn.Labels) &&
-			sameAddress(on, cn) {
+		if cn, ok := cur.(*corev1.Node); ok && nodeReady(on) == nodeReady(cn) && maps.Equal(on.Labels, cn.Labels) &&
+			sameAddress(on, cn) && on.Spec.Unschedulable == cn.Spec.Unschedulable {
 			return // heartbeats
 		}
 	}
@@ -220,18 +304,6 @@ func sameAddress(a, b *corev1.Node) bool {
 	return x == y && okX == okY
 }
 
-func equalStrings(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
-
 func nodeReady(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
@@ -243,16 +315,24 @@ func nodeReady(n *corev1.Node) bool {
 
 // placementNodes turns the Node objects (already filtered by the
 // selector) into what placement reads: a node is ready when its Ready
-// condition is true and it is not being deleted. A bad
-// pier.dev/vrrp-address is handed to bad and leaves the address unknown.
-func placementNodes(nodes []*corev1.Node, bad func(node, value string)) []source.Node {
+// condition is true, it is not being deleted and its agent is alive (its
+// heartbeat Lease is fresh): a node whose agent is gone runs nothing new,
+// and its load balancers must move. A cordoned node (spec.unschedulable)
+// stays ready but drains. A bad pier.dev/vrrp-address is handed to bad
+// and leaves the address unknown.
+func placementNodes(nodes []*corev1.Node, agentAlive map[string]bool, bad func(node, value string)) []source.Node {
 	out := make([]source.Node, 0, len(nodes))
 	for _, n := range nodes {
 		addr, ok := nodeAddress(n)
 		if !ok {
 			bad(n.Name, n.Annotations[AnnotationVRRPAddress])
 		}
-		out = append(out, source.Node{Name: n.Name, Ready: nodeReady(n) && n.DeletionTimestamp == nil, Address: addr})
+		out = append(out, source.Node{
+			Name:     n.Name,
+			Ready:    nodeReady(n) && n.DeletionTimestamp == nil && agentAlive[n.Name],
+			Address:  addr,
+			Draining: n.Spec.Unschedulable,
+		})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
@@ -292,7 +372,7 @@ func nodeAddress(n *corev1.Node) (addr netip.Addr, ok bool) {
 	return first, true
 }
 
-func (l listers) snapshot() (*source.Snapshot, error) {
+func (l listers) snapshot(agentAlive map[string]bool) (*source.Snapshot, error) {
 	snap := &source.Snapshot{}
 	var err error
 	if snap.Ingresses, err = l.ingresses(); err != nil {
@@ -314,7 +394,7 @@ func (l listers) snapshot() (*source.Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
-	snap.Nodes = placementNodes(nodes, l.badNodeAddress)
+	snap.Nodes = placementNodes(nodes, agentAlive, l.badNodeAddress)
 	sortByName(snap.Ingresses)
 	sortByName(snap.IngressClasses)
 	sortByName(snap.Services)

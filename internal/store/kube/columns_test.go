@@ -46,7 +46,7 @@ func TestPrinterColumns(t *testing.T) {
 			cols = append(cols, c.Name)
 		}
 	}
-	if got, want := fmt.Sprint(cols), "[Name Provider VIP FIP Active Standby Age]"; got != want {
+	if got, want := fmt.Sprint(cols), "[Name Provider VIP FIP Active Standby State Master Backup Age]"; got != want {
 		t.Fatalf("columns = %s, want %s", got, want)
 	}
 	if len(table.Rows) != 1 {
