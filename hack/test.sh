@@ -23,7 +23,7 @@ export PIER_KUBE_APISERVER
 echo "kube-apiserver: $PIER_KUBE_APISERVER ($(( $(date +%s) - start ))s)" >&2
 
 echo "== gofmt, go vet, staticcheck" >&2
-unformatted=$(gofmt -l cmd internal test 2>/dev/null || true)
+unformatted=$(gofmt -l cmd internal test hack 2>/dev/null || true)
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:" >&2; echo "$unformatted" >&2; exit 1
 fi
@@ -77,6 +77,9 @@ FUZZTIME=${FUZZTIME:-20000x} hack/fuzz.sh
 
 echo "== README demo (check mode)" >&2
 STATE_DIR="$(mktemp -d)/demo" hack/demo.sh --check
+
+echo "== README failover demo (check mode)" >&2
+hack/demo-ha.sh --check
 
 # The closing line, repeated last so CI reads it: counts of top-level tests.
 tail -n 1 .test-summary.log

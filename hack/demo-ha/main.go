@@ -34,7 +34,7 @@ import (
 func main() {
 	var (
 		bin      = flag.String("pier", "bin/pier", "pier binary")
-		dir      = flag.String("dir", ".pier-state/demo-ha", "folder for pier run's state, manifests and log")
+		dir      = flag.String("dir", "/tmp/pier-demo-ha", "folder for pier run's state, manifests and log (short: HAProxy socket paths live below it)")
 		check    = flag.Bool("check", false, "exit 1 when a failover target is missed")
 		apiAddr  = flag.String("api-addr", "127.0.0.1:8084", "address of pier run's API")
 		prefix   = flag.String("lab-prefix", "pier-", "prefix of the lab's network namespaces")

@@ -117,8 +117,10 @@ type Agent struct {
 	latest map[string]*model.LoadBalancer
 	// vrrp is set when the agent holds addresses (Config.VRRP).
 	vrrp *pairState
-	// drainReq carries SetDraining's requests into the loop.
+	// drainReq carries SetDraining's requests into the loop; drainDue
+	// says that a drain's delay is over.
 	drainReq chan bool
+	drainDue chan struct{}
 }
 
 // New returns an Agent; Run starts it.
@@ -138,6 +140,7 @@ func New(cfg Config) *Agent {
 		lastReport: map[string]model.NodeStatus{},
 		latest:     map[string]*model.LoadBalancer{},
 		drainReq:   make(chan bool, 1),
+		drainDue:   make(chan struct{}, 1),
 	}
 	if len(cfg.Drivers) == 0 {
 		d, err := haproxydriver.New(haproxydriver.Config{StateDir: cfg.StateDir, Binary: cfg.HAProxyBinary, Netns: cfg.Netns,
@@ -205,6 +208,9 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.queueDrifted()
 			a.reportAgain(ctx)
 		case <-holderTick:
+			a.tickHolder(ctx)
+			continue
+		case <-a.drainDue:
 			a.tickHolder(ctx)
 			continue
 		case on := <-a.drainReq:

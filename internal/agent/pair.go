@@ -20,7 +20,7 @@ const (
 	// drainDelay is how long a planned handover lets clients see
 	// "Connection: close" before the addresses move: a busy keep-alive
 	// connection closes after its next response, well within it.
-	drainDelay = 100 * time.Millisecond
+	drainDelay = 50 * time.Millisecond
 	// drainLinger is how long an agent that drains on exit keeps its
 	// HAProxy serving after the addresses left, for requests already
 	// under way on old connections.
@@ -36,9 +36,8 @@ type pairState struct {
 	h *addrhold.Holder
 	// synced identifies the placements the holder was last synced to.
 	synced string
-	// roles per load balancer UUID, and per instance, from the last tick.
-	roles     map[string]model.VRRPState
-	instRoles map[string]model.VRRPState
+	// roles per load balancer UUID, from the last tick.
+	roles map[string]model.VRRPState
 	// served holds the UUIDs whose data plane was healthy here since the
 	// agent started: only those close their instance's gate when they
 	// fail (one that never came up must not move its neighbours).
@@ -52,7 +51,7 @@ type pairState struct {
 }
 
 func newPairState(h *addrhold.Holder) *pairState {
-	return &pairState{h: h, roles: map[string]model.VRRPState{}, instRoles: map[string]model.VRRPState{},
+	return &pairState{h: h, roles: map[string]model.VRRPState{},
 		served: map[string]bool{}, masterReportedAt: map[string]time.Time{}}
 }
 
@@ -152,17 +151,19 @@ func (a *Agent) tickHolder(ctx context.Context) {
 	if roles == nil {
 		return
 	}
-	p.instRoles = roles
-	for name, in := range p.h.Instances() {
-		role := roles[name]
-		for _, uuid := range in.UUIDs {
-			if p.roles[uuid] == role {
-				continue
-			}
-			a.cfg.Logger.Info("vrrp role", "instance", name, "uuid", uuid, "role", role, "was", p.roles[uuid])
-			p.roles[uuid] = role
+	for uuid := range p.roles {
+		if _, ok := roles[uuid]; !ok {
+			delete(p.roles, uuid) // its addresses are no longer held here
 			a.rereport(ctx, uuid)
 		}
+	}
+	for uuid, role := range roles {
+		if p.roles[uuid] == role {
+			continue
+		}
+		a.cfg.Logger.Info("vrrp role", "instance", p.h.InstanceOf(uuid), "uuid", uuid, "role", role, "was", p.roles[uuid])
+		p.roles[uuid] = role
+		a.rereport(ctx, uuid)
 	}
 }
 
@@ -203,7 +204,7 @@ func (a *Agent) arbitrate() {
 			}
 			continue
 		}
-		if p.instRoles[name] != model.VRRPMaster || !peerMaster || !alive || myReport.IsZero() ||
+		if p.h.InstanceRole(name) != model.VRRPMaster || !peerMaster || !alive || myReport.IsZero() ||
 			now.Sub(p.h.Since(name)) < fenceGrace || !hb.RenewedAt(in.Peer).After(myReport) {
 			continue
 		}
@@ -236,6 +237,12 @@ func (a *Agent) setDraining(ctx context.Context, on bool) {
 	if on {
 		a.cfg.Logger.Info("drain: asking clients to reconnect before the addresses move", "delay", drainDelay)
 		p.drainAt = time.Now().Add(drainDelay)
+		time.AfterFunc(drainDelay, func() {
+			select {
+			case a.drainDue <- struct{}{}:
+			default:
+			}
+		})
 		return
 	}
 	a.cfg.Logger.Info("drain ended: this node may hold addresses again")
@@ -265,9 +272,10 @@ func (a *Agent) drainBeforeExit() {
 	a.tickHolder(ctx)
 }
 
+// holdsAny reports whether this node holds the addresses of an instance.
 func (p *pairState) holdsAny() bool {
-	for _, r := range p.instRoles {
-		if r == model.VRRPMaster {
+	for name := range p.h.Instances() {
+		if p.h.InstanceRole(name) == model.VRRPMaster {
 			return true
 		}
 	}

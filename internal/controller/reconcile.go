@@ -72,7 +72,7 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []s
 		delete(existing, uuid)
 		r.Logger.Info("load balancer deleted", "lb", lb.Name, "uuid", uuid, "vip", lb.VIP, "fip", lb.FIP)
 	}
-	load := scheduler.Load(stored)
+	load := scheduler.LoadOf(stored)
 	cluster := nodesOf(nodes)
 	var problems []model.Problem
 	// Oldest first: when two new load balancers pin the same floating IP,
@@ -151,7 +151,7 @@ func nodesOf(nodes []source.Node) clusterNodes {
 // creation time), then assigns addresses, nodes and the pair's VRRP
 // router id. The scheduler stays pure: ids and node addresses are the
 // controller's, filled in after it placed.
-func (r *Reconciler) prepare(want, old *model.LoadBalancer, nodes clusterNodes, load map[string]int) (*model.LoadBalancer, error) {
+func (r *Reconciler) prepare(want, old *model.LoadBalancer, nodes clusterNodes, load scheduler.Load) (*model.LoadBalancer, error) {
 	lb := want.Clone()
 	if old != nil {
 		lb.VIP, lb.FIP, lb.Placement = old.VIP, old.FIP, old.Placement
@@ -172,10 +172,7 @@ func (r *Reconciler) prepare(want, old *model.LoadBalancer, nodes clusterNodes, 
 	placement.ActiveAddress = nodes.address[placement.Active]
 	placement.StandbyAddress = nodes.address[placement.Standby]
 	if placement.Active != lb.Placement.Active || placement.Standby != lb.Placement.Standby {
-		load[placement.Active]++
-		if placement.Standby != "" {
-			load[placement.Standby]++
-		}
+		load.Add(placement)
 	}
 	lb.Placement = placement
 	return lb, nil

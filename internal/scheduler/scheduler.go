@@ -24,7 +24,7 @@ type Nodes struct {
 }
 
 // placer decides where one provider's load balancers run.
-type placer func(lb *model.LoadBalancer, nodes Nodes, load map[string]int) (model.Placement, error)
+type placer func(lb *model.LoadBalancer, nodes Nodes, load Load) (model.Placement, error)
 
 // placers is the service monitor's dispatch: one placement policy per
 // provider. A provider missing here has no driver yet.
@@ -33,8 +33,8 @@ var placers = map[model.Provider]placer{
 }
 
 // Place returns where lb should run, by its provider's policy. load counts
-// the LoadBalancers already placed on each node (active or standby).
-func Place(lb *model.LoadBalancer, nodes Nodes, load map[string]int) (model.Placement, error) {
+// the LoadBalancers already placed on each node.
+func Place(lb *model.LoadBalancer, nodes Nodes, load Load) (model.Placement, error) {
 	place, ok := placers[lb.Provider]
 	if !ok {
 		return model.Placement{}, fmt.Errorf("load balancer %s: provider %q: %w", lb.Name, lb.Provider, ErrUnsupportedProvider)
@@ -50,11 +50,14 @@ func Place(lb *model.LoadBalancer, nodes Nodes, load map[string]int) (model.Plac
 //   - When the active is gone, the standby becomes active (it is hot and
 //     takes the addresses over, so traffic moves once), unless the standby
 //     drains and another node can take the role: then it stays standby.
-//   - Free roles go to the least-loaded ready nodes that do not drain,
-//     ties broken by name so the choice is deterministic.
+//   - Free roles go to the least-loaded ready nodes that do not drain:
+//     the active role to the node active for the fewest load balancers
+//     (it carries their traffic), the standby role to the node with the
+//     fewest placements; ties broken by the other count, then by name, so
+//     the choice is deterministic. With two nodes, actives alternate.
 //   - With nothing else left, a lone draining standby is promoted rather
 //     than leaving the load balancer without an active node.
-func placePair(lb *model.LoadBalancer, nodes Nodes, load map[string]int) (model.Placement, error) {
+func placePair(lb *model.LoadBalancer, nodes Nodes, load Load) (model.Placement, error) {
 	if len(nodes.Ready) == 0 {
 		return model.Placement{}, fmt.Errorf("load balancer %s: no ready node", lb.Name)
 	}
@@ -81,13 +84,20 @@ func placePair(lb *model.LoadBalancer, nodes Nodes, load map[string]int) (model.
 	case keepStandby:
 		p.Standby = cur.Standby
 	}
-	for _, n := range byLoad(fresh, load) {
-		switch {
-		case n == p.Active || n == p.Standby:
-		case p.Active == "":
-			p.Active = n
-		case p.Standby == "":
-			p.Standby = n
+	if p.Active == "" {
+		for _, n := range load.byActive(fresh) {
+			if n != p.Standby {
+				p.Active = n
+				break
+			}
+		}
+	}
+	if p.Standby == "" {
+		for _, n := range load.byPlaced(fresh) {
+			if n != p.Active {
+				p.Standby = n
+				break
+			}
 		}
 	}
 	if p.Active == "" && p.Standby != "" {
@@ -99,27 +109,53 @@ func placePair(lb *model.LoadBalancer, nodes Nodes, load map[string]int) (model.
 	return p, nil
 }
 
-func byLoad(nodes []string, load map[string]int) []string {
+// Load counts, per node, the load balancers placed on it (Placed, as
+// active or standby) and those it is the active node of (Active).
+type Load struct {
+	Placed, Active map[string]int
+}
+
+// Add counts a placement.
+func (l Load) Add(p model.Placement) {
+	if p.Active != "" {
+		l.Placed[p.Active]++
+		l.Active[p.Active]++
+	}
+	if p.Standby != "" {
+		l.Placed[p.Standby]++
+	}
+}
+
+// byActive orders nodes by active count, then placements, then name.
+func (l Load) byActive(nodes []string) []string {
+	return sortedBy(nodes, l.Active, l.Placed)
+}
+
+// byPlaced orders nodes by placements, then active count, then name.
+func (l Load) byPlaced(nodes []string) []string {
+	return sortedBy(nodes, l.Placed, l.Active)
+}
+
+func sortedBy(nodes []string, first, second map[string]int) []string {
 	out := append([]string(nil), nodes...)
 	sort.Slice(out, func(i, j int) bool {
-		if load[out[i]] != load[out[j]] {
-			return load[out[i]] < load[out[j]]
+		a, b := out[i], out[j]
+		if first[a] != first[b] {
+			return first[a] < first[b]
 		}
-		return out[i] < out[j]
+		if second[a] != second[b] {
+			return second[a] < second[b]
+		}
+		return a < b
 	})
 	return out
 }
 
-// Load counts the LoadBalancers placed on each node.
-func Load(lbs []*model.LoadBalancer) map[string]int {
-	load := map[string]int{}
+// LoadOf counts the placements of lbs.
+func LoadOf(lbs []*model.LoadBalancer) Load {
+	l := Load{Placed: map[string]int{}, Active: map[string]int{}}
 	for _, lb := range lbs {
-		if lb.Placement.Active != "" {
-			load[lb.Placement.Active]++
-		}
-		if lb.Placement.Standby != "" {
-			load[lb.Placement.Standby]++
-		}
+		l.Add(lb.Placement)
 	}
-	return load
+	return l
 }

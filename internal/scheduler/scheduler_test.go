@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -45,7 +46,7 @@ func TestPlace(t *testing.T) {
 			for _, n := range tt.drain {
 				nodes.Draining[n] = true
 			}
-			got, err := Place(tt.lb, nodes, tt.load)
+			got, err := Place(tt.lb, nodes, Load{Placed: tt.load, Active: tt.load})
 			if tt.errMsg != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.errMsg) {
 					t.Fatalf("err = %v, want %q", err, tt.errMsg)
@@ -60,8 +61,32 @@ func TestPlace(t *testing.T) {
 }
 
 func TestNativeProviderHasNoDriverYet(t *testing.T) {
-	_, err := Place(&model.LoadBalancer{Provider: model.ProviderNative}, Nodes{Ready: []string{"a"}}, nil)
+	_, err := Place(&model.LoadBalancer{Provider: model.ProviderNative}, Nodes{Ready: []string{"a"}}, LoadOf(nil))
 	if !errors.Is(err, ErrUnsupportedProvider) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// With two nodes, the active role alternates: neither node carries every
+// load balancer's traffic (issue 8: no node active for far more than its
+// share), and with three, each is active for a third.
+func TestActivesSpread(t *testing.T) {
+	for _, nodes := range [][]string{{"a", "b"}, {"a", "b", "c"}} {
+		load := LoadOf(nil)
+		for i := range 30 {
+			p, err := Place(&model.LoadBalancer{Name: fmt.Sprint(i), Provider: model.ProviderHAProxy}, Nodes{Ready: nodes}, load)
+			if err != nil {
+				t.Fatal(err)
+			}
+			load.Add(p)
+		}
+		for _, n := range nodes {
+			if got, want := load.Active[n], 30/len(nodes); got != want {
+				t.Errorf("%d nodes: %s is active for %d of 30, want %d (actives %v)", len(nodes), n, got, want, load.Active)
+			}
+			if got, want := load.Placed[n], 60/len(nodes); got != want {
+				t.Errorf("%d nodes: %s has %d placements, want %d", len(nodes), n, got, want)
+			}
+		}
 	}
 }

@@ -249,7 +249,11 @@ func TestPair(t *testing.T) {
 				t.Fatalf("nft: %v: %s", err, out)
 			}
 		}
-		nft("table inet pier_test_split { chain in { type filter hook input priority 0; ip protocol vrrp drop; } chain out { type filter hook output priority 0; ip protocol vrrp drop; } }")
+		nft(`table inet pier_test_split {
+  chain in { type filter hook input priority 0; ip protocol vrrp drop; }
+  chain out { type filter hook output priority 0; ip protocol vrrp drop; }
+}
+`)
 		defer func() { _ = block.Command(ctx, "nft", "delete", "table", "inet", "pier_test_split").Run() }()
 		both := false
 		deadline := time.Now().Add(3 * time.Second)

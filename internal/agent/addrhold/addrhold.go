@@ -79,6 +79,13 @@ type Holder struct {
 	since     map[string]time.Time // when each instance took its role
 	fenced    map[string]bool
 	draining  bool
+	// lone and its state: see lone.go.
+	lone      map[string][]netip.Addr
+	loneAdded map[netip.Addr]time.Time // added by the holder, when
+	released  map[netip.Addr]time.Time // left for keepalived, until
+	// lingerUntil is when a planned handover's linger ends (linger.go).
+	lingerUntil time.Time
+	warned      map[string]bool
 }
 
 // New returns a Holder; Sync starts keepalived.
@@ -90,19 +97,25 @@ func New(cfg Config) (*Holder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Holder{cfg: cfg, ka: ka, instances: map[string]*Instance{}, instOf: map[string]string{},
+	h := &Holder{cfg: cfg, ka: ka, instances: map[string]*Instance{}, instOf: map[string]string{},
 		skipped: map[string]string{}, gates: map[string]bool{}, roles: map[string]model.VRRPState{},
-		since: map[string]time.Time{}, fenced: map[string]bool{}}, nil
+		since: map[string]time.Time{}, fenced: map[string]bool{}, warned: map[string]bool{},
+		lone: map[string][]netip.Addr{}, loneAdded: map[netip.Addr]time.Time{}, released: map[netip.Addr]time.Time{}}
+	// A previous agent may have died in the middle of a handover.
+	h.endLinger()
+	return h, nil
 }
 
 // InstanceName names the VRRP instance of a router id.
 func InstanceName(routerID int) string { return "vr" + strconv.Itoa(routerID) }
 
 // Plan groups the load balancers placed on node into VRRP instances.
-// skipped tells, per UUID, why a placed load balancer's addresses are not
-// held with VRRP (no standby, no node address, a loopback VIP).
-func Plan(node, iface string, lbs []*model.LoadBalancer) (instances []vrrp.Instance, view map[string]*Instance, skipped map[string]string) {
-	view, skipped = map[string]*Instance{}, map[string]string{}
+// lone holds, per UUID, the addresses of a load balancer placed here with
+// no standby (its pair lost a node and no other can take the role): this
+// node holds them without VRRP. skipped tells, per UUID, why a placed load
+// balancer's addresses are not held (no node address, a loopback VIP).
+func Plan(node, iface string, lbs []*model.LoadBalancer) (instances []vrrp.Instance, view map[string]*Instance, lone map[string][]netip.Addr, skipped map[string]string) {
+	view, lone, skipped = map[string]*Instance{}, map[string][]netip.Addr{}, map[string]string{}
 	byName := map[string]*vrrp.Instance{}
 	for _, lb := range lbs {
 		p := lb.Placement
@@ -122,14 +135,16 @@ func Plan(node, iface string, lbs []*model.LoadBalancer) (instances []vrrp.Insta
 			}
 		}
 		switch {
+		case len(addrs) == 0:
+			skipped[lb.UUID] = "its addresses are loopback: every node has them"
+			continue
 		case p.Standby == "" || p.RouterID == 0:
-			skipped[lb.UUID] = "no standby node: nothing to fail over to"
+			if p.Active == node {
+				lone[lb.UUID] = addrs
+			}
 			continue
 		case srcErr != nil || dstErr != nil:
 			skipped[lb.UUID] = "a node of the pair has no known address (pier.dev/vrrp-address or an InternalIP)"
-			continue
-		case len(addrs) == 0:
-			skipped[lb.UUID] = "its addresses are loopback: every node has them"
 			continue
 		}
 		name := InstanceName(p.RouterID)
@@ -157,14 +172,14 @@ func Plan(node, iface string, lbs []*model.LoadBalancer) (instances []vrrp.Insta
 		slices.Sort(v.UUIDs)
 		v.Addresses = sortedAddrs(v.Addresses)
 	}
-	return instances, view, skipped
+	return instances, view, lone, skipped
 }
 
 // Sync makes keepalived carry the instances of the load balancers placed
 // on this node (lbs may hold others: they are ignored). keepalived is
 // reloaded only when its configuration changes.
 func (h *Holder) Sync(ctx context.Context, lbs []*model.LoadBalancer) error {
-	instances, view, skipped := Plan(h.cfg.Node, h.cfg.Interface, lbs)
+	instances, view, lone, skipped := Plan(h.cfg.Node, h.cfg.Interface, lbs)
 	for uuid, why := range skipped {
 		if h.skipped[uuid] != why {
 			h.cfg.Logger.Info("load balancer addresses not held with VRRP", "uuid", uuid, "reason", why)
@@ -179,6 +194,7 @@ func (h *Holder) Sync(ctx context.Context, lbs []*model.LoadBalancer) error {
 	}
 	h.synced = true
 	h.instances = view
+	h.setLone(lone)
 	h.instOf = map[string]string{}
 	for name, in := range view {
 		for _, uuid := range in.UUIDs {
@@ -216,8 +232,9 @@ func (h *Holder) Fence(instance string, on bool) {
 func (h *Holder) Fenced(instance string) bool { return h.fenced[instance] }
 
 // Tick writes each instance's gate from the health of its load
-// balancers, reads the addresses this node holds, and returns the role of
-// every instance. healthy tells whether a load balancer's data plane
+// balancers, reads the addresses this node holds, holds the lone ones, and
+// returns the role of every load balancer whose addresses it handles, by
+// UUID. healthy tells whether a load balancer's data plane
 // serves here; servedHere whether it ever did since the agent started (a
 // load balancer that never came up here does not close the gate of the
 // others sharing its instance).
@@ -230,6 +247,22 @@ func (h *Holder) Tick(healthy, servedHere func(uuid string) bool) (map[string]mo
 		return nil, err
 	}
 	now := time.Now()
+	if !h.lingerUntil.IsZero() && now.After(h.lingerUntil) {
+		h.endLinger()
+	}
+	if h.draining && h.lingerUntil.IsZero() {
+		// A planned handover starts: keep accepting what this node holds
+		// until the peers have announced it (linger.go).
+		var closing []netip.Addr
+		for name, in := range h.instances {
+			if h.gates[name] && holdsAny(held, in.Addresses) {
+				closing = append(closing, in.Addresses...)
+			}
+		}
+		if len(closing) > 0 {
+			h.linger(closing)
+		}
+	}
 	var errs []error
 	for name, in := range h.instances {
 		open := !h.draining && !h.fenced[name]
@@ -257,9 +290,17 @@ func (h *Holder) Tick(healthy, servedHere func(uuid string) bool) (map[string]mo
 			h.roles[name], h.since[name] = role, now
 		}
 	}
-	out := make(map[string]model.VRRPState, len(h.roles))
-	for k, v := range h.roles {
-		out[k] = v
+	if err := h.tickLone(held, now); err != nil {
+		errs = append(errs, err)
+	}
+	out := map[string]model.VRRPState{}
+	for name, in := range h.instances {
+		for _, uuid := range in.UUIDs {
+			out[uuid] = h.roles[name]
+		}
+	}
+	for uuid := range h.lone {
+		out[uuid] = h.loneRole(uuid, held)
 	}
 	return out, errors.Join(errs...)
 }
@@ -278,6 +319,9 @@ func (h *Holder) Instances() map[string]*Instance { return h.instances }
 
 // InstanceOf returns the instance carrying a load balancer, "" if none.
 func (h *Holder) InstanceOf(uuid string) string { return h.instOf[uuid] }
+
+// InstanceRole is an instance's role at the last Tick.
+func (h *Holder) InstanceRole(name string) model.VRRPState { return h.roles[name] }
 
 // Since returns when an instance took its current role.
 func (h *Holder) Since(instance string) time.Time { return h.since[instance] }

@@ -38,7 +38,7 @@ func TestPlan(t *testing.T) {
 		placed("f", "n0", "n1", 7, "127.10.0.1", ""),
 		{UUID: "g", VIP: "10.99.1.7", Placement: model.Placement{Active: "n0", Standby: "n1", RouterID: 7}},
 	}
-	instances, view, skipped := Plan("n0", "eth0", lbs)
+	instances, view, lone, skipped := Plan("n0", "eth0", lbs)
 	a := func(s ...string) []netip.Addr {
 		var out []netip.Addr
 		for _, x := range s {
@@ -61,7 +61,10 @@ func TestPlan(t *testing.T) {
 	if got := view["vr7"].UUIDs; !reflect.DeepEqual(got, []string{"a", "b"}) {
 		t.Fatalf("vr7 carries %v", got)
 	}
-	for _, uuid := range []string{"e", "f", "g"} {
+	if got := lone["e"]; len(got) != 1 || got[0] != a("10.99.1.5")[0] || len(lone) != 1 {
+		t.Errorf("lone = %v, want e's VIP alone", lone)
+	}
+	for _, uuid := range []string{"f", "g"} {
 		if skipped[uuid] == "" {
 			t.Errorf("%s not skipped", uuid)
 		}

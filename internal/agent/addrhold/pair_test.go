@@ -4,6 +4,7 @@ package addrhold
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -74,7 +75,7 @@ func TestHolderPair(t *testing.T) {
 					if err != nil {
 						t.Errorf("tick %s: %v", host.Name, err)
 					}
-					n.role.Store(roles["vr7"])
+					n.role.Store(roles["lb1"])
 				})
 			}
 		})
@@ -142,4 +143,114 @@ func TestHolderPair(t *testing.T) {
 		t.Fatalf("two holders in %d of %d samples", b, samples.Load())
 	}
 	t.Logf("holders sampled %d times, never two", samples.Load())
+}
+
+// TestHolderLone: the pair loses a node and the load balancer is placed on
+// the survivor alone, then a standby comes back. The survivor holds the
+// VIP throughout: without VRRP while alone, then through the new
+// instance's election (sampled every 10 ms: the gaps are counted).
+func TestHolderLone(t *testing.T) {
+	topo.Skip(t, "keepalived")
+	top := topo.New(t, topo.Options{Nodes: 2})
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	vip := netip.MustParseAddr("10.99.1.30")
+	pair := placed("lb1", "n0", "n1", 7, vip.String(), "")
+	pair.Placement.ActiveAddress, pair.Placement.StandbyAddress = top.Nodes[0].Addr.String(), top.Nodes[1].Addr.String()
+	alone := placed("lb1", "n0", "", 0, vip.String(), "")
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	nodes := make([]*node, 2)
+	for i, host := range top.Nodes {
+		h, err := New(Config{Node: host.Name, Interface: "eth0", Dir: t.TempDir(), Netns: host.NS, Logger: logger.With("node", host.Name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = h.Stop(context.Background()) })
+		n := &node{h: h}
+		n.role.Store(model.VRRPState(""))
+		nodes[i] = n
+		n.do(func(h *Holder) {
+			if err := h.Sync(ctx, []*model.LoadBalancer{pair}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				time.Sleep(50 * time.Millisecond)
+				n.do(func(h *Holder) {
+					roles, err := h.Tick(func(string) bool { return true }, func(string) bool { return true })
+					if err != nil {
+						t.Errorf("tick %s: %v", host.Name, err)
+					}
+					n.role.Store(roles["lb1"])
+				})
+			}
+		})
+	}
+	holders := func() string { return fmt.Sprint(top.Holders(vip)) }
+	waitHolders := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(3 * time.Second)
+		for holders() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("holders %s, want %s", holders(), want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitHolders("[n0]")
+	var gaps, doubles, samples atomic.Int64
+	sample, stopSample := context.WithCancel(ctx)
+	wg.Go(func() {
+		for sample.Err() == nil {
+			switch h := holders(); h {
+			case "[]":
+				gaps.Add(1)
+			case "[n0 n1]":
+				doubles.Add(1)
+			}
+			samples.Add(1)
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+
+	// n1 dies; the controller places the load balancer on n0 alone.
+	nodes[1].do(func(h *Holder) { _ = h.Stop(ctx) })
+	nodes[0].do(func(h *Holder) {
+		if err := h.Sync(ctx, []*model.LoadBalancer{alone}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	time.Sleep(time.Second)
+	if h := holders(); h != "[n0]" || nodes[0].role.Load() != model.VRRPMaster {
+		t.Fatalf("alone: holders %s, role %v", h, nodes[0].role.Load())
+	}
+	// n1 is back as the standby: a new instance, elected again.
+	for _, n := range nodes {
+		n.do(func(h *Holder) {
+			if err := h.Sync(ctx, []*model.LoadBalancer{pair}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for nodes[0].role.Load() != model.VRRPMaster || nodes[1].role.Load() != model.VRRPBackup || holders() != "[n0]" {
+		if time.Now().After(deadline) {
+			t.Fatalf("pair again: roles %v/%v, holders %s", nodes[0].role.Load(), nodes[1].role.Load(), holders())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(releaseWait + 200*time.Millisecond) // past the handover to keepalived
+	stopSample()
+	if h := holders(); h != "[n0]" {
+		t.Fatalf("after the handover to keepalived: holders %s", h)
+	}
+	t.Logf("%d samples: %d with no holder (10 ms each), %d with two", samples.Load(), gaps.Load(), doubles.Load())
+	if doubles.Load() > 0 {
+		t.Errorf("two holders in %d samples", doubles.Load())
+	}
+	if gaps.Load() > 8 {
+		t.Errorf("no holder in %d samples (about %d ms)", gaps.Load(), gaps.Load()*10)
+	}
 }

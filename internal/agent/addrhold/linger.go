@@ -1,0 +1,92 @@
+package addrhold
+
+import (
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// A planned handover moves addresses with a gap: the draining node drops
+// them at once (keepalived's FAULT) and the peer holds them a skew time
+// later (20–60 ms), then announces them (gratuitous ARP). Without care,
+// every packet that reaches the draining node in between is dropped — a
+// SYN then costs the client a one-second retransmit. So before its gate
+// closes, a draining node keeps accepting packets for the IPv4 addresses
+// it holds (a local route on lo) while it no longer answers ARP for them
+// (an nftables arp filter), for lingerFor. Clients keep reaching it until
+// the peer's announcement moves them, and nothing draws them back.
+const lingerFor = time.Second
+
+// lingerProto tags the local routes of a linger, so that a later agent
+// finds and removes what one that crashed mid-linger left.
+const lingerProto = "211"
+
+// lingerTable is the nftables table of the ARP filter (family arp).
+const lingerTable = "pier_linger"
+
+// linger starts accepting addrs without announcing them. It returns false
+// when it could not (no nft): the handover then simply has its gap.
+func (h *Holder) linger(addrs []netip.Addr) bool {
+	var v4 []string
+	for _, a := range addrs {
+		if a.Is4() {
+			v4 = append(v4, a.String())
+		}
+	}
+	if len(v4) == 0 {
+		return false
+	}
+	if _, err := exec.LookPath("nft"); err != nil {
+		h.warnOnce("linger", "drain: nft not found; a planned handover drops the packets of its 20–60 ms gap (install nftables)")
+		return false
+	}
+	script := fmt.Sprintf("table arp %s {\n  chain out {\n    type filter hook output priority 0; policy accept;\n"+
+		"    arp operation reply arp saddr ip { %s } drop\n  }\n}\n", lingerTable, strings.Join(v4, ", "))
+	if err := h.run("nft", []string{"-f", "-"}, script); err != nil {
+		h.cfg.Logger.Warn("drain: could not stop answering ARP for the addresses; handing over with a gap", "error", err)
+		return false
+	}
+	for _, a := range v4 {
+		if err := h.run("ip", []string{"route", "replace", "local", a + "/32", "dev", "lo", "table", "local", "proto", lingerProto}, ""); err != nil {
+			h.cfg.Logger.Warn("drain: could not keep accepting an address", "address", a, "error", err)
+		}
+	}
+	h.lingerUntil = time.Now().Add(lingerFor)
+	return true
+}
+
+// endLinger removes what linger added (and what a crashed agent's linger
+// left): the tagged local routes and the ARP filter.
+func (h *Holder) endLinger() {
+	_ = h.run("ip", []string{"route", "flush", "table", "local", "proto", lingerProto}, "")
+	if _, err := exec.LookPath("nft"); err == nil {
+		_ = h.run("nft", []string{"delete", "table", "arp", lingerTable}, "")
+	}
+	h.lingerUntil = time.Time{}
+}
+
+// run runs a command in the holder's network namespace.
+func (h *Holder) run(name string, args []string, stdin string) error {
+	if h.cfg.Netns != "" {
+		args = append([]string{"netns", "exec", h.cfg.Netns, name}, args...)
+		name = "ip"
+	}
+	cmd := exec.Command(name, args...)
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+func (h *Holder) warnOnce(key, msg string) {
+	if h.warned[key] {
+		return
+	}
+	h.warned[key] = true
+	h.cfg.Logger.Warn(msg)
+}
