@@ -82,7 +82,7 @@ func need(t *testing.T) string {
 	} else if err := lab.Available(); err != nil {
 		missing = err.Error()
 	}
-	for _, tool := range []string{"haproxy", "keepalived"} {
+	for _, tool := range []string{"haproxy", "keepalived", "nft"} {
 		if _, err := exec.LookPath(tool); err != nil && missing == "" {
 			missing = tool + " (hack/deps.sh installs it)"
 		}
