@@ -98,7 +98,12 @@ func put(t *testing.T, st *bolt.Store, l *model.LoadBalancer) {
 		if node == "" {
 			continue
 		}
-		r := model.NodeStatus{Node: node, State: model.StateActive, SpecHash: l.SpecHash(), ConfigHash: "c0ffee", UpdatedAt: now}
+		members := 0
+		for _, p := range l.Pools {
+			members += len(p.Members)
+		}
+		r := model.NodeStatus{Node: node, State: model.StateActive, SpecHash: l.SpecHash(), ConfigHash: "c0ffee",
+			Reloads: 2, RuntimeUpdates: uint64(10 + members), MembersUp: members, Members: members, UpdatedAt: now}
 		if err := st.PutNodeStatus(ctx, l.UUID, r); err != nil {
 			t.Fatal(err)
 		}
@@ -161,18 +166,51 @@ func TestOverviewWithoutJavaScript(t *testing.T) {
 	}
 	// Sorted by name: demo/blog, demo/shop, prod/api.
 	mustContain(t, "row demo/blog", rs[0], "demo/blog", `href="/ui/lb/u2"`, `href="/ui/ingress/demo/blog"`, "127.10.0.2", "127.20.0.2",
-		"node-a", "node-b", ">1 <", `<span class="bad">2</span>`, ">90m<", "haproxy")
-	mustContain(t, "row demo/shop", rs[1], ">3 <", "in 1 pool")
-	mustContain(t, "row prod/api", rs[2], ">0 <", `<span class="muted">–</span>`) // no standby
+		"node-a", "node-b", `title="as HAProxy on node-a sees them">1 / 1 up<`, `<span class="bad">2</span>`, ">90m<", "haproxy",
+		`2 <span class="muted">/</span> 11`)
+	mustContain(t, "row demo/shop", rs[1], ">3 / 3 up<", "in 1 pool", `2 <span class="muted">/</span> 13`)
+	mustContain(t, "row prod/api", rs[2], ">0 / 0 up<", `<span class="muted">–</span>`) // no standby
 	mustContain(t, "summary", body, "3 load balancers", "3 active", "1 Ingress with problems",
-		"live health checks", // the members column says what it counts
+		"Members up / members", // the health column says what it counts
 		`<script src="/ui/static/app.js" defer></script>`)
-	if strings.Contains(body, "Reloads") {
-		t.Error("reload counts are not reported per load balancer; the column must not be invented")
-	}
 	if code, _, _ := get(t, f.srv.URL+"/ui/"); code != 200 {
 		t.Errorf("GET /ui/: %d", code)
 	}
+}
+
+// TestHealthFromTheHolder: with VRRP, the health and reload columns
+// come from the node that holds the addresses, not from the placement's
+// active node, and every node shows its role; a node whose driver counts
+// no members shows the spec's count.
+func TestHealthFromTheHolder(t *testing.T) {
+	l, native := lb("u1", "demo", "shop", 3), lb("u2", "demo", "l4", 2)
+	native.Provider = model.ProviderNative
+	f := newFixture(t, nil, l)
+	ctx := context.Background()
+	for _, r := range []model.NodeStatus{
+		{Node: "node-a", State: model.StateActive, SpecHash: l.SpecHash(), VRRP: model.VRRPFault, MembersUp: 3, Members: 3, Reloads: 9, UpdatedAt: now},
+		{Node: "node-b", State: model.StateActive, SpecHash: l.SpecHash(), VRRP: model.VRRPMaster, MembersUp: 1, Members: 3, Reloads: 4, RuntimeUpdates: 6, UpdatedAt: now},
+	} {
+		if err := f.store.PutNodeStatus(ctx, l.UUID, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.store.PutSpec(ctx, native); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.PutNodeStatus(ctx, native.UUID, model.NodeStatus{Node: "node-a", State: model.StateActive, SpecHash: native.SpecHash(), UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, body := get(t, f.srv.URL+"/")
+	rs := rows(body)
+	if len(rs) != 2 {
+		t.Fatalf("%d rows", len(rs))
+	}
+	mustContain(t, "native row", rs[0], `title="no member health reported">2 in spec<`)
+	mustContain(t, "haproxy row", rs[1], `<span class="bad" title="as HAProxy on node-b sees them">1 / 3 up</span>`,
+		`4 <span class="muted">/</span> 6`,
+		`node-a <span class="state s-ACTIVE">ACTIVE</span> <span class="role r-FAULT"`,
+		`node-b <span class="state s-ACTIVE">ACTIVE</span> <span class="role r-MASTER"`)
 }
 
 func TestNodeStatesPerNode(t *testing.T) {
