@@ -213,6 +213,48 @@ func TestHealthFromTheHolder(t *testing.T) {
 		`node-b <span class="state s-ACTIVE">ACTIVE</span> <span class="role r-MASTER"`)
 }
 
+// TestFailoverHistory: the detail page names the node that holds the
+// addresses and lists the holder's changes newest first, as the store
+// summarised them from the agents' reports.
+func TestFailoverHistory(t *testing.T) {
+	l := lb("u1", "demo", "shop", 2)
+	f := newFixture(t, nil, l)
+	ctx := context.Background()
+	at := func(min int) time.Time { return now.Add(time.Duration(min) * time.Minute) }
+	for _, r := range []model.NodeStatus{
+		{Node: "node-a", VRRP: model.VRRPMaster, UpdatedAt: at(1)},
+		{Node: "node-b", VRRP: model.VRRPBackup, UpdatedAt: at(1)},
+		{Node: "node-a", VRRP: model.VRRPFault, UpdatedAt: at(7)},  // a's HAProxy died
+		{Node: "node-b", VRRP: model.VRRPMaster, UpdatedAt: at(8)}, // b took over
+	} {
+		r.State, r.SpecHash, r.MembersUp, r.Members, r.Reloads = model.StateActive, l.SpecHash(), 1, 2, 3
+		if err := f.store.PutNodeStatus(ctx, l.UUID, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _, body := get(t, f.srv.URL+"/ui/lb/u1")
+	mustContain(t, "detail", body, "Placement and failover history",
+		"held by <b>node-b</b>",
+		`<span class="role r-FAULT">FAULT</span>`, `<span class="role r-MASTER">MASTER</span>`,
+		`<span class="bad">1 / 2 up</span>`, `<span class="ok">current</span>`,
+		"The last 3 changes")
+	changes := regexp.MustCompile(`<tr class="change"><td>([^<]*)</td><td>(.*?)</td><td>(.*?)</td></tr>`).FindAllStringSubmatch(body, -1)
+	var got []string
+	for _, c := range changes {
+		got = append(got, c[1]+" "+c[2]+"→"+c[3])
+	}
+	none := `<span class="muted">none</span>`
+	want := []string{"2026-01-02 03:12:05 " + none + "→node-b", "2026-01-02 03:11:05 node-a→" + none, "2026-01-02 03:05:05 " + none + "→node-a"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("history rows:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// Without VRRP (pier run) there is no holder and no history.
+	f2 := newFixture(t, nil, lb("u2", "demo", "blog", 1))
+	_, _, body = get(t, f2.srv.URL+"/ui/lb/u2")
+	mustContain(t, "detail without VRRP", body, "No node reports VRRP MASTER: without VRRP the active node serves the addresses", "No failover recorded.")
+}
+
 func TestNodeStatesPerNode(t *testing.T) {
 	l := lb("u1", "demo", "shop", 1)
 	f := newFixture(t, nil, l)
