@@ -339,7 +339,7 @@ func (s Status) Summarize(p Placement) Status {
 	out.Holder, out.History = s.Holder, s.History
 	if h := holderOf(nodes, p); h != s.Holder {
 		out.Holder = h
-		out.History = appendChange(s.History, HolderChange{At: newest(nodes), From: s.Holder, To: h})
+		out.History = appendChange(s.History, HolderChange{At: changedAt(s), From: s.Holder, To: h})
 	}
 	return out
 }
@@ -364,11 +364,19 @@ func holderOf(nodes []NodeStatus, p Placement) string {
 	return holder
 }
 
-// newest is the latest report time: the report that changed the holder
-// is the newest one.
-func newest(nodes []NodeStatus) time.Time {
+// changedAt dates a change of holder: the newest report of s, the
+// reports of nodes the placement just dropped included (the report that
+// changed the holder is the newest one), and never before the last
+// change. A change made by a placement change alone has no report of its
+// own and takes the newest one before it: Summarize reads no clock, so
+// that a store that summarises on every read (kube) reads the same
+// history every time.
+func changedAt(s Status) time.Time {
 	var at time.Time
-	for _, r := range nodes {
+	if n := len(s.History); n > 0 {
+		at = s.History[n-1].At
+	}
+	for _, r := range s.Nodes {
 		if r.UpdatedAt.After(at) {
 			at = r.UpdatedAt
 		}
