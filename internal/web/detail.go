@@ -26,13 +26,13 @@ type lbPage struct {
 	Nodes        []nodeReport
 	// Holder is the node whose agent reports VRRP MASTER; History its
 	// changes, newest first (what an operator reads first).
-	Holder  string
-	History []holderChange
-	Listeners    []listenerView
-	Pools        []poolView
-	Problems     []problemView
-	Config       string
-	ConfigNote   string
+	Holder     string
+	History    []holderChange
+	Listeners  []listenerView
+	Pools      []poolView
+	Problems   []problemView
+	Config     string
+	ConfigNote string
 }
 
 func (p *lbPage) etagSource() any { return p }
