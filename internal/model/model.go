@@ -247,7 +247,7 @@ type Status struct {
 const MaxHistory = 10
 
 // HolderChange is one change of Status.Holder. At is the time of the
-// newest report that the change was seen in.
+// newest report when the change was seen (Summarize reads no clock).
 type HolderChange struct {
 	At   time.Time `json:"at"`
 	From string    `json:"from,omitempty"`
