@@ -112,6 +112,10 @@ type Agent struct {
 	// reports again).
 	lastReport map[string]model.NodeStatus
 
+	// statsAt is when the members up of each UUID were last read
+	// (stats.go).
+	statsAt map[string]time.Time
+
 	// latest is the newest store view of every LoadBalancer, status
 	// included: the peers' reports arbitrate a split brain.
 	latest map[string]*model.LoadBalancer
@@ -139,6 +143,7 @@ func New(cfg Config) *Agent {
 		unreported: map[string]bool{},
 		lastReport: map[string]model.NodeStatus{},
 		latest:     map[string]*model.LoadBalancer{},
+		statsAt:    map[string]time.Time{},
 		drainReq:   make(chan bool, 1),
 		drainDue:   make(chan struct{}, 1),
 	}
@@ -207,6 +212,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.queueRetries()
 			a.queueDrifted()
 			a.reportAgain(ctx)
+			a.refreshStats(ctx)
 		case <-holderTick:
 			a.tickHolder(ctx)
 			continue

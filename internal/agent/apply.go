@@ -51,6 +51,7 @@ func (a *Agent) applyOne(ctx context.Context, lb *model.LoadBalancer) {
 	}
 	delete(a.failed, lb.UUID)
 	a.applied[lb.UUID], a.hashes[lb.UUID] = lb, applied.ConfigHash
+	a.refreshMembers(ctx, lb.UUID) // members may have changed: report them with the apply
 	a.report(context.WithoutCancel(ctx), lb, model.StateActive, applied.ConfigHash, "")
 }
 
@@ -76,6 +77,7 @@ func (a *Agent) remove(uuid string) {
 	delete(a.reported, uuid)
 	delete(a.lastReport, uuid)
 	delete(a.unreported, uuid)
+	delete(a.statsAt, uuid)
 	a.vrrp.forget(uuid)
 }
 

@@ -232,6 +232,26 @@ type Status struct {
 	UpdatedAt  time.Time `json:"updatedAt,omitempty"`
 	// Nodes holds one report per placed node, sorted by node name.
 	Nodes []NodeStatus `json:"nodes,omitempty"`
+	// Holder is the node whose report says VRRP MASTER: the one that
+	// holds the addresses; empty when none does (no VRRP, or between
+	// roles).
+	Holder string `json:"holder,omitempty"`
+	// History lists the last MaxHistory changes of Holder, oldest first:
+	// what an operator asks first after a page ("did it fail over, and
+	// when?").
+	History []HolderChange `json:"history,omitempty"`
+}
+
+// MaxHistory bounds Status.History: ten entries say whether a pair flaps
+// and keep the status object small (about 100 bytes an entry).
+const MaxHistory = 10
+
+// HolderChange is one change of Status.Holder. At is the time of the
+// newest report when the change was seen (Summarize reads no clock).
+type HolderChange struct {
+	At   time.Time `json:"at"`
+	From string    `json:"from,omitempty"`
+	To   string    `json:"to,omitempty"`
 }
 
 // NodeStatus is what the agent of one node reports for a LoadBalancer.
@@ -245,7 +265,17 @@ type NodeStatus struct {
 	Message    string `json:"message,omitempty"`
 	// VRRP is this node's role for the LoadBalancer's addresses when the
 	// agent holds them with VRRP (--vrrp-interface); empty otherwise.
-	VRRP      VRRPState `json:"vrrp,omitempty"`
+	VRRP VRRPState `json:"vrrp,omitempty"`
+	// Reloads and RuntimeUpdates count the HAProxy reloads and the
+	// runtime API updates this node's agent made for the LoadBalancer
+	// since it started: many reloads where runtime updates were expected
+	// is what a config churn looks like.
+	Reloads        uint64 `json:"reloads,omitempty"`
+	RuntimeUpdates uint64 `json:"runtimeUpdates,omitempty"`
+	// MembersUp of Members are the pool members that HAProxy on this node
+	// sees up, refreshed at most every 10 s.
+	MembersUp int       `json:"membersUp,omitempty"`
+	Members   int       `json:"members,omitempty"`
 	UpdatedAt time.Time `json:"updatedAt,omitempty"`
 }
 
@@ -290,6 +320,9 @@ func (s Status) WithReport(r NodeStatus, p Placement) Status {
 // Summarize drops the reports of nodes that p does not name, sorts the
 // rest, and copies the active node's report into the summary fields. With
 // no report from the active node yet, the LoadBalancer is PENDING there.
+// s is the previous status with the new reports: when the holder they
+// name differs from s.Holder, the change is appended to the history.
+// Summarizing a summary changes nothing.
 func (s Status) Summarize(p Placement) Status {
 	var nodes []NodeStatus
 	for _, r := range s.Nodes {
@@ -303,7 +336,63 @@ func (s Status) Summarize(p Placement) Status {
 		out.Node, out.State, out.SpecHash, out.ConfigHash = active.Node, active.State, active.SpecHash, active.ConfigHash
 		out.Message, out.UpdatedAt = active.Message, active.UpdatedAt
 	}
+	out.Holder, out.History = s.Holder, s.History
+	if h := holderOf(nodes, p); h != s.Holder {
+		out.Holder = h
+		out.History = appendChange(s.History, HolderChange{At: changedAt(s), From: s.Holder, To: h})
+	}
 	return out
+}
+
+// holderOf is the node whose report says MASTER. Two MASTERs (a split
+// brain the API server has not fenced yet) name the active node if it is
+// one of them, else the first by name, so the result does not depend on
+// the order reports arrived in.
+func holderOf(nodes []NodeStatus, p Placement) string {
+	holder := ""
+	for _, r := range nodes {
+		if r.VRRP != VRRPMaster {
+			continue
+		}
+		if r.Node == p.Active {
+			return r.Node
+		}
+		if holder == "" {
+			holder = r.Node
+		}
+	}
+	return holder
+}
+
+// changedAt dates a change of holder: the newest report of s, the
+// reports of nodes the placement just dropped included (the report that
+// changed the holder is the newest one), and never before the last
+// change. A change made by a placement change alone has no report of its
+// own and takes the newest one before it: Summarize reads no clock, so
+// that a store that summarises on every read (kube) reads the same
+// history every time.
+func changedAt(s Status) time.Time {
+	var at time.Time
+	if n := len(s.History); n > 0 {
+		at = s.History[n-1].At
+	}
+	for _, r := range s.Nodes {
+		if r.UpdatedAt.After(at) {
+			at = r.UpdatedAt
+		}
+	}
+	return at
+}
+
+// appendChange returns history with c appended, keeping the last
+// MaxHistory entries, in a new slice: history may be shared with the
+// status it came from.
+func appendChange(history []HolderChange, c HolderChange) []HolderChange {
+	if len(history) >= MaxHistory {
+		history = history[len(history)-MaxHistory+1:]
+	}
+	out := make([]HolderChange, 0, len(history)+1)
+	return append(append(out, history...), c)
 }
 
 // Serving reports whether the active node runs this exact spec.

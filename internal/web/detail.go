@@ -24,11 +24,15 @@ type lbPage struct {
 	Age          string `json:"-"`
 	Sources      []sourceLink
 	Nodes        []nodeReport
-	Listeners    []listenerView
-	Pools        []poolView
-	Problems     []problemView
-	Config       string
-	ConfigNote   string
+	// Holder is the node whose agent reports VRRP MASTER; History its
+	// changes, newest first (what an operator reads first).
+	Holder     string
+	History    []holderChange
+	Listeners  []listenerView
+	Pools      []poolView
+	Problems   []problemView
+	Config     string
+	ConfigNote string
 }
 
 func (p *lbPage) etagSource() any { return p }
@@ -43,6 +47,17 @@ type nodeReport struct {
 	ConfigHash string
 	Message    string
 	Updated    time.Time
+	// VRRP is the role the node's agent reports; "" without VRRP.
+	VRRP           string
+	MembersUp      int
+	Members        int
+	Reloads        uint64
+	RuntimeUpdates uint64
+}
+
+type holderChange struct {
+	At       time.Time
+	From, To string
 }
 
 type listenerView struct {
@@ -130,6 +145,11 @@ func buildLB(lb *model.LoadBalancer, problems map[string][]model.Problem, now ti
 		VIP: Clean(lb.VIP), FIP: Clean(lb.FIP), RequestedFIP: Clean(lb.RequestedFIP),
 		Created: lb.CreatedAt, Age: Age(now.Sub(lb.CreatedAt)), Sources: sourceLinks(lb.Sources)}
 	p.Nodes = nodeReports(lb)
+	p.Holder = Clean(lb.Status.Holder)
+	for i := len(lb.Status.History) - 1; i >= 0; i-- {
+		c := lb.Status.History[i]
+		p.History = append(p.History, holderChange{At: c.At, From: Clean(c.From), To: Clean(c.To)})
+	}
 	pools := map[string]poolRef{}
 	for _, pool := range lb.Pools {
 		v := buildPool(pool)
@@ -162,6 +182,8 @@ func nodeReports(lb *model.LoadBalancer) []nodeReport {
 		if r, ok := lb.Status.Report(node); ok {
 			n.Reported, n.State, n.Current = true, Clean(string(r.State)), r.SpecHash == lb.SpecHash()
 			n.SpecHash, n.ConfigHash, n.Message, n.Updated = Clean(r.SpecHash), Clean(r.ConfigHash), Clean(r.Message), r.UpdatedAt
+			n.VRRP, n.MembersUp, n.Members = Clean(string(r.VRRP)), r.MembersUp, r.Members
+			n.Reloads, n.RuntimeUpdates = r.Reloads, r.RuntimeUpdates
 		}
 		out = append(out, n)
 	}

@@ -113,6 +113,9 @@ func lbHref(uuid string) string { return "/ui/lb/" + url.PathEscape(uuid) }
 type nodeCell struct {
 	Node  string `json:"n"`
 	State string `json:"s"` // the node's reported state, "" when it has not reported
+	// Role is the node's reported VRRP role (MASTER, BACKUP, FAULT); ""
+	// without VRRP.
+	Role string `json:"r,omitempty"`
 }
 
 func placedNode(lb *model.LoadBalancer, node string) nodeCell {
@@ -121,12 +124,43 @@ func placedNode(lb *model.LoadBalancer, node string) nodeCell {
 	}
 	c := nodeCell{Node: Clean(node)}
 	if r, ok := lb.Status.Report(node); ok {
-		c.State = Clean(string(r.State))
+		c.State, c.Role = Clean(string(r.State)), Clean(string(r.VRRP))
 		if r.State == model.StateActive && r.SpecHash != lb.SpecHash() {
 			c.State = stateUpdating
 		}
 	}
 	return c
+}
+
+// health is what the node that serves a load balancer reports: the node
+// that holds its addresses (VRRP MASTER), else the active node; the
+// standby's HAProxy sees the same members but serves nobody.
+type health struct {
+	Node string `json:"n,omitempty"` // "" when that node has not reported
+	// Known is false when the node's driver does not count members (the
+	// native provider): the view then shows the spec's count only.
+	Known          bool   `json:"k,omitempty"`
+	Up             int    `json:"u"`
+	Total          int    `json:"t"`
+	Reloads        uint64 `json:"rl"`
+	RuntimeUpdates uint64 `json:"ru"`
+}
+
+func healthOf(lb *model.LoadBalancer, specMembers int) health {
+	node := lb.Status.Holder
+	if node == "" {
+		node = lb.Placement.Active
+	}
+	r, ok := lb.Status.Report(node)
+	if !ok {
+		return health{Total: specMembers} // shown as the spec's count
+	}
+	h := health{Node: Clean(node), Known: r.Members > 0 || specMembers == 0, Up: r.MembersUp, Total: r.Members,
+		Reloads: r.Reloads, RuntimeUpdates: r.RuntimeUpdates}
+	if !h.Known {
+		h.Total = specMembers
+	}
+	return h
 }
 
 type lbRow struct {
@@ -141,6 +175,7 @@ type lbRow struct {
 	State    string       `json:"s"`
 	Message  string       `json:"m,omitempty"`
 	Members  int          `json:"mm"`
+	Health   health       `json:"hl"`
 	Pools    int          `json:"pp"`
 	Problems int          `json:"pr"`
 	Created  time.Time    `json:"c"`
@@ -258,6 +293,7 @@ func buildRow(lb *model.LoadBalancer, problems map[string][]model.Problem, now t
 	for _, pool := range lb.Pools {
 		row.Members += len(pool.Members)
 	}
+	row.Health = healthOf(lb, row.Members)
 	for _, s := range lb.Sources {
 		row.Problems += len(problems[s.Key()])
 	}

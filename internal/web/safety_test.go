@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -45,6 +46,12 @@ func hostileIngresses() fakeIngresses {
 // and bidi overrides are shown, not obeyed.
 func TestHostileStringsAreText(t *testing.T) {
 	f := newFixture(t, hostileIngresses(), hostileLB())
+	// The hostile standby takes the addresses: its name reaches the
+	// holder line and the failover history.
+	if err := f.store.PutNodeStatus(context.Background(), "u9", model.NodeStatus{Node: hostileScript, State: model.StateActive,
+		VRRP: model.VRRPMaster, Message: hostileImg, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
 	f.h.Config = func(*model.LoadBalancer) ([]byte, error) { return []byte("# " + hostileScript + "\n"), nil }
 	pages := []string{"/", "/ui/?namespace=" + url.QueryEscape(hostileImg), "/ui/lb/u9", "/ui/ingresses",
 		"/ui/ingress/demo/" + pathEscape(hostileScript), "/ui/ingress/" + pathEscape(hostileImg) + "/" + pathEscape(hostileBidi),
@@ -68,7 +75,8 @@ func TestHostileStringsAreText(t *testing.T) {
 	}
 	_, _, body := get(t, f.srv.URL+"/ui/lb/u9")
 	mustContain(t, "detail", body, "admin‹U&#43;202E›gnp.exe", // html/template escapes "+"
-		"# &lt;script&gt;alert(1)&lt;/script&gt;")
+		"# &lt;script&gt;alert(1)&lt;/script&gt;",
+		"held by <b>&lt;script&gt;alert(1)&lt;/script&gt;</b>", `<td>&lt;script&gt;alert(1)&lt;/script&gt;</td></tr>`)
 	// Links made of hostile names are escaped as paths and stay on this site.
 	mustContain(t, "detail", body, `href="/ui/ingress/demo/%3Cscript%3Ealert%281%29%3C%2Fscript%3E"`)
 	_, _, body = get(t, f.srv.URL+"/ui/ingress/demo/"+pathEscape(hostileScript))

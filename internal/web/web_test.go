@@ -98,7 +98,12 @@ func put(t *testing.T, st *bolt.Store, l *model.LoadBalancer) {
 		if node == "" {
 			continue
 		}
-		r := model.NodeStatus{Node: node, State: model.StateActive, SpecHash: l.SpecHash(), ConfigHash: "c0ffee", UpdatedAt: now}
+		members := 0
+		for _, p := range l.Pools {
+			members += len(p.Members)
+		}
+		r := model.NodeStatus{Node: node, State: model.StateActive, SpecHash: l.SpecHash(), ConfigHash: "c0ffee",
+			Reloads: 2, RuntimeUpdates: uint64(10 + members), MembersUp: members, Members: members, UpdatedAt: now}
 		if err := st.PutNodeStatus(ctx, l.UUID, r); err != nil {
 			t.Fatal(err)
 		}
@@ -161,18 +166,93 @@ func TestOverviewWithoutJavaScript(t *testing.T) {
 	}
 	// Sorted by name: demo/blog, demo/shop, prod/api.
 	mustContain(t, "row demo/blog", rs[0], "demo/blog", `href="/ui/lb/u2"`, `href="/ui/ingress/demo/blog"`, "127.10.0.2", "127.20.0.2",
-		"node-a", "node-b", ">1 <", `<span class="bad">2</span>`, ">90m<", "haproxy")
-	mustContain(t, "row demo/shop", rs[1], ">3 <", "in 1 pool")
-	mustContain(t, "row prod/api", rs[2], ">0 <", `<span class="muted">–</span>`) // no standby
+		"node-a", "node-b", `title="as HAProxy on node-a sees them">1 / 1 up<`, `<span class="bad">2</span>`, ">90m<", "haproxy",
+		`2 <span class="muted">/</span> 11`)
+	mustContain(t, "row demo/shop", rs[1], ">3 / 3 up<", "in 1 pool", `2 <span class="muted">/</span> 13`)
+	mustContain(t, "row prod/api", rs[2], ">0 / 0 up<", `<span class="muted">–</span>`) // no standby
 	mustContain(t, "summary", body, "3 load balancers", "3 active", "1 Ingress with problems",
-		"live health checks", // the members column says what it counts
+		"Members up / members", // the health column says what it counts
 		`<script src="/ui/static/app.js" defer></script>`)
-	if strings.Contains(body, "Reloads") {
-		t.Error("reload counts are not reported per load balancer; the column must not be invented")
-	}
 	if code, _, _ := get(t, f.srv.URL+"/ui/"); code != 200 {
 		t.Errorf("GET /ui/: %d", code)
 	}
+}
+
+// TestHealthFromTheHolder: with VRRP, the health and reload columns
+// come from the node that holds the addresses, not from the placement's
+// active node, and every node shows its role; a node whose driver counts
+// no members shows the spec's count.
+func TestHealthFromTheHolder(t *testing.T) {
+	l, native := lb("u1", "demo", "shop", 3), lb("u2", "demo", "l4", 2)
+	native.Provider = model.ProviderNative
+	f := newFixture(t, nil, l)
+	ctx := context.Background()
+	for _, r := range []model.NodeStatus{
+		{Node: "node-a", State: model.StateActive, SpecHash: l.SpecHash(), VRRP: model.VRRPFault, MembersUp: 3, Members: 3, Reloads: 9, UpdatedAt: now},
+		{Node: "node-b", State: model.StateActive, SpecHash: l.SpecHash(), VRRP: model.VRRPMaster, MembersUp: 1, Members: 3, Reloads: 4, RuntimeUpdates: 6, UpdatedAt: now},
+	} {
+		if err := f.store.PutNodeStatus(ctx, l.UUID, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.store.PutSpec(ctx, native); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.PutNodeStatus(ctx, native.UUID, model.NodeStatus{Node: "node-a", State: model.StateActive, SpecHash: native.SpecHash(), UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, body := get(t, f.srv.URL+"/")
+	rs := rows(body)
+	if len(rs) != 2 {
+		t.Fatalf("%d rows", len(rs))
+	}
+	mustContain(t, "native row", rs[0], `title="no member health reported">2 in spec<`)
+	mustContain(t, "haproxy row", rs[1], `<span class="bad" title="as HAProxy on node-b sees them">1 / 3 up</span>`,
+		`4 <span class="muted">/</span> 6`,
+		`node-a <span class="state s-ACTIVE">ACTIVE</span> <span class="role r-FAULT"`,
+		`node-b <span class="state s-ACTIVE">ACTIVE</span> <span class="role r-MASTER"`)
+}
+
+// TestFailoverHistory: the detail page names the node that holds the
+// addresses and lists the holder's changes newest first, as the store
+// summarised them from the agents' reports.
+func TestFailoverHistory(t *testing.T) {
+	l := lb("u1", "demo", "shop", 2)
+	f := newFixture(t, nil, l)
+	ctx := context.Background()
+	at := func(min int) time.Time { return now.Add(time.Duration(min) * time.Minute) }
+	for _, r := range []model.NodeStatus{
+		{Node: "node-a", VRRP: model.VRRPMaster, UpdatedAt: at(1)},
+		{Node: "node-b", VRRP: model.VRRPBackup, UpdatedAt: at(1)},
+		{Node: "node-a", VRRP: model.VRRPFault, UpdatedAt: at(7)},  // a's HAProxy died
+		{Node: "node-b", VRRP: model.VRRPMaster, UpdatedAt: at(8)}, // b took over
+	} {
+		r.State, r.SpecHash, r.MembersUp, r.Members, r.Reloads = model.StateActive, l.SpecHash(), 1, 2, 3
+		if err := f.store.PutNodeStatus(ctx, l.UUID, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _, body := get(t, f.srv.URL+"/ui/lb/u1")
+	mustContain(t, "detail", body, "Placement and failover history",
+		"held by <b>node-b</b>",
+		`<span class="role r-FAULT">FAULT</span>`, `<span class="role r-MASTER">MASTER</span>`,
+		`<span class="bad">1 / 2 up</span>`, `<span class="ok">current</span>`,
+		"The last 3 changes")
+	changes := regexp.MustCompile(`<tr class="change"><td>([^<]*)</td><td>(.*?)</td><td>(.*?)</td></tr>`).FindAllStringSubmatch(body, -1)
+	var got []string
+	for _, c := range changes {
+		got = append(got, c[1]+" "+c[2]+"→"+c[3])
+	}
+	none := `<span class="muted">none</span>`
+	want := []string{"2026-01-02 03:12:05 " + none + "→node-b", "2026-01-02 03:11:05 node-a→" + none, "2026-01-02 03:05:05 " + none + "→node-a"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("history rows:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// Without VRRP (pier run) there is no holder and no history.
+	f2 := newFixture(t, nil, lb("u2", "demo", "blog", 1))
+	_, _, body = get(t, f2.srv.URL+"/ui/lb/u2")
+	mustContain(t, "detail without VRRP", body, "No node reports VRRP MASTER: without VRRP the active node serves the addresses", "No failover recorded.")
 }
 
 func TestNodeStatesPerNode(t *testing.T) {

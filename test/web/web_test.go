@@ -1,8 +1,11 @@
 // Package web drives pier's web view in headless Chromium against a real
 // `pier run` (the binary, real HAProxy, the examples/ manifests): the
-// overview lists the seed examples with their addresses, a load balancer
-// opens onto its pools and members, an edited manifest shows up without a
-// reload, and hostile strings stay text. Screenshots of every page are
+// overview lists the seed examples with their addresses and the health
+// and reload counts their agent reports, a load balancer opens onto its
+// pools and members, an edited manifest shows up without a reload, a
+// member joining counts a runtime update, and hostile strings stay text.
+// The failover history, which needs a pair, is rendered from a store
+// holding two agents' reports (failover_test.go). Screenshots of every page are
 // written to $PIER_WEB_ARTIFACTS (default test/web/artifacts, ignored by
 // git); docs/img/ holds reviewed copies.
 //
@@ -15,6 +18,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -159,6 +164,18 @@ func TestWebView(t *testing.T) {
 		}
 		// The page waits for the agent: all three end ACTIVE.
 		poll(t, ctx, `document.querySelectorAll("#lb-rows tr.row.row-ACTIVE").length === 3`, 10*time.Second)
+		// The agent reports what HAProxy sees: every member up (no health
+		// checks in the examples), and counts of reloads / runtime updates.
+		health := eval[[]string](t, ctx, `Array.from(document.querySelectorAll("#lb-rows tr.row td.health")).map(c => c.innerText)`)
+		reloads := eval[[]string](t, ctx, `Array.from(document.querySelectorAll("#lb-rows tr.row td.reloads")).map(c => c.innerText)`)
+		for i, name := range examples {
+			if m := allUp.FindStringSubmatch(health[i]); m == nil || m[1] != m[2] || m[1] == "0" {
+				t.Errorf("%s: health %q, want every member up", name, health[i])
+			}
+			if !counts.MatchString(reloads[i]) {
+				t.Errorf("%s: reloads / runtime %q", name, reloads[i])
+			}
+		}
 		// The script polls: its status line says so once a poll came back.
 		poll(t, ctx, `document.getElementById("live-status").innerText.startsWith("live")`, 3*time.Second)
 		screenshot(t, ctx, "overview")
@@ -178,6 +195,16 @@ func TestWebView(t *testing.T) {
 		members := eval[int](t, ctx, `document.querySelectorAll("tr.member").length`)
 		if members != 2 {
 			t.Errorf("detail page: %d member rows, want 2", members)
+		}
+		// pier run has one node and no VRRP: the node row, no holder, no history.
+		placement := eval[string](t, ctx, `document.querySelector("table.nodes tr.node").innerText`)
+		if !strings.Contains(placement, "2 / 2 up") || !strings.Contains(placement, "current") {
+			t.Errorf("placement row %q: want 2 / 2 up and the current spec", placement)
+		}
+		for _, want := range []string{"Placement and failover history", "No node reports VRRP MASTER", "No failover recorded."} {
+			if !strings.Contains(text, want) {
+				t.Errorf("detail page: missing %q", want)
+			}
 		}
 		// The fragment the agent wrote, read back from the state folder.
 		conf := eval[string](t, ctx, `(document.getElementById("haproxy-conf") || {}).innerText || ""`)
@@ -211,6 +238,26 @@ func TestWebView(t *testing.T) {
 			t.Fatal(err)
 		}
 		poll(t, ctx, `!document.getElementById("lb-rows").innerText.includes("demo/live-added")`, 2*time.Second)
+	})
+
+	t.Run("a member joining counts a runtime update, not a reload", func(t *testing.T) {
+		do(t, ctx, "open overview", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("#lb-rows tr.row")))
+		row := `Array.from(document.querySelectorAll("#lb-rows tr.row")).find(r => r.innerText.includes("demo/single-service"))`
+		before := counts.FindStringSubmatch(eval[string](t, ctx, row+`.querySelector("td.reloads").innerText`))
+		if before == nil {
+			t.Fatal("no reload counts on the single-service row")
+		}
+		harness.WriteFile(t, filepath.Join(manifests, "zz-member.yaml"), secondEndpoint)
+		poll(t, ctx, row+`.querySelector("td.health").innerText.startsWith("2 / 2 up")`, 5*time.Second)
+		after := counts.FindStringSubmatch(eval[string](t, ctx, row+`.querySelector("td.reloads").innerText`))
+		if after == nil || after[1] != before[1] || atoi(after[2]) != atoi(before[2])+1 {
+			t.Errorf("reloads / runtime updates went from %q to %q, want one more runtime update and no reload", before[0], after)
+		}
+		screenshot(t, ctx, "overview")
+		if err := os.Remove(filepath.Join(manifests, "zz-member.yaml")); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, ctx, row+`.querySelector("td.health").innerText.startsWith("1 / 1 up")`, 5*time.Second)
 	})
 
 	t.Run("hostile strings render as text", func(t *testing.T) {
@@ -273,6 +320,34 @@ func poll(t *testing.T, ctx context.Context, cond string, d time.Duration) {
 		t.Fatalf("waiting %s for %s: %v", d, cond, err)
 	}
 }
+
+var (
+	// allUp matches a health cell: "2 / 2 up in 2 pools".
+	allUp = regexp.MustCompile(`^(\d+) / (\d+) up`)
+	// counts matches a reloads cell: "0 / 3".
+	counts = regexp.MustCompile(`^(\d+) / (\d+)$`)
+)
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+// secondEndpoint gives webservice-1 (single-service's backend) a second
+// ready endpoint: a member change within the pool's server slots.
+const secondEndpoint = `
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: webservice-1-b
+  namespace: demo
+  labels: {kubernetes.io/service-name: webservice-1}
+addressType: IPv4
+ports: [{name: http, port: 9001}]
+endpoints:
+  - addresses: ["127.0.0.2"]
+    conditions: {ready: true}
+`
 
 const liveIngress = `
 apiVersion: networking.k8s.io/v1

@@ -80,3 +80,24 @@ type HealthChecker interface {
 type Drainer interface {
 	Drain(ctx context.Context, on bool) error
 }
+
+// Stats is what a Reporter tells about one load balancer on this node.
+type Stats struct {
+	// Reloads and RuntimeUpdates count what the driver did to the data
+	// plane since it was created: reloads (a start is not one) and
+	// member changes sent without a reload.
+	Reloads, RuntimeUpdates uint64
+	// MembersUp of Members are the members the data plane sees up, as of
+	// the last RefreshMembers.
+	MembersUp, Members int
+}
+
+// Reporter is implemented by a driver that can tell an operator how a
+// load balancer fares on this node. Stats does no I/O: the agent calls it
+// for every report. RefreshMembers asks the data plane which members are
+// up (HAProxy: one runtime API call, about 1 ms); the agent calls it
+// after each apply and at most every 10 s per load balancer.
+type Reporter interface {
+	Stats(uuid string) Stats
+	RefreshMembers(ctx context.Context, uuid string) error
+}

@@ -101,6 +101,9 @@ type instance struct {
 	orphan  bool   // left by a previous agent for a load balancer that is gone
 	reloads uint64 // supervisor restarts already accounted for by a reload
 	counted uint64 // supervisor restarts already counted in metrics
+	// stats counts reloads and runtime updates, and holds the members up
+	// as of the last RefreshMembers (Members is computed when asked).
+	stats driver.Stats
 }
 
 // restarted reports whether the supervisor restarted HAProxy since the

@@ -48,6 +48,7 @@ func (d *Driver) startInstance(ctx context.Context, lb *model.LoadBalancer, at l
 		return inst, fmt.Errorf("reload adopted haproxy: %w", err)
 	}
 	d.cfg.Metrics.Reloads.WithLabelValues("ok").Inc()
+	inst.stats.Reloads++
 	d.cfg.Logger.Info("adopted running haproxy and reloaded it: its config was older", "lb", lb.Name, "uuid", lb.UUID)
 	return inst, nil
 }
@@ -69,6 +70,7 @@ func (d *Driver) update(ctx context.Context, inst *instance, lb *model.LoadBalan
 		err := d.runtimeUpdate(ctx, inst, plan)
 		if err == nil {
 			d.cfg.Metrics.RuntimeUpdates.WithLabelValues("ok").Inc()
+			inst.stats.RuntimeUpdates++
 			d.cfg.Logger.Info("members updated without reload", "lb", lb.Name, "commands", len(plan.Commands))
 			d.restage(ctx, inst, lb)
 			return nil
@@ -82,6 +84,7 @@ func (d *Driver) update(ctx context.Context, inst *instance, lb *model.LoadBalan
 		return fmt.Errorf("reload haproxy: %w", err)
 	}
 	d.cfg.Metrics.Reloads.WithLabelValues("ok").Inc()
+	inst.stats.Reloads++
 	d.cfg.Logger.Info("haproxy reloaded", "lb", lb.Name, "uuid", lb.UUID, "reason", plan.Reason)
 	return nil
 }

@@ -81,3 +81,25 @@ func slotsOf(v *view) Slots {
 	}
 	return out
 }
+
+// Server names one server line: its backend and its slot, as HAProxy's
+// runtime API reports them (`show servers state`).
+type Server struct {
+	Backend, Name string
+}
+
+// Members lists the servers that hold a member (the used slots), pool by
+// pool, slot by slot: what counts as a member when HAProxy is asked
+// which are up. Free slots are placeholders and do not count.
+func (r *Result) Members() []Server {
+	var out []Server
+	for _, p := range r.view.pools {
+		be := backendName(r.UUID, p.id).String()
+		for i, s := range p.slots {
+			if s.used {
+				out = append(out, Server{Backend: be, Name: serverName(i).String()})
+			}
+		}
+	}
+	return out
+}

@@ -26,6 +26,8 @@ var Wait = 10 * time.Second
 //     never writes status: the object reads as PENDING until a node reports.
 //   - The status summary always follows the active node's report, after a
 //     report and after a placement change alike.
+//   - The holder (the node reporting VRRP MASTER) and its history follow
+//     every report and placement change, and survive a spec write.
 //   - PutSpec refuses an object without a UUID.
 //   - Delete of a missing UUID returns store.ErrNotFound.
 //   - Watch replays in UUID order; a write that changes nothing stored
@@ -48,6 +50,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"PutNodeStatusBothNodes", testPutNodeStatusBothNodes},
 		{"PutNodeStatusUnplacedNode", testPutNodeStatusUnplacedNode},
 		{"PlacementChangeMovesSummary", testPlacementChangeMovesSummary},
+		{"HolderHistory", testHolderHistory},
 		{"PutNodeStatusMissing", testPutNodeStatusMissing},
 		{"Delete", testDelete},
 		{"ReturnsCopies", testReturnsCopies},
@@ -219,6 +222,35 @@ func testPlacementChangeMovesSummary(t *testing.T, s store.Store) {
 	want.Placement = moved.Placement
 	want.Status = summary(standby)
 	assertEqual(t, "Get after the standby became active", mustGet(t, s, "a"), want)
+}
+
+// A failover written as reports, then a placement change that drops the
+// holder: each change of holder is appended once (the last one dated by
+// the dropped holder's last report: summaries read no clock), and a spec
+// write that changes nothing else keeps them.
+func testHolderHistory(t *testing.T, s store.Store) {
+	mustPut(t, s, Sample("a"))
+	at := time.Date(2025, 7, 1, 0, 0, 0, 0, time.UTC)
+	for i, r := range []model.NodeStatus{
+		{Node: "node-a", VRRP: model.VRRPMaster}, {Node: "node-b", VRRP: model.VRRPBackup},
+		{Node: "node-a", VRRP: model.VRRPFault}, {Node: "node-b", VRRP: model.VRRPMaster},
+		{Node: "node-b", VRRP: model.VRRPMaster, MembersUp: 1, Members: 1}, // no change of holder
+	} {
+		r.State, r.UpdatedAt = model.StateActive, at.Add(time.Duration(i)*time.Second)
+		mustReport(t, s, "a", r)
+	}
+	moved := Sample("a")
+	moved.Placement = model.Placement{Active: "node-a", Standby: "node-c"}
+	mustPut(t, s, moved)
+	mustPut(t, s, moved)
+	got := mustGet(t, s, "a").Status
+	want := []model.HolderChange{{At: at, To: "node-a"}, {At: at.Add(2 * time.Second), From: "node-a"},
+		{At: at.Add(3 * time.Second), To: "node-b"}, {At: at.Add(4 * time.Second), From: "node-b"}}
+	g, _ := json.Marshal(got.History)
+	w, _ := json.Marshal(want)
+	if got.Holder != "" || string(g) != string(w) {
+		t.Fatalf("holder %q, history %s; want none, %s", got.Holder, g, w)
+	}
 }
 
 func testPutNodeStatusMissing(t *testing.T, s store.Store) {

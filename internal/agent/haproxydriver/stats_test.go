@@ -1,0 +1,81 @@
+package haproxydriver
+
+import (
+	"context"
+	"testing"
+
+	"pier.dev/pier/internal/agent/driver"
+	"pier.dev/pier/internal/haproxy/render"
+	"pier.dev/pier/test/harness"
+)
+
+// TestStatsThroughHAProxy: a member joining counts a runtime update, a
+// listener port changing counts a reload, and the members up follow what
+// HAProxy says once a member is put in maintenance behind the driver's
+// back.
+func TestStatsThroughHAProxy(t *testing.T) {
+	needHAProxy(t)
+	d := newDriver(t, harness.ShortTempDir(t))
+	t.Cleanup(func() { d.Close(true) })
+	ctx := context.Background()
+	lb := lbWith(3, freePort(t), memberAt(echo(t, "127.0.0.1:0", "one")), memberAt(echo(t, "127.0.0.1:0", "two")))
+	apply := func() {
+		t.Helper()
+		if _, err := d.Apply(ctx, lb); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.RefreshMembers(ctx, lb.UUID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func(when string, s driver.Stats) {
+		t.Helper()
+		if got := d.Stats(lb.UUID); got != s {
+			t.Fatalf("%s: stats %+v, want %+v", when, got, s)
+		}
+	}
+	apply()
+	want("started", driver.Stats{MembersUp: 2, Members: 2})
+
+	lb = lb.Clone()
+	lb.Pools[0].Members = append(lb.Pools[0].Members, memberAt(echo(t, "127.0.0.1:0", "three")))
+	apply()
+	want("a member joined", driver.Stats{RuntimeUpdates: 1, MembersUp: 3, Members: 3})
+
+	lb = lb.Clone()
+	lb.Listeners[0].Port = freePort(t)
+	apply()
+	want("the port changed", driver.Stats{Reloads: 1, RuntimeUpdates: 1, MembersUp: 3, Members: 3})
+
+	inst := d.lbs[lb.UUID]
+	if _, err := inst.proc.Runtime(ctx, inst.procAt.Socket(), "set server be_"+lb.UUID+"_p1/s2 state maint"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.RefreshMembers(ctx, lb.UUID); err != nil {
+		t.Fatal(err)
+	}
+	want("a member in maintenance", driver.Stats{Reloads: 1, RuntimeUpdates: 1, MembersUp: 2, Members: 3})
+	if got := d.Stats("0f8a2d3e-1111-4222-8333-444455556699"); got != (driver.Stats{}) {
+		t.Fatalf("stats of a load balancer never applied: %+v", got)
+	}
+}
+
+// TestMembersUp parses `show servers state` as HAProxy 2.6 prints it:
+// free slots, other backends and servers not RUNNING do not count.
+func TestMembersUp(t *testing.T) {
+	answer := `1
+# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state srv_uweight srv_iweight srv_time_since_last_change
+3 be_x_p1 1 s1 10.0.0.1 2 0 1 1 7
+3 be_x_p1 2 s2 10.0.0.2 0 1 1 1 7
+3 be_x_p1 3 s3 127.0.0.1 0 5 1 1 7
+4 be_y_p1 1 s1 10.0.0.9 2 0 1 1 7
+5 be_x_p2 1 s1 10.0.0.3 2 0 1 1 7
+`
+	members := []render.Server{{Backend: "be_x_p1", Name: "s1"}, {Backend: "be_x_p1", Name: "s2"}, {Backend: "be_x_p2", Name: "s1"}}
+	if got := membersUp(answer, members); got != 2 {
+		t.Fatalf("membersUp = %d, want 2", got)
+	}
+	if got := membersUp("", members); got != 0 {
+		t.Fatalf("membersUp of an empty answer = %d", got)
+	}
+}
