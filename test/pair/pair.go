@@ -226,6 +226,27 @@ func (e *Env) Drain(node string, on bool) (time.Time, error) {
 	return at, os.Rename(tmp, e.nodes)
 }
 
+// DrainStarted returns when node's agent started its drain at or after
+// after, read from pier run's log: the handover is measured from there
+// (the manifest watcher's debounce comes before it).
+func (e *Env) DrainStarted(node string, after time.Time) (time.Time, bool) {
+	b, err := os.ReadFile(filepath.Join(e.opts.Dir, "pier.log"))
+	if err != nil {
+		return time.Time{}, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.Contains(line, `msg="drain: asking clients to reconnect`) || !strings.Contains(line, " node="+node+" ") {
+			continue
+		}
+		stamp, _, _ := strings.Cut(strings.TrimPrefix(line, "time="), " ")
+		t, err := time.Parse(time.RFC3339Nano, stamp)
+		if err == nil && !t.Before(after.Truncate(time.Millisecond)) {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
 // Stop ends pier run (which removes the lab) and the backend.
 func (e *Env) Stop() {
 	for _, echo := range e.echo {

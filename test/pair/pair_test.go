@@ -167,9 +167,13 @@ func TestPair(t *testing.T) {
 		time.Sleep(time.Second)
 		samples := probe.Stop()
 		failed := harness.Failed(samples, start.Add(-time.Second), time.Now())
-		took := moved.Sub(start)
-		t.Logf("planned: %s drained, %s holds after %s (from the manifest write); %s",
-			holder, other, took.Round(time.Millisecond), harness.Summary(samples))
+		began, ok := env.DrainStarted(holder, start)
+		if !ok {
+			t.Fatalf("no drain logged by %s's agent", holder)
+		}
+		took := moved.Sub(began)
+		t.Logf("planned: %s drained, %s holds %s after the drain began (%s after the manifest write, the watcher's debounce included); %s",
+			holder, other, took.Round(time.Millisecond), moved.Sub(start).Round(time.Millisecond), harness.Summary(samples))
 		if len(failed) > 0 {
 			t.Errorf("%d requests failed during the planned handover, first: %+v", len(failed), failed[0])
 		}
