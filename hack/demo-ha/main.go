@@ -80,7 +80,7 @@ func run(ctx context.Context, bin, dir, apiAddr, prefix, manifests string, check
 	}
 	say("VIP %s is held by %s; sending traffic from %s (keep-alive and new connections)", env.VIP, holder, env.Lab.Client.NS)
 
-	probe := env.Probe(ctx)
+	probe := env.Probe(ctx, pair.RecoveryTimeout)
 	time.Sleep(time.Second)
 	fault, n, err := env.KillHAProxy(holder)
 	if err != nil {
@@ -100,7 +100,7 @@ func run(ctx context.Context, bin, dir, apiAddr, prefix, manifests string, check
 
 	say("waiting for %s's HAProxy to come back as the standby", holder)
 	time.Sleep(3 * time.Second)
-	probe = env.Probe(ctx)
+	probe = env.Probe(ctx, pair.FailureTimeout)
 	time.Sleep(time.Second)
 	start, err := env.Drain(other, true)
 	if err != nil {

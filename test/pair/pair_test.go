@@ -127,7 +127,7 @@ func TestPair(t *testing.T) {
 	holder, other := active, standby
 
 	t.Run("F1 kill -9 the active HAProxy", func(t *testing.T) {
-		probe := env.Probe(ctx)
+		probe := env.Probe(ctx, RecoveryTimeout)
 		time.Sleep(500 * time.Millisecond)
 		fault, n, err := env.KillHAProxy(holder)
 		if err != nil {
@@ -154,7 +154,7 @@ func TestPair(t *testing.T) {
 	})
 
 	t.Run("planned handover", func(t *testing.T) {
-		probe := env.Probe(ctx)
+		probe := env.Probe(ctx, FailureTimeout)
 		time.Sleep(500 * time.Millisecond)
 		start, err := env.Drain(holder, true)
 		if err != nil {
@@ -188,7 +188,7 @@ func TestPair(t *testing.T) {
 	})
 
 	t.Run("F7 the holder's link goes down", func(t *testing.T) {
-		probe := env.Probe(ctx)
+		probe := env.Probe(ctx, RecoveryTimeout)
 		time.Sleep(500 * time.Millisecond)
 		fault := time.Now()
 		if err := env.Node(holder).SetLink(false); err != nil {
@@ -225,7 +225,7 @@ func TestPair(t *testing.T) {
 	})
 
 	t.Run("edits under load", func(t *testing.T) {
-		probe := env.Probe(ctx)
+		probe := env.Probe(ctx, FailureTimeout)
 		start := time.Now()
 		env.edit(t, 100, 20)
 		time.Sleep(time.Second)
