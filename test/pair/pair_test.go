@@ -127,7 +127,7 @@ func TestPair(t *testing.T) {
 	holder, other := active, standby
 
 	t.Run("F1 kill -9 the active HAProxy", func(t *testing.T) {
-		probe := env.Probe(ctx)
+		probe := env.Probe(ctx, RecoveryTimeout)
 		time.Sleep(500 * time.Millisecond)
 		fault, n, err := env.KillHAProxy(holder)
 		if err != nil {
@@ -154,7 +154,7 @@ func TestPair(t *testing.T) {
 	})
 
 	t.Run("planned handover", func(t *testing.T) {
-		probe := env.Probe(ctx)
+		probe := env.Probe(ctx, FailureTimeout)
 		time.Sleep(500 * time.Millisecond)
 		start, err := env.Drain(holder, true)
 		if err != nil {
@@ -167,9 +167,13 @@ func TestPair(t *testing.T) {
 		time.Sleep(time.Second)
 		samples := probe.Stop()
 		failed := harness.Failed(samples, start.Add(-time.Second), time.Now())
-		took := moved.Sub(start)
-		t.Logf("planned: %s drained, %s holds after %s (from the manifest write); %s",
-			holder, other, took.Round(time.Millisecond), harness.Summary(samples))
+		began, ok := env.DrainStarted(holder, start)
+		if !ok {
+			t.Fatalf("no drain logged by %s's agent", holder)
+		}
+		took := moved.Sub(began)
+		t.Logf("planned: %s drained, %s holds %s after the drain began (%s after the manifest write, the watcher's debounce included); %s",
+			holder, other, took.Round(time.Millisecond), moved.Sub(start).Round(time.Millisecond), harness.Summary(samples))
 		if len(failed) > 0 {
 			t.Errorf("%d requests failed during the planned handover, first: %+v", len(failed), failed[0])
 		}
@@ -184,7 +188,7 @@ func TestPair(t *testing.T) {
 	})
 
 	t.Run("F7 the holder's link goes down", func(t *testing.T) {
-		probe := env.Probe(ctx)
+		probe := env.Probe(ctx, RecoveryTimeout)
 		time.Sleep(500 * time.Millisecond)
 		fault := time.Now()
 		if err := env.Node(holder).SetLink(false); err != nil {
@@ -221,7 +225,7 @@ func TestPair(t *testing.T) {
 	})
 
 	t.Run("edits under load", func(t *testing.T) {
-		probe := env.Probe(ctx)
+		probe := env.Probe(ctx, FailureTimeout)
 		start := time.Now()
 		env.edit(t, 100, 20)
 		time.Sleep(time.Second)

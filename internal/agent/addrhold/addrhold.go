@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -36,6 +37,11 @@ import (
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/vrrp"
 )
+
+// standbyHold is how long the standby node keeps a new instance's gate
+// closed: the active node's HAProxy comes up within it in practice, and
+// the election goes to the priority it was given.
+const standbyHold = time.Second
 
 // Config configures a Holder.
 type Config struct {
@@ -79,6 +85,9 @@ type Holder struct {
 	since     map[string]time.Time // when each instance took its role
 	fenced    map[string]bool
 	draining  bool
+	// openAfter holds the gate of a new instance on the standby node
+	// closed until then (Sync).
+	openAfter map[string]time.Time
 	// lone and its state: see lone.go.
 	lone      map[string][]netip.Addr
 	loneAdded map[netip.Addr]time.Time // added by the holder, when
@@ -100,7 +109,7 @@ func New(cfg Config) (*Holder, error) {
 	h := &Holder{cfg: cfg, ka: ka, instances: map[string]*Instance{}, instOf: map[string]string{},
 		skipped: map[string]string{}, gates: map[string]bool{}, roles: map[string]model.VRRPState{},
 		since: map[string]time.Time{}, fenced: map[string]bool{}, warned: map[string]bool{},
-		lone: map[string][]netip.Addr{}, loneAdded: map[netip.Addr]time.Time{}, released: map[netip.Addr]time.Time{}}
+		openAfter: map[string]time.Time{}, lone: map[string][]netip.Addr{}, loneAdded: map[netip.Addr]time.Time{}, released: map[netip.Addr]time.Time{}}
 	// A previous agent may have died in the middle of a handover.
 	h.endLinger()
 	return h, nil
@@ -188,7 +197,21 @@ func (h *Holder) Sync(ctx context.Context, lbs []*model.LoadBalancer) error {
 	h.skipped = skipped
 	cfg := vrrp.Config{Node: h.cfg.Node, Dir: h.cfg.Dir, Advert: h.cfg.Advert, Instances: instances}
 	// keepalived creates a new instance's track file closed: it holds
-	// nothing before the next Tick judged its HAProxy healthy.
+	// nothing before the next Tick judged its HAProxy healthy. On the
+	// standby node a new instance's gate stays closed a little longer, so
+	// that the first election goes to the active node even when the
+	// standby's HAProxy came up first (with nopreempt, whoever holds
+	// first keeps the addresses). An instance whose track file exists ran
+	// before this agent started: it may hold the addresses now, and must
+	// not drop them.
+	for name, in := range view {
+		if h.instances[name] != nil || in.Active {
+			continue
+		}
+		if _, err := os.Stat(cfg.TrackFile(name)); errors.Is(err, os.ErrNotExist) {
+			h.openAfter[name] = time.Now().Add(standbyHold)
+		}
+	}
 	if err := h.ka.Apply(ctx, cfg); err != nil {
 		return fmt.Errorf("keepalived: %w", err)
 	}
@@ -203,6 +226,11 @@ func (h *Holder) Sync(ctx context.Context, lbs []*model.LoadBalancer) error {
 	}
 	for name := range h.gates {
 		if view[name] == nil {
+			// A later instance of this name must start closed again.
+			if err := os.Remove(cfg.TrackFile(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				h.cfg.Logger.Warn("remove track file", "instance", name, "error", err)
+			}
+			delete(h.openAfter, name)
 			delete(h.gates, name)
 			delete(h.roles, name)
 			delete(h.since, name)
@@ -266,6 +294,13 @@ func (h *Holder) Tick(healthy, servedHere func(uuid string) bool) (map[string]mo
 	var errs []error
 	for name, in := range h.instances {
 		open := !h.draining && !h.fenced[name]
+		if t, ok := h.openAfter[name]; ok {
+			if now.Before(t) {
+				open = false
+			} else {
+				delete(h.openAfter, name)
+			}
+		}
 		for _, uuid := range in.UUIDs {
 			if servedHere(uuid) && !healthy(uuid) {
 				open = false
