@@ -38,7 +38,7 @@ func edits(t *testing.T, w *world, vip netip.Addr, holder string) {
 		t.Fatal(err)
 	}
 	reloads := w.reloadCounts(t)
-	p := w.probe(vip)
+	p := w.probe(vip, failureTimeout)
 	time.Sleep(500 * time.Millisecond)
 	start := time.Now()
 	ready, addr := true, w.lab.Pods.Addr.String()

@@ -158,10 +158,20 @@ func gap(lastFrom, firstTo time.Time) string {
 	return firstTo.Sub(lastFrom).Round(time.Millisecond).String()
 }
 
+// Probe timeouts: short where a failover's recovery is measured (a
+// request caught by the fault waits it out), longer where only failures
+// count and a loaded machine may stall a request for a moment (a lost SYN
+// still shows: its retransmit comes after 1 s).
+const (
+	recoveryTimeout = 300 * time.Millisecond
+	failureTimeout  = 900 * time.Millisecond
+)
+
 // probe starts steady traffic to the VIP from the client namespace.
-func (w *world) probe(vip netip.Addr) *harness.Probe {
+func (w *world) probe(vip netip.Addr, timeout time.Duration) *harness.Probe {
 	return harness.StartProbe(w.t.Context(), harness.ProbeOptions{
 		URL: "http://" + netip.AddrPortFrom(vip, 80).String() + "/", Host: host, Netns: w.lab.Client.NS,
+		Timeout: timeout,
 	})
 }
 

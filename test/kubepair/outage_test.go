@@ -69,7 +69,7 @@ func (w *world) dropped() outage {
 }
 
 func f4b(t *testing.T, w *world, vip netip.Addr, holder, other string, placement model.Placement, out outage) {
-	p := w.probe(vip)
+	p := w.probe(vip, recoveryTimeout)
 	time.Sleep(500 * time.Millisecond)
 	// Both nodes hear each other throughout: no split brain, so the API
 	// server's arbitration has nothing to settle.

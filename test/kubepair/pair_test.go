@@ -79,7 +79,7 @@ func TestKubePair(t *testing.T) {
 				t.Errorf("%s reports %+v, want state %s", n, r, model.StateActive)
 			}
 		}
-		p := w.probe(vip)
+		p := w.probe(vip, failureTimeout)
 		time.Sleep(time.Second)
 		samples := p.Stop()
 		if failed := harness.Failed(samples, time.Time{}, time.Now()); len(failed) > 0 || len(samples) == 0 {
@@ -211,7 +211,7 @@ func failover(t *testing.T, name string, samples []harness.Sample, fault time.Ti
 }
 
 func f1(t *testing.T, w *world, vip, fip netip.Addr, holder, other string) {
-	p := w.probe(vip)
+	p := w.probe(vip, recoveryTimeout)
 	time.Sleep(500 * time.Millisecond)
 	fault, n, err := w.killHAProxy(holder)
 	if err != nil {
@@ -268,7 +268,7 @@ func f6(t *testing.T, w *world, vip netip.Addr, holder, other string, placement 
 	}
 	agent := w.agents[holder]
 	adoptedBefore := agent.count("adopted running haproxy")
-	p := w.probe(vip)
+	p := w.probe(vip, failureTimeout)
 	time.Sleep(500 * time.Millisecond)
 	start := time.Now()
 	killed := agent.kill()
@@ -325,7 +325,7 @@ func planned(t *testing.T, w *world, vip, fip netip.Addr, holder, other string) 
 	agent := w.agents[holder]
 	const seenLine = "node cordoned: draining"
 	seenBefore := agent.count(seenLine)
-	p := w.probe(vip)
+	p := w.probe(vip, failureTimeout)
 	time.Sleep(500 * time.Millisecond)
 	wrote, err := w.cordon(holder, true)
 	if err != nil {
@@ -374,7 +374,7 @@ func planned(t *testing.T, w *world, vip, fip netip.Addr, holder, other string) 
 // when the link is back, the cut node hears the new master and steps
 // down, and the addresses stay where they went.
 func f7(t *testing.T, w *world, vip netip.Addr, holder, other string) {
-	p := w.probe(vip)
+	p := w.probe(vip, recoveryTimeout)
 	time.Sleep(500 * time.Millisecond)
 	if err := w.nodes[holder].SetLink(false); err != nil {
 		p.Stop()
