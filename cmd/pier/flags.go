@@ -26,11 +26,20 @@ func apiAddrFlag(fs *flag.FlagSet, addr *string, def, usage string) {
 const apiUsage = "address of the read-only HTTP API (/loadbalancers, /ingresses/NS/NAME, /healthz, /metrics)"
 
 // poolFlags are the address pools of IPAM (pier run and the controller).
-type poolFlags struct{ internal, public string }
+type poolFlags struct {
+	internal, public string
+	quarantine       time.Duration
+}
+
+// defaultQuarantine outlasts a typical DNS TTL (5 min) twice: clients
+// that still resolve a deleted load balancer's address must not reach a
+// newcomer, and its owner, re-created, gets the same address back.
+const defaultQuarantine = 10 * time.Minute
 
 func (p *poolFlags) register(fs *flag.FlagSet, internalDef, internalUsage, publicDef string) {
 	fs.StringVar(&p.internal, "internal-pool", internalDef, internalUsage)
 	fs.StringVar(&p.public, "public-pool", publicDef, "CIDR the floating IPs are allocated from; empty for none")
+	fs.DurationVar(&p.quarantine, "address-quarantine", defaultQuarantine, "how long a freed VIP or floating IP stays reserved for the Ingress or group that held it (re-created, it gets it back) before anyone else may take it; 0 frees at once")
 }
 
 // routerIDFlag is the range of VRRP router ids pier numbers its node

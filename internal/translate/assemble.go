@@ -83,7 +83,7 @@ func (g *lbGroup) build(opts Options) (*model.LoadBalancer, []model.Problem) {
 	var kept []keptRoute
 	pools := map[string]*model.Pool{}
 	var defaultPool string
-	var defaultOwner, fipOwner *parsedIngress
+	var defaultOwner *parsedIngress
 	// The oldest Ingress's creation time: IPAM settles conflicts between
 	// new load balancers by age, and the store keeps it as the object's.
 	lb.CreatedAt = g.members[0].ing.CreationTimestamp.Time.UTC()
@@ -117,7 +117,7 @@ func (g *lbGroup) build(opts Options) (*model.LoadBalancer, []model.Problem) {
 				addPool(pools, p.defaultPool)
 			}
 		}
-		problems = append(problems, takeRequestedFIP(lb, &fipOwner, p)...)
+		problems = append(problems, takeRequestedFIP(lb, g.members[0], p, opts)...)
 	}
 	policies := policiesFor(kept)
 	lb.Listeners = append(lb.Listeners, model.Listener{
@@ -161,22 +161,29 @@ func hostConflict(loser, owner *parsedIngress, r route, lbName string) model.Pro
 		lbName, what, owner.source.Namespace, owner.source.Key(), quoteForMessage(r.path))
 }
 
-// takeRequestedFIP records the pinned floating IP; in a group the oldest
-// Ingress's pin wins.
-func takeRequestedFIP(lb *model.LoadBalancer, owner **parsedIngress, p *parsedIngress) []model.Problem {
+// takeRequestedFIP records the pinned floating IP. Only the load
+// balancer's owner (its oldest Ingress) may pin: a newer member's pin
+// would move the address of a group it merely joined, and hand the old
+// address, with the owner's hosts still resolving to it, to whoever pins
+// it next (issue 14, T1).
+func takeRequestedFIP(lb *model.LoadBalancer, owner, p *parsedIngress, opts Options) []model.Problem {
 	ip := p.settings.externalIP
+	field := "metadata.annotations[" + AnnotationExternalIP + "]"
 	switch {
 	case ip == "":
 		return nil
-	case *owner == nil:
-		*owner, lb.RequestedFIP = p, ip
+	case !opts.mayPin(p.source.Namespace):
+		return []model.Problem{warning(p.ing, "ExternalIPNotAllowed", field,
+			"namespace %s may not pin external IPs (--external-ip-namespaces): %s is ignored", p.source.Namespace, ip)}
+	case p == owner:
+		lb.RequestedFIP = ip
 		return nil
-	case ip == lb.RequestedFIP:
+	case ip == owner.settings.externalIP && opts.mayPin(owner.source.Namespace):
 		return nil
 	}
-	return []model.Problem{warning(p.ing, "ExternalIPConflict", "metadata.annotations["+AnnotationExternalIP+"]",
-		"load balancer %s already pins external IP %s for Ingress %s (older): %s is ignored",
-		lb.Name, lb.RequestedFIP, (*owner).source.Key(), ip)}
+	return []model.Problem{warning(p.ing, "ExternalIPConflict", field,
+		"only the owner of load balancer %s, Ingress %s (oldest), may choose its external IP: %s is ignored",
+		lb.Name, owner.source.Key(), ip)}
 }
 
 func addPool(pools map[string]*model.Pool, p *model.Pool) {

@@ -36,6 +36,9 @@ type Options struct {
 	// for (RELIABILITY R13). Ingresses past the cap are refused.
 	MaxIngresses       int
 	MaxPathsPerIngress int
+	// ExternalIPNamespaces, when not empty, lists the only namespaces
+	// whose Ingresses may pin an address with pier.dev/external-ip.
+	ExternalIPNamespaces []string
 	// Now is compared with certificate expiry to warn about expired
 	// certificates; zero skips the check. Passed in, not read, so that
 	// translation stays a pure function.
@@ -51,6 +54,20 @@ func DefaultOptions() Options {
 		MaxIngresses:       10000,
 		MaxPathsPerIngress: 1000,
 	}
+}
+
+// mayPin reports whether an Ingress of namespace ns may use
+// pier.dev/external-ip.
+func (o Options) mayPin(ns string) bool {
+	if len(o.ExternalIPNamespaces) == 0 {
+		return true
+	}
+	for _, allowed := range o.ExternalIPNamespaces {
+		if allowed == ns {
+			return true
+		}
+	}
+	return false
 }
 
 // Result is what a snapshot asks for.

@@ -1,0 +1,55 @@
+package translate
+
+import (
+	"strings"
+	"testing"
+
+	"pier.dev/pier/internal/model"
+)
+
+// T1 of issue 14: a newer member of a group pins an external IP. The
+// group's address must not move: only the owner (oldest) may pin.
+func TestOnlyTheOwnerPinsTheGroupsAddress(t *testing.T) {
+	group := map[string]string{AnnotationLoadBalancer: "shop"}
+	victim := simpleIngress(t, "victim", "site", 0, group, "v.example", "/")
+	attacker := simpleIngress(t, "victim", "late", 5,
+		map[string]string{AnnotationLoadBalancer: "shop", AnnotationExternalIP: "192.0.2.9"}, "w.example", "/")
+	res := Ingresses(snapshotOf(victim, attacker), DefaultOptions())
+	lb := onlyLB(t, res)
+	if lb.RequestedFIP != "" {
+		t.Errorf("a newer member moved the group's address to %s", lb.RequestedFIP)
+	}
+	ps := problemsFor(res, "late")
+	if len(ps) != 1 || ps[0].Reason != "ExternalIPConflict" || !strings.Contains(ps[0].Message, "victim/site") {
+		t.Errorf("want an ExternalIPConflict naming the owner, got %+v", ps)
+	}
+	// The owner itself may pin.
+	victim.Annotations = map[string]string{AnnotationLoadBalancer: "shop", AnnotationExternalIP: "192.0.2.1"}
+	if lb := onlyLB(t, Ingresses(snapshotOf(victim, attacker), DefaultOptions())); lb.RequestedFIP != "192.0.2.1" {
+		t.Errorf("the owner's pin = %q", lb.RequestedFIP)
+	}
+}
+
+// --external-ip-namespaces: other namespaces' pins are ignored, with a
+// reason on the Ingress.
+func TestExternalIPNamespaces(t *testing.T) {
+	pin := map[string]string{AnnotationExternalIP: "192.0.2.7"}
+	allowed := simpleIngress(t, "infra", "edge", 0, pin, "e.example", "/")
+	tenant := simpleIngress(t, "tenant", "grab", 0, map[string]string{AnnotationExternalIP: "192.0.2.8"}, "g.example", "/")
+	opts := DefaultOptions()
+	opts.ExternalIPNamespaces = []string{"infra"}
+	res := Ingresses(snapshotOf(allowed, tenant), opts)
+	for _, lb := range res.LoadBalancers {
+		want := ""
+		if lb.Sources[0].Namespace == "infra" {
+			want = "192.0.2.7"
+		}
+		if lb.RequestedFIP != want {
+			t.Errorf("%s: RequestedFIP %q, want %q", lb.Name, lb.RequestedFIP, want)
+		}
+	}
+	ps := problemsFor(res, "grab")
+	if len(ps) != 1 || ps[0].Reason != "ExternalIPNotAllowed" || ps[0].Severity != model.SeverityWarning {
+		t.Errorf("want ExternalIPNotAllowed, got %+v", ps)
+	}
+}
