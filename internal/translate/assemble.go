@@ -20,7 +20,7 @@ func assemble(parsed []*parsedIngress, opts Options) ([]*model.LoadBalancer, []m
 	groups := map[string]*lbGroup{}
 	var order []*lbGroup
 	for _, p := range parsed {
-		uuid, name := lbIdentity(p)
+		uuid, name := lbIdentity(p, opts)
 		g := groups[uuid]
 		if g == nil {
 			g = &lbGroup{uuid: uuid, name: name}
@@ -42,9 +42,14 @@ func assemble(parsed []*parsedIngress, opts Options) ([]*model.LoadBalancer, []m
 
 // lbIdentity derives the LoadBalancer UUID: the Ingress UID when it has a
 // real one, else a name-based UUID, so that it is stable across restarts.
-func lbIdentity(p *parsedIngress) (uuid, name string) {
+// A group is per namespace unless the administrator shares it
+// (--shared-load-balancer): then its identity is the group name alone.
+func lbIdentity(p *parsedIngress, opts Options) (uuid, name string) {
 	if g := p.settings.group; g != "" {
-		return nameUUID("group", g), "group:" + g
+		if opts.shares(g, p.source.Namespace) {
+			return nameUUID("group", g), "group:" + g
+		}
+		return nameUUID("group", p.source.Namespace, g), "group:" + p.source.Namespace + "/" + g
 	}
 	if p.source.UID != "" {
 		return p.source.UID, p.source.Key()

@@ -53,3 +53,39 @@ func TestExternalIPNamespaces(t *testing.T) {
 		t.Errorf("want ExternalIPNotAllowed, got %+v", ps)
 	}
 }
+
+// Item 4 of issue 14: naming another namespace's group does not join it
+// unless the administrator shares the group with both namespaces.
+func TestGroupsArePerNamespaceUnlessShared(t *testing.T) {
+	group := map[string]string{AnnotationLoadBalancer: "shop"}
+	victim := simpleIngress(t, "victim", "site", 0, group, "v.example", "/")
+	mine := simpleIngress(t, "victim", "more", 1, group, "m.example", "/")
+	attacker := simpleIngress(t, "attacker", "join", 5, group, "a.example", "/")
+	res := Ingresses(snapshotOf(victim, mine, attacker), DefaultOptions())
+	if len(res.LoadBalancers) != 2 {
+		t.Fatalf("want 2 load balancers (one per namespace), got %d", len(res.LoadBalancers))
+	}
+	if res.Accepted[model.IngressRef("victim", "site")] != res.Accepted[model.IngressRef("victim", "more")] {
+		t.Error("one namespace's Ingresses of a group must share its load balancer")
+	}
+	if res.Accepted[model.IngressRef("victim", "site")] == res.Accepted[model.IngressRef("attacker", "join")] {
+		t.Error("the attacker joined the victim's group")
+	}
+	names := map[string]bool{}
+	for _, lb := range res.LoadBalancers {
+		names[lb.Name] = true
+	}
+	if !names["group:victim/shop"] || !names["group:attacker/shop"] {
+		t.Errorf("names = %v", names)
+	}
+
+	// Shared by the administrator: one load balancer, with the identity
+	// a group had before groups were per namespace.
+	opts := DefaultOptions()
+	opts.SharedGroups = map[string][]string{"shop": {"victim", "attacker"}}
+	shared := Ingresses(snapshotOf(victim, mine, attacker), opts)
+	lb := onlyLB(t, shared)
+	if lb.Name != "group:shop" || lb.UUID != nameUUID("group", "shop") || len(lb.Sources) != 3 {
+		t.Errorf("shared group = %s %s with %d sources", lb.Name, lb.UUID, len(lb.Sources))
+	}
+}

@@ -39,6 +39,11 @@ type Options struct {
 	// ExternalIPNamespaces, when not empty, lists the only namespaces
 	// whose Ingresses may pin an address with pier.dev/external-ip.
 	ExternalIPNamespaces []string
+	// SharedGroups lists, per pier.dev/load-balancer group, the
+	// namespaces that share it (["*"]: every namespace). A group not
+	// listed, or used from a namespace not listed, is per namespace: one
+	// tenant cannot join another's load balancer by naming its group.
+	SharedGroups map[string][]string
 	// Now is compared with certificate expiry to warn about expired
 	// certificates; zero skips the check. Passed in, not read, so that
 	// translation stays a pure function.
@@ -64,6 +69,17 @@ func (o Options) mayPin(ns string) bool {
 	}
 	for _, allowed := range o.ExternalIPNamespaces {
 		if allowed == ns {
+			return true
+		}
+	}
+	return false
+}
+
+// shares reports whether namespace ns takes part in the cross-namespace
+// group g.
+func (o Options) shares(g, ns string) bool {
+	for _, allowed := range o.SharedGroups[g] {
+		if allowed == ns || allowed == "*" {
 			return true
 		}
 	}
