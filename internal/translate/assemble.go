@@ -80,11 +80,7 @@ func (g *lbGroup) build(opts Options) (*model.LoadBalancer, []model.Problem) {
 	lb := &model.LoadBalancer{UUID: g.uuid, Name: g.name, Provider: model.ProviderHAProxy}
 	var problems []model.Problem
 	claims := map[string]claim{}
-	// hostOwners gives each host of a shared load balancer (and the
-	// catch-all "no host") to the namespace that claimed it first: a
-	// tenant who joins a group must not add routes to another tenant's
-	// host, not even more specific ones.
-	hostOwners := map[string]*parsedIngress{}
+	hostOwners := hostOwnership(g.members)
 	var kept []keptRoute
 	pools := map[string]*model.Pool{}
 	var defaultPool string
@@ -96,12 +92,9 @@ func (g *lbGroup) build(opts Options) (*model.LoadBalancer, []model.Problem) {
 		lb.Sources = append(lb.Sources, p.source)
 		for _, r := range p.routes {
 			hostKey := string(r.hostMatch) + "\x00" + r.host
-			if owner, ok := hostOwners[hostKey]; ok && owner.source.Namespace != p.source.Namespace {
+			if owner := hostOwners[hostKey]; owner.source.Namespace != p.source.Namespace {
 				problems = append(problems, hostConflict(p, owner, r, g.name))
 				continue
-			}
-			if _, ok := hostOwners[hostKey]; !ok {
-				hostOwners[hostKey] = p
 			}
 			key := hostKey + "\x00" + string(r.pathMatch) + "\x00" + r.path
 			if c, taken := claims[key]; taken {
@@ -129,7 +122,9 @@ func (g *lbGroup) build(opts Options) (*model.LoadBalancer, []model.Problem) {
 		Name: model.DefaultHTTPListenerName, Protocol: model.ProtocolHTTP, Port: opts.HTTPPort,
 		DefaultPoolID: defaultPool, Policies: policies,
 	})
-	if certs := mergeCertificates(g.members); len(certs) > 0 {
+	certs, certProblems := mergeCertificates(g.members, hostOwners, g.name)
+	problems = append(problems, certProblems...)
+	if len(certs) > 0 {
 		lb.Listeners = append(lb.Listeners, model.Listener{
 			Name: model.DefaultHTTPSListenerName, Protocol: model.ProtocolTerminatedHTTPS, Port: opts.HTTPSPort,
 			DefaultPoolID: defaultPool, Certificates: certs, Policies: clonePolicies(policies),
@@ -207,26 +202,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// mergeCertificates unions the certificates of a group's Ingresses, the
-// oldest Ingress's first: that one is also served to clients whose SNI
-// matches nothing.
-func mergeCertificates(members []*parsedIngress) []model.Certificate {
-	var out []model.Certificate
-	seen := map[string]int{}
-	for _, p := range members {
-		for _, c := range p.certs {
-			if i, ok := seen[c.ID]; ok {
-				out[i].Hosts = unionSorted(out[i].Hosts, c.Hosts)
-				continue
-			}
-			c.Hosts = unionSorted(nil, c.Hosts)
-			seen[c.ID] = len(out)
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 func unionSorted(a, b []string) []string {

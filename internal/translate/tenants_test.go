@@ -3,8 +3,14 @@ package translate
 import (
 	"strings"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/tlscert"
 )
 
 // T1 of issue 14: a newer member of a group pins an external IP. The
@@ -87,5 +93,66 @@ func TestGroupsArePerNamespaceUnlessShared(t *testing.T) {
 	lb := onlyLB(t, shared)
 	if lb.Name != "group:shop" || lb.UUID != nameUUID("group", "shop") || len(lb.Sources) != 3 {
 		t.Errorf("shared group = %s %s with %d sources", lb.Name, lb.UUID, len(lb.Sources))
+	}
+}
+
+func tlsSecretFor(t *testing.T, ns, name string, hosts ...string) *corev1.Secret {
+	t.Helper()
+	certPEM, keyPEM, err := tlscert.SelfSigned(hosts, epoch.Add(365*24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM},
+	}
+}
+
+// T3 of issue 14, in a group an administrator shared: a newer tenant's
+// TLS entry for the owner's host, and one without hosts, must not cover
+// the owner's host nor become the default certificate.
+func TestTLSHostsObeyHostOwnership(t *testing.T) {
+	group := map[string]string{AnnotationLoadBalancer: "shop"}
+	victim := simpleIngress(t, "victim", "site", 0, group, "v.example", "/")
+	victim.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{"v.example"}, SecretName: "v-tls"}}
+	attacker := simpleIngress(t, "attacker", "evil", 5, group, "a.example", "/")
+	attacker.Spec.TLS = []networkingv1.IngressTLS{
+		{Hosts: []string{"v.example", "a.example"}, SecretName: "a-tls"},
+		{SecretName: "any-tls"},
+	}
+	snap := snapshotOf(attacker, victim)
+	snap.Secrets = append(snap.Secrets, tlsSecretFor(t, "victim", "v-tls", "v.example"),
+		tlsSecretFor(t, "attacker", "a-tls", "v.example", "a.example"),
+		tlsSecretFor(t, "attacker", "any-tls", "v.example"))
+	opts := DefaultOptions()
+	opts.SharedGroups = map[string][]string{"shop": {"*"}}
+	res := Ingresses(snap, opts)
+	lb := onlyLB(t, res)
+	if len(lb.Listeners) != 2 {
+		t.Fatalf("want an HTTPS listener")
+	}
+	certs := lb.Listeners[1].Certificates
+	if len(certs) != 3 || certs[0].Namespace != "victim" {
+		t.Fatalf("the owner's certificate must come first (the default): %+v", certs)
+	}
+	for _, c := range certs[1:] {
+		if c.Namespace != "attacker" || len(c.Hosts) != 1 || c.Hosts[0] != "a.example" {
+			t.Errorf("attacker's certificate %s covers %v, want [a.example] only", c.Secret, c.Hosts)
+		}
+	}
+	ps := problemsFor(res, "evil")
+	if len(ps) != 1 || ps[0].Reason != "TLSHostConflict" || !strings.Contains(ps[0].Message, "belongs to namespace victim") {
+		t.Errorf("want one TLSHostConflict naming the owner, got %+v", ps)
+	}
+
+	// Alone in its load balancer, a hostless entry keeps no SNI filter.
+	single := simpleIngress(t, "solo", "x", 0, nil, "s.example", "/")
+	single.Spec.TLS = []networkingv1.IngressTLS{{SecretName: "s-tls"}}
+	snap = snapshotOf(single)
+	snap.Secrets = append(snap.Secrets, tlsSecretFor(t, "solo", "s-tls", "s.example"))
+	lb = onlyLB(t, Ingresses(snap, DefaultOptions()))
+	if c := lb.Listeners[1].Certificates; len(c) != 1 || c[0].Hosts != nil {
+		t.Errorf("single-namespace hostless entry = %+v", c)
 	}
 }
