@@ -21,6 +21,8 @@ type view struct {
 	listeners []listenerView
 	pools     []poolView
 	need404   bool
+	// crtListPath is the crt-list the TLS binds load (Result.CrtListPath).
+	crtListPath string
 }
 
 type listenerView struct {
