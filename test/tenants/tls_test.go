@@ -64,8 +64,6 @@ func TestCertificateHijack(t *testing.T) {
 		withTLS(ingress(attackerNS, "evil", "attacker.example", 5, map[string]string{annGroup: "tls"}),
 			networkingv1.IngressTLS{Hosts: []string{victimHost, "attacker.example"}, SecretName: "a-tls"},
 			networkingv1.IngressTLS{SecretName: "any-tls"}))...)
-	pr := waitProblem(t, p, attackerNS, "evil", "TLSHostConflict")
-	t.Logf("refused: %s", pr.Message)
 	if got := p.Addresses(attackerNS, "evil"); !sameAddresses(got, addrs) {
 		t.Fatalf("the attacker is not in the shared group (%v vs %v): the test proves nothing", got, addrs)
 	}
@@ -81,6 +79,8 @@ func TestCertificateHijack(t *testing.T) {
 		}
 		checkHTTPS(t, p, a, victimHost, victimEcho)
 	}
+	pr := waitProblem(t, p, attackerNS, "evil", "TLSHostConflict")
+	t.Logf("refused: %s", pr.Message)
 }
 
 // T4 of issue 14: the attacker's Secret holds a 1024-bit RSA key, which Go
@@ -94,10 +94,6 @@ func TestCertificateOpenSSLRefuses(t *testing.T) {
 		tlsSecret(attackerNS, "weak-tls", weak),
 		withTLS(ingress(attackerNS, "weak", "attacker.example", 5, map[string]string{annGroup: "tls"}),
 			networkingv1.IngressTLS{Hosts: []string{"attacker.example"}, SecretName: "weak-tls"}))...)
-	pr := waitProblem(t, p, attackerNS, "weak", "InvalidTLS")
-	if !strings.Contains(pr.Message, "1024 bits") {
-		t.Errorf("InvalidTLS does not say why: %s", pr.Message)
-	}
 	// The load balancer still applies: the attacker's HTTP route and a
 	// later change of the victim's namespace are served.
 	write(t, manifests, "30-later.json",
@@ -111,6 +107,10 @@ func TestCertificateOpenSSLRefuses(t *testing.T) {
 		}
 		checkCert(t, a, p.HTTPSPort, victimHost, victimCert, "the victim")
 		checkHTTPS(t, p, a, victimHost, victimEcho)
+	}
+	pr := waitProblem(t, p, attackerNS, "weak", "InvalidTLS")
+	if !strings.Contains(pr.Message, "1024 bits") {
+		t.Errorf("InvalidTLS does not say why: %s", pr.Message)
 	}
 	if n := p.Metric("pier_haproxy_config_rejected_total"); n != 0 {
 		t.Errorf("haproxy -c refused %v configurations", n)
