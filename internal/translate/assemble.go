@@ -128,6 +128,7 @@ func (g *lbGroup) build(opts Options) (*model.LoadBalancer, []model.Problem) {
 		lb.Listeners = append(lb.Listeners, model.Listener{
 			Name: model.DefaultHTTPSListenerName, Protocol: model.ProtocolTerminatedHTTPS, Port: opts.HTTPSPort,
 			DefaultPoolID: defaultPool, Certificates: certs, Policies: clonePolicies(policies),
+			StrictSNI: certs[0].Namespace != g.members[0].source.Namespace,
 		})
 	}
 	for _, id := range sortedKeys(pools) {

@@ -141,9 +141,19 @@ func TestTLSHostsObeyHostOwnership(t *testing.T) {
 			t.Errorf("attacker's certificate %s covers %v, want [a.example] only", c.Secret, c.Hosts)
 		}
 	}
+	if lb.Listeners[1].StrictSNI {
+		t.Error("the owner has a certificate: it is the default, no strict-sni needed")
+	}
 	ps := problemsFor(res, "evil")
 	if len(ps) != 1 || ps[0].Reason != "TLSHostConflict" || !strings.Contains(ps[0].Message, "belongs to namespace victim") {
 		t.Errorf("want one TLSHostConflict naming the owner, got %+v", ps)
+	}
+
+	// Without a certificate of the owner's, no certificate is the
+	// default: clients whose SNI matches nothing are refused.
+	victim.Spec.TLS = nil
+	if lb := onlyLB(t, Ingresses(snap, opts)); !lb.Listeners[1].StrictSNI || lb.Listeners[1].Certificates[0].Namespace != "attacker" {
+		t.Errorf("owner without certificate: StrictSNI %v, certificates %+v", lb.Listeners[1].StrictSNI, lb.Listeners[1].Certificates)
 	}
 
 	// Alone in its load balancer, a hostless entry keeps no SNI filter.

@@ -2,6 +2,7 @@ package tenants
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"net"
 	"net/http"
 	"strconv"
@@ -22,14 +23,14 @@ var sharedTLS = "--shared-load-balancer=tls=" + victimNS + "," + attackerNS
 // victim.example with an RSA certificate (HAProxy prefers ECDSA when both
 // match, so an attacker's ECDSA certificate would win a tie).
 func tlsVictim(t *testing.T) (p *harness.Pier, manifests string, cert pemPair, addrs []string, attackerPort int) {
-	p, manifests, cert, addrs, attackerPort, _ = tlsVictimOpts(t)
+	p, manifests, cert, addrs, attackerPort, _, _ = tlsVictimOpts(t)
 	return
 }
 
-func tlsVictimOpts(t *testing.T) (p *harness.Pier, manifests string, cert pemPair, addrs []string, attackerPort int, o harness.Options) {
+func tlsVictimOpts(t *testing.T) (p *harness.Pier, manifests string, cert pemPair, addrs []string, attackerPort int, o harness.Options, victimPort int) {
 	t.Helper()
 	manifests = harness.ShortTempDir(t)
-	victimPort := harness.StartEcho(t, victimEcho, "victim-pod")
+	victimPort = harness.StartEcho(t, victimEcho, "victim-pod")
 	attackerPort = harness.StartEcho(t, attackerEcho, "attacker-pod")
 	cert = makeCert(t, 2048, victimHost)
 	write(t, manifests, "00-class.json", ingressClass())
@@ -48,7 +49,7 @@ func tlsVictimOpts(t *testing.T) (p *harness.Pier, manifests string, cert pemPai
 		})
 		checkCert(t, a, p.HTTPSPort, victimHost, cert, "the victim")
 	}
-	return p, manifests, cert, addrs, attackerPort, o
+	return p, manifests, cert, addrs, attackerPort, o, victimPort
 }
 
 // T3 of issue 14: in a group shared with the victim, the attacker's TLS
@@ -56,7 +57,7 @@ func tlsVictimOpts(t *testing.T) (p *harness.Pier, manifests string, cert pemPai
 // entry has no hosts. Clients asking for victim.example, or for a name
 // nobody serves, must still get the victim's certificate.
 func TestCertificateHijack(t *testing.T) {
-	p, manifests, victimCert, addrs, attackerPort := tlsVictim(t)
+	p, manifests, victimCert, addrs, attackerPort, _, victimPort := tlsVictimOpts(t)
 	named := makeCert(t, 0, victimHost, "attacker.example")
 	hostless := makeCert(t, 0, victimHost, "nomatch.example")
 	write(t, manifests, "20-attack.json", append(service(attackerNS, attackerPort),
@@ -81,6 +82,24 @@ func TestCertificateHijack(t *testing.T) {
 	}
 	pr := waitProblem(t, p, attackerNS, "evil", "TLSHostConflict")
 	t.Logf("refused: %s", pr.Message)
+
+	// The victim drops its TLS entry: the attacker's certificates are the
+	// only ones left, and none may become the default for victim.example.
+	write(t, manifests, "10-victim.json", append(service(victimNS, victimPort),
+		ingress(victimNS, "site", victimHost, 0, map[string]string{annGroup: "tls"}))...)
+	for _, a := range addrs {
+		harness.WaitFor(t, 10*time.Second, "no certificate for victim.example on "+a, func() bool {
+			_, err := servedCert(a, p.HTTPSPort, victimHost)
+			return err != nil
+		})
+		for _, sni := range []string{victimHost, "nomatch.example", ""} {
+			if got, err := servedCert(a, p.HTTPSPort, sni); err == nil {
+				c, _ := x509.ParseCertificate(got)
+				t.Errorf("SNI %q on %s got the attacker's certificate %s %v", sni, a, c.Subject, c.DNSNames)
+			}
+		}
+		checkCert(t, a, p.HTTPSPort, "attacker.example", named, "the attacker")
+	}
 }
 
 // T4 of issue 14: the attacker's Secret holds a 1024-bit RSA key, which Go
@@ -88,7 +107,7 @@ func TestCertificateHijack(t *testing.T) {
 // is dropped, with InvalidTLS; the shared load balancer keeps applying
 // changes, and starts again after a restart.
 func TestCertificateOpenSSLRefuses(t *testing.T) {
-	p, manifests, victimCert, addrs, attackerPort, o := tlsVictimOpts(t)
+	p, manifests, victimCert, addrs, attackerPort, o, _ := tlsVictimOpts(t)
 	weak := makeCert(t, 1024, "attacker.example")
 	write(t, manifests, "20-attack.json", append(service(attackerNS, attackerPort),
 		tlsSecret(attackerNS, "weak-tls", weak),
