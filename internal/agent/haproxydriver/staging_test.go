@@ -1,10 +1,16 @@
 package haproxydriver
 
 import (
+	"bytes"
+	"crypto/tls"
+	"encoding/pem"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -62,6 +68,8 @@ func TestRefusedConfigLeavesLastGoodFiles(t *testing.T) {
 	}
 	at, _ := d.layout.LB(lb.UUID)
 	good := snapshotFiles(t, at.Dir)
+	blk, _ := pem.Decode(secret.cert)
+	firstLeaf := blk.Bytes
 
 	if err := os.WriteFile(refuse, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -76,9 +84,28 @@ func TestRefusedConfigLeavesLastGoodFiles(t *testing.T) {
 			t.Errorf("%s, read by the last good configuration, changed or vanished (%v)", path, err)
 		}
 	}
-	// What a restart loads: the active set must pass the real check.
+	// What a restart loads: the active set must pass the real check...
 	if out, err := exec.Command(real, "-c", "-f", filepath.Join(at.Dir, "conf")).CombinedOutput(); err != nil {
 		t.Fatalf("the last good configuration no longer loads: %v\n%s", err, out)
+	}
+	// ...and a crash brings HAProxy back with the first certificate.
+	inst := d.lbs[lb.UUID]
+	if err := syscall.Kill(inst.proc.PID(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got, err := servedLeaf(lb.Listeners[1].Port)
+		if err == nil && inst.proc.Stats().Restarts > 0 {
+			if !bytes.Equal(got, firstLeaf) {
+				t.Fatal("after the restart HAProxy serves another certificate than the last good one")
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("HAProxy did not come back after a crash (restarts %d): %v", inst.proc.Stats().Restarts, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 
 	if err := os.Remove(refuse); err != nil {
@@ -92,6 +119,17 @@ func TestRefusedConfigLeavesLastGoodFiles(t *testing.T) {
 			t.Errorf("%s outlived the configuration that read it", path)
 		}
 	}
+}
+
+// servedLeaf is the certificate HAProxy presents on 127.0.0.1:port.
+func servedLeaf(port int) ([]byte, error) {
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		&tls.Config{ServerName: "tls.example", InsecureSkipVerify: true})
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0].Raw, nil
 }
 
 // snapshotFiles reads the crt-lists and certificates below dir.
