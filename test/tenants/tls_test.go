@@ -22,11 +22,6 @@ var sharedTLS = "--shared-load-balancer=tls=" + victimNS + "," + attackerNS
 // tlsVictim starts pier with the victim in group "tls" serving
 // victim.example with an RSA certificate (HAProxy prefers ECDSA when both
 // match, so an attacker's ECDSA certificate would win a tie).
-func tlsVictim(t *testing.T) (p *harness.Pier, manifests string, cert pemPair, addrs []string, attackerPort int) {
-	p, manifests, cert, addrs, attackerPort, _, _ = tlsVictimOpts(t)
-	return
-}
-
 func tlsVictimOpts(t *testing.T) (p *harness.Pier, manifests string, cert pemPair, addrs []string, attackerPort int, o harness.Options, victimPort int) {
 	t.Helper()
 	manifests = harness.ShortTempDir(t)
