@@ -15,7 +15,8 @@
 // about 100 ms after it is written) to the moment the other node alone
 // holds the VIP, and failed requests counts the
 // requests that failed during the planned handover. With --check it exits
-// 1 when a target (1000 ms, 300 ms, 0) is missed. hack/demo-ha.sh builds
+// 1 when a target (1000 ms, 300 ms, at most 1 failed request: see
+// docs/failover.md) is missed. hack/demo-ha.sh builds
 // and runs it.
 package main
 
@@ -122,8 +123,10 @@ func run(ctx context.Context, bin, dir, apiAddr, prefix, manifests string, check
 		other, holder, planned.Milliseconds(), moved.Sub(start).Milliseconds(), harness.Summary(samples))
 
 	fmt.Printf("failover: unplanned %d ms, planned %d ms, failed requests %d\n", unplanned.Milliseconds(), planned.Milliseconds(), failed)
-	if check && (unplanned > time.Second || planned > 300*time.Millisecond || failed > 0) {
-		return fmt.Errorf("a target was missed: unplanned ≤ 1000 ms, planned ≤ 300 ms, 0 failed requests")
+	// One failed request is tolerated: a connection open at the instant
+	// the address moves can be cut (docs/failover.md, planned handover).
+	if check && (unplanned > time.Second || planned > 300*time.Millisecond || failed > 1) {
+		return fmt.Errorf("a target was missed: unplanned ≤ 1000 ms, planned ≤ 300 ms, at most 1 failed request")
 	}
 	return nil
 }

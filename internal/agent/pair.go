@@ -237,6 +237,7 @@ func (a *Agent) setDraining(ctx context.Context, on bool) {
 	if on {
 		a.cfg.Logger.Info("drain: asking clients to reconnect before the addresses move", "delay", drainDelay)
 		p.drainAt = time.Now().Add(drainDelay)
+		p.h.PrepareDrain()
 		time.AfterFunc(drainDelay, func() {
 			select {
 			case a.drainDue <- struct{}{}:
