@@ -374,6 +374,7 @@ func planned(t *testing.T, w *world, vip, fip netip.Addr, holder, other string) 
 // when the link is back, the cut node hears the new master and steps
 // down, and the addresses stay where they went.
 func f7(t *testing.T, w *world, vip netip.Addr, holder, other string) {
+	fences := w.agents[other].count(fenceLine, "fenced=true")
 	p := w.probe(vip, recoveryTimeout)
 	time.Sleep(500 * time.Millisecond)
 	if err := w.nodes[holder].SetLink(false); err != nil {
@@ -410,7 +411,9 @@ func f7(t *testing.T, w *world, vip netip.Addr, holder, other string) {
 	}
 	t.Logf("F7: link back; %s alone holds %s after %s (the cut node stepped down)", other, vip, settled.Sub(healed).Round(time.Millisecond))
 	if _, err := w.waitRoles(15*time.Second, map[string]model.VRRPState{holder: model.VRRPBackup, other: model.VRRPMaster}); err != nil {
-		t.Fatal(err)
+		t.Fatalf("after the link came back: %v; VIP holders now %v; %s logged %d fences by the API arbitration "+
+			"(the nodes hear each other again: none is due)", err, w.lab.Holders(vip), other,
+			w.agents[other].count(fenceLine, "fenced=true")-fences)
 	}
 	if !w.holds(other, vip) {
 		t.Errorf("the VIP moved again after the link came back: holders %v", w.lab.Holders(vip))
