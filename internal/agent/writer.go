@@ -14,7 +14,7 @@ import (
 
 // writeTimeout bounds one status write: a write over a connection that
 // hangs gives up and is retried.
-const writeTimeout = 5 * time.Second
+const writeTimeout = 2 * time.Second
 
 // statusWriter writes the agent's reports in the background. The agent's
 // loop must never wait on the API server: it watches health and moves
