@@ -125,6 +125,9 @@ func (h *heartbeat) remove() {
 // from an informer on the agents' Leases (agent.Heartbeats).
 type leaseHeartbeats struct {
 	leases coordinationlisters.LeaseNamespaceLister
+	// factory runs the informer; its Shutdown waits for it to stop once
+	// the stop context ended (tests).
+	factory informers.SharedInformerFactory
 }
 
 // Alive: the node's Lease exists and was renewed within its duration.
@@ -159,5 +162,5 @@ func startLeaseHeartbeats(ready, stop context.Context, client kubernetes.Interfa
 	if !cache.WaitForCacheSync(ready.Done(), inf.HasSynced) {
 		return leaseHeartbeats{}, fmt.Errorf("agent leases in %s: cache not synced: %w", namespace, ready.Err())
 	}
-	return leaseHeartbeats{leases: leases.Lister().Leases(namespace)}, nil
+	return leaseHeartbeats{leases: leases.Lister().Leases(namespace), factory: factory}, nil
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"testing"
@@ -47,10 +48,14 @@ func TestHeartbeatLease(t *testing.T) {
 	hb.renew(ctx)
 	renewTime()
 
-	peers, err := startLeaseHeartbeats(ctx, ctx, client, "pier-system")
+	stop, cancel := context.WithCancel(ctx)
+	peers, err := startLeaseHeartbeats(ctx, stop, client, "pier-system")
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The informer's goroutines must be gone when the test ends: klog's
+	// global logger is replaced by another test of this package.
+	defer func() { cancel(); peers.factory.Shutdown() }()
 	if !peers.Alive("a") || peers.Alive("b") {
 		t.Errorf("Alive(a)=%v Alive(b)=%v, want a alive, b unknown", peers.Alive("a"), peers.Alive("b"))
 	}
