@@ -15,7 +15,8 @@ import (
 	"pier.dev/pier/internal/tlscert"
 )
 
-// writeFiles writes the crt-list, the slot record and the fragment.
+// writeFiles writes the crt-list, the routing maps, the slot record and
+// the fragment.
 // HAProxy never reads these directly: the process package copies them,
 // checks the copy with `haproxy -c` and only then loads it, so a file
 // HAProxy would refuse is never where a restart picks it up (RELIABILITY
@@ -28,6 +29,11 @@ func writeFiles(at layout.LB, r *render.Result) error {
 	}
 	if err := writeIfChanged(at.CrtList(), r.CrtList, 0o600); err != nil {
 		return err
+	}
+	for _, m := range r.Maps {
+		if err := writeIfChanged(m.Path, m.Data, 0o600); err != nil {
+			return err
+		}
 	}
 	if err := writeIfChanged(at.Slots(), slots, 0o600); err != nil {
 		return err

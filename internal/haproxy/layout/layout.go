@@ -7,6 +7,7 @@
 //	  <uuid>/              one load balancer (LB)
 //	    haproxy.conf       its fragment: frontends and backends, names scoped to the uuid
 //	    crt-list           its TLS certificates by SNI
+//	    routes-<port>-<table>.map  routing maps of listener <port> (render's route maps)
 //	    certs/<id>.pem     certificate and key, mode 0600
 //	    slots.json         which member holds which server slot (sticky slots)
 //
@@ -23,6 +24,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"strconv"
 
 	"pier.dev/pier/internal/encode"
 )
@@ -104,6 +106,12 @@ func (b LB) Config() string { return filepath.Join(b.Dir, "haproxy.conf") }
 
 // CrtList is the load balancer's crt-list.
 func (b LB) CrtList() string { return filepath.Join(b.Dir, "crt-list") }
+
+// RouteMap is one routing map of listener port: table is render's name
+// for it ("host.exact", "wildcard.prefix", ...; letters and one dot).
+func (b LB) RouteMap(port int, table string) string {
+	return filepath.Join(b.Dir, "routes-"+strconv.Itoa(port)+"-"+table+".map")
+}
 
 // Slots is the record of which member holds which server slot.
 func (b LB) Slots() string { return filepath.Join(b.Dir, "slots.json") }

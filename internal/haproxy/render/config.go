@@ -19,6 +19,9 @@ type Result struct {
 	Fragment []byte
 	// CrtList is the crt-list file; nil when no listener terminates TLS.
 	CrtList []byte
+	// Maps are the listeners' routing maps, to write beside the fragment
+	// before it is checked (as the crt-list).
+	Maps []MapFile
 	// Slots is the member-to-slot assignment the fragment declares; pass
 	// it to the next Render.
 	Slots Slots
@@ -53,6 +56,7 @@ func Render(lb *model.LoadBalancer, at layout.LB, prev Slots, opts Options) (*Re
 	if r.CrtList, err = crtList(v, at); err != nil {
 		return nil, fmt.Errorf("render %s: %w", encode.Printable(v.uuid), err)
 	}
+	r.Maps = routeMapFiles(v, at)
 	r.skeleton = skeletonOf(r.Fragment)
 	return r, nil
 }
@@ -84,6 +88,16 @@ func CrtList(lb *model.LoadBalancer, opts Options) ([]byte, error) {
 		return nil, err
 	}
 	return r.CrtList, nil
+}
+
+// Maps renders lb's routing maps for the folder opts.Dir (see Render);
+// Config's file reads them there.
+func Maps(lb *model.LoadBalancer, opts Options) ([]MapFile, error) {
+	r, err := Render(lb, layout.LB{UUID: uuidOf(lb), Dir: opts.Dir}, nil, opts)
+	if err != nil {
+		return nil, err
+	}
+	return r.Maps, nil
 }
 
 func uuidOf(lb *model.LoadBalancer) string {

@@ -60,6 +60,7 @@ func TestTenFragmentsLoadTogether(t *testing.T) {
 		}
 		writeFile(t, at.CrtList(), r.CrtList)
 		writeCerts(t, at.Dir, lb)
+		writeMaps(t, r.Maps, "")
 		writeFile(t, at.Config(), r.Fragment)
 		fragments = append(fragments, at.Config())
 	}
