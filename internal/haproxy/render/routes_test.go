@@ -109,9 +109,9 @@ func TestIntegrationRoutes(t *testing.T) {
 	startHAProxy(t, bin, dir+"/haproxy.conf", port)
 	c := &client{t: t, http: "127.0.0.1:" + strconv.Itoa(port)}
 	for _, tc := range []struct{ host, path, want string }{
-		{"a.test", "/foo", "h-exact"},      // Exact beats the Prefix of the same path
-		{"a.test", "/foo/", "h-short"},     // Exact /foo is not /foo/
-		{"a.test", "/foo/bar", "h-long"},   // longest Prefix
+		{"a.test", "/foo", "h-exact"},    // Exact beats the Prefix of the same path
+		{"a.test", "/foo/", "h-short"},   // Exact /foo is not /foo/
+		{"a.test", "/foo/bar", "h-long"}, // longest Prefix
 		{"a.test", "/foo/bar/baz", "h-long"},
 		{"a.test", "/foo/barbaz", "h-short"}, // element-wise: not /foo/bar
 		{"a.test", "/foobar", "h-root"},      // element-wise: not /foo
@@ -119,8 +119,8 @@ func TestIntegrationRoutes(t *testing.T) {
 		{"a.test", "/x", "h-root"},
 		{"a.test", "/deny", "403"},
 		{"A.TEST:80", "/foo", "h-exact"},
-		{"a.test", "/e", "h-root"},      // a host's routes before rules with no host
-		{"b.a.test", "/e", "w-exact"},   // wildcard: one label
+		{"a.test", "/e", "h-root"},       // a host's routes before rules with no host
+		{"b.a.test", "/e", "w-exact"},    // wildcard: one label
 		{"b.a.test", "/p/q", "w-prefix"}, // wildcard before no host, even if shorter
 		{"b.a.test", "/zz", "w-root"},
 		{"c.b.a.test", "/p/q", "a-prefix"}, // two labels: not the wildcard
