@@ -38,6 +38,12 @@ var extras = []struct{ name, line string }{
 	{"Server: pier (http-after-response)", "set-header Server pier"},
 }
 
+// withoutAll is pier's config without any of the extras.
+const (
+	withoutAll = "without all six"
+	refExtras  = "hand-written reference"
+)
+
 // TestRouting compares pier's map routing with a hand-written map config
 // at 120 and 2,000 routes, first and last route, keep-alive, interleaved
 // rounds; then pier without each per-request extra at 120 routes.
@@ -102,7 +108,15 @@ func TestRouting(t *testing.T) {
 		start("without "+e.name+"/120", conf, dir, port)
 	}
 
+	all := pier120
+	for _, e := range extras {
+		all = withoutLine(t, all, e.line)
+	}
+	allPort := harness.FreePort(t)
+	all = []byte(strings.ReplaceAll(string(all), "127.0.0.1:"+strconv.Itoa(pier120Port), "127.0.0.1:"+strconv.Itoa(allPort)))
+	start(withoutAll+"/120", all, mkdir("xall"), allPort)
 	insts["pier full/120"] = insts["pier/120"] // the baseline of the extras
+	insts[refExtras+"/120"] = insts["reference/120"]
 	hosts := map[string]string{"first": RoutingFirstHost, "last": RoutingLastHost}
 	client := &http.Client{Timeout: 5 * time.Second}
 	for key, in := range insts {
@@ -156,6 +170,8 @@ func TestRouting(t *testing.T) {
 		for _, e := range extras {
 			runs = append(runs, measure(round, 120, "last", "without "+e.name, dExtra))
 		}
+		runs = append(runs, measure(round, 120, "last", withoutAll, dExtra))
+		runs = append(runs, measure(round, 120, "last", refExtras, dExtra))
 	}
 	writeJSON(t, out, "routing.json", map[string]any{"runs": runs, "duration_s": time.Since(began).Seconds(),
 		"wrk": "wrk -t2 -c50 --latency (keep-alive)", "path": DataPlanePath})
@@ -267,6 +283,11 @@ func routingMarkdown(runs []routingRun, sizes []int) string {
 		v := pick(120, "last", "without "+e.name)
 		r, lo, hi := ratio(v, full, rps)
 		p("| without %s | %.0f | %.1f µs | %.3f (%.3f–%.3f) | %+.1f µs |\n", e.name, med(v, rps), med(v, cpu), r, lo, hi, med(full, cpu)-med(v, cpu))
+	}
+	for _, c := range []string{withoutAll, refExtras} {
+		v := pick(120, "last", c)
+		r, lo, hi := ratio(v, full, rps)
+		p("| %s | %.0f | %.1f µs | %.3f (%.3f–%.3f) | %+.1f µs |\n", c, med(v, rps), med(v, cpu), r, lo, hi, med(full, cpu)-med(v, cpu))
 	}
 	return b.String()
 }
