@@ -50,7 +50,7 @@ echo "== 2. control plane: Go benchmarks, -count $count (about a minute)" >&2
 
 echo "== 1. data plane (wrk, about 2.5 minutes), 4. memory, 3. reload, 5. web view (about 30 s), 6. routing (about 4 minutes)" >&2
 (cd bench && PIER_BIN="$cache/pier" PIER_BENCH_OUT="$raw" "$cache/bench.test" \
-  -test.run "${PIER_BENCH_RUN:-^(TestDataPlane|TestMemory|TestReload|TestWeb|TestRouting)\$}" -test.v -test.timeout 20m) >&2
+  -test.run '^(TestDataPlane|TestMemory|TestReload|TestWeb|TestRouting)$' -test.v -test.timeout 20m) >&2
 
 out="bench/results/$(date -u +%Y%m%dT%H%M%SZ)-$(git rev-parse --short HEAD 2>/dev/null || echo norev)$suffix"
 echo "== report" >&2
