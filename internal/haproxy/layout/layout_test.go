@@ -18,14 +18,15 @@ func TestPaths(t *testing.T) {
 	p := l.ProcessOf(lb)
 	cert, _ := lb.Cert("ab12")
 	for got, want := range map[string]string{
-		l.Global():     "/s/haproxy/global.conf",
-		lb.Config():    "/s/haproxy/" + uuid + "/haproxy.conf",
-		lb.CrtList():   "/s/haproxy/" + uuid + "/crt-list",
-		lb.Slots():     "/s/haproxy/" + uuid + "/slots.json",
-		cert:           "/s/haproxy/" + uuid + "/certs/ab12.pem",
-		p.Conf():       "/s/haproxy/" + uuid + "/process.conf",
-		p.Socket():     "/s/haproxy/" + uuid + "/haproxy.sock",
-		p.Files(lb)[0]: "/s/haproxy/global.conf",
+		l.Global():                     "/s/haproxy/global.conf",
+		lb.Config():                    "/s/haproxy/" + uuid + "/haproxy.conf",
+		lb.CrtList():                   "/s/haproxy/" + uuid + "/crt-list",
+		lb.Slots():                     "/s/haproxy/" + uuid + "/slots.json",
+		lb.RouteMap(80, "host.prefix"): "/s/haproxy/" + uuid + "/routes-80-host.prefix.map",
+		cert:                           "/s/haproxy/" + uuid + "/certs/ab12.pem",
+		p.Conf():                       "/s/haproxy/" + uuid + "/process.conf",
+		p.Socket():                     "/s/haproxy/" + uuid + "/haproxy.sock",
+		p.Files(lb)[0]:                 "/s/haproxy/global.conf",
 	} {
 		if got != want {
 			t.Errorf("got %s, want %s", got, want)
