@@ -206,7 +206,13 @@ var (
 // this file), then the reject rule and the one use_backend.
 func writeRoutes(c *encode.Config, l *listenerView, at layout.LB) {
 	t := l.routes
-	c.Line(httpRequest, encode.Lit("set-var(txn.pier_path)"), encode.Lit("path,concat(/)"))
+	needPath := false
+	for class := range t.files {
+		needPath = needPath || t.exact[class] || len(t.files[class][1]) > 0
+	}
+	if needPath { // a host's catch-all alone needs no path key
+		c.Line(httpRequest, encode.Lit("set-var(txn.pier_path)"), encode.Lit("path,concat(/)"))
+	}
 	c.Line(encode.Lit("acl"), routedACL, encode.Lit("var(txn.pier_be)"), encode.Lit("-m"), encode.Lit("found"))
 	first := true
 	lookup := func(expr encode.Word) {
