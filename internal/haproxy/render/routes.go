@@ -40,9 +40,11 @@ import (
 // sorted that way (a hand-written store) keeps the ACL rules instead.
 //
 // A Host header holding "/" gets no host key: "a/b.foo.com" + "/x"
-// would be the key of host "a" and path "/b.foo.com/x". Such a request
-// matches only rules without a host (before, "a/b.foo.com" also matched
-// "*.foo.com").
+// would be the key of host "a" and path "/b.foo.com/x". HAProxy 2.6
+// already answers 400 to such a Host over HTTP/1.1 (TestIntegrationRoutes);
+// the guard keeps the keys sound wherever it does not (HTTP/2's
+// :authority was not checked). Such a request matches only rules without
+// a host.
 
 // Map values are backend names or rejectValue, which no backend has.
 var rejectValue = encode.Lit("pier_reject")

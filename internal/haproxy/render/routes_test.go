@@ -1,10 +1,15 @@
 package render
 
 import (
+	"bufio"
 	"bytes"
+	"fmt"
+	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"pier.dev/pier/internal/model"
 )
@@ -135,4 +140,31 @@ func TestIntegrationRoutes(t *testing.T) {
 	} {
 		c.expect("http", tc.host, tc.path, tc.want, "http")
 	}
+	// Host "a.test/foo" with path "/bar" must not become the key of host
+	// a.test and path /foo/bar. HAProxy 2.6 answers 400 to it over
+	// HTTP/1.1 already; pier's guard would send it to the default.
+	if code, got := rawBackend(t, port, "a.test/foo", "/bar"); !(code == 400 || got == "default") {
+		t.Errorf(`Host "a.test/foo", path /bar: %d from %q, want 400 or the default`, code, got)
+	}
+}
+
+// rawBackend sends a GET with a Host header Go's client would refuse and
+// returns the status and X-Backend of the answer.
+func rawBackend(t *testing.T, port int, host, path string) (int, string) {
+	t.Helper()
+	conn, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", path, host); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("X-Backend")
 }
