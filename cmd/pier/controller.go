@@ -59,6 +59,7 @@ Flags:
 		return err
 	}
 	cfg.InternalPool, cfg.PublicPool = pools.internal, pools.public
+	cfg.AddressQuarantine = pools.quarantine
 	cfg.Translate = tr.opts
 	cfg.Status = st.value()
 	if cfg.Status.Service != "" && len(cfg.Status.Static) > 0 {

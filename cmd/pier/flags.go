@@ -2,6 +2,9 @@ package main
 
 import (
 	"flag"
+	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"pier.dev/pier/internal/haproxy/render"
@@ -26,11 +29,20 @@ func apiAddrFlag(fs *flag.FlagSet, addr *string, def, usage string) {
 const apiUsage = "address of the read-only HTTP API (/loadbalancers, /ingresses/NS/NAME, /healthz, /metrics)"
 
 // poolFlags are the address pools of IPAM (pier run and the controller).
-type poolFlags struct{ internal, public string }
+type poolFlags struct {
+	internal, public string
+	quarantine       time.Duration
+}
+
+// defaultQuarantine outlasts a typical DNS TTL (5 min) twice: clients
+// that still resolve a deleted load balancer's address must not reach a
+// newcomer, and its owner, re-created, gets the same address back.
+const defaultQuarantine = 10 * time.Minute
 
 func (p *poolFlags) register(fs *flag.FlagSet, internalDef, internalUsage, publicDef string) {
 	fs.StringVar(&p.internal, "internal-pool", internalDef, internalUsage)
 	fs.StringVar(&p.public, "public-pool", publicDef, "CIDR the floating IPs are allocated from; empty for none")
+	fs.DurationVar(&p.quarantine, "address-quarantine", defaultQuarantine, "how long a freed VIP or floating IP stays reserved for the Ingress or group that held it (re-created, it gets it back) before anyone else may take it; 0 frees at once")
 }
 
 // routerIDFlag is the range of VRRP router ids pier numbers its node
@@ -51,6 +63,51 @@ func (t *translateFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&t.opts.MembersFromClusterIP, "members-from-cluster-ip", false, "proxy to the Service ClusterIP instead of the ready endpoints (the seed's two-hop mode)")
 	fs.IntVar(&t.opts.MaxIngresses, "max-ingresses", t.opts.MaxIngresses, "refuse Ingresses beyond this many (newest first)")
 	fs.IntVar(&t.opts.MaxPathsPerIngress, "max-paths-per-ingress", t.opts.MaxPathsPerIngress, "refuse an Ingress with more paths than this")
+	fs.Var((*commaList)(&t.opts.ExternalIPNamespaces), "external-ip-namespaces", "comma-separated namespaces whose Ingresses may pin an address with pier.dev/external-ip (repeatable); empty: every namespace")
+	fs.Var(sharedGroupsFlag{&t.opts.SharedGroups}, "shared-load-balancer", "GROUP=NS1,NS2,…: let these namespaces share the pier.dev/load-balancer group GROUP (one load balancer, one address); \"*\" for every namespace. Repeatable. Without it a group is per namespace")
+}
+
+// commaList is a repeatable flag of comma-separated values.
+type commaList []string
+
+func (c *commaList) String() string { return strings.Join(*c, ",") }
+func (c *commaList) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*c = append(*c, s)
+		}
+	}
+	return nil
+}
+
+// sharedGroupsFlag parses --shared-load-balancer GROUP=NS1,NS2.
+type sharedGroupsFlag struct{ m *map[string][]string }
+
+func (f sharedGroupsFlag) String() string {
+	if f.m == nil {
+		return ""
+	}
+	var parts []string
+	for g, ns := range *f.m {
+		parts = append(parts, g+"="+strings.Join(ns, ","))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
+
+func (f sharedGroupsFlag) Set(v string) error {
+	group, list, ok := strings.Cut(v, "=")
+	var namespaces commaList
+	_ = namespaces.Set(list)
+	if !ok || strings.TrimSpace(group) == "" || len(namespaces) == 0 {
+		return fmt.Errorf("want GROUP=NAMESPACE[,NAMESPACE…], got %q", v)
+	}
+	if *f.m == nil {
+		*f.m = map[string][]string{}
+	}
+	group = strings.TrimSpace(group)
+	(*f.m)[group] = append((*f.m)[group], namespaces...)
+	return nil
 }
 
 // registerPorts adds the listening ports, which only pier run sets (in

@@ -65,6 +65,7 @@ Flags:
 	}
 	cfg.Paths = paths
 	cfg.InternalPool, cfg.PublicPool = pools.internal, pools.public
+	cfg.AddressQuarantine = pools.quarantine
 	if cfg.Nodes >= 2 {
 		// Loopback VIPs cannot move between nodes: take the lab's pools
 		// unless the operator chose others.

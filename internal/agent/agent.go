@@ -105,9 +105,8 @@ type Agent struct {
 	failed map[string]string
 	// reported holds the last report written per UUID (without its time).
 	reported map[string]model.NodeStatus
-	// unreported holds reports whose write failed (API server away);
-	// the ticker writes them again.
-	unreported map[string]bool
+	// writer writes reports in the background.
+	writer *statusWriter
 	// lastReport is the state last reported per UUID (what a role change
 	// reports again).
 	lastReport map[string]model.NodeStatus
@@ -140,7 +139,6 @@ func New(cfg Config) *Agent {
 		retry:    map[string]time.Time{},
 		failed:   map[string]string{},
 
-		unreported: map[string]bool{},
 		lastReport: map[string]model.NodeStatus{},
 		latest:     map[string]*model.LoadBalancer{},
 		statsAt:    map[string]time.Time{},
@@ -169,6 +167,7 @@ func New(cfg Config) *Agent {
 		}
 		a.vrrp = newPairState(h)
 	}
+	a.writer = newStatusWriter(cfg.Store, cfg.Logger)
 	return a
 }
 
@@ -181,6 +180,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("watch load balancers: %w", err)
 	}
+	// The writer outlives ctx: shutdown's last reports go through it.
+	wctx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
+	go a.writer.run(wctx)
+	defer stopWriter()
 	defer a.shutdown()
 	if err := a.recover(ctx); err != nil {
 		return err
@@ -211,13 +214,15 @@ func (a *Agent) Run(ctx context.Context) error {
 		case <-ticker.C:
 			a.queueRetries()
 			a.queueDrifted()
-			a.reportAgain(ctx)
 			a.refreshStats(ctx)
 		case <-holderTick:
 			a.tickHolder(ctx)
 			continue
 		case <-a.drainDue:
 			a.tickHolder(ctx)
+			continue
+		case w := <-a.writer.written:
+			a.vrrp.reportedRole(w.uuid, w.report.VRRP, w.report.UpdatedAt)
 			continue
 		case on := <-a.drainReq:
 			a.setDraining(ctx, on)

@@ -76,7 +76,7 @@ func (a *Agent) remove(uuid string) {
 	delete(a.failed, uuid)
 	delete(a.reported, uuid)
 	delete(a.lastReport, uuid)
-	delete(a.unreported, uuid)
+	a.writer.forget(uuid)
 	delete(a.statsAt, uuid)
 	a.vrrp.forget(uuid)
 }
@@ -119,4 +119,5 @@ func (a *Agent) shutdown() {
 			}
 		}
 	}
+	a.writer.flush(writeTimeout)
 }

@@ -29,6 +29,11 @@ const (
 	// API server's word may fence it: long enough for an active node
 	// whose HAProxy died to report FAULT.
 	fenceGrace = time.Second
+	// fenceConfirm is how long the peer's claim must stand while it is
+	// heard renewing: a node that comes back from a cut renews at once
+	// but still shows the MASTER report it could not update while away;
+	// its status writer publishes its real role within a second or two.
+	fenceConfirm = 2 * time.Second
 )
 
 // pairState is the agent's side of the address holder.
@@ -45,14 +50,17 @@ type pairState struct {
 	// masterReportedAt is when this node's MASTER report for a UUID was
 	// written: proof that the API server heard it.
 	masterReportedAt map[string]time.Time
-	draining         bool
-	drainAt          time.Time // when the gates close in a pending drain
-	lastErr          string
+	// claimSince is when the peer's MASTER claim was first seen fresh,
+	// per instance (arbitrate).
+	claimSince map[string]time.Time
+	draining   bool
+	drainAt    time.Time // when the gates close in a pending drain
+	lastErr    string
 }
 
 func newPairState(h *addrhold.Holder) *pairState {
 	return &pairState{h: h, roles: map[string]model.VRRPState{},
-		served: map[string]bool{}, masterReportedAt: map[string]time.Time{}}
+		served: map[string]bool{}, masterReportedAt: map[string]time.Time{}, claimSince: map[string]time.Time{}}
 }
 
 // roleOf is this node's VRRP role for a load balancer ("" without VRRP).
@@ -172,9 +180,10 @@ func (a *Agent) tickHolder(ctx context.Context) {
 // standby of the pair steps down (its gate closes: "fenced") when the
 // active node's agent says it is MASTER too, and that word is fresh: the
 // active node renewed its heartbeat after this node's own MASTER report
-// reached the API server. A node that cannot reach the API server never
-// fences (its MASTER report is never written), and neither does one whose
-// peer went silent: a dead peer's last report is stale, not a claim.
+// reached the API server, and kept saying so for fenceConfirm. A node that
+// cannot reach the API server never fences (its MASTER report is never
+// written), and neither does one whose peer went silent: a dead peer's
+// last report is stale, not a claim.
 func (a *Agent) arbitrate() {
 	p, hb := a.vrrp, a.cfg.Heartbeats
 	if hb == nil {
@@ -206,8 +215,16 @@ func (a *Agent) arbitrate() {
 		}
 		if p.h.InstanceRole(name) != model.VRRPMaster || !peerMaster || !alive || myReport.IsZero() ||
 			now.Sub(p.h.Since(name)) < fenceGrace || !hb.RenewedAt(in.Peer).After(myReport) {
+			delete(p.claimSince, name)
 			continue
 		}
+		if p.claimSince[name].IsZero() {
+			p.claimSince[name] = now
+		}
+		if now.Sub(p.claimSince[name]) < fenceConfirm {
+			continue
+		}
+		delete(p.claimSince, name)
 		p.h.Fence(name, true)
 	}
 }
@@ -237,6 +254,7 @@ func (a *Agent) setDraining(ctx context.Context, on bool) {
 	if on {
 		a.cfg.Logger.Info("drain: asking clients to reconnect before the addresses move", "delay", drainDelay)
 		p.drainAt = time.Now().Add(drainDelay)
+		p.h.PrepareDrain()
 		time.AfterFunc(drainDelay, func() {
 			select {
 			case a.drainDue <- struct{}{}:

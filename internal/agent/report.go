@@ -2,19 +2,17 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"pier.dev/pier/internal/model"
-	"pier.dev/pier/internal/store"
 )
 
 // report writes what this node applied into the LoadBalancer status, as
 // this node's own entry: the active and the standby node both report. It
 // reads nothing first: the last good spec and config are what this agent
 // itself applied, and a report equal to the last one is not written again.
-// This is the one function that talks to the store's status API.
-func (a *Agent) report(ctx context.Context, lb *model.LoadBalancer, state model.State, configHash, message string) {
+// The write itself happens in the background (statusWriter).
+func (a *Agent) report(_ context.Context, lb *model.LoadBalancer, state model.State, configHash, message string) {
 	r := model.NodeStatus{Node: a.cfg.Node, State: state, ConfigHash: configHash, Message: message, VRRP: a.roleOf(lb.UUID)}
 	if state == model.StateActive {
 		r.SpecHash = lb.SpecHash()
@@ -29,24 +27,8 @@ func (a *Agent) report(ctx context.Context, lb *model.LoadBalancer, state model.
 	}
 	stamped := r
 	stamped.UpdatedAt = time.Now().UTC()
-	if err := a.cfg.Store.PutNodeStatus(ctx, lb.UUID, stamped); err != nil {
-		if !errors.Is(err, store.ErrNotFound) {
-			a.cfg.Logger.Warn("could not report status; retrying", "lb", lb.Name, "error", err)
-			a.unreported[lb.UUID] = true
-		}
-		return
-	}
-	delete(a.unreported, lb.UUID)
+	a.writer.put(lb.UUID, stamped)
 	a.reported[lb.UUID] = r
-	a.vrrp.reportedRole(lb.UUID, r.VRRP, stamped.UpdatedAt)
-}
-
-// reportAgain writes the reports that failed, and those whose VRRP role
-// changed since they were written, with the state last reported.
-func (a *Agent) reportAgain(ctx context.Context) {
-	for uuid := range a.unreported {
-		a.rereport(ctx, uuid)
-	}
 }
 
 // rereport writes uuid's last report again with its current VRRP role.

@@ -79,6 +79,7 @@ func TestStatsReported(t *testing.T) {
 	first := lbs[0].UUID
 	reported := func() model.NodeStatus {
 		t.Helper()
+		a.writer.flush(time.Second) // the loop's writer is not running here
 		got, err := st.Get(ctx, first)
 		if err != nil {
 			t.Fatal(err)

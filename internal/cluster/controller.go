@@ -34,21 +34,24 @@ import (
 
 // ControllerConfig is what `pier controller` takes from its flags.
 type ControllerConfig struct {
-	Kubeconfig     string // empty: in-cluster
-	InternalPool   string
-	PublicPool     string
-	RouterIDs      string // --vrrp-router-ids, "FIRST-LAST"
-	APIAddr        string
-	WatchNamespace string
-	NodeSelector   string
-	LeaseNamespace string // the leader-election Lease and the agents' heartbeat Leases
-	LeaseName      string
-	Identity       string // empty: hostname plus a random suffix
-	LeaseDuration  time.Duration
-	RenewDeadline  time.Duration
-	RetryPeriod    time.Duration
-	Translate      translate.Options
-	Status         status.Addresses
+	Kubeconfig   string // empty: in-cluster
+	InternalPool string
+	PublicPool   string
+	// AddressQuarantine keeps a freed VIP or FIP for its last holder
+	// (--address-quarantine).
+	AddressQuarantine time.Duration
+	RouterIDs         string // --vrrp-router-ids, "FIRST-LAST"
+	APIAddr           string
+	WatchNamespace    string
+	NodeSelector      string
+	LeaseNamespace    string // the leader-election Lease and the agents' heartbeat Leases
+	LeaseName         string
+	Identity          string // empty: hostname plus a random suffix
+	LeaseDuration     time.Duration
+	RenewDeadline     time.Duration
+	RetryPeriod       time.Duration
+	Translate         translate.Options
+	Status            status.Addresses
 }
 
 // RestConfig loads a kubeconfig file, or the in-cluster config when path
@@ -100,6 +103,7 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 	if err != nil {
 		return err
 	}
+	alloc.SetQuarantine(cfg.AddressQuarantine)
 	ids, err := routerid.ParseRange("--vrrp-router-ids", cfg.RouterIDs)
 	if err != nil {
 		return err

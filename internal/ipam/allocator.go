@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sort"
 	"sync"
+	"time"
 
 	"pier.dev/pier/internal/model"
 )
@@ -36,6 +38,14 @@ type claim struct {
 	vip, fip   netip.Addr // zero Addr: none
 }
 
+// freed is an address in quarantine: only the load balancer of the same
+// name (the same Ingress or group, even re-created with a new UID) may
+// take it before until.
+type freed struct {
+	name  string
+	until time.Time
+}
+
 // Allocator hands out VIPs from the internal pool and FIPs from the public
 // pool (or as pinned). It is safe for concurrent use.
 type Allocator struct {
@@ -44,17 +54,33 @@ type Allocator struct {
 	public   *Pool
 	byAddr   map[netip.Addr]*claim
 	byUUID   map[string]*claim
+	// quarantine is how long a freed address stays reserved for its last
+	// holder: without it, a pending pin grabs the address the moment its
+	// owner is deleted, and a re-created owner finds its DNS record
+	// pointing at someone else (issue 14, T2).
+	quarantine time.Duration
+	freed      map[netip.Addr]freed
+	now        func() time.Time
 }
 
 // New returns an empty Allocator. public may be nil: then only pinned
 // floating IPs are granted.
 func New(internal Pool, public *Pool) *Allocator {
-	a := &Allocator{internal: internal, byAddr: map[netip.Addr]*claim{}, byUUID: map[string]*claim{}}
+	a := &Allocator{internal: internal, byAddr: map[netip.Addr]*claim{}, byUUID: map[string]*claim{},
+		freed: map[netip.Addr]freed{}, now: time.Now}
 	if public != nil {
 		p := *public
 		a.public = &p
 	}
 	return a
+}
+
+// SetQuarantine sets how long a freed address is kept for the load
+// balancer that held it (matched by name); zero frees addresses at once.
+func (a *Allocator) SetQuarantine(d time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.quarantine = d
 }
 
 // Replay claims the VIPs and FIPs that stored LoadBalancers already hold.
@@ -148,10 +174,13 @@ func (a *Allocator) chooseVIP(lb *model.LoadBalancer, c *claim, fip netip.Addr) 
 	if c != nil && c.vip.IsValid() {
 		return c.vip, nil
 	}
-	if addr, err := parseAddr(lb.VIP); err == nil && a.internal.Contains(addr) && addr != fip && a.byAddr[addr] == nil {
+	if addr, ok := a.reclaim(a.internal, lb.Name, fip); ok {
 		return addr, nil
 	}
-	if addr, ok := a.internal.lowestFree(a.taken, fip); ok {
+	if addr, err := parseAddr(lb.VIP); err == nil && a.internal.Contains(addr) && addr != fip && !a.blocked(addr, lb.Name) {
+		return addr, nil
+	}
+	if addr, ok := a.internal.lowestFree(a.blockedFor(lb.Name), fip); ok {
 		return addr, nil
 	}
 	return netip.Addr{}, errorf(ErrPoolExhausted, "no free VIP for load balancer %s: internal pool %s is exhausted",
@@ -170,7 +199,10 @@ func (a *Allocator) chooseFIP(lb *model.LoadBalancer, c *claim) (netip.Addr, err
 		if a.public.Contains(held) {
 			return held, nil
 		}
-		if addr, ok := a.public.lowestFree(a.taken, netip.Addr{}); ok {
+		if addr, ok := a.reclaim(*a.public, lb.Name, netip.Addr{}); ok {
+			return addr, nil
+		}
+		if addr, ok := a.public.lowestFree(a.blockedFor(lb.Name), netip.Addr{}); ok {
 			return addr, nil
 		}
 		return netip.Addr{}, errorf(ErrPoolExhausted, "no free external IP for load balancer %s: public pool %s is exhausted",
@@ -192,10 +224,16 @@ func (a *Allocator) chooseFIP(lb *model.LoadBalancer, c *claim) (netip.Addr, err
 		}
 		return netip.Addr{}, errorf(ErrAddressInUse, "external IP %s is already used by load balancer %s", want, o.name)
 	}
+	if q, ok := a.freed[want]; ok && a.blocked(want, lb.Name) {
+		return netip.Addr{}, errorf(ErrAddressInUse,
+			"external IP %s was freed by load balancer %s and stays reserved for it until %s (--address-quarantine)",
+			want, q.name, q.until.UTC().Format(time.RFC3339))
+	}
 	return want, nil
 }
 
-// Release frees what uuid holds. Call it when the LoadBalancer is deleted.
+// Release frees what uuid holds, into quarantine. Call it when the
+// LoadBalancer is deleted.
 func (a *Allocator) Release(uuid string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -218,21 +256,61 @@ func (a *Allocator) claimFor(lb *model.LoadBalancer) *claim {
 	return c
 }
 
-// move points one of c's slots at addr, keeping byAddr in step.
+// move points one of c's slots at addr, keeping byAddr in step. The
+// address it leaves goes into quarantine for c's name.
 func (a *Allocator) move(c *claim, slot *netip.Addr, addr netip.Addr) {
 	if *slot == addr {
 		return
 	}
 	if slot.IsValid() && a.byAddr[*slot] == c {
 		delete(a.byAddr, *slot)
+		if a.quarantine > 0 {
+			a.freed[*slot] = freed{name: c.name, until: a.now().Add(a.quarantine)}
+		}
 	}
 	*slot = addr
 	if addr.IsValid() {
 		a.byAddr[addr] = c
+		delete(a.freed, addr)
 	}
 }
 
-func (a *Allocator) taken(addr netip.Addr) bool { return a.byAddr[addr] != nil }
+// blocked reports whether name may not take addr: another load balancer
+// holds it, or it is in quarantine for another name.
+func (a *Allocator) blocked(addr netip.Addr, name string) bool {
+	if a.byAddr[addr] != nil {
+		return true
+	}
+	q, ok := a.freed[addr]
+	if !ok {
+		return false
+	}
+	if !a.now().Before(q.until) {
+		delete(a.freed, addr)
+		return false
+	}
+	return q.name != name
+}
+
+func (a *Allocator) blockedFor(name string) func(netip.Addr) bool {
+	return func(addr netip.Addr) bool { return a.blocked(addr, name) }
+}
+
+// reclaim returns the lowest address of pool in quarantine for name (the
+// same Ingress or group, re-created): its owner gets it back.
+func (a *Allocator) reclaim(pool Pool, name string, skip netip.Addr) (netip.Addr, bool) {
+	var mine []netip.Addr
+	for addr, q := range a.freed {
+		if q.name == name && addr != skip && pool.Contains(addr) && !a.blocked(addr, name) {
+			mine = append(mine, addr)
+		}
+	}
+	if len(mine) == 0 {
+		return netip.Addr{}, false
+	}
+	sort.Slice(mine, func(i, j int) bool { return mine[i].Less(mine[j]) })
+	return mine[0], true
+}
 
 func (a *Allocator) inSomePool(addr netip.Addr) bool {
 	return a.internal.Contains(addr) || a.public != nil && a.public.Contains(addr)

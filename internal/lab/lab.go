@@ -9,10 +9,14 @@
 //	                 ── n1   eth0 10.99.0.12
 //	                 ── pods eth0 10.99.0.50   (backends)
 //	                 ── c    eth0 10.99.0.100  (the client)
+//	                 ── Prefix+"host" 10.99.0.1 (with HostLink: the
+//	                    builder's own namespace, e.g. a test's API server)
 //
 // No namespace has a default route or any link outside the bridge, so
 // nothing sent inside the lab can leave the machine, and nothing in it
-// disturbs the host's own network.
+// disturbs the host's own network. HostLink adds one link to the namespace
+// that builds the lab, with forwarding off on it: the lab's hosts reach
+// that namespace's own addresses on the segment, and nothing beyond.
 //
 // Everything runs the iproute2 `ip` command as root: it is what an operator
 // would type to inspect or repair the lab by hand, and it keeps this
@@ -40,10 +44,11 @@ var DefaultSubnet = netip.MustParsePrefix("10.99.0.0/24")
 // Host numbers: the last byte of each host's address. Nodes stop below
 // the pods host so that the two never collide.
 const (
-	firstNode  = 11
-	podsHost   = 50
-	clientHost = 100
-	maxNodes   = podsHost - firstNode
+	hostLinkNum = 1
+	firstNode   = 11
+	podsHost    = 50
+	clientHost  = 100
+	maxNodes    = podsHost - firstNode
 )
 
 // runDir is where iproute2 keeps named namespaces.
@@ -63,6 +68,13 @@ type Options struct {
 	Client bool         // a client host c at .100
 	Pods   bool         // a host pods at .50, where backends run
 	Subnet netip.Prefix // the zero Prefix means DefaultSubnet; IPv4, /24 or wider
+	// HostLink connects the namespace of the process that builds the lab
+	// (the root namespace, usually) to the bridge with a veth: its side
+	// is named Prefix+"host" and has address .1. Processes in the lab
+	// can then reach a server of the builder listening there (a test's
+	// kube-apiserver behind a relay). The prefix must then be at most 11
+	// characters: interface names have 15.
+	HostLink bool
 }
 
 // Lab is a built network. Remove it when done.
@@ -72,11 +84,16 @@ type Lab struct {
 	Client *Host // nil unless Options.Client
 	Pods   *Host // nil unless Options.Pods
 	Subnet netip.Prefix
+	// HostLink is the builder's side of the host link and HostAddr its
+	// address; both zero without Options.HostLink.
+	HostLink string
+	HostAddr netip.Addr
 
 	// created lists the namespaces this lab added, in order, so that
 	// Remove deletes those and never one that existed before.
-	created []string
-	remove  sync.Once
+	created      []string
+	hostLinkMade bool
+	remove       sync.Once
 }
 
 // Host is one namespace on the segment.
@@ -125,6 +142,10 @@ func Build(opts Options) (*Lab, error) {
 				"(pier run --nodes, a test), or remove it with `ip netns delete %s`", ns, opts.Prefix, ns)
 		}
 	}
+	if l.HostLink != "" && ip("link", "show", "dev", l.HostLink) == nil {
+		return nil, fmt.Errorf("lab: link %s exists: another lab with prefix %q is running, "+
+			"or remove it with `ip link delete %s`", l.HostLink, opts.Prefix, l.HostLink)
+	}
 	if err := l.build(); err != nil {
 		return nil, fmt.Errorf("lab %s: %w", opts.Prefix, err)
 	}
@@ -140,6 +161,7 @@ func Attach(opts Options) (*Lab, error) {
 		return nil, err
 	}
 	l.created = l.namespaces()
+	l.hostLinkMade = l.HostLink != ""
 	return l, nil
 }
 
@@ -175,6 +197,14 @@ func plan(opts Options) (*Lab, error) {
 	if opts.Pods {
 		l.Pods = host("pods", podsHost)
 	}
+	if opts.HostLink {
+		// IFNAMSIZ: 15 characters and a NUL.
+		if len(opts.Prefix)+len("host") > 15 {
+			return nil, fmt.Errorf("lab: prefix %q is too long for a host link (%shost has more than 15 characters)", opts.Prefix, opts.Prefix)
+		}
+		l.HostLink = opts.Prefix + "host"
+		l.HostAddr = host("host", hostLinkNum).Addr
+	}
 	return l, nil
 }
 
@@ -193,6 +223,9 @@ func (l *Lab) build() error {
 			break
 		}
 		err = l.addHost(h)
+	}
+	if err == nil && l.HostLink != "" {
+		err = l.addHostLink()
 	}
 	if err != nil {
 		l.Remove()
@@ -215,6 +248,28 @@ func (l *Lab) addHost(h *Host) error {
 	)
 }
 
+// addHostLink wires the builder's namespace to the bridge. Forwarding is
+// off on that link, so a packet from the lab reaches the builder's own
+// addresses and goes no further, whatever the builder's ip_forward says.
+// Its peer lives in the switch namespace: deleting that namespace deletes
+// the link too (a crashed builder leaves nothing that RemoveStale misses).
+func (l *Lab) addHostLink() error {
+	err := ip("link", "add", l.HostLink, "type", "veth", "peer", "name", "p-host", "netns", l.Switch)
+	if err != nil {
+		return err
+	}
+	l.hostLinkMade = true
+	conf := "/proc/sys/net/ipv4/conf/" + l.HostLink + "/forwarding"
+	if err := os.WriteFile(conf, []byte("0"), 0o644); err != nil {
+		return fmt.Errorf("forwarding off on %s: %w", l.HostLink, err)
+	}
+	return ipAll(
+		[]string{"-n", l.Switch, "link", "set", "p-host", "master", "br0", "up"},
+		[]string{"addr", "add", netip.PrefixFrom(l.HostAddr, l.Subnet.Bits()).String(), "dev", l.HostLink},
+		[]string{"link", "set", l.HostLink, "up"},
+	)
+}
+
 func (l *Lab) addNamespace(ns string) error {
 	if err := ip("netns", "add", ns); err != nil {
 		return err
@@ -230,6 +285,10 @@ func (l *Lab) addNamespace(ns string) error {
 // may not have entered its namespace yet, and then escapes the kill.
 func (l *Lab) Remove() {
 	l.remove.Do(func() {
+		if l.hostLinkMade {
+			// Gone already if the switch namespace was deleted.
+			_ = ip("link", "delete", "dev", l.HostLink)
+		}
 		for i := len(l.created) - 1; i >= 0; i-- {
 			KillIn(l.created[i])
 			// Nothing useful can be done about a failed delete here; the

@@ -4,6 +4,7 @@ package lab
 
 import (
 	"errors"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -271,4 +272,64 @@ func eventually(cond func() bool) bool {
 		}
 	}
 	return false
+}
+
+// TestHostLink: with HostLink the lab's hosts reach a server of the
+// builder listening on .1, the builder reaches them, the link forwards
+// nothing, and Remove deletes it.
+func TestHostLink(t *testing.T) {
+	needLab(t)
+	prefix := testPrefix("h-")
+	sweep(t, prefix)
+	l, err := Build(Options{Prefix: prefix, Nodes: 1, HostLink: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Remove)
+	t.Cleanup(func() { _ = ip("link", "delete", "dev", prefix+"host") })
+	if l.HostLink != prefix+"host" || l.HostAddr.String() != "10.99.0.1" {
+		t.Fatalf("host link %q at %s, want %shost at 10.99.0.1", l.HostLink, l.HostAddr, prefix)
+	}
+	ln, err := net.Listen("tcp", l.HostAddr.String()+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("hello\n"))
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	out, err := l.Nodes[0].Command(t.Context(), "bash", "-c",
+		"timeout 2 bash -c 'exec 3<>/dev/tcp/"+l.HostAddr.String()+"/"+strconv.Itoa(port)+"; cat <&3'").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "hello" {
+		t.Errorf("n0 → the builder's server on %s:%d: %v %q", l.HostAddr, port, err, out)
+	}
+	c, err := net.DialTimeout("tcp", l.Nodes[0].Addr.String()+":9", time.Second)
+	if err == nil {
+		c.Close()
+	}
+	if err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Errorf("the builder → n0 port 9: %v, want connection refused (reached, nothing listens)", err)
+	}
+	fwd, err := os.ReadFile("/proc/sys/net/ipv4/conf/" + l.HostLink + "/forwarding")
+	if err != nil || strings.TrimSpace(string(fwd)) != "0" {
+		t.Errorf("forwarding on %s = %q (%v), want 0", l.HostLink, fwd, err)
+	}
+	if routes, _ := exec.Command("ip", "-n", l.Nodes[0].NS, "route", "show", "default").Output(); len(routes) > 0 {
+		t.Errorf("n0 has a default route: %s", routes)
+	}
+	l.Remove()
+	if ip("link", "show", "dev", prefix+"host") == nil {
+		t.Errorf("link %shost still exists after Remove", prefix)
+	}
+	if _, err := plan(Options{Prefix: "abcdefghijkl", HostLink: true}); err == nil || !strings.Contains(err.Error(), "too long") {
+		t.Errorf("plan with a 12-character prefix and a host link: %v, want too long", err)
+	}
 }

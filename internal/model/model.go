@@ -107,6 +107,11 @@ type Listener struct {
 	// Certificates are served by SNI on TERMINATED_HTTPS listeners; the
 	// first one is also the fallback for clients without a matching SNI.
 	Certificates []Certificate `json:"certificates,omitempty"`
+	// StrictSNI refuses TLS clients whose SNI matches no certificate
+	// instead of serving them the first one: set when that one would not
+	// be the owner's (a shared load balancer whose owner has no
+	// certificate).
+	StrictSNI bool `json:"strictSni,omitempty"`
 	// Policies are ordered: the first policy whose rules all match wins.
 	Policies []L7Policy `json:"policies,omitempty"`
 }

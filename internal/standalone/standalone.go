@@ -32,14 +32,17 @@ import (
 
 // Config is everything `pier run` takes from its flags.
 type Config struct {
-	Paths         []string
-	StateDir      string
-	InternalPool  string
-	PublicPool    string // empty: no floating IPs unless pinned inside the internal pool
-	RouterIDs     string // --vrrp-router-ids, "FIRST-LAST"
-	APIAddr       string
-	Node          string
-	HAProxyBinary string
+	Paths        []string
+	StateDir     string
+	InternalPool string
+	PublicPool   string // empty: no floating IPs unless pinned inside the internal pool
+	// AddressQuarantine keeps a freed VIP or FIP for its last holder
+	// (--address-quarantine).
+	AddressQuarantine time.Duration
+	RouterIDs         string // --vrrp-router-ids, "FIRST-LAST"
+	APIAddr           string
+	Node              string
+	HAProxyBinary     string
 	// Nodes ≥ 2 runs that many nodes, each a network namespace with its
 	// own HAProxy and keepalived (package lab): the active/standby pair
 	// without a cluster. Needs root.
@@ -61,6 +64,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	alloc.SetQuarantine(cfg.AddressQuarantine)
 	ids, err := routerid.ParseRange("--vrrp-router-ids", cfg.RouterIDs)
 	if err != nil {
 		return err

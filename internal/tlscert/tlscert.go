@@ -55,6 +55,9 @@ func Parse(certPEM, keyPEM []byte) (*Pair, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tls.key: %w", err)
 	}
+	if err := checkPolicy(chain); err != nil {
+		return nil, fmt.Errorf("tls.crt: %w", err)
+	}
 	leaf := chain[0]
 	if err := checkNames(leaf); err != nil {
 		return nil, fmt.Errorf("tls.crt: %w", err)

@@ -20,7 +20,7 @@ func assemble(parsed []*parsedIngress, opts Options) ([]*model.LoadBalancer, []m
 	groups := map[string]*lbGroup{}
 	var order []*lbGroup
 	for _, p := range parsed {
-		uuid, name := lbIdentity(p)
+		uuid, name := lbIdentity(p, opts)
 		g := groups[uuid]
 		if g == nil {
 			g = &lbGroup{uuid: uuid, name: name}
@@ -42,9 +42,14 @@ func assemble(parsed []*parsedIngress, opts Options) ([]*model.LoadBalancer, []m
 
 // lbIdentity derives the LoadBalancer UUID: the Ingress UID when it has a
 // real one, else a name-based UUID, so that it is stable across restarts.
-func lbIdentity(p *parsedIngress) (uuid, name string) {
+// A group is per namespace unless the administrator shares it
+// (--shared-load-balancer): then its identity is the group name alone.
+func lbIdentity(p *parsedIngress, opts Options) (uuid, name string) {
 	if g := p.settings.group; g != "" {
-		return nameUUID("group", g), "group:" + g
+		if opts.shares(g, p.source.Namespace) {
+			return nameUUID("group", g), "group:" + g
+		}
+		return nameUUID("group", p.source.Namespace, g), "group:" + p.source.Namespace + "/" + g
 	}
 	if p.source.UID != "" {
 		return p.source.UID, p.source.Key()
@@ -75,15 +80,11 @@ func (g *lbGroup) build(opts Options) (*model.LoadBalancer, []model.Problem) {
 	lb := &model.LoadBalancer{UUID: g.uuid, Name: g.name, Provider: model.ProviderHAProxy}
 	var problems []model.Problem
 	claims := map[string]claim{}
-	// hostOwners gives each host of a shared load balancer (and the
-	// catch-all "no host") to the namespace that claimed it first: a
-	// tenant who joins a group must not add routes to another tenant's
-	// host, not even more specific ones.
-	hostOwners := map[string]*parsedIngress{}
+	hostOwners := hostOwnership(g.members)
 	var kept []keptRoute
 	pools := map[string]*model.Pool{}
 	var defaultPool string
-	var defaultOwner, fipOwner *parsedIngress
+	var defaultOwner *parsedIngress
 	// The oldest Ingress's creation time: IPAM settles conflicts between
 	// new load balancers by age, and the store keeps it as the object's.
 	lb.CreatedAt = g.members[0].ing.CreationTimestamp.Time.UTC()
@@ -91,12 +92,9 @@ func (g *lbGroup) build(opts Options) (*model.LoadBalancer, []model.Problem) {
 		lb.Sources = append(lb.Sources, p.source)
 		for _, r := range p.routes {
 			hostKey := string(r.hostMatch) + "\x00" + r.host
-			if owner, ok := hostOwners[hostKey]; ok && owner.source.Namespace != p.source.Namespace {
+			if owner := hostOwners[hostKey]; owner.source.Namespace != p.source.Namespace {
 				problems = append(problems, hostConflict(p, owner, r, g.name))
 				continue
-			}
-			if _, ok := hostOwners[hostKey]; !ok {
-				hostOwners[hostKey] = p
 			}
 			key := hostKey + "\x00" + string(r.pathMatch) + "\x00" + r.path
 			if c, taken := claims[key]; taken {
@@ -117,17 +115,20 @@ func (g *lbGroup) build(opts Options) (*model.LoadBalancer, []model.Problem) {
 				addPool(pools, p.defaultPool)
 			}
 		}
-		problems = append(problems, takeRequestedFIP(lb, &fipOwner, p)...)
+		problems = append(problems, takeRequestedFIP(lb, g.members[0], p, opts)...)
 	}
 	policies := policiesFor(kept)
 	lb.Listeners = append(lb.Listeners, model.Listener{
 		Name: model.DefaultHTTPListenerName, Protocol: model.ProtocolHTTP, Port: opts.HTTPPort,
 		DefaultPoolID: defaultPool, Policies: policies,
 	})
-	if certs := mergeCertificates(g.members); len(certs) > 0 {
+	certs, certProblems := mergeCertificates(g.members, hostOwners, g.name)
+	problems = append(problems, certProblems...)
+	if len(certs) > 0 {
 		lb.Listeners = append(lb.Listeners, model.Listener{
 			Name: model.DefaultHTTPSListenerName, Protocol: model.ProtocolTerminatedHTTPS, Port: opts.HTTPSPort,
 			DefaultPoolID: defaultPool, Certificates: certs, Policies: clonePolicies(policies),
+			StrictSNI: certs[0].Namespace != g.members[0].source.Namespace,
 		})
 	}
 	for _, id := range sortedKeys(pools) {
@@ -161,22 +162,29 @@ func hostConflict(loser, owner *parsedIngress, r route, lbName string) model.Pro
 		lbName, what, owner.source.Namespace, owner.source.Key(), quoteForMessage(r.path))
 }
 
-// takeRequestedFIP records the pinned floating IP; in a group the oldest
-// Ingress's pin wins.
-func takeRequestedFIP(lb *model.LoadBalancer, owner **parsedIngress, p *parsedIngress) []model.Problem {
+// takeRequestedFIP records the pinned floating IP. Only the load
+// balancer's owner (its oldest Ingress) may pin: a newer member's pin
+// would move the address of a group it merely joined, and hand the old
+// address, with the owner's hosts still resolving to it, to whoever pins
+// it next (issue 14, T1).
+func takeRequestedFIP(lb *model.LoadBalancer, owner, p *parsedIngress, opts Options) []model.Problem {
 	ip := p.settings.externalIP
+	field := "metadata.annotations[" + AnnotationExternalIP + "]"
 	switch {
 	case ip == "":
 		return nil
-	case *owner == nil:
-		*owner, lb.RequestedFIP = p, ip
+	case !opts.mayPin(p.source.Namespace):
+		return []model.Problem{warning(p.ing, "ExternalIPNotAllowed", field,
+			"namespace %s may not pin external IPs (--external-ip-namespaces): %s is ignored", p.source.Namespace, ip)}
+	case p == owner:
+		lb.RequestedFIP = ip
 		return nil
-	case ip == lb.RequestedFIP:
+	case ip == owner.settings.externalIP && opts.mayPin(owner.source.Namespace):
 		return nil
 	}
-	return []model.Problem{warning(p.ing, "ExternalIPConflict", "metadata.annotations["+AnnotationExternalIP+"]",
-		"load balancer %s already pins external IP %s for Ingress %s (older): %s is ignored",
-		lb.Name, lb.RequestedFIP, (*owner).source.Key(), ip)}
+	return []model.Problem{warning(p.ing, "ExternalIPConflict", field,
+		"only the owner of load balancer %s, Ingress %s (oldest), may choose its external IP: %s is ignored",
+		lb.Name, owner.source.Key(), ip)}
 }
 
 func addPool(pools map[string]*model.Pool, p *model.Pool) {
@@ -195,26 +203,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// mergeCertificates unions the certificates of a group's Ingresses, the
-// oldest Ingress's first: that one is also served to clients whose SNI
-// matches nothing.
-func mergeCertificates(members []*parsedIngress) []model.Certificate {
-	var out []model.Certificate
-	seen := map[string]int{}
-	for _, p := range members {
-		for _, c := range p.certs {
-			if i, ok := seen[c.ID]; ok {
-				out[i].Hosts = unionSorted(out[i].Hosts, c.Hosts)
-				continue
-			}
-			c.Hosts = unionSorted(nil, c.Hosts)
-			seen[c.ID] = len(out)
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 func unionSorted(a, b []string) []string {

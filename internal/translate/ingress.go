@@ -22,6 +22,8 @@ type parsedIngress struct {
 	defaultPool *model.Pool
 	pools       map[string]*model.Pool
 	certs       []model.Certificate
+	// certFields is the spec.tls field of each of certs, for problems.
+	certFields []string
 }
 
 // route is one host+path of an Ingress, before ordering.
@@ -190,6 +192,7 @@ func (p *parsedIngress) parseTLS(x *index, opts Options, problems *[]model.Probl
 			}
 		}
 		p.certs = append(p.certs, cert)
+		p.certFields = append(p.certFields, field)
 	}
 }
 

@@ -36,6 +36,14 @@ type Options struct {
 	// for (RELIABILITY R13). Ingresses past the cap are refused.
 	MaxIngresses       int
 	MaxPathsPerIngress int
+	// ExternalIPNamespaces, when not empty, lists the only namespaces
+	// whose Ingresses may pin an address with pier.dev/external-ip.
+	ExternalIPNamespaces []string
+	// SharedGroups lists, per pier.dev/load-balancer group, the
+	// namespaces that share it (["*"]: every namespace). A group not
+	// listed, or used from a namespace not listed, is per namespace: one
+	// tenant cannot join another's load balancer by naming its group.
+	SharedGroups map[string][]string
 	// Now is compared with certificate expiry to warn about expired
 	// certificates; zero skips the check. Passed in, not read, so that
 	// translation stays a pure function.
@@ -51,6 +59,31 @@ func DefaultOptions() Options {
 		MaxIngresses:       10000,
 		MaxPathsPerIngress: 1000,
 	}
+}
+
+// mayPin reports whether an Ingress of namespace ns may use
+// pier.dev/external-ip.
+func (o Options) mayPin(ns string) bool {
+	if len(o.ExternalIPNamespaces) == 0 {
+		return true
+	}
+	for _, allowed := range o.ExternalIPNamespaces {
+		if allowed == ns {
+			return true
+		}
+	}
+	return false
+}
+
+// shares reports whether namespace ns takes part in the cross-namespace
+// group g.
+func (o Options) shares(g, ns string) bool {
+	for _, allowed := range o.SharedGroups[g] {
+		if allowed == ns || allowed == "*" {
+			return true
+		}
+	}
+	return false
 }
 
 // Result is what a snapshot asks for.

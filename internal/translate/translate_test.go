@@ -155,7 +155,9 @@ func TestGroupSharesOneLoadBalancerAndResolvesConflicts(t *testing.T) {
 	older := simpleIngress(t, "team-a", "old", 0, group, "shop.example", "/")
 	newer := simpleIngress(t, "team-b", "new", 5, group, "shop.example", "/")
 	other := simpleIngress(t, "team-b", "api", 6, group, "api.example", "/")
-	res := Ingresses(snapshotOf(newer, other, older), DefaultOptions())
+	opts := DefaultOptions()
+	opts.SharedGroups = map[string][]string{"shared": {"team-a", "team-b"}}
+	res := Ingresses(snapshotOf(newer, other, older), opts)
 	lb := onlyLB(t, res)
 	if lb.Name != "group:shared" || len(lb.Sources) != 3 {
 		t.Fatalf("lb = %s with %d sources", lb.Name, len(lb.Sources))
@@ -170,7 +172,7 @@ func TestGroupSharesOneLoadBalancerAndResolvesConflicts(t *testing.T) {
 		t.Errorf("want a RouteConflict warning naming the winner, got %+v", ps)
 	}
 	// Restarting with the objects in another order changes nothing.
-	again := Ingresses(snapshotOf(other, older, newer), DefaultOptions())
+	again := Ingresses(snapshotOf(other, older, newer), opts)
 	if !equalJSON(t, res, again) {
 		t.Error("result depends on input order")
 	}
@@ -374,7 +376,9 @@ func TestGroupHostsBelongToTheFirstNamespace(t *testing.T) {
 	victim := simpleIngress(t, "victim", "site", 0, group, "v.example", "/")
 	attacker := simpleIngress(t, "attacker", "admin", 5, group, "v.example", "/admin")
 	sameNS := simpleIngress(t, "victim", "more", 6, group, "v.example", "/more")
-	res := Ingresses(snapshotOf(victim, attacker, sameNS), DefaultOptions())
+	opts := DefaultOptions()
+	opts.SharedGroups = map[string][]string{"shop": {"*"}}
+	res := Ingresses(snapshotOf(victim, attacker, sameNS), opts)
 	lb := onlyLB(t, res)
 	if got := routeRequest(lb, "v.example", "/admin"); got != "web" || lb.Listeners[0].Policies[0].Source.Namespace != "victim" {
 		t.Errorf("the attacker routed v.example/admin: %+v", lb.Listeners[0].Policies)

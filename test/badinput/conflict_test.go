@@ -21,6 +21,9 @@ const (
 	oldEcho      = "b22-old-app"
 	newEcho      = "b22-new-app"
 	sharedHost   = "shared.example"
+	// sharedB22 lets both namespaces share the group: without it each
+	// would get a load balancer of its own (issue 14, item 4).
+	sharedB22 = "--shared-load-balancer=b22=" + oldNS + "," + newNS
 )
 
 func conflictObjects(oldPort, newPort int) []runtime.Object {
@@ -96,7 +99,7 @@ func TestB22WinnerSurvivesRestart(t *testing.T) {
 	harness.WriteFile(t, filepath.Join(manifests, "b22.json"), string(list(t, conflictObjects(oldPort, newPort)...)))
 
 	var vips []string
-	o := harness.Options{Manifests: manifests, State: state}
+	o := harness.Options{Manifests: manifests, State: state, ExtraArgs: []string{sharedB22}}
 	for run := range 2 {
 		p := harness.StartPier(t, o)
 		o.API, o.HTTPPort, o.HTTPSPort = p.API, p.HTTPPort, p.HTTPSPort // the same pier again

@@ -35,7 +35,8 @@ type KubeConfig struct {
 	InternalPool string
 	// LeaseNamespace is --lease-namespace; it must exist.
 	LeaseNamespace string
-	// NodeSelector is --node-selector: the nodes that may run HAProxy.
+	// NodeSelector is --node-selector: the nodes that may run HAProxy;
+	// empty for every Ready node whose agent heartbeats.
 	NodeSelector string
 	// AgentNodes are the nodes a `pier agent` runs for, one process each.
 	AgentNodes []string

@@ -80,7 +80,7 @@ func TestL1ConfigChurn(t *testing.T) {
 	write(t, e.manifests, "stable.yaml", simple("stable", "shared", "stable.example", "stable").yaml())
 	c := newChurn(t, e.manifests, "shared")
 	p := e.start(nil)
-	lb := lbNamed(t, p, "group:shared")
+	lb := lbNamed(t, p, sharedGroupName)
 	hashBefore, reloadsBefore, okBefore := e.configHash(lb.UUID), reloads(p), reloadsOK(p)
 
 	l := startLoad(
@@ -93,7 +93,7 @@ func TestL1ConfigChurn(t *testing.T) {
 		c.step()
 	}
 	tick.Stop()
-	lb = lbNamed(t, p, "group:shared") // the last change applied
+	lb = lbNamed(t, p, sharedGroupName) // the last change applied
 	time.Sleep(time.Second)
 	all := l.stop()
 

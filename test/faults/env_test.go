@@ -108,7 +108,7 @@ func loadBalancers(p *harness.Pier) ([]model.LoadBalancer, error) {
 }
 
 // lbNamed waits until the LoadBalancer of that display name ("ns/name" or
-// "group:<name>") serves its current spec, and returns it.
+// "group:<namespace>/<name>") serves its current spec, and returns it.
 func lbNamed(t *testing.T, p *harness.Pier, name string) model.LoadBalancer {
 	t.Helper()
 	var found model.LoadBalancer

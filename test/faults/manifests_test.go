@@ -136,3 +136,7 @@ func write(t *testing.T, dir, file, content string) {
 	t.Helper()
 	harness.WriteFile(t, filepath.Join(dir, file), content)
 }
+
+// sharedGroupName is the display name of group "shared" of namespace ns:
+// groups are per namespace unless an administrator shares them.
+const sharedGroupName = "group:" + ns + "/shared"

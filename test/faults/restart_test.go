@@ -83,7 +83,7 @@ func TestF8RestartDuringChurn(t *testing.T) {
 	c := newChurn(t, e.manifests, "") // extras get load balancers of their own
 	first := e.start(nil)
 	standalone := lbNamed(t, first, ns+"/stable")
-	shared := lbNamed(t, first, "group:shared")
+	shared := lbNamed(t, first, sharedGroupName)
 
 	l := startLoad(
 		target{name: "stable", addr: standalone.VIP, port: first.HTTPPort, host: "stable.example", path: "/"},
@@ -116,7 +116,7 @@ func TestF8RestartDuringChurn(t *testing.T) {
 		}
 	}
 	second := e.start(first)
-	names := []string{ns + "/stable", "group:shared"}
+	names := []string{ns + "/stable", sharedGroupName}
 	got := waitSynced(t, second, names)
 	time.Sleep(time.Second)
 	all := l.stop()

@@ -27,7 +27,15 @@ type Proxy struct {
 // NewProxy relays to the server's port until the test ends.
 func (s *Server) NewProxy(t testing.TB) *Proxy {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	return s.NewProxyAt(t, "127.0.0.1:0")
+}
+
+// NewProxyAt is NewProxy listening on addr (host:port, port 0 for any):
+// an address that clients in other network namespaces reach, such as a
+// lab's host link. Clients keep 127.0.0.1 as the TLS server name.
+func (s *Server) NewProxyAt(t testing.TB, addr string) *Proxy {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatalf("proxy: %v", err)
 	}
@@ -41,6 +49,9 @@ func (s *Server) NewProxy(t testing.TB) *Proxy {
 	t.Cleanup(p.close)
 	return p
 }
+
+// Addr is the host:port the proxy listens on.
+func (p *Proxy) Addr() string { return p.l.Addr().String() }
 
 // Config returns a copy of cfg that goes through the proxy.
 func (p *Proxy) Config(cfg *rest.Config) *rest.Config {

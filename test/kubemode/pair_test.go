@@ -316,7 +316,7 @@ func TestDrainOnExit(t *testing.T) {
 	if !e.agentLeaseExists(standbyNode) {
 		t.Errorf("the Lease of %s is gone after a SIGTERM without --drain-on-exit", standbyNode)
 	}
-	agentB = e.startAgentOn(standbyNode, long...)
+	e.startAgentOn(standbyNode, long...) // back, to take the active role
 
 	stopped := time.Now()
 	if err := agentA.stop(10 * time.Second); err != nil {

@@ -118,7 +118,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		return fail(err)
 	}
 	if err := env.waitFor(ctx, "the VIP to serve from the client host", 30*time.Second, func() bool {
-		p := env.Probe(ctx)
+		p := env.Probe(ctx, RecoveryTimeout)
 		time.Sleep(100 * time.Millisecond)
 		s := p.Stop()
 		return len(s) > 0 && s[len(s)-1].OK
@@ -168,13 +168,22 @@ func (e *Env) ingressAddress() netip.Addr {
 	return a
 }
 
-// Probe starts steady traffic to the VIP from the client host.
-func (e *Env) Probe(ctx context.Context) *harness.Probe {
+// Probe starts steady traffic to the VIP from the client host. Each
+// request may take timeout: short (300 ms) where a failover's recovery is
+// measured, longer where only failures count and a loaded machine may
+// stall a request for a moment (a lost SYN still shows: it costs 1 s).
+func (e *Env) Probe(ctx context.Context, timeout time.Duration) *harness.Probe {
 	return harness.StartProbe(ctx, harness.ProbeOptions{
 		URL: "http://" + netip.AddrPortFrom(e.VIP, uint16(e.opts.HTTPPort)).String() + "/", Host: e.opts.Host,
-		Netns: e.Lab.Client.NS,
+		Netns: e.Lab.Client.NS, Timeout: timeout,
 	})
 }
+
+// Probe timeouts: see Probe.
+const (
+	RecoveryTimeout = 300 * time.Millisecond
+	FailureTimeout  = 900 * time.Millisecond
+)
 
 // Holders names the nodes that hold the VIP now.
 func (e *Env) Holders() []string { return e.Lab.Holders(e.VIP) }
@@ -224,6 +233,27 @@ func (e *Env) Drain(node string, on bool) (time.Time, error) {
 	}
 	at := time.Now()
 	return at, os.Rename(tmp, e.nodes)
+}
+
+// DrainStarted returns when node's agent started its drain at or after
+// after, read from pier run's log: the handover is measured from there
+// (the manifest watcher's debounce comes before it).
+func (e *Env) DrainStarted(node string, after time.Time) (time.Time, bool) {
+	b, err := os.ReadFile(filepath.Join(e.opts.Dir, "pier.log"))
+	if err != nil {
+		return time.Time{}, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.Contains(line, `msg="drain: asking clients to reconnect`) || !strings.Contains(line, " node="+node+" ") {
+			continue
+		}
+		stamp, _, _ := strings.Cut(strings.TrimPrefix(line, "time="), " ")
+		t, err := time.Parse(time.RFC3339Nano, stamp)
+		if err == nil && !t.Before(after.Truncate(time.Millisecond)) {
+			return t, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // Stop ends pier run (which removes the lab) and the backend.

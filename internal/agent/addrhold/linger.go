@@ -8,15 +8,17 @@ import (
 	"time"
 )
 
-// A planned handover moves addresses with a gap: the draining node drops
-// them at once (keepalived's FAULT) and the peer holds them a skew time
-// later (20–60 ms), then announces them (gratuitous ARP). Without care,
-// every packet that reaches the draining node in between is dropped — a
-// SYN then costs the client a one-second retransmit. So before its gate
-// closes, a draining node keeps accepting packets for the IPv4 addresses
-// it holds (a local route on lo) while it no longer answers ARP for them
-// (an nftables arp filter), for lingerFor. Clients keep reaching it until
-// the peer's announcement moves them, and nothing draws them back.
+// A move has a gap: the node whose gate closes drops the addresses at once
+// (keepalived's FAULT) and the peer holds them a skew time later
+// (20–60 ms), then announces them (gratuitous ARP). Without care, every
+// packet that reaches the old node in between is dropped — a SYN then
+// costs the client a one-second retransmit. So before a gate closes on
+// addresses it holds, a node keeps accepting packets for them (IPv4: a
+// local route on lo) while it no longer answers ARP for them (an nftables
+// arp filter), for lingerFor. Clients keep reaching it until the peer's
+// announcement moves them, and nothing draws them back: in a drain their
+// requests are served; with HAProxy dead they are refused at once and
+// retried.
 const lingerFor = time.Second
 
 // lingerProto tags the local routes of a linger, so that a later agent

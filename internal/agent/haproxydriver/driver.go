@@ -155,6 +155,9 @@ func (d *Driver) Apply(ctx context.Context, lb *model.LoadBalancer) (driver.Appl
 	}
 	inst.result, inst.hash = r, hash
 	inst.reloads = inst.proc.Stats().Restarts
+	if err := pruneTLSFiles(at, lb, r); err != nil {
+		d.cfg.Logger.Warn("could not remove old certificate files", "lb", lb.Name, "error", err)
+	}
 	return driver.Applied{ConfigHash: hash}, nil
 }
 

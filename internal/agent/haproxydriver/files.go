@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"pier.dev/pier/internal/haproxy/layout"
 	"pier.dev/pier/internal/haproxy/render"
@@ -17,18 +18,23 @@ import (
 
 // writeFiles writes the crt-list, the routing maps, the slot record and
 // the fragment.
-// HAProxy never reads these directly: the process package copies them,
-// checks the copy with `haproxy -c` and only then loads it, so a file
+// HAProxy never reads the fragment directly: the process package copies
+// it, checks the copy with `haproxy -c` and only then loads it, so a file
 // HAProxy would refuse is never where a restart picks it up (RELIABILITY
-// 3.3). The slot record goes with the fragment it describes, so a new
-// agent renders the same bytes and an adopted HAProxy is not reloaded.
+// 3.3). The crt-list and certificates, which the fragment names by path,
+// are named by their digest (package layout): a new one never replaces
+// what the last good configuration reads. The slot record goes with the
+// fragment it describes, so a new agent renders the same bytes and an
+// adopted HAProxy is not reloaded.
 func writeFiles(at layout.LB, r *render.Result) error {
 	slots, err := json.Marshal(r.Slots)
 	if err != nil {
 		return fmt.Errorf("slot record: %w", err)
 	}
-	if err := writeIfChanged(at.CrtList(), r.CrtList, 0o600); err != nil {
-		return err
+	if r.CrtList != nil {
+		if err := writeIfChanged(r.CrtListPath, r.CrtList, 0o600); err != nil {
+			return err
+		}
 	}
 	for _, m := range r.Maps {
 		if err := writeIfChanged(m.Path, m.Data, 0o600); err != nil {
@@ -108,7 +114,7 @@ func (d *Driver) writeCertificate(at layout.LB, c model.Certificate) (bool, erro
 	if pair.SHA256 != c.SHA256 {
 		return false, errors.New("changed since it was translated; waiting for the next update")
 	}
-	path, err := at.Cert(c.ID)
+	path, err := at.Cert(c.ID, c.SHA256)
 	if err != nil {
 		return false, err
 	}
@@ -119,6 +125,49 @@ func (d *Driver) writeCertificate(at layout.LB, c model.Certificate) (bool, erro
 		return false, fmt.Errorf("write: %w", err)
 	}
 	return true, nil
+}
+
+// pruneTLSFiles removes the crt-lists, certificate files and routing maps
+// that r does not read. Call it only once r's configuration has loaded (or been
+// restaged as the last good one): until then the previous files are what
+// a restart needs. It also removes private keys whose TLS entry is gone.
+func pruneTLSFiles(at layout.LB, lb *model.LoadBalancer, r *render.Result) error {
+	keep := map[string]bool{}
+	if r.CrtListPath != "" {
+		keep[r.CrtListPath] = true
+	}
+	for _, l := range lb.Listeners {
+		for _, c := range l.Certificates {
+			if p, err := at.Cert(c.ID, c.SHA256); err == nil {
+				keep[p] = true
+			}
+		}
+	}
+	for _, m := range r.Maps {
+		keep[m.Path] = true
+	}
+	lists, err := filepath.Glob(filepath.Join(at.Dir, "crt-list*"))
+	if err != nil {
+		return err
+	}
+	maps, err := filepath.Glob(filepath.Join(at.Dir, layout.RouteMapPrefix+"*.map"))
+	if err != nil {
+		return err
+	}
+	lists = append(lists, maps...)
+	certs, err := filepath.Glob(filepath.Join(at.CertsDir(), "*.pem"))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, p := range append(lists, certs...) {
+		if !keep[p] {
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // certificateDigests lists the content hashes of every certificate.

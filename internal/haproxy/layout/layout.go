@@ -6,10 +6,17 @@
 //	  global.conf          process-level global and defaults (render.Global)
 //	  <uuid>/              one load balancer (LB)
 //	    haproxy.conf       its fragment: frontends and backends, names scoped to the uuid
-//	    crt-list           its TLS certificates by SNI
-//	    routes-<port>-<table>.map  routing maps of listener <port> (render's route maps)
-//	    certs/<id>.pem     certificate and key, mode 0600
-//	    slots.json         which member holds which server slot (sticky slots)
+//	    crt-list-<digest>  its TLS certificates by SNI
+//	    certs/<id>-<digest>.pem  certificate and key, mode 0600
+//	    routes-<port>-<table>-<digest>.map  routing maps of listener <port> (render's routes.go)
+//
+// The crt-list, certificate and map files are named by their content's digest:
+// a new one never overwrites a file the last configuration that loaded
+// reads, so when `haproxy -c` refuses a new set, a restart still finds
+// every file of the last good one (issue 14, T4). The agent prunes the
+// files no configuration reads once a new one has loaded.
+//
+//	slots.json         which member holds which server slot (sticky slots)
 //
 // A HAProxy process has a folder of its own (Process): its process.conf
 // (a second global section with what differs per process: the runtime
@@ -104,14 +111,43 @@ type LB struct {
 // Config is the load balancer's fragment.
 func (b LB) Config() string { return filepath.Join(b.Dir, "haproxy.conf") }
 
-// CrtList is the load balancer's crt-list.
-func (b LB) CrtList() string { return filepath.Join(b.Dir, "crt-list") }
-
-// RouteMap is one routing map of listener port: table is render's name
-// for it ("host.exact", "wildcard.prefix", ...; letters and one dot).
-func (b LB) RouteMap(port int, table string) string {
-	return filepath.Join(b.Dir, "routes-"+strconv.Itoa(port)+"-"+table+".map")
+// CrtList is the load balancer's crt-list whose content has the hex
+// digest (see the package comment).
+func (b LB) CrtList(digest string) (string, error) {
+	short, err := shortDigest(digest)
+	if err != nil {
+		return "", fmt.Errorf("crt-list: %w", err)
+	}
+	return filepath.Join(b.Dir, CrtListPrefix+short), nil
 }
+
+// CrtListPrefix starts the name of every crt-list file.
+const CrtListPrefix = "crt-list-"
+
+var digestPattern = regexp.MustCompile(`^[0-9a-f]{1,64}$`)
+
+// shortDigest is the part of a hex digest a file name carries: 64 bits
+// tell a load balancer's few versions apart.
+func shortDigest(digest string) (string, error) {
+	if !digestPattern.MatchString(digest) {
+		return "", fmt.Errorf("digest %s is not lowercase hex", encode.Printable(digest))
+	}
+	return digest[:min(len(digest), 16)], nil
+}
+
+// RouteMap is one routing map of listener port whose content has the hex
+// digest: table is render's name for it ("host.exact", "wildcard.prefix",
+// ...; letters and one dot).
+func (b LB) RouteMap(port int, table, digest string) (string, error) {
+	short, err := shortDigest(digest)
+	if err != nil {
+		return "", fmt.Errorf("route map: %w", err)
+	}
+	return filepath.Join(b.Dir, RouteMapPrefix+strconv.Itoa(port)+"-"+table+"-"+short+".map"), nil
+}
+
+// RouteMapPrefix starts the name of every routing map file.
+const RouteMapPrefix = "routes-"
 
 // Slots is the record of which member holds which server slot.
 func (b LB) Slots() string { return filepath.Join(b.Dir, "slots.json") }
@@ -119,16 +155,21 @@ func (b LB) Slots() string { return filepath.Join(b.Dir, "slots.json") }
 // CertsDir holds the load balancer's certificate files.
 func (b LB) CertsDir() string { return filepath.Join(b.Dir, "certs") }
 
-// Cert is where certificate certID (PEM, key included) is written.
-// certID must be one of pier's identifiers; the result is checked to
-// stay inside the certs folder (R2).
-func (b LB) Cert(certID string) (string, error) {
+// Cert is where certificate certID (PEM, key included) with content
+// digest sha256 (hex) is written. certID must be one of pier's
+// identifiers; the result is checked to stay inside the certs folder (R2).
+func (b LB) Cert(certID, sha256 string) (string, error) {
 	if err := encode.ID("", certID).Err(); err != nil {
 		return "", fmt.Errorf("certificate id: %w", err)
 	}
+	short, err := shortDigest(sha256)
+	if err != nil {
+		return "", fmt.Errorf("certificate %s: %w", encode.Printable(certID), err)
+	}
 	certs := b.CertsDir()
-	p := filepath.Join(certs, certID+".pem")
-	if filepath.Dir(p) != certs || filepath.Base(p) != certID+".pem" {
+	name := certID + "-" + short + ".pem"
+	p := filepath.Join(certs, name)
+	if filepath.Dir(p) != certs || filepath.Base(p) != name {
 		return "", fmt.Errorf("certificate id %s escapes the certs folder", encode.Printable(certID))
 	}
 	return p, nil

@@ -16,17 +16,19 @@ func TestPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := l.ProcessOf(lb)
-	cert, _ := lb.Cert("ab12")
+	cert, _ := lb.Cert("ab12", "0123456789abcdef0123")
+	crtList, _ := lb.CrtList("fe")
+	routeMap, _ := lb.RouteMap(80, "host.prefix", "fe")
 	for got, want := range map[string]string{
-		l.Global():                     "/s/haproxy/global.conf",
-		lb.Config():                    "/s/haproxy/" + uuid + "/haproxy.conf",
-		lb.CrtList():                   "/s/haproxy/" + uuid + "/crt-list",
-		lb.Slots():                     "/s/haproxy/" + uuid + "/slots.json",
-		lb.RouteMap(80, "host.prefix"): "/s/haproxy/" + uuid + "/routes-80-host.prefix.map",
-		cert:                           "/s/haproxy/" + uuid + "/certs/ab12.pem",
-		p.Conf():                       "/s/haproxy/" + uuid + "/process.conf",
-		p.Socket():                     "/s/haproxy/" + uuid + "/haproxy.sock",
-		p.Files(lb)[0]:                 "/s/haproxy/global.conf",
+		l.Global():     "/s/haproxy/global.conf",
+		lb.Config():    "/s/haproxy/" + uuid + "/haproxy.conf",
+		crtList:        "/s/haproxy/" + uuid + "/crt-list-fe",
+		lb.Slots():     "/s/haproxy/" + uuid + "/slots.json",
+		routeMap:       "/s/haproxy/" + uuid + "/routes-80-host.prefix-fe.map",
+		cert:           "/s/haproxy/" + uuid + "/certs/ab12-0123456789abcdef.pem",
+		p.Conf():       "/s/haproxy/" + uuid + "/process.conf",
+		p.Socket():     "/s/haproxy/" + uuid + "/haproxy.sock",
+		p.Files(lb)[0]: "/s/haproxy/global.conf",
 	} {
 		if got != want {
 			t.Errorf("got %s, want %s", got, want)
@@ -47,8 +49,16 @@ func TestRefusals(t *testing.T) {
 	}
 	lb, _ := l.LB("0f8a2d3e-1111-4222-8333-444455556666")
 	for _, id := range []string{"../x", "a/b", "", ".", "A"} {
-		if _, err := lb.Cert(id); err == nil {
+		if _, err := lb.Cert(id, "aa"); err == nil {
 			t.Errorf("Cert(%q) accepted", id)
+		}
+	}
+	for _, digest := range []string{"", "AA", "../x", "a/b", "aa "} {
+		if _, err := lb.Cert("ab12", digest); err == nil {
+			t.Errorf("Cert digest %q accepted", digest)
+		}
+		if _, err := lb.CrtList(digest); err == nil {
+			t.Errorf("CrtList digest %q accepted", digest)
 		}
 	}
 	if _, err := New("/" + strings.Repeat("d", 60)); err == nil || !strings.Contains(err.Error(), "too long") {

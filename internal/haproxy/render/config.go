@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 
 	"pier.dev/pier/internal/encode"
@@ -19,8 +20,11 @@ type Result struct {
 	Fragment []byte
 	// CrtList is the crt-list file; nil when no listener terminates TLS.
 	CrtList []byte
+	// CrtListPath is where CrtList goes: named by its digest, so that it
+	// never overwrites the file an older configuration reads.
+	CrtListPath string
 	// Maps are the listeners' routing maps, to write beside the fragment
-	// before it is checked (as the crt-list).
+	// before it is checked, named by digest like the crt-list.
 	Maps []MapFile
 	// Slots is the member-to-slot assignment the fragment declares; pass
 	// it to the next Render.
@@ -50,13 +54,22 @@ func Render(lb *model.LoadBalancer, at layout.LB, prev Slots, opts Options) (*Re
 		return nil, fmt.Errorf("render %s: folder of %s", encode.Printable(lb.UUID), encode.Printable(at.UUID))
 	}
 	r := &Result{UUID: v.uuid, Slots: slotsOf(v), view: v}
-	if r.Fragment, err = renderFragment(v, at, opts); err != nil {
-		return nil, err
-	}
 	if r.CrtList, err = crtList(v, at); err != nil {
 		return nil, fmt.Errorf("render %s: %w", encode.Printable(v.uuid), err)
 	}
-	r.Maps = routeMapFiles(v, at)
+	if r.CrtList != nil {
+		sum := sha256.Sum256(r.CrtList)
+		if r.CrtListPath, err = at.CrtList(hex.EncodeToString(sum[:])); err != nil {
+			return nil, fmt.Errorf("render %s: %w", encode.Printable(v.uuid), err)
+		}
+	}
+	v.crtListPath = r.CrtListPath
+	if r.Maps, err = routeMapFiles(v, at); err != nil {
+		return nil, fmt.Errorf("render %s: %w", encode.Printable(v.uuid), err)
+	}
+	if r.Fragment, err = renderFragment(v, at, opts); err != nil {
+		return nil, err
+	}
 	r.skeleton = skeletonOf(r.Fragment)
 	return r, nil
 }

@@ -47,7 +47,7 @@ func crtList(v *view, at layout.LB) ([]byte, error) {
 // The certificate's first line stays where it was, so the default
 // certificate does not change.
 func crtListLines(at layout.LB, cert model.Certificate) (string, error) {
-	path, err := at.Cert(cert.ID)
+	path, err := at.Cert(cert.ID, cert.SHA256)
 	if err != nil {
 		return "", err
 	}

@@ -58,7 +58,9 @@ func TestTenFragmentsLoadTogether(t *testing.T) {
 				sections[line] = lb.UUID
 			}
 		}
-		writeFile(t, at.CrtList(), r.CrtList)
+		if r.CrtList != nil {
+			writeFile(t, r.CrtListPath, r.CrtList)
+		}
 		writeCerts(t, at.Dir, lb)
 		writeMaps(t, r.Maps, "")
 		writeFile(t, at.Config(), r.Fragment)

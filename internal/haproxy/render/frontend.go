@@ -43,7 +43,10 @@ func writeFrontend(c *encode.Config, v *view, l *listenerView, at layout.LB) {
 		}
 		words := []encode.Word{encode.Lit("bind"), encode.AddrPort(a, l.port), foreignBind}
 		if l.tls {
-			words = append(words, encode.Lit("ssl"), encode.Lit("crt-list"), encode.FilePath(at.CrtList()))
+			words = append(words, encode.Lit("ssl"), encode.Lit("crt-list"), encode.FilePath(v.crtListPath))
+			if l.strictSNI {
+				words = append(words, encode.Lit("strict-sni"))
+			}
 		}
 		c.Line(words...)
 	}

@@ -5,8 +5,10 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/hex"
 	"encoding/pem"
 	"flag"
 	"math/big"
@@ -106,7 +108,11 @@ func TestGoldenHAProxyCheck(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			if crt := strings.TrimSuffix(file, ".cfg") + ".crt-list"; fileExists(crt) {
-				writeFile(t, lbAt(dir).CrtList(), readRelocated(t, crt, dir))
+				original, err := os.ReadFile(crt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				writeFile(t, crtListAt(t, dir, original), readRelocated(t, crt, dir))
 				writeCerts(t, dir, lbs[name])
 			}
 			maps, _ := filepath.Glob(strings.TrimSuffix(file, ".cfg") + ".routes-*.map")
@@ -178,13 +184,26 @@ func writeFile(t *testing.T, path string, b []byte) {
 	}
 }
 
+// crtListAt is where the agent would write the crt-list rendered as
+// original (for the fixture folder) after moving it to dir: the name
+// keeps the digest of the original, which the fragment names.
+func crtListAt(t *testing.T, dir string, original []byte) string {
+	t.Helper()
+	sum := sha256.Sum256(original)
+	p, err := lbAt(dir).CrtList(hex.EncodeToString(sum[:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // writeCerts writes a self-signed certificate and key for each
 // certificate of lb, as the agent would.
 func writeCerts(t *testing.T, dir string, lb *model.LoadBalancer) {
 	t.Helper()
 	for _, l := range lb.Listeners {
 		for _, c := range l.Certificates {
-			p, err := lbAt(dir).Cert(c.ID)
+			p, err := lbAt(dir).Cert(c.ID, c.SHA256)
 			if err != nil {
 				t.Fatal(err)
 			}

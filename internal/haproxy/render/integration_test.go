@@ -42,10 +42,10 @@ func TestIntegration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, lbAt(dir).CrtList(), first.CrtList)
+	writeFile(t, first.CrtListPath, first.CrtList)
 	roots := x509.NewCertPool()
 	for _, c := range lb.Listeners[1].Certificates {
-		p, _ := lbAt(dir).Cert(c.ID)
+		p, _ := lbAt(dir).Cert(c.ID, c.SHA256)
 		pemBytes := selfSigned(t, c.Hosts)
 		writeFile(t, p, pemBytes)
 		roots.AppendCertsFromPEM(pemBytes)

@@ -116,7 +116,7 @@ func TestCrtListManyHosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(string(crt), "\n"), "\n")
-	many, _ := fixtureAt.Cert(model.ID("c", "many"))
+	many, _ := fixtureAt.Cert(model.ID("c", "many"), "1")
 	var got []string
 	for i, line := range lines[:3] {
 		words := strings.Split(line, " ")
@@ -143,7 +143,7 @@ func haproxyCheck(t *testing.T, cfg []byte, lb *model.LoadBalancer) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		writeFile(t, lbAt(dir).CrtList(), relocate(crt))
+		writeFile(t, crtListAt(t, dir, crt), relocate(crt))
 		writeCerts(t, dir, lb)
 		writeMaps(t, mustRender(t, lb, nil).Maps, dir)
 	}

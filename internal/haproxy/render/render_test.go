@@ -92,3 +92,31 @@ func TestCrtListRefusesBadHost(t *testing.T) {
 		t.Fatalf("rendered %s", out)
 	}
 }
+
+// StrictSNI (a shared load balancer whose owner has no certificate, issue
+// 14 T3) adds strict-sni to every TLS bind, and HAProxy takes it.
+func TestStrictSNI(t *testing.T) {
+	var lb *model.LoadBalancer
+	for _, f := range fixtures() {
+		if f.name == "tls-two-certs" {
+			lb = f.lb.Clone()
+		}
+	}
+	for i := range lb.Listeners {
+		lb.Listeners[i].StrictSNI = lb.Listeners[i].Protocol == model.ProtocolTerminatedHTTPS
+	}
+	r := mustRender(t, lb, nil)
+	binds := 0
+	for _, line := range strings.Split(string(r.Fragment), "\n") {
+		if strings.Contains(line, " ssl crt-list ") {
+			binds++
+			if !strings.HasSuffix(line, " strict-sni") {
+				t.Errorf("TLS bind without strict-sni: %s", line)
+			}
+		}
+	}
+	if binds == 0 {
+		t.Fatal("no TLS bind rendered")
+	}
+	haproxyCheck(t, r.Fragment, lb)
+}

@@ -2,6 +2,8 @@ package render
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 
 	"pier.dev/pier/internal/encode"
@@ -111,6 +113,7 @@ func before(a, b route) int {
 // routeTable is a listener's routing as maps.
 type routeTable struct {
 	files  [3][2][]byte // class, kind (0 exact, 1 prefix): map file contents
+	paths  [3][2]string // where they go (routeMapFiles)
 	exact  [3]bool      // class has Exact entries
 	root   [3]bool      // class has a catch-all
 	any    encode.Word  // value of the catch-all with no host, if root[classAny]
@@ -181,8 +184,10 @@ type MapFile struct {
 	Data []byte
 }
 
-// routeMapFiles lists every map file the listeners reference.
-func routeMapFiles(v *view, at layout.LB) []MapFile {
+// routeMapFiles names every map file the listeners reference by its
+// digest (as the crt-list: a new map never overwrites one the last good
+// configuration reads), records the paths for writeRoutes and lists them.
+func routeMapFiles(v *view, at layout.LB) ([]MapFile, error) {
 	var out []MapFile
 	for _, l := range v.listeners {
 		if l.routes == nil {
@@ -190,13 +195,21 @@ func routeMapFiles(v *view, at layout.LB) []MapFile {
 		}
 		for c := classHost; c <= classAny; c++ {
 			for kind := range 2 {
-				if data := l.routes.files[c][kind]; len(data) > 0 {
-					out = append(out, MapFile{Path: at.RouteMap(l.port, mapName(c, kind)), Data: data})
+				data := l.routes.files[c][kind]
+				if len(data) == 0 {
+					continue
 				}
+				sum := sha256.Sum256(data)
+				path, err := at.RouteMap(l.port, mapName(c, kind), hex.EncodeToString(sum[:]))
+				if err != nil {
+					return nil, err
+				}
+				l.routes.paths[c][kind] = path
+				out = append(out, MapFile{Path: path, Data: data})
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 var (
@@ -229,7 +242,7 @@ func writeRoutes(c *encode.Config, l *listenerView, at layout.LB) {
 		encode.Lit("var(txn.pier_hwild),concat(,txn.pier_path)"), encode.Lit("var(txn.pier_path)")}
 	hosts := [2]encode.Word{encode.Lit("var(txn.pier_host)"), encode.Lit("var(txn.pier_hwild)")}
 	for class := classHost; class <= classAny; class++ {
-		file := func(kind int) encode.Word { return encode.FilePath(at.RouteMap(l.port, mapName(class, kind))) }
+		file := func(kind int) encode.Word { return encode.FilePath(t.paths[class][kind]) }
 		if t.exact[class] {
 			lookup(encode.Concat(keys[class], encode.Lit(",map_str("), file(0), encode.Lit(")")))
 		}

@@ -21,11 +21,14 @@ type view struct {
 	listeners []listenerView
 	pools     []poolView
 	need404   bool
+	// crtListPath is the crt-list the TLS binds load (Result.CrtListPath).
+	crtListPath string
 }
 
 type listenerView struct {
 	port        int
 	tls         bool
+	strictSNI   bool // no default certificate (model.Listener.StrictSNI)
 	certs       []model.Certificate
 	policies    []policyView
 	needHost    bool // some rule reads the Host header
@@ -127,7 +130,7 @@ func listenerViews(ls []model.Listener, pools map[string]bool) ([]listenerView, 
 }
 
 func listenerOf(l *model.Listener, pools map[string]bool) (listenerView, error) {
-	lv := listenerView{certs: l.Certificates, defaultPool: l.DefaultPoolID}
+	lv := listenerView{certs: l.Certificates, defaultPool: l.DefaultPoolID, strictSNI: l.StrictSNI}
 	var err error
 	if lv.port, err = encode.Port(l.Port); err != nil {
 		return lv, err

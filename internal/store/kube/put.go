@@ -216,7 +216,15 @@ func (s *Store) writeStatus(ctx context.Context, u *unstructured.Unstructured, s
 	s.hook(u.GetName())
 	written, err := s.client.UpdateStatus(ctx, w, s.updateOptions())
 	if err != nil {
-		s.cache.forget(u.GetName())
+		// A lost race makes the cached object stale. A failed round trip
+		// (the API server away) does not: forgetting it would send the
+		// next write through a GET, which client-go retries for up to
+		// 10 s, and the agent reports from the loop that runs its
+		// address holder. If the write did land, the next one conflicts
+		// and reads again.
+		if lostRace(err) {
+			s.cache.forget(u.GetName())
+		}
 		return err
 	}
 	s.cache.put(written)

@@ -37,20 +37,25 @@ const (
 	// leaseNamespace is where deploy/rbac.yaml lets the controller hold its
 	// Lease (the namespace is created by that file).
 	leaseNamespace = "pier-system"
-	// agentNode is the one node that runs HAProxy; see TestConformanceKubernetes.
-	agentNode = "node-a"
+	// nodes run echo pods and a `pier agent` each; see TestConformanceKubernetes.
+	activeNode, standbyNode = "node-a", "node-b"
 )
+
+var agentNodes = []string{activeNode, standbyNode}
 
 // TestConformanceKubernetes runs the features through the API server.
 //
-// Two nodes are registered and both run echo pods, but only node-a runs
-// `pier agent` and only node-a may run HAProxy (--node-selector): with no
-// VRRP yet, an agent applies a load balancer whether it is placed there as
-// active or as standby, so a standby agent in this one namespace would bind
-// the same VIP and port (HAProxy sets SO_REUSEPORT) and silently serve half
-// the traffic, which a real active/standby pair never does. With one
-// eligible node the scheduler places each load balancer active on node-a
-// with no standby, which is what is really tested.
+// Two nodes are registered, both run echo pods and both run `pier agent`;
+// the controller has no --node-selector, so every load balancer is placed
+// on both, active and standby, and both agents run it hot. The agents do
+// not hold addresses here (no --vrrp-interface): the VIPs are local on lo
+// of the test's one namespace, so both HAProxy bind the same VIP:port
+// (HAProxy sets SO_REUSEPORT) and the kernel spreads connections between
+// them. Every scenario therefore reaches the active and the standby
+// HAProxy alike, and passes only if both serve the spec it wrote: a
+// standby that lags or renders differently fails it. The address move
+// itself (keepalived, VRRP, failovers) is test/kubepair's, where each
+// agent runs in a node namespace of its own.
 func TestConformanceKubernetes(t *testing.T) {
 	if os.Getenv(conformance.EnvGate) != "1" {
 		t.Skipf("SKIPPED, NOT PASSED: set %s=1 to run the Ingress conformance suite against pier controller and pier agent (needs root, iproute2, etcd, haproxy and hack/test-apiserver.sh)", conformance.EnvGate)
@@ -89,7 +94,7 @@ func TestConformanceKubernetes(t *testing.T) {
 		Admin: admin, PierBin: os.Getenv(conformance.EnvPierBin), Dir: dir,
 		ControllerKubeconfig: controllerKC, AgentKubeconfig: agentKC,
 		InternalPool: "10.250.0.0/16", LeaseNamespace: leaseNamespace,
-		NodeSelector: "kubernetes.io/hostname=" + agentNode, AgentNodes: []string{agentNode},
+		AgentNodes: agentNodes,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -107,6 +112,22 @@ func TestConformanceKubernetes(t *testing.T) {
 	if status != 0 {
 		t.Fatalf("conformance failed (godog status %d):\n%s", status, summary)
 	}
+	// Both agents ran the load balancers: pairs were placed, not one node.
+	for _, node := range agentNodes {
+		n := strings.Count(readFile(cluster.Log("agent-"+node)), `msg="haproxy running"`)
+		t.Logf("agent on %s started %d HAProxy instances", node, n)
+		if n == 0 {
+			t.Errorf("the agent on %s started no HAProxy: the load balancers were not placed on both nodes", node)
+		}
+	}
+}
+
+func readFile(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	return string(data)
 }
 
 // kubeOptions are the upstream runner's timings: a 5-minute status
@@ -132,7 +153,7 @@ func workDir(t *testing.T) string {
 	}
 	t.Cleanup(func() {
 		if t.Failed() || os.Getenv(conformance.EnvKeep) == "1" {
-			t.Logf("work dir kept: %s (logs/, kubeconfigs, s-%s/)", dir, agentNode)
+			t.Logf("work dir kept: %s (logs/, kubeconfigs, s-%s/, s-%s/)", dir, activeNode, standbyNode)
 			return
 		}
 		_ = os.RemoveAll(dir)
@@ -148,7 +169,7 @@ func startNodes(t *testing.T, client kubernetes.Interface, dir string) {
 		t.Fatal(err)
 	}
 	sim, err := nodesim.Start(context.WithoutCancel(t.Context()), client, nodesim.Options{
-		Nodes:  []string{"node-a", "node-b"},
+		Nodes:  agentNodes,
 		Logger: slog.New(slog.NewTextHandler(logFile, nil)),
 	})
 	if err != nil {
@@ -172,17 +193,13 @@ func closeCluster(t *testing.T, cluster *conformance.KubeCluster) {
 		t.Logf("teardown: namespaces, LoadBalancers and HAProxy gone in %s", time.Since(start).Round(time.Millisecond))
 	}
 	if t.Failed() {
-		for _, name := range []string{"controller", "agent-" + agentNode} {
+		for _, name := range []string{"controller", "agent-" + activeNode, "agent-" + standbyNode} {
 			t.Logf("end of %s:\n%s", cluster.Log(name), tail(cluster.Log(name), 60))
 		}
 	}
 }
 
 func tail(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	lines := strings.Split(strings.TrimRight(readFile(path), "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

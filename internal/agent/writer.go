@@ -1,0 +1,136 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/store"
+)
+
+// writeTimeout bounds one status write: a write over a connection that
+// hangs gives up and is retried.
+const writeTimeout = 2 * time.Second
+
+// statusWriter writes the agent's reports in the background. The agent's
+// loop must never wait on the API server: it watches health and moves
+// addresses, and an API server that hangs (RELIABILITY F4b) would
+// otherwise freeze a failed node in FAULT, its HAProxy not restarted.
+// Only the newest report per load balancer waits; a failed write is
+// retried every second until it succeeds or a newer one replaces it.
+type statusWriter struct {
+	store  store.Store
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	pending map[string]model.NodeStatus // newest unwritten report per UUID
+	failing bool                        // the last write failed (logged once)
+	wake    chan struct{}
+	// written tells the agent's loop which reports reached the store.
+	written chan writtenReport
+	// writeMu serialises writes between run and flush.
+	writeMu sync.Mutex
+}
+
+type writtenReport struct {
+	uuid   string
+	report model.NodeStatus
+}
+
+func newStatusWriter(st store.Store, logger *slog.Logger) *statusWriter {
+	return &statusWriter{store: st, logger: logger, pending: map[string]model.NodeStatus{},
+		wake: make(chan struct{}, 1), written: make(chan writtenReport, 1024)}
+}
+
+// put queues r (stamped) as uuid's newest report.
+func (w *statusWriter) put(uuid string, r model.NodeStatus) {
+	w.mu.Lock()
+	w.pending[uuid] = r
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// forget drops uuid's unwritten report (its load balancer left).
+func (w *statusWriter) forget(uuid string) {
+	w.mu.Lock()
+	delete(w.pending, uuid)
+	w.mu.Unlock()
+}
+
+// run writes until ctx ends.
+func (w *statusWriter) run(ctx context.Context) {
+	retry := time.NewTicker(time.Second)
+	defer retry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.wake:
+		case <-retry.C:
+		}
+		w.writeAll(ctx)
+	}
+}
+
+// flush writes what is pending, within timeout (shutdown).
+func (w *statusWriter) flush(timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	w.writeAll(ctx)
+}
+
+func (w *statusWriter) writeAll(ctx context.Context) {
+	w.writeMu.Lock()
+	defer w.writeMu.Unlock()
+	w.mu.Lock()
+	uuids := make([]string, 0, len(w.pending))
+	for uuid := range w.pending {
+		uuids = append(uuids, uuid)
+	}
+	w.mu.Unlock()
+	sort.Strings(uuids)
+	for _, uuid := range uuids {
+		if ctx.Err() != nil {
+			return
+		}
+		w.mu.Lock()
+		r, ok := w.pending[uuid]
+		w.mu.Unlock()
+		if !ok {
+			continue
+		}
+		wctx, cancel := context.WithTimeout(ctx, writeTimeout)
+		err := w.store.PutNodeStatus(wctx, uuid, r)
+		cancel()
+		w.mu.Lock()
+		if cur, still := w.pending[uuid]; still && cur == r && (err == nil || errors.Is(err, store.ErrNotFound)) {
+			delete(w.pending, uuid)
+		}
+		wasFailing := w.failing
+		w.failing = err != nil && !errors.Is(err, store.ErrNotFound)
+		w.mu.Unlock()
+		switch {
+		case err == nil:
+			if wasFailing {
+				w.logger.Info("status reports reach the store again")
+			}
+			select {
+			case w.written <- writtenReport{uuid: uuid, report: r}:
+			default: // the loop is behind: it only misses a fence, the safe side
+			}
+		case errors.Is(err, store.ErrNotFound):
+		default:
+			if !wasFailing {
+				w.logger.Warn("could not report status; retrying every second, the data plane is not affected", "uuid", uuid, "error", err)
+			}
+			return // the store is away: try again on the next tick
+		}
+	}
+}
