@@ -92,7 +92,7 @@ func TestControlPlaneFixtures(t *testing.T) {
 // TestDataPlaneFixture checks the 50-policy load balancer translates and
 // renders, and that the reference config keeps pier's timeouts and maxconn.
 func TestDataPlaneFixture(t *testing.T) {
-	conf, lb, err := DataPlaneConfig(9001, 9002, "127.0.0.1", 8080, "/tmp/pb/x")
+	conf, lb, err := DataPlaneConfig(9001, 9002, "127.0.0.1", 8080, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

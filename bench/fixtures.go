@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -257,7 +258,25 @@ func DataPlaneConfig(targetPort, decoyPort int32, vip string, port int, dir stri
 		return nil, nil, fmt.Errorf("data-plane fixture: the last policy is not the catch-all to %s: %+v", DataPlaneTarget, last)
 	}
 	conf, err := render.Config(lb, render.Options{Dir: dir})
-	return conf, lb, err
+	if err != nil {
+		return nil, nil, err
+	}
+	return conf, lb, writeMaps(lb, dir)
+}
+
+// writeMaps writes lb's route maps into dir, where render.Config with
+// Options.Dir = dir points.
+func writeMaps(lb *model.LoadBalancer, dir string) error {
+	files, err := render.Maps(lb, render.Options{Dir: dir})
+	if err != nil {
+		return err
+	}
+	for _, m := range files {
+		if err := os.WriteFile(m.Path, m.Data, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ReferenceConfig is the minimal hand-written HAProxy configuration the

@@ -48,9 +48,9 @@ echo "== 2. control plane: Go benchmarks, -count $count (about a minute)" >&2
 (cd bench && "$cache/bench.test" -test.run '^$' -test.bench . -test.benchmem \
   -test.count "$count" -test.benchtime "$benchtime") | tee "$raw/controlplane.txt" >&2
 
-echo "== 1. data plane (wrk, about 2.5 minutes), 4. memory, 3. reload, 5. web view (about 30 s)" >&2
+echo "== 1. data plane (wrk, about 2.5 minutes), 4. memory, 3. reload, 5. web view (about 30 s), 6. routing (about 4 minutes)" >&2
 (cd bench && PIER_BIN="$cache/pier" PIER_BENCH_OUT="$raw" "$cache/bench.test" \
-  -test.run '^(TestDataPlane|TestMemory|TestReload|TestWeb)$' -test.v -test.timeout 15m) >&2
+  -test.run '^(TestDataPlane|TestMemory|TestReload|TestWeb|TestRouting)$' -test.v -test.timeout 20m) >&2
 
 out="bench/results/$(date -u +%Y%m%dT%H%M%SZ)-$(git rev-parse --short HEAD 2>/dev/null || echo norev)$suffix"
 echo "== report" >&2

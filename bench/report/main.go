@@ -61,7 +61,11 @@ type Report struct {
 	Reload       ReloadSummary  `json:"reload"`
 	Memory       []MemoryRow    `json:"memory"`
 	Web          *WebResult     `json:"web,omitempty"` // web view (issue 12): web.go
-	Raw          Raw            `json:"raw"`
+	// Routing is the routing section as bench/routing_test.go wrote it
+	// (routing.md); its raw runs are routing.json, kept as they are.
+	Routing    string          `json:"routing,omitempty"`
+	RoutingRaw json.RawMessage `json:"routing_raw,omitempty"`
+	Raw        Raw             `json:"raw"`
 }
 
 type Meta struct {
@@ -425,6 +429,10 @@ func build(in string) (*Report, error) {
 		if r.Web, err = webResult(b); err != nil {
 			return nil, fmt.Errorf("web.json: %w", err)
 		}
+	}
+	if b, err := os.ReadFile(in + "/routing.md"); err == nil { // routing (issue 9): optional
+		r.Routing = string(b)
+		r.RoutingRaw, _ = os.ReadFile(in + "/routing.json")
 	}
 	r.Meta = meta(in)
 	return r, nil

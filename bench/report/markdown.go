@@ -61,6 +61,11 @@ func markdown(r *Report) string {
 	if r.Web != nil { // web view (issue 12)
 		b.WriteString(webMarkdown(r.Web))
 	}
+	if r.Routing != "" { // routing (issue 9)
+		p("\n## 6. Routing: pier's maps vs a hand-written map config, 120 and 2,000 routes\n\n")
+		p("Keep-alive `wrk -t2 -c50`, `GET /health`; the first route is policy 1 (an exact host's Exact path), the last the host-less catch-all. Proxy CPU is the HAProxy master and worker's utime+stime over the run ÷ requests. Ratios per round, then the median (min–max).\n\n")
+		b.WriteString(r.Routing)
+	}
 	return b.String()
 }
 

@@ -211,3 +211,34 @@ func TestPrintable(t *testing.T) {
 		t.Fatalf("Printable: %s", got)
 	}
 }
+
+func TestRouteKey(t *testing.T) {
+	good := []struct{ host, path, want string }{
+		{"foo.com", "/a", "foo.com/a/"},
+		{"*.foo.com", "/a/b", "*.foo.com/a/b/"},
+		{"", "/a", "/a/"},
+		{"", "/", "//"},
+		{"foo.com", "", "foo.com"},
+		{"*.foo.com", "", "*.foo.com"},
+	}
+	for _, c := range good {
+		w := RouteKey(c.host, c.path)
+		if w.Err() != nil || w.String() != c.want {
+			t.Errorf("RouteKey(%q, %q) = %q, %v; want %q", c.host, c.path, w.String(), w.Err(), c.want)
+		}
+		if _, err := MapLine(w, ID("be_", "x")); err != nil {
+			t.Errorf("MapLine(%q): %v", w.String(), err)
+		}
+	}
+	bad := [][2]string{
+		{"", ""}, {"foo.com", "/a b"}, {"foo.com", "/a\tb"}, {"foo.com", "/a\nx y"},
+		{"foo .com", "/"}, {"Foo.com", "/"}, {"foo.com", "a"}, {"#x", "/"},
+		{"foo.com", "/a\x00"}, {"foo.com", "/a'b"}, {"*.*.foo.com", "/"}, {"foo.com/x", "/"},
+		{"foo.com:80", "/"}, {"foo.com", "/a/../b"},
+	}
+	for _, c := range bad {
+		if w := RouteKey(c[0], c[1]); w.Err() == nil {
+			t.Errorf("RouteKey(%q, %q) = %q, want an error", c[0], c[1], w.String())
+		}
+	}
+}

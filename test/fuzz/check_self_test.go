@@ -43,7 +43,7 @@ func TestCheckersCatch(t *testing.T) {
 	header := "# pier load balancer x\n# generated; do not edit\n"
 	good := header + "    acl p_1_0 var(txn.pier_host) -m str 'a.example'\n" +
 		"    acl p_1_1 path -m str '/a b'\n    acl p_1_1 path -m beg '/a b/'\n"
-	if msg := fails(t, func(tb testing.TB) { checkConfig(tb, []byte(good), lb) }); msg != "" {
+	if msg := fails(t, func(tb testing.TB) { checkConfig(tb, []byte(good), nil, lb) }); msg != "" {
 		t.Fatalf("good file refused: %s", msg)
 	}
 	for name, cfg := range map[string]string{
@@ -59,7 +59,7 @@ func TestCheckersCatch(t *testing.T) {
 		"wrong fetch":  strings.Replace(good, "var(txn.pier_host)", "req.hdr(host)", 1),
 		"quote":        good + "    acl x path -m str 'a\n",
 	} {
-		if msg := fails(t, func(tb testing.TB) { checkConfig(tb, []byte(cfg), lb) }); msg == "" {
+		if msg := fails(t, func(tb testing.TB) { checkConfig(tb, []byte(cfg), nil, lb) }); msg == "" {
 			t.Errorf("%s: not caught", name)
 		}
 	}

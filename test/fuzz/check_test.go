@@ -16,6 +16,7 @@ import (
 // rendered is what the agent would write for one LoadBalancer.
 type rendered struct {
 	cfg, crt []byte
+	maps     []render.MapFile
 	err      error
 }
 
@@ -36,6 +37,9 @@ func renderAll(res *translate.Result) map[string]rendered {
 		r.cfg, r.err = render.Config(&lb, opts)
 		if r.err == nil {
 			r.crt, r.err = render.CrtList(&lb, opts)
+		}
+		if r.err == nil {
+			r.maps, r.err = render.Maps(&lb, opts)
 		}
 		out[lb.UUID] = r
 	}
@@ -106,8 +110,9 @@ func rulesWant(r model.L7Rule) []aclWant {
 }
 
 // checkConfig holds checkLines and, for every host and path the model
-// holds, an acl line carrying it intact as its sixth and last word.
-func checkConfig(t testing.TB, cfg []byte, lb *model.LoadBalancer) {
+// holds, an acl line carrying it intact as its sixth and last word, or a
+// routing-map line carrying it intact as its key (checkMaps).
+func checkConfig(t testing.TB, cfg []byte, maps []render.MapFile, lb *model.LoadBalancer) {
 	t.Helper()
 	byValue := map[string][][]string{}
 	for _, words := range checkLines(t, cfg) {
@@ -115,19 +120,66 @@ func checkConfig(t testing.TB, cfg []byte, lb *model.LoadBalancer) {
 			byValue[words[len(words)-1]] = append(byValue[words[len(words)-1]], words)
 		}
 	}
+	keys := checkMaps(t, maps)
 	for _, l := range lb.Listeners {
 		for _, p := range l.Policies {
+			if key, ok := mapKeyWant(p); ok && keys[key] {
+				continue
+			}
 			for _, r := range p.Rules {
 				for _, w := range rulesWant(r) {
 					if !slices.ContainsFunc(byValue[w.value], func(ws []string) bool {
 						return len(ws) == 6 && ws[2] == w.fetch && ws[3] == "-m" && ws[4] == w.match
 					}) {
-						t.Fatalf("no acl line carries %s %s intact; acl lines: %q", r.Type, encode.Printable(w.value), byValue)
+						t.Fatalf("no acl line or map key carries %s %s intact; acl lines: %q, %d map keys", r.Type, encode.Printable(w.value), byValue, len(keys))
 					}
 				}
 			}
 		}
 	}
+}
+
+// checkMaps: every line of a routing map is "<key> <value>\n", two words
+// of printable ASCII, the key not a comment. It returns the keys.
+func checkMaps(t testing.TB, maps []render.MapFile) map[string]bool {
+	t.Helper()
+	keys := map[string]bool{}
+	for _, m := range maps {
+		text := string(m.Data)
+		for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+			words := strings.Split(line, " ")
+			ok := len(words) == 2 && words[0] != "" && words[0][0] != '#' &&
+				(strings.HasPrefix(words[1], "be_") || words[1] == "pier_reject")
+			for i := 0; ok && i < len(line); i++ {
+				ok = line[i] > ' ' && line[i] < 0x7f || line[i] == ' '
+			}
+			if !ok {
+				t.Fatalf("map %s: line %s", m.Path, encode.Printable(line))
+			}
+			keys[words[0]] = true
+		}
+	}
+	return keys
+}
+
+// mapKeyWant is the map key a translated policy has (render's routes.go):
+// host + path + "/", or the host alone for its Prefix "/". A host-less
+// Prefix "/" has no key.
+func mapKeyWant(p model.L7Policy) (string, bool) {
+	var host, path string
+	exact := false
+	for _, r := range p.Rules {
+		switch r.Type {
+		case model.RuleHostName:
+			host = r.Value
+		case model.RulePath:
+			path, exact = r.Value, r.Compare == model.CompareEqualTo
+		}
+	}
+	if !exact && path == "/" {
+		return host, host != ""
+	}
+	return host + path + "/", true
 }
 
 // checkCrtList: one line per certificate, "<file> <host>...", the hosts

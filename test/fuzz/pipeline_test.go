@@ -2,10 +2,12 @@ package fuzz
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
 	"pier.dev/pier/internal/encode"
+	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/translate"
 )
@@ -60,12 +62,14 @@ func victimOf(t testing.TB, res *translate.Result, files map[string]rendered) re
 	return r
 }
 
+func sameMap(a, b render.MapFile) bool { return a.Path == b.Path && bytes.Equal(a.Data, b.Data) }
+
 func checkAttack(t *testing.T, a *attack, baseline rendered) {
 	res := translate.Ingresses(snapshot(t, a), translateOptions())
 	checkProblems(t, res.Problems)
 	files := renderAll(res)
 	v := victimOf(t, res, files)
-	if !bytes.Equal(v.cfg, baseline.cfg) || !bytes.Equal(v.crt, baseline.crt) {
+	if !bytes.Equal(v.cfg, baseline.cfg) || !bytes.Equal(v.crt, baseline.crt) || !slices.EqualFunc(v.maps, baseline.maps, sameMap) {
 		t.Fatalf("victim's files changed by the attacker:\n%s\n--- without the attacker:\n%s", v.cfg, baseline.cfg)
 	}
 
@@ -92,7 +96,7 @@ func checkAttack(t *testing.T, a *attack, baseline rendered) {
 			// two layers disagree, and the LoadBalancer would never serve.
 			t.Fatalf("translation accepted, render refused %s: %v", lb.Name, r.err)
 		}
-		checkConfig(t, r.cfg, lb)
+		checkConfig(t, r.cfg, r.maps, lb)
 		checkCrtList(t, r.crt, lb)
 		if lb.UUID == uuid {
 			checkModelHolds(t, a, lb, res.Problems)

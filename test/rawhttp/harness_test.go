@@ -177,10 +177,19 @@ func startHAProxy(t *testing.T, member *net.TCPAddr) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	port := freePort(t)
-	cfg, err := render.Config(fixture(port, member), render.Options{Dir: dir, MinSlots: 1,
-		Timeouts: render.Timeouts{HTTPRequest: requestTimeout}})
+	opts := render.Options{Dir: dir, MinSlots: 1, Timeouts: render.Timeouts{HTTPRequest: requestTimeout}}
+	cfg, err := render.Config(fixture(port, member), opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	maps, err := render.Maps(fixture(port, member), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range maps {
+		if err := os.WriteFile(m.Path, m.Data, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	path := filepath.Join(dir, "haproxy.conf")
 	if err := os.WriteFile(path, cfg, 0o600); err != nil {

@@ -16,7 +16,8 @@ import (
 	"pier.dev/pier/internal/tlscert"
 )
 
-// writeFiles writes the crt-list, the slot record and the fragment.
+// writeFiles writes the crt-list, the routing maps, the slot record and
+// the fragment.
 // HAProxy never reads the fragment directly: the process package copies
 // it, checks the copy with `haproxy -c` and only then loads it, so a file
 // HAProxy would refuse is never where a restart picks it up (RELIABILITY
@@ -32,6 +33,11 @@ func writeFiles(at layout.LB, r *render.Result) error {
 	}
 	if r.CrtList != nil {
 		if err := writeIfChanged(r.CrtListPath, r.CrtList, 0o600); err != nil {
+			return err
+		}
+	}
+	for _, m := range r.Maps {
+		if err := writeIfChanged(m.Path, m.Data, 0o600); err != nil {
 			return err
 		}
 	}
@@ -121,8 +127,8 @@ func (d *Driver) writeCertificate(at layout.LB, c model.Certificate) (bool, erro
 	return true, nil
 }
 
-// pruneTLSFiles removes the crt-lists and certificate files that r does
-// not read. Call it only once r's configuration has loaded (or been
+// pruneTLSFiles removes the crt-lists, certificate files and routing maps
+// that r does not read. Call it only once r's configuration has loaded (or been
 // restaged as the last good one): until then the previous files are what
 // a restart needs. It also removes private keys whose TLS entry is gone.
 func pruneTLSFiles(at layout.LB, lb *model.LoadBalancer, r *render.Result) error {
@@ -137,10 +143,18 @@ func pruneTLSFiles(at layout.LB, lb *model.LoadBalancer, r *render.Result) error
 			}
 		}
 	}
+	for _, m := range r.Maps {
+		keep[m.Path] = true
+	}
 	lists, err := filepath.Glob(filepath.Join(at.Dir, "crt-list*"))
 	if err != nil {
 		return err
 	}
+	maps, err := filepath.Glob(filepath.Join(at.Dir, layout.RouteMapPrefix+"*.map"))
+	if err != nil {
+		return err
+	}
+	lists = append(lists, maps...)
 	certs, err := filepath.Glob(filepath.Join(at.CertsDir(), "*.pem"))
 	if err != nil {
 		return err

@@ -8,8 +8,9 @@
 //	    haproxy.conf       its fragment: frontends and backends, names scoped to the uuid
 //	    crt-list-<digest>  its TLS certificates by SNI
 //	    certs/<id>-<digest>.pem  certificate and key, mode 0600
+//	    routes-<port>-<table>-<digest>.map  routing maps of listener <port> (render's routes.go)
 //
-// The crt-list and certificate files are named by their content's digest:
+// The crt-list, certificate and map files are named by their content's digest:
 // a new one never overwrites a file the last configuration that loaded
 // reads, so when `haproxy -c` refuses a new set, a restart still finds
 // every file of the last good one (issue 14, T4). The agent prunes the
@@ -30,6 +31,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"strconv"
 
 	"pier.dev/pier/internal/encode"
 )
@@ -132,6 +134,20 @@ func shortDigest(digest string) (string, error) {
 	}
 	return digest[:min(len(digest), 16)], nil
 }
+
+// RouteMap is one routing map of listener port whose content has the hex
+// digest: table is render's name for it ("host.exact", "wildcard.prefix",
+// ...; letters and one dot).
+func (b LB) RouteMap(port int, table, digest string) (string, error) {
+	short, err := shortDigest(digest)
+	if err != nil {
+		return "", fmt.Errorf("route map: %w", err)
+	}
+	return filepath.Join(b.Dir, RouteMapPrefix+strconv.Itoa(port)+"-"+table+"-"+short+".map"), nil
+}
+
+// RouteMapPrefix starts the name of every routing map file.
+const RouteMapPrefix = "routes-"
 
 // Slots is the record of which member holds which server slot.
 func (b LB) Slots() string { return filepath.Join(b.Dir, "slots.json") }

@@ -18,11 +18,13 @@ func TestPaths(t *testing.T) {
 	p := l.ProcessOf(lb)
 	cert, _ := lb.Cert("ab12", "0123456789abcdef0123")
 	crtList, _ := lb.CrtList("fe")
+	routeMap, _ := lb.RouteMap(80, "host.prefix", "fe")
 	for got, want := range map[string]string{
 		l.Global():     "/s/haproxy/global.conf",
 		lb.Config():    "/s/haproxy/" + uuid + "/haproxy.conf",
 		crtList:        "/s/haproxy/" + uuid + "/crt-list-fe",
 		lb.Slots():     "/s/haproxy/" + uuid + "/slots.json",
+		routeMap:       "/s/haproxy/" + uuid + "/routes-80-host.prefix-fe.map",
 		cert:           "/s/haproxy/" + uuid + "/certs/ab12-0123456789abcdef.pem",
 		p.Conf():       "/s/haproxy/" + uuid + "/process.conf",
 		p.Socket():     "/s/haproxy/" + uuid + "/haproxy.sock",

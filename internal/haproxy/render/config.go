@@ -23,6 +23,9 @@ type Result struct {
 	// CrtListPath is where CrtList goes: named by its digest, so that it
 	// never overwrites the file an older configuration reads.
 	CrtListPath string
+	// Maps are the listeners' routing maps, to write beside the fragment
+	// before it is checked, named by digest like the crt-list.
+	Maps []MapFile
 	// Slots is the member-to-slot assignment the fragment declares; pass
 	// it to the next Render.
 	Slots Slots
@@ -61,6 +64,9 @@ func Render(lb *model.LoadBalancer, at layout.LB, prev Slots, opts Options) (*Re
 		}
 	}
 	v.crtListPath = r.CrtListPath
+	if r.Maps, err = routeMapFiles(v, at); err != nil {
+		return nil, fmt.Errorf("render %s: %w", encode.Printable(v.uuid), err)
+	}
 	if r.Fragment, err = renderFragment(v, at, opts); err != nil {
 		return nil, err
 	}
@@ -95,6 +101,16 @@ func CrtList(lb *model.LoadBalancer, opts Options) ([]byte, error) {
 		return nil, err
 	}
 	return r.CrtList, nil
+}
+
+// Maps renders lb's routing maps for the folder opts.Dir (see Render);
+// Config's file reads them there.
+func Maps(lb *model.LoadBalancer, opts Options) ([]MapFile, error) {
+	r, err := Render(lb, layout.LB{UUID: uuidOf(lb), Dir: opts.Dir}, nil, opts)
+	if err != nil {
+		return nil, err
+	}
+	return r.Maps, nil
 }
 
 func uuidOf(lb *model.LoadBalancer) string {

@@ -62,6 +62,7 @@ func TestTenFragmentsLoadTogether(t *testing.T) {
 			writeFile(t, r.CrtListPath, r.CrtList)
 		}
 		writeCerts(t, at.Dir, lb)
+		writeMaps(t, r.Maps, "")
 		writeFile(t, at.Config(), r.Fragment)
 		fragments = append(fragments, at.Config())
 	}

@@ -66,7 +66,11 @@ func writeFrontend(c *encode.Config, v *view, l *listenerView, at layout.LB) {
 	// Set, not added: a client must not choose what the backend believes.
 	c.Line(httpRequest, encode.Lit("set-header"), encode.Lit("X-Forwarded-Proto"), proto)
 	hostVars(c, l)
-	policies(c, v.uuid, l)
+	if l.routes != nil {
+		writeRoutes(c, l, at)
+	} else {
+		policies(c, v.uuid, l)
+	}
 	if l.defaultPool != "" {
 		c.Line(encode.Lit("default_backend"), backendName(v.uuid, l.defaultPool))
 	} else {
@@ -85,7 +89,12 @@ func writeFrontend(c *encode.Config, v *view, l *listenerView, at layout.LB) {
 // equals the rule "*.foo.com"; "baz.bar.foo.com" gives "*.bar.foo.com"
 // and "foo.com" gives "*.com", which do not.
 func hostVars(c *encode.Config, l *listenerView) {
-	if l.needHost {
+	switch {
+	case l.needHost && l.routes != nil:
+		// A "/" in the host would let it forge a map key (routes.go).
+		c.Line(httpRequest, encode.Lit("set-var(txn.pier_host)"), encode.Lit("req.hdr(host),field(1,:),lower"),
+			ifWord, encode.Lit("!{"), encode.Lit("req.hdr(host)"), encode.Lit("-m"), encode.Lit("sub"), encode.Lit("/"), closeBrace)
+	case l.needHost:
 		c.Line(httpRequest, encode.Lit("set-var(txn.pier_host)"), encode.Lit("req.hdr(host),field(1,:),lower"))
 	}
 	if l.needWild {

@@ -56,6 +56,9 @@ func TestGolden(t *testing.T) {
 			if r.CrtList != nil {
 				golden(t, f.name+".crt-list", r.CrtList)
 			}
+			for _, m := range r.Maps {
+				golden(t, f.name+"."+filepath.Base(m.Path), m.Data)
+			}
 		})
 	}
 	global, err := Global(fixtureOptions())
@@ -112,6 +115,10 @@ func TestGoldenHAProxyCheck(t *testing.T) {
 				writeFile(t, crtListAt(t, dir, original), readRelocated(t, crt, dir))
 				writeCerts(t, dir, lbs[name])
 			}
+			maps, _ := filepath.Glob(strings.TrimSuffix(file, ".cfg") + ".routes-*.map")
+			for _, m := range maps {
+				writeFile(t, filepath.Join(dir, strings.TrimPrefix(filepath.Base(m), name+".")), readRelocated(t, m, dir))
+			}
 			writeFile(t, lbAt(dir).Config(), readRelocated(t, file, dir))
 			checkFiles(t, bin, dir, lbAt(dir).Config())
 		})
@@ -150,6 +157,19 @@ func readRelocated(t *testing.T, file, dir string) []byte {
 		t.Fatal(err)
 	}
 	return bytes.ReplaceAll(b, []byte(fixtureDir), []byte(dir))
+}
+
+// writeMaps writes routing maps rendered for fixtureDir into dir, or
+// where they were rendered for when dir is "".
+func writeMaps(t *testing.T, maps []MapFile, dir string) {
+	t.Helper()
+	for _, m := range maps {
+		path := m.Path
+		if dir != "" {
+			path = filepath.Join(dir, filepath.Base(m.Path))
+		}
+		writeFile(t, path, m.Data)
+	}
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -145,6 +145,7 @@ func haproxyCheck(t *testing.T, cfg []byte, lb *model.LoadBalancer) {
 		}
 		writeFile(t, crtListAt(t, dir, crt), relocate(crt))
 		writeCerts(t, dir, lb)
+		writeMaps(t, mustRender(t, lb, nil).Maps, dir)
 	}
 	writeFile(t, lbAt(dir).Config(), relocate(cfg))
 	checkFiles(t, bin, dir, lbAt(dir).Config())

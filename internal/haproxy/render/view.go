@@ -34,6 +34,7 @@ type listenerView struct {
 	needHost    bool // some rule reads the Host header
 	needWild    bool // some rule is a wildcard host
 	defaultPool string
+	routes      *routeTable // nil: the policies are rendered as ACL rules
 }
 
 type policyView struct {
@@ -42,6 +43,9 @@ type policyView struct {
 	names  []encode.Word   // the ACL names ANDed by the policy
 	reject bool
 	pool   string
+	// route is the policy as a map entry, when mappable.
+	route    route
+	mappable bool
 }
 
 type poolView struct {
@@ -92,8 +96,14 @@ func newView(lb *model.LoadBalancer, opts Options, prev Slots) (*view, error) {
 	if v.listeners, err = listenerViews(lb.Listeners, pools); err != nil {
 		return nil, err
 	}
-	for _, l := range v.listeners {
+	for i := range v.listeners {
+		l := &v.listeners[i]
 		v.need404 = v.need404 || l.defaultPool == ""
+		if len(l.policies) > 0 && mappable(l.policies) {
+			if l.routes, err = buildRoutes(v.uuid, l.policies); err != nil {
+				return nil, fmt.Errorf("listener %d: %w", l.port, err)
+			}
+		}
 	}
 	return v, nil
 }
@@ -160,6 +170,7 @@ func listenerOf(l *model.Listener, pools map[string]bool) (listenerView, error) 
 
 func policyOf(p *model.L7Policy, pools map[string]bool, lv *listenerView) (policyView, error) {
 	pv := policyView{id: p.ID}
+	pv.route, pv.mappable = routeOf(p)
 	switch p.Action {
 	case model.ActionRedirectToPool:
 		if !pools[p.PoolID] {

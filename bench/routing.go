@@ -1,0 +1,171 @@
+package bench
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	networkingv1 "k8s.io/api/networking/v1"
+
+	"pier.dev/pier/internal/haproxy/render"
+	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/source"
+	"pier.dev/pier/internal/translate"
+)
+
+// Routing measurement (issue 9): routes are n policies of one load
+// balancer; the request takes the first or the last of them.
+const (
+	// RoutingFirstHost's Exact /health is policy 1 (an exact host and an
+	// Exact path come first); the last policy is the host-less Prefix "/",
+	// which RoutingLastHost (no rule names it) takes.
+	RoutingFirstHost = "r00000.bench.example"
+	RoutingLastHost  = "www.unlisted.example"
+)
+
+// RoutingSnapshot is one load balancer with n routes (Ingresses of 100
+// rules sharing it): Exact /health on
+// RoutingFirstHost and the host-less Prefix "/" to DataPlaneTarget, and
+// n-2 more to ten decoy Services: hosts r<k>.bench.example with Prefix
+// /api/v1, /api, /static and / in turn.
+func RoutingSnapshot(n int, targetPort, decoyPort int32) *source.Snapshot {
+	snap := &source.Snapshot{IngressClasses: []*networkingv1.IngressClass{IngressClass()}}
+	const ns = "bench"
+	decoy := func(k int) string { return fmt.Sprintf("decoy-%d", k%10) }
+	rules := []networkingv1.IngressRule{Rule(RoutingFirstHost, Exact("/health", DataPlaneTarget))}
+	paths := []string{"/api/v1", "/api", "/static", "/"}
+	byHost := map[string][]networkingv1.HTTPIngressPath{}
+	var hosts []string
+	for j := range n - 2 {
+		h := fmt.Sprintf("r%05d.bench.example", j/len(paths)+1)
+		if byHost[h] == nil {
+			hosts = append(hosts, h)
+		}
+		byHost[h] = append(byHost[h], Prefix(paths[j%len(paths)], decoy(j)))
+	}
+	for _, h := range hosts {
+		rules = append(rules, Rule(h, byHost[h]...))
+	}
+	rules = append(rules, Rule("", Prefix("/", DataPlaneTarget)))
+	// One shared load balancer: an Ingress takes at most 1,000 paths.
+	for k := 0; k*100 < len(rules); k++ {
+		ing := Ingress(ns, fmt.Sprintf("routes-%02d", k), k, rules[k*100:min(len(rules), (k+1)*100)]...)
+		ing.Annotations = map[string]string{translate.AnnotationPrefix + "load-balancer": "shared"}
+		snap.Ingresses = append(snap.Ingresses, ing)
+	}
+	svc, es := Backend(ns, DataPlaneTarget, targetPort, "127.0.0.1")
+	snap.Services, snap.EndpointSlices = append(snap.Services, svc), append(snap.EndpointSlices, es)
+	for k := range 10 {
+		svc, es := Backend(ns, decoy(k), decoyPort, "127.0.0.1")
+		snap.Services, snap.EndpointSlices = append(snap.Services, svc), append(snap.EndpointSlices, es)
+	}
+	return snap
+}
+
+// RoutingConfig translates RoutingSnapshot(n) with the listener on port,
+// renders it for an instance in dir and writes its route maps there. It
+// checks that the first and last policies are the measured ones.
+func RoutingConfig(n int, targetPort, decoyPort int32, port int, dir string) ([]byte, *model.LoadBalancer, error) {
+	opts := translate.DefaultOptions()
+	opts.HTTPPort = port
+	res := translate.Ingresses(RoutingSnapshot(n, targetPort, decoyPort), opts)
+	if len(res.Problems) > 0 || len(res.LoadBalancers) != 1 {
+		return nil, nil, fmt.Errorf("routing fixture: %d load balancers, problems %v", len(res.LoadBalancers), res.Problems)
+	}
+	lb := res.LoadBalancers[0]
+	lb.VIP = "127.0.0.1"
+	ps := lb.Listeners[0].Policies
+	first, last := ps[0], ps[len(ps)-1]
+	if len(ps) != n || first.Rules[0].Value != RoutingFirstHost || len(last.Rules) != 1 || last.Rules[0].Value != "/" {
+		return nil, nil, fmt.Errorf("routing fixture: %d policies, first %+v, last %+v", len(ps), first.Rules, last.Rules)
+	}
+	conf, err := render.Config(lb, render.Options{Dir: dir})
+	if err != nil {
+		return nil, nil, err
+	}
+	return conf, lb, writeMaps(lb, dir)
+}
+
+// RoutingReference is the hand-written HAProxy configuration doing the
+// same routing as lb with maps, as an operator who knows HAProxy would
+// write it: pier's global and defaults values, one frontend, a map per
+// kind of match (keys as in render's routes.go, which is the shortest
+// element-wise scheme we know), one server per backend, none of pier's
+// per-request extras (header guard, X-Forwarded-*, L7 retries, Server,
+// the drain rule, 16 server slots). It writes its maps into dir.
+func RoutingReference(lb *model.LoadBalancer, bind, target, decoy string, dir string) ([]byte, error) {
+	exact, prefix, hosts := &strings.Builder{}, &strings.Builder{}, &strings.Builder{}
+	backends := map[string]string{}
+	var catchAll string
+	for _, p := range lb.Listeners[0].Policies {
+		pool := lb.Pool(p.PoolID)
+		be := "be_" + pool.Service
+		backends[be] = decoy
+		if pool.Service == DataPlaneTarget {
+			backends[be] = target
+		}
+		var host, path string
+		var isExact bool
+		for _, r := range p.Rules {
+			if r.Type == model.RuleHostName {
+				if r.Compare != model.CompareEqualTo {
+					return nil, fmt.Errorf("reference: wildcard hosts are not in the fixture")
+				}
+				host = r.Value
+			} else if isExact = r.Compare == model.CompareEqualTo; isExact {
+				path = r.Value
+			} else {
+				path = strings.TrimRight(r.Value, "/")
+			}
+		}
+		switch {
+		case isExact:
+			fmt.Fprintf(exact, "%s%s/ %s\n", host, path, be)
+		case path == "" && host == "":
+			catchAll = be
+		case path == "":
+			fmt.Fprintf(hosts, "%s %s\n", host, be)
+		default:
+			fmt.Fprintf(prefix, "%s%s/ %s\n", host, path, be)
+		}
+	}
+	for name, b := range map[string]*strings.Builder{"exact.map": exact, "prefix.map": prefix, "hosts.map": hosts} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(b.String()), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	var c strings.Builder
+	fmt.Fprintf(&c, `# bench reference: the same routing with maps, pier's global values
+global
+    maxconn 4096
+    tune.bufsize 16384
+    tune.maxrewrite 1024
+
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 50s
+    timeout server 50s
+    timeout http-request 10s
+    timeout http-keep-alive 10s
+    timeout queue 30s
+    timeout tunnel 1h
+
+frontend fe_ref
+    bind %[1]s
+    http-request set-var(txn.host) req.hdr(host),field(1,:),lower
+    http-request set-var(txn.path) path,concat(/)
+    http-request set-var(txn.be) var(txn.host),concat(,txn.path),map_str(%[2]s/exact.map)
+    http-request set-var(txn.be) var(txn.host),concat(,txn.path),map_beg(%[2]s/prefix.map) unless { var(txn.be) -m found }
+    http-request set-var(txn.be) var(txn.host),map_str(%[2]s/hosts.map) unless { var(txn.be) -m found }
+    use_backend %%[var(txn.be)] if { var(txn.be) -m found }
+    default_backend %[3]s
+`, bind, dir, catchAll)
+	for _, be := range slices.Sorted(maps.Keys(backends)) {
+		fmt.Fprintf(&c, "\nbackend %s\n    server s1 %s\n", be, backends[be])
+	}
+	return []byte(c.String()), nil
+}

@@ -1,0 +1,47 @@
+package encode
+
+import "strings"
+
+// routeKeyChars is what a routing-map key may hold: host names (with the
+// wildcard's '*') and Path's allow-list. No whitespace, no control byte,
+// no quote, no '#': map files are split on spaces and lines, and '#'
+// starts a comment (R9).
+var routeKeyChars = charset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~!$&()*+,;=:@%/-")
+
+// RouteKey makes the key of one routing-map entry (render's route maps):
+// the host, then the path, then "/" when path is not empty. host is ""
+// (no host), an exact host or a wildcard host; path is "" (a host's
+// catch-all entry, keyed by the host alone) or an Ingress path. Both are
+// validated again here, whatever translate checked: a key that reached a
+// map file unchecked could add a line or a second key.
+func RouteKey(host, path string) Word {
+	bad := func(err error) Word { return Word{err: err} }
+	switch {
+	case host == "" && path == "":
+		return bad(refuse("route key", "empty", "", "needs a host or a path"))
+	case strings.HasPrefix(host, "*"):
+		if _, err := WildcardHost(host); err != nil {
+			return bad(err)
+		}
+	case host != "":
+		if _, err := Host(host); err != nil {
+			return bad(err)
+		}
+	}
+	key := host
+	if path != "" {
+		if _, err := Path(path, PathExact); err != nil {
+			return bad(err)
+		}
+		key += path + "/"
+	}
+	for i := 0; i < len(key); i++ {
+		if !routeKeyChars[key[i]] {
+			return bad(refuse("route key", "charset", key, "contains "+describeByte(key[i])))
+		}
+	}
+	if key[0] == '#' || len(key) > MaxHostLen+MaxPathLen+1 {
+		return bad(refuse("route key", "syntax", key, "starts with '#' or is too long"))
+	}
+	return Word{s: key, kind: kindUser, quote: true}
+}
