@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"pier.dev/pier/internal/echo"
 	"pier.dev/pier/test/kubeapi"
@@ -205,12 +206,18 @@ func createEcho(t *testing.T, cs kubernetes.Interface, ns, ingress, service stri
 
 func scale(t *testing.T, cs kubernetes.Interface, ns, name string, replicas int32) {
 	t.Helper()
-	s, err := cs.AppsV1().Deployments(ns).GetScale(t.Context(), name, metav1.GetOptions{})
+	// The simulator writes the Deployment's status meanwhile: a conflict
+	// means read again and retry, as kubectl scale does.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s, err := cs.AppsV1().Deployments(ns).GetScale(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.Spec.Replicas = replicas
+		_, err = cs.AppsV1().Deployments(ns).UpdateScale(t.Context(), name, s, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	s.Spec.Replicas = replicas
-	if _, err := cs.AppsV1().Deployments(ns).UpdateScale(t.Context(), name, s, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
