@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-
 	osexec "os/exec"
 	"path/filepath"
 	"strconv"
@@ -25,6 +24,7 @@ import (
 
 	"pier.dev/pier/internal/api"
 	"pier.dev/pier/internal/echo"
+	"pier.dev/pier/internal/lab"
 )
 
 // PierBin is the pier binary under test: $PIER_BIN, or one built once for
@@ -34,6 +34,34 @@ var (
 	builtBin  string
 	buildErr  error
 )
+
+// NeedLab returns $PIER_BIN for a test that builds a lab network
+// (internal/lab) and runs tools inside it. When something is missing it
+// skips the test, or fails it under CI (CI set): suite names the test in
+// the message.
+func NeedLab(t testing.TB, suite string, tools ...string) string {
+	t.Helper()
+	bin := os.Getenv("PIER_BIN")
+	missing := ""
+	if bin == "" {
+		missing = "PIER_BIN (hack/build.sh builds bin/pier)"
+	} else if err := lab.Available(); err != nil {
+		missing = err.Error()
+	}
+	for _, tool := range tools {
+		if _, err := osexec.LookPath(tool); err != nil && missing == "" {
+			missing = tool + " (hack/deps.sh installs it)"
+		}
+	}
+	if missing == "" {
+		return bin
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s needs %s", suite, missing)
+	}
+	t.Skipf("%s needs %s", suite, missing)
+	return ""
+}
 
 func PierBin(t testing.TB) string {
 	t.Helper()

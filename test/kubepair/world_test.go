@@ -28,6 +28,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"pier.dev/pier/internal/lab"
+	"pier.dev/pier/test/harness"
 	"pier.dev/pier/test/kubeapi"
 )
 
@@ -75,26 +76,7 @@ type world struct {
 // the test needs is missing.
 func need(t *testing.T) string {
 	t.Helper()
-	bin := os.Getenv("PIER_BIN")
-	missing := ""
-	if bin == "" {
-		missing = "PIER_BIN (hack/build.sh builds bin/pier)"
-	} else if err := lab.Available(); err != nil {
-		missing = err.Error()
-	}
-	for _, tool := range []string{"haproxy", "keepalived", "nft"} {
-		if _, err := exec.LookPath(tool); err != nil && missing == "" {
-			missing = tool + " (hack/deps.sh installs it)"
-		}
-	}
-	if missing == "" {
-		return bin
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("kubepair needs %s", missing)
-	}
-	t.Skipf("kubepair needs %s", missing)
-	return ""
+	return harness.NeedLab(t, "kubepair", "haproxy", "keepalived", "nft")
 }
 
 // newWorld builds everything and returns once the Ingress is placed on

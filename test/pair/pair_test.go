@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -30,26 +29,7 @@ const (
 
 func skip(t *testing.T) string {
 	t.Helper()
-	bin := os.Getenv("PIER_BIN")
-	missing := ""
-	if bin == "" {
-		missing = "PIER_BIN (hack/build.sh builds bin/pier)"
-	} else if err := lab.Available(); err != nil {
-		missing = err.Error()
-	}
-	for _, tool := range []string{"haproxy", "keepalived", "nft"} {
-		if _, err := exec.LookPath(tool); err != nil && missing == "" {
-			missing = tool + " (hack/deps.sh installs it)"
-		}
-	}
-	if missing == "" {
-		return bin
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("pair test needs %s", missing)
-	}
-	t.Skipf("pair test needs %s", missing)
-	return ""
+	return harness.NeedLab(t, "pair test", "haproxy", "keepalived", "nft")
 }
 
 // holderWatch samples the VIP's holders every 50 ms and counts samples
