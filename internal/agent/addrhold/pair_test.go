@@ -32,21 +32,13 @@ func (n *node) do(f func(h *Holder)) {
 	f(n.h)
 }
 
-// TestHolderPair runs two Holders with real keepalived in two node
-// namespaces and drives their gates the way the agent does: health,
-// drain, a load balancer that never served. It samples the holders every
-// 20 ms throughout: never two.
-func TestHolderPair(t *testing.T) {
-	topo.Skip(t, "keepalived")
-	top := topo.New(t, topo.Options{Nodes: 2})
+// startNodes starts a Holder per node of top, synced to lb, each ticked
+// every 50 ms the way the agent does (health and "served" from the node's
+// flags, both true at start) until ctx ends; wg waits for the tickers.
+func startNodes(t *testing.T, ctx context.Context, wg *sync.WaitGroup, top *topo.Topology, lb *model.LoadBalancer) []*node {
+	t.Helper()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	vip := netip.MustParseAddr("10.99.1.20")
-	lb := placed("lb1", "n0", "n1", 7, vip.String(), "10.99.2.20")
-	lb.Placement.ActiveAddress, lb.Placement.StandbyAddress = top.Nodes[0].Addr.String(), top.Nodes[1].Addr.String()
-	ctx, cancel := context.WithCancel(t.Context())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	nodes := make([]*node, 2)
+	nodes := make([]*node, len(top.Nodes))
 	for i, host := range top.Nodes {
 		h, err := New(Config{Node: host.Name, Interface: "eth0", Dir: t.TempDir(), Netns: host.NS, Logger: logger.With("node", host.Name)})
 		if err != nil {
@@ -71,15 +63,32 @@ func TestHolderPair(t *testing.T) {
 				case <-tick.C:
 				}
 				n.do(func(h *Holder) {
-					roles, err := h.Tick(func(string) bool { return n.healthy.Load() }, func(uuid string) bool { return uuid != "lb1" || n.served.Load() })
+					roles, err := h.Tick(func(string) bool { return n.healthy.Load() }, func(uuid string) bool { return uuid != lb.UUID || n.served.Load() })
 					if err != nil {
 						t.Errorf("tick %s: %v", host.Name, err)
 					}
-					n.role.Store(roles["lb1"])
+					n.role.Store(roles[lb.UUID])
 				})
 			}
 		})
 	}
+	return nodes
+}
+
+// TestHolderPair runs two Holders with real keepalived in two node
+// namespaces and drives their gates the way the agent does: health,
+// drain, a load balancer that never served. It samples the holders every
+// 20 ms throughout: never two.
+func TestHolderPair(t *testing.T) {
+	topo.Skip(t, "keepalived")
+	top := topo.New(t, topo.Options{Nodes: 2})
+	vip := netip.MustParseAddr("10.99.1.20")
+	lb := placed("lb1", "n0", "n1", 7, vip.String(), "10.99.2.20")
+	lb.Placement.ActiveAddress, lb.Placement.StandbyAddress = top.Nodes[0].Addr.String(), top.Nodes[1].Addr.String()
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	nodes := startNodes(t, ctx, &wg, top, lb)
 	role := func(i int) model.VRRPState { return nodes[i].role.Load().(model.VRRPState) }
 	var both, samples atomic.Int64
 	wg.Go(func() {
@@ -152,7 +161,6 @@ func TestHolderPair(t *testing.T) {
 func TestHolderLone(t *testing.T) {
 	topo.Skip(t, "keepalived")
 	top := topo.New(t, topo.Options{Nodes: 2})
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	vip := netip.MustParseAddr("10.99.1.30")
 	pair := placed("lb1", "n0", "n1", 7, vip.String(), "")
 	pair.Placement.ActiveAddress, pair.Placement.StandbyAddress = top.Nodes[0].Addr.String(), top.Nodes[1].Addr.String()
@@ -160,34 +168,7 @@ func TestHolderLone(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	nodes := make([]*node, 2)
-	for i, host := range top.Nodes {
-		h, err := New(Config{Node: host.Name, Interface: "eth0", Dir: t.TempDir(), Netns: host.NS, Logger: logger.With("node", host.Name)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = h.Stop(context.Background()) })
-		n := &node{h: h}
-		n.role.Store(model.VRRPState(""))
-		nodes[i] = n
-		n.do(func(h *Holder) {
-			if err := h.Sync(ctx, []*model.LoadBalancer{pair}); err != nil {
-				t.Fatal(err)
-			}
-		})
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				time.Sleep(50 * time.Millisecond)
-				n.do(func(h *Holder) {
-					roles, err := h.Tick(func(string) bool { return true }, func(string) bool { return true })
-					if err != nil {
-						t.Errorf("tick %s: %v", host.Name, err)
-					}
-					n.role.Store(roles["lb1"])
-				})
-			}
-		})
-	}
+	nodes := startNodes(t, ctx, &wg, top, pair)
 	holders := func() string { return fmt.Sprint(top.Holders(vip)) }
 	waitHolders := func(want string) {
 		t.Helper()
