@@ -279,6 +279,19 @@ func writeMaps(lb *model.LoadBalancer, dir string) error {
 	return nil
 }
 
+// referenceDefaults is the defaults section of every hand-written
+// reference: the mode and timeouts render.Config writes.
+const referenceDefaults = `defaults
+    mode http
+    timeout connect 5s
+    timeout client 50s
+    timeout server 50s
+    timeout http-request 10s
+    timeout http-keep-alive 10s
+    timeout queue 30s
+    timeout tunnel 1h
+`
+
 // ReferenceConfig is the minimal hand-written HAProxy configuration the
 // data-plane figures are divided by: one frontend on bind, default_backend
 // to one server, and the global maxconn and defaults timeouts render.Config
@@ -288,16 +301,7 @@ func ReferenceConfig(bind, server string) []byte {
 global
     maxconn 4096
 
-defaults
-    mode http
-    timeout connect 5s
-    timeout client 50s
-    timeout server 50s
-    timeout http-request 10s
-    timeout http-keep-alive 10s
-    timeout queue 30s
-    timeout tunnel 1h
-
+` + referenceDefaults + `
 frontend fe_ref
     bind ` + bind + `
     default_backend be_ref

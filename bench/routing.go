@@ -144,16 +144,7 @@ global
     tune.bufsize 16384
     tune.maxrewrite 1024
 
-defaults
-    mode http
-    timeout connect 5s
-    timeout client 50s
-    timeout server 50s
-    timeout http-request 10s
-    timeout http-keep-alive 10s
-    timeout queue 30s
-    timeout tunnel 1h
-
+%[4]s
 frontend fe_ref
     bind %[1]s
     http-request set-var(txn.host) req.hdr(host),field(1,:),lower
@@ -163,7 +154,7 @@ frontend fe_ref
     http-request set-var(txn.be) var(txn.host),map_str(%[2]s/hosts.map) unless { var(txn.be) -m found }
     use_backend %%[var(txn.be)] if { var(txn.be) -m found }
     default_backend %[3]s
-`, bind, dir, catchAll)
+`, bind, dir, catchAll, referenceDefaults)
 	for _, be := range slices.Sorted(maps.Keys(backends)) {
 		fmt.Fprintf(&c, "\nbackend %s\n    server s1 %s\n", be, backends[be])
 	}
