@@ -192,3 +192,43 @@ func NetnsDial(ns string, timeout time.Duration) func(ctx context.Context, netwo
 		return conn, dialErr
 	}
 }
+
+// Straddle is a request written in two halves: Begin opens its connection
+// and sends all but the request's final line break, Finish sends the rest
+// and reads the status line. A move of the address between the two is
+// what a connection open at the instant of a handover lives through.
+type Straddle struct {
+	conn net.Conn
+}
+
+// BeginStraddle opens the connection to addr ("VIP:port") from netns and
+// sends the first half of a GET for host.
+func BeginStraddle(netns, addr, host string) (*Straddle, error) {
+	conn, err := NetnsDial(netns, 2*time.Second)(context.Background(), "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := fmt.Fprintf(conn, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n", host); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return &Straddle{conn: conn}, nil
+}
+
+// Finish completes the request and returns the response's status line.
+func (s *Straddle) Finish() (string, error) {
+	defer s.conn.Close()
+	if err := s.conn.SetDeadline(time.Now().Add(3 * time.Second)); err != nil {
+		return "", err
+	}
+	if _, err := io.WriteString(s.conn, "\r\n"); err != nil {
+		return "", err
+	}
+	buf := make([]byte, 64)
+	n, err := io.ReadAtLeast(s.conn, buf, len("HTTP/1.1 200"))
+	if err != nil {
+		return "", err
+	}
+	line, _, _ := strings.Cut(string(buf[:n]), "\r\n")
+	return line, nil
+}

@@ -175,6 +175,11 @@ func (w *world) probe(vip netip.Addr, timeout time.Duration) *harness.Probe {
 	})
 }
 
+// straddle begins a request to the VIP that the test finishes later.
+func (w *world) straddle(vip netip.Addr) (*harness.Straddle, error) {
+	return harness.BeginStraddle(w.lab.Client.NS, netip.AddrPortFrom(vip, 80).String(), host)
+}
+
 // cordon sets spec.unschedulable as `kubectl cordon` does and returns
 // when the API server answered the write.
 func (w *world) cordon(node string, on bool) (time.Time, error) {

@@ -68,6 +68,8 @@ type Instance struct {
 	// UUIDs are the load balancers it carries, sorted.
 	UUIDs     []string
 	Addresses []netip.Addr
+	// PeerAddress is the peer's address on the segment.
+	PeerAddress netip.Addr
 }
 
 // Holder holds the addresses of the load balancers placed on one node.
@@ -94,7 +96,9 @@ type Holder struct {
 	released  map[netip.Addr]time.Time // left for keepalived, until
 	// lingerUntil is when a planned handover's linger ends (linger.go).
 	lingerUntil time.Time
-	warned      map[string]bool
+	// handoff is, per instance, its handoff table (handoff.go).
+	handoff map[string]handoffState
+	warned  map[string]bool
 }
 
 // New returns a Holder; Sync starts keepalived.
@@ -112,6 +116,7 @@ func New(cfg Config) (*Holder, error) {
 		openAfter: map[string]time.Time{}, lone: map[string][]netip.Addr{}, loneAdded: map[netip.Addr]time.Time{}, released: map[netip.Addr]time.Time{}}
 	// A previous agent may have died in the middle of a handover.
 	h.endLinger()
+	h.endHandoffs()
 	return h, nil
 }
 
@@ -166,7 +171,7 @@ func Plan(node, iface string, lbs []*model.LoadBalancer) (instances []vrrp.Insta
 			in = &vrrp.Instance{Name: name, RouterID: p.RouterID, Interface: iface, Priority: prio,
 				Source: src.Unmap(), Peers: []netip.Addr{dst.Unmap()}}
 			byName[name] = in
-			view[name] = &Instance{Name: name, Peer: peerName, Active: p.Active == node}
+			view[name] = &Instance{Name: name, Peer: peerName, Active: p.Active == node, PeerAddress: dst.Unmap()}
 		}
 		in.Addresses = append(in.Addresses, addrs...)
 		view[name].UUIDs = append(view[name].UUIDs, lb.UUID)
@@ -351,6 +356,7 @@ func (h *Holder) Tick(healthy, servedHere func(uuid string) bool) (map[string]mo
 			h.roles[name], h.since[name] = role, now
 		}
 	}
+	h.tickHandoff(now)
 	if err := h.tickLone(held, now); err != nil {
 		errs = append(errs, err)
 	}
@@ -388,7 +394,10 @@ func (h *Holder) InstanceRole(name string) model.VRRPState { return h.roles[name
 func (h *Holder) Since(instance string) time.Time { return h.since[instance] }
 
 // Stop stops keepalived, which releases the addresses (pier run).
-func (h *Holder) Stop(ctx context.Context) error { return h.ka.Stop(ctx) }
+func (h *Holder) Stop(ctx context.Context) error {
+	h.endHandoffs()
+	return h.ka.Stop(ctx)
+}
 
 // DefaultDir is keepalived's folder below an agent's state folder.
 func DefaultDir(stateDir string) string { return filepath.Join(stateDir, "vrrp") }
