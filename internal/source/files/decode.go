@@ -97,6 +97,12 @@ func (d *fileDecoder) decodeFile(data []byte, isJSON bool) {
 		lenient := doc.data
 		var err error
 		if !doc.json {
+			if h, ok := peekHeader(doc.data); ok && skippable(h) {
+				num++
+				d.log.Debug("ignoring a kind pier does not read", "file", d.file, "doc", num,
+					"apiVersion", h.APIVersion, "kind", h.Kind)
+				continue
+			}
 			// Lenient first: an ignored kind with a duplicate key is not
 			// pier's business. Kept kinds are converted strictly later.
 			lenient, err = yaml.YAMLToJSON(doc.data)
@@ -239,22 +245,11 @@ func (d *fileDecoder) checkHeader(pos position, h header, def schema.GroupVersio
 		d.problem(pos, "%s: apiVersion and kind are required", describe(h, gvk))
 		return gvk, false
 	}
-	if keptKinds[gvk] {
-		return gvk, true
-	}
-	if _, ok := listKinds[gvk]; ok {
-		return gvk, true
-	}
-	for kept := range keptKinds {
-		if kept.Group == gvk.Group && (kept.Kind == gvk.Kind || kept.Kind+"List" == gvk.Kind) {
-			d.problem(pos, "%s: %s is not supported, use %s", describe(h, gvk),
-				gvk.GroupVersion(), kept.GroupVersion())
-			return gvk, false
+	if keep, problem := kindVerdict(gvk); keep || problem != "" {
+		if problem != "" {
+			d.problem(pos, "%s: %s", describe(h, gvk), problem)
 		}
-	}
-	if scheme.IsVersionRegistered(gvk.GroupVersion()) && !scheme.Recognizes(gvk) {
-		d.problem(pos, "%s: unknown kind in %s", describe(h, gvk), gvk.GroupVersion())
-		return gvk, false
+		return gvk, keep
 	}
 	d.log.Debug("ignoring a kind pier does not read", "file", d.file, "doc", pos.doc,
 		"apiVersion", gvk.GroupVersion().String(), "kind", gvk.Kind,

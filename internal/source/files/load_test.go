@@ -2,11 +2,14 @@ package files
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -489,5 +492,84 @@ func TestLoadNodeWrongVersion(t *testing.T) {
 	checkProblems(t, problems, path, []int{1, 2}, []string{"Node a: v2 is not supported, use v1", "Nod default/b: unknown kind in v1"})
 	if len(snap.Nodes) != 0 {
 		t.Errorf("nodes = %+v", snap.Nodes)
+	}
+}
+
+// A large document of a kind pier ignores is skipped before it is
+// converted (issue 14, item 14: an 8 MiB ConfigMap cost ~310 MB; the limit of a file is 8 MiB).
+func TestLoadSkipsLargeIgnoredKinds(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: ConfigMap # big\nmetadata:\n  name: big\ndata:\n")
+	for i := 0; b.Len() < 7<<20; i++ {
+		fmt.Fprintf(&b, "  key%d: %s\n", i, strings.Repeat("x", 1000))
+	}
+	b.WriteString("---\n" + `apiVersion: networking.k8s.io/v1beta1
+kind: Ingress
+metadata:
+  name: old
+`)
+	if err := os.WriteFile(filepath.Join(dir, "big.yaml"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, problems, err := Load([]string{dir})
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 32<<20 {
+		t.Errorf("loading a 7 MiB ignored document allocated %d MiB, want under 32 (84 before the peek)", got>>20)
+	}
+	// The peek decides nothing about kinds pier reads: a wrong version of
+	// one is still reported.
+	if len(problems) != 1 || !strings.Contains(problems[0].Message, "is not supported") {
+		t.Errorf("problems %v, want the v1beta1 Ingress reported", problems)
+	}
+}
+
+func TestPeekHeader(t *testing.T) {
+	for _, tc := range []struct {
+		doc  string
+		want header
+		ok   bool
+	}{
+		{"apiVersion: v1\nkind: ConfigMap\n", header{APIVersion: "v1", Kind: "ConfigMap"}, true},
+		{"# c\nkind: Foo # note\napiVersion: x.io/v1\n", header{APIVersion: "x.io/v1", Kind: "Foo"}, true},
+		{"kind: \"ConfigMap\"\napiVersion: v1\n", header{}, false},
+		{"kind: A\nkind: B\napiVersion: v1\n", header{}, false},
+		{"{kind: A, apiVersion: v1}\n", header{}, false},
+		{"- kind: A\napiVersion: v1\nkind: B\n", header{}, false},
+		{"apiVersion: v1\n", header{}, false},
+		{"kind: &a A\napiVersion: v1\n", header{}, false},
+	} {
+		got, ok := peekHeader([]byte(tc.doc))
+		if ok != tc.ok || (ok && got != tc.want) {
+			t.Errorf("peekHeader(%q) = %+v, %v; want %+v, %v", tc.doc, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// A FIFO swapped in after the scan is refused at once instead of blocking
+// the loader (issue 14, item 12).
+func TestReadLimitedRefusesFIFO(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.yaml")
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := readLimited(path)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("reading a FIFO: %v, want it refused as not a regular file", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("reading a FIFO blocked the loader")
 	}
 }

@@ -1,6 +1,7 @@
 package files
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -128,9 +130,12 @@ func (l *Loader) readFile(path string) *fileEntry {
 }
 
 // readLimited reads a file of at most MaxFileSize bytes. The limit is also
-// enforced while reading, as the file may grow after the stat.
+// enforced while reading, as the file may grow after the stat. The file is
+// opened without blocking and must be a regular file once open: a FIFO or
+// device swapped in after the scan would otherwise block the loader for
+// good (opening a FIFO waits for a writer).
 func readLimited(path string) ([]byte, time.Time, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("open: %w", err)
 	}
@@ -139,16 +144,19 @@ func readLimited(path string) ([]byte, time.Time, error) {
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("stat: %w", err)
 	}
+	if !info.Mode().IsRegular() {
+		return nil, time.Time{}, fmt.Errorf("not a regular file (%s); refused", info.Mode().Type())
+	}
 	tooBig := fmt.Errorf("file is larger than %d bytes (MaxFileSize); refused", MaxFileSize)
 	if info.Size() > MaxFileSize {
 		return nil, time.Time{}, tooBig
 	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
+	buf := bytes.NewBuffer(make([]byte, 0, info.Size()+512))
+	if _, err := buf.ReadFrom(io.LimitReader(f, MaxFileSize+1)); err != nil {
 		return nil, time.Time{}, fmt.Errorf("read: %w", err)
 	}
-	if len(data) > MaxFileSize {
+	if buf.Len() > MaxFileSize {
 		return nil, time.Time{}, tooBig
 	}
-	return data, info.ModTime(), nil
+	return buf.Bytes(), info.ModTime(), nil
 }
