@@ -8,11 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/netutil"
 	networkingv1 "k8s.io/api/networking/v1"
 
 	"pier.dev/pier/internal/model"
@@ -62,11 +64,34 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
+// The API's connection limits. Clients are operators, scrapers and the
+// web view's 2-second polls: none needs a connection for long, and the
+// address may be reachable by more than them.
+const (
+	readTimeout  = 10 * time.Second
+	writeTimeout = 30 * time.Second // a large load balancer's page included
+	// idleTimeout closes keep-alive connections nobody uses.
+	idleTimeout    = 60 * time.Second
+	maxHeaderBytes = 64 << 10
+	// maxConnections bounds open connections; more wait in the backlog.
+	maxConnections = 256
+)
+
 // ListenAndServe serves until ctx ends, then shuts down within 5 s.
 func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
-	srv := &http.Server{Addr: addr, Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ctx, netutil.LimitListener(ln, maxConnections), idleTimeout)
+}
+
+// Serve serves on ln until ctx ends; idle is the keep-alive idle timeout.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, idle time.Duration) error {
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout: readTimeout, WriteTimeout: writeTimeout, IdleTimeout: idle, MaxHeaderBytes: maxHeaderBytes}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
+	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
 		return err
