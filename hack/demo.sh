@@ -44,13 +44,19 @@ start_echo 9004 webservice-2 webserver-2-pod
 mkdir -p "$STATE_DIR"
 bin/pier run -f examples/ --state-dir "$STATE_DIR" --http-port "$HTTP_PORT" --https-port "$HTTPS_PORT" \
   --api-addr "$API_ADDR" 2>"$STATE_DIR/pier.log" &
-pids+=($!)
+pier_pid=$!
+pids+=("$pier_pid")
 echo "pier run started; its log is $STATE_DIR/pier.log" >&2
 
 # address NAME prints the first address in the Ingress status, once there.
 address() {
   local body ip
   for _ in $(seq 1 100); do
+    if ! kill -0 "$pier_pid" 2>/dev/null; then
+      echo "demo: pier run exited before Ingress demo/$1 got an address; the end of $STATE_DIR/pier.log:" >&2
+      tail -n 20 "$STATE_DIR/pier.log" >&2
+      return 1
+    fi
     body=$(curl -fsS "http://$API_ADDR/ingresses/demo/$1" 2>/dev/null || true)
     ip=$(printf '%s' "$body" | grep -o '"ip": *"[^"]*"' | sed -n 1p | sed 's/.*"\([^"]*\)"$/\1/')
     if [ -n "$ip" ]; then echo "$ip"; return 0; fi
@@ -115,4 +121,10 @@ pier is serving the three examples of examples/. Try:
 Edit a file under examples/ and the change is live within a second.
 Press Ctrl-C to stop pier, HAProxy and the backends.
 TXT
-wait
+# Only pier run is waited for: if it dies, the demo ends (and stops the
+# backends) instead of waiting for them forever.
+status=0
+wait "$pier_pid" || status=$?
+echo "demo: pier run exited (status $status); the end of $STATE_DIR/pier.log:" >&2
+tail -n 20 "$STATE_DIR/pier.log" >&2
+exit 1
