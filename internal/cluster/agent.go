@@ -97,6 +97,9 @@ func RunAgent(ctx context.Context, cfg AgentConfig, logger *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
+	if err := checkLeaseNamespace(ctx, client, cfg.LeaseNamespace); err != nil {
+		return err
+	}
 	bg, stopBg := context.WithCancel(context.Background())
 	defer stopBg()
 	peers, err := startLeaseHeartbeats(ctx, bg, client, cfg.LeaseNamespace)

@@ -113,6 +113,9 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 		return err
 	}
 	defer st.Close()
+	if err := checkLeaseNamespace(ctx, client, cfg.LeaseNamespace); err != nil {
+		return err
+	}
 
 	m := metrics.New()
 	events := newEventSink(client)
