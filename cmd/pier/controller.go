@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"pier.dev/pier/internal/cluster"
+	"pier.dev/pier/internal/translate"
 )
 
 func controllerCommand(ctx context.Context, args []string, stderr io.Writer) error {
@@ -28,6 +29,7 @@ func controllerCommand(ctx context.Context, args []string, stderr io.Writer) err
 	fs.StringVar(&cfg.NodeSelector, "node-selector", "", "label selector of the nodes that may run HAProxy (default: every Ready node)")
 	fs.StringVar(&cfg.LeaseNamespace, "lease-namespace", "pier-system", "namespace of the leader-election Lease and of the agents' heartbeat Leases (the agents' --lease-namespace)")
 	fs.StringVar(&cfg.LeaseName, "lease-name", "pier-controller", "name of the leader-election Lease (distinct per pier installation)")
+	allowLoopback := fs.Bool("allow-loopback-endpoints", false, "accept endpoints at loopback addresses as members (tests with every backend on one machine); never in a real cluster: they reach the node's own services")
 	fs.StringVar(&cfg.Identity, "identity", "", "leader-election identity; default: hostname plus a random suffix")
 	fs.DurationVar(&cfg.LeaseDuration, "lease-duration", 15*time.Second, "leader-election lease duration")
 	fs.DurationVar(&cfg.RenewDeadline, "renew-deadline", 10*time.Second, "leader-election renew deadline")
@@ -61,6 +63,9 @@ Flags:
 	cfg.InternalPool, cfg.PublicPool = pools.internal, pools.public
 	cfg.AddressQuarantine = pools.quarantine
 	cfg.Translate = tr.opts
+	if cfg.Translate.Members, err = translate.NewMemberPolicy(*allowLoopback, "", cfg.InternalPool, cfg.PublicPool); err != nil {
+		return err
+	}
 	cfg.Status = st.value()
 	if cfg.Status.Service != "" && len(cfg.Status.Static) > 0 {
 		return fmt.Errorf("--status-service and --status-address exclude each other")

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"pier.dev/pier/internal/standalone"
+	"pier.dev/pier/internal/translate"
 )
 
 func runCommand(ctx context.Context, args []string, stderr io.Writer) error {
@@ -79,6 +80,12 @@ Flags:
 		}
 	}
 	cfg.Translate = tr.opts
+	// pier run's manifests are the operator's own and its examples serve
+	// from 127.0.0.1: loopback endpoints are allowed, but not pier's API
+	// and not the pools' addresses.
+	if cfg.Translate.Members, err = translate.NewMemberPolicy(true, cfg.APIAddr, cfg.InternalPool, cfg.PublicPool); err != nil {
+		return err
+	}
 	cfg.Status = st.value()
 	cfg.HAProxyBinary = haproxy.binary
 	cfg.Render = haproxy.render()

@@ -3,9 +3,12 @@ package translate
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -94,12 +97,18 @@ func (x *index) poolFor(ing *networkingv1.Ingress, b *networkingv1.IngressServic
 		return pool, []model.Problem{warning(ing, "ServicePortNotFound", field,
 			"service %s/%s has no port %s: requests for this route get 503", ing.Namespace, b.Name, portKey)}, nil
 	}
+	var refused []string
 	if opts.MembersFromClusterIP {
 		pool.Members = clusterIPMembers(svc, sp)
 	} else {
-		pool.Members = x.endpointMembers(svc, sp)
+		pool.Members, refused = x.endpointMembers(svc, sp, opts.Members)
 	}
-	return pool, nil, nil
+	var problems []model.Problem
+	if len(refused) > 0 {
+		problems = append(problems, warning(ing, "EndpointRefused", field,
+			"service %s/%s: %s; not used as members", ing.Namespace, b.Name, joinRefusals(refused)))
+	}
+	return pool, problems, nil
 }
 
 // errPortOutOfRange marks a port number no Service can have.
@@ -140,7 +149,8 @@ func findServicePort(svc *corev1.Service, p networkingv1.ServiceBackendPort) *co
 // on the slice port named like the service port. When none is ready,
 // serving-but-terminating endpoints are used rather than failing every
 // request during a rollout's last moments.
-func (x *index) endpointMembers(svc *corev1.Service, sp *corev1.ServicePort) []model.Member {
+// Endpoints the policy refuses are left out and described in refused.
+func (x *index) endpointMembers(svc *corev1.Service, sp *corev1.ServicePort, policy MemberPolicy) (members []model.Member, refused []string) {
 	var ready, terminating []model.Member
 	for _, es := range x.slices[svc.Namespace+"/"+svc.Name] {
 		if es.AddressType != discoveryv1.AddressTypeIPv4 && es.AddressType != discoveryv1.AddressTypeIPv6 {
@@ -155,8 +165,14 @@ func (x *index) endpointMembers(svc *corev1.Service, sp *corev1.ServicePort) []m
 			serving := ep.Conditions.Serving == nil || *ep.Conditions.Serving
 			for _, a := range ep.Addresses {
 				m, ok := member(a, port, ep.TargetRef)
+				why := ""
+				if ok {
+					why = policy.refusal(netip.MustParseAddr(m.Address), port)
+				}
 				switch {
 				case !ok:
+				case why != "":
+					refused = append(refused, net.JoinHostPort(m.Address, strconv.Itoa(port))+" is "+why)
 				case isReady:
 					ready = append(ready, m)
 				case serving:
@@ -168,7 +184,19 @@ func (x *index) endpointMembers(svc *corev1.Service, sp *corev1.ServicePort) []m
 	if len(ready) == 0 {
 		ready = terminating
 	}
-	return sortMembers(ready)
+	return sortMembers(ready), refused
+}
+
+// joinRefusals describes refused endpoints, the first few by name (an
+// endpoint may appear in two slices: each is named once).
+func joinRefusals(refused []string) string {
+	sort.Strings(refused)
+	refused = slices.Compact(refused)
+	const shown = 3
+	if len(refused) <= shown {
+		return strings.Join(refused, "; ")
+	}
+	return fmt.Sprintf("%s; and %d more", strings.Join(refused[:shown], "; "), len(refused)-shown)
 }
 
 func slicePort(es *discoveryv1.EndpointSlice, name string) int {

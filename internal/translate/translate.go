@@ -44,6 +44,9 @@ type Options struct {
 	// listed, or used from a namespace not listed, is per namespace: one
 	// tenant cannot join another's load balancer by naming its group.
 	SharedGroups map[string][]string
+	// Members says which endpoint addresses may become members
+	// (members.go). The zero value refuses link-local and loopback ones.
+	Members MemberPolicy
 	// Now is compared with certificate expiry to warn about expired
 	// certificates; zero skips the check. Passed in, not read, so that
 	// translation stays a pure function.

@@ -51,6 +51,7 @@ func (c *KubeCluster) startController() error {
 		"--internal-pool", c.cfg.InternalPool,
 		"--lease-namespace", c.cfg.LeaseNamespace,
 		"--api-addr", addr,
+		"--allow-loopback-endpoints", // the echo pods listen on 127.0.0.1
 	}
 	if c.cfg.NodeSelector != "" {
 		args = append(args, "--node-selector", c.cfg.NodeSelector)

@@ -63,6 +63,7 @@ func (e *env) startController(id string, extra ...string) *proc {
 		"--lease-namespace", leaseNS, "--lease-name", e.lease,
 		"--lease-duration", "4s", "--renew-deadline", "3s", "--retry-period", "1s",
 		"--log-level", "debug",
+		"--allow-loopback-endpoints", // the echo backends listen on 127.0.0.1
 	}
 	p := e.start(id, "controller", api, append(args, extra...)...)
 	p.waitHTTP("/healthz")
