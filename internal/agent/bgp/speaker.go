@@ -1,0 +1,307 @@
+// Package bgp is the agent's BGP speaker: pier's second way to move
+// addresses, for networks where the nodes share no L2 segment (the seeds'
+// way: "both nodes advertise the floating IP prefix to the gateway router
+// ... the active node with a local preference of 200 and the standby node
+// with 100").
+//
+// Every node a load balancer is placed on advertises a host route (/32,
+// /128) for its VIP and FIP while its HAProxy serves there, the active
+// node as preferred, the standby as less preferred: the router sends
+// traffic to the active node, and to the standby the moment the active
+// node withdraws (its HAProxy died, it drains) or its session drops.
+//
+// How "preferred" is said depends on the peering:
+//   - iBGP (peer ASN = ours, the seeds' case): LOCAL_PREF 200 active, 100
+//     standby. LOCAL_PREF is only exchanged inside one AS.
+//   - eBGP: LOCAL_PREF is not sent; the standby's routes get a worse MED
+//     and, when every peer is eBGP, its own ASN prepended to the AS path
+//     (an iBGP peer would drop a route carrying its own ASN). MED is
+//     compared only between routes from the same neighbouring AS, so the
+//     prepend is what a router with several upstream ASes sees.
+//
+// The speaker opens the sessions itself (no listener on port 179 unless
+// ListenPort asks) with GoBGP as a library.
+package bgp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"sync"
+
+	api "github.com/osrg/gobgp/v3/api"
+	"github.com/osrg/gobgp/v3/pkg/server"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// Preference values of the seeds.
+const (
+	LocalPrefActive  = 200
+	LocalPrefStandby = 100
+)
+
+// Config configures a Speaker.
+type Config struct {
+	ASN      uint32
+	RouterID netip.Addr // IPv4, unique per node
+	// NextHop of the routes: the node's address the peers reach it at
+	// (default RouterID).
+	NextHop netip.Addr
+	// NextHop6 is the next hop of IPv6 routes; without it IPv6 addresses
+	// are not advertised.
+	NextHop6 netip.Addr
+	Peers    []Peer
+	// ListenPort is where the speaker accepts sessions; 0: it does not
+	// listen, it only connects (the default).
+	ListenPort int
+	// StandbyMED is the MED of a standby's routes (the active's is 0);
+	// StandbyPrepend how many times the standby prepends its ASN towards
+	// eBGP peers (0: the default of 2; negative: none).
+	StandbyMED     uint32
+	StandbyPrepend int
+	Logger         *slog.Logger
+}
+
+// Peer is one BGP neighbour.
+type Peer struct {
+	Address netip.Addr
+	ASN     uint32
+	Port    uint16 // 0: 179
+}
+
+// Route is a host route to advertise: Active says the node is the load
+// balancer's active node (preferred).
+type Route struct {
+	Addr   netip.Addr
+	Active bool
+}
+
+// Speaker advertises routes to its peers.
+type Speaker struct {
+	cfg    Config
+	srv    *server.BgpServer
+	mu     sync.Mutex
+	routes map[netip.Addr]bool // advertised, by address → active
+	ibgp   bool                // some peer is iBGP
+}
+
+// Start starts the speaker and its sessions.
+func Start(ctx context.Context, cfg Config) (*Speaker, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if !cfg.NextHop.IsValid() {
+		cfg.NextHop = cfg.RouterID
+	}
+	if cfg.StandbyMED == 0 {
+		cfg.StandbyMED = 100
+	}
+	if cfg.StandbyPrepend == 0 {
+		cfg.StandbyPrepend = 2
+	}
+	srv := server.NewBgpServer(server.LoggerOption(newLogger(cfg.Logger)))
+	go srv.Serve()
+	s := &Speaker{cfg: cfg, srv: srv, routes: map[netip.Addr]bool{}}
+	listen := int32(-1)
+	if cfg.ListenPort > 0 {
+		listen = int32(cfg.ListenPort)
+	}
+	if err := srv.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{
+		Asn: cfg.ASN, RouterId: cfg.RouterID.String(), ListenPort: listen,
+	}}); err != nil {
+		srv.Stop()
+		return nil, fmt.Errorf("start BGP: %w", err)
+	}
+	for _, p := range cfg.Peers {
+		if p.ASN == cfg.ASN {
+			s.ibgp = true
+		}
+		port := uint32(p.Port)
+		if port == 0 {
+			port = 179
+		}
+		err := srv.AddPeer(ctx, &api.AddPeerRequest{Peer: &api.Peer{
+			Conf:      &api.PeerConf{NeighborAddress: p.Address.String(), PeerAsn: p.ASN},
+			Transport: &api.Transport{RemotePort: port, PassiveMode: false},
+			// Short retries: a router that restarts is back in seconds.
+			Timers: &api.Timers{Config: &api.TimersConfig{ConnectRetry: 1, HoldTime: 9, KeepaliveInterval: 3, IdleHoldTimeAfterReset: 1}},
+			AfiSafis: []*api.AfiSafi{
+				{Config: &api.AfiSafiConfig{Family: familyOf(netip.IPv4Unspecified()), Enabled: true}},
+				{Config: &api.AfiSafiConfig{Family: familyOf(netip.IPv6Unspecified()), Enabled: true}},
+			},
+		}})
+		if err != nil {
+			srv.Stop()
+			return nil, fmt.Errorf("BGP peer %s: %w", p.Address, err)
+		}
+	}
+	return s, nil
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.ASN == 0:
+		return errors.New("BGP: the local ASN is required (--bgp-asn)")
+	case !c.RouterID.Is4():
+		return fmt.Errorf("BGP: router id %s must be an IPv4 address (--bgp-router-id)", c.RouterID)
+	case len(c.Peers) == 0:
+		return errors.New("BGP: at least one peer is required (--bgp-peer)")
+	}
+	for _, p := range c.Peers {
+		if !p.Address.IsValid() || p.ASN == 0 {
+			return fmt.Errorf("BGP: peer %s needs an address and an ASN", p.Address)
+		}
+	}
+	return nil
+}
+
+// Advertise makes the advertised routes exactly routes: new ones are
+// added, changed ones (active ↔ standby) replaced, missing ones withdrawn.
+func (s *Speaker) Advertise(ctx context.Context, routes []Route) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	want := make(map[netip.Addr]bool, len(routes))
+	for _, r := range routes {
+		a := r.Addr.Unmap()
+		if a.Is6() && !s.cfg.NextHop6.IsValid() {
+			continue
+		}
+		want[a] = r.Active
+	}
+	var errs []error
+	for addr := range s.routes {
+		if _, ok := want[addr]; !ok {
+			if err := s.srv.DeletePath(ctx, &api.DeletePathRequest{TableType: api.TableType_GLOBAL, Path: s.path(addr, s.routes[addr])}); err != nil {
+				errs = append(errs, fmt.Errorf("withdraw %s: %w", addr, err))
+				continue
+			}
+			delete(s.routes, addr)
+		}
+	}
+	for _, addr := range sortedKeys(want) {
+		active := want[addr]
+		if was, ok := s.routes[addr]; ok && was == active {
+			continue
+		}
+		// A path from the same source replaces the previous one.
+		if _, err := s.srv.AddPath(ctx, &api.AddPathRequest{TableType: api.TableType_GLOBAL, Path: s.path(addr, active)}); err != nil {
+			errs = append(errs, fmt.Errorf("advertise %s: %w", addr, err))
+			continue
+		}
+		s.routes[addr] = active
+	}
+	return errors.Join(errs...)
+}
+
+// path is the host route for addr with the attributes of its role.
+func (s *Speaker) path(addr netip.Addr, active bool) *api.Path {
+	nlri, _ := anypb.New(&api.IPAddressPrefix{Prefix: addr.String(), PrefixLen: uint32(addr.BitLen())})
+	attrs := []proto.Message{&api.OriginAttribute{Origin: 0}}
+	pref, med := uint32(LocalPrefActive), uint32(0)
+	if !active {
+		pref, med = LocalPrefStandby, s.cfg.StandbyMED
+	}
+	attrs = append(attrs, &api.LocalPrefAttribute{LocalPref: pref}, &api.MultiExitDiscAttribute{Med: med})
+	if !active && !s.ibgp && s.cfg.StandbyPrepend > 0 {
+		asns := make([]uint32, s.cfg.StandbyPrepend)
+		for i := range asns {
+			asns[i] = s.cfg.ASN
+		}
+		attrs = append(attrs, &api.AsPathAttribute{Segments: []*api.AsSegment{{Type: api.AsSegment_AS_SEQUENCE, Numbers: asns}}})
+	}
+	var family = familyOf(addr)
+	if addr.Is4() {
+		attrs = append(attrs, &api.NextHopAttribute{NextHop: s.cfg.NextHop.String()})
+	} else {
+		// IPv6 routes carry their next hop in MP_REACH_NLRI.
+		attrs = append(attrs, &api.MpReachNLRIAttribute{Family: family, NextHops: []string{s.cfg.NextHop6.String()}, Nlris: []*anypb.Any{nlri}})
+	}
+	pattrs := make([]*anypb.Any, 0, len(attrs))
+	for _, a := range attrs {
+		m, _ := anypb.New(a)
+		pattrs = append(pattrs, m)
+	}
+	return &api.Path{Family: family, Nlri: nlri, Pattrs: pattrs}
+}
+
+func familyOf(a netip.Addr) *api.Family {
+	if a.Is4() {
+		return &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST}
+	}
+	return &api.Family{Afi: api.Family_AFI_IP6, Safi: api.Family_SAFI_UNICAST}
+}
+
+// PeerState is one session as the speaker sees it.
+type PeerState struct {
+	Address     string
+	State       string // "established", "active", "connect", …
+	Established bool
+}
+
+// Peers reports the state of every session.
+func (s *Speaker) Peers(ctx context.Context) ([]PeerState, error) {
+	var out []PeerState
+	err := s.srv.ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
+		st := p.GetState().GetSessionState()
+		out = append(out, PeerState{Address: p.GetConf().GetNeighborAddress(), State: sessionName(st),
+			Established: st == api.PeerState_ESTABLISHED})
+	})
+	slices.SortFunc(out, func(a, b PeerState) int {
+		switch {
+		case a.Address < b.Address:
+			return -1
+		case a.Address > b.Address:
+			return 1
+		}
+		return 0
+	})
+	return out, err
+}
+
+func sessionName(st api.PeerState_SessionState) string {
+	switch st {
+	case api.PeerState_IDLE:
+		return "idle"
+	case api.PeerState_CONNECT:
+		return "connect"
+	case api.PeerState_ACTIVE:
+		return "active"
+	case api.PeerState_OPENSENT:
+		return "opensent"
+	case api.PeerState_OPENCONFIRM:
+		return "openconfirm"
+	case api.PeerState_ESTABLISHED:
+		return "established"
+	}
+	return "unknown"
+}
+
+// Advertised returns the advertised routes, by address → active.
+func (s *Speaker) Advertised() map[netip.Addr]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[netip.Addr]bool, len(s.routes))
+	for a, active := range s.routes {
+		out[a] = active
+	}
+	return out
+}
+
+// Stop withdraws everything by closing the sessions.
+func (s *Speaker) Stop(ctx context.Context) {
+	_ = s.srv.StopBgp(ctx, &api.StopBgpRequest{})
+	s.srv.Stop()
+}
+
+func sortedKeys(m map[netip.Addr]bool) []netip.Addr {
+	out := make([]netip.Addr, 0, len(m))
+	for a := range m {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b netip.Addr) int { return a.Compare(b) })
+	return out
+}
