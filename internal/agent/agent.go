@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"pier.dev/pier/internal/agent/addrhold"
+	"pier.dev/pier/internal/agent/bgp"
 	"pier.dev/pier/internal/agent/driver"
 	"pier.dev/pier/internal/agent/haproxydriver"
 	"pier.dev/pier/internal/haproxy/render"
@@ -44,6 +45,11 @@ type Config struct {
 	// unhealthy or the node drains. Nil: addresses are someone else's
 	// business (pier run on loopback, a cloud, MetalLB).
 	VRRP *VRRPConfig
+	// BGP, when set, advertises the addresses of the load balancers
+	// placed here to routers (package bgp) instead: the active node's
+	// routes preferred, each withdrawn while its HAProxy is unhealthy or
+	// the node drains. Exclusive with VRRP.
+	BGP *bgp.Config
 	// Heartbeats tells whether a peer node's agent is alive; the API
 	// server arbitrates a split brain through it. Nil: always alive.
 	Heartbeats Heartbeats
@@ -120,6 +126,8 @@ type Agent struct {
 	latest map[string]*model.LoadBalancer
 	// vrrp is set when the agent holds addresses (Config.VRRP).
 	vrrp *pairState
+	// routes is the BGP speaker's state (routes.go); nil without BGP.
+	routes *routeState
 	// drainReq carries SetDraining's requests into the loop; drainDue
 	// says that a drain's delay is over.
 	drainReq chan bool
@@ -167,6 +175,10 @@ func New(cfg Config) *Agent {
 		}
 		a.vrrp = newPairState(h)
 	}
+	if cfg.BGP != nil && cfg.VRRP != nil {
+		a.err = fmt.Errorf("BGP and VRRP both configured: pick one way to move the addresses")
+		return a
+	}
 	a.writer = newStatusWriter(cfg.Store, cfg.Logger)
 	return a
 }
@@ -188,12 +200,17 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := a.recover(ctx); err != nil {
 		return err
 	}
+	if a.cfg.BGP != nil {
+		if err := a.startBGP(ctx); err != nil {
+			return fmt.Errorf("bgp: %w", err)
+		}
+	}
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
 	// The address holder looks at health and roles often: a dead HAProxy
 	// must close its gate within one tick for the failover target.
 	var holderTick <-chan time.Time
-	if a.vrrp != nil {
+	if a.vrrp != nil || a.routes != nil {
 		t := time.NewTicker(holderInterval)
 		defer t.Stop()
 		holderTick = t.C
@@ -215,11 +232,12 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.queueRetries()
 			a.queueDrifted()
 			a.refreshStats(ctx)
+			a.refreshBGPSessions(ctx)
 		case <-holderTick:
-			a.tickHolder(ctx)
+			a.tickAddresses(ctx)
 			continue
 		case <-a.drainDue:
-			a.tickHolder(ctx)
+			a.tickAddresses(ctx)
 			continue
 		case w := <-a.writer.written:
 			a.vrrp.reportedRole(w.uuid, w.report.VRRP, w.report.UpdatedAt)
@@ -230,6 +248,16 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		a.applyPending(ctx)
 		a.syncHolder(ctx)
+	}
+}
+
+// tickAddresses runs the periodic work of whatever moves the addresses.
+func (a *Agent) tickAddresses(ctx context.Context) {
+	if a.vrrp != nil {
+		a.tickHolder(ctx)
+	}
+	if a.routes != nil {
+		a.tickRoutes(ctx)
 	}
 }
 

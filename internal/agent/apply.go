@@ -101,6 +101,15 @@ func (a *Agent) recover(ctx context.Context) error {
 }
 
 func (a *Agent) shutdown() {
+	if a.cfg.StopOnExit {
+		// The routes go first, as the addresses below. Without
+		// StopOnExit the sessions end with the process, unannounced:
+		// the routers keep the routes for the restart time (graceful
+		// restart) while HAProxy keeps serving.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		a.stopBGP(ctx)
+		cancel()
+	}
 	if a.vrrp != nil && a.cfg.StopOnExit {
 		// keepalived first: it sends priority 0 and releases the
 		// addresses, so a peer takes over before HAProxy stops here.

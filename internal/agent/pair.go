@@ -236,11 +236,17 @@ func (a *Agent) arbitrate() {
 // where they are until the next failure.
 func (a *Agent) setDraining(ctx context.Context, on bool) {
 	p := a.vrrp
-	if p == nil {
-		a.cfg.Logger.Warn("drain requested but this agent holds no addresses (no --vrrp-interface): nothing to hand over")
+	if p == nil && a.routes == nil {
+		a.cfg.Logger.Warn("drain requested but this agent holds no addresses (no --vrrp-interface, no --bgp-peer): nothing to hand over")
 		return
 	}
-	if p.draining == on {
+	if r := a.routes; r != nil && r.draining != on {
+		// The next tick withdraws the routes (or advertises them again):
+		// the routers send the traffic to the standby nodes.
+		r.draining = on
+		a.cfg.Logger.Info("drain: this node's routes follow", "withdrawn", on)
+	}
+	if p == nil || p.draining == on {
 		return
 	}
 	p.draining = on
@@ -271,12 +277,19 @@ func (a *Agent) setDraining(ctx context.Context, on bool) {
 // drainBeforeExit hands every address to the standby nodes and lets the
 // requests under way finish before Run returns (--drain-on-exit).
 func (a *Agent) drainBeforeExit() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if a.routes != nil {
+		a.setDraining(ctx, true)
+		a.tickRoutes(ctx)
+		if a.vrrp == nil {
+			time.Sleep(drainLinger)
+		}
+	}
 	p := a.vrrp
 	if p == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	a.setDraining(ctx, true)
 	deadline := time.Now().Add(2 * time.Second)
 	for time.Now().Before(deadline) {

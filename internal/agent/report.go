@@ -13,7 +13,7 @@ import (
 // itself applied, and a report equal to the last one is not written again.
 // The write itself happens in the background (statusWriter).
 func (a *Agent) report(_ context.Context, lb *model.LoadBalancer, state model.State, configHash, message string) {
-	r := model.NodeStatus{Node: a.cfg.Node, State: state, ConfigHash: configHash, Message: message, VRRP: a.roleOf(lb.UUID)}
+	r := model.NodeStatus{Node: a.cfg.Node, State: state, ConfigHash: configHash, Message: message, VRRP: a.roleOf(lb.UUID), BGP: a.bgpStateOf(lb.UUID)}
 	if state == model.StateActive {
 		r.SpecHash = lb.SpecHash()
 	} else if cur := a.applied[lb.UUID]; cur != nil {

@@ -23,6 +23,8 @@ type Metrics struct {
 	ApplySeconds    prometheus.Histogram
 	HAProxyRestarts prometheus.Counter
 	SourceProblems  prometheus.Gauge
+	BGPSessionUp    *prometheus.GaugeVec
+	BGPRoutes       *prometheus.GaugeVec
 }
 
 // New registers every collector on a fresh registry.
@@ -70,9 +72,15 @@ func New() *Metrics {
 		SourceProblems: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "pier_source_problems", Help: "Manifest documents that could not be read (pier run).",
 		}),
+		BGPSessionUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "pier_bgp_session_up", Help: "1 while the agent's BGP session with a peer is established (--bgp-peer).",
+		}, []string{"peer"}),
+		BGPRoutes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "pier_bgp_routes_advertised", Help: "Host routes the agent advertises, preferred (active node) or not (standby).",
+		}, []string{"preferred"}),
 	}
 	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.LoadBalancers, m.IngressProblems, m.Rebuilds, m.StatusPasses, m.Snapshots, m.RebuildSeconds, m.Reloads, m.RuntimeUpdates,
-		m.ConfigRejected, m.ApplySeconds, m.HAProxyRestarts, m.SourceProblems)
+		m.ConfigRejected, m.ApplySeconds, m.HAProxyRestarts, m.SourceProblems, m.BGPSessionUp, m.BGPRoutes)
 	return m
 }

@@ -32,6 +32,15 @@ const (
 	ProviderNative Provider = "native"
 )
 
+// BGPState is what a node advertises for a LoadBalancer's addresses.
+type BGPState string
+
+const (
+	BGPPreferred  BGPState = "preferred"
+	BGPAdvertised BGPState = "advertised"
+	BGPWithdrawn  BGPState = "withdrawn"
+)
+
 // LoadBalancer is the unit the store keeps and the agent applies. Spec
 // fields are written by the controller; Status is written by agents.
 type LoadBalancer struct {
@@ -271,6 +280,11 @@ type NodeStatus struct {
 	// VRRP is this node's role for the LoadBalancer's addresses when the
 	// agent holds them with VRRP (--vrrp-interface); empty otherwise.
 	VRRP VRRPState `json:"vrrp,omitempty"`
+	// BGP is what this node advertises for the LoadBalancer's addresses
+	// when the agent speaks BGP (--bgp-peer): BGPPreferred (the active
+	// node), BGPAdvertised (the standby) or BGPWithdrawn (its HAProxy is
+	// not serving, or the node drains); empty otherwise.
+	BGP BGPState `json:"bgp,omitempty"`
 	// Reloads and RuntimeUpdates count the HAProxy reloads and the
 	// runtime API updates this node's agent made for the LoadBalancer
 	// since it started: many reloads where runtime updates were expected

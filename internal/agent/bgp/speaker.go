@@ -31,6 +31,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"time"
 
 	api "github.com/osrg/gobgp/v3/api"
 	"github.com/osrg/gobgp/v3/pkg/server"
@@ -63,7 +64,13 @@ type Config struct {
 	// eBGP peers (0: the default of 2; negative: none).
 	StandbyMED     uint32
 	StandbyPrepend int
-	Logger         *slog.Logger
+	// RestartTime is what the speaker asks its peers to wait, keeping its
+	// routes, when its session ends without a word (BGP graceful restart,
+	// RFC 4724): an agent that restarts keeps its routes, since HAProxy
+	// keeps serving. 0: the default of 5 s. A node that dies is then out
+	// of the router's choice after the hold time (9 s) plus this.
+	RestartTime time.Duration
+	Logger      *slog.Logger
 }
 
 // Peer is one BGP neighbour.
@@ -103,6 +110,9 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 	if cfg.StandbyPrepend == 0 {
 		cfg.StandbyPrepend = 2
 	}
+	if cfg.RestartTime == 0 {
+		cfg.RestartTime = 5 * time.Second
+	}
 	srv := server.NewBgpServer(server.LoggerOption(newLogger(cfg.Logger)))
 	go srv.Serve()
 	s := &Speaker{cfg: cfg, srv: srv, routes: map[netip.Addr]bool{}}
@@ -129,9 +139,12 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 			Transport: &api.Transport{RemotePort: port, PassiveMode: false},
 			// Short retries: a router that restarts is back in seconds.
 			Timers: &api.Timers{Config: &api.TimersConfig{ConnectRetry: 1, HoldTime: 9, KeepaliveInterval: 3, IdleHoldTimeAfterReset: 1}},
+			GracefulRestart: &api.GracefulRestart{Enabled: true, RestartTime: uint32(cfg.RestartTime.Seconds())},
 			AfiSafis: []*api.AfiSafi{
-				{Config: &api.AfiSafiConfig{Family: familyOf(netip.IPv4Unspecified()), Enabled: true}},
-				{Config: &api.AfiSafiConfig{Family: familyOf(netip.IPv6Unspecified()), Enabled: true}},
+				{Config: &api.AfiSafiConfig{Family: familyOf(netip.IPv4Unspecified()), Enabled: true},
+					MpGracefulRestart: &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}}},
+				{Config: &api.AfiSafiConfig{Family: familyOf(netip.IPv6Unspecified()), Enabled: true},
+					MpGracefulRestart: &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}}},
 			},
 		}})
 		if err != nil {

@@ -149,7 +149,7 @@ func world(t *testing.T, ibgp bool) (routerASN uint32, birdc func(args ...string
 	conf := fmt.Sprintf("router id %s;\nprotocol device {}\n", nodes[0].router)
 	for i, n := range nodes {
 		conf += fmt.Sprintf("protocol bgp n%d {\n  local %s as %d;\n  neighbor %s as 65000;\n  direct;\n  passive on;\n"+
-			"  hold time 9;\n  ipv4 { import all; export none; gateway direct; };\n  ipv6 { import all; export none; };\n}\n",
+			"  hold time 9;\n  graceful restart on;\n  ipv4 { import all; export none; gateway direct; };\n  ipv6 { import all; export none; };\n}\n",
 			i, n.router, routerASN, n.self)
 	}
 	confPath, sock := filepath.Join(dir, "bird.conf"), filepath.Join(dir, "bird.ctl")
@@ -260,14 +260,31 @@ func TestSpeakerWithBird(t *testing.T) {
 				via, n := primary(birdc, vip)
 				return n == 2 && via == nodes[1].self
 			})
-			// The preferred node's speaker dies: the session closes and
-			// the router falls back.
+			// The preferred node's agent restarts (its speaker killed):
+			// graceful restart keeps its routes while it is away, and the
+			// new speaker takes them over.
 			standby.kill()
-			lost := waitFor(t, 5*time.Second, "the router to drop the dead speaker's paths", func() bool {
+			time.Sleep(time.Second)
+			if via, n := primary(birdc, vip); n != 2 || via != nodes[1].self {
+				t.Fatalf("1 s into a restart the router has %d paths, via %s; want both kept, via %s:\n%s",
+					n, via, nodes[1].self, birdc("show", "route", "for", vip, "all"))
+			}
+			standby = startSpeaker(t, 1, routerASN)
+			standby.advertise(t, Route{Addr: a, Active: true})
+			waitFor(t, 20*time.Second, "the restarted speaker's session", func() bool {
+				return strings.Count(birdc("show", "protocols"), "Established") == 2
+			})
+			// A speaker that does not come back: its routes go after the
+			// restart time.
+			standby.kill()
+			lost := waitFor(t, 10*time.Second, "the router to drop the dead speaker's paths", func() bool {
 				via, n := primary(birdc, vip)
 				return n == 1 && via == nodes[0].self
 			})
-			t.Logf("%s: speaker killed, router back on the other node after %s", name, lost.Round(time.Millisecond))
+			t.Logf("%s: speaker gone for good, router back on the other node after %s (restart time 5 s)", name, lost.Round(time.Millisecond))
+			if lost < 3*time.Second {
+				t.Errorf("the routes went after %s, before the restart time", lost)
+			}
 		})
 	}
 }
