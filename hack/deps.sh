@@ -12,6 +12,7 @@ command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v keepalived >/dev/null 2>&1 || need+=(keepalived) # VRRP: the active/standby pair
 command -v nft >/dev/null 2>&1 || need+=(nftables)      # the pair tests make a split brain with it
+command -v bird >/dev/null 2>&1 || need+=(bird2)           # BGP: the gateway router of the BGP tests
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 
 if ((${#need[@]})); then

@@ -18,6 +18,7 @@ func agentCommand(ctx context.Context, args []string, stderr io.Writer) error {
 		cfg     cluster.AgentConfig
 		logs    logFlags
 		haproxy haproxyFlags
+		bgpf    bgpFlags
 	)
 	kubeconfigFlag(fs, &cfg.Kubeconfig)
 	fs.StringVar(&cfg.Node, "node", os.Getenv("NODE_NAME"), "name of the Node this agent runs on (env NODE_NAME)")
@@ -33,6 +34,7 @@ func agentCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.KeepalivedBinary, "keepalived-binary", "keepalived", "keepalived binary, used with --vrrp-interface")
 	fs.BoolVar(&cfg.DrainOnExit, "drain-on-exit", false,
 		"on SIGTERM, hand the addresses this node holds to the standby nodes, then delete the heartbeat Lease so the controller re-places at once; without it a restart moves nothing and the Lease just expires")
+	bgpf.register(fs)
 	haproxy.register(fs)
 	logs.register(fs)
 	fs.Usage = func() {
@@ -51,6 +53,12 @@ is standby, so the addresses follow the active HAProxy. A cordoned node
 (kubectl cordon) drains: it hands its addresses to the standby nodes and gets
 no new load balancer.
 
+With --bgp-peer instead (networks without a shared L2 segment, the seeds'
+way), every node a load balancer is placed on advertises its VIP and FIP as
+host routes while its HAProxy serves, the active node's preferred (iBGP:
+LOCAL_PREF 200/100; eBGP: MED and AS-path prepend), and withdraws them when
+HAProxy is unhealthy or the node drains. See docs/bgp.md.
+
 Flags:
 `)
 		fs.PrintDefaults()
@@ -60,6 +68,9 @@ Flags:
 	}
 	logger, err := logs.logger(stderr)
 	if err != nil {
+		return err
+	}
+	if cfg.BGP, err = bgpf.config(); err != nil {
 		return err
 	}
 	cfg.HAProxyBinary = haproxy.binary

@@ -201,9 +201,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	if a.cfg.BGP != nil {
-		if err := a.startBGP(ctx); err != nil {
-			return fmt.Errorf("bgp: %w", err)
-		}
+		a.routes = a.newRouteState()
 	}
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
@@ -248,6 +246,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		a.applyPending(ctx)
 		a.syncHolder(ctx)
+		if a.routes != nil {
+			a.routes.ready = true
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"time"
 
 	"pier.dev/pier/internal/agent/bgp"
 	"pier.dev/pier/internal/model"
@@ -26,6 +27,10 @@ const bgpRouteProto = "212"
 
 // routeState is the agent's side of the BGP speaker.
 type routeState struct {
+	// ready is set once the agent has seen the store: until then it
+	// does not know what is placed here.
+	ready   bool
+	since   time.Time // when the agent started
 	speaker *bgp.Speaker
 	// advertised identifies the routes last given to the speaker.
 	advertised string
@@ -46,7 +51,61 @@ func (a *Agent) bgpStateOf(uuid string) model.BGPState {
 	return a.routes.states[uuid]
 }
 
-// startBGP starts the speaker (agent start).
+// newRouteState prepares BGP at agent start. The speaker itself starts at
+// the first tick after the agent has seen the store (ready): a session
+// that came up before the routes were added would end the peers' graceful
+// restart with nothing, and they would drop this node's routes while its
+// HAProxy serves. The local routes a previous agent left are adopted, not
+// flushed: the addresses keep being accepted across the restart.
+func (a *Agent) newRouteState() *routeState {
+	r := &routeState{local: map[netip.Addr]bool{}, states: map[string]model.BGPState{}, since: time.Now()}
+	for _, family := range []string{"-4", "-6"} {
+		out, err := a.ipOutput(family, "route", "show", "table", "local", "proto", bgpRouteProto)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(out, "\n") {
+			f := strings.Fields(line)
+			if len(f) >= 2 && f[0] == "local" {
+				if p, err := netip.ParsePrefix(hostPrefixOf(f[1])); err == nil {
+					r.local[p.Addr()] = true
+				}
+			}
+		}
+	}
+	return r
+}
+
+// hostPrefixOf reads "10.0.0.1" or "10.0.0.1/32" as a prefix.
+func hostPrefixOf(s string) string {
+	if strings.Contains(s, "/") {
+		return s
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		return hostPrefix(a)
+	}
+	return s
+}
+
+// speakerWait bounds how long a starting agent waits for the load
+// balancers placed here to serve before it opens its sessions.
+const speakerWait = 10 * time.Second
+
+// placedHealthy reports whether every load balancer placed here serves.
+// A restarted agent opens its sessions only then: the routers end their
+// graceful restart with what the new speaker advertises first, and a
+// route missing from it would move traffic away and back.
+func (a *Agent) placedHealthy() bool {
+	for uuid, lb := range a.latest {
+		p := lb.Placement
+		if (p.Active == a.cfg.Node || p.Standby == a.cfg.Node) && len(routedAddrs(lb)) > 0 && !a.healthy(uuid) {
+			return false
+		}
+	}
+	return true
+}
+
+// startBGP starts the speaker.
 func (a *Agent) startBGP(ctx context.Context) error {
 	cfg := *a.cfg.BGP
 	cfg.Logger = a.cfg.Logger
@@ -54,10 +113,7 @@ func (a *Agent) startBGP(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	a.routes = &routeState{speaker: s, local: map[netip.Addr]bool{}, states: map[string]model.BGPState{}}
-	// A previous agent's local routes: the next tick puts back those
-	// still wanted.
-	a.flushLocalRoutes()
+	a.routes.speaker = s
 	a.cfg.Logger.Info("bgp: speaker started", "asn", cfg.ASN, "router_id", cfg.RouterID, "peers", len(cfg.Peers))
 	return nil
 }
@@ -65,6 +121,21 @@ func (a *Agent) startBGP(ctx context.Context) error {
 // tickRoutes advertises what serves here and withdraws what does not.
 func (a *Agent) tickRoutes(ctx context.Context) {
 	r := a.routes
+	if !r.ready {
+		return
+	}
+	if r.speaker == nil {
+		if !a.placedHealthy() && time.Since(r.since) < speakerWait {
+			return
+		}
+		if err := a.startBGP(ctx); err != nil {
+			if err.Error() != r.lastErr {
+				a.cfg.Logger.Error("bgp: speaker not started; retrying", "error", err)
+			}
+			r.lastErr = err.Error()
+			return
+		}
+	}
 	var want []bgp.Route
 	local := map[netip.Addr]bool{}
 	states := map[string]model.BGPState{}
@@ -129,7 +200,7 @@ func (a *Agent) setBGPStates(ctx context.Context, states map[string]model.BGPSta
 
 // refreshBGPSessions publishes the state of each session (once a second).
 func (a *Agent) refreshBGPSessions(ctx context.Context) {
-	if a.routes == nil || a.cfg.Metrics == nil {
+	if a.routes == nil || a.routes.speaker == nil || a.cfg.Metrics == nil {
 		return
 	}
 	peers, err := a.routes.speaker.Peers(ctx)
@@ -182,6 +253,15 @@ func (a *Agent) syncLocalRoutes(want map[netip.Addr]bool) {
 
 func hostPrefix(a netip.Addr) string { return netip.PrefixFrom(a, a.BitLen()).String() }
 
+// ipOutput runs ip(8) in the data plane's namespace for its output.
+func (a *Agent) ipOutput(args ...string) (string, error) {
+	if a.cfg.Netns != "" {
+		args = append([]string{"-n", a.cfg.Netns}, args...)
+	}
+	out, err := exec.Command("ip", args...).Output()
+	return string(out), err
+}
+
 // ip runs ip(8) in the data plane's namespace.
 func (a *Agent) ip(args ...string) error {
 	if a.cfg.Netns != "" {
@@ -203,7 +283,9 @@ func (a *Agent) stopBGP(ctx context.Context) {
 	if a.routes == nil {
 		return
 	}
-	a.routes.speaker.Stop(ctx)
+	if a.routes.speaker != nil {
+		a.routes.speaker.Stop(ctx)
+	}
 	a.flushLocalRoutes()
 }
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"pier.dev/pier/internal/agent"
+	"pier.dev/pier/internal/agent/bgp"
 	"pier.dev/pier/internal/api"
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/metrics"
@@ -51,6 +52,9 @@ type AgentConfig struct {
 	// DrainOnExit hands this node's addresses to the standbys on SIGTERM
 	// and then deletes the Lease, so the controller re-places at once.
 	DrainOnExit bool
+	// BGP, when set, advertises the addresses to routers instead of
+	// VRRP (flags --bgp-*).
+	BGP *bgp.Config
 }
 
 func (cfg AgentConfig) validate() error {
@@ -61,6 +65,8 @@ func (cfg AgentConfig) validate() error {
 		return errors.New("--lease-namespace is required (where the agents' heartbeat Leases live)")
 	case cfg.HeartbeatInterval <= 0:
 		return fmt.Errorf("--heartbeat-interval %s: must be positive", cfg.HeartbeatInterval)
+	case cfg.BGP != nil && cfg.VRRPInterface != "":
+		return errors.New("--bgp-peer and --vrrp-interface exclude each other: pick one way to move the addresses (docs/bgp.md)")
 	case cfg.HeartbeatTimeout <= cfg.HeartbeatInterval:
 		// One late renewal must not make the node look dead.
 		return fmt.Errorf("--heartbeat-timeout %s must be longer than --heartbeat-interval %s", cfg.HeartbeatTimeout, cfg.HeartbeatInterval)
@@ -110,7 +116,7 @@ func RunAgent(ctx context.Context, cfg AgentConfig, logger *slog.Logger) error {
 	a := agent.New(agent.Config{
 		Node: cfg.Node, StateDir: stateDir, Store: st, Secrets: apiSecrets{client},
 		HAProxyBinary: cfg.HAProxyBinary, Render: cfg.Render, Metrics: m, Logger: logger,
-		VRRP: cfg.vrrp(), Heartbeats: peers, DrainOnExit: cfg.DrainOnExit,
+		VRRP: cfg.vrrp(), BGP: cfg.BGP, Heartbeats: peers, DrainOnExit: cfg.DrainOnExit,
 	})
 	hb := newHeartbeat(client, cfg, logger)
 	var background sync.WaitGroup

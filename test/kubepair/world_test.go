@@ -20,7 +20,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -70,6 +72,11 @@ type world struct {
 	nodes  map[string]*lab.Host
 	kube   map[string]string // identity → kubeconfig
 	echo   *exec.Cmd
+	// routerASN, when not 0, runs the pair with BGP instead of VRRP: the
+	// client host is the gateway router (bird, AS routerASN) and the
+	// agents (AS nodeASN) peer with it (bgp_test.go).
+	routerASN uint32
+	bird      *bird
 }
 
 // need returns the pier binary, or skips (fails under CI) when something
@@ -82,10 +89,14 @@ func need(t *testing.T) string {
 // newWorld builds everything and returns once the Ingress is placed on
 // both nodes. Cleanups stop the processes and remove the lab whatever
 // happens; the API objects go with the control plane (kubeapi.Main).
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T) *world { return newWorldWith(t, 0) }
+
+// newWorldWith builds a world whose addresses move with BGP, the client
+// host routing with AS routerASN, or with VRRP when routerASN is 0.
+func newWorldWith(t *testing.T, routerASN uint32) *world {
 	t.Helper()
 	w := &world{t: t, bin: need(t), agents: map[string]*proc{}, states: map[string]string{},
-		nodes: map[string]*lab.Host{}, kube: map[string]string{}}
+		nodes: map[string]*lab.Host{}, kube: map[string]string{}, routerASN: routerASN}
 	w.srv = kubeapi.Shared(t)
 	w.dir = t.TempDir()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
@@ -95,6 +106,9 @@ func newWorld(t *testing.T) *world {
 	// After buildLab: cleanups run last-registered first, so processes
 	// stop before the lab goes.
 	t.Cleanup(w.teardown)
+	if routerASN != 0 {
+		w.must(w.startBird())
+	}
 	w.relay = w.srv.NewProxyAt(t, net.JoinHostPort(w.lab.HostAddr.String(), "0"))
 	w.must(w.identities(ctx))
 	w.must(w.createNodes(ctx))
@@ -210,7 +224,11 @@ func (w *world) createNodes(ctx context.Context) error {
 // controller-manager runs) with an EndpointSlice on the pods host, and the
 // Ingress.
 func (w *world) createApp(ctx context.Context) error {
-	if _, err := w.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}}, metav1.CreateOptions{}); err != nil {
+	// An earlier world of this process leaves the namespace (no
+	// namespace controller runs to finish deleting it) and deletes the
+	// rest (deleteObjects).
+	_, err := w.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
 	svc := &corev1.Service{
@@ -243,8 +261,24 @@ func (w *world) createApp(ctx context.Context) error {
 			}},
 		}}},
 	}
-	_, err := w.cs.NetworkingV1().Ingresses(appNS).Create(ctx, ing, metav1.CreateOptions{})
+	_, err = w.cs.NetworkingV1().Ingresses(appNS).Create(ctx, ing, metav1.CreateOptions{})
 	return err
+}
+
+// deleteObjects removes what this world created in the API server, so
+// that the next world of the process starts from nothing.
+func (w *world) deleteObjects() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = w.cs.NetworkingV1().Ingresses(appNS).Delete(ctx, ingName, metav1.DeleteOptions{})
+	_ = w.cs.CoreV1().Services(appNS).Delete(ctx, "echo", metav1.DeleteOptions{})
+	_ = w.cs.DiscoveryV1().EndpointSlices(appNS).Delete(ctx, "echo-1", metav1.DeleteOptions{})
+	for name := range w.nodes {
+		_ = w.cs.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+		_ = w.cs.CoordinationV1().Leases(leaseNS).Delete(ctx, "pier-agent-"+name, metav1.DeleteOptions{})
+	}
+	lbs := schema.GroupVersionResource{Group: "pier.dev", Version: "v1alpha1", Resource: "loadbalancers"}
+	_ = w.dyn.Resource(lbs).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 }
 
 func (w *world) startEcho() error {
@@ -270,11 +304,16 @@ func (w *world) startAgent(node string) error {
 		w.states[node] = state
 	}
 	api := netip.AddrPortFrom(h.Addr, agentPort).String()
-	p, err := startProc(w.t, w.dir, "agent-"+node, api, "ip", "netns", "exec", h.NS, w.bin, "agent",
-		"--kubeconfig", w.kube["pier-agent"], "--node", node, "--state-dir", state, "--api-addr", api,
-		"--vrrp-interface", "eth0", "--lease-namespace", leaseNS,
+	moves := []string{"--vrrp-interface", "eth0"}
+	if w.routerASN != 0 {
+		moves = []string{"--bgp-peer", w.lab.Client.Addr.String(), "--bgp-asn", strconv.Itoa(nodeASN),
+			"--bgp-peer-asn", strconv.Itoa(int(w.routerASN)), "--bgp-next-hop", h.Addr.String()}
+	}
+	args := append([]string{"ip", "netns", "exec", h.NS, w.bin, "agent",
+		"--kubeconfig", w.kube["pier-agent"], "--node", node, "--state-dir", state, "--api-addr", api}, moves...)
+	p, err := startProc(w.t, w.dir, "agent-"+node, api, append(args, "--lease-namespace", leaseNS,
 		"--heartbeat-interval", hbInterval.String(), "--heartbeat-timeout", hbTimeout.String(),
-		"--hard-stop-after", "5s", "--log-level", "debug")
+		"--hard-stop-after", "5s", "--log-level", "debug")...)
 	if err != nil {
 		return err
 	}
@@ -317,6 +356,10 @@ func (w *world) teardown() {
 		_ = w.echo.Process.Kill()
 		_ = w.echo.Wait()
 	}
+	if w.bird != nil {
+		w.bird.stop()
+	}
+	w.deleteObjects()
 	if w.t.Failed() {
 		for _, p := range append([]*proc{w.ctl}, w.agents["n0"], w.agents["n1"]) {
 			if p != nil {

@@ -1,6 +1,7 @@
 package bgp
 
 import (
+	"context"
 	"log/slog"
 	"sort"
 
@@ -31,7 +32,7 @@ func (g *logger) log(level slog.Level, msg string, fields gobgplog.Fields) {
 	for _, k := range keys {
 		args = append(args, k, fields[k])
 	}
-	g.l.Log(nil, level, msg, args...) //nolint:staticcheck // GoBGP gives no context
+	g.l.Log(context.Background(), level, msg, args...) // GoBGP passes no context
 }
 
 func (g *logger) Panic(msg string, f gobgplog.Fields) { g.log(slog.LevelError, msg, f) }

@@ -139,7 +139,15 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 			Transport: &api.Transport{RemotePort: port, PassiveMode: false},
 			// Short retries: a router that restarts is back in seconds.
 			Timers: &api.Timers{Config: &api.TimersConfig{ConnectRetry: 1, HoldTime: 9, KeepaliveInterval: 3, IdleHoldTimeAfterReset: 1}},
-			GracefulRestart: &api.GracefulRestart{Enabled: true, RestartTime: uint32(cfg.RestartTime.Seconds())},
+			// LocalRestarting sets the Restart and Forwarding bits of the
+			// OPEN: without them a router ends its graceful restart the
+			// moment the new session is up, before this speaker's routes
+			// arrive, and moves the traffic away and back. The speaker
+			// then sends its routes once the peer's End-of-RIB came (at
+			// once from a router that sends us nothing), or after the
+			// deferral time.
+			GracefulRestart: &api.GracefulRestart{Enabled: true, RestartTime: uint32(cfg.RestartTime.Seconds()),
+				LocalRestarting: true, DeferralTime: 3},
 			AfiSafis: []*api.AfiSafi{
 				{Config: &api.AfiSafiConfig{Family: familyOf(netip.IPv4Unspecified()), Enabled: true},
 					MpGracefulRestart: &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}}},

@@ -271,8 +271,9 @@ func TestSpeakerWithBird(t *testing.T) {
 			}
 			standby = startSpeaker(t, 1, routerASN)
 			standby.advertise(t, Route{Addr: a, Active: true})
-			waitFor(t, 20*time.Second, "the restarted speaker's session", func() bool {
-				return strings.Count(birdc("show", "protocols"), "Established") == 2
+			waitFor(t, 20*time.Second, "the restarted speaker's session, its graceful restart done", func() bool {
+				return strings.Count(birdc("show", "protocols"), "Established") == 2 &&
+					!strings.Contains(birdc("show", "protocols", "all", "n1"), "Neighbor graceful restart active")
 			})
 			// A speaker that does not come back: its routes go after the
 			// restart time.

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"pier.dev/pier/internal/agent/bgp"
+)
+
+// bgpFlags are `pier agent`'s --bgp-* flags.
+type bgpFlags struct {
+	peers       []string
+	asn         uint
+	peerASN     uint
+	routerID    string
+	nextHop     string
+	nextHop6    string
+	standbyMED  uint
+	prepend     int
+	listenPort  int
+	restartTime uint
+}
+
+func (b *bgpFlags) register(fs *flag.FlagSet) {
+	fs.Var((*commaList)(&b.peers), "bgp-peer", "advertise the VIPs and FIPs of the load balancers placed here to this BGP neighbour, ADDR or ADDR:PORT or ADDR@ASN (repeatable, comma-separated); the active node's routes preferred (docs/bgp.md). Excludes --vrrp-interface")
+	fs.UintVar(&b.asn, "bgp-asn", 0, "this node's AS number (with --bgp-peer)")
+	fs.UintVar(&b.peerASN, "bgp-peer-asn", 0, "the peers' AS number unless a --bgp-peer says ADDR@ASN; equal to --bgp-asn: iBGP, preference by LOCAL_PREF 200/100 (the seeds'); else eBGP, by MED and AS-path prepend")
+	fs.StringVar(&b.routerID, "bgp-router-id", "", "BGP router id, an IPv4 address unique per node (default: --bgp-next-hop)")
+	fs.StringVar(&b.nextHop, "bgp-next-hop", "", "the node's IPv4 address the routers send the traffic to (required with --bgp-peer)")
+	fs.StringVar(&b.nextHop6, "bgp-next-hop6", "", "the node's IPv6 address for IPv6 routes; without it IPv6 addresses are not advertised")
+	fs.UintVar(&b.standbyMED, "bgp-standby-med", 100, "MED of the standby's routes (the active's is 0)")
+	fs.IntVar(&b.prepend, "bgp-standby-prepend", 2, "times the standby prepends its AS number towards eBGP peers; 0: none")
+	fs.IntVar(&b.listenPort, "bgp-listen-port", 0, "also accept BGP sessions on this port; 0: only connect out")
+	fs.UintVar(&b.restartTime, "bgp-restart-time", 5, "seconds the routers keep this node's routes while its agent restarts (graceful restart)")
+}
+
+// config returns the speaker's configuration, nil without --bgp-peer.
+func (b *bgpFlags) config() (*bgp.Config, error) {
+	if len(b.peers) == 0 {
+		return nil, nil
+	}
+	if b.asn == 0 || b.asn > 1<<32-1 {
+		return nil, fmt.Errorf("--bgp-asn: an AS number 1-4294967295 is required with --bgp-peer")
+	}
+	cfg := &bgp.Config{ASN: uint32(b.asn), StandbyMED: uint32(b.standbyMED), StandbyPrepend: b.prepend,
+		ListenPort: b.listenPort, RestartTime: time.Duration(b.restartTime) * time.Second}
+	if b.prepend == 0 {
+		cfg.StandbyPrepend = -1
+	}
+	var err error
+	if cfg.NextHop, err = parseAddr("--bgp-next-hop", b.nextHop, true); err != nil {
+		return nil, err
+	}
+	if b.nextHop6 != "" {
+		if cfg.NextHop6, err = parseAddr("--bgp-next-hop6", b.nextHop6, false); err != nil {
+			return nil, err
+		}
+	}
+	cfg.RouterID = cfg.NextHop
+	if b.routerID != "" {
+		if cfg.RouterID, err = parseAddr("--bgp-router-id", b.routerID, true); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range b.peers {
+		peer, err := parsePeer(p, uint32(b.peerASN))
+		if err != nil {
+			return nil, err
+		}
+		cfg.Peers = append(cfg.Peers, peer)
+	}
+	return cfg, nil
+}
+
+func parseAddr(flagName, s string, v4 bool) (netip.Addr, error) {
+	a, err := netip.ParseAddr(s)
+	if err != nil || (v4 && !a.Is4()) || (!v4 && !a.Is6()) {
+		family := "IPv6"
+		if v4 {
+			family = "IPv4"
+		}
+		return netip.Addr{}, fmt.Errorf("%s: an %s address is required with --bgp-peer, got %q", flagName, family, s)
+	}
+	return a, nil
+}
+
+// parsePeer reads ADDR, ADDR:PORT, [V6]:PORT, each optionally @ASN.
+func parsePeer(s string, defaultASN uint32) (bgp.Peer, error) {
+	p := bgp.Peer{ASN: defaultASN}
+	if at := strings.LastIndex(s, "@"); at >= 0 {
+		asn, err := strconv.ParseUint(s[at+1:], 10, 32)
+		if err != nil || asn == 0 {
+			return p, fmt.Errorf("--bgp-peer %q: bad AS number after @", s)
+		}
+		p.ASN, s = uint32(asn), s[:at]
+	}
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		p.Address, p.Port = ap.Addr(), ap.Port()
+	} else if a, err := netip.ParseAddr(s); err == nil {
+		p.Address = a
+	} else {
+		return p, fmt.Errorf("--bgp-peer %q: want ADDR, ADDR:PORT or [IPv6]:PORT, optionally @ASN", s)
+	}
+	if p.ASN == 0 {
+		return p, fmt.Errorf("--bgp-peer %s: no AS number (--bgp-peer-asn or ADDR@ASN)", s)
+	}
+	return p, nil
+}

@@ -1,0 +1,236 @@
+//go:build linux
+
+package kubepair
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"pier.dev/pier/internal/model"
+	"pier.dev/pier/test/harness"
+)
+
+// nodeASN is the agents' AS number in the BGP worlds.
+const nodeASN = 65000
+
+// bird is the gateway router: bird2 in the client host's namespace,
+// peering with both nodes and installing its best routes in the
+// namespace's kernel table, so the client's requests follow them.
+type bird struct {
+	cmd  *exec.Cmd
+	sock string
+}
+
+func (w *world) startBird() error {
+	if _, err := exec.LookPath("bird"); err != nil {
+		return fmt.Errorf("bird (apt-get install bird2): %w", err)
+	}
+	conf := fmt.Sprintf("log stderr all;\ndebug protocols { states, events, routes };\nrouter id %s;\nprotocol device {}\nprotocol kernel { ipv4 { import none; export all; }; }\n", w.lab.Client.Addr)
+	for _, h := range w.lab.Nodes {
+		conf += fmt.Sprintf("protocol bgp %s {\n  local %s as %d;\n  neighbor %s as %d;\n  direct;\n  passive on;\n"+
+			"  hold time 9;\n  graceful restart on;\n  ipv4 { import all; export none; gateway direct; };\n}\n",
+			h.Name, w.lab.Client.Addr, w.routerASN, h.Addr, nodeASN)
+	}
+	dir := filepath.Join(w.dir, "bird")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	confPath := filepath.Join(dir, "bird.conf")
+	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
+		return err
+	}
+	b := &bird{sock: filepath.Join(dir, "bird.ctl")}
+	b.cmd = w.lab.Client.Command(w.t.Context(), "bird", "-f", "-c", confPath, "-s", b.sock, "-P", filepath.Join(dir, "bird.pid"))
+	logFile, err := os.Create(filepath.Join(w.dir, "bird.log"))
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	b.cmd.Stdout, b.cmd.Stderr = logFile, logFile
+	if err := b.cmd.Start(); err != nil {
+		return err
+	}
+	w.bird = b
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(b.birdc("show", "status"), "Daemon is up") {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("bird does not answer on %s", b.sock)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}
+
+func (b *bird) birdc(args ...string) string {
+	out, _ := exec.Command("birdc", append([]string{"-s", b.sock}, args...)...).CombinedOutput()
+	return string(out)
+}
+
+func (b *bird) stop() {
+	if b.cmd.Process != nil {
+		_ = b.cmd.Process.Kill()
+		_ = b.cmd.Wait()
+	}
+}
+
+var birdVia = regexp.MustCompile(`via (\S+)`)
+
+// best returns the next hop the router uses for addr and how many paths
+// it has.
+func (b *bird) best(addr netip.Addr) (netip.Addr, int) {
+	all := b.birdc("show", "route", "for", addr.String(), "all")
+	m := birdVia.FindStringSubmatch(b.birdc("show", "route", "for", addr.String(), "primary"))
+	if m == nil {
+		return netip.Addr{}, strings.Count(all, "unicast [")
+	}
+	via, _ := netip.ParseAddr(m[1])
+	return via, strings.Count(all, "unicast [")
+}
+
+// waitBest waits until the router's best path for addr goes via node's
+// address with paths paths, and returns when it saw that.
+func (w *world) waitBest(addr netip.Addr, node string, paths int, limit time.Duration) (time.Time, error) {
+	want := w.nodes[node].Addr
+	deadline := time.Now().Add(limit)
+	for {
+		via, n := w.bird.best(addr)
+		if via == want && (paths == 0 || n == paths) {
+			return time.Now(), nil
+		}
+		if time.Now().After(deadline) {
+			return time.Time{}, fmt.Errorf("the router's best path for %s is via %s (%d paths), want via %s (%s) with %d:\n%s",
+				addr, via, n, want, node, paths, w.bird.birdc("show", "route", "all"))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestKubeBGP runs the pair with BGP instead of VRRP (issue 13, the seeds'
+// way): both nodes advertise the VIP and FIP to the gateway router, the
+// active one preferred (iBGP, LOCAL_PREF 200/100); killing the active
+// HAProxy withdraws its routes and the router sends the traffic to the
+// standby; killing the agent (not HAProxy) changes nothing for traffic
+// (graceful restart keeps its routes); a cordon withdraws them.
+func TestKubeBGP(t *testing.T) {
+	if _, err := exec.LookPath("bird"); err != nil && os.Getenv("CI") != "true" {
+		t.Skip("needs bird (apt-get install bird2)")
+	}
+	w := newWorldWith(t, nodeASN)
+	lb, err := w.waitLB(2*time.Minute, "placed on two nodes, both advertising", func(lb *model.LoadBalancer) bool {
+		r := bgpStates(lb)
+		p := lb.Placement
+		return p.Active != "" && p.Standby != "" && lb.VIP != "" && lb.FIP != "" &&
+			r[p.Active] == model.BGPPreferred && r[p.Standby] == model.BGPAdvertised
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vip, fip := netip.MustParseAddr(lb.VIP), netip.MustParseAddr(lb.FIP)
+	active, standby := lb.Placement.Active, lb.Placement.Standby
+	for _, a := range []netip.Addr{vip, fip} {
+		if _, err := w.waitBest(a, active, 2, 20*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%s: VIP %s, FIP %s; the router: %s", lb.Name, vip, fip, strings.TrimSpace(w.bird.birdc("show", "route", "for", vip.String(), "all")))
+
+	t.Run("kill -9 the active HAProxy", func(t *testing.T) {
+		p := w.probe(vip, recoveryTimeout)
+		time.Sleep(500 * time.Millisecond)
+		fault, n, err := w.killHAProxy(active)
+		if err != nil {
+			p.Stop()
+			t.Fatal(err)
+		}
+		switched, err := w.waitBest(vip, standby, 0, 3*time.Second)
+		if err != nil {
+			p.Stop()
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		samples := p.Stop()
+		took := failover(t, "BGP F1", samples, fault)
+		t.Logf("BGP F1: killed %d haproxy on %s; the router's best path via %s after %s; served again after %s; %s",
+			n, active, standby, switched.Sub(fault).Round(time.Millisecond), took.Round(time.Millisecond), harness.Summary(samples))
+		// The supervisor restarts HAProxy; the active node advertises
+		// again and, preferred, takes the traffic back (the seeds'
+		// preference follows the roles: a second move).
+		back, err := w.waitBest(vip, active, 2, 20*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("BGP F1: %s's HAProxy back and preferred again %s after the kill", active, back.Sub(fault).Round(time.Millisecond))
+	})
+
+	t.Run("kill -9 the active agent", func(t *testing.T) {
+		p := w.probe(vip, failureTimeout)
+		time.Sleep(500 * time.Millisecond)
+		killed := w.agents[active].kill()
+		time.Sleep(time.Second)
+		if via, n := w.bird.best(vip); via != w.nodes[active].Addr || n != 2 {
+			t.Errorf("1 s after the agent died the router goes via %s with %d paths; want via %s with both kept (graceful restart)",
+				via, n, active)
+		}
+		if err := w.startAgent(active); err != nil {
+			p.Stop()
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second)
+		samples := p.Stop()
+		if failed := harness.Failed(samples, time.Time{}, time.Now()); len(failed) > 0 {
+			t.Errorf("%d requests failed while the agent restarted, first %+v", len(failed), failed[0])
+		}
+		if _, err := w.waitBest(vip, active, 2, 10*time.Second); err != nil {
+			t.Error(err)
+		}
+		t.Logf("BGP F6: agent on %s killed at %s and restarted; %s", active, killed.Format("15:04:05.000"), harness.Summary(samples))
+	})
+
+	t.Run("cordon the active node", func(t *testing.T) {
+		p := w.probe(vip, failureTimeout)
+		time.Sleep(500 * time.Millisecond)
+		wrote, err := w.cordon(active, true)
+		if err != nil {
+			p.Stop()
+			t.Fatal(err)
+		}
+		switched, err := w.waitBest(vip, standby, 1, 5*time.Second)
+		if err != nil {
+			p.Stop()
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		samples := p.Stop()
+		// A request under way on a connection through the active node
+		// when the route moves is cut, as a VRRP move without the
+		// handoff; the ones after it must all succeed.
+		failed := harness.Failed(samples, switched.Add(100*time.Millisecond), time.Now())
+		t.Logf("BGP drain: %s cordoned; the router via %s after %s; %s", active, standby,
+			switched.Sub(wrote).Round(time.Millisecond), harness.Summary(samples))
+		if len(failed) > 0 {
+			t.Errorf("%d requests failed after the route moved, first %+v", len(failed), failed[0])
+		}
+		if _, err := w.cordon(active, false); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.waitBest(vip, active, 2, 10*time.Second); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// bgpStates returns what each node reports it advertises.
+func bgpStates(lb *model.LoadBalancer) map[string]model.BGPState {
+	out := map[string]model.BGPState{}
+	for _, r := range lb.Status.Nodes {
+		out[r.Node] = r.BGP
+	}
+	return out
+}
