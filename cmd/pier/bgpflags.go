@@ -23,6 +23,7 @@ type bgpFlags struct {
 	prepend     int
 	listenPort  int
 	restartTime uint
+	holdTime    uint
 }
 
 func (b *bgpFlags) register(fs *flag.FlagSet) {
@@ -36,6 +37,7 @@ func (b *bgpFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&b.prepend, "bgp-standby-prepend", 2, "times the standby prepends its AS number towards eBGP peers; 0: none")
 	fs.IntVar(&b.listenPort, "bgp-listen-port", 0, "also accept BGP sessions on this port; 0: only connect out")
 	fs.UintVar(&b.restartTime, "bgp-restart-time", 5, "seconds the routers keep this node's routes while its agent restarts (graceful restart)")
+	fs.UintVar(&b.holdTime, "bgp-hold-time", 9, "BGP hold time in seconds (3 or more; keepalives every third): without BFD, a dead node stays the routers' choice this long plus --bgp-restart-time")
 }
 
 // config returns the speaker's configuration, nil without --bgp-peer.
@@ -47,7 +49,11 @@ func (b *bgpFlags) config() (*bgp.Config, error) {
 		return nil, fmt.Errorf("--bgp-asn: an AS number 1-4294967295 is required with --bgp-peer")
 	}
 	cfg := &bgp.Config{ASN: uint32(b.asn), StandbyMED: uint32(b.standbyMED), StandbyPrepend: b.prepend,
-		ListenPort: b.listenPort, RestartTime: time.Duration(b.restartTime) * time.Second}
+		ListenPort: b.listenPort, RestartTime: time.Duration(b.restartTime) * time.Second,
+		HoldTime: time.Duration(b.holdTime) * time.Second}
+	if b.holdTime < 3 {
+		return nil, fmt.Errorf("--bgp-hold-time %d: 3 seconds or more", b.holdTime)
+	}
 	if b.prepend == 0 {
 		cfg.StandbyPrepend = -1
 	}

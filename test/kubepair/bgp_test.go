@@ -17,8 +17,13 @@ import (
 	"pier.dev/pier/test/harness"
 )
 
-// nodeASN is the agents' AS number in the BGP worlds.
-const nodeASN = 65000
+// nodeASN is the agents' AS number in the BGP worlds; bgpHoldTime their
+// sessions' hold time (the smallest BGP allows), which bounds how long a
+// node cut off stays the router's choice.
+const (
+	nodeASN     = 65000
+	bgpHoldTime = 3
+)
 
 // bird is the gateway router: bird2 in the client host's namespace,
 // peering with both nodes and installing its best routes in the
@@ -35,7 +40,7 @@ func (w *world) startBird() error {
 	conf := fmt.Sprintf("log stderr all;\ndebug protocols { states, events, routes };\nrouter id %s;\nprotocol device {}\nprotocol kernel { ipv4 { import none; export all; }; }\n", w.lab.Client.Addr)
 	for _, h := range w.lab.Nodes {
 		conf += fmt.Sprintf("protocol bgp %s {\n  local %s as %d;\n  neighbor %s as %d;\n  direct;\n  passive on;\n"+
-			"  hold time 9;\n  graceful restart on;\n  ipv4 { import all; export none; gateway direct; };\n}\n",
+			"  hold time 3;\n  error wait time 1, 2;\n  graceful restart on;\n  ipv4 { import all; export none; gateway direct; };\n}\n",
 			h.Name, w.lab.Client.Addr, w.routerASN, h.Addr, nodeASN)
 	}
 	dir := filepath.Join(w.dir, "bird")
@@ -223,6 +228,31 @@ func TestKubeBGP(t *testing.T) {
 		if _, err := w.waitBest(vip, active, 2, 10*time.Second); err != nil {
 			t.Error(err)
 		}
+	})
+
+	// No BFD in GoBGP v3: a node cut off is found by the hold timer. (A
+	// session that ends by its hold timer gets no graceful restart from
+	// bird: the routes go at once.)
+	t.Run("the active node's link goes down", func(t *testing.T) {
+		cut := time.Now()
+		if err := w.nodes[active].SetLink(false); err != nil {
+			t.Fatal(err)
+		}
+		switched, err := w.waitBest(vip, standby, 1, 20*time.Second)
+		if err != nil {
+			_ = w.nodes[active].SetLink(true)
+			t.Fatal(err)
+		}
+		t.Logf("BGP F7: %s cut off; the router on %s after %s (the hold time: %d s)",
+			active, standby, switched.Sub(cut).Round(time.Millisecond), bgpHoldTime)
+		if err := w.nodes[active].SetLink(true); err != nil {
+			t.Fatal(err)
+		}
+		back, err := w.waitBest(vip, active, 2, 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("BGP F7: link back; %s preferred again after %s", active, back.Sub(switched).Round(time.Millisecond))
 	})
 }
 

@@ -307,7 +307,8 @@ func (w *world) startAgent(node string) error {
 	moves := []string{"--vrrp-interface", "eth0"}
 	if w.routerASN != 0 {
 		moves = []string{"--bgp-peer", w.lab.Client.Addr.String(), "--bgp-asn", strconv.Itoa(nodeASN),
-			"--bgp-peer-asn", strconv.Itoa(int(w.routerASN)), "--bgp-next-hop", h.Addr.String()}
+			"--bgp-peer-asn", strconv.Itoa(int(w.routerASN)), "--bgp-next-hop", h.Addr.String(),
+			"--bgp-hold-time", strconv.Itoa(bgpHoldTime)}
 	}
 	args := append([]string{"ip", "netns", "exec", h.NS, w.bin, "agent",
 		"--kubeconfig", w.kube["pier-agent"], "--node", node, "--state-dir", state, "--api-addr", api}, moves...)

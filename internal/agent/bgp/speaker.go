@@ -70,7 +70,11 @@ type Config struct {
 	// keeps serving. 0: the default of 5 s. A node that dies is then out
 	// of the router's choice after the hold time (9 s) plus this.
 	RestartTime time.Duration
-	Logger      *slog.Logger
+	// HoldTime is the session's hold time, the keepalive a third of it
+	// (0: 9 s). Without BFD it is how long a dead node stays the
+	// routers' choice (plus RestartTime).
+	HoldTime time.Duration
+	Logger   *slog.Logger
 }
 
 // Peer is one BGP neighbour.
@@ -113,6 +117,10 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 	if cfg.RestartTime == 0 {
 		cfg.RestartTime = 5 * time.Second
 	}
+	if cfg.HoldTime == 0 {
+		cfg.HoldTime = 9 * time.Second
+	}
+	hold := uint64(max(cfg.HoldTime.Seconds(), 3)) // BGP's smallest non-zero hold time
 	srv := server.NewBgpServer(server.LoggerOption(newLogger(cfg.Logger)))
 	go srv.Serve()
 	s := &Speaker{cfg: cfg, srv: srv, routes: map[netip.Addr]bool{}}
@@ -138,7 +146,7 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 			Conf:      &api.PeerConf{NeighborAddress: p.Address.String(), PeerAsn: p.ASN},
 			Transport: &api.Transport{RemotePort: port, PassiveMode: false},
 			// Short retries: a router that restarts is back in seconds.
-			Timers: &api.Timers{Config: &api.TimersConfig{ConnectRetry: 1, HoldTime: 9, KeepaliveInterval: 3, IdleHoldTimeAfterReset: 1}},
+			Timers: &api.Timers{Config: &api.TimersConfig{ConnectRetry: 1, HoldTime: hold, KeepaliveInterval: max(hold/3, 1), IdleHoldTimeAfterReset: 1}},
 			// LocalRestarting sets the Restart and Forwarding bits of the
 			// OPEN: without them a router ends its graceful restart the
 			// moment the new session is up, before this speaker's routes
