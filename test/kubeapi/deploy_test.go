@@ -69,6 +69,8 @@ func checkAccess(t *testing.T, srv *Server) {
 		{"agent", "update", "pier.dev", "loadbalancers", "", "", false},
 		{"agent", "create", "pier.dev", "loadbalancers", "", "", false},
 		{"agent", "get", "", "secrets", "", "team-a", true},
+		{"agent", "list", "", "secrets", "", "team-a", false},
+		{"agent", "watch", "", "secrets", "", "", false},
 		{"agent", "list", "", "nodes", "", "", true},
 		{"agent", "list", "networking.k8s.io", "ingresses", "", "", false},
 	} {
