@@ -62,6 +62,7 @@ Flags:
 	}
 	cfg.InternalPool, cfg.PublicPool = pools.internal, pools.public
 	cfg.AddressQuarantine = pools.quarantine
+	cfg.Quota = pools.quota
 	cfg.Translate = tr.opts
 	if cfg.Translate.Members, err = translate.NewMemberPolicy(*allowLoopback, "", cfg.InternalPool, cfg.PublicPool); err != nil {
 		return err

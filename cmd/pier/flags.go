@@ -9,6 +9,7 @@ import (
 
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/status"
+	"pier.dev/pier/internal/controller"
 	"pier.dev/pier/internal/translate"
 )
 
@@ -32,6 +33,7 @@ const apiUsage = "address of the read-only HTTP API (/loadbalancers, /ingresses/
 type poolFlags struct {
 	internal, public string
 	quarantine       time.Duration
+	quota            controller.Quota
 }
 
 // defaultQuarantine outlasts a typical DNS TTL (5 min) twice: clients
@@ -42,6 +44,8 @@ const defaultQuarantine = 10 * time.Minute
 func (p *poolFlags) register(fs *flag.FlagSet, internalDef, internalUsage, publicDef string) {
 	fs.StringVar(&p.internal, "internal-pool", internalDef, internalUsage)
 	fs.StringVar(&p.public, "public-pool", publicDef, "CIDR the floating IPs are allocated from; empty for none")
+	fs.IntVar(&p.quota.LoadBalancers, "max-load-balancers-per-namespace", 0, "refuse a new load balancer (QuotaExceeded) when its namespace already has this many; 0: no limit")
+	fs.IntVar(&p.quota.PublicIPs, "max-public-ips-per-namespace", 0, "refuse a new load balancer that would take a floating IP when its namespace already has this many; 0: no limit")
 	fs.DurationVar(&p.quarantine, "address-quarantine", defaultQuarantine, "how long a freed VIP or floating IP stays reserved for the Ingress or group that held it (re-created, it gets it back) before anyone else may take it; 0 frees at once")
 }
 

@@ -67,6 +67,7 @@ Flags:
 	cfg.Paths = paths
 	cfg.InternalPool, cfg.PublicPool = pools.internal, pools.public
 	cfg.AddressQuarantine = pools.quarantine
+	cfg.Quota = pools.quota
 	if cfg.Nodes >= 2 {
 		// Loopback VIPs cannot move between nodes: take the lab's pools
 		// unless the operator chose others.

@@ -21,6 +21,7 @@ import (
 
 	"pier.dev/pier/internal/api"
 	"pier.dev/pier/internal/haproxy/render"
+	"pier.dev/pier/internal/controller"
 	"pier.dev/pier/internal/ipam"
 	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/pipeline"
@@ -40,6 +41,8 @@ type ControllerConfig struct {
 	// AddressQuarantine keeps a freed VIP or FIP for its last holder
 	// (--address-quarantine).
 	AddressQuarantine time.Duration
+	// Quota caps each namespace's load balancers and floating IPs.
+	Quota controller.Quota
 	RouterIDs         string // --vrrp-router-ids, "FIRST-LAST"
 	APIAddr           string
 	WatchNamespace    string
@@ -121,7 +124,7 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 	events := newEventSink(client)
 	defer events.shutdown()
 	p := &pipeline.Pipeline{
-		Store: st, IPAM: alloc, RouterIDs: routerid.New(ids), Translate: cfg.Translate, Addresses: cfg.Status,
+		Store: st, IPAM: alloc, RouterIDs: routerid.New(ids), Quota: cfg.Quota, Translate: cfg.Translate, Addresses: cfg.Status,
 		Status: newStatusWriter(client, logger), Problems: events, Metrics: m, Logger: logger,
 	}
 	// The web view's Ingress pages come from the pipeline, which only the

@@ -33,7 +33,9 @@ type Reconciler struct {
 	// RouterIDs numbers the VRRP instances of node pairs; nil: a new
 	// allocator over routerid.DefaultRange.
 	RouterIDs *routerid.Allocator
-	Logger    *slog.Logger
+	// Quota caps each namespace (quota.go); zero: none.
+	Quota  Quota
+	Logger *slog.Logger
 
 	replayed bool
 }
@@ -74,12 +76,20 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []s
 	}
 	load := scheduler.LoadOf(stored)
 	cluster := nodesOf(nodes)
+	used := usageOf(existing)
 	var problems []model.Problem
 	// Oldest first: when two new load balancers pin the same floating IP,
 	// the older Ingress gets it, whatever their UUIDs.
 	for _, want := range oldestFirst(res.LoadBalancers, existing) {
 		old := existing[want.UUID]
-		lb, err := r.prepare(want, old, cluster, load)
+		var err error
+		if old == nil {
+			err = r.Quota.admit(used, want, r.IPAM.HasPublicPool() || want.RequestedFIP != "")
+		}
+		var lb *model.LoadBalancer
+		if err == nil {
+			lb, err = r.prepare(want, old, cluster, load)
+		}
 		if err != nil {
 			problems = append(problems, problemsForSources(want, err)...)
 			if old == nil {
@@ -88,6 +98,9 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []s
 				}
 			}
 			continue
+		}
+		if old == nil {
+			used.add(lb)
 		}
 		if old != nil && unchanged(old, lb) {
 			continue
@@ -225,6 +238,8 @@ func problemsForSources(lb *model.LoadBalancer, err error) []model.Problem {
 		reason = "UnsupportedProvider"
 	case errors.Is(err, routerid.ErrExhausted):
 		reason = "VRRPRouterIDsExhausted"
+	case errors.Is(err, ErrQuotaExceeded):
+		reason = "QuotaExceeded"
 	}
 	var out []model.Problem
 	for _, src := range lb.Sources {

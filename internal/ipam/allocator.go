@@ -63,6 +63,10 @@ type Allocator struct {
 	now        func() time.Time
 }
 
+// HasPublicPool reports whether floating IPs come from a pool (without
+// one, only pinned addresses are floating IPs).
+func (a *Allocator) HasPublicPool() bool { return a.public != nil }
+
 // New returns an empty Allocator. public may be nil: then only pinned
 // floating IPs are granted.
 func New(internal Pool, public *Pool) *Allocator {

@@ -56,6 +56,8 @@ type Pipeline struct {
 	// RouterIDs numbers the VRRP instances of node pairs; nil: the whole
 	// range 1-255.
 	RouterIDs *routerid.Allocator
+	// Quota caps each namespace's load balancers and floating IPs.
+	Quota     controller.Quota
 	Translate translate.Options
 	Addresses status.Addresses
 	Status    StatusSink
@@ -138,7 +140,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	p.index = controller.NewIndex(lbs)
 	p.reconciler = &controller.Reconciler{Store: p.Store, Index: p.index, IPAM: p.IPAM, RouterIDs: p.RouterIDs,
-		Logger: p.Logger}
+		Quota: p.Quota, Logger: p.Logger}
 	for {
 		select {
 		case <-ctx.Done():

@@ -17,6 +17,7 @@ import (
 	"pier.dev/pier/internal/agent"
 	"pier.dev/pier/internal/api"
 	"pier.dev/pier/internal/haproxy/render"
+	"pier.dev/pier/internal/controller"
 	"pier.dev/pier/internal/ipam"
 	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/pipeline"
@@ -39,6 +40,8 @@ type Config struct {
 	// AddressQuarantine keeps a freed VIP or FIP for its last holder
 	// (--address-quarantine).
 	AddressQuarantine time.Duration
+	// Quota caps each namespace's load balancers and floating IPs.
+	Quota controller.Quota
 	RouterIDs         string // --vrrp-router-ids, "FIRST-LAST"
 	APIAddr           string
 	Node              string
@@ -82,7 +85,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	m := metrics.New()
 	v := newView(logger)
 	p := &pipeline.Pipeline{
-		Store: st, IPAM: alloc, RouterIDs: routerid.New(ids), Translate: cfg.Translate, Addresses: cfg.Status, Status: v,
+		Store: st, IPAM: alloc, RouterIDs: routerid.New(ids), Quota: cfg.Quota, Translate: cfg.Translate, Addresses: cfg.Status, Status: v,
 		Metrics: m, Logger: logger, Observe: v.observe,
 	}
 	// Every agent shares the store, the Secrets and the data plane
