@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"pier.dev/pier/internal/controller"
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/status"
-	"pier.dev/pier/internal/controller"
 	"pier.dev/pier/internal/translate"
 )
 

@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"pier.dev/pier/internal/api"
-	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/controller"
+	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/ipam"
 	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/pipeline"
@@ -42,19 +42,19 @@ type ControllerConfig struct {
 	// (--address-quarantine).
 	AddressQuarantine time.Duration
 	// Quota caps each namespace's load balancers and floating IPs.
-	Quota controller.Quota
-	RouterIDs         string // --vrrp-router-ids, "FIRST-LAST"
-	APIAddr           string
-	WatchNamespace    string
-	NodeSelector      string
-	LeaseNamespace    string // the leader-election Lease and the agents' heartbeat Leases
-	LeaseName         string
-	Identity          string // empty: hostname plus a random suffix
-	LeaseDuration     time.Duration
-	RenewDeadline     time.Duration
-	RetryPeriod       time.Duration
-	Translate         translate.Options
-	Status            status.Addresses
+	Quota          controller.Quota
+	RouterIDs      string // --vrrp-router-ids, "FIRST-LAST"
+	APIAddr        string
+	WatchNamespace string
+	NodeSelector   string
+	LeaseNamespace string // the leader-election Lease and the agents' heartbeat Leases
+	LeaseName      string
+	Identity       string // empty: hostname plus a random suffix
+	LeaseDuration  time.Duration
+	RenewDeadline  time.Duration
+	RetryPeriod    time.Duration
+	Translate      translate.Options
+	Status         status.Addresses
 }
 
 // RestConfig loads a kubeconfig file, or the in-cluster config when path

@@ -16,8 +16,8 @@ import (
 
 	"pier.dev/pier/internal/agent"
 	"pier.dev/pier/internal/api"
-	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/controller"
+	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/ipam"
 	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/pipeline"
@@ -41,11 +41,11 @@ type Config struct {
 	// (--address-quarantine).
 	AddressQuarantine time.Duration
 	// Quota caps each namespace's load balancers and floating IPs.
-	Quota controller.Quota
-	RouterIDs         string // --vrrp-router-ids, "FIRST-LAST"
-	APIAddr           string
-	Node              string
-	HAProxyBinary     string
+	Quota         controller.Quota
+	RouterIDs     string // --vrrp-router-ids, "FIRST-LAST"
+	APIAddr       string
+	Node          string
+	HAProxyBinary string
 	// Nodes ≥ 2 runs that many nodes, each a network namespace with its
 	// own HAProxy and keepalived (package lab): the active/standby pair
 	// without a cluster. Needs root.
