@@ -19,7 +19,9 @@ func hostOwnership(members []*parsedIngress) map[string]*parsedIngress {
 			owners[key] = p
 		}
 	}
-	for _, p := range members {
+	age := map[*parsedIngress]int{}
+	for i, p := range members {
+		age[p] = i
 		for _, r := range p.routes {
 			claim(string(r.hostMatch)+"\x00"+r.host, p)
 		}
@@ -27,6 +29,24 @@ func hostOwnership(members []*parsedIngress) map[string]*parsedIngress {
 			for _, h := range c.Hosts {
 				claim(tlsHostKey(h), p)
 			}
+		}
+	}
+	// A wildcard covers every name one label below it: an exact host under
+	// an older wildcard of another namespace belongs to the wildcard's
+	// owner, or the newer tenant's exact host (which HAProxy matches
+	// first) would take admin.victim.example from *.victim.example.
+	for key, p := range owners {
+		match, host, _ := strings.Cut(key, "\x00")
+		if model.CompareType(match) != model.CompareEqualTo {
+			continue
+		}
+		_, parent, found := strings.Cut(host, ".")
+		if !found {
+			continue
+		}
+		wild := owners[string(model.CompareWildcard)+"\x00*."+parent]
+		if wild != nil && wild.source.Namespace != p.source.Namespace && age[wild] < age[p] {
+			owners[key] = wild
 		}
 	}
 	return owners

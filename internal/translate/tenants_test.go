@@ -166,3 +166,34 @@ func TestTLSHostsObeyHostOwnership(t *testing.T) {
 		t.Errorf("single-namespace hostless entry = %+v", c)
 	}
 }
+
+// Item 7 of issue 14, in a shared group: an exact host under the owner's
+// wildcard belongs to the owner, so a newer tenant cannot take
+// admin.victim.example from *.victim.example (exact matches first). Hosts
+// outside the wildcard stay the newcomer's.
+func TestWildcardOwnsTheNamesItCovers(t *testing.T) {
+	group := map[string]string{AnnotationLoadBalancer: "shop"}
+	victim := simpleIngress(t, "victim", "site", 0, group, "*.victim.example", "/")
+	attacker := simpleIngress(t, "attacker", "evil", 5, group, "admin.victim.example", "/")
+	other := simpleIngress(t, "attacker", "own", 6, group, "a.b.victim.example", "/")
+	opts := DefaultOptions()
+	opts.SharedGroups = map[string][]string{"shop": {"*"}}
+	res := Ingresses(snapshotOf(victim, attacker, other), opts)
+	lb := onlyLB(t, res)
+	for _, p := range lb.Listeners[0].Policies {
+		if rulesMatch(p.Rules, "admin.victim.example", "/") {
+			if ns := lb.Pool(p.PoolID).Namespace; ns != "victim" {
+				t.Errorf("admin.victim.example routes to namespace %s's pool, want the victim's", ns)
+			}
+			break
+		}
+	}
+	ps := problemsFor(res, "evil")
+	if len(ps) != 1 || ps[0].Reason != "RouteConflict" || !strings.Contains(ps[0].Message, "belongs to namespace victim") {
+		t.Errorf("want one RouteConflict naming the owner, got %+v", ps)
+	}
+	// Two labels below: not covered by the wildcard (Ingress v1).
+	if ps := problemsFor(res, "own"); len(ps) != 0 {
+		t.Errorf("a host the wildcard does not cover is no conflict: %+v", ps)
+	}
+}
