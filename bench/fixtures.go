@@ -242,6 +242,7 @@ func DataPlaneSnapshot(targetPort, decoyPort int32) *source.Snapshot {
 // last policy is the catch-all to DataPlaneTarget.
 func DataPlaneConfig(targetPort, decoyPort int32, vip string, port int, dir string) ([]byte, *model.LoadBalancer, error) {
 	opts := translate.DefaultOptions()
+	opts.Members.AllowLoopback = true // the backends listen on 127.0.0.1, as in pier run
 	opts.HTTPPort = port
 	res := translate.Ingresses(DataPlaneSnapshot(targetPort, decoyPort), opts)
 	if len(res.Problems) > 0 || len(res.LoadBalancers) != 1 {

@@ -70,6 +70,7 @@ func RoutingSnapshot(n int, targetPort, decoyPort int32) *source.Snapshot {
 // checks that the first and last policies are the measured ones.
 func RoutingConfig(n int, targetPort, decoyPort int32, port int, dir string) ([]byte, *model.LoadBalancer, error) {
 	opts := translate.DefaultOptions()
+	opts.Members.AllowLoopback = true // the backends listen on 127.0.0.1, as in pier run
 	opts.HTTPPort = port
 	res := translate.Ingresses(RoutingSnapshot(n, targetPort, decoyPort), opts)
 	if len(res.Problems) > 0 || len(res.LoadBalancers) != 1 {

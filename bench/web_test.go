@@ -29,7 +29,9 @@ import (
 func webServer(tb testing.TB, n, pageSize int) *httptest.Server {
 	tb.Helper()
 	snap := ManyIngresses(n)
-	res := translate.Ingresses(snap, translate.DefaultOptions())
+	opts := translate.DefaultOptions()
+	opts.Members.AllowLoopback = true
+	res := translate.Ingresses(snap, opts)
 	st, err := bolt.Open(filepath.Join(tb.TempDir(), "pier.db"))
 	if err != nil {
 		tb.Fatal(err)

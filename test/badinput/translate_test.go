@@ -33,8 +33,8 @@ func translateOne(t *testing.T, attacker *networkingv1.Ingress, extra ...*corev1
 		}
 		return s
 	}
-	alone := translate.Ingresses(snap(victim), translate.DefaultOptions())
-	res := translate.Ingresses(snap(victim, attacker), translate.DefaultOptions())
+	alone := translate.Ingresses(snap(victim), loopbackOptions())
+	res := translate.Ingresses(snap(victim, attacker), loopbackOptions())
 	victimLB := func(r *translate.Result) string {
 		for _, lb := range r.LoadBalancers {
 			if r.Accepted[model.IngressRef(victimNS, "victim")] == lb.UUID {

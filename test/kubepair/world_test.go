@@ -152,7 +152,10 @@ func (w *world) connect(ctx context.Context) error {
 		ObjectMeta: metav1.ObjectMeta{Name: className},
 		Spec:       networkingv1.IngressClassSpec{Controller: "pier.dev/ingress-controller"},
 	}
-	_, err = w.cs.NetworkingV1().IngressClasses().Create(ctx, class, metav1.CreateOptions{})
+	// An earlier world of this process made it already.
+	if _, err = w.cs.NetworkingV1().IngressClasses().Create(ctx, class, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+		return nil
+	}
 	return err
 }
 
