@@ -117,17 +117,16 @@ func (g *lbGroup) build(opts Options) (*model.LoadBalancer, []model.Problem) {
 		}
 		problems = append(problems, takeRequestedFIP(lb, g.members[0], p, opts)...)
 	}
-	policies := policiesFor(kept)
-	lb.Listeners = append(lb.Listeners, model.Listener{
-		Name: model.DefaultHTTPListenerName, Protocol: model.ProtocolHTTP, Port: opts.HTTPPort,
-		DefaultPoolID: defaultPool, Policies: policies,
-	})
 	certs, certProblems := mergeCertificates(g.members, hostOwners, g.name)
 	problems = append(problems, certProblems...)
+	lb.Listeners = append(lb.Listeners, model.Listener{
+		Name: model.DefaultHTTPListenerName, Protocol: model.ProtocolHTTP, Port: opts.HTTPPort,
+		DefaultPoolID: defaultPool, Policies: policiesFor(kept, true, len(certs) > 0),
+	})
 	if len(certs) > 0 {
 		lb.Listeners = append(lb.Listeners, model.Listener{
 			Name: model.DefaultHTTPSListenerName, Protocol: model.ProtocolTerminatedHTTPS, Port: opts.HTTPSPort,
-			DefaultPoolID: defaultPool, Certificates: certs, Policies: clonePolicies(policies),
+			DefaultPoolID: defaultPool, Certificates: certs, Policies: policiesFor(kept, false, true),
 			StrictSNI: certs[0].Namespace != g.members[0].source.Namespace,
 		})
 	}

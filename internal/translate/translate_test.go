@@ -138,15 +138,16 @@ func TestUnknownAndSnippetAnnotationsWarn(t *testing.T) {
 	ing := simpleIngress(t, "ns", "a", 0, map[string]string{
 		"pier.dev/balanse":               "leastconn",
 		"pier.dev/server-snippet":        "http-request deny",
-		"nginx.ingress.kubernetes.io/xx": "ignored silently",
+		"nginx.ingress.kubernetes.io/xx": "reported, never silently ignored (issue 11)",
 	}, "a.example", "/")
 	res := Ingresses(snapshotOf(ing), DefaultOptions())
 	if _, ok := res.Accepted[model.IngressRef("ns", "a")]; !ok {
 		t.Fatal("an unknown annotation must not refuse the Ingress")
 	}
 	ps := problemsFor(res, "a")
-	if len(ps) != 2 || ps[0].Severity != model.SeverityWarning || !strings.Contains(ps[1].Message, "snippet") {
-		t.Fatalf("want two warnings (typo, snippet), got %+v", ps)
+	if len(ps) != 3 || ps[0].Severity != model.SeverityWarning || !strings.Contains(ps[0].Message, "unsupported ingress-nginx") ||
+		!strings.Contains(ps[2].Message, "snippet") {
+		t.Fatalf("want three warnings (ingress-nginx, typo, snippet), got %+v", ps)
 	}
 }
 
