@@ -166,3 +166,47 @@ func startSlowBackend(t *testing.T, name string, delay time.Duration) string {
 	t.Cleanup(func() { srv.Close() })
 	return l.Addr().String()
 }
+
+// TestProfilesAreRevalidated: the agent renders what the store holds,
+// which anyone with RBAC on it can edit, so every option is checked again.
+func TestProfilesAreRevalidated(t *testing.T) {
+	web := pool("web", member("10.0.0.1", 80))
+	for name, o := range map[string]model.PolicyOptions{
+		"newline in URL":     {RedirectURL: "https://a.example/\nhttp-request deny", RedirectCode: 301},
+		"quote in URL":       {RedirectURL: "https://a.example/'x", RedirectCode: 301},
+		"non-canonical URL":  {RedirectURL: "HTTPS://a.example", RedirectCode: 301},
+		"javascript URL":     {RedirectURL: "javascript:alert(1)", RedirectCode: 301},
+		"redirect code":      {RedirectURL: "https://a.example", RedirectCode: 200},
+		"missing code":       {RedirectURL: "https://a.example"},
+		"CIDR with suffix":   {AllowSources: []string{"10.0.0.0/8;evil"}},
+		"unmasked CIDR":      {DenySources: []string{"10.1.2.3/8"}},
+		"space in CIDR":      {DenySources: []string{"10.0.0.0/8 20.0.0.0/8"}},
+		"negative body size": {MaxBodyBytes: -1},
+		"huge body size":     {MaxBodyBytes: 1<<40 + 1},
+	} {
+		lb := newLB([]model.Listener{httpListener("", routes(toPool(web, hostIs("a.example"), pathPrefix("/"))))}, web)
+		lb.Listeners[0].Policies[0].Options = &o
+		if _, err := Render(lb, lbAt(fixtureDir), nil, fixtureOptions()); err == nil {
+			t.Errorf("%s: rendered", name)
+		}
+	}
+	lb := newLB([]model.Listener{{Name: "https", Protocol: model.ProtocolTerminatedHTTPS, Port: 443,
+		Certificates: []model.Certificate{{ID: model.ID("c"), Hosts: []string{"a.example"}, SHA256: "1"}},
+		Policies:     routes(toPool(web, hostIs("a.example"), pathPrefix("/")))}}, web)
+	lb.Listeners[0].Policies[0].Options = &model.PolicyOptions{HTTPSRedirect: true}
+	if _, err := Render(lb, lbAt(fixtureDir), nil, fixtureOptions()); err == nil {
+		t.Error("https redirect on a TLS listener rendered")
+	}
+	rej := newLB([]model.Listener{httpListener("", routes(reject(pathPrefix("/"))))}, web)
+	rej.Listeners[0].Policies[0].Options = &model.PolicyOptions{MaxBodyBytes: 1}
+	if _, err := Render(rej, lbAt(fixtureDir), nil, fixtureOptions()); err == nil {
+		t.Error("REJECT policy with options rendered")
+	}
+	for _, d := range []time.Duration{-time.Second, 25 * time.Hour, time.Microsecond} {
+		bad := newLB([]model.Listener{httpListener(web.ID, nil)}, web)
+		bad.Pools[0].ServerTimeout = d
+		if _, err := Render(bad, lbAt(fixtureDir), nil, fixtureOptions()); err == nil {
+			t.Errorf("pool timeout %v rendered", d)
+		}
+	}
+}
