@@ -164,6 +164,10 @@ type PolicyOptions struct {
 	// http(s) URL.
 	RedirectURL  string `json:"redirectUrl,omitempty"`
 	RedirectCode int    `json:"redirectCode,omitempty"`
+	// RedirectPrefix, when set instead of RedirectURL, answers with
+	// RedirectCode and Location RedirectPrefix + the request's URI; it is
+	// "scheme://host" with no path (from-to-www-redirect).
+	RedirectPrefix string `json:"redirectPrefix,omitempty"`
 	// AllowSources, when not empty, are the only client prefixes served;
 	// DenySources are refused. Both canonical CIDRs; 403 otherwise.
 	AllowSources []string `json:"allowSources,omitempty"`

@@ -75,6 +75,7 @@ type ingressSettings struct {
 	allowSources, denySources                []string
 	permanentRedirect, temporalRedirect      string
 	permanentCode, temporalCode              int
+	fromToWWW                                bool
 }
 
 // annotationIssue is one problem with one annotation.

@@ -117,6 +117,7 @@ func (g *lbGroup) build(opts Options) (*model.LoadBalancer, []model.Problem) {
 		}
 		problems = append(problems, takeRequestedFIP(lb, g.members[0], p, opts)...)
 	}
+	kept = append(kept, wwwRoutes(g.members, hostOwners)...)
 	certs, certProblems := mergeCertificates(g.members, hostOwners, g.name)
 	problems = append(problems, certProblems...)
 	lb.Listeners = append(lb.Listeners, model.Listener{

@@ -81,6 +81,10 @@ var compatAnnotations = map[string]compatAnnotation{
 		s.temporalRedirect, err = parseRedirectURL(v)
 		return err
 	}},
+	"from-to-www-redirect": {parse: func(s *ingressSettings, v string) (err error) {
+		s.fromToWWW, err = encode.Bool(v)
+		return err
+	}, difference: "only when no Ingress of the load balancer serves or holds a certificate for the other name"},
 	"temporal-redirect-code": {parse: func(s *ingressSettings, v string) (err error) {
 		s.temporalCode, err = parseRedirectCode(v)
 		return err

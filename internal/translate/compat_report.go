@@ -30,7 +30,7 @@ var plannedNginx = setOf("rewrite-target", "use-regex", "app-root", "x-forwarded
 	"auth-type", "auth-secret", "auth-realm", "auth-url", "auth-signin", "auth-response-headers",
 	"upstream-vhost", "custom-headers", "proxy-set-headers", "ssl-passthrough",
 	"canary", "canary-weight", "canary-by-header", "canary-by-header-value", "canary-by-cookie",
-	"from-to-www-redirect", "limit-rps", "limit-rpm", "limit-connections",
+	"limit-rps", "limit-rpm", "limit-connections",
 	"service-upstream", "proxy-next-upstream-tries", "custom-http-errors", "default-backend")
 
 func setOf(names ...string) map[string]bool {

@@ -27,6 +27,7 @@ var validCompat = map[string]string{
 	"permanent-redirect-code": "308",
 	"temporal-redirect":       "http://tmp.example:8080",
 	"temporal-redirect-code":  "307",
+	"from-to-www-redirect":    "true",
 }
 
 func TestCompatAnnotationsAreAnchored(t *testing.T) {
@@ -198,5 +199,36 @@ func TestNoAnnotationsNoOptions(t *testing.T) {
 	}
 	if p := lb.Pools[0]; p.ConnectTimeout != 0 || p.ServerTimeout != 0 {
 		t.Errorf("pool timeouts %+v", p)
+	}
+}
+
+func TestFromToWWWRedirect(t *testing.T) {
+	ann := map[string]string{NginxPrefix + "from-to-www-redirect": "true"}
+	a := simpleIngress(t, "ns", "a", 0, ann, "shop.example", "/")
+	lb := onlyLB(t, Ingresses(snapshotOf(a), DefaultOptions()))
+	var found bool
+	for _, p := range lb.Listeners[0].Policies {
+		if p.Rules[0].Value == "www.shop.example" {
+			found = p.Options != nil && p.Options.RedirectPrefix == "http://shop.example" && p.Options.RedirectCode == 308
+		}
+	}
+	if !found {
+		t.Errorf("no redirect from www.shop.example: %+v", lb.Listeners[0].Policies)
+	}
+
+	// Another Ingress of the load balancer serves the other name: untouched.
+	group := map[string]string{AnnotationLoadBalancer: "g", NginxPrefix + "from-to-www-redirect": "true"}
+	b := simpleIngress(t, "ns", "b", 0, group, "www.site.example", "/")
+	c := simpleIngress(t, "ns", "c", 1, map[string]string{AnnotationLoadBalancer: "g"}, "site.example", "/")
+	lb = onlyLB(t, Ingresses(snapshotOf(b, c), DefaultOptions()))
+	for _, p := range lb.Listeners[0].Policies {
+		if p.Options != nil {
+			t.Errorf("%s: options %+v", p.Rules[0].Value, p.Options)
+		}
+	}
+	for in, want := range map[string]string{"www.a.example": "a.example", "a.example": "www.a.example", "www.com": "", "localhost": "www.localhost"} {
+		if got := twinHost(in); got != want {
+			t.Errorf("twinHost(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

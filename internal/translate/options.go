@@ -2,6 +2,7 @@ package translate
 
 import (
 	"slices"
+	"strings"
 
 	"pier.dev/pier/internal/model"
 )
@@ -17,6 +18,13 @@ import (
 // redirects every route of the Ingress (TLS may end in front of pier).
 func (p *parsedIngress) policyOptions(r route, http, tls bool) *model.PolicyOptions {
 	s := &p.settings
+	if r.wwwTo != "" {
+		scheme := "https://"
+		if http {
+			scheme = "http://"
+		}
+		return &model.PolicyOptions{RedirectPrefix: scheme + r.wwwTo, RedirectCode: 308}
+	}
 	o := model.PolicyOptions{
 		AllowSources: s.allowSources,
 		DenySources:  s.denySources,
@@ -61,4 +69,54 @@ func (p *parsedIngress) hasTLSHost(host string) bool {
 func (s *ingressSettings) applyTimeouts(pool *model.Pool) {
 	pool.ConnectTimeout = s.connectTimeout
 	pool.ServerTimeout = max(s.readTimeout, s.sendTimeout)
+}
+
+// wwwRoutes adds, for each Ingress with from-to-www-redirect, a route
+// for the other name of each of its hosts ("www.foo.com" for "foo.com"
+// and back) that redirects to the host itself, as ingress-nginx does.
+// The other name is left alone when any route of the load balancer
+// serves it, or a certificate of another namespace holds it: the
+// redirect never takes a name from someone else.
+func wwwRoutes(members []*parsedIngress, owners map[string]*parsedIngress) []keptRoute {
+	served := map[string]bool{}
+	for _, p := range members {
+		for _, r := range p.routes {
+			served[r.host] = true
+		}
+	}
+	var out []keptRoute
+	for _, p := range members {
+		if !p.settings.fromToWWW {
+			continue
+		}
+		for _, r := range p.routes {
+			twin := twinHost(r.host)
+			if r.hostMatch != model.CompareEqualTo || twin == "" || served[twin] {
+				continue
+			}
+			if o := owners[string(model.CompareEqualTo)+"\x00"+twin]; o != nil && o.source.Namespace != p.source.Namespace {
+				continue
+			}
+			served[twin] = true
+			out = append(out, keptRoute{owner: p, route: route{host: twin, hostMatch: model.CompareEqualTo,
+				path: "/", pathMatch: model.CompareStartsWith, poolID: r.poolID, field: r.field, wwwTo: r.host}})
+		}
+	}
+	return out
+}
+
+// twinHost is "www." added or removed; "" when the result is not a host
+// of at least two labels or too long.
+func twinHost(h string) string {
+	twin, ok := strings.CutPrefix(h, "www.")
+	if !ok {
+		twin = "www." + h
+	}
+	if !strings.Contains(twin, ".") {
+		return ""
+	}
+	if _, err := checkHost(twin); err != nil {
+		return ""
+	}
+	return twin
 }

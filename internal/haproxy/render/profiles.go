@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	"pier.dev/pier/internal/encode"
@@ -24,6 +25,7 @@ type profile struct {
 	httpsRedirect bool
 	redirect      encode.Word // zero when no redirect
 	redirectCode  int
+	prefix        bool // redirect is a prefix: the request URI is appended
 	allow, deny   []netip.Prefix
 	maxBody       int64
 }
@@ -54,14 +56,8 @@ func profileOf(o *model.PolicyOptions, tls bool) (*profile, error) {
 	if o.MaxBodyBytes < 0 || o.MaxBodyBytes > maxProfileBody {
 		return nil, fmt.Errorf("max body %d bytes is outside 0-%d", o.MaxBodyBytes, maxProfileBody)
 	}
-	if o.RedirectURL != "" {
-		if p.redirect, err = encode.LogFormatURL(o.RedirectURL); err != nil {
-			return nil, fmt.Errorf("redirect: %w", err)
-		}
-		if !slices.Contains(redirectCodes, o.RedirectCode) {
-			return nil, fmt.Errorf("redirect code %d is not one of 301, 302, 303, 307, 308", o.RedirectCode)
-		}
-		p.redirectCode = o.RedirectCode
+	if err := redirectOf(p, o); err != nil {
+		return nil, err
 	}
 	if p.allow, err = prefixes(o.AllowSources); err != nil {
 		return nil, fmt.Errorf("allowed sources: %w", err)
@@ -73,6 +69,34 @@ func profileOf(o *model.PolicyOptions, tls bool) (*profile, error) {
 		return nil, nil // empty options render as none
 	}
 	return p, nil
+}
+
+// redirectOf validates a redirect to a URL or, for from-to-www-redirect,
+// to a prefix "scheme://host" (no path: HAProxy appends the request's).
+func redirectOf(p *profile, o *model.PolicyOptions) error {
+	target := o.RedirectURL
+	switch {
+	case o.RedirectURL != "" && o.RedirectPrefix != "":
+		return errors.New("both a redirect URL and a redirect prefix")
+	case o.RedirectPrefix != "":
+		if strings.Count(o.RedirectPrefix, "/") != 2 || strings.Contains(o.RedirectPrefix, "?") {
+			return fmt.Errorf("redirect prefix %s must be scheme://host", encode.Printable(o.RedirectPrefix))
+		}
+		target, p.prefix = o.RedirectPrefix, true
+	case o.RedirectURL == "" && o.RedirectCode != 0:
+		return errors.New("a redirect code without a redirect")
+	case o.RedirectURL == "":
+		return nil
+	}
+	var err error
+	if p.redirect, err = encode.LogFormatURL(target); err != nil {
+		return fmt.Errorf("redirect: %w", err)
+	}
+	if !slices.Contains(redirectCodes, o.RedirectCode) {
+		return fmt.Errorf("redirect code %d is not one of 301, 302, 303, 307, 308", o.RedirectCode)
+	}
+	p.redirectCode = o.RedirectCode
+	return nil
 }
 
 // prefixes re-validates canonical CIDRs.
@@ -158,7 +182,11 @@ func writeProfiles(c *encode.Config, ps []*profile) {
 				encode.Lit("code"), encode.Num(308), ifWord, name)
 		}
 		if p.redirectCode != 0 {
-			c.Line(httpRequest, encode.Lit("redirect"), encode.Lit("location"), p.redirect,
+			kind := encode.Lit("location")
+			if p.prefix {
+				kind = encode.Lit("prefix")
+			}
+			c.Line(httpRequest, encode.Lit("redirect"), kind, p.redirect,
 				encode.Lit("code"), encode.Num(p.redirectCode), ifWord, name)
 		}
 		if len(p.allow) > 0 {
