@@ -71,6 +71,7 @@ func TestIntegrationAnnotations(t *testing.T) {
 		location, backend      string
 	}{
 		{"ssl-redirect", "127.0.0.1", "secure.test", "/a/b?q=1", 308, "https://secure.test/a/b?q=1", ""},
+		{"ssl-redirect, port in Host", "127.0.0.1", "secure.test:80", "/", 308, "https://secure.test/", ""},
 		{"permanent-redirect", "127.0.0.1", "moved.test", "/x", 301, "https://new.example/a%20b?x=1&y=$HOME", ""},
 		{"temporal-redirect", "127.0.0.1", "temp.test", "/x", 307, "http://other.example/", ""},
 		{"from-to-www-redirect", "127.0.0.1", "www.canonical.test", "/a/b?c=d", 308, "http://canonical.test/a/b?c=d", ""},

@@ -178,6 +178,12 @@ func writeProfiles(c *encode.Config, ps []*profile) {
 		name := encode.ID("pier_prof_", p.id)
 		c.Line(encode.Lit("acl"), name, profVar, encode.Lit("-m"), encode.Lit("str"), encode.ID("", p.id))
 		if p.httpsRedirect {
+			// redirect scheme keeps the Host header whole: "a.com:80"
+			// would send the client to https://a.com:80/. Drop the port
+			// first (an IPv6 literal ends with "]", so it keeps its
+			// colons); the request is answered here, nothing else sees it.
+			c.Line(httpRequest, encode.Lit("replace-header"), encode.Lit("Host"), encode.Lit("^(.*):[0-9]+$"),
+				encode.Lit("\\1"), ifWord, name)
 			c.Line(httpRequest, encode.Lit("redirect"), encode.Lit("scheme"), encode.Lit("https"),
 				encode.Lit("code"), encode.Num(308), ifWord, name)
 		}
