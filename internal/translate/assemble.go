@@ -122,12 +122,12 @@ func (g *lbGroup) build(opts Options) (*model.LoadBalancer, []model.Problem) {
 	problems = append(problems, certProblems...)
 	lb.Listeners = append(lb.Listeners, model.Listener{
 		Name: model.DefaultHTTPListenerName, Protocol: model.ProtocolHTTP, Port: opts.HTTPPort,
-		DefaultPoolID: defaultPool, Policies: policiesFor(kept, true, len(certs) > 0),
+		DefaultPoolID: defaultPool, Policies: policiesFor(kept, true, certHosts(certs)),
 	})
 	if len(certs) > 0 {
 		lb.Listeners = append(lb.Listeners, model.Listener{
 			Name: model.DefaultHTTPSListenerName, Protocol: model.ProtocolTerminatedHTTPS, Port: opts.HTTPSPort,
-			DefaultPoolID: defaultPool, Certificates: certs, Policies: policiesFor(kept, false, true),
+			DefaultPoolID: defaultPool, Certificates: certs, Policies: policiesFor(kept, false, certHosts(certs)),
 			StrictSNI: certs[0].Namespace != g.members[0].source.Namespace,
 		})
 	}
@@ -185,6 +185,17 @@ func takeRequestedFIP(lb *model.LoadBalancer, owner, p *parsedIngress, opts Opti
 	return []model.Problem{warning(p.ing, "ExternalIPConflict", field,
 		"only the owner of load balancer %s, Ingress %s (oldest), may choose its external IP: %s is ignored",
 		lb.Name, owner.source.Key(), ip)}
+}
+
+// certHosts are the hosts the certificates are served for.
+func certHosts(certs []model.Certificate) map[string]bool {
+	hosts := map[string]bool{}
+	for _, c := range certs {
+		for _, h := range c.Hosts {
+			hosts[h] = true
+		}
+	}
+	return hosts
 }
 
 func addPool(pools map[string]*model.Pool, p *model.Pool) {

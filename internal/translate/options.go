@@ -10,11 +10,12 @@ import (
 // policyOptions are the ingress-nginx behaviours of p for one of its
 // routes, or nil when there are none (the policy then renders exactly as
 // without annotations). http says the policy is for the HTTP listener,
-// tls that the load balancer has an HTTPS listener.
+// tls that the HTTPS listener serves a certificate for the route's host.
 //
 // ssl-redirect is on by default, as in ingress-nginx, but only for the
 // hosts this Ingress's own spec.tls lists with a usable Secret, and only
-// when an HTTPS listener exists to redirect to; force-ssl-redirect
+// when the HTTPS listener serves that certificate (it may have lost the
+// host to an older namespace: TLSHostConflict); force-ssl-redirect
 // redirects every route of the Ingress (TLS may end in front of pier).
 func (p *parsedIngress) policyOptions(r route, http, tls bool) *model.PolicyOptions {
 	s := &p.settings

@@ -23,8 +23,9 @@ type keptRoute struct {
 //  4. then path, host and the owning Ingress's age, only for determinism.
 //
 // http says the policies are for the HTTP listener, where ssl-redirect
-// applies; tls says the load balancer has an HTTPS listener to go to.
-func policiesFor(routes []keptRoute, http, tls bool) []model.L7Policy {
+// applies; served are the hosts the HTTPS listener has a certificate
+// for (nil when there is none).
+func policiesFor(routes []keptRoute, http bool, served map[string]bool) []model.L7Policy {
 	sorted := append([]keptRoute(nil), routes...)
 	sort.SliceStable(sorted, func(i, j int) bool { return routeBefore(sorted[i], sorted[j]) })
 	policies := make([]model.L7Policy, 0, len(sorted))
@@ -41,7 +42,7 @@ func policiesFor(routes []keptRoute, http, tls bool) []model.L7Policy {
 			PoolID:   r.poolID,
 			Rules:    rules,
 			Source:   r.owner.source,
-			Options:  r.owner.policyOptions(r.route, http, tls),
+			Options:  r.owner.policyOptions(r.route, http, served[r.host]),
 		})
 	}
 	return policies
