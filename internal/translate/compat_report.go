@@ -60,6 +60,10 @@ func unsupportedNginx(key string) string {
 	return "unsupported ingress-nginx annotation, ignored (see docs/migration.md)"
 }
 
+// NginxAnnotations are the names (without prefix) of the ingress-nginx
+// annotations pier implements, sorted.
+func NginxAnnotations() []string { return sortedKeys(compatAnnotations) }
+
 // AnnotationReport is how pier treats one annotation of an Ingress.
 type AnnotationReport struct {
 	Key    string `json:"key"`
