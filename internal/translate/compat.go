@@ -44,7 +44,7 @@ var compatAnnotations = map[string]compatAnnotation{
 	"proxy-body-size": {parse: func(s *ingressSettings, v string) (err error) {
 		s.maxBody, err = parseSize(v)
 		return err
-	}, difference: "no default limit (ingress-nginx: 1m); a chunked body is measured only up to the 16 KiB buffer"},
+	}, difference: "no default limit (ingress-nginx: 1m); a chunked body is measured only as far as HAProxy buffers it (about 64 KiB)"},
 	"proxy-connect-timeout": {parse: func(s *ingressSettings, v string) (err error) {
 		s.connectTimeout, err = parseSeconds(v)
 		return err

@@ -171,8 +171,10 @@ const sourcesPerLine = 32
 
 // writeProfiles renders each profile's rules, in the order
 // model.PolicyOptions documents: https redirect, redirect, sources (403),
-// body size (413). A chunked body (no Content-Length) is buffered first,
-// up to the buffer (tune.bufsize): beyond it HAProxy cannot count.
+// body size (413). A body without Content-Length (chunked, HTTP/2) is
+// buffered first; HAProxy 2.6 buffers about 64 KiB of it (65,524 bytes
+// measured with tune.bufsize 16384), so a larger limit is best effort
+// for such bodies (docs/migration.md).
 func writeProfiles(c *encode.Config, ps []*profile) {
 	for _, p := range ps {
 		name := encode.ID("pier_prof_", p.id)
