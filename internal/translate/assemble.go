@@ -83,6 +83,7 @@ func (g *lbGroup) build(opts Options) (*model.LoadBalancer, []model.Problem) {
 	hostOwners := hostOwnership(g.members)
 	var kept []keptRoute
 	pools := map[string]*model.Pool{}
+	warned := map[string]bool{} // Ingress and pool of a timeout conflict
 	var defaultPool string
 	var defaultOwner *parsedIngress
 	// The oldest Ingress's creation time: IPAM settles conflicts between
@@ -104,6 +105,7 @@ func (g *lbGroup) build(opts Options) (*model.LoadBalancer, []model.Problem) {
 			claims[key] = claim{owner: p}
 			kept = append(kept, keptRoute{route: r, owner: p})
 			addPool(pools, p.pools[r.poolID])
+			problems = append(problems, timeoutConflict(pools, p, r.poolID, warned)...)
 		}
 		if p.defaultPool != nil {
 			if defaultOwner != nil {
@@ -196,6 +198,22 @@ func certHosts(certs []model.Certificate) map[string]bool {
 		}
 	}
 	return hosts
+}
+
+// timeoutConflict warns an Ingress whose timeouts for a pool differ from
+// those of the Ingress that created it (older): a Service port is one
+// HAProxy backend, with one set of timeouts.
+func timeoutConflict(pools map[string]*model.Pool, p *parsedIngress, poolID string, warned map[string]bool) []model.Problem {
+	kept, mine := pools[poolID], p.pools[poolID]
+	key := p.source.Key() + "\x00" + poolID
+	if kept == mine || warned[key] ||
+		(kept.ConnectTimeout == mine.ConnectTimeout && kept.ServerTimeout == mine.ServerTimeout) {
+		return nil
+	}
+	warned[key] = true
+	return []model.Problem{warning(p.ing, "TimeoutConflict", "metadata.annotations",
+		"service %s port %s is also the backend of an older Ingress with other proxy timeouts: those apply (connect %v, server %v)",
+		mine.Service, mine.Port, kept.ConnectTimeout, kept.ServerTimeout)}
 }
 
 func addPool(pools map[string]*model.Pool, p *model.Pool) {

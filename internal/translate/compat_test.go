@@ -232,3 +232,19 @@ func TestFromToWWWRedirect(t *testing.T) {
 		}
 	}
 }
+
+func TestTimeoutConflictWarnsTheNewer(t *testing.T) {
+	group := map[string]string{AnnotationLoadBalancer: "g", NginxPrefix + "proxy-read-timeout": "5"}
+	other := map[string]string{AnnotationLoadBalancer: "g", NginxPrefix + "proxy-read-timeout": "120"}
+	a := simpleIngress(t, "ns", "old", 0, group, "a.example", "/")
+	b := simpleIngress(t, "ns", "new", 1, other, "b.example", "/")
+	res := Ingresses(snapshotOf(a, b), DefaultOptions())
+	lb := onlyLB(t, res)
+	if len(lb.Pools) != 1 || lb.Pools[0].ServerTimeout != 5*time.Second {
+		t.Fatalf("pools %+v", lb.Pools)
+	}
+	ps := problemsFor(res, "new")
+	if len(ps) != 1 || ps[0].Reason != "TimeoutConflict" || len(problemsFor(res, "old")) != 0 {
+		t.Errorf("problems %+v", res.Problems)
+	}
+}
