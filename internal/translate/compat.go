@@ -34,11 +34,11 @@ type compatAnnotation struct {
 // by name without prefix. Each parser is typed and anchored (R5).
 var compatAnnotations = map[string]compatAnnotation{
 	"ssl-redirect": {parse: func(s *ingressSettings, v string) (err error) {
-		s.sslRedirect, err = encode.Bool(v)
+		s.sslRedirect, err = parseNginxBool(v)
 		return err
 	}, difference: "on by default only for the hosts this Ingress's own spec.tls lists (ingress-nginx: any TLS Ingress of the host)"},
 	"force-ssl-redirect": {parse: func(s *ingressSettings, v string) (err error) {
-		s.forceSSLRedirect, err = encode.Bool(v)
+		s.forceSSLRedirect, err = parseNginxBool(v)
 		return err
 	}},
 	"proxy-body-size": {parse: func(s *ingressSettings, v string) (err error) {
@@ -82,7 +82,7 @@ var compatAnnotations = map[string]compatAnnotation{
 		return err
 	}},
 	"from-to-www-redirect": {parse: func(s *ingressSettings, v string) (err error) {
-		s.fromToWWW, err = encode.Bool(v)
+		s.fromToWWW, err = parseNginxBool(v)
 		return err
 	}, difference: "only when no Ingress of the load balancer serves or holds a certificate for the other name"},
 	"temporal-redirect-code": {parse: func(s *ingressSettings, v string) (err error) {
@@ -123,13 +123,36 @@ func parseSize(v string) (int64, error) {
 	return n * scale, nil
 }
 
-// parseSeconds reads ingress-nginx's timeouts: whole seconds, 1 to 3600.
+// parseSeconds reads ingress-nginx's timeouts: whole seconds, 1 to
+// 3600, as ingress-nginx documents them; a duration with a unit ("60s",
+// "500ms", "2m") is accepted too, as nginx's own time syntax is what
+// people write, within 1ms to 1h.
 func parseSeconds(v string) (time.Duration, error) {
-	n, err := encode.Int(v, 1, 3600)
-	if err != nil {
-		return 0, fmt.Errorf("timeout in seconds: %w", err)
+	if strings.Trim(v, "0123456789") == "" {
+		n, err := encode.Int(v, 1, 3600)
+		if err != nil {
+			return 0, fmt.Errorf("timeout in seconds: %w", err)
+		}
+		return time.Duration(n) * time.Second, nil
 	}
-	return time.Duration(n) * time.Second, nil
+	d, err := encode.Duration(v, time.Millisecond, time.Hour)
+	if err != nil {
+		return 0, fmt.Errorf("timeout: %w", err)
+	}
+	return d, nil
+}
+
+// nginxBools are the spellings ingress-nginx accepts for a boolean
+// (Go's strconv.ParseBool): an exact list, so still anchored.
+var nginxBools = map[string]bool{"true": true, "True": true, "TRUE": true, "t": true, "T": true, "1": true,
+	"false": false, "False": false, "FALSE": false, "f": false, "F": false, "0": false}
+
+func parseNginxBool(v string) (bool, error) {
+	val, err := encode.Enum(v, sortedKeys(nginxBools)...)
+	if err != nil {
+		return false, err
+	}
+	return nginxBools[val.String()], nil
 }
 
 // maxCIDRs bounds a source range list: each prefix is one ACL value.

@@ -83,6 +83,21 @@ func TestCompatParsers(t *testing.T) {
 	if len(issues) != 1 || !strings.Contains(issues[0].message, "temporal-redirect") {
 		t.Errorf("want the temporal-wins warning, got %+v", issues)
 	}
+	for in, want := range map[string]time.Duration{"60": time.Minute, "60s": time.Minute, "500ms": 500 * time.Millisecond, "2m": 2 * time.Minute} {
+		if got, err := parseSeconds(in); err != nil || got != want {
+			t.Errorf("parseSeconds(%q) = %v, %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{"0", "3601", "2h", "1.5", "-1", "60 s", "0s"} {
+		if _, err := parseSeconds(bad); err == nil {
+			t.Errorf("parseSeconds(%q) accepted", bad)
+		}
+	}
+	for in, want := range map[string]bool{"True": true, "1": true, "f": false, "FALSE": false} {
+		if got, err := parseNginxBool(in); err != nil || got != want {
+			t.Errorf("parseNginxBool(%q) = %v, %v", in, got, err)
+		}
+	}
 	for in, want := range map[string]int64{"0": 0, "10": 10, "1K": 1024, "2M": 2 << 20, "1g": 1 << 30, "1024g": 1 << 40} {
 		if got, err := parseSize(in); err != nil || got != want {
 			t.Errorf("parseSize(%q) = %d, %v", in, got, err)
