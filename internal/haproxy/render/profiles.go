@@ -1,6 +1,7 @@
 package render
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -141,15 +142,7 @@ func listenerProfiles(ps []policyView) []*profile {
 	for _, p := range seen {
 		out = append(out, p)
 	}
-	slices.SortFunc(out, func(a, b *profile) int {
-		if a.id < b.id {
-			return -1
-		}
-		if a.id > b.id {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b *profile) int { return cmp.Compare(a.id, b.id) })
 	return out
 }
 
