@@ -102,19 +102,22 @@ func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue
 	sort.Strings(keys)
 	for _, k := range keys {
 		v := ann[k]
+		name, compat := compatName(k)
+		if strings.HasPrefix(k, NginxPrefix) && !compat {
+			// Never parsed, so never fatal, whatever its size: a long
+			// configuration-snippet must not refuse the Ingress.
+			issues = append(issues, annotationIssue{key: k, message: unsupportedNginx(k)})
+			continue
+		}
 		if len(v) > maxAnnotationValue {
 			issues = append(issues, annotationIssue{key: k, fatal: true,
 				message: fmt.Sprintf("value of %d bytes, over the limit of %d", len(v), maxAnnotationValue)})
 			continue
 		}
-		if name, ok := compatName(k); ok {
+		if compat {
 			if err := compatAnnotations[name].parse(&s, v); err != nil {
 				issues = append(issues, annotationIssue{key: k, message: err.Error(), fatal: true})
 			}
-			continue
-		}
-		if strings.HasPrefix(k, NginxPrefix) {
-			issues = append(issues, annotationIssue{key: k, message: unsupportedNginx(k)})
 			continue
 		}
 		var err error

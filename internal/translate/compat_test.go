@@ -117,14 +117,15 @@ func TestSnippetsAndUnknownNginxAnnotationsWarn(t *testing.T) {
 		NginxPrefix + "auth-snippet":          "x",
 		NginxPrefix + "stream-snippet":        "x",
 		NginxPrefix + "rewrite-target":        "/$1",
+		NginxPrefix + "server-snippet-long":   strings.Repeat("x", 4096), // unparsed: no size refusal
 	}, "a.example", "/")
 	res := Ingresses(snapshotOf(ing), DefaultOptions())
 	if _, ok := res.Accepted[model.IngressRef("ns", "a")]; !ok {
 		t.Fatal("snippets must not refuse the Ingress")
 	}
 	ps := problemsFor(res, "a")
-	if len(ps) != 5 {
-		t.Fatalf("want 5 warnings, got %+v", ps)
+	if len(ps) != 6 {
+		t.Fatalf("want 6 warnings, got %+v", ps)
 	}
 	for _, p := range ps {
 		if p.Severity != model.SeverityWarning || !strings.Contains(p.Message, "ignored") {
