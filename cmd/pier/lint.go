@@ -7,8 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"sort"
 	"text/tabwriter"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"pier.dev/pier/internal/cluster"
 	"pier.dev/pier/internal/source"
 	"pier.dev/pier/internal/source/files"
 	"pier.dev/pier/internal/translate"
@@ -38,14 +43,15 @@ type lintSummary struct {
 	Unsupported             int `json:"unsupported"`
 }
 
-func lintCommand(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func lintCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pier lint", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var paths stringList
 	fs.Var(&paths, "f", "manifest file or folder (repeatable)")
 	output := fs.String("o", "text", "output format: text or json")
+	kubeconfig := fs.String("kubeconfig", "", "read the Ingresses of a live cluster with this kubeconfig instead of files")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: pier lint -f PATH... [-o json]\n\n"+
+		fmt.Fprint(fs.Output(), "Usage: pier lint (-f PATH... | --kubeconfig FILE) [-o json]\n\n"+
 			"Reports, per Ingress, each pier.dev/ and nginx.ingress.kubernetes.io/ annotation as\n"+
 			"supported, supported-with-difference or unsupported (docs/migration.md).\n"+
 			"Exits 1 when anything is unsupported or invalid.\n\nFlags:\n")
@@ -54,11 +60,18 @@ func lintCommand(_ context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if len(paths) == 0 || (*output != "text" && *output != "json") {
+	if (len(paths) == 0) == (*kubeconfig == "") || (*output != "text" && *output != "json") {
 		fs.Usage()
 		return errUsage
 	}
-	snap, problems, err := files.Load(paths)
+	var snap *source.Snapshot
+	var problems []files.Problem
+	var err error
+	if *kubeconfig != "" {
+		snap, err = clusterIngresses(ctx, *kubeconfig)
+	} else {
+		snap, problems, err = files.Load(paths)
+	}
 	if err != nil {
 		return err
 	}
@@ -80,6 +93,32 @@ func lintCommand(_ context.Context, args []string, stdout, stderr io.Writer) err
 		return errUnsupported
 	}
 	return nil
+}
+
+// clusterIngresses lists every Ingress of the cluster kubeconfig names,
+// sorted by namespace/name as files.Load sorts them.
+func clusterIngresses(ctx context.Context, kubeconfig string) (*source.Snapshot, error) {
+	cfg, err := cluster.RestConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	list, err := cs.NetworkingV1().Ingresses("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list Ingresses: %w", err)
+	}
+	snap := &source.Snapshot{}
+	for i := range list.Items {
+		snap.Ingresses = append(snap.Ingresses, &list.Items[i])
+	}
+	sort.Slice(snap.Ingresses, func(i, j int) bool {
+		a, b := snap.Ingresses[i], snap.Ingresses[j]
+		return a.Namespace < b.Namespace || (a.Namespace == b.Namespace && a.Name < b.Name)
+	})
+	return snap, nil
 }
 
 // lint classifies the annotations of every Ingress of snap, in the

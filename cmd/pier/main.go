@@ -33,7 +33,7 @@ Commands:
   echo        Run an HTTP echo backend (for demos and tests).
   get         Show what a running pier holds: pier get loadbalancers [-o json].
   lint        Report how pier treats the annotations of Ingress manifests
-              (coming from ingress-nginx): pier lint -f PATH... [-o json].
+              (coming from ingress-nginx): pier lint -f PATH... | --kubeconfig FILE [-o json].
   version     Print the version.
 
 Run 'pier <command> -h' for the flags of a command.
