@@ -165,7 +165,24 @@ func LogFormatURL(s string) (Word, error) {
 	if v.s != s {
 		return Word{}, refuse("URL", "canonical", s, "is not in canonical form")
 	}
-	return Word{s: strings.ReplaceAll(v.s, "%", "%%"), kind: kindUser, quote: true}, nil
+	if w := v.LogFormatWord(); w.Err() != nil {
+		return Word{}, w.Err()
+	}
+	return v.LogFormatWord(), nil
+}
+
+// LogFormatWord makes the word for a validated value (a path, a host, a
+// URL) placed in a log-format argument (redirect location, set-header):
+// '%' is doubled, and the word is single-quoted. A value holding a
+// backslash is refused: no validator of ours lets one through, and
+// HAProxy's log-format parser is not documented to leave it alone.
+func (v Value) LogFormatWord() Word {
+	if strings.Contains(v.s, "\\") {
+		return Word{err: refuse("value", "log-format", v.s, "contains a backslash")}
+	}
+	w := v.Word()
+	w.s = strings.ReplaceAll(v.s, "%", "%%")
+	return w
 }
 
 // AddrPort makes "10.0.0.1:80" or "[2001:db8::1]:80".

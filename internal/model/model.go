@@ -151,8 +151,9 @@ type L7Policy struct {
 }
 
 // PolicyOptions are what a policy does to a matching request before it
-// reaches its pool, in this order: HTTPSRedirect, RedirectURL, the
-// source checks (403), then MaxBodyBytes (413). Translation fills them
+// reaches its pool, in this order: HTTPSRedirect, RedirectURL or
+// RedirectPrefix, AppRoot, the source checks (403), MaxBodyBytes (413),
+// then UpstreamHost. Translation fills them
 // from one Ingress's annotations, so they never leak to another
 // Ingress's routes on a shared load balancer.
 type PolicyOptions struct {
@@ -174,6 +175,12 @@ type PolicyOptions struct {
 	DenySources  []string `json:"denySources,omitempty"`
 	// MaxBodyBytes refuses larger request bodies with 413; 0 is no limit.
 	MaxBodyBytes int64 `json:"maxBodyBytes,omitempty"`
+	// AppRoot, when set, answers 302 with Location AppRoot (a path) to
+	// requests for exactly "/" (app-root).
+	AppRoot string `json:"appRoot,omitempty"`
+	// UpstreamHost, when set, replaces the Host header the backend sees
+	// (upstream-vhost); routing has already used the client's.
+	UpstreamHost string `json:"upstreamHost,omitempty"`
 }
 
 // RuleType is what part of the request an L7Rule inspects.

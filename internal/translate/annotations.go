@@ -76,6 +76,7 @@ type ingressSettings struct {
 	permanentRedirect, temporalRedirect      string
 	permanentCode, temporalCode              int
 	fromToWWW                                bool
+	appRoot, upstreamVhost                   string
 }
 
 // annotationIssue is one problem with one annotation.

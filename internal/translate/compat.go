@@ -85,6 +85,15 @@ var compatAnnotations = map[string]compatAnnotation{
 		s.fromToWWW, err = parseNginxBool(v)
 		return err
 	}, difference: "only when no Ingress of the load balancer serves or holds a certificate for the other name"},
+	"app-root": {parse: func(s *ingressSettings, v string) (err error) {
+		s.appRoot, err = parseAppRoot(v)
+		return err
+	}, difference: "the Location is the path alone (relative), not scheme://host + path"},
+	"upstream-vhost": {parse: func(s *ingressSettings, v string) error {
+		h, err := encode.Host(v)
+		s.upstreamVhost = h.String()
+		return err
+	}, difference: "a host name only: no nginx variables ($host), no port"},
 	"temporal-redirect-code": {parse: func(s *ingressSettings, v string) (err error) {
 		s.temporalCode, err = parseRedirectCode(v)
 		return err
@@ -198,6 +207,23 @@ func parseRedirectURL(v string) (string, error) {
 		return "", fmt.Errorf("URL %s is not in canonical form (%s)", quoteForMessage(v), quoteForMessage(u.String()))
 	}
 	return v, nil
+}
+
+// parseAppRoot accepts a path (the Exact path rules) other than "/",
+// which would redirect to itself, made of letters, digits and ._~/- only:
+// an application root needs no query, parameters or escapes.
+func parseAppRoot(v string) (string, error) {
+	p, err := encode.Path(v, encode.PathExact)
+	if err != nil {
+		return "", err
+	}
+	if strings.Trim(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._~/-") != "" {
+		return "", fmt.Errorf("app-root %s: only letters, digits and ._~/- are accepted", quoteForMessage(v))
+	}
+	if v == "/" {
+		return "", fmt.Errorf("app-root %s would redirect / to itself", quoteForMessage(v))
+	}
+	return p.String(), nil
 }
 
 // parseRedirectCode accepts the redirect codes HAProxy can answer.

@@ -21,14 +21,14 @@ var snippetAlternatives = map[string]string{
 
 // plannedNginx are the other ingress-nginx annotations issue 11 lists:
 // not implemented yet, so reported as such rather than as unknown.
-var plannedNginx = setOf("rewrite-target", "use-regex", "app-root", "x-forwarded-prefix",
+var plannedNginx = setOf("rewrite-target", "use-regex", "x-forwarded-prefix",
 	"backend-protocol", "proxy-ssl-verify", "proxy-ssl-secret", "proxy-ssl-name",
 	"affinity", "session-cookie-name", "session-cookie-expires", "session-cookie-max-age",
 	"session-cookie-path", "session-cookie-samesite",
 	"enable-cors", "cors-allow-origin", "cors-allow-methods", "cors-allow-headers",
 	"cors-allow-credentials", "cors-max-age",
 	"auth-type", "auth-secret", "auth-realm", "auth-url", "auth-signin", "auth-response-headers",
-	"upstream-vhost", "custom-headers", "proxy-set-headers", "ssl-passthrough",
+	"custom-headers", "proxy-set-headers", "ssl-passthrough",
 	"canary", "canary-weight", "canary-by-header", "canary-by-header-value", "canary-by-cookie",
 	"limit-rps", "limit-rpm", "limit-connections",
 	"service-upstream", "proxy-next-upstream-tries", "custom-http-errors", "default-backend")

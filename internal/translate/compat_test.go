@@ -28,6 +28,8 @@ var validCompat = map[string]string{
 	"temporal-redirect":       "http://tmp.example:8080",
 	"temporal-redirect-code":  "307",
 	"from-to-www-redirect":    "true",
+	"app-root":                "/app1",
+	"upstream-vhost":          "internal.example",
 }
 
 func TestCompatAnnotationsAreAnchored(t *testing.T) {
@@ -41,6 +43,9 @@ func TestCompatAnnotationsAreAnchored(t *testing.T) {
 				t.Errorf("%s=%q refused: %+v", key, valid, issues)
 			}
 			for _, bad := range []string{valid + ";evil", valid + "\n", valid + "X", " " + valid + "\nhttp-request deny", valid + "'", "", valid + "\x00"} {
+				if name == "app-root" && bad == valid+"X" {
+					continue // a path with more letters is another valid path
+				}
 				if _, issues := parseAnnotations(map[string]string{key: bad}); !hasFatal(issues) {
 					t.Errorf("%s=%q accepted", key, bad)
 				}
@@ -262,5 +267,19 @@ func TestTimeoutConflictWarnsTheNewer(t *testing.T) {
 	ps := problemsFor(res, "new")
 	if len(ps) != 1 || ps[0].Reason != "TimeoutConflict" || len(problemsFor(res, "old")) != 0 {
 		t.Errorf("problems %+v", res.Problems)
+	}
+}
+
+func TestAppRootAndUpstreamVhost(t *testing.T) {
+	ann := map[string]string{NginxPrefix + "app-root": "/app1", NginxPrefix + "upstream-vhost": "internal.example"}
+	lb := onlyLB(t, Ingresses(snapshotOf(simpleIngress(t, "ns", "a", 0, ann, "a.example", "/")), DefaultOptions()))
+	o := lb.Listeners[0].Policies[0].Options
+	if o == nil || o.AppRoot != "/app1" || o.UpstreamHost != "internal.example" {
+		t.Errorf("options %+v", o)
+	}
+	for _, bad := range []string{"/", "app", "/a?b", "/a%20b", "/a//b"} {
+		if _, err := parseAppRoot(bad); err == nil {
+			t.Errorf("app-root %q accepted", bad)
+		}
 	}
 }

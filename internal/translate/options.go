@@ -30,6 +30,8 @@ func (p *parsedIngress) policyOptions(r route, http, tls bool) *model.PolicyOpti
 		AllowSources: s.allowSources,
 		DenySources:  s.denySources,
 		MaxBodyBytes: s.maxBody,
+		AppRoot:      s.appRoot,
+		UpstreamHost: s.upstreamVhost,
 	}
 	if http {
 		o.HTTPSRedirect = s.forceSSLRedirect || (s.sslRedirect && tls && p.hasTLSHost(r.host))
@@ -40,9 +42,9 @@ func (p *parsedIngress) policyOptions(r route, http, tls bool) *model.PolicyOpti
 	case s.permanentRedirect != "":
 		o.RedirectURL, o.RedirectCode = s.permanentRedirect, s.permanentCode
 	}
-	if !o.HTTPSRedirect && o.RedirectURL == "" && len(o.AllowSources) == 0 &&
-		len(o.DenySources) == 0 && o.MaxBodyBytes == 0 {
-		return nil
+	if !o.HTTPSRedirect && o.RedirectURL == "" && len(o.AllowSources) == 0 && len(o.DenySources) == 0 &&
+		o.MaxBodyBytes == 0 && o.AppRoot == "" && o.UpstreamHost == "" {
+		return nil // nothing set: the policy renders as without annotations
 	}
 	o.AllowSources = slices.Clone(o.AllowSources)
 	o.DenySources = slices.Clone(o.DenySources)

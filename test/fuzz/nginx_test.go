@@ -19,7 +19,7 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 		"whitelist-source-range": "10.0.0.0/8", "allowlist-source-range": "10.0.0.0/8, ::1",
 		"denylist-source-range": "10.6.6.6", "permanent-redirect": "https://new.example/a%20b",
 		"permanent-redirect-code": "308", "temporal-redirect": "http://t.example/", "temporal-redirect-code": "307",
-		"from-to-www-redirect": "true"}
+		"from-to-www-redirect": "true", "app-root": "/app1", "upstream-vhost": "internal.example"}
 	for i, name := range names {
 		v := good[name]
 		f.Add(uint8(i), v, uint8(i+1), good[names[(i+1)%len(names)]])

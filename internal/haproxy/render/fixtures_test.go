@@ -163,6 +163,7 @@ func annotated(web1, web2 model.Pool, unsorted bool) *model.LoadBalancer {
 		with(toPool(web2, hostIs("office.example"), pathPrefix("/")),
 			model.PolicyOptions{AllowSources: []string{"10.0.0.0/8", "192.168.0.0/16"}, DenySources: []string{"10.6.6.0/24"}}),
 		with(toPool(web2, hostIs("upload.example"), pathPrefix("/")), model.PolicyOptions{MaxBodyBytes: 8 << 20}),
+		with(toPool(web2, hostIs("app.example"), pathPrefix("/")), model.PolicyOptions{AppRoot: "/app1", UpstreamHost: "app.internal"}),
 		toPool(web2, hostIs("plain.example"), pathPrefix("/")),
 	}
 	if unsorted {

@@ -38,6 +38,8 @@ func TestIntegrationAnnotations(t *testing.T) {
 		with(toPool(fast, hostIs("temp.test"), pathPrefix("/")),
 			model.PolicyOptions{RedirectURL: "http://other.example/", RedirectCode: 307}),
 		with(toPool(fast, hostIs("allow.test"), pathPrefix("/")), model.PolicyOptions{AllowSources: []string{"127.0.0.1/32"}}),
+		with(toPool(fast, hostIs("approot.test"), pathPrefix("/")), model.PolicyOptions{AppRoot: "/app1"}),
+		with(toPool(fast, hostIs("vhost.test"), pathPrefix("/")), model.PolicyOptions{UpstreamHost: "internal.example"}),
 		with(toPool(fast, hostIs("www.canonical.test"), pathPrefix("/")),
 			model.PolicyOptions{RedirectPrefix: "http://canonical.test", RedirectCode: 308}),
 		with(toPool(fast, hostIs("deny.test"), pathPrefix("/")), model.PolicyOptions{DenySources: []string{"127.0.0.2/32"}}),
@@ -74,6 +76,8 @@ func TestIntegrationAnnotations(t *testing.T) {
 		{"ssl-redirect, port in Host", "127.0.0.1", "secure.test:80", "/", 308, "https://secure.test/", ""},
 		{"permanent-redirect", "127.0.0.1", "moved.test", "/x", 301, "https://new.example/a%20b?x=1&y=$HOME", ""},
 		{"temporal-redirect", "127.0.0.1", "temp.test", "/x", 307, "http://other.example/", ""},
+		{"app-root, /", "127.0.0.1", "approot.test", "/", 302, "/app1", ""},
+		{"app-root, other path", "127.0.0.1", "approot.test", "/other", 200, "", "fast"},
 		{"from-to-www-redirect", "127.0.0.1", "www.canonical.test", "/a/b?c=d", 308, "http://canonical.test/a/b?c=d", ""},
 		{"allow-list, allowed source", "127.0.0.1", "allow.test", "/", 200, "", "fast"},
 		{"allow-list, other source", "127.0.0.2", "allow.test", "/", 403, "", ""},
@@ -87,6 +91,11 @@ func TestIntegrationAnnotations(t *testing.T) {
 			t.Errorf("%s: %d Location %q backend %q, want %d %q %q", tc.name, resp.StatusCode,
 				resp.Header.Get("Location"), resp.Header.Get("X-Backend"), tc.status, tc.location, tc.backend)
 		}
+	}
+	// upstream-vhost: routed by the client's Host, the backend sees ours.
+	if resp := rawRequest(t, addr, "127.0.0.1", "GET / HTTP/1.1\r\nHost: vhost.test\r\n\r\n"); resp.StatusCode != 200 ||
+		resp.Header.Get("X-Seen-Host") != "internal.example" {
+		t.Errorf("upstream-vhost: %d, backend saw Host %q", resp.StatusCode, resp.Header.Get("X-Seen-Host"))
 	}
 	checkBodyLimit(t, addr)
 	checkReadTimeout(t, addr)
@@ -190,6 +199,11 @@ func TestProfilesAreRevalidated(t *testing.T) {
 		"space in CIDR":      {DenySources: []string{"10.0.0.0/8 20.0.0.0/8"}},
 		"negative body size": {MaxBodyBytes: -1},
 		"huge body size":     {MaxBodyBytes: 1<<40 + 1},
+		"app root /":         {AppRoot: "/"},
+		"app root relative":  {AppRoot: "app"},
+		"app root newline":   {AppRoot: "/a\nb"},
+		"upstream host caps": {UpstreamHost: "A.example"},
+		"upstream host port": {UpstreamHost: "a.example:80"},
 	} {
 		lb := newLB([]model.Listener{httpListener("", routes(toPool(web, hostIs("a.example"), pathPrefix("/"))))}, web)
 		lb.Listeners[0].Policies[0].Options = &o

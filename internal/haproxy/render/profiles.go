@@ -29,6 +29,10 @@ type profile struct {
 	prefix        bool // redirect is a prefix: the request URI is appended
 	allow, deny   []netip.Prefix
 	maxBody       int64
+	appRoot       encode.Word // valid when hasAppRoot
+	upstreamHost  encode.Word // valid when hasUpstream
+	hasAppRoot    bool
+	hasUpstream   bool
 }
 
 // maxProfileBody bounds MaxBodyBytes as translation does (1 TiB).
@@ -60,13 +64,17 @@ func profileOf(o *model.PolicyOptions, tls bool) (*profile, error) {
 	if err := redirectOf(p, o); err != nil {
 		return nil, err
 	}
+	if err := appRootAndHost(p, o); err != nil {
+		return nil, err
+	}
 	if p.allow, err = prefixes(o.AllowSources); err != nil {
 		return nil, fmt.Errorf("allowed sources: %w", err)
 	}
 	if p.deny, err = prefixes(o.DenySources); err != nil {
 		return nil, fmt.Errorf("denied sources: %w", err)
 	}
-	if !p.httpsRedirect && p.redirectCode == 0 && len(p.allow) == 0 && len(p.deny) == 0 && p.maxBody == 0 {
+	if !p.httpsRedirect && p.redirectCode == 0 && len(p.allow) == 0 && len(p.deny) == 0 && p.maxBody == 0 &&
+		!p.hasAppRoot && !p.hasUpstream {
 		return nil, nil // empty options render as none
 	}
 	return p, nil
@@ -97,6 +105,35 @@ func redirectOf(p *profile, o *model.PolicyOptions) error {
 		return fmt.Errorf("redirect code %d is not one of 301, 302, 303, 307, 308", o.RedirectCode)
 	}
 	p.redirectCode = o.RedirectCode
+	return nil
+}
+
+// appRootAndHost validates app-root (a path, not "/") and
+// upstream-vhost (a host name), both for log-format arguments.
+func appRootAndHost(p *profile, o *model.PolicyOptions) error {
+	if o.AppRoot != "" {
+		v, err := encode.Path(o.AppRoot, encode.PathExact)
+		if err != nil {
+			return fmt.Errorf("app root: %w", err)
+		}
+		if o.AppRoot == "/" {
+			return errors.New("app root / would redirect to itself")
+		}
+		if p.appRoot = v.LogFormatWord(); p.appRoot.Err() != nil {
+			return p.appRoot.Err()
+		}
+		p.hasAppRoot = true
+	}
+	if o.UpstreamHost != "" {
+		v, err := encode.Host(o.UpstreamHost)
+		if err != nil {
+			return fmt.Errorf("upstream host: %w", err)
+		}
+		if p.upstreamHost = v.LogFormatWord(); p.upstreamHost.Err() != nil {
+			return p.upstreamHost.Err()
+		}
+		p.hasUpstream = true
+	}
 	return nil
 }
 
@@ -163,8 +200,8 @@ func writeProfileSplit(c *encode.Config) {
 const sourcesPerLine = 32
 
 // writeProfiles renders each profile's rules, in the order
-// model.PolicyOptions documents: https redirect, redirect, sources (403),
-// body size (413). A body without Content-Length (chunked, HTTP/2) is
+// model.PolicyOptions documents: https redirect, redirect, app root,
+// sources (403), body size (413), then the upstream Host header. A body without Content-Length (chunked, HTTP/2) is
 // buffered first; HAProxy 2.6 buffers about 64 KiB of it (65,524 bytes
 // measured with tune.bufsize 16384), so a larger limit is best effort
 // for such bodies (docs/migration.md).
@@ -190,6 +227,10 @@ func writeProfiles(c *encode.Config, ps []*profile) {
 			c.Line(httpRequest, encode.Lit("redirect"), kind, p.redirect,
 				encode.Lit("code"), encode.Num(p.redirectCode), ifWord, name)
 		}
+		if p.hasAppRoot {
+			c.Line(httpRequest, encode.Lit("redirect"), encode.Lit("location"), p.appRoot, encode.Lit("code"), encode.Num(302),
+				ifWord, name, openBrace, encode.Lit("path"), encode.Lit("/"), closeBrace)
+		}
 		if len(p.allow) > 0 {
 			acl := encode.ID("pier_allow_", p.id)
 			sourceACL(c, acl, p.allow)
@@ -202,6 +243,9 @@ func writeProfiles(c *encode.Config, ps []*profile) {
 		}
 		if p.maxBody > 0 {
 			writeBodyLimit(c, name, p.maxBody)
+		}
+		if p.hasUpstream {
+			c.Line(httpRequest, encode.Lit("set-header"), encode.Lit("Host"), p.upstreamHost, ifWord, name)
 		}
 	}
 }
