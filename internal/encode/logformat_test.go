@@ -35,3 +35,16 @@ func TestPrefixWord(t *testing.T) {
 		t.Error("Num64")
 	}
 }
+
+func TestLogFormatWord(t *testing.T) {
+	v, err := Path("/a%20b", PathExact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := v.LogFormatWord(); w.Err() != nil || w.String() != "/a%%20b" {
+		t.Errorf("%q %v", w.String(), w.Err())
+	}
+	if w := (Value{s: `a\b`}).LogFormatWord(); w.Err() == nil {
+		t.Error("backslash accepted")
+	}
+}
