@@ -32,6 +32,8 @@ Commands:
   agent       Run the node role: HAProxy for the LoadBalancers placed on a node.
   echo        Run an HTTP echo backend (for demos and tests).
   get         Show what a running pier holds: pier get loadbalancers [-o json].
+  lint        Report how pier treats the annotations of Ingress manifests
+              (coming from ingress-nginx): pier lint -f PATH... | --kubeconfig FILE [-o json].
   version     Print the version.
 
 Run 'pier <command> -h' for the flags of a command.
@@ -60,6 +62,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = echoCommand(ctx, args[1:], stderr)
 	case "get":
 		err = getCommand(ctx, args[1:], stdout, stderr)
+	case "lint":
+		err = lintCommand(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "pier", version)
 	case "help", "-h", "--help":
@@ -75,6 +79,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.Is(err, errUsage):
 		return 2
+	case errors.Is(err, errUnsupported):
+		return 1 // the report says what
 	}
 	fmt.Fprintln(stderr, "pier:", err)
 	return 1

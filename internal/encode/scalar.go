@@ -78,9 +78,8 @@ func Bool(s string) (bool, error) {
 // fragment, and returns it re-serialised by net/url, so what is emitted is
 // what Go understood, not the bytes the user sent.
 //
-// A URL may contain '%' and '$': it must not be placed in a log-format
-// argument (redirect location, set-header) without an encoder for that
-// context, which this package does not have yet.
+// A URL may contain '%' and '$': in a log-format argument (redirect
+// location, set-header) use LogFormatURL, which escapes '%'.
 func URL(s string) (Value, error) {
 	const k = "URL"
 	if err := asciiText(k, s, MaxURLLen); err != nil {

@@ -107,6 +107,9 @@ func ID(prefix keyword, id string) Word {
 // Num makes a word from an integer.
 func Num(n int) Word { return Word{s: strconv.Itoa(n), kind: kindNum} }
 
+// Num64 makes a word from a 64-bit integer (byte sizes).
+func Num64(n int64) Word { return Word{s: strconv.FormatInt(n, 10), kind: kindNum} }
+
 // Millis makes a HAProxy time word in the largest unit that divides it
 // ("1h", "30s", "1500ms"). Sub-millisecond parts are dropped; negative is
 // an error.
@@ -139,6 +142,47 @@ func Addr(a netip.Addr) Word {
 		return Word{err: refuse("IP address", "syntax", a.String(), "invalid or zoned address")}
 	}
 	return Word{s: a.String(), kind: kindAddr}
+}
+
+// Prefix makes a word from a masked prefix (from CIDR): "10.0.0.0/8".
+func Prefix(p netip.Prefix) Word {
+	if !p.IsValid() || p.Addr().Zone() != "" || p != p.Masked() {
+		return Word{err: refuse("CIDR", "syntax", p.String(), "invalid, zoned or unmasked prefix")}
+	}
+	return Word{s: p.String(), kind: kindAddr}
+}
+
+// LogFormatURL validates s as URL does and makes the word for a
+// log-format argument (a redirect location): there '%' starts a sample
+// fetch and "%%" is a literal '%' (HAProxy 2.6.12, render's integration
+// test). The word is single-quoted, so '$' is not expanded either. Only
+// a URL in the form URL returns is accepted.
+func LogFormatURL(s string) (Word, error) {
+	v, err := URL(s)
+	if err != nil {
+		return Word{}, err
+	}
+	if v.s != s {
+		return Word{}, refuse("URL", "canonical", s, "is not in canonical form")
+	}
+	if w := v.LogFormatWord(); w.Err() != nil {
+		return Word{}, w.Err()
+	}
+	return v.LogFormatWord(), nil
+}
+
+// LogFormatWord makes the word for a validated value (a path, a host, a
+// URL) placed in a log-format argument (redirect location, set-header):
+// '%' is doubled, and the word is single-quoted. A value holding a
+// backslash is refused: no validator of ours lets one through, and
+// HAProxy's log-format parser is not documented to leave it alone.
+func (v Value) LogFormatWord() Word {
+	if strings.Contains(v.s, "\\") {
+		return Word{err: refuse("value", "log-format", v.s, "contains a backslash")}
+	}
+	w := v.Word()
+	w.s = strings.ReplaceAll(v.s, "%", "%%")
+	return w
 }
 
 // AddrPort makes "10.0.0.1:80" or "[2001:db8::1]:80".

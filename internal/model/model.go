@@ -154,6 +154,42 @@ type L7Policy struct {
 	PoolID   string       `json:"poolId,omitempty"`
 	Rules    []L7Rule     `json:"rules"`
 	Source   Source       `json:"source"` // the Ingress that asked for it
+	// Options are the per-Ingress behaviours of a REDIRECT_TO_POOL
+	// policy (annotations); nil for none, which renders as before.
+	Options *PolicyOptions `json:"options,omitempty"`
+}
+
+// PolicyOptions are what a policy does to a matching request before it
+// reaches its pool, in this order: HTTPSRedirect, RedirectURL or
+// RedirectPrefix, AppRoot, the source checks (403), MaxBodyBytes (413),
+// then UpstreamHost. Translation fills them
+// from one Ingress's annotations, so they never leak to another
+// Ingress's routes on a shared load balancer.
+type PolicyOptions struct {
+	// HTTPSRedirect answers 308 with the same host and URI over https
+	// (only set on HTTP listeners).
+	HTTPSRedirect bool `json:"httpsRedirect,omitempty"`
+	// RedirectURL, when set, answers every request with RedirectCode
+	// (301, 302, 303, 307 or 308) and Location RedirectURL, an absolute
+	// http(s) URL.
+	RedirectURL  string `json:"redirectUrl,omitempty"`
+	RedirectCode int    `json:"redirectCode,omitempty"`
+	// RedirectPrefix, when set instead of RedirectURL, answers with
+	// RedirectCode and Location RedirectPrefix + the request's URI; it is
+	// "scheme://host" with no path (from-to-www-redirect).
+	RedirectPrefix string `json:"redirectPrefix,omitempty"`
+	// AllowSources, when not empty, are the only client prefixes served;
+	// DenySources are refused. Both canonical CIDRs; 403 otherwise.
+	AllowSources []string `json:"allowSources,omitempty"`
+	DenySources  []string `json:"denySources,omitempty"`
+	// MaxBodyBytes refuses larger request bodies with 413; 0 is no limit.
+	MaxBodyBytes int64 `json:"maxBodyBytes,omitempty"`
+	// AppRoot, when set, answers 302 with Location AppRoot (a path) to
+	// requests for exactly "/" (app-root).
+	AppRoot string `json:"appRoot,omitempty"`
+	// UpstreamHost, when set, replaces the Host header the backend sees
+	// (upstream-vhost); routing has already used the client's.
+	UpstreamHost string `json:"upstreamHost,omitempty"`
 }
 
 // RuleType is what part of the request an L7Rule inspects.
@@ -201,6 +237,10 @@ type Pool struct {
 	// HealthCheck turns on active TCP checks of members.
 	HealthCheck bool     `json:"healthCheck"`
 	Members     []Member `json:"members"`
+	// ConnectTimeout and ServerTimeout replace the defaults' timeout
+	// connect and timeout server for this pool; 0 keeps the default.
+	ConnectTimeout time.Duration `json:"connectTimeout,omitempty"`
+	ServerTimeout  time.Duration `json:"serverTimeout,omitempty"`
 }
 
 // Algorithm is a Pool's load-balancing algorithm (Octavia's names).

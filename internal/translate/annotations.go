@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -66,6 +67,16 @@ type ingressSettings struct {
 	externalIP  string
 	balance     model.Algorithm
 	healthCheck bool
+
+	// ingress-nginx's annotations (compat.go).
+	sslRedirect, forceSSLRedirect            bool
+	maxBody                                  int64
+	connectTimeout, readTimeout, sendTimeout time.Duration
+	allowSources, denySources                []string
+	permanentRedirect, temporalRedirect      string
+	permanentCode, temporalCode              int
+	fromToWWW                                bool
+	appRoot, upstreamVhost                   string
 }
 
 // annotationIssue is one problem with one annotation.
@@ -74,24 +85,40 @@ type annotationIssue struct {
 	fatal        bool
 }
 
-// parseAnnotations reads every pier.dev/ annotation. Unknown keys in our
-// prefix are reported (a Warning, as a typo would otherwise go unnoticed);
-// invalid values are fatal.
+// parseAnnotations reads every pier.dev/ and nginx.ingress.kubernetes.io/
+// annotation. Unknown keys in either prefix are reported (a Warning, as a
+// typo or a feature pier lacks would otherwise go unnoticed); invalid
+// values are fatal. Keys are read in order, so a pier.dev/ key is read
+// after its nginx.ingress.kubernetes.io/ twin and wins.
 func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue) {
-	s := ingressSettings{balance: model.AlgorithmRoundRobin}
+	s := ingressSettings{balance: model.AlgorithmRoundRobin, sslRedirect: true,
+		permanentCode: 301, temporalCode: 302}
 	var issues []annotationIssue
 	keys := make([]string, 0, len(ann))
 	for k := range ann {
-		if strings.HasPrefix(k, AnnotationPrefix) {
+		if strings.HasPrefix(k, AnnotationPrefix) || strings.HasPrefix(k, NginxPrefix) {
 			keys = append(keys, k)
 		}
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
 		v := ann[k]
+		name, compat := compatName(k)
+		if strings.HasPrefix(k, NginxPrefix) && !compat {
+			// Never parsed, so never fatal, whatever its size: a long
+			// configuration-snippet must not refuse the Ingress.
+			issues = append(issues, annotationIssue{key: k, message: unsupportedNginx(k)})
+			continue
+		}
 		if len(v) > maxAnnotationValue {
 			issues = append(issues, annotationIssue{key: k, fatal: true,
 				message: fmt.Sprintf("value of %d bytes, over the limit of %d", len(v), maxAnnotationValue)})
+			continue
+		}
+		if compat {
+			if err := compatAnnotations[name].parse(&s, v); err != nil {
+				issues = append(issues, annotationIssue{key: k, message: err.Error(), fatal: true})
+			}
 			continue
 		}
 		var err error
@@ -116,7 +143,22 @@ func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue
 			issues = append(issues, annotationIssue{key: k, message: err.Error(), fatal: true})
 		}
 	}
+	if s.permanentRedirect != "" && s.temporalRedirect != "" {
+		issues = append(issues, annotationIssue{key: NginxPrefix + "permanent-redirect",
+			message: "temporal-redirect is also set and wins, as in ingress-nginx"})
+	}
 	return s, issues
+}
+
+// compatName is the name of an ingress-nginx annotation pier implements,
+// under either prefix.
+func compatName(key string) (string, bool) {
+	name, ok := strings.CutPrefix(key, NginxPrefix)
+	if !ok {
+		name, ok = strings.CutPrefix(key, AnnotationPrefix)
+	}
+	_, known := compatAnnotations[name]
+	return name, ok && known
 }
 
 func parseGroup(v string) (string, error) {

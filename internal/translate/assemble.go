@@ -83,6 +83,7 @@ func (g *lbGroup) build(opts Options) (*model.LoadBalancer, []model.Problem) {
 	hostOwners := hostOwnership(g.members)
 	var kept []keptRoute
 	pools := map[string]*model.Pool{}
+	warned := map[string]bool{} // Ingress and pool of a timeout conflict
 	var defaultPool string
 	var defaultOwner *parsedIngress
 	// The oldest Ingress's creation time: IPAM settles conflicts between
@@ -104,6 +105,7 @@ func (g *lbGroup) build(opts Options) (*model.LoadBalancer, []model.Problem) {
 			claims[key] = claim{owner: p}
 			kept = append(kept, keptRoute{route: r, owner: p})
 			addPool(pools, p.pools[r.poolID])
+			problems = append(problems, timeoutConflict(pools, p, r.poolID, warned)...)
 		}
 		if p.defaultPool != nil {
 			if defaultOwner != nil {
@@ -117,17 +119,17 @@ func (g *lbGroup) build(opts Options) (*model.LoadBalancer, []model.Problem) {
 		}
 		problems = append(problems, takeRequestedFIP(lb, g.members[0], p, opts)...)
 	}
-	policies := policiesFor(kept)
-	lb.Listeners = append(lb.Listeners, model.Listener{
-		Name: model.DefaultHTTPListenerName, Protocol: model.ProtocolHTTP, Port: opts.HTTPPort,
-		DefaultPoolID: defaultPool, Policies: policies,
-	})
+	kept = append(kept, wwwRoutes(g.members, hostOwners)...)
 	certs, certProblems := mergeCertificates(g.members, hostOwners, g.name)
 	problems = append(problems, certProblems...)
+	lb.Listeners = append(lb.Listeners, model.Listener{
+		Name: model.DefaultHTTPListenerName, Protocol: model.ProtocolHTTP, Port: opts.HTTPPort,
+		DefaultPoolID: defaultPool, Policies: policiesFor(kept, true, certHosts(certs)),
+	})
 	if len(certs) > 0 {
 		lb.Listeners = append(lb.Listeners, model.Listener{
 			Name: model.DefaultHTTPSListenerName, Protocol: model.ProtocolTerminatedHTTPS, Port: opts.HTTPSPort,
-			DefaultPoolID: defaultPool, Certificates: certs, Policies: clonePolicies(policies),
+			DefaultPoolID: defaultPool, Certificates: certs, Policies: policiesFor(kept, false, certHosts(certs)),
 			StrictSNI: certs[0].Namespace != g.members[0].source.Namespace,
 		})
 	}
@@ -185,6 +187,33 @@ func takeRequestedFIP(lb *model.LoadBalancer, owner, p *parsedIngress, opts Opti
 	return []model.Problem{warning(p.ing, "ExternalIPConflict", field,
 		"only the owner of load balancer %s, Ingress %s (oldest), may choose its external IP: %s is ignored",
 		lb.Name, owner.source.Key(), ip)}
+}
+
+// certHosts are the hosts the certificates are served for.
+func certHosts(certs []model.Certificate) map[string]bool {
+	hosts := map[string]bool{}
+	for _, c := range certs {
+		for _, h := range c.Hosts {
+			hosts[h] = true
+		}
+	}
+	return hosts
+}
+
+// timeoutConflict warns an Ingress whose timeouts for a pool differ from
+// those of the Ingress that created it (older): a Service port is one
+// HAProxy backend, with one set of timeouts.
+func timeoutConflict(pools map[string]*model.Pool, p *parsedIngress, poolID string, warned map[string]bool) []model.Problem {
+	kept, mine := pools[poolID], p.pools[poolID]
+	key := p.source.Key() + "\x00" + poolID
+	if kept == mine || warned[key] ||
+		(kept.ConnectTimeout == mine.ConnectTimeout && kept.ServerTimeout == mine.ServerTimeout) {
+		return nil
+	}
+	warned[key] = true
+	return []model.Problem{warning(p.ing, "TimeoutConflict", "metadata.annotations",
+		"service %s port %s is also the backend of an older Ingress with other proxy timeouts: those apply (connect %v, server %v)",
+		mine.Service, mine.Port, kept.ConnectTimeout, kept.ServerTimeout)}
 }
 
 func addPool(pools map[string]*model.Pool, p *model.Pool) {

@@ -67,6 +67,7 @@ func (x *index) poolFor(ing *networkingv1.Ingress, b *networkingv1.IngressServic
 		// route answers 503 (RELIABILITY B21).
 		pool := &model.Pool{ID: model.ID("pool", ing.Namespace, b.Name, portKey), Name: ing.Namespace + "_" + b.Name + "_" + portKey,
 			Namespace: ing.Namespace, Service: b.Name, Port: portKey, Algorithm: set.balance, HealthCheck: set.healthCheck}
+		set.applyTimeouts(pool)
 		return pool, []model.Problem{warning(ing, "ServicePortNotFound", field+".port",
 			"%v: requests for this route get 503", err)}, nil
 	}
@@ -82,6 +83,7 @@ func (x *index) poolFor(ing *networkingv1.Ingress, b *networkingv1.IngressServic
 		Algorithm:   set.balance,
 		HealthCheck: set.healthCheck,
 	}
+	set.applyTimeouts(pool)
 	svc := x.services[ing.Namespace+"/"+b.Name]
 	if svc == nil {
 		return pool, []model.Problem{warning(ing, "ServiceNotFound", field,

@@ -34,6 +34,9 @@ type route struct {
 	pathMatch model.CompareType
 	poolID    string
 	field     string
+	// wwwTo, on a route pier added for from-to-www-redirect, is the host
+	// the request is redirected to (the Ingress's own).
+	wwwTo string
 }
 
 // parseIngress validates one Ingress. It returns nil when the Ingress is

@@ -21,7 +21,11 @@ type keptRoute struct {
 //  2. Exact paths before Prefix paths;
 //  3. longer Prefix paths before shorter ones ("/" last);
 //  4. then path, host and the owning Ingress's age, only for determinism.
-func policiesFor(routes []keptRoute) []model.L7Policy {
+//
+// http says the policies are for the HTTP listener, where ssl-redirect
+// applies; served are the hosts the HTTPS listener has a certificate
+// for (nil when there is none).
+func policiesFor(routes []keptRoute, http bool, served map[string]bool) []model.L7Policy {
 	sorted := append([]keptRoute(nil), routes...)
 	sort.SliceStable(sorted, func(i, j int) bool { return routeBefore(sorted[i], sorted[j]) })
 	policies := make([]model.L7Policy, 0, len(sorted))
@@ -38,6 +42,7 @@ func policiesFor(routes []keptRoute) []model.L7Policy {
 			PoolID:   r.poolID,
 			Rules:    rules,
 			Source:   r.owner.source,
+			Options:  r.owner.policyOptions(r.route, http, served[r.host]),
 		})
 	}
 	return policies
@@ -77,14 +82,4 @@ func routeBefore(a, b keptRoute) bool {
 		return a.host < b.host
 	}
 	return olderThan(a.owner.ing, b.owner.ing)
-}
-
-// clonePolicies copies policies so two listeners never share rule slices.
-func clonePolicies(in []model.L7Policy) []model.L7Policy {
-	out := make([]model.L7Policy, len(in))
-	for i, p := range in {
-		p.Rules = append([]model.L7Rule(nil), p.Rules...)
-		out[i] = p
-	}
-	return out
 }

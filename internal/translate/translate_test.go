@@ -98,18 +98,21 @@ func TestClassSelection(t *testing.T) {
 func TestInvalidIngressIsRefusedAndOthersServe(t *testing.T) {
 	victim := simpleIngress(t, "victim", "victim", 0, nil, "victim.example", "/")
 	cases := map[string]*networkingv1.Ingress{
-		"newline in path":   simpleIngress(t, "evil", "p1", 1, nil, "a.example", "/a\n    http-request return status 200\n#"),
-		"quote in path":     simpleIngress(t, "evil", "p2", 1, nil, "a.example", "/a'b"),
-		"uppercase host":    simpleIngress(t, "evil", "p3", 1, nil, "A.EXAMPLE", "/"),
-		"space in host":     simpleIngress(t, "evil", "p4", 1, nil, "exa mple.com", "/"),
-		"ip host":           simpleIngress(t, "evil", "p5", 1, nil, "10.0.0.1", "/"),
-		"double wildcard":   simpleIngress(t, "evil", "p6", 1, nil, "*.*.example", "/"),
-		"bad annotation":    simpleIngress(t, "evil", "p7", 1, map[string]string{AnnotationBalance: "roundrobin;evil"}, "a.example", "/"),
-		"bad bool":          simpleIngress(t, "evil", "p8", 1, map[string]string{AnnotationHealthCheck: "true\n"}, "a.example", "/"),
-		"bad external ip":   simpleIngress(t, "evil", "p9", 1, map[string]string{AnnotationExternalIP: "1.2.3.4 "}, "a.example", "/"),
-		"hash in path":      simpleIngress(t, "evil", "p10", 1, nil, "a.example", "/a#b"),
-		"dot-dot path":      simpleIngress(t, "evil", "p11", 1, nil, "a.example", "/a/../b"),
-		"percent-zero path": simpleIngress(t, "evil", "p12", 1, nil, "a.example", "/a%00"),
+		"newline in path":     simpleIngress(t, "evil", "p1", 1, nil, "a.example", "/a\n    http-request return status 200\n#"),
+		"quote in path":       simpleIngress(t, "evil", "p2", 1, nil, "a.example", "/a'b"),
+		"uppercase host":      simpleIngress(t, "evil", "p3", 1, nil, "A.EXAMPLE", "/"),
+		"space in host":       simpleIngress(t, "evil", "p4", 1, nil, "exa mple.com", "/"),
+		"ip host":             simpleIngress(t, "evil", "p5", 1, nil, "10.0.0.1", "/"),
+		"double wildcard":     simpleIngress(t, "evil", "p6", 1, nil, "*.*.example", "/"),
+		"bad annotation":      simpleIngress(t, "evil", "p7", 1, map[string]string{AnnotationBalance: "roundrobin;evil"}, "a.example", "/"),
+		"bad bool":            simpleIngress(t, "evil", "p8", 1, map[string]string{AnnotationHealthCheck: "true\n"}, "a.example", "/"),
+		"bad external ip":     simpleIngress(t, "evil", "p9", 1, map[string]string{AnnotationExternalIP: "1.2.3.4 "}, "a.example", "/"),
+		"hash in path":        simpleIngress(t, "evil", "p10", 1, nil, "a.example", "/a#b"),
+		"dot-dot path":        simpleIngress(t, "evil", "p11", 1, nil, "a.example", "/a/../b"),
+		"percent-zero path":   simpleIngress(t, "evil", "p12", 1, nil, "a.example", "/a%00"),
+		"nginx source range":  simpleIngress(t, "evil", "p13", 1, map[string]string{NginxPrefix + "whitelist-source-range": "10.0.0.0/8;evil"}, "a.example", "/"),
+		"nginx redirect CRLF": simpleIngress(t, "evil", "p14", 1, map[string]string{NginxPrefix + "permanent-redirect": "https://a.example/\r\nX: y"}, "a.example", "/"),
+		"nginx body size":     simpleIngress(t, "evil", "p15", 1, map[string]string{AnnotationPrefix + "proxy-body-size": "1m\n"}, "a.example", "/"),
 	}
 	baseline := Ingresses(snapshotOf(victim), DefaultOptions())
 	for name, attacker := range cases {
@@ -138,15 +141,16 @@ func TestUnknownAndSnippetAnnotationsWarn(t *testing.T) {
 	ing := simpleIngress(t, "ns", "a", 0, map[string]string{
 		"pier.dev/balanse":               "leastconn",
 		"pier.dev/server-snippet":        "http-request deny",
-		"nginx.ingress.kubernetes.io/xx": "ignored silently",
+		"nginx.ingress.kubernetes.io/xx": "reported, never silently ignored (issue 11)",
 	}, "a.example", "/")
 	res := Ingresses(snapshotOf(ing), DefaultOptions())
 	if _, ok := res.Accepted[model.IngressRef("ns", "a")]; !ok {
 		t.Fatal("an unknown annotation must not refuse the Ingress")
 	}
 	ps := problemsFor(res, "a")
-	if len(ps) != 2 || ps[0].Severity != model.SeverityWarning || !strings.Contains(ps[1].Message, "snippet") {
-		t.Fatalf("want two warnings (typo, snippet), got %+v", ps)
+	if len(ps) != 3 || ps[0].Severity != model.SeverityWarning || !strings.Contains(ps[0].Message, "unsupported ingress-nginx") ||
+		!strings.Contains(ps[2].Message, "snippet") {
+		t.Fatalf("want three warnings (ingress-nginx, typo, snippet), got %+v", ps)
 	}
 }
 

@@ -34,6 +34,8 @@ type attack struct {
 	host, path, pathType               string
 	group, balance, health, externalIP string
 	tlsHost, service, port             string
+	// extra are more annotations (FuzzNginxAnnotationsToConfig).
+	extra map[string]string
 }
 
 const (
@@ -114,6 +116,9 @@ func snapshot(t testing.TB, a *attack) *source.Snapshot {
 		if v != "" {
 			evil.Annotations[key] = v
 		}
+	}
+	for key, v := range a.extra {
+		evil.Annotations[key] = v
 	}
 	if a.tlsHost != "" {
 		evil.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{a.tlsHost}, SecretName: attackerTLSName}}

@@ -170,6 +170,12 @@ func writeBackend(c *encode.Config, uuid string, p *poolView) {
 	c.Blank()
 	c.Section(encode.Lit("backend"), backendName(uuid, p.id))
 	c.Line(encode.Lit("balance"), p.balance)
+	if p.connect > 0 {
+		c.Line(encode.Lit("timeout"), encode.Lit("connect"), encode.Millis(p.connect))
+	}
+	if p.server > 0 {
+		c.Line(encode.Lit("timeout"), encode.Lit("server"), encode.Millis(p.server))
+	}
 	for i, s := range p.slots {
 		words := []encode.Word{encode.Lit("server"), serverName(i), encode.AddrPort(s.addr, s.port),
 			encode.Lit("weight"), encode.Num(s.weight)}

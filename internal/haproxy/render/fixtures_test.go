@@ -146,5 +146,28 @@ func fixtures() []fixture {
 		{"empty-pool", newLB([]model.Listener{httpListener(empty.ID, nil)}, empty)},
 		{"pool-20-members", newLB([]model.Listener{httpListener(big.ID, nil)}, big)},
 		{"no-fip-ipv6", noFIP},
+		{"annotations", annotated(web1, web2, false)},
+		{"annotations-acl", annotated(web1, web2, true)},
 	}
+}
+
+// annotated: policies with ingress-nginx options (issue 11) beside one
+// without, sharing a pool; unsorted renders the ACL rules instead of maps.
+func annotated(web1, web2 model.Pool, unsorted bool) *model.LoadBalancer {
+	web2.ConnectTimeout, web2.ServerTimeout = 5*time.Second, 90*time.Second
+	with := func(p model.L7Policy, o model.PolicyOptions) model.L7Policy { p.Options = &o; return p }
+	ps := []model.L7Policy{
+		with(toPool(web1, hostIs("secure.example"), pathPrefix("/")), model.PolicyOptions{HTTPSRedirect: true}),
+		with(toPool(web1, hostIs("old.example"), pathPrefix("/")),
+			model.PolicyOptions{RedirectURL: "https://new.example/a%20b?x=1&y=$HOME", RedirectCode: 308}),
+		with(toPool(web2, hostIs("office.example"), pathPrefix("/")),
+			model.PolicyOptions{AllowSources: []string{"10.0.0.0/8", "192.168.0.0/16"}, DenySources: []string{"10.6.6.0/24"}}),
+		with(toPool(web2, hostIs("upload.example"), pathPrefix("/")), model.PolicyOptions{MaxBodyBytes: 8 << 20}),
+		with(toPool(web2, hostIs("app.example"), pathPrefix("/")), model.PolicyOptions{AppRoot: "/app1", UpstreamHost: "app.internal"}),
+		toPool(web2, hostIs("plain.example"), pathPrefix("/")),
+	}
+	if unsorted {
+		ps = append([]model.L7Policy{toPool(web1, pathPrefix("/"))}, ps...)
+	}
+	return newLB([]model.Listener{httpListener("", routes(ps...))}, web1, web2)
 }

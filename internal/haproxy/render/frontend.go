@@ -121,10 +121,19 @@ func policies(c *encode.Config, uuid string, l *listenerView) {
 		return []encode.Word{ifWord, openBrace, matchVar, encode.Lit("-m"), encode.Lit("int"), encode.Num(i + 1), closeBrace}
 	}
 	for i, p := range l.policies {
+		if p.profile != nil {
+			c.Line(append([]encode.Word{httpRequest, encode.Lit("set-var(txn.pier_prof)"),
+				encode.Concat(encode.Lit("str("), encode.ID("", p.profile.id), encode.Lit(")"))}, matched(i)...)...)
+		}
+	}
+	for i, p := range l.policies {
 		if p.reject {
 			c.Line(append([]encode.Word{httpRequest, encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(403)}, matched(i)...)...)
 		}
 	}
+	// Before use_backend: HAProxy warns about (and runs first anyway)
+	// http-request rules placed after it.
+	writeProfiles(c, l.profiles)
 	for i, p := range l.policies {
 		if !p.reject {
 			c.Line(append([]encode.Word{encode.Lit("use_backend"), backendName(uuid, p.pool)}, matched(i)...)...)

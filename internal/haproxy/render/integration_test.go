@@ -161,6 +161,7 @@ func startBackend(t *testing.T, name string) string {
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Backend", name)
 		w.Header().Set("X-Seen-Proto", r.Header.Get("X-Forwarded-Proto"))
+		w.Header().Set("X-Seen-Host", r.Host)
 		io.WriteString(w, name)
 	})}
 	go srv.Serve(l)

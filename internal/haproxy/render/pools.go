@@ -42,8 +42,11 @@ var algorithms = map[model.Algorithm]encode.Word{
 }
 
 func poolOf(p *model.Pool, minSlots int, prev []netip.AddrPort) (poolView, error) {
-	pv := poolView{id: p.ID, check: p.HealthCheck}
+	pv := poolView{id: p.ID, check: p.HealthCheck, connect: p.ConnectTimeout, server: p.ServerTimeout}
 	if err := encode.ID("be_", p.ID).Err(); err != nil {
+		return pv, err
+	}
+	if err := checkPoolTimeouts(p); err != nil {
 		return pv, err
 	}
 	balance, ok := algorithms[p.Algorithm]

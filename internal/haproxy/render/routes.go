@@ -140,8 +140,8 @@ func buildRoutes(uuid string, ps []policyView) (*routeTable, error) {
 		value := rejectValue
 		if p.reject {
 			t.reject = true
-		} else {
-			value = backendName(uuid, p.pool)
+		} else if value = backendName(uuid, p.pool); p.profile != nil {
+			value = profileValue(value, p.profile)
 		}
 		r := p.route
 		kind, path := 0, r.path
@@ -256,9 +256,13 @@ func writeRoutes(c *encode.Config, l *listenerView, at layout.LB) {
 			lookup(encode.Concat(hosts[class], encode.Lit(",map_str("), file(0), encode.Lit(")")))
 		}
 	}
+	if len(l.profiles) > 0 {
+		writeProfileSplit(c)
+	}
 	if t.reject {
 		c.Line(httpRequest, encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(403),
 			ifWord, openBrace, encode.Lit("var(txn.pier_be)"), encode.Lit("-m"), encode.Lit("str"), rejectValue, closeBrace)
 	}
+	writeProfiles(c, l.profiles)
 	c.Line(encode.Lit("use_backend"), encode.Lit("%[var(txn.pier_be)]"), ifWord, routedACL)
 }

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/model"
@@ -35,6 +36,7 @@ type listenerView struct {
 	needWild    bool // some rule is a wildcard host
 	defaultPool string
 	routes      *routeTable // nil: the policies are rendered as ACL rules
+	profiles    []*profile  // distinct profiles of the policies, by id
 }
 
 type policyView struct {
@@ -46,6 +48,7 @@ type policyView struct {
 	// route is the policy as a map entry, when mappable.
 	route    route
 	mappable bool
+	profile  *profile // nil: no options
 }
 
 type poolView struct {
@@ -53,6 +56,8 @@ type poolView struct {
 	balance encode.Word
 	check   bool
 	slots   []slot
+	// connect and server replace the defaults' timeouts when not 0.
+	connect, server time.Duration
 }
 
 // slot is one pre-declared server. An unused slot is a disabled
@@ -165,6 +170,7 @@ func listenerOf(l *model.Listener, pools map[string]bool) (listenerView, error) 
 		}
 		lv.policies = append(lv.policies, pv)
 	}
+	lv.profiles = listenerProfiles(lv.policies)
 	return lv, nil
 }
 
@@ -179,8 +185,15 @@ func policyOf(p *model.L7Policy, pools map[string]bool, lv *listenerView) (polic
 		pv.pool = p.PoolID
 	case model.ActionReject:
 		pv.reject = true
+		if p.Options != nil {
+			return pv, errors.New("a REJECT policy has no options")
+		}
 	default:
 		return pv, fmt.Errorf("unknown action %s", encode.Printable(string(p.Action)))
+	}
+	var err error
+	if pv.profile, err = profileOf(p.Options, lv.tls); err != nil {
+		return pv, fmt.Errorf("options: %w", err)
 	}
 	for j, r := range p.Rules {
 		name := encode.Concat(encode.ID("p_", p.ID), encode.Lit("_"), encode.Num(j))

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// TestLintCorpus runs pier lint on a small corpus of Ingresses in the
+// style of real ingress-nginx users and compares both outputs with their
+// expected reports; anything unsupported makes it exit 1.
+func TestLintCorpus(t *testing.T) {
+	corpus := filepath.Join("testdata", "lint", "corpus")
+	for _, tc := range []struct{ golden, format string }{{"expected.txt", "text"}, {"expected.json", "json"}} {
+		var stdout, stderr bytes.Buffer
+		code := run([]string{"lint", "-f", corpus, "-o", tc.format}, &stdout, &stderr)
+		if code != 1 {
+			t.Errorf("-o %s: exit %d, want 1 (the corpus has unsupported annotations); stderr %s", tc.format, code, stderr.String())
+		}
+		path := filepath.Join("testdata", "lint", tc.golden)
+		if *update {
+			if err := os.WriteFile(path, stdout.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(stdout.Bytes(), want) {
+			t.Errorf("%s differs (go test ./cmd/pier -run TestLintCorpus -update):\n%s", path, stdout.String())
+		}
+		if tc.format == "json" && !json.Valid(stdout.Bytes()) {
+			t.Error("-o json is not JSON")
+		}
+	}
+}
+
+// TestLintCleanExitsZero: only supported annotations, exit 0.
+func TestLintCleanExitsZero(t *testing.T) {
+	dir := t.TempDir()
+	doc := `apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: ok
+  annotations:
+    nginx.ingress.kubernetes.io/force-ssl-redirect: "false"
+spec:
+  rules:
+    - host: ok.example
+      http:
+        paths:
+          - path: /
+            pathType: Prefix
+            backend:
+              service: {name: ok, port: {number: 80}}
+`
+	if err := os.WriteFile(filepath.Join(dir, "ok.yaml"), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"lint", "-f", dir}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s%s", code, stdout.String(), stderr.String())
+	}
+	if !bytes.Contains(stdout.Bytes(), []byte("1 Ingresses, 1 annotations: 1 supported, 0 supported with a difference, 0 unsupported")) {
+		t.Errorf("summary: %s", stdout.String())
+	}
+}

@@ -1,0 +1,272 @@
+package render
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"pier.dev/pier/internal/encode"
+	"pier.dev/pier/internal/model"
+)
+
+// A profile is a policy's model.PolicyOptions, validated again (the
+// store may be edited by anyone with RBAC on it) and named by a hash of
+// its content. Routing stays one map lookup: the map value of a policy
+// with options is "<backend>@<profile>"; the frontend splits it into
+// txn.pier_be and txn.pier_prof, and each profile's rules test
+// txn.pier_prof. A policy without options keeps the plain backend value,
+// so a load balancer without annotations renders exactly as before.
+type profile struct {
+	id            string
+	httpsRedirect bool
+	redirect      encode.Word // zero when no redirect
+	redirectCode  int
+	prefix        bool // redirect is a prefix: the request URI is appended
+	allow, deny   []netip.Prefix
+	maxBody       int64
+	appRoot       encode.Word // valid when hasAppRoot
+	upstreamHost  encode.Word // valid when hasUpstream
+	hasAppRoot    bool
+	hasUpstream   bool
+}
+
+// maxProfileBody bounds MaxBodyBytes as translation does (1 TiB).
+const maxProfileBody = 1 << 40
+
+// maxSources bounds each source list as translation does.
+const maxSources = 256
+
+// maxPoolTimeout bounds a pool's timeouts: translation allows 1 hour.
+const maxPoolTimeout = 24 * time.Hour
+
+var redirectCodes = []int{301, 302, 303, 307, 308}
+
+func profileOf(o *model.PolicyOptions, tls bool) (*profile, error) {
+	if o == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(o)
+	if err != nil {
+		return nil, err
+	}
+	p := &profile{id: model.ID("profile", string(b)), httpsRedirect: o.HTTPSRedirect, maxBody: o.MaxBodyBytes}
+	if o.HTTPSRedirect && tls {
+		return nil, errors.New("https redirect on a TLS listener would loop")
+	}
+	if o.MaxBodyBytes < 0 || o.MaxBodyBytes > maxProfileBody {
+		return nil, fmt.Errorf("max body %d bytes is outside 0-%d", o.MaxBodyBytes, maxProfileBody)
+	}
+	if err := redirectOf(p, o); err != nil {
+		return nil, err
+	}
+	if err := appRootAndHost(p, o); err != nil {
+		return nil, err
+	}
+	if p.allow, err = prefixes(o.AllowSources); err != nil {
+		return nil, fmt.Errorf("allowed sources: %w", err)
+	}
+	if p.deny, err = prefixes(o.DenySources); err != nil {
+		return nil, fmt.Errorf("denied sources: %w", err)
+	}
+	if !p.httpsRedirect && p.redirectCode == 0 && len(p.allow) == 0 && len(p.deny) == 0 && p.maxBody == 0 &&
+		!p.hasAppRoot && !p.hasUpstream {
+		return nil, nil // empty options render as none
+	}
+	return p, nil
+}
+
+// redirectOf validates a redirect to a URL or, for from-to-www-redirect,
+// to a prefix "scheme://host" (no path: HAProxy appends the request's).
+func redirectOf(p *profile, o *model.PolicyOptions) error {
+	target := o.RedirectURL
+	switch {
+	case o.RedirectURL != "" && o.RedirectPrefix != "":
+		return errors.New("both a redirect URL and a redirect prefix")
+	case o.RedirectPrefix != "":
+		if strings.Count(o.RedirectPrefix, "/") != 2 || strings.Contains(o.RedirectPrefix, "?") {
+			return fmt.Errorf("redirect prefix %s must be scheme://host", encode.Printable(o.RedirectPrefix))
+		}
+		target, p.prefix = o.RedirectPrefix, true
+	case o.RedirectURL == "" && o.RedirectCode != 0:
+		return errors.New("a redirect code without a redirect")
+	case o.RedirectURL == "":
+		return nil
+	}
+	var err error
+	if p.redirect, err = encode.LogFormatURL(target); err != nil {
+		return fmt.Errorf("redirect: %w", err)
+	}
+	if !slices.Contains(redirectCodes, o.RedirectCode) {
+		return fmt.Errorf("redirect code %d is not one of 301, 302, 303, 307, 308", o.RedirectCode)
+	}
+	p.redirectCode = o.RedirectCode
+	return nil
+}
+
+// appRootAndHost validates app-root (a path, not "/") and
+// upstream-vhost (a host name), both for log-format arguments.
+func appRootAndHost(p *profile, o *model.PolicyOptions) error {
+	if o.AppRoot != "" {
+		v, err := encode.Path(o.AppRoot, encode.PathExact)
+		if err != nil {
+			return fmt.Errorf("app root: %w", err)
+		}
+		if o.AppRoot == "/" {
+			return errors.New("app root / would redirect to itself")
+		}
+		if p.appRoot = v.LogFormatWord(); p.appRoot.Err() != nil {
+			return p.appRoot.Err()
+		}
+		p.hasAppRoot = true
+	}
+	if o.UpstreamHost != "" {
+		v, err := encode.Host(o.UpstreamHost)
+		if err != nil {
+			return fmt.Errorf("upstream host: %w", err)
+		}
+		if p.upstreamHost = v.LogFormatWord(); p.upstreamHost.Err() != nil {
+			return p.upstreamHost.Err()
+		}
+		p.hasUpstream = true
+	}
+	return nil
+}
+
+// prefixes re-validates canonical CIDRs.
+func prefixes(list []string) ([]netip.Prefix, error) {
+	if len(list) > maxSources {
+		return nil, fmt.Errorf("%d prefixes, the limit is %d", len(list), maxSources)
+	}
+	out := make([]netip.Prefix, 0, len(list))
+	for _, s := range list {
+		p, err := encode.CIDR(s)
+		if err != nil {
+			return nil, err
+		}
+		if p.String() != s {
+			return nil, fmt.Errorf("prefix %s is not canonical", encode.Printable(s))
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// checkPoolTimeouts re-validates a pool's timeouts.
+func checkPoolTimeouts(p *model.Pool) error {
+	for _, d := range []time.Duration{p.ConnectTimeout, p.ServerTimeout} {
+		if d < 0 || d > maxPoolTimeout || d%time.Millisecond != 0 {
+			return fmt.Errorf("timeout %d ns is not whole milliseconds within 0-24h", int64(d))
+		}
+	}
+	return nil
+}
+
+// listenerProfiles lists the distinct profiles of a listener's policies,
+// by id, so their rules render in a stable order.
+func listenerProfiles(ps []policyView) []*profile {
+	seen := map[string]*profile{}
+	for _, p := range ps {
+		if p.profile != nil {
+			seen[p.profile.id] = p.profile
+		}
+	}
+	out := make([]*profile, 0, len(seen))
+	for _, p := range seen {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b *profile) int { return cmp.Compare(a.id, b.id) })
+	return out
+}
+
+// profileValue is the map value of a policy with a profile.
+func profileValue(backend encode.Word, p *profile) encode.Word {
+	return encode.Concat(backend, encode.Lit("@"), encode.ID("", p.id))
+}
+
+var profVar = encode.Lit("var(txn.pier_prof)")
+
+// writeProfileSplit splits a mapped listener's "<backend>@<profile>".
+func writeProfileSplit(c *encode.Config) {
+	c.Line(httpRequest, encode.Lit("set-var(txn.pier_prof)"), encode.Lit("var(txn.pier_be),field(2,@)"), ifWord, routedACL)
+	c.Line(httpRequest, encode.Lit("set-var(txn.pier_be)"), encode.Lit("var(txn.pier_be),field(1,@)"), ifWord, routedACL)
+}
+
+// sourcesPerLine keeps an acl line far below HAProxy's 64 words.
+const sourcesPerLine = 32
+
+// writeProfiles renders each profile's rules, in the order
+// model.PolicyOptions documents: https redirect, redirect, app root,
+// sources (403), body size (413), then the upstream Host header. A body without Content-Length (chunked, HTTP/2) is
+// buffered first; HAProxy 2.6 buffers about 64 KiB of it (65,524 bytes
+// measured with tune.bufsize 16384), so a larger limit is best effort
+// for such bodies (docs/migration.md).
+func writeProfiles(c *encode.Config, ps []*profile) {
+	for _, p := range ps {
+		name := encode.ID("pier_prof_", p.id)
+		c.Line(encode.Lit("acl"), name, profVar, encode.Lit("-m"), encode.Lit("str"), encode.ID("", p.id))
+		if p.httpsRedirect {
+			// redirect scheme keeps the Host header whole: "a.com:80"
+			// would send the client to https://a.com:80/. Drop the port
+			// first (an IPv6 literal ends with "]", so it keeps its
+			// colons); the request is answered here, nothing else sees it.
+			c.Line(httpRequest, encode.Lit("replace-header"), encode.Lit("Host"), encode.Lit("^(.*):[0-9]+$"),
+				encode.Lit("\\1"), ifWord, name)
+			c.Line(httpRequest, encode.Lit("redirect"), encode.Lit("scheme"), encode.Lit("https"),
+				encode.Lit("code"), encode.Num(308), ifWord, name)
+		}
+		if p.redirectCode != 0 {
+			kind := encode.Lit("location")
+			if p.prefix {
+				kind = encode.Lit("prefix")
+			}
+			c.Line(httpRequest, encode.Lit("redirect"), kind, p.redirect,
+				encode.Lit("code"), encode.Num(p.redirectCode), ifWord, name)
+		}
+		if p.hasAppRoot {
+			c.Line(httpRequest, encode.Lit("redirect"), encode.Lit("location"), p.appRoot, encode.Lit("code"), encode.Num(302),
+				ifWord, name, openBrace, encode.Lit("path"), encode.Lit("/"), closeBrace)
+		}
+		if len(p.allow) > 0 {
+			acl := encode.ID("pier_allow_", p.id)
+			sourceACL(c, acl, p.allow)
+			c.Line(httpRequest, encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(403), ifWord, name, encode.Concat(encode.Lit("!"), acl))
+		}
+		if len(p.deny) > 0 {
+			acl := encode.ID("pier_deny_", p.id)
+			sourceACL(c, acl, p.deny)
+			c.Line(httpRequest, encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(403), ifWord, name, acl)
+		}
+		if p.maxBody > 0 {
+			writeBodyLimit(c, name, p.maxBody)
+		}
+		if p.hasUpstream {
+			c.Line(httpRequest, encode.Lit("set-header"), encode.Lit("Host"), p.upstreamHost, ifWord, name)
+		}
+	}
+}
+
+func sourceACL(c *encode.Config, acl encode.Word, list []netip.Prefix) {
+	for chunk := range slices.Chunk(list, sourcesPerLine) {
+		words := []encode.Word{encode.Lit("acl"), acl, encode.Lit("src")}
+		for _, p := range chunk {
+			words = append(words, encode.Prefix(p))
+		}
+		c.Line(words...)
+	}
+}
+
+func writeBodyLimit(c *encode.Config, name encode.Word, limit int64) {
+	n := encode.Num64(limit)
+	c.Line(httpRequest, encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(413), ifWord, name,
+		openBrace, encode.Lit("req.hdr_val(content-length)"), encode.Lit("gt"), n, closeBrace)
+	c.Line(httpRequest, encode.Lit("wait-for-body"), encode.Lit("time"), encode.Lit("10s"), encode.Lit("at-least"),
+		encode.Num64(limit+1), ifWord, name, encode.Lit("!{"), encode.Lit("req.hdr(content-length)"),
+		encode.Lit("-m"), encode.Lit("found"), closeBrace)
+	c.Line(httpRequest, encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(413), ifWord, name,
+		openBrace, encode.Lit("req.body_size"), encode.Lit("gt"), n, closeBrace)
+}

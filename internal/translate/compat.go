@@ -1,0 +1,236 @@
+package translate
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	"pier.dev/pier/internal/encode"
+)
+
+// NginxPrefix is ingress-nginx's annotation prefix. Its annotations that
+// pier implements are read under it and under pier.dev/ with the same
+// name (issue 11); on one Ingress, the pier.dev/ one wins.
+const NginxPrefix = "nginx.ingress.kubernetes.io/"
+
+// Status of an annotation name for migration (pier lint, docs/migration.md).
+type Status string
+
+const (
+	Supported               Status = "supported"
+	SupportedWithDifference Status = "supported-with-difference"
+	Unsupported             Status = "unsupported"
+)
+
+// compatAnnotation is one ingress-nginx annotation pier implements.
+type compatAnnotation struct {
+	parse func(s *ingressSettings, v string) error
+	// difference, when set, says how pier differs from ingress-nginx.
+	difference string
+}
+
+// compatAnnotations are the ingress-nginx annotations pier implements,
+// by name without prefix. Each parser is typed and anchored (R5).
+var compatAnnotations = map[string]compatAnnotation{
+	"ssl-redirect": {parse: func(s *ingressSettings, v string) (err error) {
+		s.sslRedirect, err = parseNginxBool(v)
+		return err
+	}, difference: "on by default only for the hosts this Ingress's own spec.tls lists (ingress-nginx: any TLS Ingress of the host)"},
+	"force-ssl-redirect": {parse: func(s *ingressSettings, v string) (err error) {
+		s.forceSSLRedirect, err = parseNginxBool(v)
+		return err
+	}},
+	"proxy-body-size": {parse: func(s *ingressSettings, v string) (err error) {
+		s.maxBody, err = parseSize(v)
+		return err
+	}, difference: "no default limit (ingress-nginx: 1m); a chunked body is measured only as far as HAProxy buffers it (about 64 KiB)"},
+	"proxy-connect-timeout": {parse: func(s *ingressSettings, v string) (err error) {
+		s.connectTimeout, err = parseSeconds(v)
+		return err
+	}, difference: "per Service port: Ingresses of one namespace sharing a backend share the oldest one's value"},
+	"proxy-read-timeout": {parse: func(s *ingressSettings, v string) (err error) {
+		s.readTimeout, err = parseSeconds(v)
+		return err
+	}, difference: "HAProxy's timeout server (inactivity in both directions), per Service port"},
+	"proxy-send-timeout": {parse: func(s *ingressSettings, v string) (err error) {
+		s.sendTimeout, err = parseSeconds(v)
+		return err
+	}, difference: "also HAProxy's timeout server: the larger of read and send is used"},
+	"whitelist-source-range": {parse: func(s *ingressSettings, v string) (err error) {
+		s.allowSources, err = parseCIDRList(v)
+		return err
+	}},
+	"allowlist-source-range": {parse: func(s *ingressSettings, v string) (err error) {
+		s.allowSources, err = parseCIDRList(v)
+		return err
+	}},
+	"denylist-source-range": {parse: func(s *ingressSettings, v string) (err error) {
+		s.denySources, err = parseCIDRList(v)
+		return err
+	}},
+	"permanent-redirect": {parse: func(s *ingressSettings, v string) (err error) {
+		s.permanentRedirect, err = parseRedirectURL(v)
+		return err
+	}},
+	"permanent-redirect-code": {parse: func(s *ingressSettings, v string) (err error) {
+		s.permanentCode, err = parseRedirectCode(v)
+		return err
+	}},
+	"temporal-redirect": {parse: func(s *ingressSettings, v string) (err error) {
+		s.temporalRedirect, err = parseRedirectURL(v)
+		return err
+	}},
+	"from-to-www-redirect": {parse: func(s *ingressSettings, v string) (err error) {
+		s.fromToWWW, err = parseNginxBool(v)
+		return err
+	}, difference: "only when no Ingress of the load balancer serves or holds a certificate for the other name"},
+	"app-root": {parse: func(s *ingressSettings, v string) (err error) {
+		s.appRoot, err = parseAppRoot(v)
+		return err
+	}, difference: "the Location is the path alone (relative), not scheme://host + path"},
+	"upstream-vhost": {parse: func(s *ingressSettings, v string) error {
+		h, err := encode.Host(v)
+		s.upstreamVhost = h.String()
+		return err
+	}, difference: "a host name only: no nginx variables ($host), no port"},
+	"temporal-redirect-code": {parse: func(s *ingressSettings, v string) (err error) {
+		s.temporalCode, err = parseRedirectCode(v)
+		return err
+	}},
+}
+
+// maxSize bounds proxy-body-size: 1 TiB is far above any upload a proxy
+// should buffer, and keeps every value an int64 HAProxy compares exactly.
+const maxSize = 1 << 40
+
+// parseSize reads an nginx size: digits, then nothing (bytes), k/K, m/M
+// or g/G. "0" means no limit.
+func parseSize(v string) (int64, error) {
+	if v == "" || len(v) > 16 {
+		return 0, fmt.Errorf("size %s: must be digits with an optional unit k, m or g (e.g. 8m)", quoteForMessage(v))
+	}
+	digits, scale := v, int64(1)
+	switch v[len(v)-1] {
+	case 'k', 'K':
+		digits, scale = v[:len(v)-1], 1<<10
+	case 'm', 'M':
+		digits, scale = v[:len(v)-1], 1<<20
+	case 'g', 'G':
+		digits, scale = v[:len(v)-1], 1<<30
+	}
+	if digits == "" || len(digits) > 13 || strings.Trim(digits, "0123456789") != "" {
+		return 0, fmt.Errorf("size %s: must be digits with an optional unit k, m or g (e.g. 8m)", quoteForMessage(v))
+	}
+	var n int64
+	for _, c := range digits {
+		n = n*10 + int64(c-'0')
+	}
+	if n > maxSize/scale {
+		return 0, fmt.Errorf("size %s: over the limit of 1024g", quoteForMessage(v))
+	}
+	return n * scale, nil
+}
+
+// parseSeconds reads ingress-nginx's timeouts: whole seconds, 1 to
+// 3600, as ingress-nginx documents them; a duration with a unit ("60s",
+// "500ms", "2m") is accepted too, as nginx's own time syntax is what
+// people write, within 1ms to 1h.
+func parseSeconds(v string) (time.Duration, error) {
+	if strings.Trim(v, "0123456789") == "" {
+		n, err := encode.Int(v, 1, 3600)
+		if err != nil {
+			return 0, fmt.Errorf("timeout in seconds: %w", err)
+		}
+		return time.Duration(n) * time.Second, nil
+	}
+	d, err := encode.Duration(v, time.Millisecond, time.Hour)
+	if err != nil {
+		return 0, fmt.Errorf("timeout: %w", err)
+	}
+	return d, nil
+}
+
+// nginxBools are the spellings ingress-nginx accepts for a boolean
+// (Go's strconv.ParseBool): an exact list, so still anchored.
+var nginxBools = map[string]bool{"true": true, "True": true, "TRUE": true, "t": true, "T": true, "1": true,
+	"false": false, "False": false, "FALSE": false, "f": false, "F": false, "0": false}
+
+func parseNginxBool(v string) (bool, error) {
+	val, err := encode.Enum(v, sortedKeys(nginxBools)...)
+	if err != nil {
+		return false, err
+	}
+	return nginxBools[val.String()], nil
+}
+
+// maxCIDRs bounds a source range list: each prefix is one ACL value.
+const maxCIDRs = 256
+
+// parseCIDRList reads a comma-separated list of prefixes or addresses
+// (an address is its own /32 or /128, as ingress-nginx accepts), with
+// optional spaces after commas. The result is canonical, sorted and
+// deduplicated, so equal lists render equally.
+func parseCIDRList(v string) ([]string, error) {
+	if strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return nil, fmt.Errorf("source range %s: control character", quoteForMessage(v))
+	}
+	parts := strings.Split(v, ",")
+	if len(parts) > maxCIDRs {
+		return nil, fmt.Errorf("source range: %d entries, the limit is %d", len(parts), maxCIDRs)
+	}
+	seen := map[string]bool{}
+	for _, part := range parts {
+		part = strings.Trim(part, " ")
+		if !strings.Contains(part, "/") {
+			if a, err := netip.ParseAddr(part); err == nil && a.Zone() == "" {
+				part = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()).String()
+			}
+		}
+		p, err := encode.CIDR(part)
+		if err != nil {
+			return nil, fmt.Errorf("source range: %w", err)
+		}
+		seen[p.String()] = true
+	}
+	return sortedKeys(seen), nil
+}
+
+// parseRedirectURL accepts an absolute http(s) URL (encode.URL), and only
+// in the form net/url writes it back: what is rendered is what was given.
+func parseRedirectURL(v string) (string, error) {
+	u, err := encode.URL(v)
+	if err != nil {
+		return "", err
+	}
+	if u.String() != v {
+		return "", fmt.Errorf("URL %s is not in canonical form (%s)", quoteForMessage(v), quoteForMessage(u.String()))
+	}
+	return v, nil
+}
+
+// parseAppRoot accepts a path (the Exact path rules) other than "/",
+// which would redirect to itself, made of letters, digits and ._~/- only:
+// an application root needs no query, parameters or escapes.
+func parseAppRoot(v string) (string, error) {
+	p, err := encode.Path(v, encode.PathExact)
+	if err != nil {
+		return "", err
+	}
+	if strings.Trim(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._~/-") != "" {
+		return "", fmt.Errorf("app-root %s: only letters, digits and ._~/- are accepted", quoteForMessage(v))
+	}
+	if v == "/" {
+		return "", fmt.Errorf("app-root %s would redirect / to itself", quoteForMessage(v))
+	}
+	return p.String(), nil
+}
+
+// parseRedirectCode accepts the redirect codes HAProxy can answer.
+func parseRedirectCode(v string) (int, error) {
+	val, err := encode.Enum(v, "301", "302", "303", "307", "308")
+	if err != nil {
+		return 0, err
+	}
+	return map[string]int{"301": 301, "302": 302, "303": 303, "307": 307, "308": 308}[val.String()], nil
+}

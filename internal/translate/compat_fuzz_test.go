@@ -1,0 +1,89 @@
+package translate
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// noControl: nothing a parser accepts may carry a byte that could end or
+// split a config or map line.
+func noControl(t *testing.T, in, out string) {
+	if strings.ContainsFunc(out, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\'' || r == ' ' }) {
+		t.Fatalf("%q accepted as %q", in, out)
+	}
+}
+
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"0", "1m", "8k", "1024g", "1m;evil", "1\n", "-1", "99999999999999g"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		n, err := parseSize(v)
+		if err == nil && (n < 0 || n > maxSize || strings.ContainsAny(v, ";\n ")) {
+			t.Fatalf("%q accepted as %d", v, n)
+		}
+	})
+}
+
+func FuzzParseSeconds(f *testing.F) {
+	for _, s := range []string{"1", "60", "3600", "3601", "0", "5;evil", "5s", " 5"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		d, err := parseSeconds(v)
+		if err == nil && (d < time.Millisecond || d > time.Hour || strings.ContainsAny(v, "; \n\t-+.")) {
+			t.Fatalf("%q accepted as %v", v, d)
+		}
+	})
+}
+
+func FuzzParseCIDRList(f *testing.F) {
+	for _, s := range []string{"10.0.0.0/8", "10.0.0.0/8, 192.168.0.0/16", "::1", "1.2.3.4", "10.0.0.0/8;evil", "10.0.0.0/8\n", "fe80::1%eth0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		list, err := parseCIDRList(v)
+		if err != nil {
+			return
+		}
+		for _, p := range list {
+			noControl(t, v, p)
+			if strings.ContainsAny(p, ";%") {
+				t.Fatalf("%q accepted as %q", v, p)
+			}
+		}
+		again, err := parseCIDRList(strings.Join(list, ","))
+		if err != nil || strings.Join(again, ",") != strings.Join(list, ",") {
+			t.Fatalf("%q: canonical form %v does not parse to itself (%v)", v, list, err)
+		}
+	})
+}
+
+func FuzzParseRedirectURL(f *testing.F) {
+	for _, s := range []string{"https://a.example", "https://a.example/a%20b?x=1", "http://a/\r\nX: y", "javascript:x",
+		"http://user:pw@host/", "http://a/$HOME", "https://a.example;evil", "https://a.example/'"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		u, err := parseRedirectURL(v)
+		if err != nil {
+			return
+		}
+		noControl(t, v, u)
+		if u != v || !(strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://")) || strings.ContainsAny(u, "\"\\#") {
+			t.Fatalf("%q accepted as %q", v, u)
+		}
+	})
+}
+
+func FuzzParseRedirectCode(f *testing.F) {
+	for _, s := range []string{"301", "308", "300", "301;evil", "0301"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		if c, err := parseRedirectCode(v); err == nil && (c < 301 || c > 308 || len(v) != 3) {
+			t.Fatalf("%q accepted as %d", v, c)
+		}
+	})
+}

@@ -1,0 +1,112 @@
+package translate
+
+import (
+	"sort"
+	"strings"
+)
+
+// snippetAlternatives names, for each raw-configuration annotation of
+// ingress-nginx, what to use instead. Snippets are never rendered (R5):
+// they are ignored with a warning rather than refusing the Ingress,
+// because the typed part of the Ingress (its routes) is still served as
+// written; the warning names what the snippet did not do.
+var snippetAlternatives = map[string]string{
+	"configuration-snippet": "the typed annotations of docs/migration.md (redirects, source ranges, body size, timeouts)",
+	"server-snippet":        "the typed annotations of docs/migration.md (ssl-redirect, permanent-redirect, source ranges)",
+	"auth-snippet":          "auth-url with auth-response-headers (issue 11, not yet in pier)",
+	"stream-snippet":        "a Service of type LoadBalancer (pier's native provider) for TCP/UDP",
+	"modsecurity-snippet":   "a WAF in front of pier; pier has no ModSecurity",
+	"server-alias":          "one more host in spec.rules",
+}
+
+// plannedNginx are the other ingress-nginx annotations issue 11 lists:
+// not implemented yet, so reported as such rather than as unknown.
+var plannedNginx = setOf("rewrite-target", "use-regex", "x-forwarded-prefix",
+	"backend-protocol", "proxy-ssl-verify", "proxy-ssl-secret", "proxy-ssl-name",
+	"affinity", "session-cookie-name", "session-cookie-expires", "session-cookie-max-age",
+	"session-cookie-path", "session-cookie-samesite",
+	"enable-cors", "cors-allow-origin", "cors-allow-methods", "cors-allow-headers",
+	"cors-allow-credentials", "cors-max-age",
+	"auth-type", "auth-secret", "auth-realm", "auth-url", "auth-signin", "auth-response-headers",
+	"custom-headers", "proxy-set-headers", "ssl-passthrough",
+	"canary", "canary-weight", "canary-by-header", "canary-by-header-value", "canary-by-cookie",
+	"limit-rps", "limit-rpm", "limit-connections",
+	"service-upstream", "proxy-next-upstream-tries", "custom-http-errors", "default-backend")
+
+func setOf(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// unsupportedNginx is the warning for an ingress-nginx annotation pier
+// does not implement.
+func unsupportedNginx(key string) string {
+	name := strings.TrimPrefix(key, NginxPrefix)
+	if alt, ok := snippetAlternatives[name]; ok && strings.HasSuffix(name, "-snippet") {
+		return "snippet annotations are not supported (no raw configuration is accepted), ignored: use " + alt
+	}
+	if strings.Contains(name, "snippet") {
+		return "snippet annotations are not supported (no raw configuration is accepted), ignored: use the typed annotations of docs/migration.md"
+	}
+	if alt, ok := snippetAlternatives[name]; ok {
+		return "unsupported ingress-nginx annotation, ignored: use " + alt
+	}
+	if plannedNginx[name] {
+		return "not yet supported by pier (planned, issue 11), ignored"
+	}
+	return "unsupported ingress-nginx annotation, ignored (see docs/migration.md)"
+}
+
+// NginxAnnotations are the names (without prefix) of the ingress-nginx
+// annotations pier implements, sorted.
+func NginxAnnotations() []string { return sortedKeys(compatAnnotations) }
+
+// AnnotationReport is how pier treats one annotation of an Ingress.
+type AnnotationReport struct {
+	Key    string `json:"key"`
+	Status Status `json:"status"`
+	Note   string `json:"note,omitempty"`
+}
+
+// ReportAnnotations classifies every pier.dev/ and ingress-nginx
+// annotation of ann, sorted by key, for pier lint. Values are checked
+// too: an invalid value is reported unsupported with the parser's
+// reason, as translation would refuse the Ingress.
+func ReportAnnotations(ann map[string]string) []AnnotationReport {
+	_, issues := parseAnnotations(ann)
+	problem := map[string]annotationIssue{}
+	for _, is := range issues {
+		if _, dup := problem[is.key]; !dup || is.fatal {
+			problem[is.key] = is
+		}
+	}
+	var out []AnnotationReport
+	for k := range ann {
+		if !strings.HasPrefix(k, NginxPrefix) && !strings.HasPrefix(k, AnnotationPrefix) {
+			continue
+		}
+		r := AnnotationReport{Key: k, Status: Supported}
+		if name, ok := compatName(k); ok {
+			if d := compatAnnotations[name].difference; d != "" {
+				r.Status, r.Note = SupportedWithDifference, d
+			}
+		}
+		if is, bad := problem[k]; bad && (is.fatal || !isPrecedenceNote(is)) {
+			r.Status, r.Note = Unsupported, is.message
+			if is.fatal {
+				r.Note = "invalid value, the Ingress is refused: " + is.message
+			}
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// isPrecedenceNote: the temporal-over-permanent note is not a failure.
+func isPrecedenceNote(is annotationIssue) bool {
+	return strings.HasPrefix(is.message, "temporal-redirect is also set")
+}

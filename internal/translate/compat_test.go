@@ -1,0 +1,285 @@
+package translate
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	networkingv1 "k8s.io/api/networking/v1"
+
+	"pier.dev/pier/internal/model"
+)
+
+// validCompat is one valid value per implemented ingress-nginx
+// annotation, chosen so that appending anything makes it invalid (a URL
+// without a path: ";evil" lands in its host).
+var validCompat = map[string]string{
+	"ssl-redirect":            "false",
+	"force-ssl-redirect":      "true",
+	"proxy-body-size":         "8m",
+	"proxy-connect-timeout":   "5",
+	"proxy-read-timeout":      "60",
+	"proxy-send-timeout":      "60",
+	"whitelist-source-range":  "10.0.0.0/8, 192.168.0.0/16",
+	"allowlist-source-range":  "10.0.0.0/8",
+	"denylist-source-range":   "10.6.6.6",
+	"permanent-redirect":      "https://new.example",
+	"permanent-redirect-code": "308",
+	"temporal-redirect":       "http://tmp.example:8080",
+	"temporal-redirect-code":  "307",
+	"from-to-www-redirect":    "true",
+	"app-root":                "/app1",
+	"upstream-vhost":          "internal.example",
+}
+
+func TestCompatAnnotationsAreAnchored(t *testing.T) {
+	if len(validCompat) != len(compatAnnotations) {
+		t.Fatalf("validCompat covers %d annotations, compatAnnotations has %d", len(validCompat), len(compatAnnotations))
+	}
+	for name, valid := range validCompat {
+		for _, prefix := range []string{NginxPrefix, AnnotationPrefix} {
+			key := prefix + name
+			if _, issues := parseAnnotations(map[string]string{key: valid}); hasFatal(issues) {
+				t.Errorf("%s=%q refused: %+v", key, valid, issues)
+			}
+			for _, bad := range []string{valid + ";evil", valid + "\n", valid + "X", " " + valid + "\nhttp-request deny", valid + "'", "", valid + "\x00"} {
+				if name == "app-root" && bad == valid+"X" {
+					continue // a path with more letters is another valid path
+				}
+				if _, issues := parseAnnotations(map[string]string{key: bad}); !hasFatal(issues) {
+					t.Errorf("%s=%q accepted", key, bad)
+				}
+			}
+		}
+	}
+}
+
+func hasFatal(issues []annotationIssue) bool {
+	for _, is := range issues {
+		if is.fatal {
+			return true
+		}
+	}
+	return false
+}
+
+func TestCompatParsers(t *testing.T) {
+	s, issues := parseAnnotations(map[string]string{
+		NginxPrefix + "proxy-body-size":        "1m",
+		AnnotationPrefix + "proxy-body-size":   "8k", // pier.dev/ wins
+		NginxPrefix + "proxy-read-timeout":     "30",
+		NginxPrefix + "proxy-send-timeout":     "90",
+		NginxPrefix + "whitelist-source-range": "192.168.0.0/16,10.1.2.3/8, 10.0.0.0/8,::1",
+		NginxPrefix + "permanent-redirect":     "https://a.example/x",
+		NginxPrefix + "temporal-redirect":      "https://b.example/y",
+	})
+	if hasFatal(issues) {
+		t.Fatal(issues)
+	}
+	if s.maxBody != 8<<10 || s.readTimeout != 30*time.Second || s.sendTimeout != 90*time.Second {
+		t.Errorf("settings %+v", s)
+	}
+	if got := strings.Join(s.allowSources, ","); got != "10.0.0.0/8,192.168.0.0/16,::1/128" {
+		t.Errorf("sources %s", got)
+	}
+	if !s.sslRedirect || s.permanentCode != 301 || s.temporalCode != 302 {
+		t.Errorf("defaults %+v", s)
+	}
+	if len(issues) != 1 || !strings.Contains(issues[0].message, "temporal-redirect") {
+		t.Errorf("want the temporal-wins warning, got %+v", issues)
+	}
+	for in, want := range map[string]time.Duration{"60": time.Minute, "60s": time.Minute, "500ms": 500 * time.Millisecond, "2m": 2 * time.Minute} {
+		if got, err := parseSeconds(in); err != nil || got != want {
+			t.Errorf("parseSeconds(%q) = %v, %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{"0", "3601", "2h", "1.5", "-1", "60 s", "0s"} {
+		if _, err := parseSeconds(bad); err == nil {
+			t.Errorf("parseSeconds(%q) accepted", bad)
+		}
+	}
+	for in, want := range map[string]bool{"True": true, "1": true, "f": false, "FALSE": false} {
+		if got, err := parseNginxBool(in); err != nil || got != want {
+			t.Errorf("parseNginxBool(%q) = %v, %v", in, got, err)
+		}
+	}
+	for in, want := range map[string]int64{"0": 0, "10": 10, "1K": 1024, "2M": 2 << 20, "1g": 1 << 30, "1024g": 1 << 40} {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{"1025g", "1t", "1.5m", "-1", "+1", "1 m", "m", "99999999999999"} {
+		if _, err := parseSize(bad); err == nil {
+			t.Errorf("parseSize(%q) accepted", bad)
+		}
+	}
+}
+
+func TestSnippetsAndUnknownNginxAnnotationsWarn(t *testing.T) {
+	ing := simpleIngress(t, "ns", "a", 0, map[string]string{
+		NginxPrefix + "configuration-snippet": "more_set_headers \"X: y\";",
+		NginxPrefix + "server-snippet":        "return 403;",
+		NginxPrefix + "auth-snippet":          "x",
+		NginxPrefix + "stream-snippet":        "x",
+		NginxPrefix + "rewrite-target":        "/$1",
+		NginxPrefix + "server-snippet-long":   strings.Repeat("x", 4096), // unparsed: no size refusal
+	}, "a.example", "/")
+	res := Ingresses(snapshotOf(ing), DefaultOptions())
+	if _, ok := res.Accepted[model.IngressRef("ns", "a")]; !ok {
+		t.Fatal("snippets must not refuse the Ingress")
+	}
+	ps := problemsFor(res, "a")
+	if len(ps) != 6 {
+		t.Fatalf("want 6 warnings, got %+v", ps)
+	}
+	for _, p := range ps {
+		if p.Severity != model.SeverityWarning || !strings.Contains(p.Message, "ignored") {
+			t.Errorf("%+v", p)
+		}
+		if strings.Contains(p.Field, "snippet") && !strings.Contains(p.Message, "use ") {
+			t.Errorf("snippet warning names no alternative: %s", p.Message)
+		}
+	}
+}
+
+// tlsIngress: host a.example with TLS, b.example without, annotations ann.
+func tlsIngress(t *testing.T, ns, name string, age int, ann map[string]string) *networkingv1.Ingress {
+	ing := simpleIngress(t, ns, name, age, ann, "a.example", "/")
+	ing.Spec.Rules = append(ing.Spec.Rules, *ing.Spec.Rules[0].DeepCopy())
+	ing.Spec.Rules[1].Host = "b.example"
+	ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{"a.example"}, SecretName: "tls"}}
+	return ing
+}
+
+func redirects(l model.Listener) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range l.Policies {
+		out[p.Rules[0].Value] = p.Options != nil && p.Options.HTTPSRedirect
+	}
+	return out
+}
+
+func TestSSLRedirect(t *testing.T) {
+	for name, tc := range map[string]struct {
+		ann  map[string]string
+		a, b bool
+	}{
+		"default: TLS hosts only": {nil, true, false},
+		"ssl-redirect false":      {map[string]string{NginxPrefix + "ssl-redirect": "false"}, false, false},
+		"force-ssl-redirect":      {map[string]string{NginxPrefix + "force-ssl-redirect": "true"}, true, true},
+		"pier.dev/ overrides":     {map[string]string{NginxPrefix + "ssl-redirect": "true", AnnotationPrefix + "ssl-redirect": "false"}, false, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			snap := snapshotOf(tlsIngress(t, "ns", "a", 0, tc.ann))
+			snap.Secrets = append(snap.Secrets, tlsSecretFor(t, "ns", "tls", "a.example"))
+			lb := onlyLB(t, Ingresses(snap, DefaultOptions()))
+			if got := redirects(lb.Listeners[0]); got["a.example"] != tc.a || got["b.example"] != tc.b {
+				t.Errorf("http redirects %v", got)
+			}
+			for _, p := range lb.Listeners[1].Policies {
+				if p.Options != nil {
+					t.Errorf("https policy with options %+v", p.Options)
+				}
+			}
+		})
+	}
+}
+
+// On a shared load balancer, one Ingress's options reach only its own
+// routes, and its timeouts only its own pools.
+func TestOptionsAreScopedToTheirIngress(t *testing.T) {
+	group := map[string]string{AnnotationLoadBalancer: "shared"}
+	strict := map[string]string{AnnotationLoadBalancer: "shared",
+		NginxPrefix + "whitelist-source-range": "10.0.0.0/8", NginxPrefix + "proxy-body-size": "1k",
+		NginxPrefix + "proxy-read-timeout": "5"}
+	a := simpleIngress(t, "ns", "strict", 0, strict, "strict.example", "/")
+	b := simpleIngress(t, "ns", "open", 1, group, "open.example", "/")
+	b.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name = "other"
+	lb := onlyLB(t, Ingresses(snapshotOf(a, b), DefaultOptions()))
+	for _, p := range lb.Listeners[0].Policies {
+		strictRoute := p.Rules[0].Value == "strict.example"
+		if got := p.Options != nil; got != strictRoute {
+			t.Errorf("%s: options %+v", p.Rules[0].Value, p.Options)
+		}
+		if strictRoute && (p.Options.MaxBodyBytes != 1024 || p.Options.AllowSources[0] != "10.0.0.0/8") {
+			t.Errorf("options %+v", p.Options)
+		}
+		pool := lb.Pool(p.PoolID)
+		if want := map[bool]time.Duration{true: 5 * time.Second}[strictRoute]; pool.ServerTimeout != want {
+			t.Errorf("%s: pool timeout %v", pool.Name, pool.ServerTimeout)
+		}
+	}
+}
+
+func TestNoAnnotationsNoOptions(t *testing.T) {
+	lb := onlyLB(t, Ingresses(snapshotOf(simpleIngress(t, "ns", "a", 0, nil, "a.example", "/")), DefaultOptions()))
+	for _, p := range lb.Listeners[0].Policies {
+		if p.Options != nil {
+			t.Errorf("options %+v", p.Options)
+		}
+	}
+	if p := lb.Pools[0]; p.ConnectTimeout != 0 || p.ServerTimeout != 0 {
+		t.Errorf("pool timeouts %+v", p)
+	}
+}
+
+func TestFromToWWWRedirect(t *testing.T) {
+	ann := map[string]string{NginxPrefix + "from-to-www-redirect": "true"}
+	a := simpleIngress(t, "ns", "a", 0, ann, "shop.example", "/")
+	lb := onlyLB(t, Ingresses(snapshotOf(a), DefaultOptions()))
+	var found bool
+	for _, p := range lb.Listeners[0].Policies {
+		if p.Rules[0].Value == "www.shop.example" {
+			found = p.Options != nil && p.Options.RedirectPrefix == "http://shop.example" && p.Options.RedirectCode == 308
+		}
+	}
+	if !found {
+		t.Errorf("no redirect from www.shop.example: %+v", lb.Listeners[0].Policies)
+	}
+
+	// Another Ingress of the load balancer serves the other name: untouched.
+	group := map[string]string{AnnotationLoadBalancer: "g", NginxPrefix + "from-to-www-redirect": "true"}
+	b := simpleIngress(t, "ns", "b", 0, group, "www.site.example", "/")
+	c := simpleIngress(t, "ns", "c", 1, map[string]string{AnnotationLoadBalancer: "g"}, "site.example", "/")
+	lb = onlyLB(t, Ingresses(snapshotOf(b, c), DefaultOptions()))
+	for _, p := range lb.Listeners[0].Policies {
+		if p.Options != nil {
+			t.Errorf("%s: options %+v", p.Rules[0].Value, p.Options)
+		}
+	}
+	for in, want := range map[string]string{"www.a.example": "a.example", "a.example": "www.a.example", "www.com": "", "localhost": "www.localhost"} {
+		if got := twinHost(in); got != want {
+			t.Errorf("twinHost(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestTimeoutConflictWarnsTheNewer(t *testing.T) {
+	group := map[string]string{AnnotationLoadBalancer: "g", NginxPrefix + "proxy-read-timeout": "5"}
+	other := map[string]string{AnnotationLoadBalancer: "g", NginxPrefix + "proxy-read-timeout": "120"}
+	a := simpleIngress(t, "ns", "old", 0, group, "a.example", "/")
+	b := simpleIngress(t, "ns", "new", 1, other, "b.example", "/")
+	res := Ingresses(snapshotOf(a, b), DefaultOptions())
+	lb := onlyLB(t, res)
+	if len(lb.Pools) != 1 || lb.Pools[0].ServerTimeout != 5*time.Second {
+		t.Fatalf("pools %+v", lb.Pools)
+	}
+	ps := problemsFor(res, "new")
+	if len(ps) != 1 || ps[0].Reason != "TimeoutConflict" || len(problemsFor(res, "old")) != 0 {
+		t.Errorf("problems %+v", res.Problems)
+	}
+}
+
+func TestAppRootAndUpstreamVhost(t *testing.T) {
+	ann := map[string]string{NginxPrefix + "app-root": "/app1", NginxPrefix + "upstream-vhost": "internal.example"}
+	lb := onlyLB(t, Ingresses(snapshotOf(simpleIngress(t, "ns", "a", 0, ann, "a.example", "/")), DefaultOptions()))
+	o := lb.Listeners[0].Policies[0].Options
+	if o == nil || o.AppRoot != "/app1" || o.UpstreamHost != "internal.example" {
+		t.Errorf("options %+v", o)
+	}
+	for _, bad := range []string{"/", "app", "/a?b", "/a%20b", "/a//b"} {
+		if _, err := parseAppRoot(bad); err == nil {
+			t.Errorf("app-root %q accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,52 @@
+package fuzz
+
+import (
+	"testing"
+
+	"pier.dev/pier/internal/translate"
+)
+
+// FuzzNginxAnnotationsToConfig is FuzzIngressToConfig's property for the
+// ingress-nginx annotations (issue 11): two of them, picked by index
+// under either prefix, with fuzzed values, on an Ingress with TLS (so
+// ssl-redirect is on). The attacker is refused with an Error problem, or
+// every rendered line tokenises into plain words; the victim's files
+// never change.
+func FuzzNginxAnnotationsToConfig(f *testing.F) {
+	names := translate.NginxAnnotations()
+	good := map[string]string{"ssl-redirect": "true", "force-ssl-redirect": "true", "proxy-body-size": "8m",
+		"proxy-connect-timeout": "5", "proxy-read-timeout": "60", "proxy-send-timeout": "60",
+		"whitelist-source-range": "10.0.0.0/8", "allowlist-source-range": "10.0.0.0/8, ::1",
+		"denylist-source-range": "10.6.6.6", "permanent-redirect": "https://new.example/a%20b",
+		"permanent-redirect-code": "308", "temporal-redirect": "http://t.example/", "temporal-redirect-code": "307",
+		"from-to-www-redirect": "true", "app-root": "/app1", "upstream-vhost": "internal.example"}
+	for i, name := range names {
+		v := good[name]
+		f.Add(uint8(i), v, uint8(i+1), good[names[(i+1)%len(names)]])
+		for _, suffix := range []string{";evil", "\n    http-request return status 200", "' if TRUE #", "$HOME", "%[src]"} {
+			f.Add(uint8(i), v+suffix, uint8(i+128), v)
+		}
+	}
+	for _, row := range badInputs() {
+		if row.field != "path" && row.field != "host" {
+			f.Add(uint8(7), row.in, uint8(9), row.in)
+		}
+	}
+	baseline := victimFiles(f, translate.Ingresses(snapshot(f, nil), translateOptions()))
+	f.Fuzz(func(t *testing.T, k1 uint8, v1 string, k2 uint8, v2 string) {
+		a := valid()
+		a.tlsHost = a.host
+		a.extra = map[string]string{}
+		for _, kv := range []struct {
+			k uint8
+			v string
+		}{{k1, v1}, {k2, v2}} {
+			prefix := translate.NginxPrefix
+			if kv.k >= 128 {
+				prefix = translate.AnnotationPrefix
+			}
+			a.extra[prefix+names[int(kv.k)%len(names)]] = kv.v
+		}
+		checkAttack(t, &a, baseline)
+	})
+}
