@@ -1,0 +1,283 @@
+// Package nft renders the nftables table of pier's native provider: L4
+// load balancing in the kernel, DNAT from a load balancer's addresses to
+// its ready endpoints. It is pure: Render turns services into the text of
+// one `nft -f -` transaction, and the agent's native driver runs it.
+//
+// One table, inet pier_native, holds every native load balancer of the
+// node; nothing else is touched. Each transaction adds the table (a no-op
+// when it exists), deletes it and declares it anew, so the kernel swaps
+// the whole ruleset atomically: a packet sees the old rules or the new
+// ones, never a mix. Connections already established keep their NAT
+// binding in conntrack: rules are only read for a connection's first
+// packet, so changing endpoints never cuts a connection.
+//
+// The layout:
+//
+//	map services   addr . proto . port : goto svc_<id>  (nat prerouting, nat output)
+//	chain svc_<id> dnat to numgen random mod N map { i : endpoint i }
+//	               (jhash ip saddr instead of numgen with source affinity)
+//	set rejects    addr . proto . port of services with no endpoint
+//	               (filter input, forward, output: TCP reset, ICMP port unreachable)
+//	set addrs      every address served; DNATed connections to them are
+//	               masqueraded (nat postrouting) so replies come back here
+//
+// Spreading: numgen random picks the endpoint of each new connection
+// uniformly, as kube-proxy's nftables mode does; it needs no state and no
+// counter that a flush would reset, and over 1,000 connections to 3
+// endpoints each gets 333±15 (one standard deviation).
+package nft
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+)
+
+// Table is the family and name of pier's table.
+const Table = "inet pier_native"
+
+// Proto is a service's transport protocol.
+type Proto uint8
+
+const (
+	TCP Proto = iota + 1
+	UDP
+)
+
+// Backend is one ready endpoint.
+type Backend struct {
+	Addr netip.Addr
+	Port uint16
+}
+
+// Service is one address family of a load balancer's listener: traffic to
+// any of Addrs on Proto/Port goes to one of Backends.
+type Service struct {
+	// ID names the service's chain (svc_<ID>); pier derives it from the
+	// load balancer's UUID and the listener: [a-z0-9]{1,24}.
+	ID       string
+	Addrs    []netip.Addr
+	Proto    Proto
+	Port     uint16
+	Backends []Backend
+	// SourceHash keeps a client address on one endpoint (while the
+	// endpoints do not change) instead of spreading its connections.
+	SourceHash bool
+}
+
+// key is what the kernel dispatches on.
+type key struct {
+	addr  netip.Addr
+	proto Proto
+	port  uint16
+}
+
+// Render returns the transaction that makes the table serve services, or
+// removes the table when there are none. The output depends only on the
+// set of services, not on their order.
+func Render(services []Service) ([]byte, error) {
+	svcs := normalize(services)
+	if err := checkUnique(svcs); err != nil {
+		return nil, err
+	}
+	var t text
+	t.line(0, lit("add table inet pier_native"))
+	t.line(0, lit("delete table inet pier_native"))
+	if len(svcs) == 0 {
+		return []byte(t.b.String()), nil
+	}
+	t.line(0, lit("table inet pier_native {"))
+	if err := renderSets(&t, svcs); err != nil {
+		return nil, err
+	}
+	for _, s := range svcs {
+		if len(s.Backends) == 0 {
+			continue
+		}
+		if err := renderService(&t, s); err != nil {
+			return nil, fmt.Errorf("service %s: %w", s.ID, err)
+		}
+	}
+	renderHooks(&t)
+	t.line(0, lit("}"))
+	return []byte(t.b.String()), nil
+}
+
+// normalize sorts services by ID and their addresses and backends, and
+// drops duplicate backends, so the output is the same for the same set.
+func normalize(in []Service) []Service {
+	out := make([]Service, len(in))
+	for i, s := range in {
+		s.Addrs = slices.Clone(s.Addrs)
+		slices.SortFunc(s.Addrs, func(a, b netip.Addr) int { return a.Compare(b) })
+		s.Addrs = slices.Compact(s.Addrs)
+		s.Backends = slices.Clone(s.Backends)
+		slices.SortFunc(s.Backends, func(a, b Backend) int {
+			if c := a.Addr.Compare(b.Addr); c != 0 {
+				return c
+			}
+			return int(a.Port) - int(b.Port)
+		})
+		s.Backends = slices.Compact(s.Backends)
+		out[i] = s
+	}
+	slices.SortFunc(out, func(a, b Service) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+func checkUnique(svcs []Service) error {
+	seen := map[key]string{}
+	ids := map[string]bool{}
+	for _, s := range svcs {
+		if ids[s.ID] {
+			return errors.New("nft: two services with one ID")
+		}
+		ids[s.ID] = true
+		for _, a := range s.Addrs {
+			k := key{a, s.Proto, s.Port}
+			if other, dup := seen[k]; dup {
+				return fmt.Errorf("nft: services %s and %s both serve %s port %d", other, s.ID, a, s.Port)
+			}
+			seen[k] = s.ID
+		}
+	}
+	return nil
+}
+
+// renderSets declares the dispatch map, the set of services without
+// endpoints and the set of our addresses.
+func renderSets(t *text, svcs []Service) error {
+	var dispatch, rejects, addrs []word
+	seenAddr := map[netip.Addr]bool{}
+	for _, s := range svcs {
+		chain, err := ident("svc_" + s.ID)
+		if err != nil {
+			return err
+		}
+		p, err := s.Proto.word()
+		if err != nil {
+			return err
+		}
+		pt, err := port(s.Port)
+		if err != nil {
+			return err
+		}
+		for _, a := range s.Addrs {
+			aw, err := addr4(a)
+			if err != nil {
+				return fmt.Errorf("service %s: %w", s.ID, err)
+			}
+			k := join(" . ", aw, p, pt)
+			if len(s.Backends) == 0 {
+				rejects = append(rejects, k)
+			} else {
+				dispatch = append(dispatch, join(" : ", k, join(" ", lit("goto"), chain)))
+			}
+			if !seenAddr[a] {
+				seenAddr[a] = true
+				addrs = append(addrs, aw)
+			}
+		}
+	}
+	slices.SortFunc(addrs, func(a, b word) int { return strings.Compare(a.s, b.s) })
+	declare(t, lit("map services {"), lit("type ipv4_addr . inet_proto . inet_service : verdict"), dispatch)
+	declare(t, lit("set rejects {"), lit("type ipv4_addr . inet_proto . inet_service"), rejects)
+	declare(t, lit("set addrs {"), lit("type ipv4_addr"), addrs)
+	return nil
+}
+
+// declare writes a named set or map with one element a line.
+func declare(t *text, head, typ word, elems []word) {
+	t.line(1, head)
+	t.line(2, typ)
+	if len(elems) > 0 {
+		t.line(2, lit("elements = {"))
+		for i, e := range elems {
+			if i < len(elems)-1 {
+				e = join("", e, lit(","))
+			}
+			t.line(3, e)
+		}
+		t.line(2, lit("}"))
+	}
+	t.line(1, lit("}"))
+}
+
+// renderService writes the chain that picks an endpoint for a new
+// connection. The map key is the hash modulo the number of endpoints, in
+// the sorted order of the endpoints.
+func renderService(t *text, s Service) error {
+	chain, err := ident("svc_" + s.ID)
+	if err != nil {
+		return err
+	}
+	p, err := s.Proto.word()
+	if err != nil {
+		return err
+	}
+	pick := lit("numgen random mod")
+	if s.SourceHash {
+		pick = lit("jhash ip saddr mod")
+	}
+	rule := []word{lit("meta l4proto"), p, lit("dnat ip to"), pick, num(len(s.Backends))}
+	if s.SourceHash {
+		// A fixed seed: the same client lands on the same endpoint after
+		// every transaction, not only until the next one.
+		rule = append(rule, lit("seed 0x5049"))
+	}
+	rule = append(rule, lit("map {"))
+	for i, b := range s.Backends {
+		aw, err := addr4(b.Addr)
+		if err != nil {
+			return fmt.Errorf("backend: %w", err)
+		}
+		pw, err := port(b.Port)
+		if err != nil {
+			return fmt.Errorf("backend: %w", err)
+		}
+		sep := lit(",")
+		if i == len(s.Backends)-1 {
+			sep = lit("")
+		}
+		rule = append(rule, join("", join(" : ", num(i), join(" . ", aw, pw)), sep))
+	}
+	rule = append(rule, lit("}"))
+	t.line(1, lit("chain"), chain, lit("{"))
+	t.line(2, rule...)
+	t.line(1, lit("}"))
+	return nil
+}
+
+// renderHooks writes the base chains. The nat hooks dispatch new
+// connections (prerouting: from the network; output: from this host).
+// The filter hooks refuse connections to a service with no endpoint, on
+// whichever path the packet takes: input when this node holds the
+// address, forward when it only routes it, output from this host.
+func renderHooks(t *text) {
+	dispatch := lit("ip daddr . meta l4proto . th dport vmap @services")
+	reject := lit("ip daddr . meta l4proto . th dport @rejects goto no_endpoints")
+	base := []struct {
+		name, hook keyword
+		rule       word
+	}{
+		{"nat_prerouting", "type nat hook prerouting priority dstnat; policy accept;", dispatch},
+		{"nat_output", "type nat hook output priority -100; policy accept;", dispatch},
+		{"nat_postrouting", "type nat hook postrouting priority srcnat; policy accept;",
+			lit("ct status dnat ct original ip daddr @addrs masquerade")},
+		{"filter_input", "type filter hook input priority filter; policy accept;", reject},
+		{"filter_forward", "type filter hook forward priority filter; policy accept;", reject},
+		{"filter_output", "type filter hook output priority filter; policy accept;", reject},
+	}
+	t.line(1, lit("chain no_endpoints {"))
+	t.line(2, lit("meta l4proto tcp reject with tcp reset"))
+	t.line(2, lit("reject with icmpx port-unreachable"))
+	t.line(1, lit("}"))
+	for _, b := range base {
+		t.line(1, lit("chain"), lit(b.name), lit("{"))
+		t.line(2, lit(b.hook))
+		t.line(2, b.rule)
+		t.line(1, lit("}"))
+	}
+}
