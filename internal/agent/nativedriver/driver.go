@@ -84,6 +84,12 @@ func New(cfg Config) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A read-only call says now, not at the first Service, whether this
+	// process may program nftables (root or CAP_NET_ADMIN).
+	if out, err := nftCmd(context.Background(), cfg, "list", "tables").CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("native provider needs root or CAP_NET_ADMIN for nftables: nft list tables: %w: %s",
+			err, strings.TrimSpace(string(out)))
+	}
 	return &Driver{cfg: cfg, state: st, lbs: map[string][]nft.Service{},
 		hashes: map[string]string{}, applies: map[string]uint64{}}, nil
 }
@@ -100,6 +106,9 @@ func (d *Driver) Recover(ctx context.Context, placed map[string]bool) error {
 	specs, err := d.state.load()
 	if err != nil {
 		return err
+	}
+	if len(specs) == 0 && !d.tableExists(ctx) {
+		return nil // nothing to recover: write nothing until a Service comes
 	}
 	next := map[string][]nft.Service{}
 	for _, lb := range specs {
@@ -253,11 +262,7 @@ func (d *Driver) commit(ctx context.Context, next map[string][]nft.Service) erro
 // run hands text to nft as one transaction, inside the node's namespace
 // when there is one.
 func (d *Driver) run(ctx context.Context, text []byte) error {
-	args := []string{d.cfg.Binary, "-f", "-"}
-	if d.cfg.Netns != "" {
-		args = append([]string{"ip", "netns", "exec", d.cfg.Netns}, args...)
-	}
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd := nftCmd(ctx, d.cfg, "-f", "-")
 	cmd.Stdin = bytes.NewReader(text)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -268,6 +273,20 @@ func (d *Driver) run(ctx context.Context, text []byte) error {
 		return fmt.Errorf("run nft: %w", err)
 	}
 	return nil
+}
+
+// nftCmd is nft with args, in the node's namespace when there is one.
+func nftCmd(ctx context.Context, cfg Config, args ...string) *exec.Cmd {
+	args = append([]string{cfg.Binary}, args...)
+	if cfg.Netns != "" {
+		args = append([]string{"ip", "netns", "exec", cfg.Netns}, args...)
+	}
+	return exec.CommandContext(ctx, args[0], args[1:]...)
+}
+
+// tableExists reports whether pier's table is in the kernel.
+func (d *Driver) tableExists(ctx context.Context) bool {
+	return nftCmd(ctx, d.cfg, "list", "table", "inet", "pier_native").Run() == nil
 }
 
 // configHash names what the table serves for one load balancer: its
