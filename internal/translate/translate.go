@@ -44,6 +44,10 @@ type Options struct {
 	// listed, or used from a namespace not listed, is per namespace: one
 	// tenant cannot join another's load balancer by naming its group.
 	SharedGroups map[string][]string
+	// TakeClasslessServices makes pier serve Services of type
+	// LoadBalancer that name no loadBalancerClass (MetalLB's default);
+	// without it only those of class NativeClass.
+	TakeClasslessServices bool
 	// Now is compared with certificate expiry to warn about expired
 	// certificates; zero skips the check. Passed in, not read, so that
 	// translation stays a pure function.
