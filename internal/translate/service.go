@@ -75,6 +75,22 @@ func Services(snap *source.Snapshot, opts Options) *Result {
 	return res
 }
 
+// Merge adds o (the Services' result) to r (the Ingresses'): one result
+// for the store, the status pass and the problem book. Refs carry their
+// kind, so an Ingress and a Service of one name never collide.
+func (r *Result) Merge(o *Result) {
+	r.LoadBalancers = append(r.LoadBalancers, o.LoadBalancers...)
+	sort.Slice(r.LoadBalancers, func(i, j int) bool { return r.LoadBalancers[i].UUID < r.LoadBalancers[j].UUID })
+	r.Problems = append(r.Problems, o.Problems...)
+	sortProblems(r.Problems)
+	for k, v := range o.Accepted {
+		r.Accepted[k] = v
+	}
+	for k, v := range o.Ours {
+		r.Ours[k] = v
+	}
+}
+
 func ownsService(svc *corev1.Service, opts Options) bool {
 	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
 		return false
