@@ -65,6 +65,9 @@ type Driver struct {
 	hashes map[string]string
 	// applies counts transactions, for Stats.
 	applies map[string]uint64
+	// recovered are the chain IDs of every spec a previous agent saved,
+	// served or not: the first transaction deletes those that go.
+	recovered []string
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -112,6 +115,11 @@ func (d *Driver) Recover(ctx context.Context, placed map[string]bool) error {
 	}
 	next := map[string][]nft.Service{}
 	for _, lb := range specs {
+		if svcs, err := services(lb); err == nil {
+			for _, s := range svcs {
+				d.recovered = append(d.recovered, s.ID)
+			}
+		}
 		if !placed[lb.UUID] {
 			d.cfg.Logger.Info("native: stopping a load balancer no longer placed here", "uuid", lb.UUID, "lb", lb.Name)
 			continue
@@ -244,14 +252,21 @@ func (d *Driver) commit(ctx context.Context, next map[string][]nft.Service) erro
 	for _, svcs := range next {
 		all = append(all, svcs...)
 	}
-	text, err := nft.Render(all)
+	var stale []string // chains of the services that go
+	for _, svcs := range d.lbs {
+		for _, s := range svcs {
+			stale = append(stale, s.ID)
+		}
+	}
+	stale = append(stale, d.recovered...)
+	text, err := nft.Render(all, stale)
 	if err != nil {
 		return fmt.Errorf("%w: %w", driver.ErrRejected, err)
 	}
 	if err := d.run(ctx, text); err != nil {
 		return err
 	}
-	d.lbs = next
+	d.lbs, d.recovered = next, nil
 	d.hashes = map[string]string{}
 	for uuid, svcs := range next {
 		d.hashes[uuid], _ = configHash(svcs)
@@ -292,7 +307,7 @@ func (d *Driver) tableExists(ctx context.Context) bool {
 // configHash names what the table serves for one load balancer: its
 // rendering alone, so it does not change when another one does.
 func configHash(svcs []nft.Service) (string, error) {
-	text, err := nft.Render(svcs)
+	text, err := nft.Render(svcs, nil)
 	if err != nil {
 		return "", err
 	}

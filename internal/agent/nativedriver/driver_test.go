@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -202,6 +203,9 @@ func TestRemoveLeavesNothing(t *testing.T) {
 	mustApply(t, d, a)
 	mustApply(t, d, b)
 	d.Remove(a.UUID)
+	if rules := w.ruleset(t); strings.Contains(rules, "svc_"+model.ID(a.UUID, "TCP", "80")) {
+		t.Fatalf("the chain of a removed load balancer is still there:\n%s", rules)
+	}
 	if _, _, err := w.dial(vip + ":80"); err == nil {
 		t.Fatal("a removed load balancer still serves")
 	}
