@@ -22,7 +22,7 @@ const (
 	fip = "10.98.201.1"
 )
 
-func newDriver(t *testing.T, w *world, dir string) *Driver {
+func newDriver(t testing.TB, w *world, dir string) *Driver {
 	t.Helper()
 	d, err := New(Config{StateDir: dir, Netns: w.node})
 	if err != nil {
@@ -53,7 +53,7 @@ func nativeLB(w *world, n int, pods ...int) *model.LoadBalancer {
 	}
 }
 
-func mustApply(t *testing.T, d *Driver, lb *model.LoadBalancer) {
+func mustApply(t testing.TB, d *Driver, lb *model.LoadBalancer) {
 	t.Helper()
 	if _, err := d.Apply(context.Background(), lb); err != nil {
 		t.Fatal(err)

@@ -36,7 +36,7 @@ type world struct {
 const podPort = 8080
 
 // needRoot skips without root or nft, and fails instead under CI.
-func needRoot(t *testing.T) {
+func needRoot(t testing.TB) {
 	t.Helper()
 	missing := ""
 	if os.Geteuid() != 0 {
@@ -56,7 +56,7 @@ func needRoot(t *testing.T) {
 	t.Skipf("the native driver test needs %s; set CI=true to make this a failure", missing)
 }
 
-func ipCmd(t *testing.T, args ...string) {
+func ipCmd(t testing.TB, args ...string) {
 	t.Helper()
 	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
 		t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -65,7 +65,7 @@ func ipCmd(t *testing.T, args ...string) {
 
 // newWorld builds the network with pods echo servers and arranges for all
 // of it to go when t ends, failed or not.
-func newWorld(t *testing.T, pods int) *world {
+func newWorld(t testing.TB, pods int) *world {
 	needRoot(t)
 	removeStale()
 	prefix := "pnat-" + strconv.Itoa(os.Getpid()%100000) + "-"
@@ -275,7 +275,7 @@ func echoes(c net.Conn) error {
 }
 
 // ruleset is `nft list ruleset` in the node's namespace.
-func (w *world) ruleset(t *testing.T) string {
+func (w *world) ruleset(t testing.TB) string {
 	t.Helper()
 	out, err := exec.Command("ip", "netns", "exec", w.node, "nft", "list", "ruleset").CombinedOutput()
 	if err != nil {
