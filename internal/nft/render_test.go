@@ -58,15 +58,20 @@ func fixtures() map[string][]Service {
 func TestGolden(t *testing.T) {
 	for name, svcs := range fixtures() {
 		t.Run(name, func(t *testing.T) {
-			got, err := Render(svcs, []string{"gone", "a1"})
+			got, err := Render(svcs, []string{"gone", "a1"}, false)
 			if err != nil {
 				t.Fatal(err)
 			}
 			golden(t, name+".nft", got)
+			created, err := Render(svcs, nil, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, name+".fresh.nft", created)
 			// Order of the input does not matter.
 			rev := slices.Clone(svcs)
 			slices.Reverse(rev)
-			again, err := Render(rev, []string{"a1", "gone", "gone"})
+			again, err := Render(rev, []string{"a1", "gone", "gone"}, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +97,7 @@ func TestRefuses(t *testing.T) {
 		"id with a space":   {{ID: "a b", Addrs: []netip.Addr{vip}, Proto: TCP, Port: 80}},
 		"id with a newline": {{ID: "a\nflush ruleset", Addrs: []netip.Addr{vip}, Proto: TCP, Port: 80}},
 	} {
-		if out, err := Render(svcs, nil); err == nil {
+		if out, err := Render(svcs, nil, true); err == nil {
 			t.Errorf("%s: rendered\n%s", name, out)
 		}
 	}
@@ -102,7 +107,7 @@ func TestRefuses(t *testing.T) {
 // transaction never flushes the ruleset or another table.
 func TestOnlyOurTable(t *testing.T) {
 	for name, svcs := range fixtures() {
-		out, err := Render(svcs, []string{"old"})
+		out, err := Render(svcs, []string{"old"}, true)
 		if err != nil {
 			t.Fatal(err)
 		}

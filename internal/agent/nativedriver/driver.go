@@ -65,6 +65,9 @@ type Driver struct {
 	hashes map[string]string
 	// applies counts transactions, for Stats.
 	applies map[string]uint64
+	// tableUp says pier's table exists, with its base chains: a
+	// transaction then leaves those alone (package nft, Render).
+	tableUp bool
 	// recovered are the chain IDs of every spec a previous agent saved,
 	// served or not: the first transaction deletes those that go.
 	recovered []string
@@ -93,8 +96,10 @@ func New(cfg Config) (*Driver, error) {
 		return nil, fmt.Errorf("native provider needs root or CAP_NET_ADMIN for nftables: nft list tables: %w: %s",
 			err, strings.TrimSpace(string(out)))
 	}
-	return &Driver{cfg: cfg, state: st, lbs: map[string][]nft.Service{},
-		hashes: map[string]string{}, applies: map[string]uint64{}}, nil
+	d := &Driver{cfg: cfg, state: st, lbs: map[string][]nft.Service{},
+		hashes: map[string]string{}, applies: map[string]uint64{}}
+	d.tableUp = d.tableExists(context.Background())
+	return d, nil
 }
 
 // Provider implements driver.Driver.
@@ -110,7 +115,8 @@ func (d *Driver) Recover(ctx context.Context, placed map[string]bool) error {
 	if err != nil {
 		return err
 	}
-	if len(specs) == 0 && !d.tableExists(ctx) {
+	d.tableUp = d.tableExists(ctx)
+	if len(specs) == 0 && !d.tableUp {
 		return nil // nothing to recover: write nothing until a Service comes
 	}
 	next := map[string][]nft.Service{}
@@ -259,14 +265,14 @@ func (d *Driver) commit(ctx context.Context, next map[string][]nft.Service) erro
 		}
 	}
 	stale = append(stale, d.recovered...)
-	text, err := nft.Render(all, stale)
+	text, err := nft.Render(all, stale, !d.tableUp)
 	if err != nil {
 		return fmt.Errorf("%w: %w", driver.ErrRejected, err)
 	}
 	if err := d.run(ctx, text); err != nil {
 		return err
 	}
-	d.lbs, d.recovered = next, nil
+	d.lbs, d.recovered, d.tableUp = next, nil, len(all) > 0
 	d.hashes = map[string]string{}
 	for uuid, svcs := range next {
 		d.hashes[uuid], _ = configHash(svcs)
@@ -307,7 +313,7 @@ func (d *Driver) tableExists(ctx context.Context) bool {
 // configHash names what the table serves for one load balancer: its
 // rendering alone, so it does not change when another one does.
 func configHash(svcs []nft.Service) (string, error) {
-	text, err := nft.Render(svcs, nil)
+	text, err := nft.Render(svcs, nil, true)
 	if err != nil {
 		return "", err
 	}

