@@ -4,10 +4,10 @@
 // one `nft -f -` transaction, and the agent's native driver runs it.
 //
 // One table, inet pier_native, holds every native load balancer of the
-// node; nothing else is touched. Each transaction flushes the table and
-// fills it anew (Render says why not delete and re-create it), so the
-// kernel swaps the whole ruleset atomically: a packet sees the old rules
-// or the new ones, never a mix. Connections already established keep their NAT
+// node; nothing else is touched. Each transaction flushes the service
+// chains and the sets and fills them anew, leaving the base chains alone
+// (Render says why), and the kernel commits it as one: rules are seen old
+// or new, never a mix (but see Render for the one race measured). Connections already established keep their NAT
 // binding in conntrack: rules are only read for a connection's first
 // packet, so changing endpoints never cuts a connection.
 //
