@@ -67,6 +67,11 @@ func (p Proto) word() (word, error) {
 	return word{}, errors.New("nft: unknown protocol")
 }
 
+// keyWord turns the text of an element key back into its word: the keys
+// of render.go's elementSets are made of typed words only, so the text is
+// one already.
+func keyWord(k string) word { return word{k} }
+
 // text accumulates lines of the transaction.
 type text struct {
 	b strings.Builder

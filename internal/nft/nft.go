@@ -4,18 +4,19 @@
 // one `nft -f -` transaction, and the agent's native driver runs it.
 //
 // One table, inet pier_native, holds every native load balancer of the
-// node; nothing else is touched. Each transaction flushes the service
-// chains and the sets and fills them anew, leaving the base chains alone
-// (Render says why), and the kernel commits it as one: rules are seen old
-// or new, never a mix (but see Render for the one race measured). Connections already established keep their NAT
-// binding in conntrack: rules are only read for a connection's first
-// packet, so changing endpoints never cuts a connection.
+// node; nothing else is touched. The first transaction creates the table;
+// each later one changes only what differs, element by element, and the
+// kernel commits it as one (Render says why element by element).
+// Connections already established keep their NAT binding in conntrack:
+// rules are only read for a connection's first packet, so changing
+// endpoints never cuts a connection.
 //
 // The layout:
 //
 //	map services   addr . proto . port : goto svc_<id>  (nat prerouting, nat output)
-//	chain svc_<id> dnat to numgen random mod N map { i : endpoint i }
+//	chain svc_<id> dnat ip to numgen random mod N map @eps_<id>
 //	               (jhash ip saddr instead of numgen with source affinity)
+//	map eps_<id>   i : endpoint i mod N (entries past N linger one change)
 //	set rejects    addr . proto . port of services with no endpoint
 //	               (filter input, forward, output: TCP reset, ICMP port unreachable)
 //	set addrs      every address served; DNATed connections to them are
@@ -66,6 +67,9 @@ type Service struct {
 	// SourceHash keeps a client address on one endpoint (while the
 	// endpoints do not change) instead of spreading its connections.
 	SourceHash bool
+	// Slots is how many entries its endpoint map holds once Render's
+	// transaction ran (Render fills it in; see update.go).
+	Slots int
 }
 
 // key is what the kernel dispatches on.
@@ -73,115 +77,6 @@ type key struct {
 	addr  netip.Addr
 	proto Proto
 	port  uint16
-}
-
-// Render returns the transaction that makes the table serve services, or
-// removes the table when there are none. stale names the IDs of services
-// a previous transaction created that are gone now: their chains are
-// deleted. fresh says the table does not exist yet: only then are the
-// base chains (the hooks) and their rules written. The output depends
-// only on the sets, not on their order.
-//
-// Once created, the base chains and their rules are never touched while
-// something is served: a transaction declares the sets and service chains
-// (a no-op when they exist), flushes the service chains and the sets,
-// deletes stale chains and fills in the new rules and elements. Measured
-// (TestEndpointChangesKeepConnections, 50 changes under load): deleting
-// and re-creating the table refused 1 new connection in 14,216, and
-// flushing the whole table, base chains included, and refilling it still
-// let 1 SYN in about 10,000 reach the node unNATed (counted in the input
-// hook) and be reset.
-func Render(services []Service, stale []string, fresh bool) ([]byte, error) {
-	svcs := normalize(services)
-	if err := checkUnique(svcs); err != nil {
-		return nil, err
-	}
-	var t text
-	if len(svcs) == 0 {
-		t.line(0, lit("add table inet pier_native"))
-		t.line(0, lit("delete table inet pier_native"))
-		return []byte(t.b.String()), nil
-	}
-	live := map[string]bool{}
-	var chains []string
-	for _, s := range svcs {
-		if len(s.Backends) > 0 {
-			live[s.ID] = true
-			chains = append(chains, s.ID)
-		}
-	}
-	var gone []string
-	for _, id := range sortedUnique(stale) {
-		if !live[id] {
-			gone = append(gone, id)
-		}
-	}
-	if err := renderSkeleton(&t, append(chains, gone...), fresh); err != nil {
-		return nil, err
-	}
-	for _, id := range gone {
-		chain, err := ident("svc_" + id)
-		if err != nil {
-			return nil, err
-		}
-		t.line(0, lit("delete chain inet pier_native"), chain)
-	}
-	t.line(0, lit("table inet pier_native {"))
-	if err := renderSets(&t, svcs); err != nil {
-		return nil, err
-	}
-	for _, s := range svcs {
-		if len(s.Backends) == 0 {
-			continue
-		}
-		if err := renderService(&t, s); err != nil {
-			return nil, fmt.Errorf("service %s: %w", s.ID, err)
-		}
-	}
-	if fresh {
-		renderHooks(&t)
-	}
-	t.line(0, lit("}"))
-	return []byte(t.b.String()), nil
-}
-
-// renderSkeleton declares the table, its sets and every service chain the
-// transaction touches, empty (declaring what exists changes nothing),
-// then flushes them: what follows refills them, and the base chains keep
-// their hooks and rules throughout. A fresh table has nothing to flush.
-func renderSkeleton(t *text, ids []string, fresh bool) error {
-	var chains []word
-	for _, id := range ids {
-		chain, err := ident("svc_" + id)
-		if err != nil {
-			return err
-		}
-		chains = append(chains, chain)
-	}
-	t.line(0, lit("table inet pier_native {"))
-	t.line(1, lit("map services { type ipv4_addr . inet_proto . inet_service : verdict; }"))
-	t.line(1, lit("set rejects { type ipv4_addr . inet_proto . inet_service; }"))
-	t.line(1, lit("set addrs { type ipv4_addr; }"))
-	for _, c := range chains {
-		t.line(1, lit("chain"), c, lit("{ }"))
-	}
-	t.line(0, lit("}"))
-	if fresh {
-		return nil
-	}
-	for _, c := range chains {
-		t.line(0, lit("flush chain inet pier_native"), c)
-	}
-	t.line(0, lit("flush map inet pier_native services"))
-	t.line(0, lit("flush set inet pier_native rejects"))
-	t.line(0, lit("flush set inet pier_native addrs"))
-	return nil
-}
-
-func sortedUnique(in []string) []string {
-	out := slices.Clone(in)
-	slices.Sort(out)
-	return slices.Compact(out)
 }
 
 // normalize sorts services by ID and their addresses and backends, and
@@ -222,110 +117,6 @@ func checkUnique(svcs []Service) error {
 			seen[k] = s.ID
 		}
 	}
-	return nil
-}
-
-// renderSets declares the dispatch map, the set of services without
-// endpoints and the set of our addresses.
-func renderSets(t *text, svcs []Service) error {
-	var dispatch, rejects, addrs []word
-	seenAddr := map[netip.Addr]bool{}
-	for _, s := range svcs {
-		chain, err := ident("svc_" + s.ID)
-		if err != nil {
-			return err
-		}
-		p, err := s.Proto.word()
-		if err != nil {
-			return err
-		}
-		pt, err := port(s.Port)
-		if err != nil {
-			return err
-		}
-		for _, a := range s.Addrs {
-			aw, err := addr4(a)
-			if err != nil {
-				return fmt.Errorf("service %s: %w", s.ID, err)
-			}
-			k := join(" . ", aw, p, pt)
-			if len(s.Backends) == 0 {
-				rejects = append(rejects, k)
-			} else {
-				dispatch = append(dispatch, join(" : ", k, join(" ", lit("goto"), chain)))
-			}
-			if !seenAddr[a] {
-				seenAddr[a] = true
-				addrs = append(addrs, aw)
-			}
-		}
-	}
-	slices.SortFunc(addrs, func(a, b word) int { return strings.Compare(a.s, b.s) })
-	declare(t, lit("map services {"), lit("type ipv4_addr . inet_proto . inet_service : verdict"), dispatch)
-	declare(t, lit("set rejects {"), lit("type ipv4_addr . inet_proto . inet_service"), rejects)
-	declare(t, lit("set addrs {"), lit("type ipv4_addr"), addrs)
-	return nil
-}
-
-// declare writes a named set or map with one element a line.
-func declare(t *text, head, typ word, elems []word) {
-	t.line(1, head)
-	t.line(2, typ)
-	if len(elems) > 0 {
-		t.line(2, lit("elements = {"))
-		for i, e := range elems {
-			if i < len(elems)-1 {
-				e = join("", e, lit(","))
-			}
-			t.line(3, e)
-		}
-		t.line(2, lit("}"))
-	}
-	t.line(1, lit("}"))
-}
-
-// renderService writes the chain that picks an endpoint for a new
-// connection. The map key is the hash modulo the number of endpoints, in
-// the sorted order of the endpoints.
-func renderService(t *text, s Service) error {
-	chain, err := ident("svc_" + s.ID)
-	if err != nil {
-		return err
-	}
-	p, err := s.Proto.word()
-	if err != nil {
-		return err
-	}
-	pick := lit("numgen random mod")
-	if s.SourceHash {
-		pick = lit("jhash ip saddr mod")
-	}
-	rule := []word{lit("meta l4proto"), p, lit("dnat ip to"), pick, num(len(s.Backends))}
-	if s.SourceHash {
-		// A fixed seed: the same client lands on the same endpoint after
-		// every transaction, not only until the next one.
-		rule = append(rule, lit("seed 0x5049"))
-	}
-	rule = append(rule, lit("map {"))
-	for i, b := range s.Backends {
-		aw, err := addr4(b.Addr)
-		if err != nil {
-			return fmt.Errorf("backend: %w", err)
-		}
-		pw, err := port(b.Port)
-		if err != nil {
-			return fmt.Errorf("backend: %w", err)
-		}
-		sep := lit(",")
-		if i == len(s.Backends)-1 {
-			sep = lit("")
-		}
-		rule = append(rule, join("", join(" : ", num(i), join(" . ", aw, pw)), sep))
-	}
-	rule = append(rule, lit("}"))
-	t.line(1, lit("chain"), chain, lit("{"))
-	t.line(2, rule...)
-	t.line(1, lit("}"))
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -58,27 +59,65 @@ func fixtures() map[string][]Service {
 func TestGolden(t *testing.T) {
 	for name, svcs := range fixtures() {
 		t.Run(name, func(t *testing.T) {
-			got, err := Render(svcs, []string{"gone", "a1"}, false)
+			got, running, err := Render(nil, svcs)
 			if err != nil {
 				t.Fatal(err)
 			}
 			golden(t, name+".nft", got)
-			created, err := Render(svcs, nil, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			golden(t, name+".fresh.nft", created)
 			// Order of the input does not matter.
 			rev := slices.Clone(svcs)
 			slices.Reverse(rev)
-			again, err := Render(rev, []string{"a1", "gone", "gone"}, false)
+			again, _, err := Render(nil, rev)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(got, again) {
 				t.Fatal("two renders of the same services differ")
 			}
+			// The same services again: nothing to change.
+			if same, _, err := Render(running, rev); len(svcs) > 0 && (err != nil || len(same) != 0) {
+				t.Fatalf("no change rendered %q, %v", same, err)
+			}
 		})
+	}
+}
+
+// TestChanges: a sequence of changes, each rendered against what the
+// previous one left running, element by element.
+func TestChanges(t *testing.T) {
+	steps := [][]Service{
+		{{ID: "a1", Addrs: []netip.Addr{vip, fip}, Proto: TCP, Port: 80,
+			Backends: []Backend{ep("10.98.10.2", 8080), ep("10.98.11.2", 8080), ep("10.98.12.2", 8080)}}},
+		// One endpoint goes: the rule picks among 2, entry 2 stays.
+		{{ID: "a1", Addrs: []netip.Addr{vip, fip}, Proto: TCP, Port: 80,
+			Backends: []Backend{ep("10.98.10.2", 8080), ep("10.98.12.2", 8080)}}},
+		// Another changes: entry 2 goes now, entry 1 changes in place; a
+		// UDP service comes with no endpoint (rejected).
+		{{ID: "a1", Addrs: []netip.Addr{vip, fip}, Proto: TCP, Port: 80,
+			Backends: []Backend{ep("10.98.10.2", 8080), ep("10.98.13.2", 8080)}},
+			{ID: "a2", Addrs: []netip.Addr{vip}, Proto: UDP, Port: 53}},
+		// The UDP service gets an endpoint, the TCP one goes.
+		{{ID: "a2", Addrs: []netip.Addr{vip}, Proto: UDP, Port: 53, Backends: []Backend{ep("10.98.10.2", 5353)}}},
+	}
+	var running []Service
+	var all []byte
+	for i, next := range steps {
+		var out []byte
+		var err error
+		prev := running
+		if i == 0 {
+			prev = nil
+		}
+		out, running, err = Render(prev, next)
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		all = append(all, []byte("# step "+strconv.Itoa(i)+"\n")...)
+		all = append(all, out...)
+	}
+	golden(t, "changes.nft", all)
+	if _, gone, _ := Render(running, nil); len(gone) != 0 {
+		t.Fatal("removing everything left services")
 	}
 }
 
@@ -97,7 +136,7 @@ func TestRefuses(t *testing.T) {
 		"id with a space":   {{ID: "a b", Addrs: []netip.Addr{vip}, Proto: TCP, Port: 80}},
 		"id with a newline": {{ID: "a\nflush ruleset", Addrs: []netip.Addr{vip}, Proto: TCP, Port: 80}},
 	} {
-		if out, err := Render(svcs, nil, true); err == nil {
+		if out, _, err := Render(nil, svcs); err == nil {
 			t.Errorf("%s: rendered\n%s", name, out)
 		}
 	}
@@ -107,7 +146,7 @@ func TestRefuses(t *testing.T) {
 // transaction never flushes the ruleset or another table.
 func TestOnlyOurTable(t *testing.T) {
 	for name, svcs := range fixtures() {
-		out, err := Render(svcs, []string{"old"}, true)
+		out, _, err := Render(nil, svcs)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -65,12 +65,10 @@ type Driver struct {
 	hashes map[string]string
 	// applies counts transactions, for Stats.
 	applies map[string]uint64
-	// tableUp says pier's table exists, with its base chains: a
-	// transaction then leaves those alone (package nft, Render).
-	tableUp bool
-	// recovered are the chain IDs of every spec a previous agent saved,
-	// served or not: the first transaction deletes those that go.
-	recovered []string
+	// known says lbs is what the kernel's table holds, so a transaction
+	// changes only what differs (package nft, Render); until the first
+	// commit the table is re-created whole.
+	known bool
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -98,7 +96,6 @@ func New(cfg Config) (*Driver, error) {
 	}
 	d := &Driver{cfg: cfg, state: st, lbs: map[string][]nft.Service{},
 		hashes: map[string]string{}, applies: map[string]uint64{}}
-	d.tableUp = d.tableExists(context.Background())
 	return d, nil
 }
 
@@ -115,17 +112,11 @@ func (d *Driver) Recover(ctx context.Context, placed map[string]bool) error {
 	if err != nil {
 		return err
 	}
-	d.tableUp = d.tableExists(ctx)
-	if len(specs) == 0 && !d.tableUp {
+	if len(specs) == 0 && !d.tableExists(ctx) {
 		return nil // nothing to recover: write nothing until a Service comes
 	}
 	next := map[string][]nft.Service{}
 	for _, lb := range specs {
-		if svcs, err := services(lb); err == nil {
-			for _, s := range svcs {
-				d.recovered = append(d.recovered, s.ID)
-			}
-		}
 		if !placed[lb.UUID] {
 			d.cfg.Logger.Info("native: stopping a load balancer no longer placed here", "uuid", lb.UUID, "lb", lb.Name)
 			continue
@@ -258,21 +249,35 @@ func (d *Driver) commit(ctx context.Context, next map[string][]nft.Service) erro
 	for _, svcs := range next {
 		all = append(all, svcs...)
 	}
-	var stale []string // chains of the services that go
-	for _, svcs := range d.lbs {
-		for _, s := range svcs {
-			stale = append(stale, s.ID)
+	var prev []nft.Service // nil: the table is re-created whole
+	if d.known {
+		for _, svcs := range d.lbs {
+			prev = append(prev, svcs...)
 		}
 	}
-	stale = append(stale, d.recovered...)
-	text, err := nft.Render(all, stale, !d.tableUp)
+	text, running, err := nft.Render(prev, all)
 	if err != nil {
 		return fmt.Errorf("%w: %w", driver.ErrRejected, err)
 	}
-	if err := d.run(ctx, text); err != nil {
-		return err
+	if len(text) > 0 {
+		if err := d.run(ctx, text); err != nil {
+			return err
+		}
 	}
-	d.lbs, d.recovered, d.tableUp = next, nil, len(all) > 0
+	owner := map[string]string{}
+	for uuid, svcs := range next {
+		for _, s := range svcs {
+			owner[s.ID] = uuid
+		}
+	}
+	d.lbs = map[string][]nft.Service{}
+	for uuid := range next {
+		d.lbs[uuid] = nil // a load balancer with no listener is served too
+	}
+	for _, s := range running {
+		d.lbs[owner[s.ID]] = append(d.lbs[owner[s.ID]], s)
+	}
+	d.known = len(running) > 0
 	d.hashes = map[string]string{}
 	for uuid, svcs := range next {
 		d.hashes[uuid], _ = configHash(svcs)
@@ -313,7 +318,7 @@ func (d *Driver) tableExists(ctx context.Context) bool {
 // configHash names what the table serves for one load balancer: its
 // rendering alone, so it does not change when another one does.
 func configHash(svcs []nft.Service) (string, error) {
-	text, err := nft.Render(svcs, nil, true)
+	text, _, err := nft.Render(nil, svcs)
 	if err != nil {
 		return "", err
 	}

@@ -103,8 +103,9 @@ func TestServesTCPAndUDP(t *testing.T) {
 
 // TestEndpointChangesKeepConnections: 50 endpoint changes while new
 // connections keep coming: every established connection (TCP, and a UDP
-// flow) survives, even one whose pod left the pool; no new connection
-// times out, and at most 0.1% are refused (the commit race below).
+// flow) survives, even one whose pod left the pool, and no new
+// connection fails. Flushing and refilling the sets instead refused about
+// one new connection in 10,000 (package nft, Render).
 func TestEndpointChangesKeepConnections(t *testing.T) {
 	w := newWorld(t, 3)
 	d := newDriver(t, w, t.TempDir())
@@ -144,13 +145,11 @@ func TestEndpointChangesKeepConnections(t *testing.T) {
 			c, _, err := w.dial(vip + ":80")
 			mu.Lock()
 			opened++
-			switch {
-			case err == nil:
-				c.Close()
-			case errors.Is(err, syscall.ECONNREFUSED):
-				failed++ // the known race, bounded below
-			default:
+			if err != nil {
+				failed++
 				t.Errorf("new connection during changes: %v", err)
+			} else {
+				c.Close()
 			}
 			mu.Unlock()
 		}
@@ -173,13 +172,7 @@ func TestEndpointChangesKeepConnections(t *testing.T) {
 	if got, err := ask(udp); err != nil || got != udpPod {
 		t.Errorf("UDP flow on %s: after 50 changes answered by %q (%v)", udpPod, got, err)
 	}
-	t.Logf("50 changes: %d new connections, %d refused; established kept: %v", opened, failed, pods)
-	// A SYN that arrives while a transaction commits can miss its NAT
-	// and be reset by the node (docs/operations.md, "Changes"): measured
-	// 0-2 in 6,000-14,000 here. More than 1 in 1,000 is a regression.
-	if failed*1000 > opened {
-		t.Errorf("%d of %d new connections refused during the changes: more than 0.1%%", failed, opened)
-	}
+	t.Logf("50 changes: %d new connections, %d failed; established kept: %v", opened, failed, pods)
 }
 
 // TestNoEndpointsRefusesFast: a pool with no endpoint answers TCP with a
