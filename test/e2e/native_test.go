@@ -175,3 +175,96 @@ func getIn(ns, addr string) string {
 	}
 	return reply.Service
 }
+
+// withoutRootManifests: the native Service of nativeManifests and an
+// Ingress to the same backend.
+const withoutRootManifests = nativeManifests + `---
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: pier}
+spec: {controller: pier.dev/ingress-controller}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: web, namespace: demo}
+spec:
+  ingressClassName: pier
+  defaultBackend: {service: {name: web, port: {number: 8888}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: demo}
+spec:
+  ports: [{name: http, port: 8888, targetPort: PORT}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: web-1, namespace: demo, labels: {kubernetes.io/service-name: web}}
+addressType: IPv4
+ports: [{name: http, port: PORT, protocol: TCP}]
+endpoints:
+- addresses: [127.0.0.1]
+  conditions: {ready: true}
+`
+
+// TestNativeWithoutRootIsAClearError runs `pier run` as nobody (setpriv)
+// in a namespace of its own: the native Service is in ERROR with the
+// reason, and the Ingress beside it serves.
+func TestNativeWithoutRootIsAClearError(t *testing.T) {
+	for _, bin := range []string{"nft", "ip", "haproxy", "setpriv"} {
+		if _, err := exec.LookPath(bin); err != nil || os.Geteuid() != 0 {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("the native e2e test needs root and %s", bin)
+			}
+			t.Skipf("the native e2e test needs root and %s", bin)
+		}
+	}
+	ns := "pnat-" + strconv.Itoa(os.Getpid()%100000) + "-r"
+	run(t, "ip", "netns", "add", ns)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+	run(t, "ip", "-n", ns, "link", "set", "lo", "up")
+	port := startEchoIn(t, ns)
+	dir := harness.ShortTempDir(t)
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	harness.WriteFile(t, filepath.Join(dir, "m.yaml"), strings.ReplaceAll(withoutRootManifests, "PORT", strconv.Itoa(port)))
+	pier := exec.Command("ip", "netns", "exec", ns, "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+		harness.PierBin(t), "run", "-f", filepath.Join(dir, "m.yaml"), "--state-dir", filepath.Join(dir, "state"),
+		"--http-port", "8080", "--api-addr", "127.0.0.1:8082")
+	var logs bytes.Buffer
+	pier.Stdout, pier.Stderr = &logs, &logs
+	if err := pier.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pier.Process.Signal(os.Interrupt); _ = pier.Wait() })
+	var got struct {
+		Items []struct {
+			Name, Provider, VIP string
+			Status          struct{ State, Message string }
+		}
+	}
+	byName := map[string]int{}
+	harness.WaitFor(t, 20*time.Second, "both load balancers reported", func() bool {
+		out, err := exec.Command("ip", "netns", "exec", ns, harness.PierBin(t), "get", "loadbalancers", "-o", "json").Output()
+		if err != nil || json.Unmarshal(out, &got) != nil || len(got.Items) != 2 {
+			return false
+		}
+		for i, lb := range got.Items {
+			byName[lb.Name] = i
+			if lb.Status.State == "PENDING" || lb.Status.State == "" {
+				return false
+			}
+		}
+		return true
+	})
+	native, web := got.Items[byName["demo/echo-l4"]], got.Items[byName["demo/web"]]
+	if native.Status.State != "ERROR" || !strings.Contains(native.Status.Message, "root or CAP_NET_ADMIN") {
+		t.Fatalf("native load balancer: %+v\n%s", native, logs.String())
+	}
+	t.Logf("native: %s: %s; ingress: %s", native.Status.State, native.Status.Message, web.Status.State)
+	if web.Status.State != "ACTIVE" {
+		t.Fatalf("the Ingress's load balancer: %+v\n%s", web, logs.String())
+	}
+	harness.WaitFor(t, 10*time.Second, "the Ingress serves", func() bool { return getIn(ns, web.VIP+":8080") == "echo-l4" })
+}

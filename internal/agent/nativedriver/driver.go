@@ -92,7 +92,7 @@ func New(cfg Config) (*Driver, error) {
 	// process may program nftables (root or CAP_NET_ADMIN).
 	if out, err := nftCmd(context.Background(), cfg, "list", "tables").CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("native provider needs root or CAP_NET_ADMIN for nftables: nft list tables: %w: %s",
-			err, strings.TrimSpace(string(out)))
+			err, oneLine(out))
 	}
 	d := &Driver{cfg: cfg, state: st, lbs: map[string][]nft.Service{},
 		hashes: map[string]string{}, applies: map[string]uint64{}}
@@ -294,11 +294,22 @@ func (d *Driver) run(ctx context.Context, text []byte) error {
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
 		if _, exit := err.(*exec.ExitError); exit {
-			return fmt.Errorf("%w: %w: %w: %s", driver.ErrRejected, errNft, err, strings.TrimSpace(stderr.String()))
+			return fmt.Errorf("%w: %w: %w: %s", driver.ErrRejected, errNft, err, oneLine(stderr.Bytes()))
 		}
 		return fmt.Errorf("run nft: %w", err)
 	}
 	return nil
+}
+
+// oneLine joins nft's message lines, for one-line reports and logs.
+func oneLine(b []byte) string {
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "; ")
 }
 
 // nftCmd is nft with args, in the node's namespace when there is one.
