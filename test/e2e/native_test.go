@@ -241,7 +241,7 @@ func TestNativeWithoutRootIsAClearError(t *testing.T) {
 	var got struct {
 		Items []struct {
 			Name, Provider, VIP string
-			Status          struct{ State, Message string }
+			Status              struct{ State, Message string }
 		}
 	}
 	byName := map[string]int{}
