@@ -304,3 +304,35 @@ func TestContract(t *testing.T) {
 		},
 	})
 }
+
+// TestSourceAffinity: with the SOURCE_IP algorithm (sessionAffinity
+// ClientIP) every connection of one client lands on one pod, and stays
+// there across a change that keeps the endpoints.
+func TestSourceAffinity(t *testing.T) {
+	w := newWorld(t, 3)
+	d := newDriver(t, w, t.TempDir())
+	t.Cleanup(func() { d.Close(true) })
+	lb := nativeLB(w, 0, 0, 1, 2)
+	for i := range lb.Pools {
+		lb.Pools[i].Algorithm = model.AlgorithmSourceIP
+	}
+	mustApply(t, d, lb)
+	seen := map[string]int{}
+	for range 50 {
+		c, pod, err := w.dial(vip + ":80")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		seen[pod]++
+	}
+	if len(seen) != 1 {
+		t.Fatalf("one client spread over %v", seen)
+	}
+	other := lb.Clone()
+	other.Listeners = append(other.Listeners, model.Listener{Name: "tcp-81", Protocol: model.ProtocolTCP, Port: 81, DefaultPoolID: "p80"})
+	mustApply(t, d, other)
+	if _, pod, err := w.dial(vip + ":80"); err != nil || seen[pod] == 0 {
+		t.Fatalf("after a change: %q %v, before %v", pod, err, seen)
+	}
+}
