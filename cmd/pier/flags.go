@@ -64,6 +64,7 @@ func (t *translateFlags) register(fs *flag.FlagSet) {
 	t.opts = translate.DefaultOptions()
 	fs.StringVar(&t.opts.ControllerName, "controller-name", translate.DefaultControllerName, "IngressClass spec.controller value that selects pier's classes")
 	fs.BoolVar(&t.opts.TakeClassless, "classless-ingresses", false, "also serve Ingresses that name no class when no IngressClass of ours is the default")
+	fs.BoolVar(&t.opts.TakeClasslessServices, "classless-services", false, "also serve Services of type LoadBalancer that name no loadBalancerClass (by default only class pier.dev/native)")
 	fs.BoolVar(&t.opts.MembersFromClusterIP, "members-from-cluster-ip", false, "proxy to the Service ClusterIP instead of the ready endpoints (the seed's two-hop mode)")
 	fs.IntVar(&t.opts.MaxIngresses, "max-ingresses", t.opts.MaxIngresses, "refuse Ingresses beyond this many (newest first)")
 	fs.IntVar(&t.opts.MaxPathsPerIngress, "max-paths-per-ingress", t.opts.MaxPathsPerIngress, "refuse an Ingress with more paths than this")

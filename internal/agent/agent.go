@@ -16,6 +16,7 @@ import (
 	"pier.dev/pier/internal/agent/bgp"
 	"pier.dev/pier/internal/agent/driver"
 	"pier.dev/pier/internal/agent/haproxydriver"
+	"pier.dev/pier/internal/agent/nativedriver"
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/model"
@@ -160,7 +161,7 @@ func New(cfg Config) *Agent {
 			a.err = fmt.Errorf("haproxy driver: %w", err)
 			return a
 		}
-		cfg.Drivers = []driver.Driver{d}
+		cfg.Drivers = []driver.Driver{d, newNativeDriver(cfg)}
 	}
 	for _, d := range cfg.Drivers {
 		a.drivers[d.Provider()] = d
@@ -181,6 +182,23 @@ func New(cfg Config) *Agent {
 	}
 	a.writer = newStatusWriter(cfg.Store, cfg.Logger)
 	return a
+}
+
+// newNativeDriver returns the nftables driver of the native provider, or,
+// when this process cannot program nftables (no nft, no root), one that
+// reports every native load balancer in ERROR with the reason: Services
+// fail visibly and Ingresses are unaffected.
+func newNativeDriver(cfg Config) driver.Driver {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	d, err := nativedriver.New(nativedriver.Config{StateDir: cfg.StateDir, Netns: cfg.Netns, Logger: logger})
+	if err != nil {
+		logger.Warn("native provider unavailable: Services of type LoadBalancer will not be served here", "error", err)
+		return nativedriver.Unavailable(err)
+	}
+	return d
 }
 
 // Run applies store changes until ctx ends.

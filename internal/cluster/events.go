@@ -16,7 +16,7 @@ import (
 )
 
 // eventSink turns new problems into Warning Events on their object (an
-// Ingress today). The pipeline's ProblemBook says what is new and logs it;
+// Ingress or a Service of type LoadBalancer). The pipeline's ProblemBook says what is new and logs it;
 // the API server's event correlation folds what repeats anyway.
 type eventSink struct {
 	recorder    record.EventRecorder
@@ -41,12 +41,17 @@ func (e *eventSink) Report(_ context.Context, snap *source.Snapshot, fresh []mod
 	for _, ing := range snap.Ingresses {
 		ingresses[model.IngressRef(ing.Namespace, ing.Name)] = ing
 	}
+	services := serviceRefs(snap.Services)
 	for _, p := range fresh {
 		var obj runtime.Object
 		switch p.Kind {
 		case model.KindIngress:
 			if ing := ingresses[p.Ref()]; ing != nil {
 				obj = ing
+			}
+		case model.KindService:
+			if svc := services[p.Ref()]; svc != nil {
+				obj = svc
 			}
 		}
 		if obj == nil {

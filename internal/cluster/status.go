@@ -59,6 +59,11 @@ func (w *statusWriter) Current(snap *source.Snapshot) status.Published {
 			out[model.IngressRef(ing.Namespace, ing.Name)] = ing.Status.LoadBalancer.Ingress
 		}
 	}
+	for ref, svc := range serviceRefs(snap.Services) {
+		if len(svc.Status.LoadBalancer.Ingress) > 0 {
+			out[ref] = fromService(svc.Status.LoadBalancer.Ingress)
+		}
+	}
 	return out
 }
 
@@ -70,11 +75,16 @@ func (w *statusWriter) Publish(ctx context.Context, snap *source.Snapshot, ours 
 	for _, ing := range snap.Ingresses {
 		ingresses[model.IngressRef(ing.Namespace, ing.Name)] = ing
 	}
+	services := serviceRefs(snap.Services)
 	for _, ref := range status.Keys(ours) {
 		switch ref.Kind {
 		case model.KindIngress:
 			if ing := ingresses[ref]; ing != nil {
 				w.publishIngress(ctx, ing, next[ref])
+			}
+		case model.KindService:
+			if svc := services[ref]; svc != nil {
+				w.publishService(ctx, svc, next[ref])
 			}
 		default:
 			w.logger.Debug("no status writer for this kind", "object", ref.String())
@@ -98,10 +108,14 @@ func (w *statusWriter) publishIngress(ctx context.Context, ing *networkingv1.Ing
 }
 
 func (w *statusWriter) alreadyWritten(cached *networkingv1.Ingress, want []networkingv1.IngressLoadBalancerIngress) bool {
+	return w.alreadyWrittenUID(cached.UID, cached.ResourceVersion, want)
+}
+
+func (w *statusWriter) alreadyWrittenUID(uid types.UID, version string, want []networkingv1.IngressLoadBalancerIngress) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	got, ok := w.written[cached.UID]
-	return ok && got.base == cached.ResourceVersion && status.Equal(got.addrs, want)
+	got, ok := w.written[uid]
+	return ok && got.base == version && status.Equal(got.addrs, want)
 }
 
 func (w *statusWriter) write(ctx context.Context, cached *networkingv1.Ingress, want []networkingv1.IngressLoadBalancerIngress) error {

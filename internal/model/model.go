@@ -105,6 +105,13 @@ const (
 	DefaultHTTPSListenerName          = "https"
 )
 
+// ProtocolTCP and ProtocolUDP are the L4 listeners of the native provider
+// (one per Service port): no policies, only a default pool.
+const (
+	ProtocolTCP Protocol = "TCP"
+	ProtocolUDP Protocol = "UDP"
+)
+
 // Listener is one port of a LoadBalancer with its routing table.
 type Listener struct {
 	Name     string   `json:"name"` // "http" or "https": ours, never the user's

@@ -54,7 +54,8 @@ func classify(prev, next *source.Snapshot, refs references, statusService string
 		e.rebuild = ReasonClass
 	case changed(prev.Ingresses, next.Ingresses, sameIngressSpec):
 		e.rebuild = ReasonIngress
-	case changed(filterNamed(refs.services, prev.Services), filterNamed(refs.services, next.Services), sameService):
+	case changed(filterNamed(refs.services, prev.Services), filterNamed(refs.services, next.Services), sameService),
+		changed(loadBalancerServices(prev.Services), loadBalancerServices(next.Services), sameService):
 		e.rebuild = ReasonService
 	case changed(refs.slices(prev.EndpointSlices), refs.slices(next.EndpointSlices), sameSlice):
 		e.rebuild = ReasonEndpoints
@@ -150,6 +151,18 @@ func named[T metav1.Object](list []T, key string) []T {
 	return out
 }
 
+// loadBalancerServices are the Services of type LoadBalancer: any of them
+// may be (or stop being) one pier serves with the native provider.
+func loadBalancerServices(list []*corev1.Service) []*corev1.Service {
+	var out []*corev1.Service
+	for _, s := range list {
+		if s.Spec.Type == corev1.ServiceTypeLoadBalancer {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // nameSet is a set of "namespace/name".
 type nameSet map[string]bool
 
@@ -175,6 +188,11 @@ func referencesOf(snap *source.Snapshot, ours map[model.ObjectRef]bool) referenc
 	r := references{services: nameSet{}, secrets: nameSet{}}
 	if snap == nil {
 		return r
+	}
+	for ref := range ours {
+		if ref.Kind == model.KindService { // a Service of type LoadBalancer: its endpoints
+			r.services[ref.Namespace+"/"+ref.Name] = true
+		}
 	}
 	for _, ing := range snap.Ingresses {
 		if !ours[model.IngressRef(ing.Namespace, ing.Name)] {

@@ -232,6 +232,7 @@ func (p *Pipeline) rebuild(ctx context.Context, snap *source.Snapshot, reason st
 	opts := p.Translate
 	opts.Now = start
 	res := translate.Ingresses(snap, opts)
+	res.Merge(translate.Services(snap, opts))
 	ipamProblems, err := p.reconciler.Apply(ctx, res, snap.Nodes)
 	if err != nil {
 		return err

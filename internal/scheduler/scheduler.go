@@ -1,6 +1,6 @@
 // Package scheduler is the service-monitor role: it dispatches each
-// LoadBalancer on its provider and, for the haproxy provider, places it on
-// two ready nodes, active and standby.
+// LoadBalancer on its provider and places it on two ready nodes, active
+// and standby (haproxy and native alike).
 package scheduler
 
 import (
@@ -30,6 +30,10 @@ type placer func(lb *model.LoadBalancer, nodes Nodes, load Load) (model.Placemen
 // provider. A provider missing here has no driver yet.
 var placers = map[model.Provider]placer{
 	model.ProviderHAProxy: placePair,
+	// native load balancers are nftables rules on the node holding the
+	// addresses: the same active/standby pair, so the addresses move
+	// with VRRP exactly like an Ingress VIP (the standby's table is hot).
+	model.ProviderNative: placePair,
 }
 
 // Place returns where lb should run, by its provider's policy. load counts

@@ -60,8 +60,19 @@ func TestPlace(t *testing.T) {
 	}
 }
 
-func TestNativeProviderHasNoDriverYet(t *testing.T) {
-	_, err := Place(&model.LoadBalancer{Provider: model.ProviderNative}, Nodes{Ready: []string{"a"}}, LoadOf(nil))
+// Native load balancers are placed like haproxy ones; a provider with no
+// driver is still refused.
+func TestNativePlacedAsPair(t *testing.T) {
+	nodes := Nodes{Ready: []string{"a", "b"}}
+	native, err := Place(&model.LoadBalancer{Provider: model.ProviderNative}, nodes, LoadOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ha, _ := Place(&model.LoadBalancer{Provider: model.ProviderHAProxy}, nodes, LoadOf(nil))
+	if native != ha || native.Active == "" || native.Standby == "" {
+		t.Fatalf("native placed %+v, haproxy %+v", native, ha)
+	}
+	_, err = Place(&model.LoadBalancer{Provider: "bgp"}, nodes, LoadOf(nil))
 	if !errors.Is(err, ErrUnsupportedProvider) {
 		t.Fatalf("err = %v", err)
 	}

@@ -69,6 +69,12 @@ func Decide(res *translate.Result, lbs map[string]*model.LoadBalancer, prev Publ
 		if !ok {
 			continue
 		}
+		cfg := cfg
+		if key.Kind == model.KindService {
+			// A native Service publishes its own VIP and FIP: the
+			// static or --status-service addresses front the Ingresses.
+			cfg = Addresses{}
+		}
 		lb := lbs[uuid]
 		switch {
 		case lb == nil:

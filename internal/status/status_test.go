@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"pier.dev/pier/internal/model"
@@ -78,5 +79,19 @@ func TestFirstPublicationWaitsForTheCurrentSpec(t *testing.T) {
 	lb.Status.SpecHash = lb.SpecHash()
 	if got := Decide(res, map[string]*model.LoadBalancer{"u1": lb}, nil, Addresses{}); len(got[model.IngressRef("ns", "new")]) != 1 {
 		t.Fatalf("not published once the current spec is applied: %v", got)
+	}
+}
+
+// A native Service publishes its own VIP and FIP, whatever static or
+// --status-service addresses the Ingresses publish.
+func TestServicePublishesItsOwnAddresses(t *testing.T) {
+	ref := model.ObjectRef{Kind: model.KindService, Namespace: "ns", Name: "dns"}
+	res := &translate.Result{Ours: map[model.ObjectRef]bool{ref: true}, Accepted: map[model.ObjectRef]string{ref: "u1"}}
+	lb := &model.LoadBalancer{UUID: "u1", Provider: model.ProviderNative, VIP: "10.98.200.1", FIP: "203.0.113.7",
+		Status: model.Status{State: model.StateActive}}
+	lb.Status.SpecHash = lb.SpecHash()
+	got := Decide(res, map[string]*model.LoadBalancer{"u1": lb}, nil, Addresses{Static: []string{"192.0.2.1"}, Service: "pier/front"})
+	if !Equal(got[ref], []networkingv1.IngressLoadBalancerIngress{{IP: "10.98.200.1"}, {IP: "203.0.113.7"}}) {
+		t.Fatalf("got %v", got[ref])
 	}
 }

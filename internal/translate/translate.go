@@ -47,6 +47,10 @@ type Options struct {
 	// Members says which endpoint addresses may become members
 	// (members.go). The zero value refuses link-local and loopback ones.
 	Members MemberPolicy
+	// TakeClasslessServices makes pier serve Services of type
+	// LoadBalancer that name no loadBalancerClass (MetalLB's default);
+	// without it only those of class NativeClass.
+	TakeClasslessServices bool
 	// Now is compared with certificate expiry to warn about expired
 	// certificates; zero skips the check. Passed in, not read, so that
 	// translation stays a pure function.
