@@ -153,12 +153,20 @@ func findServicePort(svc *corev1.Service, p networkingv1.ServiceBackendPort) *co
 // request during a rollout's last moments.
 // Endpoints the policy refuses are left out and described in refused.
 func (x *index) endpointMembers(svc *corev1.Service, sp *corev1.ServicePort, policy MemberPolicy) (members []model.Member, refused []string) {
+	return x.readyMembers(svc, false, policy, func(es *discoveryv1.EndpointSlice) int { return slicePort(es, sp.Name) })
+}
+
+// readyMembers collects the members of a Service from its slices: the
+// port of each slice from portOf (0: the slice does not serve it), IPv4
+// slices only when v4Only, ready endpoints, else serving ones.
+func (x *index) readyMembers(svc *corev1.Service, v4Only bool, policy MemberPolicy,
+	portOf func(*discoveryv1.EndpointSlice) int) (members []model.Member, refused []string) {
 	var ready, terminating []model.Member
 	for _, es := range x.slices[svc.Namespace+"/"+svc.Name] {
-		if es.AddressType != discoveryv1.AddressTypeIPv4 && es.AddressType != discoveryv1.AddressTypeIPv6 {
+		if es.AddressType != discoveryv1.AddressTypeIPv4 && (v4Only || es.AddressType != discoveryv1.AddressTypeIPv6) {
 			continue
 		}
-		port := slicePort(es, sp.Name)
+		port := portOf(es)
 		if port == 0 {
 			continue
 		}

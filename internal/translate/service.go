@@ -122,6 +122,7 @@ func serviceLB(svc *corev1.Service, idx *index, opts Options) (*model.LoadBalanc
 		algorithm = model.AlgorithmSourceIP
 	}
 	seen := map[string]int{}
+	var problems []model.Problem
 	for i, sp := range svc.Spec.Ports {
 		proto, field := protocolOf(sp), "spec.ports["+strconv.Itoa(i)+"]"
 		key := string(proto) + "/" + strconv.Itoa(int(sp.Port))
@@ -131,14 +132,20 @@ func serviceLB(svc *corev1.Service, idx *index, opts Options) (*model.LoadBalanc
 		}
 		seen[key] = i
 		portKey := strings.ToLower(string(proto)) + "-" + strconv.Itoa(int(sp.Port))
+		members, refused := idx.serviceMembers(svc, sp, opts.Members)
+		if len(refused) > 0 {
+			p := svcRefusal(svc, "EndpointRefused", field, "%s; not used as members", joinRefusals(refused))
+			p.Severity = model.SeverityWarning
+			problems = append(problems, p)
+		}
 		pool := model.Pool{ID: model.ID("pool", svc.Namespace, svc.Name, portKey),
 			Name:      svc.Namespace + "_" + svc.Name + "_" + portKey,
 			Namespace: svc.Namespace, Service: svc.Name, Port: strconv.Itoa(int(sp.Port)),
-			Algorithm: algorithm, Members: idx.serviceMembers(svc, sp)}
+			Algorithm: algorithm, Members: members}
 		lb.Pools = append(lb.Pools, pool)
 		lb.Listeners = append(lb.Listeners, model.Listener{Name: portKey, Protocol: proto, Port: int(sp.Port), DefaultPoolID: pool.ID})
 	}
-	return lb, nil
+	return lb, problems
 }
 
 // checkServiceSpec refuses what the native provider cannot do as asked.
@@ -212,36 +219,10 @@ func protocolOf(sp corev1.ServicePort) model.Protocol {
 // EndpointSlice port named like the Service port, of the same protocol,
 // carries the resolved targetPort (a named targetPort included: the
 // endpoint controller resolved it per pod). As for Ingress, serving but
-// terminating endpoints are used when none is ready.
-func (x *index) serviceMembers(svc *corev1.Service, sp corev1.ServicePort) []model.Member {
-	var ready, terminating []model.Member
-	for _, es := range x.slices[svc.Namespace+"/"+svc.Name] {
-		if es.AddressType != discoveryv1.AddressTypeIPv4 {
-			continue
-		}
-		port := slicePortOf(es, sp.Name, protocolOf(sp))
-		if port == 0 {
-			continue
-		}
-		for _, ep := range es.Endpoints {
-			isReady := ep.Conditions.Ready == nil || *ep.Conditions.Ready
-			serving := ep.Conditions.Serving == nil || *ep.Conditions.Serving
-			for _, a := range ep.Addresses {
-				m, ok := member(a, port, ep.TargetRef)
-				switch {
-				case !ok:
-				case isReady:
-					ready = append(ready, m)
-				case serving:
-					terminating = append(terminating, m)
-				}
-			}
-		}
-	}
-	if len(ready) == 0 {
-		ready = terminating
-	}
-	return sortMembers(ready)
+// terminating endpoints are used when none is ready. Endpoints the policy
+// refuses (members.go) are left out and described in refused.
+func (x *index) serviceMembers(svc *corev1.Service, sp corev1.ServicePort, policy MemberPolicy) (members []model.Member, refused []string) {
+	return x.readyMembers(svc, true, policy, func(es *discoveryv1.EndpointSlice) int { return slicePortOf(es, sp.Name, protocolOf(sp)) })
 }
 
 func slicePortOf(es *discoveryv1.EndpointSlice, name string, proto model.Protocol) int {
