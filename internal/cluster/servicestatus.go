@@ -2,13 +2,10 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/status"
@@ -52,39 +49,21 @@ func (w *statusWriter) publishService(ctx context.Context, svc *corev1.Service, 
 
 func (w *statusWriter) writeService(ctx context.Context, cached *corev1.Service, want []networkingv1.IngressLoadBalancerIngress) error {
 	services := w.client.CoreV1().Services(cached.Namespace)
-	first, base := true, ""
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		svc := cached.DeepCopy() // never mutate the informer's object
-		base = ""
-		if !first {
-			fresh, err := services.Get(ctx, cached.Name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if fresh.UID != cached.UID {
-				return fmt.Errorf("service was replaced")
-			}
-			svc = fresh
-		}
-		first = false
-		if status.Equal(fromService(svc.Status.LoadBalancer.Ingress), want) {
-			return nil
-		}
-		svc.Status.LoadBalancer.Ingress = toService(want)
-		base = svc.ResourceVersion
-		_, err := services.UpdateStatus(ctx, svc, metav1.UpdateOptions{FieldManager: "pier"})
-		return err
+	return writeStatus(ctx, w, "service", cached, want, statusOps[*corev1.Service]{
+		get: func(ctx context.Context) (*corev1.Service, error) {
+			return services.Get(ctx, cached.Name, metav1.GetOptions{})
+		},
+		current: func(svc *corev1.Service) []networkingv1.IngressLoadBalancerIngress {
+			return fromService(svc.Status.LoadBalancer.Ingress)
+		},
+		set: func(svc *corev1.Service, want []networkingv1.IngressLoadBalancerIngress) {
+			svc.Status.LoadBalancer.Ingress = toService(want)
+		},
+		update: func(ctx context.Context, svc *corev1.Service) error {
+			_, err := services.UpdateStatus(ctx, svc, metav1.UpdateOptions{FieldManager: "pier"})
+			return err
+		},
 	})
-	if apierrors.IsNotFound(err) {
-		return nil // deleted meanwhile
-	}
-	if err != nil || base == "" {
-		return err
-	}
-	w.mu.Lock()
-	w.written[cached.UID] = writtenStatus{addrs: want, base: base}
-	w.mu.Unlock()
-	return nil
 }
 
 // serviceRefs indexes the Services of type LoadBalancer by ref.

@@ -13,6 +13,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
@@ -120,29 +121,66 @@ func (w *statusWriter) alreadyWrittenUID(uid types.UID, version string, want []n
 
 func (w *statusWriter) write(ctx context.Context, cached *networkingv1.Ingress, want []networkingv1.IngressLoadBalancerIngress) error {
 	ingresses := w.client.NetworkingV1().Ingresses(cached.Namespace)
-	first := true
-	base := ""
+	return writeStatus(ctx, w, "ingress", cached, want, statusOps[*networkingv1.Ingress]{
+		get: func(ctx context.Context) (*networkingv1.Ingress, error) {
+			return ingresses.Get(ctx, cached.Name, metav1.GetOptions{})
+		},
+		current: func(ing *networkingv1.Ingress) []networkingv1.IngressLoadBalancerIngress {
+			return ing.Status.LoadBalancer.Ingress
+		},
+		set: func(ing *networkingv1.Ingress, want []networkingv1.IngressLoadBalancerIngress) {
+			ing.Status.LoadBalancer.Ingress = want
+		},
+		update: func(ctx context.Context, ing *networkingv1.Ingress) error {
+			_, err := ingresses.UpdateStatus(ctx, ing, metav1.UpdateOptions{FieldManager: "pier"})
+			return err
+		},
+	})
+}
+
+// statusOps are the kind-specific steps of writeStatus.
+type statusOps[T statusObject] struct {
+	get     func(context.Context) (T, error)
+	current func(T) []networkingv1.IngressLoadBalancerIngress
+	set     func(T, []networkingv1.IngressLoadBalancerIngress)
+	update  func(context.Context, T) error
+}
+
+// statusObject is an Ingress or a Service: an API object that deep-copies
+// itself.
+type statusObject interface {
+	metav1.Object
+	runtime.Object
+}
+
+// writeStatus writes want into an object's status.loadBalancer: from the
+// cached copy first (never mutated), from a fresh read after a conflict,
+// refusing an object that was replaced meanwhile. It records what it
+// wrote on which resource version, so that the echo of its own write is
+// not written again.
+func writeStatus[T statusObject](ctx context.Context, w *statusWriter, kind string, cached T,
+	want []networkingv1.IngressLoadBalancerIngress, ops statusOps[T]) error {
+	first, base := true, ""
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		ing := cached.DeepCopy() // never mutate the informer's object
+		obj := cached.DeepCopyObject().(T)
 		base = ""
 		if !first {
-			fresh, err := ingresses.Get(ctx, cached.Name, metav1.GetOptions{})
+			fresh, err := ops.get(ctx)
 			if err != nil {
 				return err
 			}
-			if fresh.UID != cached.UID {
-				return fmt.Errorf("ingress was replaced")
+			if fresh.GetUID() != cached.GetUID() {
+				return fmt.Errorf("%s was replaced", kind)
 			}
-			ing = fresh
+			obj = fresh
 		}
 		first = false
-		if status.Equal(ing.Status.LoadBalancer.Ingress, want) {
+		if status.Equal(ops.current(obj), want) {
 			return nil
 		}
-		ing.Status.LoadBalancer.Ingress = want
-		base = ing.ResourceVersion
-		_, err := ingresses.UpdateStatus(ctx, ing, metav1.UpdateOptions{FieldManager: "pier"})
-		return err
+		ops.set(obj, want)
+		base = obj.GetResourceVersion()
+		return ops.update(ctx, obj)
 	})
 	if apierrors.IsNotFound(err) {
 		return nil // deleted meanwhile
@@ -151,7 +189,7 @@ func (w *statusWriter) write(ctx context.Context, cached *networkingv1.Ingress, 
 		return err
 	}
 	w.mu.Lock()
-	w.written[cached.UID] = writtenStatus{addrs: want, base: base}
+	w.written[cached.GetUID()] = writtenStatus{addrs: want, base: base}
 	w.mu.Unlock()
 	return nil
 }
