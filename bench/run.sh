@@ -55,3 +55,16 @@ echo "== 1. data plane (wrk, about 2.5 minutes), 4. memory, 3. reload, 5. web vi
 out="bench/results/$(date -u +%Y%m%dT%H%M%SZ)-$(git rev-parse --short HEAD 2>/dev/null || echo norev)$suffix"
 echo "== report" >&2
 "$cache/report" -in "$raw" -out "$out"
+
+# 7. The native provider (issue 10): cost per TCP connection direct to a
+# pod, through the native VIP (nftables DNAT) and through HAProxy in mode
+# tcp, interleaved in one run, in network namespaces (root only). Raw Go
+# benchmark output, next to the report.
+if [ "$(id -u)" = 0 ] && command -v nft >/dev/null 2>&1; then
+  echo "== 7. native L4 against direct and HAProxy mode tcp (about 30 s)" >&2
+  n=3000
+  [ "${PIER_BENCH_QUICK:-}" = 1 ] && n=50
+  go test ./internal/agent/nativedriver -run '^$' -bench . -benchtime "${n}x" -count "$count" | tee "$out-native.txt" >&2
+else
+  echo "== 7. native L4: skipped (needs root and nft)" >&2
+fi
