@@ -2,9 +2,12 @@
 // (Services of type LoadBalancer): L4 load balancing in the kernel with
 // nftables, the seed's ECMP load balancer. It keeps one table, inet
 // pier_native (package nft renders it), holding every native load
-// balancer placed on this node, and replaces it whole with `nft -f -` at
-// every change: one atomic transaction, and conntrack keeps established
-// connections on the endpoint they started with.
+// balancer placed on this node. Each change is one `nft -f -`
+// transaction that changes only what differs (the first one after a start
+// re-creates the table whole): re-creating it at every change let about
+// one new connection in 10,000 through without DNAT while endpoints
+// changed. Conntrack keeps established connections on the endpoint they
+// started with.
 //
 // Its folder, below the agent's state folder:
 //
