@@ -241,3 +241,43 @@ func unhex(c byte) byte {
 	}
 	return c - 'a' + 10
 }
+
+// Origin validates a CORS origin: "http://host" or "https://host" with an
+// optional port, lowercase, no path, query or anything else, exactly as
+// net/url writes it back. Its characters are letters, digits and
+// ".-:[]/" only, so it is safe in every quoting context.
+func Origin(s string) (Value, error) {
+	const k = "origin"
+	u, err := URL(s)
+	if err != nil {
+		return Value{}, err
+	}
+	scheme, rest, _ := strings.Cut(u.s, "://")
+	if u.s != s || strings.ContainsAny(rest, "/?#@%") || (scheme != "http" && scheme != "https") {
+		return Value{}, refuse(k, "syntax", s, "must be scheme://host[:port] with nothing after")
+	}
+	if strings.ToLower(s) != s {
+		return Value{}, refuse(k, "case", s, "must be lowercase")
+	}
+	return Value{s}, nil
+}
+
+// Method validates an HTTP method token: 1-20 uppercase letters.
+func Method(s string) (Value, error) {
+	const k = "method"
+	if s == "" || len(s) > 20 || strings.Trim(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != "" {
+		return Value{}, refuse(k, "charset", s, "must be 1-20 uppercase letters")
+	}
+	return Value{s}, nil
+}
+
+// JoinList joins validated values with ", " (a header value listing
+// methods or header names); each part must be a Method, HeaderName or
+// Origin, so the result has no character a quoting context interprets.
+func JoinList(vs []Value) (Value, error) {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = v.s
+	}
+	return HeaderValue(strings.Join(parts, ", "))
+}

@@ -168,8 +168,8 @@ type L7Policy struct {
 
 // PolicyOptions are what a policy does to a matching request before it
 // reaches its pool, in this order: HTTPSRedirect, RedirectURL or
-// RedirectPrefix, AppRoot, the source checks (403), MaxBodyBytes (413),
-// then UpstreamHost. Translation fills them
+// RedirectPrefix, AppRoot, the source checks (403), the CORS preflight
+// (204), MaxBodyBytes (413), then UpstreamHost. Translation fills them
 // from one Ingress's annotations, so they never leak to another
 // Ingress's routes on a shared load balancer.
 type PolicyOptions struct {
@@ -197,6 +197,27 @@ type PolicyOptions struct {
 	// UpstreamHost, when set, replaces the Host header the backend sees
 	// (upstream-vhost); routing has already used the client's.
 	UpstreamHost string `json:"upstreamHost,omitempty"`
+	// CORS, when set, answers CORS preflights itself and adds
+	// Access-Control-Allow-Origin to responses (enable-cors).
+	CORS *CORS `json:"cors,omitempty"`
+}
+
+// CORS is ingress-nginx's enable-cors: a preflight (OPTIONS) from an
+// allowed origin is answered 204 with the Access-Control headers, and
+// responses to an allowed origin carry Access-Control-Allow-Origin.
+type CORS struct {
+	// AllowOrigins is either ["*"] (any origin, answered "*") or exact,
+	// lowercase origins "scheme://host[:port]"; the request's Origin is
+	// echoed back only when it is one of them.
+	AllowOrigins []string `json:"allowOrigins"`
+	// AllowMethods are method tokens (uppercase letters), AllowHeaders
+	// header names, both sent in a preflight's answer.
+	AllowMethods []string `json:"allowMethods"`
+	AllowHeaders []string `json:"allowHeaders"`
+	// AllowCredentials sends Access-Control-Allow-Credentials: true.
+	AllowCredentials bool `json:"allowCredentials,omitempty"`
+	// MaxAgeSeconds is the preflight's Access-Control-Max-Age.
+	MaxAgeSeconds int `json:"maxAgeSeconds"`
 }
 
 // RuleType is what part of the request an L7Rule inspects.

@@ -77,6 +77,7 @@ type ingressSettings struct {
 	permanentCode, temporalCode              int
 	fromToWWW                                bool
 	appRoot, upstreamVhost                   string
+	cors                                     corsSettings
 }
 
 // annotationIssue is one problem with one annotation.
@@ -92,7 +93,7 @@ type annotationIssue struct {
 // after its nginx.ingress.kubernetes.io/ twin and wins.
 func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue) {
 	s := ingressSettings{balance: model.AlgorithmRoundRobin, sslRedirect: true,
-		permanentCode: 301, temporalCode: 302}
+		permanentCode: 301, temporalCode: 302, cors: defaultCORS()}
 	var issues []annotationIssue
 	keys := make([]string, 0, len(ann))
 	for k := range ann {

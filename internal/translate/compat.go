@@ -94,6 +94,30 @@ var compatAnnotations = map[string]compatAnnotation{
 		s.upstreamVhost = h.String()
 		return err
 	}, difference: "a host name only: no nginx variables ($host), no port"},
+	"enable-cors": {parse: func(s *ingressSettings, v string) (err error) {
+		s.cors.enabled, err = parseNginxBool(v)
+		return err
+	}},
+	"cors-allow-origin": {parse: func(s *ingressSettings, v string) (err error) {
+		s.cors.origins, err = parseCORSOrigins(v)
+		return err
+	}, difference: "* or exact origins only (no https://*.example.com); matched case-sensitively, lowercase"},
+	"cors-allow-methods": {parse: func(s *ingressSettings, v string) (err error) {
+		s.cors.methods, err = parseCORSMethods(v)
+		return err
+	}},
+	"cors-allow-headers": {parse: func(s *ingressSettings, v string) (err error) {
+		s.cors.headers, err = parseCORSHeaders(v)
+		return err
+	}},
+	"cors-allow-credentials": {parse: func(s *ingressSettings, v string) (err error) {
+		s.cors.credentials, err = parseNginxBool(v)
+		return err
+	}},
+	"cors-max-age": {parse: func(s *ingressSettings, v string) (err error) {
+		s.cors.maxAge, err = parseCORSMaxAge(v)
+		return err
+	}},
 	"temporal-redirect-code": {parse: func(s *ingressSettings, v string) (err error) {
 		s.temporalCode, err = parseRedirectCode(v)
 		return err

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,12 @@ var validCompat = map[string]string{
 	"from-to-www-redirect":    "true",
 	"app-root":                "/app1",
 	"upstream-vhost":          "internal.example",
+	"enable-cors":             "true",
+	"cors-allow-origin":       "https://app.example, http://localhost:3000",
+	"cors-allow-methods":      "GET, POST",
+	"cors-allow-headers":      "Content-Type,X-Token",
+	"cors-allow-credentials":  "false",
+	"cors-max-age":            "600",
 }
 
 func TestCompatAnnotationsAreAnchored(t *testing.T) {
@@ -43,8 +50,8 @@ func TestCompatAnnotationsAreAnchored(t *testing.T) {
 				t.Errorf("%s=%q refused: %+v", key, valid, issues)
 			}
 			for _, bad := range []string{valid + ";evil", valid + "\n", valid + "X", " " + valid + "\nhttp-request deny", valid + "'", "", valid + "\x00"} {
-				if name == "app-root" && bad == valid+"X" {
-					continue // a path with more letters is another valid path
+				if (name == "app-root" || name == "cors-allow-methods" || name == "cors-allow-headers") && bad == valid+"X" {
+					continue // a path, method or header name with one more letter is another valid one
 				}
 				if _, issues := parseAnnotations(map[string]string{key: bad}); !hasFatal(issues) {
 					t.Errorf("%s=%q accepted", key, bad)
@@ -280,6 +287,54 @@ func TestAppRootAndUpstreamVhost(t *testing.T) {
 	for _, bad := range []string{"/", "app", "/a?b", "/a%20b", "/a//b"} {
 		if _, err := parseAppRoot(bad); err == nil {
 			t.Errorf("app-root %q accepted", bad)
+		}
+	}
+}
+
+func TestCORS(t *testing.T) {
+	lbOf := func(ann map[string]string) *model.LoadBalancer {
+		return onlyLB(t, Ingresses(snapshotOf(simpleIngress(t, "ns", "a", 0, ann, "a.example", "/")), DefaultOptions()))
+	}
+	// Companions without enable-cors do nothing.
+	if o := lbOf(map[string]string{NginxPrefix + "cors-allow-origin": "https://a.example"}).Listeners[0].Policies[0].Options; o != nil {
+		t.Errorf("cors-allow-origin alone: options %+v", o)
+	}
+	// ingress-nginx's defaults.
+	o := lbOf(map[string]string{NginxPrefix + "enable-cors": "true"}).Listeners[0].Policies[0].Options
+	want := model.CORS{AllowOrigins: []string{"*"}, AllowMethods: defaultCORSMethods, AllowHeaders: defaultCORSHeaders,
+		AllowCredentials: true, MaxAgeSeconds: 1728000}
+	if o == nil || o.CORS == nil || !reflect.DeepEqual(*o.CORS, want) {
+		t.Fatalf("defaults: %+v", o)
+	}
+	o = lbOf(map[string]string{NginxPrefix + "enable-cors": "true",
+		NginxPrefix + "cors-allow-origin":  "https://b.example,https://a.example:8443, https://b.example",
+		NginxPrefix + "cors-allow-methods": "GET,POST", NginxPrefix + "cors-allow-headers": "X-Token",
+		AnnotationPrefix + "cors-allow-credentials": "false", NginxPrefix + "cors-max-age": "0"}).Listeners[0].Policies[0].Options
+	want = model.CORS{AllowOrigins: []string{"https://a.example:8443", "https://b.example"}, AllowMethods: []string{"GET", "POST"},
+		AllowHeaders: []string{"X-Token"}}
+	if o == nil || o.CORS == nil || !reflect.DeepEqual(*o.CORS, want) {
+		t.Fatalf("set: %+v", o.CORS)
+	}
+	for _, bad := range []string{"https://*.example.com", "https://a.example/", "https://A.example", "ftp://a.example",
+		"https://a.example?x", "https://u@a.example", "*, https://a.example", "https://a.example,,", "null",
+		"https://a.example'", "https://a.example%20", "https://a.example\\x"} {
+		if _, err := parseCORSOrigins(bad); err == nil {
+			t.Errorf("cors-allow-origin %q accepted", bad)
+		}
+	}
+	for _, bad := range []string{"get", "GET POST", "GET;", "GET,", "G%T"} {
+		if _, err := parseCORSMethods(bad); err == nil {
+			t.Errorf("cors-allow-methods %q accepted", bad)
+		}
+	}
+	for _, bad := range []string{"X Token", "X-Token:", "X_Token", "*"} {
+		if _, err := parseCORSHeaders(bad); err == nil {
+			t.Errorf("cors-allow-headers %q accepted", bad)
+		}
+	}
+	for _, bad := range []string{"-1", "31536001", "1d", "1e3"} {
+		if _, err := parseCORSMaxAge(bad); err == nil {
+			t.Errorf("cors-max-age %q accepted", bad)
 		}
 	}
 }

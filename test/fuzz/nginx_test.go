@@ -1,6 +1,8 @@
 package fuzz
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"pier.dev/pier/internal/translate"
@@ -19,12 +21,24 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 		"whitelist-source-range": "10.0.0.0/8", "allowlist-source-range": "10.0.0.0/8, ::1",
 		"denylist-source-range": "10.6.6.6", "permanent-redirect": "https://new.example/a%20b",
 		"permanent-redirect-code": "308", "temporal-redirect": "http://t.example/", "temporal-redirect-code": "307",
-		"from-to-www-redirect": "true", "app-root": "/app1", "upstream-vhost": "internal.example"}
+		"from-to-www-redirect": "true", "app-root": "/app1", "upstream-vhost": "internal.example",
+		"enable-cors": "true", "cors-allow-origin": "https://app.example, http://localhost:3000",
+		"cors-allow-methods": "GET, POST", "cors-allow-headers": "Content-Type", "cors-allow-credentials": "true",
+		"cors-max-age": "600"}
 	for i, name := range names {
 		v := good[name]
 		f.Add(uint8(i), v, uint8(i+1), good[names[(i+1)%len(names)]])
 		for _, suffix := range []string{";evil", "\n    http-request return status 200", "' if TRUE #", "$HOME", "%[src]"} {
 			f.Add(uint8(i), v+suffix, uint8(i+128), v)
+		}
+	}
+	// A CORS companion is rendered only beside enable-cors: pair them.
+	enable := uint8(slices.Index(names, "enable-cors"))
+	for i, name := range names {
+		if strings.HasPrefix(name, "cors-") {
+			for _, suffix := range []string{"", ";evil", "\n    http-request return status 200", "' if TRUE #", "%[src]", ",https://*.evil"} {
+				f.Add(uint8(i), good[name]+suffix, enable, "true")
+			}
 		}
 	}
 	for _, row := range badInputs() {

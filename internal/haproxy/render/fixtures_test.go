@@ -148,6 +148,7 @@ func fixtures() []fixture {
 		{"no-fip-ipv6", noFIP},
 		{"annotations", annotated(web1, web2, false)},
 		{"annotations-acl", annotated(web1, web2, true)},
+		{"annotations-cors", corsFixture(web1, web2)},
 	}
 }
 
@@ -170,4 +171,21 @@ func annotated(web1, web2 model.Pool, unsorted bool) *model.LoadBalancer {
 		ps = append([]model.L7Policy{toPool(web1, pathPrefix("/"))}, ps...)
 	}
 	return newLB([]model.Listener{httpListener("", routes(ps...))}, web1, web2)
+}
+
+// corsFixture: enable-cors with any origin (ingress-nginx's defaults) and
+// with exact origins, beside a policy without options.
+func corsFixture(web1, web2 model.Pool) *model.LoadBalancer {
+	with := func(p model.L7Policy, o model.PolicyOptions) model.L7Policy { p.Options = &o; return p }
+	return newLB([]model.Listener{httpListener("", routes(
+		with(toPool(web1, hostIs("any.example"), pathPrefix("/")), model.PolicyOptions{CORS: &model.CORS{
+			AllowOrigins: []string{"*"}, AllowMethods: []string{"GET", "PUT", "POST", "DELETE", "PATCH", "OPTIONS"},
+			AllowHeaders: []string{"DNT", "Keep-Alive", "User-Agent", "X-Requested-With", "If-Modified-Since",
+				"Cache-Control", "Content-Type", "Range", "Authorization"},
+			AllowCredentials: true, MaxAgeSeconds: 1728000}}),
+		with(toPool(web2, hostIs("api.example"), pathPrefix("/")), model.PolicyOptions{CORS: &model.CORS{
+			AllowOrigins: []string{"http://localhost:3000", "https://app.example"}, AllowMethods: []string{"GET", "POST"},
+			AllowHeaders: []string{"Content-Type"}, MaxAgeSeconds: 600}}),
+		toPool(web2, hostIs("plain.example"), pathPrefix("/")),
+	))}, web1, web2)
 }

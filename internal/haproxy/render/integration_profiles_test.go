@@ -204,6 +204,17 @@ func TestProfilesAreRevalidated(t *testing.T) {
 		"app root newline":   {AppRoot: "/a\nb"},
 		"upstream host caps": {UpstreamHost: "A.example"},
 		"upstream host port": {UpstreamHost: "a.example:80"},
+		"cors no origins":    {CORS: &model.CORS{AllowMethods: []string{"GET"}, AllowHeaders: []string{"A"}}},
+		"cors origin path":   {CORS: corsWith("https://a.example/x", "GET", "A")},
+		"cors origin quote":  {CORS: corsWith("https://a.example'", "GET", "A")},
+		"cors origin caps":   {CORS: corsWith("https://A.example", "GET", "A")},
+		"cors origin star2":  {CORS: &model.CORS{AllowOrigins: []string{"*", "https://a.example"}, AllowMethods: []string{"GET"}, AllowHeaders: []string{"A"}}},
+		"cors method space":  {CORS: corsWith("*", "GET POST", "A")},
+		"cors method lower":  {CORS: corsWith("*", "get", "A")},
+		"cors header evil":   {CORS: corsWith("*", "GET", "A;evil")},
+		"cors header %":      {CORS: corsWith("*", "GET", "A%[src]")},
+		"cors no methods":    {CORS: &model.CORS{AllowOrigins: []string{"*"}, AllowHeaders: []string{"A"}}},
+		"cors max age":       {CORS: &model.CORS{AllowOrigins: []string{"*"}, AllowMethods: []string{"GET"}, AllowHeaders: []string{"A"}, MaxAgeSeconds: -1}},
 	} {
 		lb := newLB([]model.Listener{httpListener("", routes(toPool(web, hostIs("a.example"), pathPrefix("/"))))}, web)
 		lb.Listeners[0].Policies[0].Options = &o
@@ -230,4 +241,8 @@ func TestProfilesAreRevalidated(t *testing.T) {
 			t.Errorf("pool timeout %v rendered", d)
 		}
 	}
+}
+
+func corsWith(origin, method, header string) *model.CORS {
+	return &model.CORS{AllowOrigins: []string{origin}, AllowMethods: []string{method}, AllowHeaders: []string{header}}
 }

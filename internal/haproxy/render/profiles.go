@@ -33,6 +33,7 @@ type profile struct {
 	upstreamHost  encode.Word // valid when hasUpstream
 	hasAppRoot    bool
 	hasUpstream   bool
+	cors          *corsProfile // nil without enable-cors
 }
 
 // maxProfileBody bounds MaxBodyBytes as translation does (1 TiB).
@@ -67,6 +68,9 @@ func profileOf(o *model.PolicyOptions, tls bool) (*profile, error) {
 	if err := appRootAndHost(p, o); err != nil {
 		return nil, err
 	}
+	if p.cors, err = corsOf(o.CORS); err != nil {
+		return nil, err
+	}
 	if p.allow, err = prefixes(o.AllowSources); err != nil {
 		return nil, fmt.Errorf("allowed sources: %w", err)
 	}
@@ -74,7 +78,7 @@ func profileOf(o *model.PolicyOptions, tls bool) (*profile, error) {
 		return nil, fmt.Errorf("denied sources: %w", err)
 	}
 	if !p.httpsRedirect && p.redirectCode == 0 && len(p.allow) == 0 && len(p.deny) == 0 && p.maxBody == 0 &&
-		!p.hasAppRoot && !p.hasUpstream {
+		!p.hasAppRoot && !p.hasUpstream && p.cors == nil {
 		return nil, nil // empty options render as none
 	}
 	return p, nil
@@ -201,7 +205,8 @@ const sourcesPerLine = 32
 
 // writeProfiles renders each profile's rules, in the order
 // model.PolicyOptions documents: https redirect, redirect, app root,
-// sources (403), body size (413), then the upstream Host header. A body without Content-Length (chunked, HTTP/2) is
+// sources (403), CORS (a 204 preflight), body size (413), then the
+// upstream Host header. A body without Content-Length (chunked, HTTP/2) is
 // buffered first; HAProxy 2.6 buffers about 64 KiB of it (65,524 bytes
 // measured with tune.bufsize 16384), so a larger limit is best effort
 // for such bodies (docs/migration.md).
@@ -240,6 +245,9 @@ func writeProfiles(c *encode.Config, ps []*profile) {
 			acl := encode.ID("pier_deny_", p.id)
 			sourceACL(c, acl, p.deny)
 			c.Line(httpRequest, encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(403), ifWord, name, acl)
+		}
+		if p.cors != nil {
+			writeCORS(c, name, p.id, p.cors)
 		}
 		if p.maxBody > 0 {
 			writeBodyLimit(c, name, p.maxBody)

@@ -1,0 +1,120 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+
+	"pier.dev/pier/internal/encode"
+	"pier.dev/pier/internal/model"
+)
+
+// corsProfile is a policy's model.CORS, validated again.
+type corsProfile struct {
+	any         bool          // AllowOrigins is ["*"]
+	origins     []encode.Word // exact origins, when not any
+	methods     encode.Word   // "GET, POST", for a log-format argument
+	headers     encode.Word   // "Content-Type, Authorization"
+	credentials bool
+	maxAge      int
+}
+
+// Bounds as translation's.
+const (
+	maxCORSOrigins = 32
+	maxCORSList    = 64
+	maxCORSMaxAge  = 365 * 24 * 3600
+)
+
+func corsOf(c *model.CORS) (*corsProfile, error) {
+	if c == nil {
+		return nil, nil
+	}
+	p := &corsProfile{credentials: c.AllowCredentials, maxAge: c.MaxAgeSeconds}
+	if c.MaxAgeSeconds < 0 || c.MaxAgeSeconds > maxCORSMaxAge {
+		return nil, fmt.Errorf("cors max age %d is outside 0-%d", c.MaxAgeSeconds, maxCORSMaxAge)
+	}
+	switch {
+	case len(c.AllowOrigins) == 0:
+		return nil, errors.New("cors without allowed origins")
+	case len(c.AllowOrigins) > maxCORSOrigins:
+		return nil, fmt.Errorf("cors: %d origins, the limit is %d", len(c.AllowOrigins), maxCORSOrigins)
+	case len(c.AllowOrigins) == 1 && c.AllowOrigins[0] == "*":
+		p.any = true
+	default:
+		for _, o := range c.AllowOrigins {
+			v, err := encode.Origin(o)
+			if err != nil {
+				return nil, fmt.Errorf("cors: %w", err)
+			}
+			p.origins = append(p.origins, v.Word())
+		}
+	}
+	var err error
+	if p.methods, err = corsList(c.AllowMethods, encode.Method); err != nil {
+		return nil, fmt.Errorf("cors methods: %w", err)
+	}
+	if p.headers, err = corsList(c.AllowHeaders, encode.HeaderName); err != nil {
+		return nil, fmt.Errorf("cors headers: %w", err)
+	}
+	return p, nil
+}
+
+// corsList validates each item and joins them for a header value.
+func corsList(items []string, check func(string) (encode.Value, error)) (encode.Word, error) {
+	if len(items) == 0 || len(items) > maxCORSList {
+		return encode.Word{}, fmt.Errorf("%d items, 1-%d are accepted", len(items), maxCORSList)
+	}
+	vs := make([]encode.Value, len(items))
+	for i, s := range items {
+		v, err := check(s)
+		if err != nil {
+			return encode.Word{}, err
+		}
+		vs[i] = v
+	}
+	joined, err := encode.JoinList(vs)
+	if err != nil {
+		return encode.Word{}, err
+	}
+	w := joined.LogFormatWord()
+	return w, w.Err()
+}
+
+// writeCORS renders a profile's CORS. With exact origins, the request
+// must carry exactly one Origin header line, equal to one of them; it is
+// kept in txn.pier_cors for the response. A preflight (OPTIONS) from an
+// allowed origin is answered 204 by HAProxy; other requests go on, and
+// their responses get Access-Control-Allow-Origin (and -Credentials).
+// A request from another origin is served without any CORS header, as
+// ingress-nginx does.
+func writeCORS(c *encode.Config, name encode.Word, id string, p *corsProfile) {
+	origin := encode.Lit("*")
+	cond := []encode.Word{ifWord, name}
+	respCond := []encode.Word{ifWord, name}
+	if !p.any {
+		acl := encode.ID("pier_cors_", id)
+		words := []encode.Word{encode.Lit("acl"), acl, encode.Lit("req.fhdr(origin)"), encode.Lit("-m"), encode.Lit("str")}
+		c.Line(append(words, p.origins...)...)
+		cond = append(cond, acl, openBrace, encode.Lit("req.fhdr_cnt(origin)"), encode.Lit("eq"), encode.Num(1), closeBrace)
+		c.Line(append([]encode.Word{httpRequest, encode.Lit("set-var(txn.pier_cors)"), encode.Lit("req.fhdr(origin)")}, cond...)...)
+		origin = encode.Lit("%[var(txn.pier_cors)]")
+		respCond = append(respCond, openBrace, encode.Lit("var(txn.pier_cors)"), encode.Lit("-m"), encode.Lit("found"), closeBrace)
+	}
+	hdr := encode.Lit("hdr")
+	ret := []encode.Word{httpRequest, encode.Lit("return"), encode.Lit("status"), encode.Num(204),
+		hdr, encode.Lit("Access-Control-Allow-Origin"), origin}
+	if p.credentials {
+		ret = append(ret, hdr, encode.Lit("Access-Control-Allow-Credentials"), encode.Lit("true"))
+	}
+	ret = append(ret, hdr, encode.Lit("Access-Control-Allow-Methods"), p.methods,
+		hdr, encode.Lit("Access-Control-Allow-Headers"), p.headers,
+		hdr, encode.Lit("Access-Control-Max-Age"), encode.Num(p.maxAge))
+	ret = append(ret, cond...)
+	c.Line(append(ret, encode.Lit("METH_OPTIONS"))...)
+	resp := encode.Lit("http-response")
+	c.Line(append([]encode.Word{resp, encode.Lit("set-header"), encode.Lit("Access-Control-Allow-Origin"), origin}, respCond...)...)
+	if p.credentials {
+		c.Line(append([]encode.Word{resp, encode.Lit("set-header"), encode.Lit("Access-Control-Allow-Credentials"),
+			encode.Lit("true")}, respCond...)...)
+	}
+}
