@@ -52,7 +52,7 @@ var haproxy_2_6_12_1_deb12u4 = map[string]pinned{
 	"request-line-extra-spaces":           {status: "200", answers: 1, forwarded: true, backend: 1, view: "uri=/c/request-line-extra-spaces/ host=victim.example"},
 	"http-0.9":                            {status: "400", answers: 1, forwarded: false, backend: 0, view: ""},
 	"http-1.0-without-host":               {status: "404", answers: 1, forwarded: false, backend: 0, view: ""},
-	"http-1.1-without-host":               {status: "404", answers: 1, forwarded: false, backend: 0, view: ""},
+	"http-1.1-without-host":               {status: "400", answers: 1, forwarded: false, backend: 0, view: ""}, // pier: RFC 9112 3.2, issue 14 item 7
 	"absolute-form-same-host":             {status: "200", answers: 1, forwarded: true, backend: 1, view: "uri=http://victim.example/c/absolute-form-same-host/ host=victim.example"},
 	"absolute-form-authority-is-victim":   {status: "400", answers: 1, forwarded: false, backend: 0, view: ""},
 	"absolute-form-host-header-is-victim": {status: "400", answers: 1, forwarded: false, backend: 0, view: ""},
@@ -61,17 +61,18 @@ var haproxy_2_6_12_1_deb12u4 = map[string]pinned{
 	// Slowloris: timeout http-request (1s here) answers 408.
 	"slow-client": {status: "408", answers: 1, forwarded: false, backend: 0, view: ""},
 
-	// pier's routing and hardening. A REJECT policy compares the raw path:
-	// "//admin", "/x/../admin" and "/%61dmin" pass it and reach a backend
-	// that may normalise them to /admin. Translation emits no REJECT yet;
-	// http-request normalize-uri, which would close this, is experimental
-	// in 2.6.
+	// pier's routing and hardening. Routing compares the raw path, so
+	// "//admin", "/x/../admin" and "/%61dmin" would pass a rule for /admin
+	// and reach a backend that may normalise them to /admin: pier answers
+	// 400 to them (http-request normalize-uri, which could rewrite them
+	// instead, is experimental in 2.6). One trailing dot of the Host is
+	// the same host (issue 14, items 7 and 11).
 	"pier-reject-policy":               {status: "403", answers: 1, forwarded: false, backend: 0, view: ""},
-	"pier-reject-double-slash":         {status: "200", answers: 1, forwarded: true, backend: 1, view: "uri=//admin/c/pier-reject-double-slash/ host=victim.example"},
-	"pier-reject-dot-segment":          {status: "200", answers: 1, forwarded: true, backend: 1, view: "uri=/x/../admin/c/pier-reject-dot-segment/ host=victim.example"},
-	"pier-reject-percent-encoded":      {status: "200", answers: 1, forwarded: true, backend: 1, view: "uri=/%61dmin/c/pier-reject-percent-encoded/ host=victim.example"},
+	"pier-reject-double-slash":         {status: "400", answers: 1, forwarded: false, backend: 0, view: ""},
+	"pier-reject-dot-segment":          {status: "400", answers: 1, forwarded: false, backend: 0, view: ""},
+	"pier-reject-percent-encoded":      {status: "400", answers: 1, forwarded: false, backend: 0, view: ""},
 	"pier-underscore-header-dropped":   {status: "200", answers: 1, forwarded: true, backend: 1, view: "X_Forwarded_Proto=[] X-Forwarded-Proto=[\"http\"]"},
 	"pier-forwarded-proto-overwritten": {status: "200", answers: 1, forwarded: true, backend: 1, view: "X-Forwarded-Proto=[\"http\"]"},
 	"pier-host-case-and-port":          {status: "200", answers: 1, forwarded: true, backend: 1, view: ""},
-	"pier-host-trailing-dot":           {status: "404", answers: 1, forwarded: false, backend: 0, view: ""},
+	"pier-host-trailing-dot":           {status: "200", answers: 1, forwarded: true, backend: 1, view: ""},
 }

@@ -65,6 +65,7 @@ func writeFrontend(c *encode.Config, v *view, l *listenerView, at layout.LB) {
 	}
 	// Set, not added: a client must not choose what the backend believes.
 	c.Line(httpRequest, encode.Lit("set-header"), encode.Lit("X-Forwarded-Proto"), proto)
+	refuseAmbiguous(c, l)
 	hostVars(c, l)
 	if l.routes != nil {
 		writeRoutes(c, l, at)
@@ -83,8 +84,45 @@ func writeFrontend(c *encode.Config, v *view, l *listenerView, at layout.LB) {
 	drainRule(c)
 }
 
+// refuseAmbiguous answers 400 to a request whose host or path a backend
+// could read otherwise than pier's routing does, so that no request
+// reaches a rule it was not routed by (issue 14, items 7 and 11):
+//
+//   - no Host header, unless HTTP/1.0 in origin form. HAProxy 2.6 routes
+//     an HTTP/1.1 request without Host, or an absolute-form one
+//     ("GET http://victim.example/"), with an empty host, which only the
+//     host-less rules match: another tenant's catch-all would take a
+//     request meant for a named host. RFC 9112 3.2 asks for a 400 anyway.
+//   - a path with an empty or dot segment ("//admin", "/x/../admin") or
+//     a percent-encoded unreserved character or slash ("/%61dmin"):
+//     matching is on the raw path, and a backend that normalises it would
+//     serve a path a more specific rule was meant to guard. nginx
+//     normalises such paths; HAProxy 2.6's normalize-uri is still
+//     experimental, so pier refuses them. Only a path holding "%" pays
+//     for the regular expression.
+func refuseAmbiguous(c *encode.Config, l *listenerView) {
+	if l.needHost {
+		noHost := encode.Lit("!{")
+		c.Line(httpRequest, encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(400), ifWord,
+			noHost, encode.Lit("req.hdr(host)"), encode.Lit("-m"), encode.Lit("found"), closeBrace,
+			encode.Lit("!{"), encode.Lit("req.ver"), encode.Lit("1.0"), closeBrace, encode.Lit("||"),
+			noHost, encode.Lit("req.hdr(host)"), encode.Lit("-m"), encode.Lit("found"), closeBrace,
+			encode.Lit("!{"), encode.Lit("url_beg"), encode.Lit("/"), closeBrace)
+	}
+	if len(l.policies) > 0 {
+		c.Line(httpRequest, encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(400), ifWord,
+			openBrace, encode.Lit("path"), encode.Lit("-m"), encode.Lit("sub"), encode.Lit("//"), encode.Lit("/./"), encode.Lit("/../"), closeBrace, encode.Lit("||"),
+			openBrace, encode.Lit("path"), encode.Lit("-m"), encode.Lit("end"), encode.Lit("/."), encode.Lit("/.."), closeBrace, encode.Lit("||"),
+			openBrace, encode.Lit("path"), encode.Lit("-m"), encode.Lit("sub"), encode.Lit("%"), closeBrace,
+			openBrace, encode.Lit("path"), encode.Lit("-m"), encode.Lit("reg"), encode.Lit("-i"),
+			encode.Lit("%(?:2[def]|3[0-9]|[46][1-9a-f]|[57][0-9a]|5f|7e)"), closeBrace)
+	}
+}
+
 // hostVars computes the request host once: Host header, port stripped,
-// lowercased. For wildcard rules, txn.pier_hwild replaces a non-empty
+// lowercased, one trailing dot removed ("victim.example." names the same
+// host as "victim.example"; without this it fell to the host-less rules,
+// issue 14 item 7). For wildcard rules, txn.pier_hwild replaces a non-empty
 // first label and its dot by "*.": "bar.foo.com" gives "*.foo.com", which
 // equals the rule "*.foo.com"; "baz.bar.foo.com" gives "*.bar.foo.com"
 // and "foo.com" gives "*.com", which do not.
@@ -96,6 +134,11 @@ func hostVars(c *encode.Config, l *listenerView) {
 			ifWord, encode.Lit("!{"), encode.Lit("req.hdr(host)"), encode.Lit("-m"), encode.Lit("sub"), encode.Lit("/"), closeBrace)
 	case l.needHost:
 		c.Line(httpRequest, encode.Lit("set-var(txn.pier_host)"), encode.Lit("req.hdr(host),field(1,:),lower"))
+	}
+	if l.needHost {
+		// -m end first: only such hosts pay for the regular expression.
+		c.Line(httpRequest, encode.Lit("set-var(txn.pier_host)"), encode.Lit("var(txn.pier_host),regsub([.]$,)"),
+			ifWord, openBrace, encode.Lit("var(txn.pier_host)"), encode.Lit("-m"), encode.Lit("end"), encode.Lit("."), closeBrace)
 	}
 	if l.needWild {
 		c.Line(httpRequest, encode.Lit("set-var(txn.pier_hwild)"), encode.Lit("var(txn.pier_host),regsub(^[^.]+[.],*.)"))

@@ -1,15 +1,11 @@
 package render
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
-	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"pier.dev/pier/internal/model"
 )
@@ -129,7 +125,8 @@ func TestIntegrationRoutes(t *testing.T) {
 		{"b.a.test", "/p/q", "w-prefix"}, // wildcard before no host, even if shorter
 		{"b.a.test", "/zz", "w-root"},
 		{"c.b.a.test", "/p/q", "a-prefix"}, // two labels: not the wildcard
-		{"a.test.", "/only", "a-exact"},
+		{"a.test.", "/only", "h-root"},     // one trailing dot: the same host (issue 14, item 7)
+		{"A.TEST.:80", "/foo", "h-exact"},
 		{"b.test", "/z", "a-root"},
 		{"b.test", "/z/", "a-root"},
 		{"b.test", "/e", "a-exact"},
@@ -146,25 +143,46 @@ func TestIntegrationRoutes(t *testing.T) {
 	if code, got := rawBackend(t, port, "a.test/foo", "/bar"); !(code == 400 || got == "default") {
 		t.Errorf(`Host "a.test/foo", path /bar: %d from %q, want 400 or the default`, code, got)
 	}
+	// Requests a backend could read otherwise than the routing did are
+	// refused (issue 14, items 7 and 11); the look-alikes that are not
+	// ambiguous still route.
+	for _, tc := range []struct {
+		request string
+		code    int
+		backend string
+	}{
+		{"GET /foo/../x/ HTTP/1.1\r\nHost: a.test\r\n", 400, ""},
+		{"GET /x/./ HTTP/1.1\r\nHost: a.test\r\n", 400, ""},
+		{"GET /x/.. HTTP/1.1\r\nHost: a.test\r\n", 400, ""},
+		{"GET //foo HTTP/1.1\r\nHost: a.test\r\n", 400, ""},
+		{"GET /%66oo HTTP/1.1\r\nHost: a.test\r\n", 400, ""},
+		{"GET /foo%2Fbar HTTP/1.1\r\nHost: a.test\r\n", 400, ""},
+		{"GET /foo%20bar HTTP/1.1\r\nHost: a.test\r\n", 200, "h-root"},
+		{"GET /x/.well-known HTTP/1.1\r\nHost: a.test\r\n", 200, "h-root"},
+		{"GET http://a.test/foo HTTP/1.1\r\n", 400, ""},
+		{"GET /only HTTP/1.1\r\n", 400, ""},
+		{"GET http://a.test/foo HTTP/1.0\r\n", 400, ""},
+		{"GET /only HTTP/1.0\r\n", 200, "a-exact"},
+		{"GET http://a.test/foo HTTP/1.1\r\nHost: a.test\r\n", 200, "h-exact"},
+	} {
+		code, got := rawStatus(t, port, tc.request+"Connection: close\r\n\r\n")
+		if code != tc.code || got != tc.backend {
+			t.Errorf("%q: %d from %q, want %d from %q", tc.request, code, got, tc.code, tc.backend)
+		}
+	}
 }
 
 // rawBackend sends a GET with a Host header Go's client would refuse and
 // returns the status and X-Backend of the answer.
 func rawBackend(t *testing.T, port int, host, path string) (int, string) {
 	t.Helper()
-	conn, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", path, host); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	return rawStatus(t, port, fmt.Sprintf("GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", path, host))
+}
+
+// rawStatus sends request as written and returns the status and
+// X-Backend of the answer.
+func rawStatus(t *testing.T, port int, request string) (int, string) {
+	t.Helper()
+	resp := rawRequest(t, "127.0.0.1:"+strconv.Itoa(port), "127.0.0.1", request)
 	return resp.StatusCode, resp.Header.Get("X-Backend")
 }
