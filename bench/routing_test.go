@@ -36,11 +36,14 @@ var extras = []struct{ name, line string }{
 	{"header-name restriction", "option http-restrict-req-hdr-names"},
 	{"L7 retries (retry-on … empty-response)", "retry-on conn-failure empty-response"},
 	{"Server: pier (http-after-response)", "set-header Server pier"},
+	{"Host required (400 without Host)", "req.hdr(host) -m found } !{ req.ver"},
+	{"path look-alikes (400 for // /./ /../ %XX)", "path -m sub // /./ /../"},
+	{"one trailing Host dot stripped", "regsub([.]$,)"},
 }
 
 // withoutAll is pier's config without any of the extras.
 const (
-	withoutAll = "without all six"
+	withoutAll = "without all extras"
 	refExtras  = "hand-written reference"
 )
 
