@@ -74,6 +74,8 @@ Flags:
 		return err
 	}
 	cfg.HAProxyBinary = haproxy.binary
-	cfg.Render = haproxy.render()
+	if cfg.Render, err = haproxy.render(logger); err != nil {
+		return err
+	}
 	return cluster.RunAgent(ctx, cfg, logger.With("node", cfg.Node))
 }

@@ -3,6 +3,9 @@ package main
 import (
 	"flag"
 	"fmt"
+	"log/slog"
+	"os"
+	"os/user"
 	"sort"
 	"strings"
 	"time"
@@ -147,14 +150,37 @@ type haproxyFlags struct {
 	binary   string
 	slots    int
 	hardStop time.Duration
+	user     string
 }
 
 func (h *haproxyFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&h.binary, "haproxy", "haproxy", "HAProxy binary (2.6 or later)")
 	fs.IntVar(&h.slots, "server-slots", 16, "minimum server slots per backend; endpoint changes within the slots need no HAProxy reload")
 	fs.DurationVar(&h.hardStop, "hard-stop-after", time.Minute, "how long an old HAProxy worker may drain connections after a reload")
+	fs.StringVar(&h.user, "haproxy-user", "haproxy", "when pier runs as root, HAProxy's workers (which parse client traffic) run as this user and its group; the master stays root to bind and reload. Debian's haproxy package creates the user. Empty: workers stay root")
 }
 
-func (h *haproxyFlags) render() render.Options {
-	return render.Options{MinSlots: h.slots, HardStopAfter: h.hardStop}
+// render returns the render options. The user is looked up here so that
+// a node without it fails at start with the fix, not at the first
+// `haproxy -c`; without root HAProxy cannot change user, so the flag is
+// then ignored (logged).
+func (h *haproxyFlags) render(logger *slog.Logger) (render.Options, error) {
+	opts := render.Options{MinSlots: h.slots, HardStopAfter: h.hardStop}
+	if h.user == "" {
+		return opts, nil
+	}
+	if os.Geteuid() != 0 {
+		logger.Info("not running as root: HAProxy runs as the current user, --haproxy-user is ignored", "haproxy_user", h.user)
+		return opts, nil
+	}
+	u, err := user.Lookup(h.user)
+	if err != nil {
+		return opts, fmt.Errorf("--haproxy-user %q: %w; create the user (Debian's haproxy package does) or pass --haproxy-user= to keep HAProxy's workers as root", h.user, err)
+	}
+	g, err := user.LookupGroupId(u.Gid)
+	if err != nil {
+		return opts, fmt.Errorf("--haproxy-user %q: its group %s: %w", h.user, u.Gid, err)
+	}
+	opts.User, opts.Group = u.Username, g.Name
+	return opts, nil
 }

@@ -89,6 +89,8 @@ Flags:
 	}
 	cfg.Status = st.value()
 	cfg.HAProxyBinary = haproxy.binary
-	cfg.Render = haproxy.render()
+	if cfg.Render, err = haproxy.render(logger); err != nil {
+		return err
+	}
 	return standalone.Run(ctx, cfg, logger)
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -107,6 +108,84 @@ func TestSeedExamples(t *testing.T) {
 	if len(dirs) != 3 {
 		t.Errorf("want 3 haproxy.conf files, found %v", dirs)
 	}
+	checkWorkersUnprivileged(t, state)
+}
+
+// checkWorkersUnprivileged: with pier run as root, every HAProxy master
+// stays root (it binds and reloads) and its workers, which parse client
+// traffic, run as --haproxy-user, "haproxy" by default (issue 14, item 8).
+func checkWorkersUnprivileged(t *testing.T, state string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Log("not root: HAProxy cannot change user, nothing to check")
+		return
+	}
+	want, err := user.Lookup("haproxy")
+	if err != nil {
+		t.Fatalf("Debian's haproxy package creates the user haproxy: %v", err)
+	}
+	pidFiles, _ := filepath.Glob(filepath.Join(state, "haproxy", "*", "haproxy.pid"))
+	if len(pidFiles) == 0 {
+		t.Fatal("no haproxy.pid: nothing checked")
+	}
+	for _, f := range pidFiles {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		master := strings.TrimSpace(string(b))
+		if uid := procUID(t, master); uid != "0" {
+			t.Errorf("master %s runs as uid %s, want 0", master, uid)
+		}
+		workers := childrenOf(t, master)
+		if len(workers) == 0 {
+			t.Errorf("master %s has no worker", master)
+		}
+		for _, w := range workers {
+			if uid := procUID(t, w); uid != want.Uid {
+				t.Errorf("worker %s of master %s runs as uid %s, want haproxy's %s", w, master, uid, want.Uid)
+			}
+		}
+	}
+}
+
+// procUID returns the real uid of pid from /proc.
+func procUID(t *testing.T, pid string) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" {
+			return f[1]
+		}
+	}
+	t.Fatalf("no Uid line for %s", pid)
+	return ""
+}
+
+// childrenOf lists the pids whose parent is pid.
+func childrenOf(t *testing.T, pid string) []string {
+	t.Helper()
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var out []string
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		// "pid (comm) state ppid ...": comm may hold spaces, so split after ")".
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		if f := strings.Fields(s[i+1:]); len(f) > 1 && f[1] == pid {
+			out = append(out, strings.Fields(s)[0])
+		}
+	}
+	return out
 }
 
 func TestRestartKeepsAddresses(t *testing.T) {

@@ -5,12 +5,14 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 )
@@ -41,6 +43,47 @@ func TestDeployManifests(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAccess(t, srv)
+	for _, w := range workloads {
+		if w.GetKind() == "DaemonSet" {
+			checkAgentToken(t, w)
+		}
+	}
+}
+
+// checkAgentToken: HAProxy's workers drop to an unprivileged user
+// (--haproxy-user), which needs SETUID and SETGID, and must not be able
+// to read the agent's service-account token: it is mounted by hand with
+// mode 0400 instead of automounted with 0644 (issue 14, item 8).
+func checkAgentToken(t *testing.T, ds *unstructured.Unstructured) {
+	t.Helper()
+	var d appsv1.DaemonSet
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(ds.Object, &d); err != nil {
+		t.Fatal(err)
+	}
+	spec := d.Spec.Template.Spec
+	if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
+		t.Error("agent: the token is automounted (mode 0644, readable by HAProxy's workers)")
+	}
+	var mode int32 = -1
+	for _, v := range spec.Volumes {
+		if v.Projected != nil && v.Projected.DefaultMode != nil {
+			for _, src := range v.Projected.Sources {
+				if src.ServiceAccountToken != nil {
+					mode = *v.Projected.DefaultMode
+				}
+			}
+		}
+	}
+	if mode != 0o400 {
+		t.Errorf("agent: token volume mode %#o, want 0400", mode)
+	}
+	caps := map[corev1.Capability]bool{}
+	for _, c := range spec.Containers[0].SecurityContext.Capabilities.Add {
+		caps[c] = true
+	}
+	if !caps["SETUID"] || !caps["SETGID"] {
+		t.Errorf("agent: capabilities %v lack SETUID/SETGID, which --haproxy-user needs", spec.Containers[0].SecurityContext.Capabilities.Add)
+	}
 }
 
 type access struct {
