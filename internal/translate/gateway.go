@@ -45,6 +45,9 @@ func Gateways(snap *source.Snapshot, opts Options) *Result {
 	}
 	res.Gateway = st
 	classes := gatewayClasses(snap.GatewayClasses, opts, st, &res.Problems)
+	if len(classes) == 0 {
+		return res // no class of ours: nothing is ours, and no index to build
+	}
 	idx := newIndex(snap)
 	gws := map[model.ObjectRef]*parsedGateway{}
 	var order []*parsedGateway
