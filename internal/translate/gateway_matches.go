@@ -75,6 +75,16 @@ func parseRouteSpec(r *gwv1.HTTPRoute, opts Options) ([]string, []gwRule, *route
 		}
 		rules = append(rules, out)
 	}
+	// Each host × match becomes a policy: bound them as an Ingress's
+	// paths are (RELIABILITY R13), so one route cannot blow up render.
+	combos := 0
+	for _, rule := range rules {
+		combos += len(rule.matches) * max(1, len(hosts))
+	}
+	if opts.MaxPathsPerIngress > 0 && combos > opts.MaxPathsPerIngress {
+		return nil, nil, &routeRefusal{"spec", fmt.Sprintf("%d hostname × match combinations; pier serves at most %d per route (--max-paths-per-ingress)",
+			combos, opts.MaxPathsPerIngress)}
+	}
 	return hosts, rules, nil
 }
 

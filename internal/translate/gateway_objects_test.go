@@ -212,3 +212,48 @@ spec:
 		}
 	}
 }
+
+// An HTTPS listener terminates with the Secret it names, its hostname as
+// the SNI filter; two listeners on 443 share one model listener, the
+// certificate without hostname first (the fallback for other names).
+func TestGatewayHTTPS(t *testing.T) {
+	docs := gatewayClassDoc + `
+---
+kind: Gateway
+metadata: {name: gw}
+spec:
+  gatewayClassName: pier
+  listeners:
+  - {name: shop, port: 443, protocol: HTTPS, hostname: shop.example, tls: {certificateRefs: [{name: shop-tls}]}}
+  - {name: any, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: any-tls}]}}
+---
+kind: HTTPRoute
+metadata: {name: r}
+spec:
+  parentRefs: [{name: gw, sectionName: shop}]
+  rules: [{backendRefs: [{name: svc, port: 80}]}]
+`
+	snap := gatewaySnap(t, docs)
+	withServices(snap, "default", "svc")
+	snap.Secrets = append(snap.Secrets, tlsSecretFor(t, "default", "shop-tls", "shop.example"),
+		tlsSecretFor(t, "default", "any-tls", "any.example"))
+	res := Gateways(snap, gatewayOpts())
+	if len(res.LoadBalancers) != 1 {
+		t.Fatalf("load balancers %d: %+v", len(res.LoadBalancers), res.Problems)
+	}
+	l := res.LoadBalancers[0].Listeners
+	if len(l) != 1 || l[0].Port != 443 || l[0].Protocol != model.ProtocolTerminatedHTTPS {
+		t.Fatalf("listeners %+v", l)
+	}
+	certs := l[0].Certificates
+	if len(certs) != 2 || certs[0].Secret != "any-tls" || len(certs[0].Hosts) != 0 ||
+		certs[1].Secret != "shop-tls" || len(certs[1].Hosts) != 1 || certs[1].Hosts[0] != "shop.example" {
+		t.Errorf("certificates %+v", certs)
+	}
+	if got := gatewayRoute(t, res.LoadBalancers[0], 443, gwRequest{host: "shop.example", path: "/"}); got != "svc" {
+		t.Errorf("shop.example: %s", got)
+	}
+	if got := gatewayRoute(t, res.LoadBalancers[0], 443, gwRequest{host: "any.example", path: "/"}); got != "404" {
+		t.Errorf("any.example: %s (the route attached to the shop listener only)", got)
+	}
+}

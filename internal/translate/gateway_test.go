@@ -292,6 +292,7 @@ func TestGatewayRouteRefusals(t *testing.T) {
 		{"hostname with newline", `{}`, `"a.example\n"`, false, "spec.hostnames[0]"},
 		{"filter", `{filters: [{type: RequestHeaderModifier, requestHeaderModifier: {set: [{name: X, value: y}]}}]}`, "", false, "spec.rules[0].filters"},
 		{"extended match not rendered yet", `{matches: [{method: GET}]}`, "", true, "spec.rules[0].matches[0]"},
+		{"too many combinations", `{matches: [{path: {value: /a}}, {path: {value: /b}}]}`, "a.example, b.example", false, "spec"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rule := strings.TrimSuffix(tc.rule, "}")
@@ -305,6 +306,7 @@ func TestGatewayRouteRefusals(t *testing.T) {
 			withServices(snap, "default", "svc")
 			opts := gatewayOpts()
 			opts.GatewayExtendedMatches = !tc.strict
+			opts.MaxPathsPerIngress = 3 // the victim has 1, the last case asks for 4
 			res := Gateways(snap, opts)
 			parents := res.Gateway.Routes[routeRef("default", "bad")]
 			if len(parents) != 1 {
