@@ -21,6 +21,9 @@ type parsedRoute struct {
 	// attachment (backends are in the route's namespace, whatever the
 	// Gateway).
 	backends []backendResult
+	// counted are the listeners whose attachedRoutes already count this
+	// route: two parentRefs selecting one listener attach one route.
+	counted map[*gwListener]bool
 }
 
 // attachRoute attaches one HTTPRoute to the Gateways of ours that its
@@ -67,7 +70,7 @@ func namespaceLabelsOf(all map[string]map[string]string, ns string) map[string]s
 }
 
 func parseRoute(r *gwv1.HTTPRoute, x *index, opts Options, problems *[]model.Problem) *parsedRoute {
-	pr := &parsedRoute{r: r}
+	pr := &parsedRoute{r: r, counted: map[*gwListener]bool{}}
 	pr.hosts, pr.rules, pr.refusal = parseRouteSpec(r, opts)
 	if pr.refusal != nil {
 		*problems = append(*problems, routeProblem(r, model.SeverityError, string(gwv1.RouteReasonUnsupportedValue),
@@ -137,7 +140,10 @@ func (p *parsedGateway) attach(pr *parsedRoute, parent gwv1.ParentReference, nsL
 	var allowed []*gwListener
 	for _, l := range selected {
 		if l.usable() && p.allows(l, pr.r.Namespace, nsLabels) {
-			l.attached++
+			if !pr.counted[l] {
+				pr.counted[l] = true
+				l.attached++
+			}
 			allowed = append(allowed, l)
 		}
 	}

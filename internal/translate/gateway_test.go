@@ -203,6 +203,8 @@ func TestGatewayAttachment(t *testing.T) {
 		docs += attachRouteDoc(c.ns, c.name, c.parent, c.hostnames, c.path)
 	}
 	docs += attachRouteDoc("default", "not-ours", "{name: theirs}", "", "/")
+	// Two parentRefs selecting one listener: one attached route.
+	docs += attachRouteDoc("blue", "twice", "{name: gw, namespace: default, sectionName: sel}, {name: gw, namespace: default, port: 8081}", "", "/")
 	snap := gatewaySnap(t, docs)
 	for _, ns := range []string{"default", "other", "blue"} {
 		withServices(snap, ns, "svc")
@@ -234,7 +236,7 @@ func TestGatewayAttachment(t *testing.T) {
 	}
 	// attachedRoutes counts what allowedRoutes and parentRefs select,
 	// valid or not, whatever the hostnames.
-	attached := map[gwv1.SectionName]int32{"same": 2, "all": 3, "sel": 1, "byname": 1, "kinds": 0}
+	attached := map[gwv1.SectionName]int32{"same": 2, "all": 3, "sel": 2, "byname": 1, "kinds": 0}
 	st := res.Gateway.Gateways[gatewayRef("default", "gw")]
 	for _, l := range st.Listeners {
 		if l.AttachedRoutes != attached[l.Name] {
