@@ -226,6 +226,14 @@ type RuleType string
 const (
 	RuleHostName RuleType = "HOST_NAME"
 	RulePath     RuleType = "PATH"
+	// RuleHeader (Octavia's HEADER), RuleQuery and RuleMethod come from
+	// HTTPRoute matches; they compare EQUAL_TO only. Key names the header
+	// (lowercase) or the query parameter (case kept). Render does not
+	// route on them yet: translation emits them only when
+	// translate.Options.GatewayExtendedMatches says render can.
+	RuleHeader RuleType = "HEADER"
+	RuleQuery  RuleType = "QUERY_PARAMETER"
+	RuleMethod RuleType = "METHOD"
 )
 
 // CompareType is how an L7Rule compares. The semantics are Kubernetes
@@ -251,7 +259,11 @@ const (
 type L7Rule struct {
 	Type    RuleType    `json:"type"`
 	Compare CompareType `json:"compare"`
-	Value   string      `json:"value"`
+	// Key is the header or query parameter name of a HEADER or
+	// QUERY_PARAMETER rule; empty (and not serialised) otherwise, so the
+	// spec hash of existing load balancers does not change.
+	Key   string `json:"key,omitempty"`
+	Value string `json:"value"`
 }
 
 // Pool is one backend Service port (Kuryr's "<ns>_<svc>" pool).

@@ -17,9 +17,11 @@ type ObjectRef struct {
 
 // Kinds of source objects pier keys results by.
 const (
-	KindIngress = "Ingress"
-	KindService = "Service"
-	KindGateway = "Gateway"
+	KindIngress      = "Ingress"
+	KindService      = "Service"
+	KindGateway      = "Gateway"
+	KindGatewayClass = "GatewayClass"
+	KindHTTPRoute    = "HTTPRoute"
 )
 
 // IngressRef is the ObjectRef of an Ingress.

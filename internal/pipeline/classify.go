@@ -7,6 +7,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
@@ -19,6 +20,7 @@ const (
 	ReasonInitial   = "initial"
 	ReasonClass     = "class"
 	ReasonIngress   = "ingress"
+	ReasonGateway   = "gateway"
 	ReasonService   = "service"
 	ReasonEndpoints = "endpoints"
 	ReasonSecret    = "secret"
@@ -54,6 +56,8 @@ func classify(prev, next *source.Snapshot, refs references, statusService string
 		e.rebuild = ReasonClass
 	case changed(prev.Ingresses, next.Ingresses, sameIngressSpec):
 		e.rebuild = ReasonIngress
+	case gatewayAPIChanged(prev, next):
+		e.rebuild = ReasonGateway
 	case changed(filterNamed(refs.services, prev.Services), filterNamed(refs.services, next.Services), sameService),
 		changed(loadBalancerServices(prev.Services), loadBalancerServices(next.Services), sameService):
 		e.rebuild = ReasonService
@@ -140,6 +144,22 @@ func sameSecret(a, b *corev1.Secret) bool {
 	return sameMeta(a, b) && a.Type == b.Type && reflect.DeepEqual(a.Data, b.Data)
 }
 
+// gatewayAPIChanged reports a change translation reads in the Gateway
+// API objects: their spec (generation-tracked) or metadata, or the
+// labels of a Namespace (allowedRoutes selectors). Their status is pier's
+// own output and does not rebuild.
+func gatewayAPIChanged(prev, next *source.Snapshot) bool {
+	return changed(prev.GatewayClasses, next.GatewayClasses, func(a, b *gwv1.GatewayClass) bool {
+		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
+	}) || changed(prev.Gateways, next.Gateways, func(a, b *gwv1.Gateway) bool {
+		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
+	}) || changed(prev.HTTPRoutes, next.HTTPRoutes, func(a, b *gwv1.HTTPRoute) bool {
+		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
+	}) || changed(prev.Namespaces, next.Namespaces, func(a, b *corev1.Namespace) bool {
+		return reflect.DeepEqual(a.Labels, b.Labels)
+	})
+}
+
 // named returns the objects called "namespace/name" (zero or one).
 func named[T metav1.Object](list []T, key string) []T {
 	var out []T
@@ -194,6 +214,7 @@ func referencesOf(snap *source.Snapshot, ours map[model.ObjectRef]bool) referenc
 			r.services[ref.Namespace+"/"+ref.Name] = true
 		}
 	}
+	gatewayReferences(snap, ours, r)
 	for _, ing := range snap.Ingresses {
 		if !ours[model.IngressRef(ing.Namespace, ing.Name)] {
 			continue
@@ -218,6 +239,48 @@ func referencesOf(snap *source.Snapshot, ours map[model.ObjectRef]bool) referenc
 		}
 	}
 	return r
+}
+
+// gatewayReferences adds the Secrets of our Gateways' listeners and the
+// Services of every HTTPRoute naming one of them (in the route's
+// namespace: translate refuses other namespaces' until ReferenceGrant).
+func gatewayReferences(snap *source.Snapshot, ours map[model.ObjectRef]bool, r references) {
+	for _, gw := range snap.Gateways {
+		if !ours[model.ObjectRef{Kind: model.KindGateway, Namespace: gw.Namespace, Name: gw.Name}] {
+			continue
+		}
+		for _, l := range gw.Spec.Listeners {
+			if l.TLS == nil {
+				continue
+			}
+			for _, c := range l.TLS.CertificateRefs {
+				r.secrets[gw.Namespace+"/"+string(c.Name)] = true
+			}
+		}
+	}
+	for _, route := range snap.HTTPRoutes {
+		if !namesOurGateway(route, ours) {
+			continue
+		}
+		for _, rule := range route.Spec.Rules {
+			for _, b := range rule.BackendRefs {
+				r.services[route.Namespace+"/"+string(b.Name)] = true
+			}
+		}
+	}
+}
+
+func namesOurGateway(route *gwv1.HTTPRoute, ours map[model.ObjectRef]bool) bool {
+	for _, p := range route.Spec.ParentRefs {
+		ns := route.Namespace
+		if p.Namespace != nil {
+			ns = string(*p.Namespace)
+		}
+		if ours[model.ObjectRef{Kind: model.KindGateway, Namespace: ns, Name: string(p.Name)}] {
+			return true
+		}
+	}
+	return false
 }
 
 // slices returns the EndpointSlices of referenced Services.

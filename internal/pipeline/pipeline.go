@@ -233,6 +233,7 @@ func (p *Pipeline) rebuild(ctx context.Context, snap *source.Snapshot, reason st
 	opts.Now = start
 	res := translate.Ingresses(snap, opts)
 	res.Merge(translate.Services(snap, opts))
+	res.Merge(translate.Gateways(snap, opts))
 	ipamProblems, err := p.reconciler.Apply(ctx, res, snap.Nodes)
 	if err != nil {
 		return err

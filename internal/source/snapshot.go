@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // Snapshot is a consistent view of the objects pier reads. Slices are
@@ -19,6 +20,12 @@ type Snapshot struct {
 	Services       []*corev1.Service
 	EndpointSlices []*discoveryv1.EndpointSlice
 	Secrets        []*corev1.Secret
+	// The Gateway API's standard channel. Namespaces are only read for
+	// the labels an allowedRoutes namespace selector tests.
+	GatewayClasses []*gwv1.GatewayClass
+	Gateways       []*gwv1.Gateway
+	HTTPRoutes     []*gwv1.HTTPRoute
+	Namespaces     []*corev1.Namespace
 	// Nodes that may run HAProxy: the Kubernetes source fills them from
 	// its Node informer (those matching --node-selector), pier run puts
 	// its one node. Both modes place load balancers from this list only.

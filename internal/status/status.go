@@ -70,9 +70,10 @@ func Decide(res *translate.Result, lbs map[string]*model.LoadBalancer, prev Publ
 			continue
 		}
 		cfg := cfg
-		if key.Kind == model.KindService {
-			// A native Service publishes its own VIP and FIP: the
-			// static or --status-service addresses front the Ingresses.
+		if key.Kind == model.KindService || key.Kind == model.KindGateway {
+			// A native Service and a Gateway publish their own VIP and
+			// FIP: the static or --status-service addresses front the
+			// Ingresses.
 			cfg = Addresses{}
 		}
 		lb := lbs[uuid]

@@ -82,10 +82,16 @@ func TestFirstPublicationWaitsForTheCurrentSpec(t *testing.T) {
 	}
 }
 
-// A native Service publishes its own VIP and FIP, whatever static or
-// --status-service addresses the Ingresses publish.
+// A native Service and a Gateway publish their own VIP and FIP, whatever
+// static or --status-service addresses the Ingresses publish.
 func TestServicePublishesItsOwnAddresses(t *testing.T) {
-	ref := model.ObjectRef{Kind: model.KindService, Namespace: "ns", Name: "dns"}
+	for _, kind := range []string{model.KindService, model.KindGateway} {
+		t.Run(kind, func(t *testing.T) { ownAddresses(t, kind) })
+	}
+}
+
+func ownAddresses(t *testing.T, kind string) {
+	ref := model.ObjectRef{Kind: kind, Namespace: "ns", Name: "dns"}
 	res := &translate.Result{Ours: map[model.ObjectRef]bool{ref: true}, Accepted: map[model.ObjectRef]string{ref: "u1"}}
 	lb := &model.LoadBalancer{UUID: "u1", Provider: model.ProviderNative, VIP: "10.98.200.1", FIP: "203.0.113.7",
 		Status: model.Status{State: model.StateActive}}

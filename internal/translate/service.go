@@ -89,6 +89,9 @@ func (r *Result) Merge(o *Result) {
 	for k, v := range o.Ours {
 		r.Ours[k] = v
 	}
+	if o.Gateway != nil {
+		r.Gateway = o.Gateway
+	}
 }
 
 func ownsService(svc *corev1.Service, opts Options) bool {

@@ -51,6 +51,15 @@ type Options struct {
 	// LoadBalancer that name no loadBalancerClass (MetalLB's default);
 	// without it only those of class NativeClass.
 	TakeClasslessServices bool
+	// GatewayControllerName selects our GatewayClasses by
+	// spec.controllerName.
+	GatewayControllerName string
+	// GatewayExtendedMatches says render routes on HTTPRoute header,
+	// query-parameter and method matches (model rules HEADER,
+	// QUERY_PARAMETER, METHOD). Until it does, a route that uses them is
+	// refused with a reason: dropping the match would serve a rule to
+	// requests it was written to exclude.
+	GatewayExtendedMatches bool
 	// Now is compared with certificate expiry to warn about expired
 	// certificates; zero skips the check. Passed in, not read, so that
 	// translation stays a pure function.
@@ -60,11 +69,12 @@ type Options struct {
 // DefaultOptions are the Kubernetes defaults: ports 80 and 443.
 func DefaultOptions() Options {
 	return Options{
-		ControllerName:     DefaultControllerName,
-		HTTPPort:           80,
-		HTTPSPort:          443,
-		MaxIngresses:       10000,
-		MaxPathsPerIngress: 1000,
+		ControllerName:        DefaultControllerName,
+		GatewayControllerName: DefaultGatewayControllerName,
+		HTTPPort:              80,
+		HTTPSPort:             443,
+		MaxIngresses:          10000,
+		MaxPathsPerIngress:    1000,
 	}
 }
 
@@ -106,6 +116,9 @@ type Result struct {
 	// Ours lists every object of our class, accepted or refused: the
 	// status writer may touch only these.
 	Ours map[model.ObjectRef]bool
+	// Gateway is the status of the Gateway API objects of our classes;
+	// nil when Gateways were not translated.
+	Gateway *GatewayStatus
 }
 
 // Ingresses translates every Ingress of our class in snap.

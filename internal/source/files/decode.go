@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -30,6 +31,7 @@ func newDecoder() (*runtime.Scheme, runtime.Decoder) {
 	utilruntime.Must(corev1.AddToScheme(s))
 	utilruntime.Must(networkingv1.AddToScheme(s))
 	utilruntime.Must(discoveryv1.AddToScheme(s))
+	utilruntime.Must(gwv1.Install(s))
 	return s, serializer.NewCodecFactory(s, serializer.EnableStrict).UniversalDeserializer()
 }
 
@@ -41,6 +43,11 @@ var keptKinds = map[schema.GroupVersionKind]bool{
 	corev1.SchemeGroupVersion.WithKind("Secret"):             true,
 	discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"): true,
 	corev1.SchemeGroupVersion.WithKind("Node"):               true,
+	// Namespaces only for their labels (allowedRoutes selectors).
+	corev1.SchemeGroupVersion.WithKind("Namespace"):  true,
+	gwv1.SchemeGroupVersion.WithKind("GatewayClass"): true,
+	gwv1.SchemeGroupVersion.WithKind("Gateway"):      true,
+	gwv1.SchemeGroupVersion.WithKind("HTTPRoute"):    true,
 }
 
 // listKinds maps the lists that are expanded to the kind of their items;

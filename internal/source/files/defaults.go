@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"pier.dev/pier/internal/source"
 )
@@ -40,14 +41,14 @@ func finish(obj kubeObject) (keep bool, err error) {
 // clusterScoped reports the kept kinds that have no namespace, by the kind
 // a document names (describe has no decoded object to look at).
 func clusterScoped(kind string) bool {
-	return kind == "IngressClass" || kind == "Node"
+	return kind == "IngressClass" || kind == "Node" || kind == "Namespace" || kind == "GatewayClass"
 }
 
 // finishMeta defaults the namespace and checks names, because translation
 // builds HAProxy names and UUIDs from them (and placement, node names).
 func finishMeta(obj kubeObject) error {
 	switch obj.(type) {
-	case *networkingv1.IngressClass, *corev1.Node: // as clusterScoped
+	case *networkingv1.IngressClass, *corev1.Node, *corev1.Namespace, *gwv1.GatewayClass: // as clusterScoped
 		obj.SetNamespace("") // the apiserver ignores it too
 	default:
 		if obj.GetNamespace() == "" {
@@ -162,6 +163,14 @@ func add(snap *source.Snapshot, obj kubeObject) {
 		snap.Secrets = append(snap.Secrets, o)
 	case *corev1.Node:
 		snap.Nodes = append(snap.Nodes, nodeOf(o))
+	case *corev1.Namespace:
+		snap.Namespaces = append(snap.Namespaces, o)
+	case *gwv1.GatewayClass:
+		snap.GatewayClasses = append(snap.GatewayClasses, o)
+	case *gwv1.Gateway:
+		snap.Gateways = append(snap.Gateways, o)
+	case *gwv1.HTTPRoute:
+		snap.HTTPRoutes = append(snap.HTTPRoutes, o)
 	}
 }
 
@@ -181,6 +190,10 @@ func sortSnapshot(snap *source.Snapshot) {
 	slices.SortFunc(snap.Services, byName[*corev1.Service])
 	slices.SortFunc(snap.EndpointSlices, byName[*discoveryv1.EndpointSlice])
 	slices.SortFunc(snap.Secrets, byName[*corev1.Secret])
+	slices.SortFunc(snap.Namespaces, byName[*corev1.Namespace])
+	slices.SortFunc(snap.GatewayClasses, byName[*gwv1.GatewayClass])
+	slices.SortFunc(snap.Gateways, byName[*gwv1.Gateway])
+	slices.SortFunc(snap.HTTPRoutes, byName[*gwv1.HTTPRoute])
 	slices.SortFunc(snap.Nodes, func(a, b source.Node) int { return cmp.Compare(a.Name, b.Name) })
 }
 

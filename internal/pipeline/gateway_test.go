@@ -1,0 +1,57 @@
+package pipeline
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/source"
+)
+
+// A Gateway API spec or a Namespace's labels rebuild; a status written
+// back (pier's own) does not; the Services an HTTPRoute of one of our
+// Gateways names become references.
+func TestClassifyGatewayAPI(t *testing.T) {
+	gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gw", ResourceVersion: "1"},
+		Spec: gwv1.GatewaySpec{GatewayClassName: "pier"}}
+	route := &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "r", ResourceVersion: "1"}}
+	route.Spec.ParentRefs = []gwv1.ParentReference{{Name: "gw"}}
+	route.Spec.Rules = []gwv1.HTTPRouteRule{{BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: gwv1.BackendRef{
+		BackendObjectReference: gwv1.BackendObjectReference{Name: "web"}}}}}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default", ResourceVersion: "1"}}
+	prev := &source.Snapshot{Gateways: []*gwv1.Gateway{gw}, HTTPRoutes: []*gwv1.HTTPRoute{route}, Namespaces: []*corev1.Namespace{ns}}
+
+	statusOnly := gw.DeepCopy()
+	statusOnly.ResourceVersion = "2"
+	statusOnly.Status.Conditions = []metav1.Condition{{Type: "Accepted", Status: "True"}}
+	newSpec := gw.DeepCopy()
+	newSpec.ResourceVersion = "3"
+	newSpec.Spec.Listeners = []gwv1.Listener{{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType}}
+	relabelled := ns.DeepCopy()
+	relabelled.ResourceVersion = "2"
+	relabelled.Labels = map[string]string{"team": "blue"}
+	for _, tc := range []struct {
+		name string
+		next *source.Snapshot
+		want string
+	}{
+		{"status only", &source.Snapshot{Gateways: []*gwv1.Gateway{statusOnly}, HTTPRoutes: prev.HTTPRoutes, Namespaces: prev.Namespaces}, ""},
+		{"spec", &source.Snapshot{Gateways: []*gwv1.Gateway{newSpec}, HTTPRoutes: prev.HTTPRoutes, Namespaces: prev.Namespaces}, ReasonGateway},
+		{"route deleted", &source.Snapshot{Gateways: prev.Gateways, Namespaces: prev.Namespaces}, ReasonGateway},
+		{"namespace labels", &source.Snapshot{Gateways: prev.Gateways, HTTPRoutes: prev.HTTPRoutes, Namespaces: []*corev1.Namespace{relabelled}}, ReasonGateway},
+	} {
+		if got := classify(prev, tc.next, references{}, "").rebuild; got != tc.want {
+			t.Errorf("%s: rebuild %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	refs := referencesOf(prev, map[model.ObjectRef]bool{{Kind: model.KindGateway, Namespace: "default", Name: "gw"}: true})
+	if !refs.services["default/web"] {
+		t.Errorf("the route's Service is not a reference: %v", refs.services)
+	}
+	if refs := referencesOf(prev, map[model.ObjectRef]bool{}); refs.services["default/web"] {
+		t.Error("a route of a Gateway that is not ours made a reference")
+	}
+}

@@ -1,0 +1,142 @@
+package translate
+
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/source"
+)
+
+// DefaultGatewayControllerName is the GatewayClass spec.controllerName
+// pier answers to.
+const DefaultGatewayControllerName = "pier.dev/gateway-controller"
+
+// GatewayStatus is what the Gateway API objects of our classes should
+// say, as data: the status writer (leader only) copies it into the
+// objects. Translation cannot know whether HAProxy serves a Gateway yet,
+// so Programmed is False/Pending here; the status pass turns it True once
+// an agent reports the load balancer active, as it publishes Ingress
+// addresses.
+type GatewayStatus struct {
+	// Classes by GatewayClass name: the conditions of each class of ours.
+	Classes map[string][]metav1.Condition
+	// Gateways of our classes, by ref.
+	Gateways map[model.ObjectRef]gwv1.GatewayStatus
+	// Routes by HTTPRoute ref: one entry per parentRef naming a Gateway
+	// of ours. Entries of other controllers are not here; the writer
+	// keeps them as they are.
+	Routes map[model.ObjectRef][]gwv1.RouteParentStatus
+}
+
+// Gateways translates every Gateway of our GatewayClasses into one load
+// balancer each (provider haproxy) and the HTTPRoutes attached to them
+// into its policies and pools. An invalid listener or route is refused
+// with its condition; every other one is translated.
+func Gateways(snap *source.Snapshot, opts Options) *Result {
+	res := &Result{Accepted: map[model.ObjectRef]string{}, Ours: map[model.ObjectRef]bool{}}
+	st := &GatewayStatus{
+		Classes:  map[string][]metav1.Condition{},
+		Gateways: map[model.ObjectRef]gwv1.GatewayStatus{},
+		Routes:   map[model.ObjectRef][]gwv1.RouteParentStatus{},
+	}
+	res.Gateway = st
+	classes := gatewayClasses(snap.GatewayClasses, opts, st, &res.Problems)
+	if len(classes) == 0 {
+		return res // no class of ours: nothing is ours, and no index to build
+	}
+	idx := newIndex(snap)
+	gws := map[model.ObjectRef]*parsedGateway{}
+	var order []*parsedGateway
+	for _, gw := range oldestObjects(snap.Gateways) {
+		if !classes[string(gw.Spec.GatewayClassName)] {
+			continue
+		}
+		ref := model.ObjectRef{Kind: model.KindGateway, Namespace: gw.Namespace, Name: gw.Name}
+		res.Ours[ref] = true
+		p := parseGateway(gw, idx, opts, &res.Problems)
+		gws[ref] = p
+		order = append(order, p)
+	}
+	ns := namespaceLabels(snap.Namespaces)
+	for _, r := range oldestObjects(snap.HTTPRoutes) {
+		attachRoute(r, gws, ns, idx, opts, st, &res.Problems)
+	}
+	for _, p := range order {
+		st.Gateways[p.ref] = p.status()
+		if lb := p.loadBalancer(); lb != nil {
+			res.LoadBalancers = append(res.LoadBalancers, lb)
+			res.Accepted[p.ref] = lb.UUID
+		}
+	}
+	sort.Slice(res.LoadBalancers, func(i, j int) bool { return res.LoadBalancers[i].UUID < res.LoadBalancers[j].UUID })
+	sortProblems(res.Problems)
+	return res
+}
+
+// gatewayClasses returns the names of our accepted classes and records
+// each one's conditions. pier takes no parameters: a class that points
+// at some is not accepted, so its Gateways are not served.
+func gatewayClasses(in []*gwv1.GatewayClass, opts Options, st *GatewayStatus, problems *[]model.Problem) map[string]bool {
+	ours := map[string]bool{}
+	for _, c := range in {
+		if string(c.Spec.ControllerName) != opts.GatewayControllerName {
+			continue
+		}
+		if c.Spec.ParametersRef != nil {
+			st.Classes[c.Name] = []metav1.Condition{condition(c.Generation,
+				string(gwv1.GatewayClassConditionStatusAccepted), false,
+				string(gwv1.GatewayClassReasonInvalidParameters), "pier takes no parameters")}
+			*problems = append(*problems, model.Problem{Kind: model.KindGatewayClass, Name: c.Name,
+				Severity: model.SeverityError, Reason: "InvalidParameters", Field: "spec.parametersRef",
+				Message: "pier takes no parameters: the class is not accepted"})
+			continue
+		}
+		ours[c.Name] = true
+		st.Classes[c.Name] = []metav1.Condition{condition(c.Generation,
+			string(gwv1.GatewayClassConditionStatusAccepted), true,
+			string(gwv1.GatewayClassReasonAccepted), "accepted by pier")}
+	}
+	return ours
+}
+
+// condition builds a condition without LastTransitionTime: the writer
+// keeps the previous time when the status did not change (translation
+// reads no clock).
+func condition(generation int64, typ string, ok bool, reason, message string) metav1.Condition {
+	status := metav1.ConditionFalse
+	if ok {
+		status = metav1.ConditionTrue
+	}
+	return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: generation}
+}
+
+// oldestObjects orders objects by creation time, then namespace/name: the
+// Gateway API's tie-break for conflicts and route precedence.
+func oldestObjects[T metav1.Object](in []T) []T {
+	out := append([]T(nil), in...)
+	sort.SliceStable(out, func(i, j int) bool { return olderObject(out[i], out[j]) })
+	return out
+}
+
+func olderObject(a, b metav1.Object) bool {
+	ta, tb := a.GetCreationTimestamp().Time, b.GetCreationTimestamp().Time
+	if !ta.Equal(tb) {
+		return ta.Before(tb)
+	}
+	if a.GetNamespace() != b.GetNamespace() {
+		return a.GetNamespace() < b.GetNamespace()
+	}
+	return a.GetName() < b.GetName()
+}
+
+func namespaceLabels(in []*corev1.Namespace) map[string]map[string]string {
+	out := make(map[string]map[string]string, len(in))
+	for _, n := range in {
+		out[n.Name] = n.Labels
+	}
+	return out
+}

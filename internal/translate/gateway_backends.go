@@ -1,0 +1,160 @@
+package translate
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"pier.dev/pier/internal/model"
+)
+
+// backendResult is a rule's pool and, when some backendRef does not
+// resolve, the ResolvedRefs reason and message of the first that fails.
+type backendResult struct {
+	pool               *model.Pool
+	unresolved, detail string
+}
+
+// weighted is one resolved backendRef.
+type weighted struct {
+	svc     string
+	port    int
+	weight  int32
+	members []model.Member
+}
+
+// rulePool resolves a rule's backendRefs to one pool. Refs that do not
+// resolve carry no traffic (the spec wants 500 for their share; render
+// has no fixed-response action yet, see the package's gaps in
+// docs/gateway-api.md); a rule with none left gets an empty pool, which
+// HAProxy answers with 503.
+func (x *index) rulePool(r *gwv1.HTTPRoute, rule int, refs []gwv1.HTTPBackendRef, opts Options) backendResult {
+	var res backendResult
+	var ok []weighted
+	for i, ref := range refs {
+		w, reason, msg := x.resolveBackend(r.Namespace, ref.BackendRef, opts)
+		if reason != "" {
+			if res.unresolved == "" {
+				res.unresolved, res.detail = reason, fmt.Sprintf("spec.rules[%d].backendRefs[%d]: %s", rule, i, msg)
+			}
+			continue
+		}
+		if w.weight > 0 {
+			ok = append(ok, w)
+		}
+	}
+	res.pool = poolOfWeighted(r, rule, ok)
+	return res
+}
+
+// resolveBackend checks one backendRef: a core Service of the route's
+// namespace (a cross-namespace one needs a ReferenceGrant, not read yet),
+// with a port it has.
+func (x *index) resolveBackend(ns string, ref gwv1.BackendRef, opts Options) (weighted, string, string) {
+	w := weighted{weight: 1}
+	if ref.Weight != nil {
+		w.weight = *ref.Weight
+	}
+	if w.weight < 0 || w.weight > 1000000 {
+		return w, string(gwv1.RouteReasonUnsupportedValue), fmt.Sprintf("weight %d is outside 0-1000000", w.weight)
+	}
+	if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Service") {
+		return w, string(gwv1.RouteReasonInvalidKind), "only core Services are supported as backends"
+	}
+	if ref.Namespace != nil && string(*ref.Namespace) != ns {
+		return w, string(gwv1.RouteReasonRefNotPermitted), "a Service of another namespace needs a ReferenceGrant (not supported yet)"
+	}
+	w.svc = string(ref.Name)
+	if errs := validation.IsDNS1035Label(w.svc); len(errs) > 0 {
+		return w, string(gwv1.RouteReasonBackendNotFound), "invalid service name " + quoteForMessage(w.svc)
+	}
+	if ref.Port == nil || *ref.Port < 1 || *ref.Port > 65535 {
+		return w, string(gwv1.RouteReasonBackendNotFound), "a Service backend needs a port (1-65535)"
+	}
+	w.port = int(*ref.Port)
+	svc := x.services[ns+"/"+w.svc]
+	if svc == nil {
+		return w, string(gwv1.RouteReasonBackendNotFound), fmt.Sprintf("service %s/%s not found", ns, w.svc)
+	}
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		return w, string(gwv1.RouteReasonBackendNotFound), fmt.Sprintf("service %s/%s is of type ExternalName, which pier does not proxy to", ns, w.svc)
+	}
+	sp := findServicePort(svc, networkingv1.ServiceBackendPort{Number: int32(w.port)})
+	if sp == nil {
+		return w, string(gwv1.RouteReasonBackendNotFound), fmt.Sprintf("service %s/%s has no TCP port %d", ns, w.svc, w.port)
+	}
+	if opts.MembersFromClusterIP {
+		w.members = clusterIPMembers(svc, sp)
+	} else {
+		// Refused endpoints (loopback, link-local, pier's pools) are left
+		// out as for an Ingress.
+		w.members, _ = x.endpointMembers(svc, sp, opts.Members)
+	}
+	return w, "", ""
+}
+
+// poolOfWeighted builds the rule's pool. One Service is the same pool an
+// Ingress would use (same ID, so routes share it); several make one pool
+// of all their members, each weighted so that every Service gets its
+// share of requests whatever its number of endpoints.
+func poolOfWeighted(r *gwv1.HTTPRoute, rule int, ws []weighted) *model.Pool {
+	pool := &model.Pool{Namespace: r.Namespace, Algorithm: model.AlgorithmRoundRobin}
+	switch len(ws) {
+	case 0:
+		pool.ID = model.ID("gateway-unresolved", r.Namespace, r.Name, strconv.Itoa(rule))
+		pool.Name = r.Namespace + "_unresolved_" + pool.ID[:8]
+		return pool
+	case 1:
+		port := strconv.Itoa(ws[0].port)
+		pool.ID = model.ID("pool", r.Namespace, ws[0].svc, port)
+		pool.Name, pool.Service, pool.Port = r.Namespace+"_"+ws[0].svc+"_"+port, ws[0].svc, port
+		pool.Members = ws[0].members
+		return pool
+	}
+	parts := make([]string, 0, len(ws))
+	var svcs, ports []string
+	for _, w := range ws {
+		parts = append(parts, fmt.Sprintf("%s:%d:%d", w.svc, w.port, w.weight))
+		svcs, ports = append(svcs, w.svc), append(ports, strconv.Itoa(w.port))
+	}
+	pool.ID = model.ID(append([]string{"gateway-split", r.Namespace}, parts...)...)
+	pool.Name = r.Namespace + "_split_" + pool.ID[:8]
+	pool.Service, pool.Port = strings.Join(svcs, "+"), strings.Join(ports, "+")
+	pool.Members = splitMembers(ws)
+	return pool
+}
+
+// maxServerWeight is HAProxy 2.6's largest server weight.
+const maxServerWeight = 256
+
+// splitMembers gives each member of Service i the weight
+// weight_i / members_i, scaled so the largest is 256 and none is below 1
+// (the rounding costs a share at most 1/256 of the largest member's). An
+// endpoint that two Services share keeps one of its weights.
+func splitMembers(ws []weighted) []model.Member {
+	largest := 0.0
+	for _, w := range ws {
+		if n := len(w.members); n > 0 {
+			largest = math.Max(largest, float64(w.weight)/float64(n))
+		}
+	}
+	var out []model.Member
+	for _, w := range ws {
+		if len(w.members) == 0 {
+			continue
+		}
+		share := float64(w.weight) / float64(len(w.members)) / largest
+		weight := max(1, int(math.Round(share*maxServerWeight)))
+		for _, m := range w.members {
+			m.Weight = weight
+			out = append(out, m)
+		}
+	}
+	return sortMembers(out)
+}

@@ -1,0 +1,157 @@
+package translate
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/yaml"
+
+	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/source"
+)
+
+const gatewayClassDoc = `
+kind: GatewayClass
+metadata: {name: pier}
+spec: {controllerName: pier.dev/gateway-controller}
+`
+
+// gatewaySnap decodes "---"-separated GatewayClass, Gateway, HTTPRoute
+// and Namespace documents (strictly, as the files source does). Objects
+// are created one minute apart in document order, so the earlier one is
+// the older; namespace defaults to "default".
+func gatewaySnap(t *testing.T, docs string) *source.Snapshot {
+	t.Helper()
+	snap := &source.Snapshot{}
+	for i, doc := range strings.Split(docs, "\n---\n") {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		var peek struct {
+			Kind string `json:"kind"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &peek); err != nil {
+			t.Fatalf("doc %d: %v", i, err)
+		}
+		var obj metav1.Object
+		switch peek.Kind {
+		case "GatewayClass":
+			o := &gwv1.GatewayClass{}
+			snap.GatewayClasses, obj = append(snap.GatewayClasses, o), o
+		case "Gateway":
+			o := &gwv1.Gateway{}
+			snap.Gateways, obj = append(snap.Gateways, o), o
+		case "HTTPRoute":
+			o := &gwv1.HTTPRoute{}
+			snap.HTTPRoutes, obj = append(snap.HTTPRoutes, o), o
+		case "Namespace":
+			o := &corev1.Namespace{}
+			snap.Namespaces, obj = append(snap.Namespaces, o), o
+		default:
+			t.Fatalf("doc %d: kind %q", i, peek.Kind)
+		}
+		if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
+			t.Fatalf("doc %d: %v", i, err)
+		}
+		if obj.GetNamespace() == "" && peek.Kind != "GatewayClass" && peek.Kind != "Namespace" {
+			obj.SetNamespace("default")
+		}
+		obj.SetCreationTimestamp(metav1.NewTime(epoch.Add(time.Duration(i) * time.Minute)))
+	}
+	return snap
+}
+
+// withServices adds Services (port 80, one endpoint each) named in ns.
+func withServices(snap *source.Snapshot, ns string, names ...string) {
+	for _, n := range names {
+		svc, es := backend(ns, n, "", 80, 1)
+		snap.Services = append(snap.Services, svc)
+		snap.EndpointSlices = append(snap.EndpointSlices, es)
+	}
+}
+
+func gatewayOpts() Options {
+	o := DefaultOptions()
+	o.GatewayExtendedMatches = true
+	return o
+}
+
+// gwRequest is what the reference router reads.
+type gwRequest struct {
+	host, path, method string
+	headers            map[string]string // lowercase names
+	query              map[string]string
+}
+
+// gatewayRoute evaluates the listener on port as the rendered HAProxy
+// config must: the first policy whose rules all match wins, else 404.
+// Wildcards follow the Gateway API (one or more labels). It returns the
+// pool's Service.
+func gatewayRoute(t *testing.T, lb *model.LoadBalancer, port int, r gwRequest) string {
+	t.Helper()
+	for _, l := range lb.Listeners {
+		if l.Port != port {
+			continue
+		}
+		for _, p := range l.Policies {
+			if gatewayRulesMatch(p.Rules, r) {
+				return lb.Pool(p.PoolID).Service
+			}
+		}
+		return "404"
+	}
+	t.Fatalf("no listener on port %d", port)
+	return ""
+}
+
+func gatewayRulesMatch(rules []model.L7Rule, r gwRequest) bool {
+	for _, rule := range rules {
+		v := rule.Value
+		var ok bool
+		switch rule.Type {
+		case model.RuleHostName:
+			if rule.Compare == model.CompareWildcard {
+				ok = strings.HasSuffix(r.host, v[1:]) && len(r.host) > len(v)-1
+			} else {
+				ok = r.host == v
+			}
+		case model.RulePath:
+			ok = rulesMatch([]model.L7Rule{rule}, "", r.path)
+		case model.RuleMethod:
+			ok = r.method == v
+		case model.RuleHeader:
+			ok = r.headers[rule.Key] == v
+		case model.RuleQuery:
+			got, present := r.query[rule.Key]
+			ok = present && got == v
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// condition returns the condition of type typ, failing when absent.
+func findCondition(t *testing.T, cs []metav1.Condition, typ string) metav1.Condition {
+	t.Helper()
+	for _, c := range cs {
+		if c.Type == typ {
+			return c
+		}
+	}
+	t.Fatalf("no %s condition in %+v", typ, cs)
+	return metav1.Condition{}
+}
+
+func routeRef(ns, name string) model.ObjectRef {
+	return model.ObjectRef{Kind: model.KindHTTPRoute, Namespace: ns, Name: name}
+}
+
+func gatewayRef(ns, name string) model.ObjectRef {
+	return model.ObjectRef{Kind: model.KindGateway, Namespace: ns, Name: name}
+}

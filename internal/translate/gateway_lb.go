@@ -1,0 +1,214 @@
+package translate
+
+import (
+	"sort"
+	"strings"
+
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"pier.dev/pier/internal/model"
+)
+
+// gwEntry is one match of one rule of one route, for one host, on one
+// listener port: a policy-to-be.
+type gwEntry struct {
+	host   string // "" for any host
+	match  gwMatch
+	poolID string
+	route  *gwv1.HTTPRoute
+	rule   int // index of the rule in the route
+	index  int // index of the match in the rule
+}
+
+// gatewayEntryBefore is the Gateway API's precedence, which HAProxy's
+// "first policy that matches" turns into routing:
+//
+//  1. the most specific host: an exact name, then wildcards by longer
+//     suffix, then any host;
+//  2. an Exact path before a PathPrefix, then the longer prefix;
+//  3. a method match before none;
+//  4. more header matches, then more query-parameter matches;
+//  5. the older route, then namespace/name;
+//  6. rule order in the route, then match order in the rule.
+//
+// Steps 1-2 are Ingress's order (routeBefore), so render's map routing
+// reads Gateway policies as it reads Ingress ones.
+func gatewayEntryBefore(a, b gwEntry) bool {
+	if ra, rb := gatewayHostRank(a.host), gatewayHostRank(b.host); ra != rb {
+		return ra < rb
+	}
+	if isWildcard(a.host) && isWildcard(b.host) && len(a.host) != len(b.host) {
+		return len(a.host) > len(b.host)
+	}
+	if ra, rb := pathRank(a.match.pathMatch), pathRank(b.match.pathMatch); ra != rb {
+		return ra < rb
+	}
+	if len(a.match.path) != len(b.match.path) {
+		return len(a.match.path) > len(b.match.path)
+	}
+	if (a.match.method != "") != (b.match.method != "") {
+		return a.match.method != ""
+	}
+	if len(a.match.headers) != len(b.match.headers) {
+		return len(a.match.headers) > len(b.match.headers)
+	}
+	if len(a.match.queries) != len(b.match.queries) {
+		return len(a.match.queries) > len(b.match.queries)
+	}
+	if a.route != b.route {
+		return olderObject(a.route, b.route)
+	}
+	if a.rule != b.rule {
+		return a.rule < b.rule
+	}
+	if a.index != b.index {
+		return a.index < b.index
+	}
+	// Same match on several hosts of one route: any fixed order.
+	if a.host != b.host {
+		return a.host < b.host
+	}
+	return a.match.path < b.match.path
+}
+
+func gatewayHostRank(h string) int {
+	switch {
+	case h == "":
+		return 2
+	case isWildcard(h):
+		return 1
+	}
+	return 0
+}
+
+// rules are the model rules of an entry: host, path, then method,
+// headers and query parameters (each sorted by key).
+func (e gwEntry) rules() []model.L7Rule {
+	var out []model.L7Rule
+	switch {
+	case isWildcard(e.host):
+		out = append(out, model.L7Rule{Type: model.RuleHostName, Compare: model.CompareWildcard, Value: e.host})
+	case e.host != "":
+		out = append(out, model.L7Rule{Type: model.RuleHostName, Compare: model.CompareEqualTo, Value: e.host})
+	}
+	out = append(out, model.L7Rule{Type: model.RulePath, Compare: e.match.pathMatch, Value: e.match.path})
+	if e.match.method != "" {
+		out = append(out, model.L7Rule{Type: model.RuleMethod, Compare: model.CompareEqualTo, Value: e.match.method})
+	}
+	out = append(out, e.match.headers...)
+	return append(out, e.match.queries...)
+}
+
+// ruleKey identifies what a policy matches: two entries with the same key
+// match the same requests, so only the first (in precedence) is kept.
+func ruleKey(rules []model.L7Rule) string {
+	parts := make([]string, 0, 4*len(rules))
+	for _, r := range rules {
+		parts = append(parts, string(r.Type), string(r.Compare), r.Key, r.Value)
+	}
+	return strings.Join(parts, "\x00")
+}
+
+// policies orders a listener's entries into L7Policies.
+func gatewayPolicies(entries []gwEntry) []model.L7Policy {
+	sorted := append([]gwEntry(nil), entries...)
+	sort.SliceStable(sorted, func(i, j int) bool { return gatewayEntryBefore(sorted[i], sorted[j]) })
+	seen := map[string]bool{}
+	var out []model.L7Policy
+	for _, e := range sorted {
+		rules := e.rules()
+		key := ruleKey(rules)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, model.L7Policy{
+			ID:       model.ID("gateway-policy", key),
+			Position: len(out) + 1,
+			Action:   model.ActionRedirectToPool,
+			PoolID:   e.poolID,
+			Rules:    rules,
+			Source:   model.Source{Kind: model.KindHTTPRoute, Namespace: e.route.Namespace, Name: e.route.Name, UID: validUID(string(e.route.UID))},
+		})
+	}
+	return out
+}
+
+// loadBalancer is the Gateway's load balancer: one model listener per
+// port of its usable listeners (several Gateway listeners on one port
+// share it, told apart by host rules), its routes' policies and pools.
+// nil when the Gateway is not accepted.
+func (p *parsedGateway) loadBalancer() *model.LoadBalancer {
+	if p.refusal != "" {
+		return nil
+	}
+	lb := &model.LoadBalancer{
+		UUID: p.uuid, Name: "gateway:" + p.gw.Namespace + "/" + p.gw.Name, Provider: model.ProviderHAProxy,
+		Sources: []model.Source{{Kind: model.KindGateway, Namespace: p.gw.Namespace, Name: p.gw.Name, UID: validUID(string(p.gw.UID))}},
+	}
+	byPort := map[int]*model.Listener{}
+	var ports []int
+	for _, l := range p.listeners {
+		if !l.usable() {
+			continue
+		}
+		ml := byPort[l.port]
+		if ml == nil {
+			ml = &model.Listener{Name: modelListenerName(l.protocol, l.port), Protocol: l.protocol, Port: l.port}
+			byPort[l.port] = ml
+			ports = append(ports, l.port)
+		}
+		ml.Certificates = appendCerts(ml.Certificates, l.certs)
+	}
+	sort.Ints(ports)
+	used := map[string]bool{}
+	for _, port := range ports {
+		ml := byPort[port]
+		ml.Policies = gatewayPolicies(p.entries[port])
+		for _, pol := range ml.Policies {
+			used[pol.PoolID] = true
+		}
+		// Certificates in a fixed order: the first is the fallback for
+		// clients without SNI, so it must not depend on map order.
+		sort.SliceStable(ml.Certificates, func(i, j int) bool { return certBefore(ml.Certificates[i], ml.Certificates[j]) })
+		lb.Listeners = append(lb.Listeners, *ml)
+	}
+	for id, pool := range p.pools {
+		if used[id] {
+			lb.Pools = append(lb.Pools, *pool)
+		}
+	}
+	sort.Slice(lb.Pools, func(i, j int) bool { return lb.Pools[i].ID < lb.Pools[j].ID })
+	return lb
+}
+
+// appendCerts merges the certificates of listeners sharing a port: one
+// Secret named by two listeners serves both hosts.
+func appendCerts(to, add []model.Certificate) []model.Certificate {
+	for _, c := range add {
+		merged := false
+		for i := range to {
+			if to[i].ID == c.ID {
+				to[i].Hosts = dedupSorted(append(append([]string(nil), to[i].Hosts...), c.Hosts...))
+				merged = true
+			}
+		}
+		if !merged {
+			to = append(to, c)
+		}
+	}
+	return to
+}
+
+// certBefore puts a certificate without hosts (a listener without
+// hostname, which serves every name) first: the first is what clients
+// whose SNI matches no host filter get. Then by first host.
+func certBefore(a, b model.Certificate) bool {
+	if (len(a.Hosts) == 0) != (len(b.Hosts) == 0) {
+		return len(a.Hosts) == 0
+	}
+	if len(a.Hosts) > 0 && a.Hosts[0] != b.Hosts[0] {
+		return a.Hosts[0] < b.Hosts[0]
+	}
+	return a.ID < b.ID
+}

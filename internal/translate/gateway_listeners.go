@@ -1,0 +1,291 @@
+package translate
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"pier.dev/pier/internal/encode"
+	"pier.dev/pier/internal/model"
+)
+
+// parsedGateway is one Gateway of ours on its way to a load balancer.
+type parsedGateway struct {
+	gw   *gwv1.Gateway
+	ref  model.ObjectRef
+	uuid string
+	// refusal, when set, is why the Gateway is not served at all
+	// (Accepted=False with this reason).
+	refusal, refusalMessage string
+	listeners               []*gwListener
+	// entries are the routes' matches, by model listener port.
+	entries map[int][]gwEntry
+	pools   map[string]*model.Pool
+}
+
+// gwListener is one Gateway listener with what its conditions say.
+type gwListener struct {
+	name     gwv1.SectionName
+	port     int
+	protocol model.Protocol
+	host     string // validated; "" matches every host, "*.x" a suffix
+	certs    []model.Certificate
+	kinds    []gwv1.RouteGroupKind
+	// Each condition is a reason; "" means the condition holds.
+	notAccepted, unresolved, conflicted string
+	message                             string
+	attached                            int32
+}
+
+// usable reports whether routes may attach: the listener is accepted, not
+// in conflict, its references resolve and it takes HTTPRoutes.
+func (l *gwListener) usable() bool {
+	return l.notAccepted == "" && l.conflicted == "" && l.unresolved == "" && len(l.kinds) > 0
+}
+
+var routeKindHTTP = gwv1.RouteGroupKind{Group: ptrTo(gwv1.Group(gwv1.GroupName)), Kind: "HTTPRoute"}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func parseGateway(gw *gwv1.Gateway, x *index, opts Options, problems *[]model.Problem) *parsedGateway {
+	p := &parsedGateway{gw: gw, entries: map[int][]gwEntry{}, pools: map[string]*model.Pool{},
+		ref: model.ObjectRef{Kind: model.KindGateway, Namespace: gw.Namespace, Name: gw.Name}}
+	p.uuid = validUID(string(gw.UID))
+	if p.uuid == "" {
+		p.uuid = nameUUID("gateway", gw.Namespace, gw.Name)
+	}
+	if len(gw.Spec.Addresses) > 0 {
+		// Addresses come from pier's pools; pinning one is the next step
+		// (issue 16), refused until IPAM takes it.
+		p.refusal, p.refusalMessage = string(gwv1.GatewayReasonUnsupportedAddress), "spec.addresses is not supported yet: pier assigns the address"
+		*problems = append(*problems, gatewayProblem(gw, p.refusal, "spec.addresses", p.refusalMessage))
+	}
+	names := map[gwv1.SectionName]bool{}
+	for i := range gw.Spec.Listeners {
+		l := parseListener(gw, &gw.Spec.Listeners[i], x)
+		if names[l.name] && l.notAccepted == "" {
+			// The API server refuses this; a manifest file may not.
+			l.notAccepted, l.message = string(gwv1.ListenerReasonInvalid), "another listener has the same name"
+		}
+		names[l.name] = true
+		if l.message != "" {
+			*problems = append(*problems, gatewayProblem(gw, firstNonEmpty(l.notAccepted, l.unresolved),
+				fmt.Sprintf("spec.listeners[%d]", i), l.message))
+		}
+		p.listeners = append(p.listeners, l)
+	}
+	markConflicts(p.listeners)
+	if p.refusal == "" && !anyUsable(p.listeners) {
+		p.refusal, p.refusalMessage = string(gwv1.GatewayReasonListenersNotValid), "no listener is valid"
+	}
+	return p
+}
+
+func gatewayProblem(gw *gwv1.Gateway, reason, field, message string) model.Problem {
+	return model.Problem{Kind: model.KindGateway, Namespace: gw.Namespace, Name: gw.Name,
+		Severity: model.SeverityError, Reason: reason, Field: field, Message: message}
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func anyUsable(ls []*gwListener) bool {
+	for _, l := range ls {
+		if l.usable() {
+			return true
+		}
+	}
+	return false
+}
+
+// parseListener validates one listener. Every user string (name,
+// hostname) goes through the same allow-lists as an Ingress's.
+func parseListener(gw *gwv1.Gateway, spec *gwv1.Listener, x *index) *gwListener {
+	l := &gwListener{name: spec.Name, port: int(spec.Port)}
+	refuse := func(reason gwv1.ListenerConditionReason, format string, args ...any) *gwListener {
+		l.notAccepted, l.message = string(reason), fmt.Sprintf(format, args...)
+		return l
+	}
+	if errs := validation.IsDNS1123Subdomain(string(spec.Name)); len(errs) > 0 {
+		return refuse(gwv1.ListenerReasonInvalid, "name %s is not a valid section name", quoteForMessage(string(spec.Name)))
+	}
+	if _, err := encode.Port(l.port); err != nil {
+		return refuse(gwv1.ListenerReasonPortUnavailable, "port: %v", err)
+	}
+	if spec.Hostname != nil {
+		h := string(*spec.Hostname)
+		if _, err := checkHost(h); err != nil || h == "" {
+			return refuse(gwv1.ListenerReasonInvalid, "hostname %s: %v", quoteForMessage(h), err)
+		}
+		l.host = h
+	}
+	switch spec.Protocol {
+	case gwv1.HTTPProtocolType:
+		l.protocol = model.ProtocolHTTP
+	case gwv1.HTTPSProtocolType:
+		l.protocol = model.ProtocolTerminatedHTTPS
+		l.certs, l.unresolved, l.message = listenerCerts(gw, spec, l.host, x)
+	default:
+		return refuse(gwv1.ListenerReasonUnsupportedProtocol, "protocol %s is not HTTP or HTTPS", quoteForMessage(string(spec.Protocol)))
+	}
+	l.kinds = routeKinds(spec.AllowedRoutes)
+	if l.unresolved == "" && spec.AllowedRoutes != nil && len(spec.AllowedRoutes.Kinds) > 0 && len(spec.AllowedRoutes.Kinds) != len(l.kinds) {
+		l.unresolved, l.message = string(gwv1.ListenerReasonInvalidRouteKinds), "only HTTPRoute is supported in allowedRoutes.kinds"
+	}
+	return l
+}
+
+// routeKinds are the kinds a listener takes: HTTPRoute unless the user
+// listed kinds, then those of them pier supports.
+func routeKinds(ar *gwv1.AllowedRoutes) []gwv1.RouteGroupKind {
+	if ar == nil || len(ar.Kinds) == 0 {
+		return []gwv1.RouteGroupKind{routeKindHTTP}
+	}
+	var out []gwv1.RouteGroupKind
+	for _, k := range ar.Kinds {
+		if (k.Group == nil || *k.Group == gwv1.GroupName) && k.Kind == "HTTPRoute" {
+			out = append(out, routeKindHTTP)
+		}
+	}
+	return out
+}
+
+// listenerCerts resolves an HTTPS listener's certificateRefs: Secrets of
+// the Gateway's namespace only (a cross-namespace one needs a
+// ReferenceGrant, which pier does not read yet), parsed and checked as
+// an Ingress's. It returns the ResolvedRefs reason when one fails.
+func listenerCerts(gw *gwv1.Gateway, spec *gwv1.Listener, host string, x *index) ([]model.Certificate, string, string) {
+	tls := spec.TLS
+	if tls != nil && tls.Mode != nil && *tls.Mode != gwv1.TLSModeTerminate {
+		return nil, string(gwv1.ListenerReasonInvalidCertificateRef), "only TLS mode Terminate is supported on HTTPS"
+	}
+	if tls == nil || len(tls.CertificateRefs) == 0 {
+		return nil, string(gwv1.ListenerReasonInvalidCertificateRef), "an HTTPS listener needs tls.certificateRefs"
+	}
+	var hosts []string
+	if host != "" {
+		hosts = []string{host}
+	}
+	var certs []model.Certificate
+	for i, ref := range tls.CertificateRefs {
+		field := fmt.Sprintf("tls.certificateRefs[%d]", i)
+		if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Secret") {
+			return nil, string(gwv1.ListenerReasonInvalidCertificateRef), field + ": only core Secrets are supported"
+		}
+		if ref.Namespace != nil && string(*ref.Namespace) != gw.Namespace {
+			return nil, string(gwv1.ListenerReasonRefNotPermitted), field + ": a Secret of another namespace needs a ReferenceGrant (not supported yet)"
+		}
+		name := string(ref.Name)
+		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+			return nil, string(gwv1.ListenerReasonInvalidCertificateRef), field + ": invalid name " + quoteForMessage(name)
+		}
+		cert, _, err := certificate(x.snap.Secret(gw.Namespace, name), gw.Namespace, name, hosts)
+		if err != nil {
+			return nil, string(gwv1.ListenerReasonInvalidCertificateRef), fmt.Sprintf("%s: secret %s/%s: %v", field, gw.Namespace, name, err)
+		}
+		certs = append(certs, cert)
+	}
+	return certs, "", ""
+}
+
+// markConflicts applies the spec's conflict rules: listeners on one port
+// with different protocols conflict (ProtocolConflict), and so do
+// listeners with the same port, protocol and hostname (HostnameConflict).
+func markConflicts(ls []*gwListener) {
+	for i, a := range ls {
+		if a.notAccepted != "" {
+			continue
+		}
+		for _, b := range ls[:i] {
+			if b.notAccepted != "" || a.port != b.port {
+				continue
+			}
+			reason := ""
+			switch {
+			case a.protocol != b.protocol:
+				reason = string(gwv1.ListenerReasonProtocolConflict)
+			case a.host == b.host:
+				reason = string(gwv1.ListenerReasonHostnameConflict)
+			}
+			if reason != "" {
+				a.conflicted, b.conflicted = reason, reason
+			}
+		}
+	}
+}
+
+// listenerStatus is one listener's status; generation is the Gateway's.
+func (l *gwListener) status(generation int64) gwv1.ListenerStatus {
+	cs := []metav1.Condition{
+		condition(generation, string(gwv1.ListenerConditionAccepted), l.notAccepted == "",
+			firstNonEmpty(l.notAccepted, string(gwv1.ListenerReasonAccepted)), l.acceptedMessage()),
+		condition(generation, string(gwv1.ListenerConditionResolvedRefs), l.unresolved == "",
+			firstNonEmpty(l.unresolved, string(gwv1.ListenerReasonResolvedRefs)), messageIf(l.unresolved, l.message)),
+		condition(generation, string(gwv1.ListenerConditionConflicted), l.conflicted != "",
+			firstNonEmpty(l.conflicted, string(gwv1.ListenerReasonNoConflicts)), ""),
+	}
+	if l.usable() {
+		cs = append(cs, condition(generation, string(gwv1.ListenerConditionProgrammed), false,
+			string(gwv1.ListenerReasonPending), "waiting for HAProxy to serve it"))
+	} else {
+		cs = append(cs, condition(generation, string(gwv1.ListenerConditionProgrammed), false,
+			string(gwv1.ListenerReasonInvalid), "the listener is not served"))
+	}
+	kinds := l.kinds
+	if kinds == nil {
+		kinds = []gwv1.RouteGroupKind{}
+	}
+	return gwv1.ListenerStatus{Name: l.name, SupportedKinds: kinds, AttachedRoutes: l.attached, Conditions: cs}
+}
+
+func (l *gwListener) acceptedMessage() string {
+	if l.notAccepted != "" {
+		return l.message
+	}
+	return ""
+}
+
+func messageIf(reason, message string) string {
+	if reason == "" {
+		return ""
+	}
+	return message
+}
+
+// status is the Gateway's own status. Programmed stays False/Pending
+// until the status pass sees HAProxy serve the load balancer.
+func (p *parsedGateway) status() gwv1.GatewayStatus {
+	gen := p.gw.Generation
+	st := gwv1.GatewayStatus{}
+	if p.refusal != "" {
+		st.Conditions = []metav1.Condition{
+			condition(gen, string(gwv1.GatewayConditionAccepted), false, p.refusal, p.refusalMessage),
+			condition(gen, string(gwv1.GatewayConditionProgrammed), false, string(gwv1.GatewayReasonInvalid), "the Gateway is not served"),
+		}
+	} else {
+		st.Conditions = []metav1.Condition{
+			condition(gen, string(gwv1.GatewayConditionAccepted), true, string(gwv1.GatewayReasonAccepted), ""),
+			condition(gen, string(gwv1.GatewayConditionProgrammed), false, string(gwv1.GatewayReasonPending), "waiting for HAProxy to serve it"),
+		}
+	}
+	for _, l := range p.listeners {
+		st.Listeners = append(st.Listeners, l.status(gen))
+	}
+	return st
+}
+
+// modelListenerName is ours, from protocol and port: Gateway listener
+// names are user strings and never reach a file.
+func modelListenerName(proto model.Protocol, port int) string {
+	return strings.ToLower(string(proto)) + "-" + strconv.Itoa(port)
+}

@@ -1,0 +1,222 @@
+package translate
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"pier.dev/pier/internal/model"
+)
+
+// parsedRoute is an HTTPRoute validated once, attached to any number of
+// our Gateways.
+type parsedRoute struct {
+	r       *gwv1.HTTPRoute
+	hosts   []string
+	rules   []gwRule
+	refusal *routeRefusal
+	// pools and what failed to resolve, per rule; computed on the first
+	// attachment (backends are in the route's namespace, whatever the
+	// Gateway).
+	backends []backendResult
+	// counted are the listeners whose attachedRoutes already count this
+	// route: two parentRefs selecting one listener attach one route.
+	counted map[*gwListener]bool
+}
+
+// attachRoute attaches one HTTPRoute to the Gateways of ours that its
+// parentRefs name, and records one parent status per such parentRef.
+// parentRefs to other kinds or to Gateways that are not ours are left to
+// their controllers.
+func attachRoute(r *gwv1.HTTPRoute, gws map[model.ObjectRef]*parsedGateway, ns map[string]map[string]string,
+	x *index, opts Options, st *GatewayStatus, problems *[]model.Problem) {
+	ref := model.ObjectRef{Kind: model.KindHTTPRoute, Namespace: r.Namespace, Name: r.Name}
+	var pr *parsedRoute
+	var parents []gwv1.RouteParentStatus
+	for _, parent := range r.Spec.ParentRefs {
+		p := gws[gatewayRefOf(parent, r.Namespace)]
+		if p == nil || !isGatewayKind(parent) {
+			continue
+		}
+		if pr == nil {
+			pr = parseRoute(r, x, opts, problems)
+		}
+		accepted, reason, msg := p.attach(pr, parent, namespaceLabelsOf(ns, r.Namespace))
+		parents = append(parents, gwv1.RouteParentStatus{
+			ParentRef:      parent,
+			ControllerName: gwv1.GatewayController(opts.GatewayControllerName),
+			Conditions: []metav1.Condition{
+				condition(r.Generation, string(gwv1.RouteConditionAccepted), accepted, reason, msg),
+				pr.resolvedRefs(),
+			},
+		})
+	}
+	if len(parents) > 0 {
+		st.Routes[ref] = parents
+	}
+}
+
+// namespaceLabelsOf returns a namespace's labels. One missing from the
+// snapshot (pier run's files rarely list Namespaces) still has the label
+// the API server puts on every namespace, so a selector on
+// kubernetes.io/metadata.name works in both modes.
+func namespaceLabelsOf(all map[string]map[string]string, ns string) map[string]string {
+	if l, ok := all[ns]; ok {
+		return l
+	}
+	return map[string]string{"kubernetes.io/metadata.name": ns}
+}
+
+func parseRoute(r *gwv1.HTTPRoute, x *index, opts Options, problems *[]model.Problem) *parsedRoute {
+	pr := &parsedRoute{r: r, counted: map[*gwListener]bool{}}
+	pr.hosts, pr.rules, pr.refusal = parseRouteSpec(r, opts)
+	if pr.refusal != nil {
+		*problems = append(*problems, routeProblem(r, model.SeverityError, string(gwv1.RouteReasonUnsupportedValue),
+			pr.refusal.field, pr.refusal.message+": the route is not served"))
+		return pr
+	}
+	for i, rule := range r.Spec.Rules {
+		b := x.rulePool(r, i, rule.BackendRefs, opts)
+		if b.unresolved != "" {
+			*problems = append(*problems, routeProblem(r, model.SeverityWarning, b.unresolved,
+				fmt.Sprintf("spec.rules[%d].backendRefs", i), b.detail+": that backend gets no requests"))
+		}
+		pr.backends = append(pr.backends, b)
+	}
+	return pr
+}
+
+func routeProblem(r *gwv1.HTTPRoute, sev model.Severity, reason, field, message string) model.Problem {
+	return model.Problem{Kind: model.KindHTTPRoute, Namespace: r.Namespace, Name: r.Name,
+		Severity: sev, Reason: reason, Field: field, Message: message}
+}
+
+// resolvedRefs is the route's ResolvedRefs condition: the first backend
+// that does not resolve names the reason.
+func (pr *parsedRoute) resolvedRefs() metav1.Condition {
+	for _, b := range pr.backends {
+		if b.unresolved != "" {
+			return condition(pr.r.Generation, string(gwv1.RouteConditionResolvedRefs), false, b.unresolved, b.detail)
+		}
+	}
+	return condition(pr.r.Generation, string(gwv1.RouteConditionResolvedRefs), true, string(gwv1.RouteReasonResolvedRefs), "")
+}
+
+func isGatewayKind(p gwv1.ParentReference) bool {
+	return (p.Group == nil || *p.Group == gwv1.GroupName) && (p.Kind == nil || *p.Kind == "Gateway")
+}
+
+func gatewayRefOf(p gwv1.ParentReference, routeNS string) model.ObjectRef {
+	ns := routeNS
+	if p.Namespace != nil {
+		ns = string(*p.Namespace)
+	}
+	return model.ObjectRef{Kind: model.KindGateway, Namespace: ns, Name: string(p.Name)}
+}
+
+// attach applies the spec's attachment rules for one parentRef: the
+// listeners it selects (sectionName, port), those whose allowedRoutes
+// take the route (counted in attachedRoutes, valid or not), then
+// hostname intersection. It returns the Accepted condition.
+func (p *parsedGateway) attach(pr *parsedRoute, parent gwv1.ParentReference, nsLabels map[string]string) (bool, string, string) {
+	if p.refusal != "" {
+		return false, string(gwv1.RouteReasonNoMatchingParent), "the Gateway is not accepted"
+	}
+	var selected []*gwListener
+	for _, l := range p.listeners {
+		if parent.SectionName != nil && *parent.SectionName != l.name {
+			continue
+		}
+		if parent.Port != nil && int(*parent.Port) != l.port {
+			continue
+		}
+		selected = append(selected, l)
+	}
+	if len(selected) == 0 {
+		return false, string(gwv1.RouteReasonNoMatchingParent), "no listener matches sectionName and port"
+	}
+	var allowed []*gwListener
+	for _, l := range selected {
+		if l.usable() && p.allows(l, pr.r.Namespace, nsLabels) {
+			if !pr.counted[l] {
+				pr.counted[l] = true
+				l.attached++
+			}
+			allowed = append(allowed, l)
+		}
+	}
+	if len(allowed) == 0 {
+		return false, string(gwv1.RouteReasonNotAllowedByListeners), "no selected listener allows this route"
+	}
+	if pr.refusal != nil {
+		return false, string(gwv1.RouteReasonUnsupportedValue), pr.refusal.field + ": " + pr.refusal.message
+	}
+	matched := false
+	for _, l := range allowed {
+		hosts := intersectHosts(l.host, pr.hosts)
+		if len(hosts) == 0 {
+			continue
+		}
+		matched = true
+		p.addEntries(l, hosts, pr)
+	}
+	if !matched {
+		return false, string(gwv1.RouteReasonNoMatchingListenerHostname), "no hostname of the route matches the listeners'"
+	}
+	return true, string(gwv1.RouteReasonAccepted), ""
+}
+
+// allows applies a listener's allowedRoutes.namespaces: Same (the
+// default), All, or a label selector on the route's namespace.
+func (p *parsedGateway) allows(l *gwListener, routeNS string, nsLabels map[string]string) bool {
+	spec := p.listenerSpec(l.name)
+	from := gwv1.NamespacesFromSame
+	var sel *metav1.LabelSelector
+	if spec != nil && spec.AllowedRoutes != nil && spec.AllowedRoutes.Namespaces != nil {
+		if f := spec.AllowedRoutes.Namespaces.From; f != nil {
+			from = *f
+		}
+		sel = spec.AllowedRoutes.Namespaces.Selector
+	}
+	switch from {
+	case gwv1.NamespacesFromAll:
+		return true
+	case gwv1.NamespacesFromSame:
+		return routeNS == p.gw.Namespace
+	case gwv1.NamespacesFromSelector:
+		if sel == nil {
+			return false
+		}
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		return err == nil && s.Matches(labels.Set(nsLabels))
+	}
+	return false
+}
+
+func (p *parsedGateway) listenerSpec(name gwv1.SectionName) *gwv1.Listener {
+	for i := range p.gw.Spec.Listeners {
+		if p.gw.Spec.Listeners[i].Name == name {
+			return &p.gw.Spec.Listeners[i]
+		}
+	}
+	return nil
+}
+
+// addEntries records every (host, rule, match) of a route on a listener.
+func (p *parsedGateway) addEntries(l *gwListener, hosts []string, pr *parsedRoute) {
+	for ri, rule := range pr.rules {
+		pool := pr.backends[ri].pool
+		if _, ok := p.pools[pool.ID]; !ok {
+			p.pools[pool.ID] = pool
+		}
+		for mi, m := range rule.matches {
+			for _, h := range hosts {
+				p.entries[l.port] = append(p.entries[l.port], gwEntry{
+					host: h, match: m, poolID: pool.ID, route: pr.r, rule: ri, index: mi,
+				})
+			}
+		}
+	}
+}
