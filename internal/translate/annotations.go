@@ -78,6 +78,7 @@ type ingressSettings struct {
 	fromToWWW                                bool
 	appRoot, upstreamVhost                   string
 	cors                                     corsSettings
+	affinity                                 affinitySettings
 }
 
 // annotationIssue is one problem with one annotation.

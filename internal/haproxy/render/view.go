@@ -58,6 +58,7 @@ type poolView struct {
 	slots   []slot
 	// connect and server replace the defaults' timeouts when not 0.
 	connect, server time.Duration
+	cookie          *cookieView // nil: no affinity
 }
 
 // slot is one pre-declared server. An unused slot is a disabled
