@@ -272,7 +272,21 @@ type Pool struct {
 	// Affinity, when set, keeps a client on one member with a cookie
 	// HAProxy inserts (ingress-nginx's affinity: cookie).
 	Affinity *CookieAffinity `json:"affinity,omitempty"`
+	// Protocol is how HAProxy talks to the members; "" is plain HTTP/1.1
+	// (ingress-nginx's backend-protocol).
+	Protocol BackendProtocol `json:"protocol,omitempty"`
 }
+
+// BackendProtocol is a Pool's protocol to its members. TLS to members is
+// not verified (ingress-nginx's default, proxy-ssl-verify off) and sends
+// no SNI.
+type BackendProtocol string
+
+const (
+	BackendHTTPS BackendProtocol = "HTTPS" // HTTP/1.1 over TLS
+	BackendGRPC  BackendProtocol = "GRPC"  // HTTP/2 in clear (h2c)
+	BackendGRPCS BackendProtocol = "GRPCS" // HTTP/2 over TLS (ALPN h2)
+)
 
 // CookieAffinity is a pool's session cookie: HAProxy inserts Name (with
 // the server's slot as value, HttpOnly) in responses to clients without

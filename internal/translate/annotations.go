@@ -79,6 +79,7 @@ type ingressSettings struct {
 	appRoot, upstreamVhost                   string
 	cors                                     corsSettings
 	affinity                                 affinitySettings
+	backendProtocol                          model.BackendProtocol
 }
 
 // annotationIssue is one problem with one annotation.

@@ -69,6 +69,7 @@ func (x *index) poolFor(ing *networkingv1.Ingress, b *networkingv1.IngressServic
 			Namespace: ing.Namespace, Service: b.Name, Port: portKey, Algorithm: set.balance, HealthCheck: set.healthCheck}
 		set.applyTimeouts(pool)
 		set.applyAffinity(pool)
+		set.applyProtocol(pool)
 		return pool, []model.Problem{warning(ing, "ServicePortNotFound", field+".port",
 			"%v: requests for this route get 503", err)}, nil
 	}
@@ -86,6 +87,7 @@ func (x *index) poolFor(ing *networkingv1.Ingress, b *networkingv1.IngressServic
 	}
 	set.applyTimeouts(pool)
 	set.applyAffinity(pool)
+	set.applyProtocol(pool)
 	svc := x.services[ing.Namespace+"/"+b.Name]
 	if svc == nil {
 		return pool, []model.Problem{warning(ing, "ServiceNotFound", field,

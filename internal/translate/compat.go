@@ -145,6 +145,10 @@ var compatAnnotations = map[string]compatAnnotation{
 		s.affinity.sameSite, err = parseSameSite(v)
 		return err
 	}, difference: "None also sets Secure (browsers drop a SameSite=None cookie without it)"},
+	"backend-protocol": {parse: func(s *ingressSettings, v string) (err error) {
+		s.backendProtocol, err = parseBackendProtocol(v)
+		return err
+	}, difference: "per Service port: Ingresses sharing a backend use the oldest one's; HTTPS and GRPCS are not verified and send no SNI (proxy-ssl-* not yet supported); AJP, FCGI and AUTO_HTTP refuse the Ingress"},
 	"temporal-redirect-code": {parse: func(s *ingressSettings, v string) (err error) {
 		s.temporalCode, err = parseRedirectCode(v)
 		return err

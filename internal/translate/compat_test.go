@@ -38,6 +38,7 @@ var validCompat = map[string]string{
 	"cors-allow-credentials":  "false",
 	"cors-max-age":            "600",
 	"affinity":                "cookie",
+	"backend-protocol":        "GRPCS",
 	"affinity-mode":           "persistent",
 	"session-cookie-name":     "route_id",
 	"session-cookie-path":     "/app",
@@ -418,5 +419,45 @@ func TestAffinityConflictWarnsTheNewer(t *testing.T) {
 	}
 	if ps := problemsFor(res, "old"); len(ps) != 0 {
 		t.Errorf("old: problems %+v", ps)
+	}
+}
+
+func TestBackendProtocol(t *testing.T) {
+	for v, want := range map[string]model.BackendProtocol{"HTTP": "", "http": "", "HTTPS": model.BackendHTTPS,
+		"https": model.BackendHTTPS, "GRPC": model.BackendGRPC, "grpc": model.BackendGRPC, "GRPCS": model.BackendGRPCS} {
+		lb := onlyLB(t, Ingresses(snapshotOf(simpleIngress(t, "ns", "a", 0,
+			map[string]string{NginxPrefix + "backend-protocol": v}, "a.example", "/")), DefaultOptions()))
+		if got := lb.Pools[0].Protocol; got != want {
+			t.Errorf("%s: %q, want %q", v, got, want)
+		}
+	}
+	for _, bad := range []string{"Https", "H2C", "HTTP2", "grpc ", "GRPC;evil", "AJP", "ajp", "FCGI", "AUTO_HTTP", ""} {
+		if _, err := parseBackendProtocol(bad); err == nil {
+			t.Errorf("backend-protocol %q accepted", bad)
+		}
+	}
+	if _, err := parseBackendProtocol("AJP"); err == nil || !strings.Contains(err.Error(), "HTTP connector") {
+		t.Errorf("AJP refused without the reason: %v", err)
+	}
+	_, issues := parseAnnotations(map[string]string{NginxPrefix + "backend-protocol": "FCGI"})
+	if !hasFatal(issues) {
+		t.Errorf("FCGI does not refuse the Ingress: %+v", issues)
+	}
+}
+
+func TestBackendProtocolConflictWarnsTheNewer(t *testing.T) {
+	old := map[string]string{AnnotationLoadBalancer: "g", NginxPrefix + "backend-protocol": "HTTPS"}
+	other := map[string]string{AnnotationLoadBalancer: "g", NginxPrefix + "backend-protocol": "GRPC"}
+	a := simpleIngress(t, "ns", "old", 0, old, "a.example", "/")
+	b := simpleIngress(t, "ns", "new", 1, other, "b.example", "/")
+	res := Ingresses(snapshotOf(b, a), DefaultOptions())
+	lb := onlyLB(t, res)
+	if len(lb.Pools) != 1 || lb.Pools[0].Protocol != model.BackendHTTPS {
+		t.Fatalf("pools %+v", lb.Pools)
+	}
+	ps := problemsFor(res, "new")
+	if len(ps) != 1 || ps[0].Reason != "BackendProtocolConflict" || !strings.Contains(ps[0].Message, "(HTTPS)") ||
+		len(problemsFor(res, "old")) != 0 {
+		t.Errorf("problems %+v", res.Problems)
 	}
 }

@@ -26,7 +26,7 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 		"cors-allow-methods": "GET, POST", "cors-allow-headers": "Content-Type", "cors-allow-credentials": "true",
 		"cors-max-age": "600", "affinity": "cookie", "affinity-mode": "balanced", "session-cookie-name": "route_id",
 		"session-cookie-path": "/app", "session-cookie-max-age": "3600", "session-cookie-expires": "60",
-		"session-cookie-samesite": "None"}
+		"session-cookie-samesite": "None", "backend-protocol": "GRPCS"}
 	for i, name := range names {
 		v := good[name]
 		f.Add(uint8(i), v, uint8(i+1), good[names[(i+1)%len(names)]])

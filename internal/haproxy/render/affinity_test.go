@@ -72,3 +72,25 @@ func TestAffinityChangeReloads(t *testing.T) {
 		t.Errorf("plan %+v, %v", p, err)
 	}
 }
+
+// TestProtocolIsRevalidated: a stored pool with another protocol is
+// refused; a protocol change reloads (server words are not in the
+// skeleton, so the plan must see it in the pool).
+func TestProtocolIsRevalidated(t *testing.T) {
+	for _, bad := range []model.BackendProtocol{"AJP", "https", "HTTPS verify required", "GRPC\n"} {
+		web := pool("web", member("10.0.0.1", 80))
+		web.Protocol = bad
+		lb := newLB([]model.Listener{httpListener(web.ID, nil)}, web)
+		if _, err := Render(lb, lbAt(fixtureDir), nil, fixtureOptions()); err == nil {
+			t.Errorf("%q: rendered", bad)
+		}
+	}
+	web := pool("web", member("10.0.0.1", 80))
+	lb := newLB([]model.Listener{httpListener(web.ID, nil)}, web)
+	old := mustRender(t, lb, nil)
+	lb.Pools[0].Protocol = model.BackendGRPC
+	p, err := PlanUpdate(old, mustRender(t, lb, old.Slots))
+	if err != nil || !p.Reload || !strings.Contains(p.Reason, "settings changed") {
+		t.Errorf("plan %+v, %v", p, err)
+	}
+}

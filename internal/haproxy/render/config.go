@@ -182,6 +182,7 @@ func writeBackend(c *encode.Config, uuid string, p *poolView) {
 	for i, s := range p.slots {
 		words := []encode.Word{encode.Lit("server"), serverName(i), encode.AddrPort(s.addr, s.port),
 			encode.Lit("weight"), encode.Num(s.weight)}
+		words = append(words, p.protocol...)
 		if p.cookie != nil {
 			// The cookie's value is the slot's name: a member keeps its
 			// slot while it stays (assignSlots), so its clients stay
