@@ -281,3 +281,40 @@ func JoinList(vs []Value) (Value, error) {
 	}
 	return HeaderValue(strings.Join(parts, ", "))
 }
+
+// cookieNameChars is an RFC 6265 token narrowed to what ingress-nginx
+// users write: no character any quoting context interprets.
+var cookieNameChars = charset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+// CookieName validates a session cookie's name: 1-64 letters, digits,
+// '_' or '-'.
+func CookieName(s string) (Value, error) {
+	const k = "cookie name"
+	if s == "" || len(s) > 64 {
+		return Value{}, refuse(k, "length", s, "must be 1-64 characters")
+	}
+	for i := 0; i < len(s); i++ {
+		if !cookieNameChars[s[i]] {
+			return Value{}, refuse(k, "charset", s, "contains "+describeByte(s[i])+"; allowed are letters, digits, '_' and '-'")
+		}
+	}
+	return Value{s}, nil
+}
+
+var cookiePathChars = charset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~/-")
+
+// CookiePathAttr validates a cookie's Path and returns the attribute
+// "Path=<path>": a Path of letters, digits and "._~/-" only (no ';',
+// which would end the attribute, no '%' or '=').
+func CookiePathAttr(s string) (Value, error) {
+	const k = "cookie path"
+	if _, err := Path(s, PathExact); err != nil {
+		return Value{}, err
+	}
+	for i := 0; i < len(s); i++ {
+		if !cookiePathChars[s[i]] {
+			return Value{}, refuse(k, "charset", s, "contains "+describeByte(s[i])+"; allowed are letters, digits and ._~/-")
+		}
+	}
+	return Value{"Path=" + s}, nil
+}

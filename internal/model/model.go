@@ -281,6 +281,41 @@ type Pool struct {
 	// connect and timeout server for this pool; 0 keeps the default.
 	ConnectTimeout time.Duration `json:"connectTimeout,omitempty"`
 	ServerTimeout  time.Duration `json:"serverTimeout,omitempty"`
+	// Affinity, when set, keeps a client on one member with a cookie
+	// HAProxy inserts (ingress-nginx's affinity: cookie).
+	Affinity *CookieAffinity `json:"affinity,omitempty"`
+	// Protocol is how HAProxy talks to the members; "" is plain HTTP/1.1
+	// (ingress-nginx's backend-protocol).
+	Protocol BackendProtocol `json:"protocol,omitempty"`
+}
+
+// BackendProtocol is a Pool's protocol to its members. TLS to members is
+// not verified (ingress-nginx's default, proxy-ssl-verify off) and sends
+// no SNI.
+type BackendProtocol string
+
+const (
+	BackendHTTPS BackendProtocol = "HTTPS" // HTTP/1.1 over TLS
+	BackendGRPC  BackendProtocol = "GRPC"  // HTTP/2 in clear (h2c)
+	BackendGRPCS BackendProtocol = "GRPCS" // HTTP/2 over TLS (ALPN h2)
+)
+
+// CookieAffinity is a pool's session cookie: HAProxy inserts Name (with
+// the server's slot as value, HttpOnly) in responses to clients without
+// it, and sends a client with it to that server while it is up. The
+// slot, not the member's address, so that no address reaches clients
+// and a member keeps its clients while it keeps its slot.
+type CookieAffinity struct {
+	// Name is 1-64 letters, digits, '_' or '-'.
+	Name string `json:"name"`
+	// Path is the cookie's Path attribute, a path; "" leaves HAProxy's
+	// "path=/".
+	Path string `json:"path,omitempty"`
+	// MaxAgeSeconds is the cookie's Max-Age; 0 is a session cookie.
+	MaxAgeSeconds int `json:"maxAgeSeconds,omitempty"`
+	// SameSite is "", "None", "Lax" or "Strict"; "None" also sets
+	// Secure, without which browsers drop the cookie.
+	SameSite string `json:"sameSite,omitempty"`
 }
 
 // Algorithm is a Pool's load-balancing algorithm (Octavia's names).

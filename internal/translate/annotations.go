@@ -78,6 +78,8 @@ type ingressSettings struct {
 	fromToWWW                                bool
 	appRoot, upstreamVhost                   string
 	cors                                     corsSettings
+	affinity                                 affinitySettings
+	backendProtocol                          model.BackendProtocol
 }
 
 // annotationIssue is one problem with one annotation.

@@ -106,6 +106,8 @@ func (g *lbGroup) build(opts Options) (*model.LoadBalancer, []model.Problem) {
 			kept = append(kept, keptRoute{route: r, owner: p})
 			addPool(pools, p.pools[r.poolID])
 			problems = append(problems, timeoutConflict(pools, p, r.poolID, warned)...)
+			problems = append(problems, affinityConflict(pools, p, r.poolID, warned)...)
+			problems = append(problems, protocolConflict(pools, p, r.poolID, warned)...)
 		}
 		if p.defaultPool != nil {
 			if defaultOwner != nil {
@@ -214,6 +216,44 @@ func timeoutConflict(pools map[string]*model.Pool, p *parsedIngress, poolID stri
 	return []model.Problem{warning(p.ing, "TimeoutConflict", "metadata.annotations",
 		"service %s port %s is also the backend of an older Ingress with other proxy timeouts: those apply (connect %v, server %v)",
 		mine.Service, mine.Port, kept.ConnectTimeout, kept.ServerTimeout)}
+}
+
+// affinityConflict warns an Ingress whose cookie affinity for a pool
+// differs from that of the Ingress that created it (older), as
+// timeoutConflict does: a Service port is one backend, with one cookie.
+func affinityConflict(pools map[string]*model.Pool, p *parsedIngress, poolID string, warned map[string]bool) []model.Problem {
+	kept, mine := pools[poolID], p.pools[poolID]
+	key := "affinity\x00" + p.source.Key() + "\x00" + poolID
+	if kept == mine || warned[key] || sameAffinity(kept.Affinity, mine.Affinity) {
+		return nil
+	}
+	warned[key] = true
+	what := "no cookie affinity"
+	if a := kept.Affinity; a != nil {
+		what = fmt.Sprintf("cookie %s", a.Name)
+	}
+	return []model.Problem{warning(p.ing, "AffinityConflict", "metadata.annotations",
+		"service %s port %s is also the backend of an older Ingress with other session cookie settings: those apply (%s)",
+		mine.Service, mine.Port, what)}
+}
+
+// protocolConflict warns an Ingress whose backend-protocol for a pool
+// differs from that of the Ingress that created it (older), as
+// timeoutConflict does: a Service port is one backend, with one protocol.
+func protocolConflict(pools map[string]*model.Pool, p *parsedIngress, poolID string, warned map[string]bool) []model.Problem {
+	kept, mine := pools[poolID], p.pools[poolID]
+	key := "protocol\x00" + p.source.Key() + "\x00" + poolID
+	if kept == mine || warned[key] || kept.Protocol == mine.Protocol {
+		return nil
+	}
+	warned[key] = true
+	what := string(kept.Protocol)
+	if what == "" {
+		what = "HTTP"
+	}
+	return []model.Problem{warning(p.ing, "BackendProtocolConflict", "metadata.annotations",
+		"service %s port %s is also the backend of an older Ingress with another backend-protocol: that one applies (%s)",
+		mine.Service, mine.Port, what)}
 }
 
 func addPool(pools map[string]*model.Pool, p *model.Pool) {

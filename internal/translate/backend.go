@@ -68,6 +68,8 @@ func (x *index) poolFor(ing *networkingv1.Ingress, b *networkingv1.IngressServic
 		pool := &model.Pool{ID: model.ID("pool", ing.Namespace, b.Name, portKey), Name: ing.Namespace + "_" + b.Name + "_" + portKey,
 			Namespace: ing.Namespace, Service: b.Name, Port: portKey, Algorithm: set.balance, HealthCheck: set.healthCheck}
 		set.applyTimeouts(pool)
+		set.applyAffinity(pool)
+		set.applyProtocol(pool)
 		return pool, []model.Problem{warning(ing, "ServicePortNotFound", field+".port",
 			"%v: requests for this route get 503", err)}, nil
 	}
@@ -84,6 +86,8 @@ func (x *index) poolFor(ing *networkingv1.Ingress, b *networkingv1.IngressServic
 		HealthCheck: set.healthCheck,
 	}
 	set.applyTimeouts(pool)
+	set.applyAffinity(pool)
+	set.applyProtocol(pool)
 	svc := x.services[ing.Namespace+"/"+b.Name]
 	if svc == nil {
 		return pool, []model.Problem{warning(ing, "ServiceNotFound", field,

@@ -118,6 +118,37 @@ var compatAnnotations = map[string]compatAnnotation{
 		s.cors.maxAge, err = parseCORSMaxAge(v)
 		return err
 	}},
+	"affinity": {parse: func(s *ingressSettings, v string) (err error) {
+		s.affinity.cookie, err = parseAffinity(v)
+		return err
+	}, difference: "per Service port: Ingresses sharing a backend use the oldest one's cookie; no Secure attribute on HTTPS (ingress-nginx adds it), only with SameSite=None"},
+	"affinity-mode": {parse: func(_ *ingressSettings, v string) error {
+		return parseAffinityMode(v)
+	}, difference: "balanced and persistent both behave as persistent: a member joining takes no session; a leaving member's sessions are balanced again"},
+	"session-cookie-name": {parse: func(s *ingressSettings, v string) (err error) {
+		s.affinity.name, err = parseCookieName(v)
+		return err
+	}},
+	"session-cookie-path": {parse: func(s *ingressSettings, v string) (err error) {
+		s.affinity.path, err = parseCookiePath(v)
+		return err
+	}, difference: "default / (ingress-nginx: the Ingress path); written after HAProxy's path=/, and browsers take the last Path"},
+	"session-cookie-max-age": {parse: func(s *ingressSettings, v string) (err error) {
+		s.affinity.maxAge, err = parseCookieAge(v)
+		return err
+	}},
+	"session-cookie-expires": {parse: func(s *ingressSettings, v string) (err error) {
+		s.affinity.expires, err = parseCookieAge(v)
+		return err
+	}, difference: "sent as Max-Age (no Expires date); session-cookie-max-age wins when both are set"},
+	"session-cookie-samesite": {parse: func(s *ingressSettings, v string) (err error) {
+		s.affinity.sameSite, err = parseSameSite(v)
+		return err
+	}, difference: "None also sets Secure (browsers drop a SameSite=None cookie without it)"},
+	"backend-protocol": {parse: func(s *ingressSettings, v string) (err error) {
+		s.backendProtocol, err = parseBackendProtocol(v)
+		return err
+	}, difference: "per Service port: Ingresses sharing a backend use the oldest one's; HTTPS and GRPCS are not verified and send no SNI (proxy-ssl-* not yet supported); AJP, FCGI and AUTO_HTTP refuse the Ingress"},
 	"temporal-redirect-code": {parse: func(s *ingressSettings, v string) (err error) {
 		s.temporalCode, err = parseRedirectCode(v)
 		return err

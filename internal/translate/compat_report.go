@@ -22,9 +22,7 @@ var snippetAlternatives = map[string]string{
 // plannedNginx are the other ingress-nginx annotations issue 11 lists:
 // not implemented yet, so reported as such rather than as unknown.
 var plannedNginx = setOf("rewrite-target", "use-regex", "x-forwarded-prefix",
-	"backend-protocol", "proxy-ssl-verify", "proxy-ssl-secret", "proxy-ssl-name",
-	"affinity", "session-cookie-name", "session-cookie-expires", "session-cookie-max-age",
-	"session-cookie-path", "session-cookie-samesite",
+	"proxy-ssl-verify", "proxy-ssl-secret", "proxy-ssl-name",
 	"auth-type", "auth-secret", "auth-realm", "auth-url", "auth-signin", "auth-response-headers",
 	"custom-headers", "proxy-set-headers", "ssl-passthrough",
 	"canary", "canary-weight", "canary-by-header", "canary-by-header-value", "canary-by-cookie",

@@ -37,6 +37,14 @@ var validCompat = map[string]string{
 	"cors-allow-headers":      "Content-Type,X-Token",
 	"cors-allow-credentials":  "false",
 	"cors-max-age":            "600",
+	"affinity":                "cookie",
+	"backend-protocol":        "GRPCS",
+	"affinity-mode":           "persistent",
+	"session-cookie-name":     "route_id",
+	"session-cookie-path":     "/app",
+	"session-cookie-max-age":  "3600",
+	"session-cookie-expires":  "172800",
+	"session-cookie-samesite": "Lax",
 }
 
 func TestCompatAnnotationsAreAnchored(t *testing.T) {
@@ -50,8 +58,9 @@ func TestCompatAnnotationsAreAnchored(t *testing.T) {
 				t.Errorf("%s=%q refused: %+v", key, valid, issues)
 			}
 			for _, bad := range []string{valid + ";evil", valid + "\n", valid + "X", " " + valid + "\nhttp-request deny", valid + "'", "", valid + "\x00"} {
-				if (name == "app-root" || name == "cors-allow-methods" || name == "cors-allow-headers") && bad == valid+"X" {
-					continue // a path, method or header name with one more letter is another valid one
+				if (name == "app-root" || name == "cors-allow-methods" || name == "cors-allow-headers" ||
+					name == "session-cookie-name" || name == "session-cookie-path") && bad == valid+"X" {
+					continue // a path, method, header or cookie name with one more letter is another valid one
 				}
 				if _, issues := parseAnnotations(map[string]string{key: bad}); !hasFatal(issues) {
 					t.Errorf("%s=%q accepted", key, bad)
@@ -336,5 +345,119 @@ func TestCORS(t *testing.T) {
 		if _, err := parseCORSMaxAge(bad); err == nil {
 			t.Errorf("cors-max-age %q accepted", bad)
 		}
+	}
+}
+
+func TestAffinity(t *testing.T) {
+	poolOf := func(ann map[string]string) *model.Pool {
+		lb := onlyLB(t, Ingresses(snapshotOf(simpleIngress(t, "ns", "a", 0, ann, "a.example", "/")), DefaultOptions()))
+		return &lb.Pools[0]
+	}
+	// Companions without affinity: cookie do nothing.
+	if a := poolOf(map[string]string{NginxPrefix + "session-cookie-name": "x"}).Affinity; a != nil {
+		t.Errorf("session-cookie-name alone: %+v", a)
+	}
+	for _, tc := range []struct {
+		ann  map[string]string
+		want model.CookieAffinity
+	}{
+		{map[string]string{NginxPrefix + "affinity": "cookie"}, model.CookieAffinity{Name: "INGRESSCOOKIE"}},
+		{map[string]string{NginxPrefix + "affinity": "cookie", NginxPrefix + "session-cookie-name": "route",
+			NginxPrefix + "session-cookie-path": "/", NginxPrefix + "session-cookie-expires": "60"},
+			model.CookieAffinity{Name: "route", MaxAgeSeconds: 60}},
+		{map[string]string{AnnotationPrefix + "affinity": "cookie", NginxPrefix + "session-cookie-path": "/app",
+			NginxPrefix + "session-cookie-expires": "60", NginxPrefix + "session-cookie-max-age": "120",
+			NginxPrefix + "session-cookie-samesite": "Strict"},
+			model.CookieAffinity{Name: "INGRESSCOOKIE", Path: "/app", MaxAgeSeconds: 120, SameSite: "Strict"}},
+	} {
+		if a := poolOf(tc.ann).Affinity; a == nil || *a != tc.want {
+			t.Errorf("%v: %+v, want %+v", tc.ann, a, tc.want)
+		}
+	}
+	for _, bad := range []string{"", "route;evil", "a b", "a=b", "a.b", strings.Repeat("a", 65)} {
+		if _, err := parseCookieName(bad); err == nil {
+			t.Errorf("session-cookie-name %q accepted", bad)
+		}
+	}
+	for _, bad := range []string{"app", "/a;b", "/a b", "/a%20b", "//a", "/a,b"} {
+		if _, err := parseCookiePath(bad); err == nil {
+			t.Errorf("session-cookie-path %q accepted", bad)
+		}
+	}
+	for _, bad := range []string{"0", "-1", "1h", "315360001"} {
+		if _, err := parseCookieAge(bad); err == nil {
+			t.Errorf("cookie age %q accepted", bad)
+		}
+	}
+	for _, bad := range []string{"balanced", "Cookie", "ip"} {
+		if _, err := parseAffinity(bad); err == nil {
+			t.Errorf("affinity %q accepted", bad)
+		}
+	}
+	if _, err := parseSameSite("lax"); err == nil {
+		t.Error("samesite lax accepted")
+	}
+}
+
+func TestAffinityConflictWarnsTheNewer(t *testing.T) {
+	old := map[string]string{AnnotationLoadBalancer: "g", NginxPrefix + "affinity": "cookie"}
+	other := map[string]string{AnnotationLoadBalancer: "g", NginxPrefix + "affinity": "cookie", NginxPrefix + "session-cookie-name": "b"}
+	none := map[string]string{AnnotationLoadBalancer: "g"}
+	a := simpleIngress(t, "ns", "old", 0, old, "a.example", "/")
+	b := simpleIngress(t, "ns", "new", 1, other, "b.example", "/")
+	c := simpleIngress(t, "ns", "plain", 2, none, "c.example", "/")
+	res := Ingresses(snapshotOf(c, b, a), DefaultOptions())
+	lb := onlyLB(t, res)
+	if len(lb.Pools) != 1 || lb.Pools[0].Affinity == nil || lb.Pools[0].Affinity.Name != "INGRESSCOOKIE" {
+		t.Fatalf("pools %+v", lb.Pools)
+	}
+	for _, name := range []string{"new", "plain"} {
+		ps := problemsFor(res, name)
+		if len(ps) != 1 || ps[0].Reason != "AffinityConflict" || !strings.Contains(ps[0].Message, "cookie INGRESSCOOKIE") {
+			t.Errorf("%s: problems %+v", name, ps)
+		}
+	}
+	if ps := problemsFor(res, "old"); len(ps) != 0 {
+		t.Errorf("old: problems %+v", ps)
+	}
+}
+
+func TestBackendProtocol(t *testing.T) {
+	for v, want := range map[string]model.BackendProtocol{"HTTP": "", "http": "", "HTTPS": model.BackendHTTPS,
+		"https": model.BackendHTTPS, "GRPC": model.BackendGRPC, "grpc": model.BackendGRPC, "GRPCS": model.BackendGRPCS} {
+		lb := onlyLB(t, Ingresses(snapshotOf(simpleIngress(t, "ns", "a", 0,
+			map[string]string{NginxPrefix + "backend-protocol": v}, "a.example", "/")), DefaultOptions()))
+		if got := lb.Pools[0].Protocol; got != want {
+			t.Errorf("%s: %q, want %q", v, got, want)
+		}
+	}
+	for _, bad := range []string{"Https", "H2C", "HTTP2", "grpc ", "GRPC;evil", "AJP", "ajp", "FCGI", "AUTO_HTTP", ""} {
+		if _, err := parseBackendProtocol(bad); err == nil {
+			t.Errorf("backend-protocol %q accepted", bad)
+		}
+	}
+	if _, err := parseBackendProtocol("AJP"); err == nil || !strings.Contains(err.Error(), "HTTP connector") {
+		t.Errorf("AJP refused without the reason: %v", err)
+	}
+	_, issues := parseAnnotations(map[string]string{NginxPrefix + "backend-protocol": "FCGI"})
+	if !hasFatal(issues) {
+		t.Errorf("FCGI does not refuse the Ingress: %+v", issues)
+	}
+}
+
+func TestBackendProtocolConflictWarnsTheNewer(t *testing.T) {
+	old := map[string]string{AnnotationLoadBalancer: "g", NginxPrefix + "backend-protocol": "HTTPS"}
+	other := map[string]string{AnnotationLoadBalancer: "g", NginxPrefix + "backend-protocol": "GRPC"}
+	a := simpleIngress(t, "ns", "old", 0, old, "a.example", "/")
+	b := simpleIngress(t, "ns", "new", 1, other, "b.example", "/")
+	res := Ingresses(snapshotOf(b, a), DefaultOptions())
+	lb := onlyLB(t, res)
+	if len(lb.Pools) != 1 || lb.Pools[0].Protocol != model.BackendHTTPS {
+		t.Fatalf("pools %+v", lb.Pools)
+	}
+	ps := problemsFor(res, "new")
+	if len(ps) != 1 || ps[0].Reason != "BackendProtocolConflict" || !strings.Contains(ps[0].Message, "(HTTPS)") ||
+		len(problemsFor(res, "old")) != 0 {
+		t.Errorf("problems %+v", res.Problems)
 	}
 }

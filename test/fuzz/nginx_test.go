@@ -24,7 +24,9 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 		"from-to-www-redirect": "true", "app-root": "/app1", "upstream-vhost": "internal.example",
 		"enable-cors": "true", "cors-allow-origin": "https://app.example, http://localhost:3000",
 		"cors-allow-methods": "GET, POST", "cors-allow-headers": "Content-Type", "cors-allow-credentials": "true",
-		"cors-max-age": "600"}
+		"cors-max-age": "600", "affinity": "cookie", "affinity-mode": "balanced", "session-cookie-name": "route_id",
+		"session-cookie-path": "/app", "session-cookie-max-age": "3600", "session-cookie-expires": "60",
+		"session-cookie-samesite": "None", "backend-protocol": "GRPCS"}
 	for i, name := range names {
 		v := good[name]
 		f.Add(uint8(i), v, uint8(i+1), good[names[(i+1)%len(names)]])
@@ -38,6 +40,15 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 		if strings.HasPrefix(name, "cors-") {
 			for _, suffix := range []string{"", ";evil", "\n    http-request return status 200", "' if TRUE #", "%[src]", ",https://*.evil"} {
 				f.Add(uint8(i), good[name]+suffix, enable, "true")
+			}
+		}
+	}
+	// A session-cookie-* companion is rendered only beside affinity: cookie.
+	affinity := uint8(slices.Index(names, "affinity"))
+	for i, name := range names {
+		if strings.HasPrefix(name, "session-cookie-") {
+			for _, suffix := range []string{"", ";evil", "\n    http-request return status 200", "' if TRUE #", "%[src]", " attr x", "=1; Domain=evil"} {
+				f.Add(uint8(i), good[name]+suffix, affinity, "cookie")
 			}
 		}
 	}

@@ -176,9 +176,19 @@ func writeBackend(c *encode.Config, uuid string, p *poolView) {
 	if p.server > 0 {
 		c.Line(encode.Lit("timeout"), encode.Lit("server"), encode.Millis(p.server))
 	}
+	if p.cookie != nil {
+		writeCookie(c, p.cookie)
+	}
 	for i, s := range p.slots {
 		words := []encode.Word{encode.Lit("server"), serverName(i), encode.AddrPort(s.addr, s.port),
 			encode.Lit("weight"), encode.Num(s.weight)}
+		words = append(words, p.protocol...)
+		if p.cookie != nil {
+			// The cookie's value is the slot's name: a member keeps its
+			// slot while it stays (assignSlots), so its clients stay
+			// with it; a freed slot's clients go to its next member.
+			words = append(words, encode.Lit("cookie"), serverName(i))
+		}
 		if !s.used {
 			words = append(words, encode.Lit("disabled"))
 		}

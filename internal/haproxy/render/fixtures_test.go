@@ -149,6 +149,8 @@ func fixtures() []fixture {
 		{"annotations", annotated(web1, web2, false)},
 		{"annotations-acl", annotated(web1, web2, true)},
 		{"annotations-cors", corsFixture(web1, web2)},
+		{"affinity", affinityFixture(web1, web2)},
+		{"backend-protocol", protocolFixture(web1, web2)},
 	}
 }
 
@@ -188,4 +190,33 @@ func corsFixture(web1, web2 model.Pool) *model.LoadBalancer {
 			AllowHeaders: []string{"Content-Type"}, MaxAgeSeconds: 600}}),
 		toPool(web2, hostIs("plain.example"), pathPrefix("/")),
 	))}, web1, web2)
+}
+
+// affinityFixture: one pool with every cookie setting, one with the
+// defaults' cookie, one without.
+func affinityFixture(web1, web2 model.Pool) *model.LoadBalancer {
+	web1.Affinity = &model.CookieAffinity{Name: "route_id", Path: "/app", MaxAgeSeconds: 3600, SameSite: "Lax"}
+	web2.Affinity = &model.CookieAffinity{Name: "INGRESSCOOKIE"}
+	web3 := pool("webservice-3", member("10.47.255.237", 80))
+	return newLB([]model.Listener{httpListener("", routes(
+		toPool(web1, hostIs("a.example"), pathPrefix("/")),
+		toPool(web2, hostIs("b.example"), pathPrefix("/")),
+		toPool(web3, hostIs("c.example"), pathPrefix("/")),
+	))}, web1, web2, web3)
+}
+
+// protocolFixture: one pool per backend-protocol, HTTP (the default)
+// included.
+func protocolFixture(web1, web2 model.Pool) *model.LoadBalancer {
+	web1.Protocol = model.BackendHTTPS
+	web2.Protocol = model.BackendGRPC
+	web3 := pool("webservice-3", member("10.47.255.237", 443))
+	web3.Protocol = model.BackendGRPCS
+	web4 := pool("webservice-4", member("10.47.255.239", 80))
+	return newLB([]model.Listener{httpListener("", routes(
+		toPool(web1, hostIs("https.example"), pathPrefix("/")),
+		toPool(web2, hostIs("grpc.example"), pathPrefix("/")),
+		toPool(web3, hostIs("grpcs.example"), pathPrefix("/")),
+		toPool(web4, hostIs("http.example"), pathPrefix("/")),
+	))}, web1, web2, web3, web4)
 }

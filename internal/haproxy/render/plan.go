@@ -140,7 +140,8 @@ func poolReason(op, np []poolView) string {
 		switch {
 		case len(o.slots) != len(n.slots):
 			return "pool " + encode.Printable(n.id) + " slots " + strconv.Itoa(len(o.slots)) + "→" + strconv.Itoa(len(n.slots))
-		case o.check != n.check || o.balance.String() != n.balance.String():
+		case o.check != n.check || o.balance.String() != n.balance.String() || !sameCookie(o.cookie, n.cookie) ||
+			o.proto != n.proto: // server words, which the skeleton leaves out
 			return "pool " + encode.Printable(n.id) + " settings changed"
 		}
 	}

@@ -49,6 +49,15 @@ func poolOf(p *model.Pool, minSlots int, prev []netip.AddrPort) (poolView, error
 	if err := checkPoolTimeouts(p); err != nil {
 		return pv, err
 	}
+	cookie, err := cookieOf(p.Affinity)
+	if err != nil {
+		return pv, fmt.Errorf("affinity: %w", err)
+	}
+	pv.cookie = cookie
+	if pv.protocol, err = protocolOf(p.Protocol); err != nil {
+		return pv, err
+	}
+	pv.proto = p.Protocol
 	balance, ok := algorithms[p.Algorithm]
 	if !ok {
 		return pv, fmt.Errorf("unknown algorithm %s", encode.Printable(string(p.Algorithm)))

@@ -58,6 +58,10 @@ type poolView struct {
 	slots   []slot
 	// connect and server replace the defaults' timeouts when not 0.
 	connect, server time.Duration
+	cookie          *cookieView // nil: no affinity
+	// protocol are the server words for proto, the members' protocol.
+	protocol []encode.Word
+	proto    model.BackendProtocol
 }
 
 // slot is one pre-declared server. An unused slot is a disabled

@@ -1,0 +1,88 @@
+package render
+
+import (
+	"fmt"
+
+	"pier.dev/pier/internal/encode"
+	"pier.dev/pier/internal/model"
+)
+
+// cookieView is a pool's model.CookieAffinity, validated again: the
+// model may come from a store, not from translation.
+type cookieView struct {
+	name   encode.Word
+	maxAge int  // seconds, 0: a session cookie
+	secure bool // SameSite=None: browsers drop such a cookie without Secure
+	attrs  []encode.Word
+}
+
+// maxCookieAge bounds MaxAgeSeconds as translation does (ten years).
+const maxCookieAge = 10 * 365 * 24 * 3600
+
+func cookieOf(a *model.CookieAffinity) (*cookieView, error) {
+	if a == nil {
+		return nil, nil
+	}
+	name, err := encode.CookieName(a.Name)
+	if err != nil {
+		return nil, err
+	}
+	v := &cookieView{name: name.Word(), maxAge: a.MaxAgeSeconds}
+	if a.Path != "" {
+		p, err := encode.CookiePathAttr(a.Path)
+		if err != nil {
+			return nil, err
+		}
+		v.attrs = append(v.attrs, p.Word())
+	}
+	if a.MaxAgeSeconds < 0 || a.MaxAgeSeconds > maxCookieAge {
+		return nil, fmt.Errorf("cookie max age %d is outside 0-%d", a.MaxAgeSeconds, maxCookieAge)
+	}
+	if a.MaxAgeSeconds > 0 {
+		v.attrs = append(v.attrs, encode.Concat(encode.Lit("Max-Age="), encode.Num(a.MaxAgeSeconds)))
+	}
+	switch a.SameSite {
+	case "":
+	case "None":
+		v.attrs, v.secure = append(v.attrs, encode.Lit("SameSite=None")), true
+	case "Lax":
+		v.attrs = append(v.attrs, encode.Lit("SameSite=Lax"))
+	case "Strict":
+		v.attrs = append(v.attrs, encode.Lit("SameSite=Strict"))
+	default:
+		return nil, fmt.Errorf("cookie SameSite %s is not None, Lax or Strict", encode.Printable(a.SameSite))
+	}
+	return v, nil
+}
+
+func sameCookie(a, b *cookieView) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	la, _ := encode.ConfigLine(cookieWords(a)...)
+	lb, _ := encode.ConfigLine(cookieWords(b)...)
+	return la == lb
+}
+
+// writeCookie renders the backend's cookie line: inserted by HAProxy,
+// indirect (the server never sees it), nocache (a shared cache must not
+// keep a response that sets it), httponly as ingress-nginx's. HAProxy
+// always writes "path=/"; a Path attribute comes after it, and a browser
+// takes the last Path (RFC 6265 5.3). maxlife makes HAProxy itself
+// ignore a cookie older than Max-Age, which a client could keep.
+func writeCookie(c *encode.Config, v *cookieView) { c.Line(cookieWords(v)...) }
+
+func cookieWords(v *cookieView) []encode.Word {
+	words := []encode.Word{encode.Lit("cookie"), v.name, encode.Lit("insert"), encode.Lit("indirect"),
+		encode.Lit("nocache"), encode.Lit("httponly")}
+	if v.secure {
+		words = append(words, encode.Lit("secure"))
+	}
+	if v.maxAge > 0 {
+		words = append(words, encode.Lit("maxlife"), encode.Concat(encode.Num(v.maxAge), encode.Lit("s")))
+	}
+	for _, a := range v.attrs {
+		words = append(words, encode.Lit("attr"), a)
+	}
+	return words
+}
