@@ -144,15 +144,17 @@ func (s *statusFlags) value() status.Addresses {
 
 // haproxyFlags run HAProxy (pier run and the agent).
 type haproxyFlags struct {
-	binary   string
-	slots    int
-	hardStop time.Duration
+	binary    string
+	slots     int
+	hardStop  time.Duration
+	processes int
 }
 
 func (h *haproxyFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&h.binary, "haproxy", "haproxy", "HAProxy binary (2.6 or later)")
 	fs.IntVar(&h.slots, "server-slots", 16, "minimum server slots per backend; endpoint changes within the slots need no HAProxy reload")
 	fs.DurationVar(&h.hardStop, "hard-stop-after", time.Minute, "how long an old HAProxy worker may drain connections after a reload")
+	fs.IntVar(&h.processes, "haproxy-processes", 0, "pack the load balancers of this node into at most this many HAProxy processes (a change reloads only its process); 0 runs one HAProxy process per load balancer")
 }
 
 func (h *haproxyFlags) render() render.Options {

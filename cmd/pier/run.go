@@ -88,7 +88,7 @@ Flags:
 		return err
 	}
 	cfg.Status = st.value()
-	cfg.HAProxyBinary = haproxy.binary
+	cfg.HAProxyBinary, cfg.HAProxyProcesses = haproxy.binary, haproxy.processes
 	cfg.Render = haproxy.render()
 	return standalone.Run(ctx, cfg, logger)
 }
