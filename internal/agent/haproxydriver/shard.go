@@ -97,9 +97,17 @@ func (d *Driver) newShard(pa layout.Process, log *slog.Logger) *shard {
 }
 
 // loaded records that the shard now runs its current file list: the
-// folders of load balancers that left it are no longer read.
+// folders of load balancers that left it are no longer read, and every
+// load balancer in it runs its current files, so a supervisor restart is
+// accounted for them all by this one load (not one reload each).
 func (d *Driver) loaded(sh *shard) {
 	sh.started = true
+	restarts := sh.proc.Stats().Restarts
+	for _, inst := range d.lbs {
+		if inst.sh == sh {
+			inst.reloads = restarts
+		}
+	}
 	for _, at := range sh.gone {
 		if _, back := sh.lbs[at.UUID]; !back { // applied again since it left
 			d.removeDir(at.Dir)

@@ -226,3 +226,53 @@ func TestShardsRestartAdopts(t *testing.T) {
 }
 
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+// TestShardsRestartedOnce kills a shard's master: the supervisor restarts
+// it, Drifted lists each of its load balancers, and applying the first
+// one reloads the shard for them all.
+func TestShardsRestartedOnce(t *testing.T) {
+	needHAProxy(t)
+	d := newSharded(t, harness.ShortTempDir(t), 2)
+	t.Cleanup(func() { d.Close(true) })
+	lbs := lbsIn(t, 0, 2, 1, 3)
+	applyAll(t, d, lbs...)
+	sh := d.lbs[lbs[0].UUID].sh
+	killPIDs(t, sh.proc.PID())
+	deadline := time.Now().Add(15 * time.Second)
+	for sh.proc.Stats().Restarts == 0 || !sh.proc.Running() {
+		if time.Now().After(deadline) {
+			t.Fatal("the supervisor did not restart the shard")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	drifted := d.Drifted()
+	slices.Sort(drifted)
+	want := []string{lbs[0].UUID, lbs[1].UUID, lbs[2].UUID}
+	slices.Sort(want)
+	if !slices.Equal(drifted, want) {
+		t.Fatalf("drifted %v, want %v", drifted, want)
+	}
+	reloads := sh.proc.Stats().ReloadsOK
+	applyAll(t, d, lbs[0])
+	if got := d.Drifted(); len(got) != 0 {
+		t.Errorf("still drifted after one apply: %v", got)
+	}
+	if got := sh.proc.Stats().ReloadsOK - reloads; got != 1 {
+		t.Errorf("%d reloads, want 1", got)
+	}
+	waitUntil(t, func() bool { return get(lbs[2]) == "lb"+lbs[2].Name[len("ns/lb-"):] })
+	serveAll(t, lbs...)
+}
+
+// waitUntil polls ok for up to 10 s: a restarted master takes a moment
+// to bind.
+func waitUntil(t *testing.T, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
