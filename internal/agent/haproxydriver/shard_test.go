@@ -3,6 +3,7 @@ package haproxydriver
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -275,4 +276,47 @@ func waitUntil(t *testing.T, ok func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestShardsSwitchMode restarts the agent from one process per load
+// balancer to two shards and back: each time the new processes serve
+// every load balancer and the previous ones are stopped.
+func TestShardsSwitchMode(t *testing.T) {
+	needHAProxy(t)
+	dir := harness.ShortTempDir(t)
+	lbs := append(lbsIn(t, 0, 2, 1, 2), lbsIn(t, 1, 2, 1, 1)...)
+	placed := map[string]bool{}
+	for _, lb := range lbs {
+		placed[lb.UUID] = true
+	}
+	var before []int
+	for _, processes := range []int{0, 2, 0} {
+		d := newSharded(t, dir, processes)
+		if err := d.Recover(context.Background(), placed); err != nil {
+			t.Fatal(err)
+		}
+		applyAll(t, d, lbs...)
+		serveAll(t, lbs...)
+		want := len(lbs)
+		if processes > 0 {
+			want = processes
+		}
+		if m := masters(d); len(m) != want {
+			t.Errorf("--haproxy-processes %d: masters %v, want %d", processes, m, want)
+		}
+		d.waitStopped(slices.Collect(maps.Keys(d.stopping))...)
+		for _, pid := range before {
+			if alive(pid) && !slices.Contains(masters(d), pid) {
+				t.Errorf("--haproxy-processes %d: previous master %d still runs", processes, pid)
+			}
+		}
+		before = masters(d)
+		d.Close(false)
+	}
+	d := newSharded(t, dir, 0)
+	if err := d.Recover(context.Background(), placed); err != nil {
+		t.Fatal(err)
+	}
+	applyAll(t, d, lbs...)
+	d.Close(true)
 }
