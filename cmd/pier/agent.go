@@ -73,7 +73,7 @@ Flags:
 	if cfg.BGP, err = bgpf.config(); err != nil {
 		return err
 	}
-	cfg.HAProxyBinary = haproxy.binary
+	cfg.HAProxyBinary, cfg.HAProxyProcesses = haproxy.binary, haproxy.processes
 	if cfg.Render, err = haproxy.render(logger); err != nil {
 		return err
 	}

@@ -147,10 +147,11 @@ func (s *statusFlags) value() status.Addresses {
 
 // haproxyFlags run HAProxy (pier run and the agent).
 type haproxyFlags struct {
-	binary   string
-	slots    int
-	hardStop time.Duration
-	user     string
+	binary    string
+	slots     int
+	hardStop  time.Duration
+	user      string
+	processes int
 }
 
 func (h *haproxyFlags) register(fs *flag.FlagSet) {
@@ -158,6 +159,7 @@ func (h *haproxyFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&h.slots, "server-slots", 16, "minimum server slots per backend; endpoint changes within the slots need no HAProxy reload")
 	fs.DurationVar(&h.hardStop, "hard-stop-after", time.Minute, "how long an old HAProxy worker may drain connections after a reload")
 	fs.StringVar(&h.user, "haproxy-user", "haproxy", "when pier runs as root, HAProxy's workers (which parse client traffic) run as this user and its group; the master stays root to bind and reload. Debian's haproxy package creates the user. Empty: workers stay root")
+	fs.IntVar(&h.processes, "haproxy-processes", 0, "pack the load balancers of this node into at most this many HAProxy processes (a change reloads only its process); 0 runs one HAProxy process per load balancer")
 }
 
 // render returns the render options. The user is looked up here so that

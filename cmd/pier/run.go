@@ -88,7 +88,7 @@ Flags:
 		return err
 	}
 	cfg.Status = st.value()
-	cfg.HAProxyBinary = haproxy.binary
+	cfg.HAProxyBinary, cfg.HAProxyProcesses = haproxy.binary, haproxy.processes
 	if cfg.Render, err = haproxy.render(logger); err != nil {
 		return err
 	}

@@ -38,7 +38,11 @@ type Config struct {
 	StateDir      string // LoadBalancer folders live below <StateDir>/haproxy (package layout)
 	Secrets       Secrets
 	HAProxyBinary string
-	Render        render.Options
+	// HAProxyProcesses packs the load balancers into at most this many
+	// HAProxy processes (haproxydriver.Config.Processes); 0 runs one per
+	// load balancer.
+	HAProxyProcesses int
+	Render           render.Options
 
 	// VRRP, when set, makes the agent hold the addresses of the load
 	// balancers placed here with keepalived (package vrrp): MASTER where
@@ -155,7 +159,7 @@ func New(cfg Config) *Agent {
 		drainDue:   make(chan struct{}, 1),
 	}
 	if len(cfg.Drivers) == 0 {
-		d, err := haproxydriver.New(haproxydriver.Config{StateDir: cfg.StateDir, Binary: cfg.HAProxyBinary, Netns: cfg.Netns,
+		d, err := haproxydriver.New(haproxydriver.Config{StateDir: cfg.StateDir, Binary: cfg.HAProxyBinary, Netns: cfg.Netns, Processes: cfg.HAProxyProcesses,
 			Render: cfg.Render, Secrets: cfg.Secrets, Metrics: cfg.Metrics, Logger: cfg.Logger})
 		if err != nil {
 			a.err = fmt.Errorf("haproxy driver: %w", err)

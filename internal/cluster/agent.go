@@ -34,8 +34,11 @@ type AgentConfig struct {
 	Node          string
 	StateDir      string
 	HAProxyBinary string
-	APIAddr       string
-	Render        render.Options
+	// HAProxyProcesses packs the node's load balancers into at most this
+	// many HAProxy processes; 0 runs one per load balancer.
+	HAProxyProcesses int
+	APIAddr          string
+	Render           render.Options
 
 	// LeaseNamespace holds the agents' heartbeat Leases (the
 	// controller's --lease-namespace). The Lease is renewed every
@@ -115,7 +118,7 @@ func RunAgent(ctx context.Context, cfg AgentConfig, logger *slog.Logger) error {
 	m := metrics.New()
 	a := agent.New(agent.Config{
 		Node: cfg.Node, StateDir: stateDir, Store: st, Secrets: apiSecrets{client},
-		HAProxyBinary: cfg.HAProxyBinary, Render: cfg.Render, Metrics: m, Logger: logger,
+		HAProxyBinary: cfg.HAProxyBinary, HAProxyProcesses: cfg.HAProxyProcesses, Render: cfg.Render, Metrics: m, Logger: logger,
 		VRRP: cfg.vrrp(), BGP: cfg.BGP, Heartbeats: peers, DrainOnExit: cfg.DrainOnExit,
 	})
 	hb := newHeartbeat(client, cfg, logger)

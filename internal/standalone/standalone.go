@@ -46,6 +46,9 @@ type Config struct {
 	APIAddr       string
 	Node          string
 	HAProxyBinary string
+	// HAProxyProcesses packs each node's load balancers into at most this
+	// many HAProxy processes; 0 runs one per load balancer.
+	HAProxyProcesses int
 	// Nodes ≥ 2 runs that many nodes, each a network namespace with its
 	// own HAProxy and keepalived (package lab): the active/standby pair
 	// without a cluster. Needs root.
@@ -92,6 +95,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	// options; each has its node, folder and (with --nodes) namespace.
 	newAgent := func(ac agent.Config) *agent.Agent {
 		ac.Store, ac.Secrets, ac.HAProxyBinary, ac.Render = st, v, cfg.HAProxyBinary, cfg.Render
+		ac.HAProxyProcesses = cfg.HAProxyProcesses
 		ac.StopOnExit, ac.Metrics = true, m
 		return agent.New(ac)
 	}

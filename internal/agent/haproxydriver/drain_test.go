@@ -94,7 +94,7 @@ func TestDrain(t *testing.T) {
 	}
 	wantDrain(t, lb, true, "new connection while draining")
 
-	if err := d.lbs[lb.UUID].proc.Reload(ctx); err != nil {
+	if err := d.lbs[lb.UUID].sh.proc.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}
 	wantDrain(t, lb, true, "after a reload while draining")
@@ -109,7 +109,7 @@ func TestDrain(t *testing.T) {
 	}
 	wantDrain(t, lb, false, "after Drain off")
 	wantDrain(t, other, false, "after Drain off (second process)")
-	if err := d.lbs[lb.UUID].proc.Reload(ctx); err != nil {
+	if err := d.lbs[lb.UUID].sh.proc.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}
 	wantDrain(t, lb, false, "after a reload with drain off")

@@ -4,10 +4,16 @@
 // files where layout says, and then starts HAProxy, or applies the plan
 // between what runs and the new render: member changes through the
 // runtime API (one connection per plan), any other change by a seamless
-// reload. Today each load balancer runs in a HAProxy process of its own
-// whose folder is the load balancer's (layout.ProcessOf); the process
-// loads a list of files (global.conf, process.conf, fragments), so
-// packing several load balancers into one process is a change here only.
+// reload.
+//
+// A HAProxy process (a shard, shard.go) loads a list of files:
+// global.conf, its process.conf, and the fragment of each load balancer
+// it runs. By default (Config.Processes 0) each load balancer runs in a
+// process of its own whose folder is its own (layout.ProcessOf). With
+// Config.Processes N the load balancers are packed into at most N
+// processes (layout.Shard): a change to one reloads only its shard, and
+// a fragment is checked alone before it joins, so one that HAProxy
+// refuses is refused for its load balancer only.
 //
 // For an active/standby pair it also says, without I/O, whether a load
 // balancer's HAProxy runs (Healthy), switches every process to close
@@ -44,9 +50,13 @@ type Config struct {
 	Secrets  Secrets
 	// Netns, when set, is the network namespace HAProxy runs in (pier
 	// run --nodes, tests); an agent on a node leaves it empty.
-	Netns   string
-	Metrics *metrics.Metrics
-	Logger  *slog.Logger
+	Netns string
+	// Processes bounds the HAProxy processes: load balancers are packed
+	// into at most this many (shards). 0 runs one process per load
+	// balancer.
+	Processes int
+	Metrics   *metrics.Metrics
+	Logger    *slog.Logger
 }
 
 // Driver is the HAProxy driver. Its methods are called from one
@@ -55,8 +65,10 @@ type Driver struct {
 	cfg    Config
 	layout layout.Layout
 	lbs    map[string]*instance // running here, by UUID
-	// stopping holds a channel per UUID whose HAProxy is being stopped;
-	// it is closed when the stop has finished.
+	shards map[string]*shard    // HAProxy processes, by folder
+	// stopping holds a channel per folder (load balancer or process)
+	// whose HAProxy is being stopped and the folder removed; it is
+	// closed when the stop has finished.
 	stopping map[string]chan struct{}
 	stops    sync.WaitGroup
 	// draining is the drain switch (Drain): process.conf starts every
@@ -77,6 +89,9 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.New()
 	}
+	if cfg.Processes < 0 {
+		return nil, fmt.Errorf("haproxy processes %d: must be 0 (one per load balancer) or more", cfg.Processes)
+	}
 	if err := process.CheckNetns(cfg.Netns); err != nil {
 		return nil, err
 	}
@@ -84,23 +99,20 @@ func New(cfg Config) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Driver{cfg: cfg, layout: l, lbs: map[string]*instance{}, stopping: map[string]chan struct{}{}}, nil
+	return &Driver{cfg: cfg, layout: l, lbs: map[string]*instance{}, shards: map[string]*shard{}, stopping: map[string]chan struct{}{}}, nil
 }
 
 // Provider is model.ProviderHAProxy.
 func (d *Driver) Provider() model.Provider { return model.ProviderHAProxy }
 
-// instance is one load balancer running on this node, in a process of
-// its own.
+// instance is one load balancer running on this node, in its shard's
+// process.
 type instance struct {
 	at      layout.LB
-	proc    *process.Instance
-	procAt  layout.Process
+	sh      *shard
 	result  *render.Result // what runs now
 	hash    string
-	orphan  bool   // left by a previous agent for a load balancer that is gone
 	reloads uint64 // supervisor restarts already accounted for by a reload
-	counted uint64 // supervisor restarts already counted in metrics
 	// stats counts reloads and runtime updates, and holds the members up
 	// as of the last RefreshMembers (Members is computed when asked).
 	stats driver.Stats
@@ -108,7 +120,7 @@ type instance struct {
 
 // restarted reports whether the supervisor restarted HAProxy since the
 // last apply.
-func (i *instance) restarted() bool { return i.proc.Stats().Restarts != i.reloads }
+func (i *instance) restarted() bool { return i.sh.proc.Stats().Restarts != i.reloads }
 
 // Apply brings one load balancer to its spec on this node.
 func (d *Driver) Apply(ctx context.Context, lb *model.LoadBalancer) (driver.Applied, error) {
@@ -116,7 +128,7 @@ func (d *Driver) Apply(ctx context.Context, lb *model.LoadBalancer) (driver.Appl
 	if err != nil {
 		return driver.Applied{}, err
 	}
-	d.waitStopped(lb.UUID)
+	d.waitStopped(at.Dir, d.processFor(at).Dir)
 	inst := d.lbs[lb.UUID]
 	certsChanged, err := d.writeCertificates(lb, at)
 	if err != nil {
@@ -129,15 +141,15 @@ func (d *Driver) Apply(ctx context.Context, lb *model.LoadBalancer) (driver.Appl
 	// Certificate files keep their names when a Secret rotates: their
 	// content is part of what runs, so it is part of the hash.
 	hash := hashOf(append(r.Fragment, certificateDigests(lb)...))
-	if inst != nil && inst.hash == hash && inst.proc.Running() && !inst.restarted() {
+	if inst != nil && inst.hash == hash && inst.sh.proc.Running() && !inst.restarted() {
 		inst.result = r
 		return driver.Applied{ConfigHash: hash}, nil
 	}
-	if err := writeFiles(at, r); err != nil {
-		return driver.Applied{}, err
+	if err := d.writeLB(ctx, lb, at, r); err != nil {
+		return driver.Applied{}, d.rejected(err)
 	}
 	if inst == nil {
-		inst, err = d.startInstance(ctx, lb, at, certsChanged)
+		inst, err = d.join(ctx, lb, at, certsChanged)
 		if inst != nil {
 			// Running (adopted) even if bringing it up to date failed: the
 			// next attempt must reload this instance, not adopt it again.
@@ -146,19 +158,25 @@ func (d *Driver) Apply(ctx context.Context, lb *model.LoadBalancer) (driver.Appl
 	} else {
 		err = d.update(ctx, inst, lb, r)
 	}
-	if errors.Is(err, process.ErrCheckFailed) {
-		d.cfg.Metrics.ConfigRejected.Inc()
-		err = fmt.Errorf("%w: haproxy -c rejected the rendered config: %v", driver.ErrRejected, err)
-	}
 	if err != nil {
-		return driver.Applied{}, err
+		return driver.Applied{}, d.rejected(err)
 	}
 	inst.result, inst.hash = r, hash
-	inst.reloads = inst.proc.Stats().Restarts
+	inst.reloads = inst.sh.proc.Stats().Restarts
 	if err := pruneTLSFiles(at, lb, r); err != nil {
 		d.cfg.Logger.Warn("could not remove old certificate files", "lb", lb.Name, "error", err)
 	}
 	return driver.Applied{ConfigHash: hash}, nil
+}
+
+// rejected marks a configuration HAProxy refused as driver.ErrRejected:
+// retrying the same spec cannot help.
+func (d *Driver) rejected(err error) error {
+	if !errors.Is(err, process.ErrCheckFailed) {
+		return err
+	}
+	d.cfg.Metrics.ConfigRejected.Inc()
+	return fmt.Errorf("%w: haproxy -c rejected the rendered config: %v", driver.ErrRejected, err)
 }
 
 // previousSlots is the slot assignment members keep: what runs, else the
@@ -178,16 +196,17 @@ func (d *Driver) previousSlots(inst *instance, at layout.LB) render.Slots {
 // it came back with the last config it had loaded, which may miss
 // member changes made through the runtime API since.
 func (d *Driver) Drifted() []string {
+	for _, sh := range d.shards {
+		if n := sh.proc.Stats().Restarts; n > sh.counted {
+			d.cfg.Metrics.HAProxyRestarts.Add(float64(n - sh.counted))
+			sh.counted = n
+		}
+	}
 	var out []string
 	for uuid, inst := range d.lbs {
-		if !inst.restarted() {
-			continue
+		if inst.restarted() {
+			out = append(out, uuid)
 		}
-		if n := inst.proc.Stats().Restarts; n > inst.counted {
-			d.cfg.Metrics.HAProxyRestarts.Add(float64(n - inst.counted))
-			inst.counted = n
-		}
-		out = append(out, uuid)
 	}
 	return out
 }

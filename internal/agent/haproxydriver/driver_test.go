@@ -37,7 +37,14 @@ func needHAProxy(t *testing.T) {
 
 func newDriver(t *testing.T, stateDir string) *Driver {
 	t.Helper()
-	d, err := New(Config{StateDir: stateDir, Secrets: noSecrets{}, Metrics: metrics.New(),
+	return newSharded(t, stateDir, 0)
+}
+
+// newSharded returns a driver packing load balancers into processes
+// HAProxy processes (0: one per load balancer).
+func newSharded(t *testing.T, stateDir string, processes int) *Driver {
+	t.Helper()
+	d, err := New(Config{StateDir: stateDir, Secrets: noSecrets{}, Metrics: metrics.New(), Processes: processes,
 		Render: render.Options{HardStopAfter: 2 * time.Second, MinSlots: 8},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -98,9 +105,14 @@ func get(lb *model.LoadBalancer) string {
 	return string(b)
 }
 
-// TestContract runs the driver contract against real HAProxy.
+// TestContract runs the driver contract against real HAProxy, one
+// process per load balancer.
 func TestContract(t *testing.T) {
 	needHAProxy(t)
+	runContract(t, func(t *testing.T, dir string) driver.Driver { return newDriver(t, dir) })
+}
+
+func runContract(t *testing.T, newDriver func(t *testing.T, dir string) driver.Driver) {
 	var mu sync.Mutex
 	names := map[string]string{} // member address -> the name it serves
 	backend := func(t *testing.T, name string) model.Member {
@@ -117,7 +129,7 @@ func TestContract(t *testing.T) {
 		return names[net.JoinHostPort(m.Address, strconv.Itoa(m.Port))]
 	}
 	drivertest.Run(t, drivertest.Harness{
-		New:      func(t *testing.T, dir string) driver.Driver { return newDriver(t, dir) },
+		New:      newDriver,
 		StateDir: func(t *testing.T) string { return harness.ShortTempDir(t) },
 		LB: func(t *testing.T, n int) *model.LoadBalancer {
 			return lbWith(n, freePort(t), backend(t, "lb"+strconv.Itoa(n)))

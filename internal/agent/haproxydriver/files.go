@@ -2,6 +2,7 @@ package haproxydriver
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -17,7 +18,7 @@ import (
 )
 
 // writeFiles writes the crt-list, the routing maps, the slot record and
-// the fragment.
+// the fragment (to fragment: the load balancer's Config or Candidate).
 // HAProxy never reads the fragment directly: the process package copies
 // it, checks the copy with `haproxy -c` and only then loads it, so a file
 // HAProxy would refuse is never where a restart picks it up (RELIABILITY
@@ -26,7 +27,7 @@ import (
 // what the last good configuration reads. The slot record goes with the
 // fragment it describes, so a new agent renders the same bytes and an
 // adopted HAProxy is not reloaded.
-func writeFiles(at layout.LB, r *render.Result) error {
+func writeFiles(at layout.LB, fragment string, r *render.Result) error {
 	slots, err := json.Marshal(r.Slots)
 	if err != nil {
 		return fmt.Errorf("slot record: %w", err)
@@ -44,7 +45,30 @@ func writeFiles(at layout.LB, r *render.Result) error {
 	if err := writeIfChanged(at.Slots(), slots, 0o600); err != nil {
 		return err
 	}
-	return writeIfChanged(at.Config(), r.Fragment, 0o600)
+	return writeIfChanged(fragment, r.Fragment, 0o600)
+}
+
+// writeLB writes the load balancer's files. When its process packs other
+// load balancers, the fragment is first written to Candidate and checked
+// alone (checkAlone): it replaces Config only if HAProxy accepts it, so
+// the shard's list never holds a fragment HAProxy refuses.
+func (d *Driver) writeLB(ctx context.Context, lb *model.LoadBalancer, at layout.LB, r *render.Result) error {
+	if !d.packs() {
+		return writeFiles(at, at.Config(), r)
+	}
+	if err := writeFiles(at, at.Candidate(), r); err != nil {
+		return err
+	}
+	sh := d.shardFor(at, d.cfg.Logger)
+	if err := d.checkAlone(ctx, sh, at); err != nil {
+		_ = os.Remove(at.Candidate())
+		d.cfg.Logger.Warn("fragment refused by haproxy -c; its process keeps the last good set", "lb", lb.Name, "uuid", lb.UUID, "error", err)
+		return err
+	}
+	if err := os.Rename(at.Candidate(), at.Config()); err != nil {
+		return fmt.Errorf("install %s: %w", at.Config(), err)
+	}
+	return nil
 }
 
 // writeProcessFiles writes global.conf and the process's process.conf.

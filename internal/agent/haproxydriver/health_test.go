@@ -39,7 +39,7 @@ func killPIDs(t *testing.T, pids ...int) {
 
 func workerPIDs(t *testing.T, d *Driver, uuid string) []int {
 	t.Helper()
-	ws, err := d.lbs[uuid].proc.Workers(context.Background())
+	ws, err := d.lbs[uuid].sh.proc.Workers(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestHealthyFollowsHAProxy(t *testing.T) {
 		{"every process", func(m int, ws []int) { killPIDs(t, append([]int{m}, ws...)...) }},
 	}
 	for _, k := range kills {
-		master, workers := d.lbs[lb.UUID].proc.PID(), workerPIDs(t, d, lb.UUID)
+		master, workers := d.lbs[lb.UUID].sh.proc.PID(), workerPIDs(t, d, lb.UUID)
 		took := untilUnhealthy(t, d, lb.UUID, func() { k.kill(master, workers) })
 		t.Logf("kill -9 of the %s: unhealthy after %s", k.name, took)
 		if took > healthyWithin {
@@ -120,10 +120,10 @@ func TestHealthyAdopted(t *testing.T) {
 	if _, err := d.Apply(context.Background(), lb); err != nil {
 		t.Fatal(err)
 	}
-	if !d.lbs[lb.UUID].proc.Adopted() || !d.Healthy(lb.UUID) {
+	if !d.lbs[lb.UUID].sh.proc.Adopted() || !d.Healthy(lb.UUID) {
 		t.Fatal("not adopted and healthy")
 	}
-	master := d.lbs[lb.UUID].proc.PID()
+	master := d.lbs[lb.UUID].sh.proc.PID()
 	took := untilUnhealthy(t, d, lb.UUID, func() { killPIDs(t, master) })
 	t.Logf("kill -9 of an adopted master: unhealthy after %s", took)
 	if took > healthyWithin {

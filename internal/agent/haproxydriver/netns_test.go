@@ -93,7 +93,7 @@ func listensHere(lb *model.LoadBalancer) bool {
 func checkMaster(t *testing.T, d *Driver, lb *model.LoadBalancer, ns string) int {
 	t.Helper()
 	inst := d.lbs[lb.UUID]
-	pid := inst.proc.PID()
+	pid := inst.sh.proc.PID()
 	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func checkMaster(t *testing.T, d *Driver, lb *model.LoadBalancer, ns string) int
 	if argv0 := strings.Split(string(cmdline), "\x00")[0]; filepath.Base(argv0) != "haproxy" {
 		t.Fatalf("tracked pid %d runs %q, not haproxy", pid, argv0)
 	}
-	written, err := os.ReadFile(filepath.Join(inst.procAt.Dir, "haproxy.pid"))
+	written, err := os.ReadFile(filepath.Join(inst.sh.at.Dir, "haproxy.pid"))
 	if err != nil || strings.TrimSpace(string(written)) != strconv.Itoa(pid) {
 		t.Fatalf("haproxy.pid holds %q (%v), tracked pid %d", written, err, pid)
 	}
@@ -149,7 +149,7 @@ func TestNetns(t *testing.T) {
 	if _, err := d.Apply(ctx, lb); err != nil {
 		t.Fatal(err)
 	}
-	if !d.lbs[lb.UUID].proc.Adopted() || checkMaster(t, d, lb, ns) != pid || !servesIn(t, ns, lb) {
+	if !d.lbs[lb.UUID].sh.proc.Adopted() || checkMaster(t, d, lb, ns) != pid || !servesIn(t, ns, lb) {
 		t.Fatal("the new driver did not adopt the master serving in the namespace")
 	}
 

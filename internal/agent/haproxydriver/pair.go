@@ -15,8 +15,8 @@ var (
 	_ driver.Drainer       = (*Driver)(nil)
 )
 
-// Healthy reports whether load balancer uuid was applied here and its
-// HAProxy master runs now. It does no I/O: the master's liveness is what
+// Healthy reports whether load balancer uuid was applied here and the
+// HAProxy master of its shard runs now. It does no I/O: the master's liveness is what
 // the process supervisor already tracks (Wait for its child, a 20 ms
 // poll for an adopted master). The master stands for its workers too:
 // HAProxy 2.6 exits the master when a worker dies (exit-on-failure,
@@ -25,7 +25,7 @@ var (
 // `show proc` lists a worker.
 func (d *Driver) Healthy(uuid string) bool {
 	inst := d.lbs[uuid]
-	return inst != nil && inst.hash != "" && inst.proc.Running()
+	return inst != nil && inst.hash != "" && inst.sh.proc.Running()
 }
 
 // Drain switches the drain mode of every HAProxy process on this node:
@@ -40,18 +40,18 @@ func (d *Driver) Drain(ctx context.Context, on bool) error {
 	d.draining = on
 	procs := d.processes()
 	var errs []error
-	for _, inst := range procs {
-		if err := d.drainProcess(ctx, inst, on); err != nil {
-			errs = append(errs, fmt.Errorf("drain %s: %w", inst.procAt.Dir, err))
+	for _, sh := range procs {
+		if err := d.drainProcess(ctx, sh, on); err != nil {
+			errs = append(errs, fmt.Errorf("drain %s: %w", sh.at.Dir, err))
 		}
 	}
 	d.cfg.Logger.Info("drain switched", "on", on, "processes", len(procs), "failed", len(errs))
 	return errors.Join(errs...)
 }
 
-func (d *Driver) drainProcess(ctx context.Context, inst *instance, on bool) error {
-	if inst.proc.Running() {
-		err := inst.proc.RuntimeBatch(ctx, inst.procAt.Socket(), render.DrainCommands(on), func(cmd, answer string) error {
+func (d *Driver) drainProcess(ctx context.Context, sh *shard, on bool) error {
+	if sh.proc.Running() {
+		err := sh.proc.RuntimeBatch(ctx, sh.at.Socket(), render.DrainCommands(on), func(cmd, answer string) error {
 			if answer != "" {
 				return fmt.Errorf("%s: %s", cmd, answer)
 			}
@@ -61,21 +61,15 @@ func (d *Driver) drainProcess(ctx context.Context, inst *instance, on bool) erro
 			return fmt.Errorf("runtime API: %w", err)
 		}
 	}
-	return d.writeProcessFiles(inst.procAt)
+	return d.writeProcessFiles(sh.at)
 }
 
-// processes returns one instance per HAProxy process, sorted by folder.
-func (d *Driver) processes() []*instance {
-	byDir := map[string]*instance{}
-	for _, inst := range d.lbs {
-		if !inst.orphan {
-			byDir[inst.procAt.Dir] = inst
-		}
+// processes returns the HAProxy processes (shards), sorted by folder.
+func (d *Driver) processes() []*shard {
+	out := make([]*shard, 0, len(d.shards))
+	for _, sh := range d.shards {
+		out = append(out, sh)
 	}
-	out := make([]*instance, 0, len(byDir))
-	for _, inst := range byDir {
-		out = append(out, inst)
-	}
-	sort.Slice(out, func(a, b int) bool { return out[a].procAt.Dir < out[b].procAt.Dir })
+	sort.Slice(out, func(a, b int) bool { return out[a].at.Dir < out[b].at.Dir })
 	return out
 }

@@ -25,8 +25,8 @@ type server struct {
 func servers(t *testing.T, inst *instance, backend string) map[string]server {
 	t.Helper()
 	ctx := context.Background()
-	sock := inst.procAt.Socket()
-	state, err := inst.proc.Runtime(ctx, sock, "show servers state "+backend)
+	sock := inst.sh.at.Socket()
+	state, err := inst.sh.proc.Runtime(ctx, sock, "show servers state "+backend)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func servers(t *testing.T, inst *instance, backend string) map[string]server {
 		lc, _ := strconv.Atoi(f[9])
 		out[f[3]] = server{addr: f[4] + ":" + f[18], lastChange: lc}
 	}
-	stat, err := inst.proc.Runtime(ctx, sock, "show stat")
+	stat, err := inst.sh.proc.Runtime(ctx, sock, "show stat")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,12 +92,12 @@ func TestStickySlotsThroughHAProxy(t *testing.T) {
 	inst := d.lbs[lb.UUID]
 	backend := "be_" + lb.UUID + "_p1"
 	time.Sleep(1100 * time.Millisecond) // so an uptime that restarts shows
-	before, stats := servers(t, inst, backend), inst.proc.Stats()
+	before, stats := servers(t, inst, backend), inst.sh.proc.Stats()
 
 	next := lb.Clone()
 	next.Pools[0].Members = append([]model.Member{memberAt(first)}, members...)
 	apply(d, next)
-	stats2 := inst.proc.Stats()
+	stats2 := inst.sh.proc.Stats()
 	after := servers(t, inst, backend)
 
 	if stats2.ReloadsOK != stats.ReloadsOK || stats2.ReloadsFailed != stats.ReloadsFailed || stats2.Restarts != stats.Restarts {
@@ -140,8 +140,8 @@ func restartKeepsSlots(t *testing.T, d *Driver, dir string, lb *model.LoadBalanc
 		t.Fatalf("the restarted driver rendered another fragment:\n%s\nwas\n%s", now, was)
 	}
 	inst := d2.lbs[lb.UUID]
-	if !inst.proc.Adopted() || inst.proc.Stats().ReloadsOK != 0 {
-		t.Fatalf("adopted %v, reloads %+v", inst.proc.Adopted(), inst.proc.Stats())
+	if !inst.sh.proc.Adopted() || inst.sh.proc.Stats().ReloadsOK != 0 {
+		t.Fatalf("adopted %v, reloads %+v", inst.sh.proc.Adopted(), inst.sh.proc.Stats())
 	}
 }
 

@@ -90,20 +90,20 @@ func TestRefusedConfigLeavesLastGoodFiles(t *testing.T) {
 	}
 	// ...and a crash brings HAProxy back with the first certificate.
 	inst := d.lbs[lb.UUID]
-	if err := syscall.Kill(inst.proc.PID(), syscall.SIGKILL); err != nil {
+	if err := syscall.Kill(inst.sh.proc.PID(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		got, err := servedLeaf(lb.Listeners[1].Port)
-		if err == nil && inst.proc.Stats().Restarts > 0 {
+		if err == nil && inst.sh.proc.Stats().Restarts > 0 {
 			if !bytes.Equal(got, firstLeaf) {
 				t.Fatal("after the restart HAProxy serves another certificate than the last good one")
 			}
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("HAProxy did not come back after a crash (restarts %d): %v", inst.proc.Stats().Restarts, err)
+			t.Fatalf("HAProxy did not come back after a crash (restarts %d): %v", inst.sh.proc.Stats().Restarts, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -20,7 +20,7 @@ const refreshTimeout = 500 * time.Millisecond
 // members up as of the last RefreshMembers. It does no I/O.
 func (d *Driver) Stats(uuid string) driver.Stats {
 	inst := d.lbs[uuid]
-	if inst == nil || inst.orphan {
+	if inst == nil {
 		return driver.Stats{}
 	}
 	s := inst.stats
@@ -35,16 +35,16 @@ func (d *Driver) Stats(uuid string) driver.Stats {
 // not run has none up.
 func (d *Driver) RefreshMembers(ctx context.Context, uuid string) error {
 	inst := d.lbs[uuid]
-	if inst == nil || inst.orphan || inst.result == nil {
+	if inst == nil || inst.result == nil {
 		return nil
 	}
-	if !inst.proc.Running() {
+	if !inst.sh.proc.Running() {
 		inst.stats.MembersUp = 0
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
 	defer cancel()
-	answer, err := inst.proc.Runtime(ctx, inst.procAt.Socket(), "show servers state")
+	answer, err := inst.sh.proc.Runtime(ctx, inst.sh.at.Socket(), "show servers state")
 	if err != nil {
 		return fmt.Errorf("show servers state: %w", err)
 	}

@@ -48,7 +48,7 @@ func TestStatsThroughHAProxy(t *testing.T) {
 	want("the port changed", driver.Stats{Reloads: 1, RuntimeUpdates: 1, MembersUp: 3, Members: 3})
 
 	inst := d.lbs[lb.UUID]
-	if _, err := inst.proc.Runtime(ctx, inst.procAt.Socket(), "set server be_"+lb.UUID+"_p1/s2 state maint"); err != nil {
+	if _, err := inst.sh.proc.Runtime(ctx, inst.sh.at.Socket(), "set server be_"+lb.UUID+"_p1/s2 state maint"); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.RefreshMembers(ctx, lb.UUID); err != nil {

@@ -5,16 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 
 	"pier.dev/pier/internal/haproxy/layout"
-	"pier.dev/pier/internal/haproxy/process"
 )
 
-// Recover stops the HAProxy of every load
-// balancer folder that a previous agent left for a load balancer no
-// longer placed here (deleted while no agent ran), and removes the
-// folder. It runs before the first Apply, so a folder present now
-// belongs to a previous incarnation.
+// Recover runs before the first Apply, so what it finds below the state
+// folder belongs to a previous agent. For each load balancer folder:
+//
+//   - placed here, with a fragment: listed in its shard, so that the
+//     first Apply adopts a running HAProxy with the set it runs and
+//     reloads nothing when nothing changed;
+//   - no longer placed here (deleted while no agent ran): taken out of
+//     its shard, its folder removed once the shard no longer reads it.
+//
+// A process folder no placed load balancer maps to any more (every load
+// balancer in it is gone, or --haproxy-processes changed) has its HAProxy
+// stopped and the folder removed.
 func (d *Driver) Recover(ctx context.Context, placed map[string]bool) error {
 	entries, err := os.ReadDir(d.layout.Root())
 	if errors.Is(err, os.ErrNotExist) {
@@ -23,94 +31,177 @@ func (d *Driver) Recover(ctx context.Context, placed map[string]bool) error {
 	if err != nil {
 		return fmt.Errorf("read load balancer folders: %w", err)
 	}
+	var shardDirs []layout.Process
 	for _, e := range entries {
-		uuid := e.Name()
-		at, err := d.layout.LB(uuid)
-		if err != nil || !e.IsDir() || placed[uuid] {
+		if !e.IsDir() {
 			continue
 		}
-		pa := d.layout.ProcessOf(at)
-		d.cfg.Logger.Info("stopping haproxy of a load balancer that is gone", "uuid", uuid, "dir", at.Dir)
-		d.lbs[uuid] = &instance{at: at, procAt: pa, orphan: true, proc: process.New(process.Config{
-			Binary: d.cfg.Binary, Dir: pa.Dir, Netns: d.cfg.Netns, Logger: d.cfg.Logger.With("uuid", uuid)})}
-		d.stop(uuid, true)
+		if k, ok := shardNumber(e.Name()); ok {
+			shardDirs = append(shardDirs, d.layout.Shard(k))
+			continue
+		}
+		if at, err := d.layout.LB(e.Name()); err == nil {
+			d.recoverLB(at, placed[at.UUID])
+		}
+	}
+	for _, pa := range shardDirs {
+		if d.shards[pa.Dir] == nil {
+			d.shards[pa.Dir] = d.newShard(pa, d.cfg.Logger.With("shard", pa.Dir))
+		}
+	}
+	for _, sh := range d.shards {
+		if len(sh.lbs) == 0 {
+			d.cfg.Logger.Info("stopping haproxy of load balancers that are gone", "dir", sh.at.Dir, "gone", len(sh.gone))
+			d.stopShard(sh, true)
+		}
 	}
 	return nil
 }
 
-// Remove stops the load balancer if it runs here and deletes its folder.
-func (d *Driver) Remove(uuid string) { d.stop(uuid, true) }
-
-// Close stops every load balancer (stop) or leaves them serving, and
-// waits for the stops under way.
-func (d *Driver) Close(stop bool) []string {
-	var stopped []string
-	for uuid, inst := range d.lbs {
-		if stop {
-			stopped = append(stopped, uuid)
-			d.stop(uuid, false)
-			continue
-		}
-		// Left serving for the next agent, which adopts it: this driver
-		// must not restart it any more.
-		inst.proc.Detach()
+// recoverLB lists a load balancer folder a previous agent left in its
+// shard (placed) or among the shard's gone ones.
+func (d *Driver) recoverLB(at layout.LB, placed bool) {
+	sh := d.shardFor(at, d.cfg.Logger.With("uuid", at.UUID))
+	if sh.at.Dir != at.Dir {
+		// A process of its own from a run with one process per load
+		// balancer: the shard serves it now.
+		d.stopLeftover(at)
 	}
-	d.stops.Wait()
-	return stopped
-}
-
-// waitStopped waits for a stop of uuid's previous incarnation.
-func (d *Driver) waitStopped(uuid string) {
-	if done, ok := d.stopping[uuid]; ok {
-		<-done
-		delete(d.stopping, uuid)
+	if !placed {
+		sh.gone = append(sh.gone, at)
+		return
 	}
-	for id, done := range d.stopping { // forget stops that have finished
-		select {
-		case <-done:
-			delete(d.stopping, id)
-		default:
-		}
+	if _, err := os.Stat(at.Config()); err == nil {
+		sh.lbs[at.UUID] = at
 	}
 }
 
-// stop stops HAProxy gracefully in the background: draining may take up
-// to hard-stop-after, and other load balancers must not wait for it.
-func (d *Driver) stop(uuid string, removeDir bool) {
+// shardNumber parses a shard folder name, shard-<k>.
+func shardNumber(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, layout.ShardPrefix)
+	if !ok {
+		return 0, false
+	}
+	k, err := strconv.Atoi(rest)
+	return k, err == nil && k >= 0 && strconv.Itoa(k) == rest
+}
+
+// Remove stops serving the load balancer if it runs here and deletes its
+// folder: its shard reloads without it, or stops if it was the last.
+func (d *Driver) Remove(uuid string) {
 	inst := d.lbs[uuid]
 	if inst == nil {
 		return
 	}
 	delete(d.lbs, uuid)
+	sh := inst.sh
+	delete(sh.lbs, uuid)
+	sh.gone = append(sh.gone, inst.at)
+	if len(sh.lbs) == 0 {
+		d.stopShard(sh, true)
+		return
+	}
+	if err := d.reloadShard(context.Background(), sh); err != nil {
+		// The folder stays in gone until the shard loads without it.
+		d.cfg.Logger.Warn("load balancer removed, but its haproxy process still serves it until its next reload", "uuid", uuid, "dir", sh.at.Dir, "error", err)
+		return
+	}
+	d.cfg.Logger.Info("load balancer left its haproxy process", "uuid", uuid, "dir", sh.at.Dir, "lbs", len(sh.lbs))
+}
+
+// Close stops every HAProxy process (stop) or leaves them serving, and
+// waits for the stops under way.
+func (d *Driver) Close(stop bool) []string {
+	var stopped []string
+	if stop {
+		for uuid := range d.lbs {
+			stopped = append(stopped, uuid)
+		}
+	}
+	for _, sh := range d.shards {
+		if stop {
+			d.stopShard(sh, false)
+			continue
+		}
+		// Left serving for the next agent, which adopts it: this driver
+		// must not restart it any more.
+		sh.proc.Detach()
+	}
+	clear(d.lbs)
+	clear(d.shards)
+	d.stops.Wait()
+	return stopped
+}
+
+// waitStopped waits for the stops under way of the folders dirs (a load
+// balancer's, its process's), and forgets the stops that have finished.
+func (d *Driver) waitStopped(dirs ...string) {
+	for _, dir := range dirs {
+		if done, ok := d.stopping[dir]; ok {
+			<-done
+			delete(d.stopping, dir)
+		}
+	}
+	for dir, done := range d.stopping {
+		select {
+		case <-done:
+			delete(d.stopping, dir)
+		default:
+		}
+	}
+}
+
+// stopShard stops the shard's HAProxy gracefully in the background:
+// draining may take up to hard-stop-after, and other load balancers must
+// not wait for it. With removeDirs it then deletes the shard's folder and
+// those of its gone load balancers. A shard this driver did not start is
+// a previous agent's: its master is adopted just to be stopped.
+func (d *Driver) stopShard(sh *shard, removeDirs bool) {
+	delete(d.shards, sh.at.Dir)
+	var dirs []string
+	if removeDirs {
+		for _, at := range sh.gone {
+			dirs = append(dirs, at.Dir)
+		}
+		dirs = append(dirs, sh.at.Dir)
+	}
+	stop := sh.proc.Stop
+	if !sh.started {
+		stop = sh.proc.StopStale
+	}
+	d.inBackground(append(dirs, sh.at.Dir), func() {
+		if err := stop(context.Background()); err != nil {
+			d.cfg.Logger.Warn("haproxy stop", "dir", sh.at.Dir, "error", err)
+		}
+		for _, dir := range dirs {
+			d.removeDir(dir)
+		}
+		d.cfg.Logger.Info("haproxy stopped", "dir", sh.at.Dir, "removed", removeDirs)
+	})
+}
+
+// stopLeftover stops, in the background, a HAProxy a previous agent ran
+// in the load balancer's own folder; none is a no-op.
+func (d *Driver) stopLeftover(at layout.LB) {
+	sh := d.newShard(d.layout.ProcessOf(at), d.cfg.Logger.With("uuid", at.UUID))
+	d.inBackground([]string{at.Dir}, func() {
+		if err := sh.proc.StopStale(context.Background()); err != nil {
+			d.cfg.Logger.Warn("haproxy stop", "dir", at.Dir, "error", err)
+		}
+	})
+}
+
+// inBackground runs fn in a goroutine that Close waits for and that an
+// Apply touching one of dirs waits for first.
+func (d *Driver) inBackground(dirs []string, fn func()) {
 	done := make(chan struct{})
-	d.stopping[uuid] = done
+	for _, dir := range dirs {
+		d.stopping[dir] = done
+	}
 	d.stops.Add(1)
 	go func() {
 		defer d.stops.Done()
 		defer close(done)
-		d.stopInstance(inst, removeDir)
+		fn()
 	}()
-}
-
-func (d *Driver) stopInstance(inst *instance, removeDir bool) {
-	stop := inst.proc.Stop
-	if inst.orphan {
-		stop = inst.proc.StopStale
-	}
-	if err := stop(context.Background()); err != nil {
-		d.cfg.Logger.Warn("haproxy stop", "uuid", inst.at.UUID, "error", err)
-	}
-	if removeDir {
-		removeFolders(d, inst.at, inst.procAt)
-	}
-	d.cfg.Logger.Info("haproxy stopped", "uuid", inst.at.UUID, "removed", removeDir)
-}
-
-// removeFolders deletes the load balancer's folder and its process's.
-func removeFolders(d *Driver, at layout.LB, pa layout.Process) {
-	for _, dir := range []string{at.Dir, pa.Dir} {
-		if err := os.RemoveAll(dir); err != nil {
-			d.cfg.Logger.Warn("remove folder", "dir", dir, "error", err)
-		}
-	}
 }

@@ -4,8 +4,10 @@
 //
 //	<state>/haproxy/
 //	  global.conf          process-level global and defaults (render.Global)
+//	  shard-<k>/           a HAProxy process that packs several load balancers (Shard)
 //	  <uuid>/              one load balancer (LB)
 //	    haproxy.conf       its fragment: frontends and backends, names scoped to the uuid
+//	    haproxy.conf.check a new fragment being checked alone before a shard loads it
 //	    crt-list-<digest>  its TLS certificates by SNI
 //	    certs/<id>-<digest>.pem  certificate and key, mode 0600
 //	    routes-<port>-<table>-<digest>.map  routing maps of listener <port> (render's routes.go)
@@ -21,9 +23,9 @@
 // A HAProxy process has a folder of its own (Process): its process.conf
 // (a second global section with what differs per process: the runtime
 // socket), haproxy.sock, and what package process keeps there (master
-// socket, pid file, staged configurations). Today each load balancer runs
-// in its own process, whose folder is the load balancer's folder; a
-// process that packs several load balancers (a shard) gets its own.
+// socket, pid file, staged configurations). A load balancer that runs in
+// a process of its own shares its folder (ProcessOf); a process that packs
+// several load balancers (a shard) has its own folder (Shard).
 package layout
 
 import (
@@ -98,6 +100,14 @@ func (l Layout) LB(uuid string) (LB, error) {
 // per load balancer, for now: its folder is the load balancer's.
 func (l Layout) ProcessOf(lb LB) Process { return l.process(lb.Dir) }
 
+// ShardPrefix starts the folder name of every shard process.
+const ShardPrefix = "shard-"
+
+// Shard returns the process folder of shard k (k >= 0).
+func (l Layout) Shard(k int) Process {
+	return l.process(filepath.Join(l.root, ShardPrefix+strconv.Itoa(k)))
+}
+
 func (l Layout) process(dir string) Process {
 	return Process{Dir: dir, Global: l.Global()}
 }
@@ -110,6 +120,11 @@ type LB struct {
 
 // Config is the load balancer's fragment.
 func (b LB) Config() string { return filepath.Join(b.Dir, "haproxy.conf") }
+
+// Candidate is where a new fragment is written to be checked alone
+// before it replaces Config: a shard reloads every fragment it packs, so
+// one that `haproxy -c` refuses must never reach Config.
+func (b LB) Candidate() string { return filepath.Join(b.Dir, "haproxy.conf.check") }
 
 // CrtList is the load balancer's crt-list whose content has the hex
 // digest (see the package comment).

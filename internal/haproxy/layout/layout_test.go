@@ -20,15 +20,18 @@ func TestPaths(t *testing.T) {
 	crtList, _ := lb.CrtList("fe")
 	routeMap, _ := lb.RouteMap(80, "host.prefix", "fe")
 	for got, want := range map[string]string{
-		l.Global():     "/s/haproxy/global.conf",
-		lb.Config():    "/s/haproxy/" + uuid + "/haproxy.conf",
-		crtList:        "/s/haproxy/" + uuid + "/crt-list-fe",
-		lb.Slots():     "/s/haproxy/" + uuid + "/slots.json",
-		routeMap:       "/s/haproxy/" + uuid + "/routes-80-host.prefix-fe.map",
-		cert:           "/s/haproxy/" + uuid + "/certs/ab12-0123456789abcdef.pem",
-		p.Conf():       "/s/haproxy/" + uuid + "/process.conf",
-		p.Socket():     "/s/haproxy/" + uuid + "/haproxy.sock",
-		p.Files(lb)[0]: "/s/haproxy/global.conf",
+		l.Global():          "/s/haproxy/global.conf",
+		lb.Config():         "/s/haproxy/" + uuid + "/haproxy.conf",
+		crtList:             "/s/haproxy/" + uuid + "/crt-list-fe",
+		lb.Slots():          "/s/haproxy/" + uuid + "/slots.json",
+		routeMap:            "/s/haproxy/" + uuid + "/routes-80-host.prefix-fe.map",
+		cert:                "/s/haproxy/" + uuid + "/certs/ab12-0123456789abcdef.pem",
+		p.Conf():            "/s/haproxy/" + uuid + "/process.conf",
+		p.Socket():          "/s/haproxy/" + uuid + "/haproxy.sock",
+		p.Files(lb)[0]:      "/s/haproxy/global.conf",
+		lb.Candidate():      "/s/haproxy/" + uuid + "/haproxy.conf.check",
+		l.Shard(3).Socket(): "/s/haproxy/shard-3/haproxy.sock",
+		l.Shard(3).Conf():   "/s/haproxy/shard-3/process.conf",
 	} {
 		if got != want {
 			t.Errorf("got %s, want %s", got, want)
