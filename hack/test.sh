@@ -51,7 +51,7 @@ fi
 # build of client-go).
 echo "== go test -race (unit packages with concurrency)" >&2
 go test -race -count=1 -timeout 10m \
-  ./internal/store/... ./internal/pipeline ./internal/agent ./internal/haproxy/process \
+  ./internal/store/... ./internal/pipeline ./internal/agent ./internal/agent/haproxydriver ./internal/haproxy/process \
   ./internal/source/... ./internal/api ./internal/cluster ./internal/standalone \
   ./internal/controller ./internal/ipam ./internal/echo
 
