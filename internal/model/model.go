@@ -169,7 +169,7 @@ type L7Policy struct {
 // PolicyOptions are what a policy does to a matching request before it
 // reaches its pool, in this order: HTTPSRedirect, RedirectURL or
 // RedirectPrefix, AppRoot, the source checks (403), the CORS preflight
-// (204), MaxBodyBytes (413), then UpstreamHost. Translation fills them
+// (204), MaxBodyBytes (413), UpstreamHost, then RewritePath. Translation fills them
 // from one Ingress's annotations, so they never leak to another
 // Ingress's routes on a shared load balancer.
 type PolicyOptions struct {
@@ -197,6 +197,11 @@ type PolicyOptions struct {
 	// UpstreamHost, when set, replaces the Host header the backend sees
 	// (upstream-vhost); routing has already used the client's.
 	UpstreamHost string `json:"upstreamHost,omitempty"`
+	// RewritePath, when set, replaces the request's path (the query
+	// string is kept) after routing has chosen the pool with the
+	// original one (rewrite-target). A path of letters, digits and
+	// ._~/- only.
+	RewritePath string `json:"rewritePath,omitempty"`
 	// CORS, when set, answers CORS preflights itself and adds
 	// Access-Control-Allow-Origin to responses (enable-cors).
 	CORS *CORS `json:"cors,omitempty"`

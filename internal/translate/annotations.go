@@ -77,6 +77,8 @@ type ingressSettings struct {
 	permanentCode, temporalCode              int
 	fromToWWW                                bool
 	appRoot, upstreamVhost                   string
+	rewriteTarget                            string
+	useRegex                                 bool
 	cors                                     corsSettings
 	affinity                                 affinitySettings
 	backendProtocol                          model.BackendProtocol
@@ -145,6 +147,19 @@ func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue
 		if err != nil {
 			issues = append(issues, annotationIssue{key: k, message: err.Error(), fatal: true})
 		}
+	}
+	// Regular-expression paths are not implemented: alone, use-regex
+	// only changes how paths match (they are served as their pathType
+	// says, as before, with a warning); with rewrite-target it would
+	// rewrite other paths than ingress-nginx, so the Ingress is refused.
+	switch {
+	case s.useRegex && hasRewriteTarget(ann):
+		issues = append(issues, annotationIssue{key: useRegexKey(ann), fatal: true,
+			message: "use-regex is not supported with rewrite-target: pier matches paths by their pathType and " +
+				"cannot expand capture groups, so the Ingress is refused rather than rewritten otherwise than ingress-nginx would"})
+	case s.useRegex:
+		issues = append(issues, annotationIssue{key: useRegexKey(ann),
+			message: "regular-expression paths are not supported: paths are matched by their pathType, use-regex ignored"})
 	}
 	if s.permanentRedirect != "" && s.temporalRedirect != "" {
 		issues = append(issues, annotationIssue{key: NginxPrefix + "permanent-redirect",

@@ -149,6 +149,14 @@ var compatAnnotations = map[string]compatAnnotation{
 		s.backendProtocol, err = parseBackendProtocol(v)
 		return err
 	}, difference: "per Service port: Ingresses sharing a backend use the oldest one's; HTTPS and GRPCS are not verified and send no SNI (proxy-ssl-* not yet supported); AJP, FCGI and AUTO_HTTP refuse the Ingress"},
+	"rewrite-target": {parse: func(s *ingressSettings, v string) (err error) {
+		s.rewriteTarget, err = parseRewriteTarget(v)
+		return err
+	}, difference: rewriteDifference},
+	"use-regex": {parse: func(s *ingressSettings, v string) (err error) {
+		s.useRegex, err = parseNginxBool(v)
+		return err
+	}, difference: "only false (the default) is supported: pier matches paths by their pathType; true is ignored, and refuses the Ingress with rewrite-target"},
 	"temporal-redirect-code": {parse: func(s *ingressSettings, v string) (err error) {
 		s.temporalCode, err = parseRedirectCode(v)
 		return err
@@ -288,4 +296,57 @@ func parseRedirectCode(v string) (int, error) {
 		return 0, err
 	}
 	return map[string]int{"301": 301, "302": 302, "303": 303, "307": 307, "308": 308}[val.String()], nil
+}
+
+// rewriteDifference is how rewrite-target differs from ingress-nginx.
+const rewriteDifference = "the path is matched as its pathType says (case-sensitive, Prefix by path element), " +
+	"not as ingress-nginx's case-insensitive regular expression; no capture groups ($1) and no use-regex"
+
+// rewriteChars are the bytes a rewrite-target may hold: a plain path. No
+// "$" (capture groups need use-regex, which pier does not implement), no
+// "?" (the query string is kept as it came), no "%" (a log-format
+// directive in set-path), no escapes.
+const rewriteChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._~/-"
+
+// parseRewriteTarget accepts what ingress-nginx's rewrite-target becomes
+// without capture groups: the path every request of the route is sent
+// to the backend with (ingress-nginx: rewrite "(?i)<path>" <target>
+// break, which replaces the whole path and keeps the query string). It
+// must be an absolute path (the Exact path rules) of letters, digits and
+// ._~/- only.
+func parseRewriteTarget(v string) (string, error) {
+	if strings.Contains(v, "$") {
+		return "", fmt.Errorf("rewrite-target %s: capture groups ($1 …) need use-regex, which pier does not support: "+
+			"write the target path without them", quoteForMessage(v))
+	}
+	p, err := encode.Path(v, encode.PathExact)
+	if err != nil {
+		return "", fmt.Errorf("rewrite-target: %w", err)
+	}
+	if strings.Trim(v, rewriteChars) != "" {
+		return "", fmt.Errorf("rewrite-target %s: only letters, digits and ._~/- are accepted", quoteForMessage(v))
+	}
+	return p.String(), nil
+}
+
+// regexPathChars are the bytes that make a path a regular expression to
+// ingress-nginx once rewrite-target is set (the location becomes
+// "~* ^<path>"). "." is left out: as a regular expression it also
+// matches itself, so pier's literal match is a subset, not another set.
+const regexPathChars = "*+?()[]{}|^$\\"
+
+// useRegexKey is the key use-regex was read under, for its problem.
+func useRegexKey(ann map[string]string) string {
+	if _, ok := ann[AnnotationPrefix+"use-regex"]; ok {
+		return AnnotationPrefix + "use-regex"
+	}
+	return NginxPrefix + "use-regex"
+}
+
+// hasRewriteTarget: rewrite-target is set, valid or not (an invalid one
+// refuses the Ingress already; use-regex then says why too).
+func hasRewriteTarget(ann map[string]string) bool {
+	_, nginx := ann[NginxPrefix+"rewrite-target"]
+	_, pier := ann[AnnotationPrefix+"rewrite-target"]
+	return nginx || pier
 }

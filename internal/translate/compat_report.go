@@ -21,7 +21,7 @@ var snippetAlternatives = map[string]string{
 
 // plannedNginx are the other ingress-nginx annotations issue 11 lists:
 // not implemented yet, so reported as such rather than as unknown.
-var plannedNginx = setOf("rewrite-target", "use-regex", "x-forwarded-prefix",
+var plannedNginx = setOf("x-forwarded-prefix",
 	"proxy-ssl-verify", "proxy-ssl-secret", "proxy-ssl-name",
 	"auth-type", "auth-secret", "auth-realm", "auth-url", "auth-signin", "auth-response-headers",
 	"custom-headers", "proxy-set-headers", "ssl-passthrough",

@@ -45,6 +45,8 @@ var validCompat = map[string]string{
 	"session-cookie-max-age":  "3600",
 	"session-cookie-expires":  "172800",
 	"session-cookie-samesite": "Lax",
+	"rewrite-target":          "/api/v1.2",
+	"use-regex":               "false",
 }
 
 func TestCompatAnnotationsAreAnchored(t *testing.T) {
@@ -58,7 +60,7 @@ func TestCompatAnnotationsAreAnchored(t *testing.T) {
 				t.Errorf("%s=%q refused: %+v", key, valid, issues)
 			}
 			for _, bad := range []string{valid + ";evil", valid + "\n", valid + "X", " " + valid + "\nhttp-request deny", valid + "'", "", valid + "\x00"} {
-				if (name == "app-root" || name == "cors-allow-methods" || name == "cors-allow-headers" ||
+				if (name == "app-root" || name == "rewrite-target" || name == "cors-allow-methods" || name == "cors-allow-headers" ||
 					name == "session-cookie-name" || name == "session-cookie-path") && bad == valid+"X" {
 					continue // a path, method, header or cookie name with one more letter is another valid one
 				}
@@ -137,7 +139,7 @@ func TestSnippetsAndUnknownNginxAnnotationsWarn(t *testing.T) {
 		NginxPrefix + "server-snippet":        "return 403;",
 		NginxPrefix + "auth-snippet":          "x",
 		NginxPrefix + "stream-snippet":        "x",
-		NginxPrefix + "rewrite-target":        "/$1",
+		NginxPrefix + "x-forwarded-prefix":    "/x",
 		NginxPrefix + "server-snippet-long":   strings.Repeat("x", 4096), // unparsed: no size refusal
 	}, "a.example", "/")
 	res := Ingresses(snapshotOf(ing), DefaultOptions())
@@ -459,5 +461,54 @@ func TestBackendProtocolConflictWarnsTheNewer(t *testing.T) {
 	if len(ps) != 1 || ps[0].Reason != "BackendProtocolConflict" || !strings.Contains(ps[0].Message, "(HTTPS)") ||
 		len(problemsFor(res, "old")) != 0 {
 		t.Errorf("problems %+v", res.Problems)
+	}
+}
+
+func TestRewriteTarget(t *testing.T) {
+	lbOf := func(ann map[string]string, path string) *Result {
+		return Ingresses(snapshotOf(simpleIngress(t, "ns", "a", 0, ann, "a.example", path)), DefaultOptions())
+	}
+	for _, key := range []string{NginxPrefix + "rewrite-target", AnnotationPrefix + "rewrite-target"} {
+		o := onlyLB(t, lbOf(map[string]string{key: "/"}, "/foo")).Listeners[0].Policies[0].Options
+		if o == nil || o.RewritePath != "/" {
+			t.Errorf("%s: options %+v", key, o)
+		}
+	}
+	// use-regex false changes nothing; use-regex alone is still only a warning.
+	o := onlyLB(t, lbOf(map[string]string{NginxPrefix + "rewrite-target": "/api/", NginxPrefix + "use-regex": "false"}, "/foo")).
+		Listeners[0].Policies[0].Options
+	if o == nil || o.RewritePath != "/api/" {
+		t.Errorf("use-regex false: options %+v", o)
+	}
+	if lb := onlyLB(t, lbOf(map[string]string{NginxPrefix + "use-regex": "true"}, "/foo")); lb.Listeners[0].Policies[0].Options != nil {
+		t.Errorf("use-regex alone: options %+v", lb.Listeners[0].Policies[0].Options)
+	}
+	refused := func(name string, ann map[string]string, path, reason, field, text string) {
+		t.Helper()
+		res := lbOf(ann, path)
+		if len(res.LoadBalancers) != 0 {
+			t.Errorf("%s: served", name)
+		}
+		found := false
+		for _, p := range problemsFor(res, "a") {
+			found = found || (p.Reason == reason && strings.Contains(p.Field, field) && strings.Contains(p.Message, text))
+		}
+		if !found {
+			t.Errorf("%s: problems %+v, want %s on %s with %q", name, res.Problems, reason, field, text)
+		}
+	}
+	refused("use-regex true", map[string]string{NginxPrefix + "rewrite-target": "/", NginxPrefix + "use-regex": "true"},
+		"/foo", "InvalidAnnotation", "use-regex", "use-regex is not supported with rewrite-target")
+	refused("use-regex invalid", map[string]string{NginxPrefix + "rewrite-target": "/", NginxPrefix + "use-regex": "yes;evil"},
+		"/foo", "InvalidAnnotation", "use-regex", "use-regex")
+	refused("capture group", map[string]string{NginxPrefix + "rewrite-target": "/$2"},
+		"/foo", "InvalidAnnotation", "rewrite-target", "capture groups")
+	refused("regex path", map[string]string{NginxPrefix + "rewrite-target": "/"},
+		"/foo(.*)", "InvalidIngress", "spec.rules", "regular expression")
+	for _, bad := range []string{"", "api", "/a?b=1", "/a%20b", "/a//b", "/a/../b", "/$1", "/a;evil", "/a b", "/a'b",
+		"/a\nb", "https://x.example/", "/a\\b", "/a%[src]"} {
+		if _, err := parseRewriteTarget(bad); err == nil {
+			t.Errorf("rewrite-target %q accepted", bad)
+		}
 	}
 }

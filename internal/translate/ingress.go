@@ -129,6 +129,13 @@ func (p *parsedIngress) parseRules(x *index, opts Options, problems *[]model.Pro
 			if err != nil {
 				return fmt.Errorf("%s: %w", pfield, err)
 			}
+			// With rewrite-target, ingress-nginx reads the path as a
+			// regular expression: refuse one that would match otherwise
+			// than pier's literal path.
+			if p.settings.rewriteTarget != "" && strings.ContainsAny(hp.Path, regexPathChars) {
+				return fmt.Errorf("%s.path %s: with rewrite-target, ingress-nginx reads it as a regular expression, "+
+					"which pier does not support", pfield, quoteForMessage(hp.Path))
+			}
 			pool, err := p.backendPool(&hp.Backend, pfield+".backend", x, opts, problems)
 			if err != nil {
 				return err

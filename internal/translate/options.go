@@ -32,6 +32,7 @@ func (p *parsedIngress) policyOptions(r route, http, tls bool) *model.PolicyOpti
 		MaxBodyBytes: s.maxBody,
 		AppRoot:      s.appRoot,
 		UpstreamHost: s.upstreamVhost,
+		RewritePath:  s.rewriteTarget,
 		CORS:         s.cors.model(),
 	}
 	if http {
@@ -44,7 +45,8 @@ func (p *parsedIngress) policyOptions(r route, http, tls bool) *model.PolicyOpti
 		o.RedirectURL, o.RedirectCode = s.permanentRedirect, s.permanentCode
 	}
 	if !o.HTTPSRedirect && o.RedirectURL == "" && len(o.AllowSources) == 0 && len(o.DenySources) == 0 &&
-		o.MaxBodyBytes == 0 && o.AppRoot == "" && o.UpstreamHost == "" && o.CORS == nil {
+		o.MaxBodyBytes == 0 && o.AppRoot == "" && o.UpstreamHost == "" && o.CORS == nil &&
+		o.RewritePath == "" {
 		return nil // nothing set: the policy renders as without annotations
 	}
 	o.AllowSources = slices.Clone(o.AllowSources)

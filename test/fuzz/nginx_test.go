@@ -26,7 +26,7 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 		"cors-allow-methods": "GET, POST", "cors-allow-headers": "Content-Type", "cors-allow-credentials": "true",
 		"cors-max-age": "600", "affinity": "cookie", "affinity-mode": "balanced", "session-cookie-name": "route_id",
 		"session-cookie-path": "/app", "session-cookie-max-age": "3600", "session-cookie-expires": "60",
-		"session-cookie-samesite": "None", "backend-protocol": "GRPCS"}
+		"session-cookie-samesite": "None", "backend-protocol": "GRPCS", "rewrite-target": "/api/v1.2", "use-regex": "false"}
 	for i, name := range names {
 		v := good[name]
 		f.Add(uint8(i), v, uint8(i+1), good[names[(i+1)%len(names)]])
@@ -51,6 +51,14 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 				f.Add(uint8(i), good[name]+suffix, affinity, "cookie")
 			}
 		}
+	}
+	// rewrite-target beside use-regex (refused when true), and the
+	// capture-group and log-format forms a target must not carry.
+	regex := uint8(slices.Index(names, "use-regex"))
+	rewrite := uint8(slices.Index(names, "rewrite-target"))
+	for _, v := range []string{"/", "/api/", "/$1", "/$2", "/%[src]", "/a?b=1", "/a\\b", "https://evil.example/", "/a;evil"} {
+		f.Add(rewrite, v, regex, "true")
+		f.Add(rewrite, v, regex+128, "false")
 	}
 	for _, row := range badInputs() {
 		if row.field != "path" && row.field != "host" {

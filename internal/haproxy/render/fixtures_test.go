@@ -151,6 +151,7 @@ func fixtures() []fixture {
 		{"annotations-cors", corsFixture(web1, web2)},
 		{"affinity", affinityFixture(web1, web2)},
 		{"backend-protocol", protocolFixture(web1, web2)},
+		{"rewrite-target", rewriteFixture(web1, web2)},
 	}
 }
 
@@ -219,4 +220,16 @@ func protocolFixture(web1, web2 model.Pool) *model.LoadBalancer {
 		toPool(web3, hostIs("grpcs.example"), pathPrefix("/")),
 		toPool(web4, hostIs("http.example"), pathPrefix("/")),
 	))}, web1, web2, web3, web4)
+}
+
+// rewriteFixture: rewrite-target on an Exact and a Prefix path (one
+// profile per path, the path being part of the options), beside a route
+// of the same host without it, in translation's order (map lookups).
+func rewriteFixture(web1, web2 model.Pool) *model.LoadBalancer {
+	with := func(p model.L7Policy, o model.PolicyOptions) model.L7Policy { p.Options = &o; return p }
+	return newLB([]model.Listener{httpListener("", routes(
+		with(toPool(web1, hostIs("app.example"), pathIs("/old/login")), model.PolicyOptions{RewritePath: "/api/v1.2/login"}),
+		with(toPool(web1, hostIs("app.example"), pathPrefix("/foo")), model.PolicyOptions{RewritePath: "/"}),
+		toPool(web2, hostIs("app.example"), pathPrefix("/")),
+	))}, web1, web2)
 }

@@ -31,8 +31,10 @@ type profile struct {
 	maxBody       int64
 	appRoot       encode.Word // valid when hasAppRoot
 	upstreamHost  encode.Word // valid when hasUpstream
+	rewritePath   encode.Word // valid when hasRewrite
 	hasAppRoot    bool
 	hasUpstream   bool
+	hasRewrite    bool
 	cors          *corsProfile // nil without enable-cors
 }
 
@@ -68,6 +70,9 @@ func profileOf(o *model.PolicyOptions, tls bool) (*profile, error) {
 	if err := appRootAndHost(p, o); err != nil {
 		return nil, err
 	}
+	if err := rewriteOf(p, o.RewritePath); err != nil {
+		return nil, err
+	}
 	if p.cors, err = corsOf(o.CORS); err != nil {
 		return nil, err
 	}
@@ -78,7 +83,7 @@ func profileOf(o *model.PolicyOptions, tls bool) (*profile, error) {
 		return nil, fmt.Errorf("denied sources: %w", err)
 	}
 	if !p.httpsRedirect && p.redirectCode == 0 && len(p.allow) == 0 && len(p.deny) == 0 && p.maxBody == 0 &&
-		!p.hasAppRoot && !p.hasUpstream && p.cors == nil {
+		!p.hasAppRoot && !p.hasUpstream && !p.hasRewrite && p.cors == nil {
 		return nil, nil // empty options render as none
 	}
 	return p, nil
@@ -138,6 +143,30 @@ func appRootAndHost(p *profile, o *model.PolicyOptions) error {
 		}
 		p.hasUpstream = true
 	}
+	return nil
+}
+
+// rewriteChars are the bytes a rewritten path may hold, as translation
+// allows them: no "%" (a log-format directive), "$", "?" or escapes.
+const rewriteChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._~/-"
+
+// rewriteOf validates the path of rewrite-target for set-path, a
+// log-format argument.
+func rewriteOf(p *profile, path string) error {
+	if path == "" {
+		return nil
+	}
+	v, err := encode.Path(path, encode.PathExact)
+	if err != nil {
+		return fmt.Errorf("rewrite path: %w", err)
+	}
+	if strings.Trim(path, rewriteChars) != "" {
+		return fmt.Errorf("rewrite path %s holds more than letters, digits and ._~/-", encode.Printable(path))
+	}
+	if p.rewritePath = v.LogFormatWord(); p.rewritePath.Err() != nil {
+		return p.rewritePath.Err()
+	}
+	p.hasRewrite = true
 	return nil
 }
 
@@ -205,8 +234,10 @@ const sourcesPerLine = 32
 
 // writeProfiles renders each profile's rules, in the order
 // model.PolicyOptions documents: https redirect, redirect, app root,
-// sources (403), CORS (a 204 preflight), body size (413), then the
-// upstream Host header. A body without Content-Length (chunked, HTTP/2) is
+// sources (403), CORS (a 204 preflight), body size (413), the upstream
+// Host header, then the rewritten path. Routing has already used the
+// original path: the frontend's lookups (map or ACL) run before these
+// rules and use_backend only reads their result. A body without Content-Length (chunked, HTTP/2) is
 // buffered first; HAProxy 2.6 buffers about 64 KiB of it (65,524 bytes
 // measured with tune.bufsize 16384), so a larger limit is best effort
 // for such bodies (docs/migration.md).
@@ -254,6 +285,10 @@ func writeProfiles(c *encode.Config, ps []*profile) {
 		}
 		if p.hasUpstream {
 			c.Line(httpRequest, encode.Lit("set-header"), encode.Lit("Host"), p.upstreamHost, ifWord, name)
+		}
+		if p.hasRewrite {
+			// set-path keeps the query string (HAProxy 2.6 manual).
+			c.Line(httpRequest, encode.Lit("set-path"), p.rewritePath, ifWord, name)
 		}
 	}
 }
