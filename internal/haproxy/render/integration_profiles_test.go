@@ -48,24 +48,7 @@ func TestIntegrationAnnotations(t *testing.T) {
 		toPool(slowPatient, hostIs("patient.test"), pathPrefix("/")),
 		toPool(fast, hostIs("plain.test"), pathPrefix("/")),
 	))}, fast, slow, slowPatient)
-	port := freePort()
-	lb.Listeners[0].Port, lb.VIP, lb.FIP = port, "127.0.0.1", ""
-	dir := t.TempDir()
-	opts := Options{Dir: dir, MinSlots: 4}
-	cfg, err := Config(lb, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	maps, err := Maps(lb, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range maps {
-		writeFile(t, m.Path, m.Data)
-	}
-	writeFile(t, dir+"/haproxy.conf", cfg)
-	startHAProxy(t, bin, dir+"/haproxy.conf", port)
-	addr := "127.0.0.1:" + strconv.Itoa(port)
+	addr := serveLB(t, bin, lb)
 
 	for _, tc := range []struct {
 		name, from, host, path string
