@@ -3,13 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+	"pier.dev/pier/internal/goldenfile"
+)
 
 // TestLintCorpus runs pier lint on a small corpus of Ingresses in the
 // style of real ingress-nginx users and compares both outputs with their
@@ -22,20 +21,7 @@ func TestLintCorpus(t *testing.T) {
 		if code != 1 {
 			t.Errorf("-o %s: exit %d, want 1 (the corpus has unsupported annotations); stderr %s", tc.format, code, stderr.String())
 		}
-		path := filepath.Join("testdata", "lint", tc.golden)
-		if *update {
-			if err := os.WriteFile(path, stdout.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(stdout.Bytes(), want) {
-			t.Errorf("%s differs (go test ./cmd/pier -run TestLintCorpus -update):\n%s", path, stdout.String())
-		}
+		goldenfile.Check(t, filepath.Join("testdata", "lint", tc.golden), stdout.Bytes(), "go test ./cmd/pier -run TestLintCorpus")
 		if tc.format == "json" && !json.Valid(stdout.Bytes()) {
 			t.Error("-o json is not JSON")
 		}

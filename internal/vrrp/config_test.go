@@ -2,7 +2,6 @@ package vrrp
 
 import (
 	"bytes"
-	"flag"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -10,9 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"pier.dev/pier/internal/goldenfile"
+)
 
 func sample() Config {
 	a := netip.MustParseAddr
@@ -34,19 +33,7 @@ func TestRenderGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "two-pairs.conf")
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("render differs from %s (go test -update):\n%s", golden, got)
-	}
+	goldenfile.Check(t, filepath.Join("testdata", "two-pairs.conf"), got, "go test ./internal/vrrp")
 }
 
 // Order of instances and addresses in the input must not matter.

@@ -10,7 +10,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/pem"
-	"flag"
 	"math/big"
 	"os"
 	"os/exec"
@@ -20,27 +19,13 @@ import (
 	"time"
 
 	"pier.dev/pier/internal/encode"
+	"pier.dev/pier/internal/goldenfile"
 	"pier.dev/pier/internal/model"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
-
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./internal/haproxy/render -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the rendered output; review and run with -update.\n--- got:\n%s", path, got)
-	}
+	goldenfile.Check(t, filepath.Join("testdata", name), got, "go test ./internal/haproxy/render")
 }
 
 func TestGolden(t *testing.T) {

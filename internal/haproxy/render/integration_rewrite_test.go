@@ -4,7 +4,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"testing"
 
 	"pier.dev/pier/internal/model"
@@ -57,27 +56,14 @@ func TestIntegrationRewriteTarget(t *testing.T) {
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			lb := newLB([]model.Listener{httpListener("", mode.policies)}, rewritten, catchAll)
-			port := freePort()
-			lb.Listeners[0].Port, lb.VIP, lb.FIP = port, "127.0.0.1", ""
-			dir := t.TempDir()
-			opts := Options{Dir: dir, MinSlots: 4}
-			cfg, err := Config(lb, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			maps, err := Maps(lb, opts)
+			maps, err := Maps(lb, Options{Dir: t.TempDir(), MinSlots: 4})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if (len(maps) > 0) != mode.mapped {
 				t.Fatalf("%d map files, want mapped %v", len(maps), mode.mapped)
 			}
-			for _, m := range maps {
-				writeFile(t, m.Path, m.Data)
-			}
-			writeFile(t, dir+"/haproxy.conf", cfg)
-			startHAProxy(t, bin, dir+"/haproxy.conf", port)
-			addr := "127.0.0.1:" + strconv.Itoa(port)
+			addr := serveLB(t, bin, lb)
 			for _, tc := range []struct {
 				host, uri, backend, seen string
 			}{
