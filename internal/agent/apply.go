@@ -11,48 +11,133 @@ import (
 	"pier.dev/pier/internal/model"
 )
 
+// applyPending starts the pending applies and removals, at most
+// Config.ApplyConcurrency at once and one at a time per load balancer; a
+// load balancer whose apply is under way keeps its newest spec pending
+// until that apply returns. Each runs in a goroutine and comes back
+// through a.done (finishApply), so a slow apply holds up neither the
+// loop nor the applies of other load balancers (issue 14, item 6).
 func (a *Agent) applyPending(ctx context.Context) {
+	if ctx.Err() != nil {
+		return
+	}
 	uuids := make([]string, 0, len(a.pending))
 	for uuid := range a.pending {
-		uuids = append(uuids, uuid)
+		if _, busy := a.inflight[uuid]; !busy {
+			uuids = append(uuids, uuid)
+		}
 	}
 	sort.Strings(uuids)
 	for _, uuid := range uuids {
-		if ctx.Err() != nil {
+		if len(a.inflight) >= a.concurrency {
 			return
 		}
 		lb := a.pending[uuid]
 		delete(a.pending, uuid)
 		if lb == nil || a.driverOf(lb) == nil {
-			a.remove(uuid)
+			a.startRemove(uuid)
 			continue
 		}
-		a.applyOne(ctx, lb)
+		a.startApply(ctx, lb)
 	}
 }
 
-// applyOne hands lb to its driver and reports the outcome.
-func (a *Agent) applyOne(ctx context.Context, lb *model.LoadBalancer) {
+// applyResult is what an apply or a removal running in the background
+// hands back to the loop.
+type applyResult struct {
+	uuid    string
+	lb      *model.LoadBalancer // nil: a removal
+	applied driver.Applied
+	err     error
+	took    time.Duration
+}
+
+// startApply hands lb to its driver in the background. A load balancer
+// whose provider changed is first removed from the other driver.
+func (a *Agent) startApply(ctx context.Context, lb *model.LoadBalancer) {
+	var previous driver.Driver
 	if p, ok := a.held[lb.UUID]; ok && p != lb.Provider {
-		a.remove(lb.UUID) // the other driver must let go first
+		previous = a.drivers[p] // it must let go first
+		a.forget(lb.UUID)
 	}
 	a.held[lb.UUID] = lb.Provider
+	a.inflight[lb.UUID] = lb.SpecHash()
+	d := a.driverOf(lb)
+	a.jobs.Add(1)
+	go func() {
+		defer a.jobs.Done()
+		if previous != nil {
+			previous.Remove(lb.UUID)
+		}
+		a.done <- runApply(ctx, d, lb)
+	}()
+}
+
+func runApply(ctx context.Context, d driver.Driver, lb *model.LoadBalancer) applyResult {
 	start := time.Now()
-	applied, err := a.driverOf(lb).Apply(ctx, lb)
-	a.cfg.Metrics.ApplySeconds.Observe(time.Since(start).Seconds())
-	if err != nil {
+	applied, err := d.Apply(ctx, lb)
+	return applyResult{uuid: lb.UUID, lb: lb, applied: applied, err: err, took: time.Since(start)}
+}
+
+// startRemove stops the load balancer in the background if a driver was
+// given it here. What the agent knows of it goes at once.
+func (a *Agent) startRemove(uuid string) {
+	p, ok := a.held[uuid]
+	a.forget(uuid)
+	if !ok {
+		return
+	}
+	d := a.drivers[p]
+	a.held[uuid] = p // until the driver has let go
+	a.inflight[uuid] = ""
+	a.jobs.Add(1)
+	go func() {
+		defer a.jobs.Done()
+		d.Remove(uuid)
+		a.done <- applyResult{uuid: uuid}
+	}()
+}
+
+// finishApply records what an apply or a removal did and reports it.
+func (a *Agent) finishApply(ctx context.Context, r applyResult) {
+	delete(a.inflight, r.uuid)
+	if r.lb == nil {
+		delete(a.held, r.uuid)
+		return
+	}
+	lb := r.lb
+	a.cfg.Metrics.ApplySeconds.Observe(r.took.Seconds())
+	if r.err != nil {
 		a.failed[lb.UUID] = lb.SpecHash()
-		if !errors.Is(err, driver.ErrRejected) {
+		if !errors.Is(r.err, driver.ErrRejected) {
 			a.retry[lb.UUID] = time.Now().Add(retryAfter)
 		}
-		a.cfg.Logger.Error("apply failed; the previous config keeps serving", "lb", lb.Name, "uuid", lb.UUID, "error", err)
-		a.report(ctx, lb, model.StateError, "", err.Error())
+		a.cfg.Logger.Error("apply failed; the previous config keeps serving", "lb", lb.Name, "uuid", lb.UUID, "error", r.err)
+		a.report(ctx, lb, model.StateError, "", r.err.Error())
 		return
 	}
 	delete(a.failed, lb.UUID)
-	a.applied[lb.UUID], a.hashes[lb.UUID] = lb, applied.ConfigHash
+	a.applied[lb.UUID], a.hashes[lb.UUID] = lb, r.applied.ConfigHash
 	a.refreshMembers(ctx, lb.UUID) // members may have changed: report them with the apply
-	a.report(context.WithoutCancel(ctx), lb, model.StateActive, applied.ConfigHash, "")
+	a.report(context.WithoutCancel(ctx), lb, model.StateActive, r.applied.ConfigHash, "")
+}
+
+// waitApplies waits for the applies and removals under way, at shutdown:
+// the drivers close only after them. A successful apply still counts as
+// running here, so that shutdown reports it stopped.
+func (a *Agent) waitApplies() {
+	a.jobs.Wait()
+	for {
+		select {
+		case r := <-a.done:
+			delete(a.inflight, r.uuid)
+			if r.lb != nil && r.err == nil {
+				a.applied[r.uuid] = r.lb
+			}
+		default:
+			return
+		}
+	}
 }
 
 // driverOf is the driver that runs lb on this node, or nil when lb is
@@ -64,11 +149,10 @@ func (a *Agent) driverOf(lb *model.LoadBalancer) driver.Driver {
 	return a.drivers[lb.Provider]
 }
 
-// remove stops the load balancer if a driver was given it here.
-func (a *Agent) remove(uuid string) {
-	if p, ok := a.held[uuid]; ok {
-		a.drivers[p].Remove(uuid)
-	}
+// forget drops what the agent knows of load balancer uuid, but the
+// driver it was given to (held): startRemove and startApply deal with
+// that.
+func (a *Agent) forget(uuid string) {
 	delete(a.held, uuid)
 	delete(a.applied, uuid)
 	delete(a.hashes, uuid)
@@ -101,6 +185,7 @@ func (a *Agent) recover(ctx context.Context) error {
 }
 
 func (a *Agent) shutdown() {
+	a.waitApplies()
 	if a.cfg.StopOnExit {
 		// The routes go first, as the addresses below. Without
 		// StopOnExit the sessions end with the process, unannounced:

@@ -160,3 +160,101 @@ func waitStatus(t *testing.T, ok func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// gatedDriver holds the apply of one load balancer until its gate opens,
+// and counts the applies of each load balancer running at once.
+type gatedDriver struct {
+	fakeDriver
+	gate    chan struct{}
+	gated   string // UUID whose applies wait for gate
+	running map[string]int
+	overlap bool // two applies of one load balancer ran at once
+}
+
+func (g *gatedDriver) Apply(ctx context.Context, lb *model.LoadBalancer) (driver.Applied, error) {
+	g.mu.Lock()
+	g.running[lb.UUID]++
+	g.overlap = g.overlap || g.running[lb.UUID] > 1
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		g.running[lb.UUID]--
+		g.mu.Unlock()
+	}()
+	if lb.UUID == g.gated {
+		g.log("held " + lb.UUID[:4] + " " + lb.VIP)
+		<-g.gate
+	}
+	return g.fakeDriver.Apply(ctx, lb)
+}
+
+// TestSlowApplyHoldsUpNoOther: while one load balancer's apply is held
+// (a 10,000-path group takes seconds), another load balancer's change is
+// applied and reported; the held one's newer spec waits for its own
+// apply to return and is applied once, after it, never beside it.
+func TestSlowApplyHoldsUpNoOther(t *testing.T) {
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "pier.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	slow, quick := "aaaa0000-0000-4000-8000-000000000001", "bbbb0000-0000-4000-8000-000000000002"
+	g := &gatedDriver{fakeDriver: fakeDriver{provider: model.ProviderHAProxy}, gate: make(chan struct{}),
+		gated: slow, running: map[string]int{}}
+	lb := func(uuid, vip string) *model.LoadBalancer {
+		return &model.LoadBalancer{UUID: uuid, Name: "ns/" + uuid[:4], Provider: model.ProviderHAProxy, VIP: vip,
+			Placement: model.Placement{Active: "n1"}}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := New(Config{Node: "n1", Store: st, Drivers: []driver.Driver{g}, Metrics: metrics.New(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+
+	if err := st.PutSpec(ctx, lb(slow, "10.0.0.1")); err != nil {
+		t.Fatal(err)
+	}
+	waitCalls(t, &g.fakeDriver, "held aaaa 10.0.0.1")
+	// While it is held: a newer spec of the slow one, and the quick one.
+	if err := st.PutSpec(ctx, lb(slow, "10.0.0.2")); err != nil {
+		t.Fatal(err)
+	}
+	quickLB := lb(quick, "10.0.0.3")
+	if err := st.PutSpec(ctx, quickLB); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, func() bool {
+		got, _ := st.Get(ctx, quick)
+		r, ok := got.Status.Report("n1")
+		return ok && r.State == model.StateActive
+	})
+	if got := g.seen(); slices.Contains(got, "apply aaaa") {
+		t.Fatalf("the held apply returned before its gate opened: %q", got)
+	}
+	close(g.gate)
+	waitCalls(t, &g.fakeDriver, "held aaaa 10.0.0.1", "apply bbbb", "apply aaaa", "held aaaa 10.0.0.2", "apply aaaa")
+	waitStatus(t, func() bool {
+		got, _ := st.Get(ctx, slow)
+		r, ok := got.Status.Report("n1")
+		return ok && r.State == model.StateActive && r.ConfigHash == "h-"+lb(slow, "10.0.0.2").SpecHash()[:8]
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.overlap {
+		t.Error("two applies of one load balancer ran at once")
+	}
+	applies := 0
+	for _, c := range g.calls {
+		if c == "apply aaaa" {
+			applies++
+		}
+	}
+	if applies != 2 {
+		t.Errorf("the slow load balancer was applied %d times, want 2 (its first spec, then its newest): %q", applies, g.calls)
+	}
+}

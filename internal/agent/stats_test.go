@@ -73,7 +73,7 @@ func TestStatsReported(t *testing.T) {
 		if err := st.PutSpec(ctx, lb); err != nil {
 			t.Fatal(err)
 		}
-		a.applyOne(ctx, lb)
+		applyNow(ctx, a, lb)
 		lbs = append(lbs, lb)
 	}
 	first := lbs[0].UUID
@@ -129,4 +129,10 @@ func TestStatsReported(t *testing.T) {
 	if n := d.refreshes(); n != 3 {
 		t.Fatalf("the next tick left %d reads done, want the third one too", n)
 	}
+}
+
+// applyNow applies lb as the loop does, but in the caller's goroutine.
+func applyNow(ctx context.Context, a *Agent, lb *model.LoadBalancer) {
+	a.held[lb.UUID] = lb.Provider
+	a.finishApply(ctx, runApply(ctx, a.driverOf(lb), lb))
 }

@@ -44,8 +44,9 @@ func startNodes(t *testing.T, ctx context.Context, wg *sync.WaitGroup, top *topo
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = h.Stop(context.Background()) })
 		n := &node{h: h}
+		// Under the node's lock: a tick may still run when cleanup starts.
+		t.Cleanup(func() { n.do(func(h *Holder) { _ = h.Stop(context.Background()) }) })
 		n.healthy.Store(true)
 		n.served.Store(true)
 		n.role.Store(model.VRRPState(""))

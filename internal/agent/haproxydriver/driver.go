@@ -59,13 +59,22 @@ type Config struct {
 	Logger    *slog.Logger
 }
 
-// Driver is the HAProxy driver. Its methods are called from one
-// goroutine (see driver.Driver); only stops run in the background.
+// Driver is the HAProxy driver. Applies and removals of load balancers
+// in different HAProxy processes run at once; those of one process take
+// turns (lanes.go). Healthy, Stats and Drifted never wait for them.
 type Driver struct {
 	cfg    Config
 	layout layout.Layout
+
+	// mu guards the maps below, the drain switch, and the fields of an
+	// instance that readers outside its lane see (hash, result, stats,
+	// reloads). It is held for bookkeeping only, never across HAProxy
+	// work, so the agent's loop never waits for an apply.
+	mu     sync.Mutex
 	lbs    map[string]*instance // running here, by UUID
 	shards map[string]*shard    // HAProxy processes, by folder
+	// lanes serialise the work on one HAProxy process, by its folder.
+	lanes map[string]*lane
 	// stopping holds a channel per folder (load balancer or process)
 	// whose HAProxy is being stopped and the folder removed; it is
 	// closed when the stop has finished.
@@ -99,14 +108,16 @@ func New(cfg Config) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Driver{cfg: cfg, layout: l, lbs: map[string]*instance{}, shards: map[string]*shard{}, stopping: map[string]chan struct{}{}}, nil
+	return &Driver{cfg: cfg, layout: l, lbs: map[string]*instance{}, shards: map[string]*shard{},
+		lanes: map[string]*lane{}, stopping: map[string]chan struct{}{}}, nil
 }
 
 // Provider is model.ProviderHAProxy.
 func (d *Driver) Provider() model.Provider { return model.ProviderHAProxy }
 
 // instance is one load balancer running on this node, in its shard's
-// process.
+// process. Only its lane writes it; writes of the fields that Healthy,
+// Stats, RefreshMembers and Drifted read are made under Driver.mu.
 type instance struct {
 	at      layout.LB
 	sh      *shard
@@ -122,14 +133,17 @@ type instance struct {
 // last apply.
 func (i *instance) restarted() bool { return i.sh.proc.Stats().Restarts != i.reloads }
 
-// Apply brings one load balancer to its spec on this node.
+// Apply brings one load balancer to its spec on this node. It runs in
+// the lane of the load balancer's HAProxy process.
 func (d *Driver) Apply(ctx context.Context, lb *model.LoadBalancer) (driver.Applied, error) {
 	at, err := d.layout.LB(lb.UUID)
 	if err != nil {
 		return driver.Applied{}, err
 	}
-	d.waitStopped(at.Dir, d.processFor(at).Dir)
-	inst := d.lbs[lb.UUID]
+	pa := d.processFor(at)
+	defer d.enterLane(pa.Dir)()
+	d.waitStopped(at.Dir, pa.Dir)
+	inst := d.instance(lb.UUID)
 	certsChanged, err := d.writeCertificates(lb, at)
 	if err != nil {
 		return driver.Applied{}, err
@@ -142,7 +156,9 @@ func (d *Driver) Apply(ctx context.Context, lb *model.LoadBalancer) (driver.Appl
 	// content is part of what runs, so it is part of the hash.
 	hash := hashOf(append(r.Fragment, certificateDigests(lb)...))
 	if inst != nil && inst.hash == hash && inst.sh.proc.Running() && !inst.restarted() {
+		d.mu.Lock()
 		inst.result = r
+		d.mu.Unlock()
 		return driver.Applied{ConfigHash: hash}, nil
 	}
 	if err := d.writeLB(ctx, lb, at, r); err != nil {
@@ -153,7 +169,9 @@ func (d *Driver) Apply(ctx context.Context, lb *model.LoadBalancer) (driver.Appl
 		if inst != nil {
 			// Running (adopted) even if bringing it up to date failed: the
 			// next attempt must reload this instance, not adopt it again.
+			d.mu.Lock()
 			d.lbs[lb.UUID] = inst
+			d.mu.Unlock()
 		}
 	} else {
 		err = d.update(ctx, inst, lb, r)
@@ -161,12 +179,21 @@ func (d *Driver) Apply(ctx context.Context, lb *model.LoadBalancer) (driver.Appl
 	if err != nil {
 		return driver.Applied{}, d.rejected(err)
 	}
+	d.mu.Lock()
 	inst.result, inst.hash = r, hash
 	inst.reloads = inst.sh.proc.Stats().Restarts
+	d.mu.Unlock()
 	if err := pruneTLSFiles(at, lb, r); err != nil {
 		d.cfg.Logger.Warn("could not remove old certificate files", "lb", lb.Name, "error", err)
 	}
 	return driver.Applied{ConfigHash: hash}, nil
+}
+
+// instance is the load balancer uuid running here, or nil.
+func (d *Driver) instance(uuid string) *instance {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.lbs[uuid]
 }
 
 // rejected marks a configuration HAProxy refused as driver.ErrRejected:
@@ -196,6 +223,8 @@ func (d *Driver) previousSlots(inst *instance, at layout.LB) render.Slots {
 // it came back with the last config it had loaded, which may miss
 // member changes made through the runtime API since.
 func (d *Driver) Drifted() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	for _, sh := range d.shards {
 		if n := sh.proc.Stats().Restarts; n > sh.counted {
 			d.cfg.Metrics.HAProxyRestarts.Add(float64(n - sh.counted))

@@ -77,7 +77,10 @@ func (d *Driver) writeProcessFiles(p layout.Process) error {
 	if err != nil {
 		return err
 	}
-	proc, err := render.ProcessConf(p, d.draining)
+	d.mu.Lock()
+	draining := d.draining
+	d.mu.Unlock()
+	proc, err := render.ProcessConf(p, draining)
 	if err != nil {
 		return err
 	}
@@ -205,15 +208,30 @@ func certificateDigests(lb *model.LoadBalancer) []byte {
 	return out
 }
 
+// writeIfChanged replaces path with data atomically. The temporary file's
+// name is unique: lanes write global.conf, which all processes share, at
+// the same time.
 func writeIfChanged(path string, data []byte, mode os.FileMode) error {
 	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
 		return nil
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, mode); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, mode)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
 		return fmt.Errorf("install %s: %w", path, err)
 	}
 	return nil

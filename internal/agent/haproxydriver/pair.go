@@ -24,6 +24,8 @@ var (
 // 20 ms), and a started or restarted master counts as running only once
 // `show proc` lists a worker.
 func (d *Driver) Healthy(uuid string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	inst := d.lbs[uuid]
 	return inst != nil && inst.hash != "" && inst.sh.proc.Running()
 }
@@ -35,13 +37,19 @@ func (d *Driver) Healthy(uuid string) bool {
 // from which every later start and reload take it. A process the
 // supervisor restarts meanwhile comes up from its last loaded files with
 // the old value until the reload that Drifted asks for. It tries every
-// process and returns the failures joined.
+// process and returns the failures joined. Each process is switched in
+// its lane, after the apply under way there.
 func (d *Driver) Drain(ctx context.Context, on bool) error {
+	d.mu.Lock()
 	d.draining = on
 	procs := d.processes()
+	d.mu.Unlock()
 	var errs []error
 	for _, sh := range procs {
-		if err := d.drainProcess(ctx, sh, on); err != nil {
+		leave := d.enterLane(sh.at.Dir)
+		err := d.drainProcess(ctx, sh, on)
+		leave()
+		if err != nil {
 			errs = append(errs, fmt.Errorf("drain %s: %w", sh.at.Dir, err))
 		}
 	}
@@ -65,6 +73,7 @@ func (d *Driver) drainProcess(ctx context.Context, sh *shard, on bool) error {
 }
 
 // processes returns the HAProxy processes (shards), sorted by folder.
+// The caller holds d.mu.
 func (d *Driver) processes() []*shard {
 	out := make([]*shard, 0, len(d.shards))
 	for _, sh := range d.shards {

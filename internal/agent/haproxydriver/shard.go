@@ -13,7 +13,7 @@ import (
 )
 
 // shard is one HAProxy process and the load balancers whose fragments it
-// loads. With Config.Processes 0 every load balancer has a shard of its
+// loads. Its fields belong to its lane (lanes.go). With Config.Processes 0 every load balancer has a shard of its
 // own whose folder is the load balancer's (layout.ProcessOf, the seed's
 // isolation); with N > 0 the load balancers share N shards
 // (layout.Shard). Both modes go through the same code: only the folder a
@@ -76,6 +76,8 @@ func shardIndex(uuid string, n int) int {
 // started) if needed.
 func (d *Driver) shardFor(at layout.LB, log *slog.Logger) *shard {
 	pa := d.processFor(at)
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if sh := d.shards[pa.Dir]; sh != nil {
 		return sh
 	}
@@ -103,11 +105,13 @@ func (d *Driver) newShard(pa layout.Process, log *slog.Logger) *shard {
 func (d *Driver) loaded(sh *shard) {
 	sh.started = true
 	restarts := sh.proc.Stats().Restarts
+	d.mu.Lock()
 	for _, inst := range d.lbs {
 		if inst.sh == sh {
 			inst.reloads = restarts
 		}
 	}
+	d.mu.Unlock()
 	for _, at := range sh.gone {
 		if _, back := sh.lbs[at.UUID]; !back { // applied again since it left
 			d.removeDir(at.Dir)

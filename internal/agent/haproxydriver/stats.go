@@ -19,6 +19,8 @@ const refreshTimeout = 500 * time.Millisecond
 // Stats returns what the driver counted for load balancer uuid and the
 // members up as of the last RefreshMembers. It does no I/O.
 func (d *Driver) Stats(uuid string) driver.Stats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	inst := d.lbs[uuid]
 	if inst == nil {
 		return driver.Stats{}
@@ -34,21 +36,27 @@ func (d *Driver) Stats(uuid string) driver.Stats {
 // up: one `show servers state` over the runtime API. A HAProxy that does
 // not run has none up.
 func (d *Driver) RefreshMembers(ctx context.Context, uuid string) error {
+	d.mu.Lock()
 	inst := d.lbs[uuid]
 	if inst == nil || inst.result == nil {
+		d.mu.Unlock()
 		return nil
 	}
-	if !inst.sh.proc.Running() {
-		inst.stats.MembersUp = 0
-		return nil
+	members, sh := inst.result.Members(), inst.sh
+	d.mu.Unlock()
+	up := 0
+	if sh.proc.Running() {
+		ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
+		defer cancel()
+		answer, err := sh.proc.Runtime(ctx, sh.at.Socket(), "show servers state")
+		if err != nil {
+			return fmt.Errorf("show servers state: %w", err)
+		}
+		up = membersUp(answer, members)
 	}
-	ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
-	defer cancel()
-	answer, err := inst.sh.proc.Runtime(ctx, inst.sh.at.Socket(), "show servers state")
-	if err != nil {
-		return fmt.Errorf("show servers state: %w", err)
-	}
-	inst.stats.MembersUp = membersUp(answer, inst.result.Members())
+	d.mu.Lock()
+	inst.stats.MembersUp = up
+	d.mu.Unlock()
 	return nil
 }
 

@@ -44,6 +44,8 @@ func (d *Driver) Recover(ctx context.Context, placed map[string]bool) error {
 			d.recoverLB(at, placed[at.UUID])
 		}
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	for _, pa := range shardDirs {
 		if d.shards[pa.Dir] == nil {
 			d.shards[pa.Dir] = d.newShard(pa, d.cfg.Logger.With("shard", pa.Dir))
@@ -87,18 +89,28 @@ func shardNumber(name string) (int, bool) {
 }
 
 // Remove stops serving the load balancer if it runs here and deletes its
-// folder: its shard reloads without it, or stops if it was the last.
+// folder: its shard reloads without it, or stops if it was the last. It
+// runs in the lane of the load balancer's process.
 func (d *Driver) Remove(uuid string) {
-	inst := d.lbs[uuid]
+	inst := d.instance(uuid)
 	if inst == nil {
 		return
 	}
-	delete(d.lbs, uuid)
 	sh := inst.sh
+	defer d.enterLane(sh.at.Dir)()
+	d.mu.Lock()
+	if d.lbs[uuid] != inst { // removed while this waited for the lane
+		d.mu.Unlock()
+		return
+	}
+	delete(d.lbs, uuid)
+	d.mu.Unlock()
 	delete(sh.lbs, uuid)
 	sh.gone = append(sh.gone, inst.at)
 	if len(sh.lbs) == 0 {
+		d.mu.Lock()
 		d.stopShard(sh, true)
+		d.mu.Unlock()
 		return
 	}
 	if err := d.reloadShard(context.Background(), sh); err != nil {
@@ -112,6 +124,7 @@ func (d *Driver) Remove(uuid string) {
 // Close stops every HAProxy process (stop) or leaves them serving, and
 // waits for the stops under way.
 func (d *Driver) Close(stop bool) []string {
+	d.mu.Lock()
 	var stopped []string
 	if stop {
 		for uuid := range d.lbs {
@@ -129,6 +142,7 @@ func (d *Driver) Close(stop bool) []string {
 	}
 	clear(d.lbs)
 	clear(d.shards)
+	d.mu.Unlock()
 	d.stops.Wait()
 	return stopped
 }
@@ -137,11 +151,15 @@ func (d *Driver) Close(stop bool) []string {
 // balancer's, its process's), and forgets the stops that have finished.
 func (d *Driver) waitStopped(dirs ...string) {
 	for _, dir := range dirs {
-		if done, ok := d.stopping[dir]; ok {
+		d.mu.Lock()
+		done, ok := d.stopping[dir]
+		d.mu.Unlock()
+		if ok {
 			<-done
-			delete(d.stopping, dir)
 		}
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	for dir, done := range d.stopping {
 		select {
 		case <-done:
@@ -155,7 +173,8 @@ func (d *Driver) waitStopped(dirs ...string) {
 // draining may take up to hard-stop-after, and other load balancers must
 // not wait for it. With removeDirs it then deletes the shard's folder and
 // those of its gone load balancers. A shard this driver did not start is
-// a previous agent's: its master is adopted just to be stopped.
+// a previous agent's: its master is adopted just to be stopped. The
+// caller holds d.mu.
 func (d *Driver) stopShard(sh *shard, removeDirs bool) {
 	delete(d.shards, sh.at.Dir)
 	var dirs []string
@@ -184,6 +203,8 @@ func (d *Driver) stopShard(sh *shard, removeDirs bool) {
 // in the load balancer's own folder; none is a no-op.
 func (d *Driver) stopLeftover(at layout.LB) {
 	sh := d.newShard(d.layout.ProcessOf(at), d.cfg.Logger.With("uuid", at.UUID))
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.inBackground([]string{at.Dir}, func() {
 		if err := sh.proc.StopStale(context.Background()); err != nil {
 			d.cfg.Logger.Warn("haproxy stop", "dir", at.Dir, "error", err)
@@ -192,7 +213,7 @@ func (d *Driver) stopLeftover(at layout.LB) {
 }
 
 // inBackground runs fn in a goroutine that Close waits for and that an
-// Apply touching one of dirs waits for first.
+// Apply touching one of dirs waits for first. The caller holds d.mu.
 func (d *Driver) inBackground(dirs []string, fn func()) {
 	done := make(chan struct{})
 	for _, dir := range dirs {

@@ -28,7 +28,9 @@ func (d *Driver) join(ctx context.Context, lb *model.LoadBalancer, at layout.LB,
 		reloaded, err := d.startShard(ctx, sh, lb, certsChanged)
 		if !sh.started {
 			// Nothing runs: forget the shard, the next attempt starts afresh.
+			d.mu.Lock()
 			delete(d.shards, sh.at.Dir)
+			d.mu.Unlock()
 			return nil, err
 		}
 		if reloaded {
@@ -103,7 +105,9 @@ func (d *Driver) update(ctx context.Context, inst *instance, lb *model.LoadBalan
 		err := d.runtimeUpdate(ctx, inst, plan)
 		if err == nil {
 			d.cfg.Metrics.RuntimeUpdates.WithLabelValues("ok").Inc()
+			d.mu.Lock()
 			inst.stats.RuntimeUpdates++
+			d.mu.Unlock()
 			d.cfg.Logger.Info("members updated without reload", "lb", lb.Name, "commands", len(plan.Commands))
 			d.restage(ctx, inst, lb)
 			return nil
@@ -116,7 +120,9 @@ func (d *Driver) update(ctx context.Context, inst *instance, lb *model.LoadBalan
 		d.restoreFragment(inst)
 		return err
 	}
+	d.mu.Lock()
 	inst.stats.Reloads++
+	d.mu.Unlock()
 	d.cfg.Logger.Info("haproxy reloaded", "lb", lb.Name, "uuid", lb.UUID, "reason", plan.Reason)
 	return nil
 }

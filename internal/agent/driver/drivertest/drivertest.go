@@ -6,7 +6,9 @@ package drivertest
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,6 +54,9 @@ type Harness struct {
 //   - Recover stops what a previous driver left for load balancers no
 //     longer placed here, and keeps the others.
 //   - Close(true) stops everything and names what it stopped.
+//   - Applies and removals of different load balancers may run at once
+//     (the agent's core does so), while the readers the agent calls from
+//     its loop (Drifted, and Healthy and Stats where implemented) answer.
 func Run(t *testing.T, h Harness) {
 	t.Helper()
 	for _, tc := range []struct {
@@ -64,6 +69,7 @@ func Run(t *testing.T, h Harness) {
 		{"RestartAdopts", testRestart},
 		{"RecoverStopsOrphans", testRecover},
 		{"CloseStops", testClose},
+		{"ConcurrentApplies", testConcurrent},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
 	}
@@ -225,5 +231,79 @@ func testClose(t *testing.T, h Harness) {
 		if !h.Stopped(t, lb) {
 			t.Fatalf("%s still serves after Close(true)", lb.Name)
 		}
+	}
+}
+
+func testConcurrent(t *testing.T, h Harness) {
+	d, _ := start(t, h)
+	lbs := make([]*model.LoadBalancer, 4)
+	for i := range lbs {
+		lbs[i] = h.LB(t, i)
+	}
+	uuids := make([]string, len(lbs))
+	for i, lb := range lbs {
+		uuids[i] = lb.UUID
+	}
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	readers.Add(1)
+	go func() { // what the agent's loop asks while applies run
+		defer readers.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			d.Drifted()
+			for _, uuid := range uuids {
+				if hc, ok := d.(driver.HealthChecker); ok {
+					hc.Healthy(uuid)
+				}
+				if r, ok := d.(driver.Reporter); ok {
+					r.Stats(uuid)
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	defer func() { close(stop); readers.Wait() }()
+	all := func(f func(i int, lb *model.LoadBalancer) error) {
+		t.Helper()
+		errs := make([]error, len(lbs))
+		var wg sync.WaitGroup
+		for i, lb := range lbs {
+			wg.Add(1)
+			go func() { defer wg.Done(); errs[i] = f(i, lb) }()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all(func(_ int, lb *model.LoadBalancer) error {
+		_, err := d.Apply(context.Background(), lb)
+		return err
+	})
+	for _, lb := range lbs {
+		eventually(t, lb.Name+" does not serve after concurrent applies", func() bool { return h.Serving(t, lb) })
+	}
+	// At once: two change, one goes, one is applied again unchanged.
+	all(func(i int, lb *model.LoadBalancer) error {
+		switch i {
+		case 0, 1:
+			lbs[i] = h.Change(t, lb)
+			_, err := d.Apply(context.Background(), lbs[i])
+			return err
+		case 2:
+			d.Remove(lb.UUID)
+			return nil
+		}
+		_, err := d.Apply(context.Background(), lb)
+		return err
+	})
+	eventually(t, "a load balancer removed beside other applies still serves", func() bool { return h.Stopped(t, lbs[2]) })
+	for _, i := range []int{0, 1, 3} {
+		eventually(t, lbs[i].Name+" does not serve its spec", func() bool { return h.Serving(t, lbs[i]) })
 	}
 }
