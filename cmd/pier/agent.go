@@ -73,7 +73,7 @@ Flags:
 	if cfg.BGP, err = bgpf.config(); err != nil {
 		return err
 	}
-	cfg.HAProxyBinary, cfg.HAProxyProcesses = haproxy.binary, haproxy.processes
+	cfg.HAProxyBinary, cfg.HAProxyProcesses, cfg.ApplyConcurrency = haproxy.binary, haproxy.processes, haproxy.applies
 	if cfg.Render, err = haproxy.render(logger); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"pier.dev/pier/internal/agent"
 	"pier.dev/pier/internal/controller"
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/status"
@@ -152,6 +153,7 @@ type haproxyFlags struct {
 	hardStop  time.Duration
 	user      string
 	processes int
+	applies   int
 }
 
 func (h *haproxyFlags) register(fs *flag.FlagSet) {
@@ -160,6 +162,7 @@ func (h *haproxyFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&h.hardStop, "hard-stop-after", time.Minute, "how long an old HAProxy worker may drain connections after a reload")
 	fs.StringVar(&h.user, "haproxy-user", "haproxy", "when pier runs as root, HAProxy's workers (which parse client traffic) run as this user and its group; the master stays root to bind and reload. Debian's haproxy package creates the user. Empty: workers stay root")
 	fs.IntVar(&h.processes, "haproxy-processes", 0, "pack the load balancers of this node into at most this many HAProxy processes (a change reloads only its process); 0 runs one HAProxy process per load balancer")
+	fs.IntVar(&h.applies, "apply-concurrency", agent.DefaultApplyConcurrency, "how many load balancers the agent applies at once (render, haproxy -c, reload), each at most once at a time; a slow one (thousands of paths) then holds up no other, except those sharing its HAProxy process")
 }
 
 // render returns the render options. The user is looked up here so that

@@ -88,7 +88,7 @@ Flags:
 		return err
 	}
 	cfg.Status = st.value()
-	cfg.HAProxyBinary, cfg.HAProxyProcesses = haproxy.binary, haproxy.processes
+	cfg.HAProxyBinary, cfg.HAProxyProcesses, cfg.ApplyConcurrency = haproxy.binary, haproxy.processes, haproxy.applies
 	if cfg.Render, err = haproxy.render(logger); err != nil {
 		return err
 	}

@@ -49,6 +49,9 @@ type Config struct {
 	// HAProxyProcesses packs each node's load balancers into at most this
 	// many HAProxy processes; 0 runs one per load balancer.
 	HAProxyProcesses int
+	// ApplyConcurrency bounds the load balancers each agent applies at
+	// once (agent.Config.ApplyConcurrency).
+	ApplyConcurrency int
 	// Nodes ≥ 2 runs that many nodes, each a network namespace with its
 	// own HAProxy and keepalived (package lab): the active/standby pair
 	// without a cluster. Needs root.
@@ -95,7 +98,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	// options; each has its node, folder and (with --nodes) namespace.
 	newAgent := func(ac agent.Config) *agent.Agent {
 		ac.Store, ac.Secrets, ac.HAProxyBinary, ac.Render = st, v, cfg.HAProxyBinary, cfg.Render
-		ac.HAProxyProcesses = cfg.HAProxyProcesses
+		ac.HAProxyProcesses, ac.ApplyConcurrency = cfg.HAProxyProcesses, cfg.ApplyConcurrency
 		ac.StopOnExit, ac.Metrics = true, m
 		return agent.New(ac)
 	}
