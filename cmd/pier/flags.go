@@ -162,7 +162,7 @@ func (h *haproxyFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&h.hardStop, "hard-stop-after", time.Minute, "how long an old HAProxy worker may drain connections after a reload")
 	fs.StringVar(&h.user, "haproxy-user", "haproxy", "when pier runs as root, HAProxy's workers (which parse client traffic) run as this user and its group; the master stays root to bind and reload. Debian's haproxy package creates the user. Empty: workers stay root")
 	fs.IntVar(&h.processes, "haproxy-processes", 0, "pack the load balancers of this node into at most this many HAProxy processes (a change reloads only its process); 0 runs one HAProxy process per load balancer")
-	fs.IntVar(&h.applies, "apply-concurrency", agent.DefaultApplyConcurrency, "how many load balancers the agent applies at once (render, haproxy -c, reload), each at most once at a time; a slow one (thousands of paths) then holds up no other, except those sharing its HAProxy process")
+	fs.IntVar(&h.applies, "apply-concurrency", 0, fmt.Sprintf("how many load balancers the agent applies at once, each at most once at a time, so that a slow one (thousands of paths) holds up no other; 0: %d, or %d with --haproxy-processes, where the applies waiting for one process are loaded with one reload", agent.DefaultApplyConcurrency, agent.PackedApplyConcurrency))
 }
 
 // render returns the render options. The user is looked up here so that

@@ -67,7 +67,8 @@ type Config struct {
 	DrainOnExit bool
 
 	// ApplyConcurrency bounds the applies and removals that run at once,
-	// each of a different load balancer; default DefaultApplyConcurrency.
+	// each of a different load balancer; 0: DefaultApplyConcurrency, or
+	// PackedApplyConcurrency with HAProxyProcesses.
 	ApplyConcurrency int
 
 	// StopOnExit stops the data plane gracefully when Run returns (pier
@@ -104,6 +105,13 @@ type Heartbeats interface {
 // queue for the CPU, while a few keep one slow apply (10,000 paths, about
 // 1.5 s) from holding up the others.
 const DefaultApplyConcurrency = 4
+
+// PackedApplyConcurrency is the default when load balancers are packed
+// into a few HAProxy processes: an apply there is mostly rendering and
+// writing files, and the applies waiting for one process are loaded
+// together with one check and one reload (haproxydriver.commit), so the
+// more wait, the fewer reloads a cold start costs.
+const PackedApplyConcurrency = 64
 
 // retryAfter is how long a failed apply waits before it is tried again
 // when nothing changes in between (a Secret not readable yet, a port
@@ -191,7 +199,11 @@ func New(cfg Config) *Agent {
 		a.drivers[d.Provider()] = d
 	}
 	a.concurrency = cfg.ApplyConcurrency
-	if a.concurrency <= 0 {
+	switch {
+	case a.concurrency > 0:
+	case cfg.HAProxyProcesses > 0:
+		a.concurrency = PackedApplyConcurrency
+	default:
 		a.concurrency = DefaultApplyConcurrency
 	}
 	// Room for every result: a job never blocks on a loop that has ended.

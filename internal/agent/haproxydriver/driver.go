@@ -73,8 +73,10 @@ type Driver struct {
 	mu     sync.Mutex
 	lbs    map[string]*instance // running here, by UUID
 	shards map[string]*shard    // HAProxy processes, by folder
-	// lanes serialise the work on one HAProxy process, by its folder.
-	lanes map[string]*lane
+	// lanes serialise the work on one HAProxy process, by its folder;
+	// waiting holds the changes that wait to be loaded into it (commit).
+	lanes   map[string]*lane
+	waiting map[string][]*change
 	// stopping holds a channel per folder (load balancer or process)
 	// whose HAProxy is being stopped and the folder removed; it is
 	// closed when the stop has finished.
@@ -109,7 +111,7 @@ func New(cfg Config) (*Driver, error) {
 		return nil, err
 	}
 	return &Driver{cfg: cfg, layout: l, lbs: map[string]*instance{}, shards: map[string]*shard{},
-		lanes: map[string]*lane{}, stopping: map[string]chan struct{}{}}, nil
+		lanes: map[string]*lane{}, waiting: map[string][]*change{}, stopping: map[string]chan struct{}{}}, nil
 }
 
 // Provider is model.ProviderHAProxy.
@@ -133,15 +135,15 @@ type instance struct {
 // last apply.
 func (i *instance) restarted() bool { return i.sh.proc.Stats().Restarts != i.reloads }
 
-// Apply brings one load balancer to its spec on this node. It runs in
-// the lane of the load balancer's HAProxy process.
+// Apply brings one load balancer to its spec on this node: it renders
+// and writes the load balancer's own files, then commits them to its
+// HAProxy process, in the process's lane (update.go).
 func (d *Driver) Apply(ctx context.Context, lb *model.LoadBalancer) (driver.Applied, error) {
 	at, err := d.layout.LB(lb.UUID)
 	if err != nil {
 		return driver.Applied{}, err
 	}
 	pa := d.processFor(at)
-	defer d.enterLane(pa.Dir)()
 	d.waitStopped(at.Dir, pa.Dir)
 	inst := d.instance(lb.UUID)
 	certsChanged, err := d.writeCertificates(lb, at)
@@ -161,24 +163,20 @@ func (d *Driver) Apply(ctx context.Context, lb *model.LoadBalancer) (driver.Appl
 		d.mu.Unlock()
 		return driver.Applied{ConfigHash: hash}, nil
 	}
-	if err := d.writeLB(ctx, lb, at, r); err != nil {
-		return driver.Applied{}, d.rejected(err)
+	if err := d.writeLB(at, r); err != nil {
+		return driver.Applied{}, err
 	}
-	if inst == nil {
-		inst, err = d.join(ctx, lb, at, certsChanged)
-		if inst != nil {
-			// Running (adopted) even if bringing it up to date failed: the
-			// next attempt must reload this instance, not adopt it again.
-			d.mu.Lock()
-			d.lbs[lb.UUID] = inst
-			d.mu.Unlock()
-		}
-	} else {
-		err = d.update(ctx, inst, lb, r)
+	c := &change{lb: lb, at: at, inst: inst, r: r, certsChanged: certsChanged, done: make(chan struct{})}
+	d.commit(ctx, pa, c)
+	if c.out != nil && inst == nil {
+		d.mu.Lock()
+		d.lbs[lb.UUID] = c.out
+		d.mu.Unlock()
 	}
-	if err != nil {
-		return driver.Applied{}, d.rejected(err)
+	if c.err != nil {
+		return driver.Applied{}, d.rejected(c.err)
 	}
+	inst = c.out
 	d.mu.Lock()
 	inst.result, inst.hash = r, hash
 	inst.reloads = inst.sh.proc.Stats().Restarts

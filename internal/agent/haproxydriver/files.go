@@ -2,7 +2,6 @@ package haproxydriver
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -49,26 +48,15 @@ func writeFiles(at layout.LB, fragment string, r *render.Result) error {
 }
 
 // writeLB writes the load balancer's files. When its process packs other
-// load balancers, the fragment is first written to Candidate and checked
-// alone (checkAlone): it replaces Config only if HAProxy accepts it, so
-// the shard's list never holds a fragment HAProxy refuses.
-func (d *Driver) writeLB(ctx context.Context, lb *model.LoadBalancer, at layout.LB, r *render.Result) error {
+// load balancers, the fragment goes to Candidate: commit installs it in
+// the process's list when it loads it, and checks it alone only if HAProxy
+// refuses a load of several, so the list never keeps a fragment HAProxy
+// refuses.
+func (d *Driver) writeLB(at layout.LB, r *render.Result) error {
 	if !d.packs() {
 		return writeFiles(at, at.Config(), r)
 	}
-	if err := writeFiles(at, at.Candidate(), r); err != nil {
-		return err
-	}
-	sh := d.shardFor(at, d.cfg.Logger)
-	if err := d.checkAlone(ctx, sh, at); err != nil {
-		_ = os.Remove(at.Candidate())
-		d.cfg.Logger.Warn("fragment refused by haproxy -c; its process keeps the last good set", "lb", lb.Name, "uuid", lb.UUID, "error", err)
-		return err
-	}
-	if err := os.Rename(at.Candidate(), at.Config()); err != nil {
-		return fmt.Errorf("install %s: %w", at.Config(), err)
-	}
-	return nil
+	return writeFiles(at, at.Candidate(), r)
 }
 
 // writeProcessFiles writes global.conf and the process's process.conf.

@@ -2,65 +2,218 @@ package haproxydriver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 
 	"pier.dev/pier/internal/haproxy/layout"
+	"pier.dev/pier/internal/haproxy/process"
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/model"
 )
 
-// join adds load balancer lb to its shard's file list and brings the
-// shard's HAProxy to it: it starts the process, or adopts the one a
-// previous agent left (reloading it only if what it runs differs), or
-// reloads the running shard. If that fails with nothing running, lb
-// leaves the list again.
-func (d *Driver) join(ctx context.Context, lb *model.LoadBalancer, at layout.LB, certsChanged bool) (*instance, error) {
-	sh := d.shardFor(at, d.cfg.Logger.With("lb", lb.Name, "uuid", lb.UUID))
-	if err := d.writeProcessFiles(sh.at); err != nil {
-		return nil, err
+// change is one load balancer's newly written files waiting for its
+// HAProxy process to load them (commit).
+type change struct {
+	lb           *model.LoadBalancer
+	at           layout.LB
+	inst         *instance // what runs now; nil: the load balancer joins its process
+	r            *render.Result
+	certsChanged bool
+
+	done chan struct{} // closed once the change is loaded or refused
+	out  *instance     // what runs afterwards (nil: nothing)
+	err  error
+}
+
+// commit brings c into its HAProxy process. Applies of the load
+// balancers packed into one process meet in its lane: whichever gets in
+// first loads every change waiting by then, with one check and one
+// reload, and the others find theirs done. A cold start of many load
+// balancers into a few shards thus costs a few reloads per shard, not
+// one per load balancer. With one process per load balancer a lane only
+// ever holds its own change.
+func (d *Driver) commit(ctx context.Context, pa layout.Process, c *change) {
+	d.mu.Lock()
+	d.waiting[pa.Dir] = append(d.waiting[pa.Dir], c)
+	d.mu.Unlock()
+	defer d.enterLane(pa.Dir)()
+	select {
+	case <-c.done:
+		return
+	default:
 	}
-	_, known := sh.lbs[at.UUID]
-	sh.lbs[at.UUID] = at
-	inst := &instance{at: at, sh: sh}
+	d.mu.Lock()
+	batch := d.waiting[pa.Dir]
+	delete(d.waiting, pa.Dir)
+	d.mu.Unlock()
+	d.waitStopped(pa.Dir)
+	d.loadBatch(ctx, batch)
+	for _, b := range batch {
+		close(b.done)
+	}
+}
+
+// loadBatch applies the changes of one process: member changes through
+// the runtime API, the rest with one load. When a load of several
+// changes fails, each is checked alone and loaded alone, so that only
+// the one HAProxy refuses is refused.
+func (d *Driver) loadBatch(ctx context.Context, batch []*change) {
+	sh := d.shardFor(batch[0].at, d.cfg.Logger.With("lb", batch[0].lb.Name, "uuid", batch[0].lb.UUID))
+	var loads []*change
+	for _, c := range batch {
+		if c.inst != nil && d.runtimeOnly(ctx, c) {
+			continue
+		}
+		loads = append(loads, c)
+	}
+	if len(loads) == 0 {
+		return
+	}
+	err := d.load(ctx, sh, loads)
+	if err == nil || len(loads) == 1 || !errors.Is(err, process.ErrCheckFailed) {
+		return
+	}
+	d.cfg.Logger.Warn("haproxy refused a batch of changes; loading them one by one", "dir", sh.at.Dir, "changes", len(loads), "error", err)
+	for _, c := range loads {
+		c.out = nil
+		c.err = d.loadAlone(ctx, c)
+	}
+}
+
+// loadAlone checks c's fragment alone before loading it (packed
+// processes only: a process of its own checks its single fragment when
+// it loads).
+func (d *Driver) loadAlone(ctx context.Context, c *change) error {
+	sh := d.shardFor(c.at, d.cfg.Logger.With("lb", c.lb.Name, "uuid", c.lb.UUID))
+	if d.packs() {
+		if err := writeIfChanged(c.at.Candidate(), c.r.Fragment, 0o600); err != nil {
+			return err
+		}
+		if err := d.checkAlone(ctx, sh, c.at); err != nil {
+			_ = os.Remove(c.at.Candidate())
+			d.cfg.Logger.Warn("fragment refused by haproxy -c; its process keeps the last good set", "lb", c.lb.Name, "uuid", c.lb.UUID, "error", err)
+			c.out = c.inst
+			return err
+		}
+	}
+	return d.load(ctx, sh, []*change{c})
+}
+
+// load installs the changes' fragments in the process's file list and
+// starts, adopts or reloads the process once. On failure the list is as
+// it was: a load balancer that was joining leaves it, a changed one gets
+// back the fragment that runs. It sets each change's out and err.
+func (d *Driver) load(ctx context.Context, sh *shard, cs []*change) error {
+	err := d.loadInstalled(ctx, sh, cs)
+	for _, c := range cs {
+		c.err = err
+		if c.out == nil {
+			c.out = c.inst
+		}
+	}
+	return err
+}
+
+func (d *Driver) loadInstalled(ctx context.Context, sh *shard, cs []*change) error {
+	if err := d.writeProcessFiles(sh.at); err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	certsChanged, joinsOnly := false, true
+	for _, c := range cs {
+		if err := d.install(c); err != nil {
+			return err
+		}
+		_, known[c.at.UUID] = sh.lbs[c.at.UUID]
+		sh.lbs[c.at.UUID] = c.at
+		certsChanged = certsChanged || c.certsChanged
+		joinsOnly = joinsOnly && c.inst == nil
+	}
 	if !sh.started {
-		reloaded, err := d.startShard(ctx, sh, lb, certsChanged)
+		reloaded, err := d.startShard(ctx, sh, cs, certsChanged)
 		if !sh.started {
 			// Nothing runs: forget the shard, the next attempt starts afresh.
 			d.mu.Lock()
 			delete(d.shards, sh.at.Dir)
 			d.mu.Unlock()
-			return nil, err
+			return err
 		}
-		if reloaded {
-			inst.stats.Reloads++
-		}
-		return inst, err
+		// Running, adopted even if bringing it up to date failed: the next
+		// attempt must reload these instances, not adopt them again.
+		d.joined(sh, cs, reloaded)
+		return err
 	}
 	sh.proc.SetConfigFiles(sh.files())
-	changed, err := sh.proc.ConfigChanged()
-	if err == nil && !changed && !certsChanged {
-		// Adopted with this fragment already loaded (Recover listed it).
-		return inst, nil
+	if changed, err := sh.proc.ConfigChanged(); err == nil && !changed && !certsChanged && joinsOnly {
+		d.joined(sh, cs, false) // adopted with these fragments loaded (Recover listed them)
+		return nil
 	}
 	if err := d.reloadShard(ctx, sh); err != nil {
-		if !known {
-			delete(sh.lbs, at.UUID)
-			// A restart after Recover must not list it either.
-			_ = os.Remove(at.Config())
-			sh.proc.SetConfigFiles(sh.files())
-		}
-		return nil, err
+		d.undo(sh, cs, known)
+		return err
 	}
-	d.cfg.Logger.Info("load balancer joined its haproxy process", "lb", lb.Name, "uuid", lb.UUID, "vip", lb.VIP, "dir", sh.at.Dir, "lbs", len(sh.lbs))
-	return inst, nil
+	d.joined(sh, cs, true)
+	d.cfg.Logger.Info("haproxy reloaded", "lb", cs[0].lb.Name, "uuid", cs[0].lb.UUID, "dir", sh.at.Dir, "lbs", len(sh.lbs), "changes", len(cs))
+	return nil
+}
+
+// install puts a packed load balancer's new fragment in place of the one
+// its process lists (a process of its own reads the fragment written by
+// Apply, and checks it itself before loading).
+func (d *Driver) install(c *change) error {
+	if !d.packs() {
+		return nil
+	}
+	if err := os.Rename(c.at.Candidate(), c.at.Config()); err != nil {
+		return fmt.Errorf("install %s: %w", c.at.Config(), err)
+	}
+	return nil
+}
+
+// undo takes back what a failed reload tried: joining load balancers
+// leave the list (and their fragment goes, so that a restart does not
+// list them either), changed ones get back the fragment that runs.
+func (d *Driver) undo(sh *shard, cs []*change, known map[string]bool) {
+	for _, c := range cs {
+		switch {
+		case c.inst != nil:
+			d.restoreFragment(c.inst)
+		case !known[c.at.UUID]:
+			delete(sh.lbs, c.at.UUID)
+			_ = os.Remove(c.at.Config())
+		}
+	}
+	sh.proc.SetConfigFiles(sh.files())
+}
+
+// joined records that the changes now run in sh: a new instance for each
+// load balancer that joined, a reload counted for each when there was one.
+func (d *Driver) joined(sh *shard, cs []*change, reloaded bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range cs {
+		if c.out == nil && c.inst == nil {
+			c.out = &instance{at: c.at, sh: sh}
+			d.cfg.Logger.Info("load balancer joined its haproxy process", "lb", c.lb.Name, "uuid", c.lb.UUID, "vip", c.lb.VIP, "dir", sh.at.Dir, "lbs", len(sh.lbs))
+		}
+		if reloaded {
+			if c.out != nil {
+				c.out.stats.Reloads++
+			} else {
+				c.inst.stats.Reloads++
+			}
+		}
+	}
 }
 
 // startShard starts the shard's HAProxy, or adopts the one a previous
 // agent left running; an adopted HAProxy is reloaded only if the config
 // it runs differs from the one just written.
-func (d *Driver) startShard(ctx context.Context, sh *shard, lb *model.LoadBalancer, certsChanged bool) (reloaded bool, err error) {
+func (d *Driver) startShard(ctx context.Context, sh *shard, cs []*change, certsChanged bool) (reloaded bool, err error) {
+	first := cs[0].lb // named in the log lines: with one process per load balancer, the only one
+	log := d.cfg.Logger.With("lb", first.Name, "uuid", first.UUID, "dir", sh.at.Dir, "lbs", len(sh.lbs))
 	sh.proc.SetConfigFiles(sh.files())
 	if err := sh.proc.Start(ctx); err != nil {
 		d.cfg.Metrics.Reloads.WithLabelValues("failed").Inc()
@@ -69,13 +222,13 @@ func (d *Driver) startShard(ctx context.Context, sh *shard, lb *model.LoadBalanc
 	sh.started = true
 	if !sh.proc.Adopted() {
 		d.cfg.Metrics.Reloads.WithLabelValues("started").Inc()
-		d.cfg.Logger.Info("haproxy running", "lb", lb.Name, "uuid", lb.UUID, "vip", lb.VIP, "fip", lb.FIP, "dir", sh.at.Dir)
+		log.Info("haproxy running", "vip", first.VIP, "fip", first.FIP)
 		d.loaded(sh)
 		return false, nil
 	}
 	changed, err := sh.proc.ConfigChanged()
 	if err == nil && !changed && !certsChanged {
-		d.cfg.Logger.Info("adopted running haproxy; config unchanged, no reload", "lb", lb.Name, "uuid", lb.UUID, "dir", sh.at.Dir)
+		log.Info("adopted running haproxy; config unchanged, no reload")
 		d.loaded(sh)
 		return false, nil
 	}
@@ -84,47 +237,54 @@ func (d *Driver) startShard(ctx context.Context, sh *shard, lb *model.LoadBalanc
 	if err := d.reloadShard(ctx, sh); err != nil {
 		return false, fmt.Errorf("adopted: %w", err)
 	}
-	d.cfg.Logger.Info("adopted running haproxy and reloaded it: its config was older", "lb", lb.Name, "uuid", lb.UUID, "dir", sh.at.Dir)
+	log.Info("adopted running haproxy and reloaded it: its config was older")
 	return true, nil
 }
 
-// update moves a running HAProxy from what runs to r: through the
-// runtime API when only members changed within the server slots, else by
-// a reload.
-func (d *Driver) update(ctx context.Context, inst *instance, lb *model.LoadBalancer, r *render.Result) error {
-	plan, err := render.PlanUpdate(inst.result, r)
-	if err != nil {
-		return fmt.Errorf("plan: %w", err)
-	}
+// runtimeOnly applies c through the runtime API when only members
+// changed within the server slots, and reports whether it dealt with c
+// (applied, or refused by the check); anything else (or a refused
+// command) needs a load.
+func (d *Driver) runtimeOnly(ctx context.Context, c *change) bool {
+	inst := c.inst
 	if inst.restarted() {
 		// The supervisor restarted HAProxy from the last config it loaded,
 		// which may predate runtime updates: reload the current file.
-		plan = render.Plan{Reload: true, Reason: "haproxy was restarted by its supervisor"}
+		return false
 	}
-	if !plan.Reload {
-		err := d.runtimeUpdate(ctx, inst, plan)
+	plan, err := render.PlanUpdate(inst.result, c.r)
+	if err != nil || plan.Reload {
 		if err == nil {
-			d.cfg.Metrics.RuntimeUpdates.WithLabelValues("ok").Inc()
-			d.mu.Lock()
-			inst.stats.RuntimeUpdates++
-			d.mu.Unlock()
-			d.cfg.Logger.Info("members updated without reload", "lb", lb.Name, "commands", len(plan.Commands))
-			d.restage(ctx, inst, lb)
-			return nil
+			d.cfg.Logger.Info("reload needed", "lb", c.lb.Name, "uuid", c.lb.UUID, "reason", plan.Reason)
 		}
+		return false
+	}
+	if d.packs() {
+		// The fragment joins a list other load balancers reload with: it is
+		// checked alone before HAProxy runs what it says.
+		if err := d.checkAlone(ctx, inst.sh, c.at); err != nil {
+			_ = os.Remove(c.at.Candidate())
+			d.cfg.Logger.Warn("fragment refused by haproxy -c; its process keeps the last good set", "lb", c.lb.Name, "uuid", c.lb.UUID, "error", err)
+			c.out, c.err = inst, err
+			return true
+		}
+	}
+	if err := d.runtimeUpdate(ctx, inst, plan); err != nil {
 		d.cfg.Metrics.RuntimeUpdates.WithLabelValues("failed").Inc()
-		d.cfg.Logger.Warn("runtime update failed; reloading instead", "lb", lb.Name, "error", err)
-		plan.Reason = "runtime API update failed"
+		d.cfg.Logger.Warn("runtime update failed; reloading instead", "lb", c.lb.Name, "error", err)
+		return false
 	}
-	if err := d.reloadShard(ctx, inst.sh); err != nil {
-		d.restoreFragment(inst)
-		return err
-	}
+	d.cfg.Metrics.RuntimeUpdates.WithLabelValues("ok").Inc()
 	d.mu.Lock()
-	inst.stats.Reloads++
+	inst.stats.RuntimeUpdates++
 	d.mu.Unlock()
-	d.cfg.Logger.Info("haproxy reloaded", "lb", lb.Name, "uuid", lb.UUID, "reason", plan.Reason)
-	return nil
+	d.cfg.Logger.Info("members updated without reload", "lb", c.lb.Name, "commands", len(plan.Commands))
+	if err := d.install(c); err != nil {
+		d.cfg.Logger.Warn("could not install the updated fragment", "lb", c.lb.Name, "error", err)
+	}
+	d.restage(ctx, inst, c.lb)
+	c.out = inst
+	return true
 }
 
 // restoreFragment puts back the fragment that runs after its shard
