@@ -85,6 +85,11 @@ func startShards(t *testing.T, processes, n int) shardsRun {
 	defer p.Stop()
 	waitAllServe(t, p, n)
 	r.ServingSec = time.Since(start).Seconds()
+	// pier's log goes beside the results: when each shard reloaded, with
+	// how many changes, is in it.
+	if b, err := os.ReadFile(p.LogPath); err == nil {
+		_ = os.WriteFile(filepath.Join(outDir(t), fmt.Sprintf("shards-%d-%d.log", processes, n)), b, 0o644)
+	}
 	r.Reloads = p.Metric("pier_haproxy_reloads_total", `result="ok"`)
 	for _, m := range processesBelow(state) {
 		switch {

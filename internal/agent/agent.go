@@ -111,7 +111,7 @@ const DefaultApplyConcurrency = 4
 // writing files, and the applies waiting for one process are loaded
 // together with one check and one reload (haproxydriver.commit), so the
 // more wait, the fewer reloads a cold start costs.
-const PackedApplyConcurrency = 64
+const PackedApplyConcurrency = 4096
 
 // retryAfter is how long a failed apply waits before it is tried again
 // when nothing changes in between (a Secret not readable yet, a port

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"fmt"
 	"sort"
 	"time"
@@ -50,6 +51,9 @@ type applyResult struct {
 	applied driver.Applied
 	err     error
 	took    time.Duration
+	// membersRead is when the driver was asked which members are up
+	// (zero: it was not).
+	membersRead time.Time
 }
 
 // startApply hands lb to its driver in the background. A load balancer
@@ -69,14 +73,25 @@ func (a *Agent) startApply(ctx context.Context, lb *model.LoadBalancer) {
 		if previous != nil {
 			previous.Remove(lb.UUID)
 		}
-		a.done <- runApply(ctx, d, lb)
+		a.done <- runApply(ctx, d, lb, a.cfg.Logger)
 	}()
 }
 
-func runApply(ctx context.Context, d driver.Driver, lb *model.LoadBalancer) applyResult {
+// runApply applies lb and, when it applied, reads which of its members
+// are up, so that the report of the apply carries them: here, in the
+// apply's goroutine, rather than in the loop, where a thousand applies
+// finishing at once would each hold it for a runtime API call.
+func runApply(ctx context.Context, d driver.Driver, lb *model.LoadBalancer, logger *slog.Logger) applyResult {
 	start := time.Now()
 	applied, err := d.Apply(ctx, lb)
-	return applyResult{uuid: lb.UUID, lb: lb, applied: applied, err: err, took: time.Since(start)}
+	r := applyResult{uuid: lb.UUID, lb: lb, applied: applied, err: err, took: time.Since(start)}
+	if rep, ok := d.(driver.Reporter); ok && err == nil {
+		r.membersRead = time.Now()
+		if err := rep.RefreshMembers(ctx, lb.UUID); err != nil {
+			logger.Debug("could not read members up", "uuid", lb.UUID, "error", err)
+		}
+	}
+	return r
 }
 
 // startRemove stops the load balancer in the background if a driver was
@@ -118,7 +133,9 @@ func (a *Agent) finishApply(ctx context.Context, r applyResult) {
 	}
 	delete(a.failed, lb.UUID)
 	a.applied[lb.UUID], a.hashes[lb.UUID] = lb, r.applied.ConfigHash
-	a.refreshMembers(ctx, lb.UUID) // members may have changed: report them with the apply
+	if !r.membersRead.IsZero() {
+		a.statsAt[lb.UUID] = r.membersRead
+	}
 	a.report(context.WithoutCancel(ctx), lb, model.StateActive, r.applied.ConfigHash, "")
 }
 

@@ -134,5 +134,5 @@ func TestStatsReported(t *testing.T) {
 // applyNow applies lb as the loop does, but in the caller's goroutine.
 func applyNow(ctx context.Context, a *Agent, lb *model.LoadBalancer) {
 	a.held[lb.UUID] = lb.Provider
-	a.finishApply(ctx, runApply(ctx, a.driverOf(lb), lb))
+	a.finishApply(ctx, runApply(ctx, a.driverOf(lb), lb, a.cfg.Logger))
 }

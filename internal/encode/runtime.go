@@ -76,6 +76,13 @@ func SetServerState(backend, server Word, state ServerState) (Command, error) {
 	return NewCommand(Lit("set"), Lit("server"), Concat(backend, Lit("/"), server), Lit("state"), s)
 }
 
+// ShowServersState: "show servers state <backend>", the state of one
+// backend's servers (without a backend HAProxy lists every backend of the
+// process, which with hundreds of load balancers in a shard is large).
+func ShowServersState(backend Word) (Command, error) {
+	return NewCommand(Lit("show"), Lit("servers"), Lit("state"), backend)
+}
+
 // SetServerWeight: "set server <backend>/<server> weight <0-256>".
 func SetServerWeight(backend, server Word, weight int) (Command, error) {
 	if weight < 0 || weight > 256 {

@@ -33,8 +33,12 @@ func (d *Driver) Stats(uuid string) driver.Stats {
 }
 
 // RefreshMembers asks HAProxy which members of load balancer uuid are
-// up: one `show servers state` over the runtime API. A HAProxy that does
-// not run has none up.
+// up: one `show servers state <backend>` per backend of the load
+// balancer, over one runtime API connection. Asking for its own backends
+// keeps the answer small when the process runs hundreds of load
+// balancers (a shard): the whole process's list made a cold start of
+// 1,000 load balancers in 4 shards take 29 s instead of 5. A HAProxy
+// that does not run has none up.
 func (d *Driver) RefreshMembers(ctx context.Context, uuid string) error {
 	d.mu.Lock()
 	inst := d.lbs[uuid]
@@ -42,17 +46,31 @@ func (d *Driver) RefreshMembers(ctx context.Context, uuid string) error {
 		d.mu.Unlock()
 		return nil
 	}
-	members, sh := inst.result.Members(), inst.sh
+	result, sh := inst.result, inst.sh
 	d.mu.Unlock()
+	members := result.Members()
 	up := 0
-	if sh.proc.Running() {
+	if sh.proc.Running() && len(members) > 0 {
+		cmds, err := result.MembersStateCommands()
+		if err != nil {
+			return err
+		}
+		lines := make([]string, len(cmds))
+		for i, c := range cmds {
+			lines[i] = c.String()
+		}
 		ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
 		defer cancel()
-		answer, err := sh.proc.Runtime(ctx, sh.at.Socket(), "show servers state")
+		var answers strings.Builder
+		err = sh.proc.RuntimeBatch(ctx, sh.at.Socket(), lines, func(_, answer string) error {
+			answers.WriteString(answer)
+			answers.WriteByte('\n')
+			return nil
+		})
 		if err != nil {
 			return fmt.Errorf("show servers state: %w", err)
 		}
-		up = membersUp(answer, members)
+		up = membersUp(answers.String(), members)
 	}
 	d.mu.Lock()
 	inst.stats.MembersUp = up

@@ -2,6 +2,8 @@ package render
 
 import (
 	"net/netip"
+
+	"pier.dev/pier/internal/encode"
 )
 
 // Slots records, per pool ID, which member (address:port) holds each
@@ -86,6 +88,27 @@ func slotsOf(v *view) Slots {
 // runtime API reports them (`show servers state`).
 type Server struct {
 	Backend, Name string
+}
+
+// MembersStateCommands are the runtime commands that read the state of
+// Members: one "show servers state" per backend that holds a member.
+func (r *Result) MembersStateCommands() ([]encode.Command, error) {
+	var out []encode.Command
+	for _, p := range r.view.pools {
+		used := false
+		for _, s := range p.slots {
+			used = used || s.used
+		}
+		if !used {
+			continue
+		}
+		c, err := encode.ShowServersState(backendName(r.UUID, p.id))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // Members lists the servers that hold a member (the used slots), pool by
