@@ -3,8 +3,8 @@ package agent
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"fmt"
+	"log/slog"
 	"sort"
 	"time"
 
