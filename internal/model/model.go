@@ -205,6 +205,24 @@ type PolicyOptions struct {
 	// CORS, when set, answers CORS preflights itself and adds
 	// Access-Control-Allow-Origin to responses (enable-cors).
 	CORS *CORS `json:"cors,omitempty"`
+	// BasicAuth, when set, answers 401 to requests without the
+	// credentials of one of its users (auth-type: basic). It comes after
+	// the CORS preflight and before the body size.
+	BasicAuth *BasicAuth `json:"basicAuth,omitempty"`
+}
+
+// BasicAuth references the Secret holding the users of auth-type: basic.
+// As for a Certificate, the users and their hashes are not copied into
+// the LoadBalancer: the agent fetches the Secret, reads it again
+// (package htpasswd) and renders it only when its digest is SHA256.
+type BasicAuth struct {
+	// Realm is the realm of WWW-Authenticate (encode.Realm).
+	Realm     string `json:"realm"`
+	Namespace string `json:"namespace"`
+	Secret    string `json:"secret"`
+	// Type is htpasswd.TypeFile or htpasswd.TypeMap.
+	Type   string `json:"type"`
+	SHA256 string `json:"sha256"`
 }
 
 // CORS is ingress-nginx's enable-cors: a preflight (OPTIONS) from an

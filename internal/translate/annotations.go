@@ -81,6 +81,7 @@ type ingressSettings struct {
 	useRegex                                 bool
 	cors                                     corsSettings
 	affinity                                 affinitySettings
+	auth                                     authSettings
 	backendProtocol                          model.BackendProtocol
 }
 
@@ -160,6 +161,10 @@ func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue
 	case s.useRegex:
 		issues = append(issues, annotationIssue{key: useRegexKey(ann),
 			message: "regular-expression paths are not supported: paths are matched by their pathType, use-regex ignored"})
+	}
+	if _, typed := ann[keyOf(ann, "auth-type")]; s.auth.secret != "" && !typed {
+		issues = append(issues, annotationIssue{key: keyOf(ann, "auth-secret"),
+			message: "auth-secret without auth-type basic does nothing, as in ingress-nginx"})
 	}
 	if s.permanentRedirect != "" && s.temporalRedirect != "" {
 		issues = append(issues, annotationIssue{key: NginxPrefix + "permanent-redirect",

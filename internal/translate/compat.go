@@ -157,6 +157,22 @@ var compatAnnotations = map[string]compatAnnotation{
 		s.useRegex, err = parseNginxBool(v)
 		return err
 	}, difference: "only false (the default) is supported: pier matches paths by their pathType; true is ignored, and refuses the Ingress with rewrite-target"},
+	"auth-type": {parse: func(s *ingressSettings, v string) (err error) {
+		s.auth.basic, err = parseAuthType(v)
+		return err
+	}},
+	"auth-secret": {parse: func(s *ingressSettings, v string) (err error) {
+		s.auth.secret, err = parseAuthSecret(v)
+		return err
+	}, difference: "a Secret of the Ingress's namespace only; its hashes must be bcrypt, SHA-512 or SHA-256 crypt (htpasswd -B): $apr1$ and {SHA} refuse the Ingress"},
+	"auth-secret-type": {parse: func(s *ingressSettings, v string) (err error) {
+		s.auth.secretType, err = parseAuthSecretType(v)
+		return err
+	}},
+	"auth-realm": {parse: func(s *ingressSettings, v string) (err error) {
+		s.auth.realm, err = parseAuthRealm(v)
+		return err
+	}, difference: "letters, digits, spaces and ._,:()/@!?- only, at most 128 bytes; default \"Authentication Required\""},
 	"temporal-redirect-code": {parse: func(s *ingressSettings, v string) (err error) {
 		s.temporalCode, err = parseRedirectCode(v)
 		return err

@@ -23,7 +23,7 @@ var snippetAlternatives = map[string]string{
 // not implemented yet, so reported as such rather than as unknown.
 var plannedNginx = setOf("x-forwarded-prefix",
 	"proxy-ssl-verify", "proxy-ssl-secret", "proxy-ssl-name",
-	"auth-type", "auth-secret", "auth-realm", "auth-url", "auth-signin", "auth-response-headers",
+	"auth-url", "auth-signin", "auth-response-headers",
 	"custom-headers", "proxy-set-headers", "ssl-passthrough",
 	"canary", "canary-weight", "canary-by-header", "canary-by-header-value", "canary-by-cookie",
 	"limit-rps", "limit-rpm", "limit-connections",

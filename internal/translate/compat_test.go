@@ -47,6 +47,10 @@ var validCompat = map[string]string{
 	"session-cookie-samesite": "Lax",
 	"rewrite-target":          "/api/v1.2",
 	"use-regex":               "false",
+	"auth-type":               "basic",
+	"auth-secret":             "basic-auth",
+	"auth-secret-type":        "auth-map",
+	"auth-realm":              "Staff only",
 }
 
 func TestCompatAnnotationsAreAnchored(t *testing.T) {
@@ -61,7 +65,7 @@ func TestCompatAnnotationsAreAnchored(t *testing.T) {
 			}
 			for _, bad := range []string{valid + ";evil", valid + "\n", valid + "X", " " + valid + "\nhttp-request deny", valid + "'", "", valid + "\x00"} {
 				if (name == "app-root" || name == "rewrite-target" || name == "cors-allow-methods" || name == "cors-allow-headers" ||
-					name == "session-cookie-name" || name == "session-cookie-path") && bad == valid+"X" {
+					name == "session-cookie-name" || name == "session-cookie-path" || name == "auth-secret" || name == "auth-realm") && bad == valid+"X" {
 					continue // a path, method, header or cookie name with one more letter is another valid one
 				}
 				if _, issues := parseAnnotations(map[string]string{key: bad}); !hasFatal(issues) {

@@ -132,6 +132,7 @@ func renderFragment(v *view, at layout.LB, opts Options) ([]byte, error) {
 	for i := range v.pools {
 		writeBackend(&c, v.uuid, &v.pools[i])
 	}
+	writeUserlists(&c, v.userlists)
 	if v.need404 {
 		c.Blank()
 		c.Section(encode.Lit("backend"), notFoundName(v.uuid))

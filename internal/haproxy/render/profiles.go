@@ -36,6 +36,7 @@ type profile struct {
 	hasUpstream   bool
 	hasRewrite    bool
 	cors          *corsProfile // nil without enable-cors
+	auth          *authProfile // nil without basic auth
 }
 
 // maxProfileBody bounds MaxBodyBytes as translation does (1 TiB).
@@ -49,7 +50,7 @@ const maxPoolTimeout = 24 * time.Hour
 
 var redirectCodes = []int{301, 302, 303, 307, 308}
 
-func profileOf(o *model.PolicyOptions, tls bool) (*profile, error) {
+func profileOf(o *model.PolicyOptions, tls bool, lists *userlists) (*profile, error) {
 	if o == nil {
 		return nil, nil
 	}
@@ -76,6 +77,9 @@ func profileOf(o *model.PolicyOptions, tls bool) (*profile, error) {
 	if p.cors, err = corsOf(o.CORS); err != nil {
 		return nil, err
 	}
+	if p.auth, err = lists.profile(o.BasicAuth); err != nil {
+		return nil, err
+	}
 	if p.allow, err = prefixes(o.AllowSources); err != nil {
 		return nil, fmt.Errorf("allowed sources: %w", err)
 	}
@@ -83,7 +87,7 @@ func profileOf(o *model.PolicyOptions, tls bool) (*profile, error) {
 		return nil, fmt.Errorf("denied sources: %w", err)
 	}
 	if !p.httpsRedirect && p.redirectCode == 0 && len(p.allow) == 0 && len(p.deny) == 0 && p.maxBody == 0 &&
-		!p.hasAppRoot && !p.hasUpstream && !p.hasRewrite && p.cors == nil {
+		!p.hasAppRoot && !p.hasUpstream && !p.hasRewrite && p.cors == nil && p.auth == nil {
 		return nil, nil // empty options render as none
 	}
 	return p, nil
@@ -234,7 +238,7 @@ const sourcesPerLine = 32
 
 // writeProfiles renders each profile's rules, in the order
 // model.PolicyOptions documents: https redirect, redirect, app root,
-// sources (403), CORS (a 204 preflight), body size (413), the upstream
+// sources (403), CORS (a 204 preflight), basic auth (401), body size (413), the upstream
 // Host header, then the rewritten path. Routing has already used the
 // original path: the frontend's lookups (map or ACL) run before these
 // rules and use_backend only reads their result. A body without Content-Length (chunked, HTTP/2) is
@@ -279,6 +283,9 @@ func writeProfiles(c *encode.Config, ps []*profile) {
 		}
 		if p.cors != nil {
 			writeCORS(c, name, p.id, p.cors)
+		}
+		if p.auth != nil {
+			writeAuth(c, name, p.auth)
 		}
 		if p.maxBody > 0 {
 			writeBodyLimit(c, name, p.maxBody)
