@@ -168,8 +168,9 @@ type L7Policy struct {
 
 // PolicyOptions are what a policy does to a matching request before it
 // reaches its pool, in this order: HTTPSRedirect, RedirectURL or
-// RedirectPrefix, AppRoot, the source checks (403), the CORS preflight
-// (204), MaxBodyBytes (413), UpstreamHost, then RewritePath. Translation fills them
+// RedirectPrefix, AppRoot, RateLimit (503), the source checks (403), the
+// CORS preflight (204), BasicAuth (401), MaxBodyBytes (413),
+// UpstreamHost, then RewritePath. Translation fills them
 // from one Ingress's annotations, so they never leak to another
 // Ingress's routes on a shared load balancer.
 type PolicyOptions struct {
@@ -209,6 +210,19 @@ type PolicyOptions struct {
 	// credentials of one of its users (auth-type: basic). It comes after
 	// the CORS preflight and before the body size.
 	BasicAuth *BasicAuth `json:"basicAuth,omitempty"`
+	// RateLimit, when set, answers 503 to a client address over its
+	// limits (limit-rps, limit-rpm, limit-connections). It comes after
+	// the redirects and app root, before the source checks.
+	RateLimit *RateLimit `json:"rateLimit,omitempty"`
+}
+
+// RateLimit bounds what one client address may ask of a policy; 0 is no
+// limit. Requests count once accepted, over a sliding second or minute;
+// Connections counts requests in progress at once.
+type RateLimit struct {
+	RequestsPerSecond int `json:"requestsPerSecond,omitempty"`
+	RequestsPerMinute int `json:"requestsPerMinute,omitempty"`
+	Connections       int `json:"connections,omitempty"`
 }
 
 // BasicAuth references the Secret holding the users of auth-type: basic.

@@ -82,6 +82,7 @@ type ingressSettings struct {
 	cors                                     corsSettings
 	affinity                                 affinitySettings
 	auth                                     authSettings
+	rateLimit                                rateLimitSettings
 	backendProtocol                          model.BackendProtocol
 }
 

@@ -173,6 +173,18 @@ var compatAnnotations = map[string]compatAnnotation{
 		s.auth.realm, err = parseAuthRealm(v)
 		return err
 	}, difference: "letters, digits, spaces and ._,:()/@!?- only, at most 128 bytes; default \"Authentication Required\""},
+	"limit-rps": {parse: func(s *ingressSettings, v string) (err error) {
+		s.rateLimit.rps, err = parseRateLimit("limit-rps", v)
+		return err
+	}, difference: rateLimitDifference},
+	"limit-rpm": {parse: func(s *ingressSettings, v string) (err error) {
+		s.rateLimit.rpm, err = parseRateLimit("limit-rpm", v)
+		return err
+	}, difference: rateLimitDifference},
+	"limit-connections": {parse: func(s *ingressSettings, v string) (err error) {
+		s.rateLimit.connections, err = parseRateLimit("limit-connections", v)
+		return err
+	}, difference: "counts the requests of a client address in progress at once (what nginx's limit_conn counts), on this Ingress's routes; the excess gets 503"},
 	"temporal-redirect-code": {parse: func(s *ingressSettings, v string) (err error) {
 		s.temporalCode, err = parseRedirectCode(v)
 		return err

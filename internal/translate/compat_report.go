@@ -17,6 +17,8 @@ var snippetAlternatives = map[string]string{
 	"stream-snippet":        "a Service of type LoadBalancer (pier's native provider) for TCP/UDP",
 	"modsecurity-snippet":   "a WAF in front of pier; pier has no ModSecurity",
 	"server-alias":          "one more host in spec.rules",
+	// Not a snippet: pier's request limits have no burst on top.
+	"limit-burst-multiplier": "a higher limit-rps or limit-rpm (pier counts accepted requests over a sliding second or minute, with no burst on top)",
 }
 
 // plannedNginx are the other ingress-nginx annotations issue 11 lists:
@@ -26,7 +28,6 @@ var plannedNginx = setOf("x-forwarded-prefix",
 	"auth-url", "auth-signin", "auth-response-headers",
 	"custom-headers", "proxy-set-headers", "ssl-passthrough",
 	"canary", "canary-weight", "canary-by-header", "canary-by-header-value", "canary-by-cookie",
-	"limit-rps", "limit-rpm", "limit-connections",
 	"service-upstream", "proxy-next-upstream-tries", "custom-http-errors", "default-backend")
 
 func setOf(names ...string) map[string]bool {

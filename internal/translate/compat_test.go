@@ -51,6 +51,9 @@ var validCompat = map[string]string{
 	"auth-secret":             "basic-auth",
 	"auth-secret-type":        "auth-map",
 	"auth-realm":              "Staff only",
+	"limit-rps":               "10",
+	"limit-rpm":               "600",
+	"limit-connections":       "5",
 }
 
 func TestCompatAnnotationsAreAnchored(t *testing.T) {

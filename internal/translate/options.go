@@ -35,6 +35,7 @@ func (p *parsedIngress) policyOptions(r route, http, tls bool) *model.PolicyOpti
 		RewritePath:  s.rewriteTarget,
 		CORS:         s.cors.model(),
 		BasicAuth:    s.auth.model(),
+		RateLimit:    s.rateLimit.model(),
 	}
 	if http {
 		o.HTTPSRedirect = s.forceSSLRedirect || (s.sslRedirect && tls && p.hasTLSHost(r.host))
@@ -47,7 +48,7 @@ func (p *parsedIngress) policyOptions(r route, http, tls bool) *model.PolicyOpti
 	}
 	if !o.HTTPSRedirect && o.RedirectURL == "" && len(o.AllowSources) == 0 && len(o.DenySources) == 0 &&
 		o.MaxBodyBytes == 0 && o.AppRoot == "" && o.UpstreamHost == "" && o.CORS == nil &&
-		o.RewritePath == "" && o.BasicAuth == nil {
+		o.RewritePath == "" && o.BasicAuth == nil && o.RateLimit == nil {
 		return nil // nothing set: the policy renders as without annotations
 	}
 	o.AllowSources = slices.Clone(o.AllowSources)

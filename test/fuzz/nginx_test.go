@@ -27,7 +27,8 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 		"cors-max-age": "600", "affinity": "cookie", "affinity-mode": "balanced", "session-cookie-name": "route_id",
 		"session-cookie-path": "/app", "session-cookie-max-age": "3600", "session-cookie-expires": "60",
 		"session-cookie-samesite": "None", "backend-protocol": "GRPCS", "rewrite-target": "/api/v1.2", "use-regex": "false",
-		"auth-type": "basic", "auth-secret": "basic-auth", "auth-secret-type": "auth-file", "auth-realm": "Staff only"}
+		"auth-type": "basic", "auth-secret": "basic-auth", "auth-secret-type": "auth-file", "auth-realm": "Staff only",
+		"limit-rps": "10", "limit-rpm": "600", "limit-connections": "5"}
 	for i, name := range names {
 		v := good[name]
 		f.Add(uint8(i), v, uint8(i+1), good[names[(i+1)%len(names)]])

@@ -23,17 +23,24 @@ type authProfile struct {
 	list  encode.Word // the userlist's name
 }
 
-// userlists are the distinct userlists of a load balancer, by id: two
-// Ingresses naming the same Secret share one.
-type userlists struct {
+// sections are what the profiles of a load balancer need beside its
+// frontends and backends: the distinct userlists, by id (two Ingresses
+// naming the same Secret share one), and the stick tables of the rate
+// limits (ratelimit.go).
+type sections struct {
 	uuid   string
 	lookup UserLookup
 	byID   map[string][]htpasswd.User
+	tables map[string]stickTable
+}
+
+func newSections(uuid string, lookup UserLookup) *sections {
+	return &sections{uuid: uuid, lookup: lookup, byID: map[string][]htpasswd.User{}, tables: map[string]stickTable{}}
 }
 
 var authTypes = []string{htpasswd.TypeFile, htpasswd.TypeMap}
 
-func (u *userlists) profile(a *model.BasicAuth) (*authProfile, error) {
+func (u *sections) authProfile(a *model.BasicAuth) (*authProfile, error) {
 	if a == nil {
 		return nil, nil
 	}
@@ -61,7 +68,7 @@ func (u *userlists) profile(a *model.BasicAuth) (*authProfile, error) {
 // users looks the users up. Without a lookup (the web view, which shows
 // no password hashes) the userlist is empty: HAProxy then refuses every
 // request of the route with 401, never serves it unchecked.
-func (u *userlists) users(a model.BasicAuth) ([]htpasswd.User, error) {
+func (u *sections) users(a model.BasicAuth) ([]htpasswd.User, error) {
 	if u.lookup == nil {
 		return []htpasswd.User{}, nil
 	}
@@ -85,7 +92,7 @@ func userlistName(uuid, id string) encode.Word {
 
 // writeUserlists renders each userlist, sorted by id. Names and hashes
 // are encode.Values (UserName, CryptHash), written single-quoted.
-func writeUserlists(c *encode.Config, u *userlists) {
+func writeUserlists(c *encode.Config, u *sections) {
 	ids := make([]string, 0, len(u.byID))
 	for id := range u.byID {
 		ids = append(ids, id)

@@ -132,7 +132,8 @@ func renderFragment(v *view, at layout.LB, opts Options) ([]byte, error) {
 	for i := range v.pools {
 		writeBackend(&c, v.uuid, &v.pools[i])
 	}
-	writeUserlists(&c, v.userlists)
+	writeUserlists(&c, v.sections)
+	writeStickTables(&c, v.sections)
 	if v.need404 {
 		c.Blank()
 		c.Section(encode.Lit("backend"), notFoundName(v.uuid))

@@ -153,6 +153,7 @@ func fixtures() []fixture {
 		{"backend-protocol", protocolFixture(web1, web2)},
 		{"rewrite-target", rewriteFixture(web1, web2)},
 		{"basic-auth", authFixture(web1, web2)},
+		{"rate-limit", rateLimitFixture(web1, web2)},
 	}
 }
 

@@ -35,8 +35,9 @@ type profile struct {
 	hasAppRoot    bool
 	hasUpstream   bool
 	hasRewrite    bool
-	cors          *corsProfile // nil without enable-cors
-	auth          *authProfile // nil without basic auth
+	cors          *corsProfile  // nil without enable-cors
+	auth          *authProfile  // nil without basic auth
+	limit         *limitProfile // nil without rate limits
 }
 
 // maxProfileBody bounds MaxBodyBytes as translation does (1 TiB).
@@ -50,7 +51,7 @@ const maxPoolTimeout = 24 * time.Hour
 
 var redirectCodes = []int{301, 302, 303, 307, 308}
 
-func profileOf(o *model.PolicyOptions, tls bool, lists *userlists) (*profile, error) {
+func profileOf(o *model.PolicyOptions, tls bool, lists *sections) (*profile, error) {
 	if o == nil {
 		return nil, nil
 	}
@@ -77,7 +78,10 @@ func profileOf(o *model.PolicyOptions, tls bool, lists *userlists) (*profile, er
 	if p.cors, err = corsOf(o.CORS); err != nil {
 		return nil, err
 	}
-	if p.auth, err = lists.profile(o.BasicAuth); err != nil {
+	if p.auth, err = lists.authProfile(o.BasicAuth); err != nil {
+		return nil, err
+	}
+	if p.limit, err = lists.rateLimitProfile(o.RateLimit, p.id); err != nil {
 		return nil, err
 	}
 	if p.allow, err = prefixes(o.AllowSources); err != nil {
@@ -87,7 +91,7 @@ func profileOf(o *model.PolicyOptions, tls bool, lists *userlists) (*profile, er
 		return nil, fmt.Errorf("denied sources: %w", err)
 	}
 	if !p.httpsRedirect && p.redirectCode == 0 && len(p.allow) == 0 && len(p.deny) == 0 && p.maxBody == 0 &&
-		!p.hasAppRoot && !p.hasUpstream && !p.hasRewrite && p.cors == nil && p.auth == nil {
+		!p.hasAppRoot && !p.hasUpstream && !p.hasRewrite && p.cors == nil && p.auth == nil && p.limit == nil {
 		return nil, nil // empty options render as none
 	}
 	return p, nil
@@ -238,7 +242,7 @@ const sourcesPerLine = 32
 
 // writeProfiles renders each profile's rules, in the order
 // model.PolicyOptions documents: https redirect, redirect, app root,
-// sources (403), CORS (a 204 preflight), basic auth (401), body size (413), the upstream
+// rate limits (503), sources (403), CORS (a 204 preflight), basic auth (401), body size (413), the upstream
 // Host header, then the rewritten path. Routing has already used the
 // original path: the frontend's lookups (map or ACL) run before these
 // rules and use_backend only reads their result. A body without Content-Length (chunked, HTTP/2) is
@@ -270,6 +274,9 @@ func writeProfiles(c *encode.Config, ps []*profile) {
 		if p.hasAppRoot {
 			c.Line(httpRequest, encode.Lit("redirect"), encode.Lit("location"), p.appRoot, encode.Lit("code"), encode.Num(302),
 				ifWord, name, openBrace, encode.Lit("path"), encode.Lit("/"), closeBrace)
+		}
+		if p.limit != nil {
+			writeRateLimit(c, name, p.limit)
 		}
 		if len(p.allow) > 0 {
 			acl := encode.ID("pier_allow_", p.id)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"pier.dev/pier/internal/encode"
-	"pier.dev/pier/internal/htpasswd"
 	"pier.dev/pier/internal/model"
 )
 
@@ -25,8 +24,8 @@ type view struct {
 	need404   bool
 	// crtListPath is the crt-list the TLS binds load (Result.CrtListPath).
 	crtListPath string
-	// userlists are the basic-auth users the profiles check.
-	userlists *userlists
+	// sections are the userlists and stick tables the profiles use.
+	sections *sections
 }
 
 type listenerView struct {
@@ -105,8 +104,8 @@ func newView(lb *model.LoadBalancer, opts Options, prev Slots) (*view, error) {
 	for _, p := range v.pools {
 		pools[p.id] = true
 	}
-	v.userlists = &userlists{uuid: lb.UUID, lookup: opts.Users, byID: map[string][]htpasswd.User{}}
-	if v.listeners, err = listenerViews(lb.Listeners, pools, v.userlists); err != nil {
+	v.sections = newSections(lb.UUID, opts.Users)
+	if v.listeners, err = listenerViews(lb.Listeners, pools, v.sections); err != nil {
 		return nil, err
 	}
 	for i := range v.listeners {
@@ -121,7 +120,7 @@ func newView(lb *model.LoadBalancer, opts Options, prev Slots) (*view, error) {
 	return v, nil
 }
 
-func listenerViews(ls []model.Listener, pools map[string]bool, lists *userlists) ([]listenerView, error) {
+func listenerViews(ls []model.Listener, pools map[string]bool, lists *sections) ([]listenerView, error) {
 	if len(ls) == 0 {
 		return nil, errors.New("no listeners")
 	}
@@ -142,7 +141,7 @@ func listenerViews(ls []model.Listener, pools map[string]bool, lists *userlists)
 	return out, nil
 }
 
-func listenerOf(l *model.Listener, pools map[string]bool, lists *userlists) (listenerView, error) {
+func listenerOf(l *model.Listener, pools map[string]bool, lists *sections) (listenerView, error) {
 	lv := listenerView{certs: l.Certificates, defaultPool: l.DefaultPoolID, strictSNI: l.StrictSNI}
 	var err error
 	if lv.port, err = encode.Port(l.Port); err != nil {
@@ -182,7 +181,7 @@ func listenerOf(l *model.Listener, pools map[string]bool, lists *userlists) (lis
 	return lv, nil
 }
 
-func policyOf(p *model.L7Policy, pools map[string]bool, lv *listenerView, lists *userlists) (policyView, error) {
+func policyOf(p *model.L7Policy, pools map[string]bool, lv *listenerView, lists *sections) (policyView, error) {
 	pv := policyView{id: p.ID}
 	pv.route, pv.mappable = routeOf(p)
 	switch p.Action {
