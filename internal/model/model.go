@@ -324,6 +324,14 @@ type Pool struct {
 	// Protocol is how HAProxy talks to the members; "" is plain HTTP/1.1
 	// (ingress-nginx's backend-protocol).
 	Protocol BackendProtocol `json:"protocol,omitempty"`
+	// Tries bounds the attempts at a request, the first included
+	// (ingress-nginx's proxy-next-upstream-tries): HAProxy's retries is
+	// Tries-1. 0 keeps the defaults' retries (3).
+	Tries int `json:"tries,omitempty"`
+	// ServiceUpstream says the members are the Service's ClusterIP and
+	// port rather than its endpoints (service-upstream): kube-proxy picks
+	// the Pod, the seed's two-hop mode.
+	ServiceUpstream bool `json:"serviceUpstream,omitempty"`
 }
 
 // BackendProtocol is a Pool's protocol to its members. TLS to members is

@@ -83,6 +83,8 @@ type ingressSettings struct {
 	affinity                                 affinitySettings
 	auth                                     authSettings
 	rateLimit                                rateLimitSettings
+	serviceUpstream                          bool
+	tries                                    int
 	backendProtocol                          model.BackendProtocol
 }
 

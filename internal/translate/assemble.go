@@ -108,6 +108,7 @@ func (g *lbGroup) build(opts Options) (*model.LoadBalancer, []model.Problem) {
 			problems = append(problems, timeoutConflict(pools, p, r.poolID, warned)...)
 			problems = append(problems, affinityConflict(pools, p, r.poolID, warned)...)
 			problems = append(problems, protocolConflict(pools, p, r.poolID, warned)...)
+			problems = append(problems, upstreamConflict(pools, p, r.poolID, warned)...)
 		}
 		if p.defaultPool != nil {
 			if defaultOwner != nil {

@@ -185,6 +185,14 @@ var compatAnnotations = map[string]compatAnnotation{
 		s.rateLimit.connections, err = parseRateLimit("limit-connections", v)
 		return err
 	}, difference: "counts the requests of a client address in progress at once (what nginx's limit_conn counts), on this Ingress's routes; the excess gets 503"},
+	"service-upstream": {parse: func(s *ingressSettings, v string) (err error) {
+		s.serviceUpstream, err = parseNginxBool(v)
+		return err
+	}, difference: "per Service port: Ingresses sharing a backend use the oldest one's choice"},
+	"proxy-next-upstream-tries": {parse: func(s *ingressSettings, v string) (err error) {
+		s.tries, err = parseTries(v)
+		return err
+	}, difference: "HAProxy's retries (tries - 1) on connection failures and empty responses, per Service port; 1-11, 0 (no limit in nginx) is 11; without it HAProxy's retries 3 (4 tries; ingress-nginx: 3)"},
 	"temporal-redirect-code": {parse: func(s *ingressSettings, v string) (err error) {
 		s.temporalCode, err = parseRedirectCode(v)
 		return err

@@ -17,7 +17,8 @@ var snippetAlternatives = map[string]string{
 	"stream-snippet":        "a Service of type LoadBalancer (pier's native provider) for TCP/UDP",
 	"modsecurity-snippet":   "a WAF in front of pier; pier has no ModSecurity",
 	"server-alias":          "one more host in spec.rules",
-	// Not a snippet: pier's request limits have no burst on top.
+	// Not snippets: what pier does instead.
+	"proxy-next-upstream":    "proxy-next-upstream-tries; pier retries on connection failures and empty responses only (HAProxy's retry-on), not on timeouts or 5xx",
 	"limit-burst-multiplier": "a higher limit-rps or limit-rpm (pier counts accepted requests over a sliding second or minute, with no burst on top)",
 }
 
@@ -28,7 +29,7 @@ var plannedNginx = setOf("x-forwarded-prefix",
 	"auth-url", "auth-signin", "auth-response-headers",
 	"custom-headers", "proxy-set-headers", "ssl-passthrough",
 	"canary", "canary-weight", "canary-by-header", "canary-by-header-value", "canary-by-cookie",
-	"service-upstream", "proxy-next-upstream-tries", "custom-http-errors", "default-backend")
+	"custom-http-errors", "default-backend")
 
 func setOf(names ...string) map[string]bool {
 	m := make(map[string]bool, len(names))

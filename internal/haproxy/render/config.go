@@ -178,6 +178,9 @@ func writeBackend(c *encode.Config, uuid string, p *poolView) {
 	if p.server > 0 {
 		c.Line(encode.Lit("timeout"), encode.Lit("server"), encode.Millis(p.server))
 	}
+	if p.tries > 0 {
+		c.Line(encode.Lit("retries"), encode.Num(p.tries-1))
+	}
 	if p.cookie != nil {
 		writeCookie(c, p.cookie)
 	}

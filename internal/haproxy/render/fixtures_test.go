@@ -154,6 +154,7 @@ func fixtures() []fixture {
 		{"rewrite-target", rewriteFixture(web1, web2)},
 		{"basic-auth", authFixture(web1, web2)},
 		{"rate-limit", rateLimitFixture(web1, web2)},
+		{"upstream-tries", triesFixture(web1, web2)},
 	}
 }
 

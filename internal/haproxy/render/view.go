@@ -64,6 +64,8 @@ type poolView struct {
 	// protocol are the server words for proto, the members' protocol.
 	protocol []encode.Word
 	proto    model.BackendProtocol
+	// tries, when not 0, sets the backend's retries to tries-1.
+	tries int
 }
 
 // slot is one pre-declared server. An unused slot is a disabled
