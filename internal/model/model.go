@@ -170,7 +170,7 @@ type L7Policy struct {
 // reaches its pool, in this order: HTTPSRedirect, RedirectURL or
 // RedirectPrefix, AppRoot, RateLimit (503), the source checks (403), the
 // CORS preflight (204), BasicAuth (401), MaxBodyBytes (413),
-// UpstreamHost, then RewritePath. Translation fills them
+// UpstreamHost, ForwardedPrefix, then RewritePath. Translation fills them
 // from one Ingress's annotations, so they never leak to another
 // Ingress's routes on a shared load balancer.
 type PolicyOptions struct {
@@ -203,6 +203,10 @@ type PolicyOptions struct {
 	// original one (rewrite-target). A path of letters, digits and
 	// ._~/- only.
 	RewritePath string `json:"rewritePath,omitempty"`
+	// ForwardedPrefix, when set, is sent to the backend as the
+	// X-Forwarded-Prefix header (x-forwarded-prefix), replacing any the
+	// client sent; a path of letters, digits and ._~/- only.
+	ForwardedPrefix string `json:"forwardedPrefix,omitempty"`
 	// CORS, when set, answers CORS preflights itself and adds
 	// Access-Control-Allow-Origin to responses (enable-cors).
 	CORS *CORS `json:"cors,omitempty"`

@@ -77,7 +77,7 @@ type ingressSettings struct {
 	permanentCode, temporalCode              int
 	fromToWWW                                bool
 	appRoot, upstreamVhost                   string
-	rewriteTarget                            string
+	rewriteTarget, forwardedPrefix           string
 	useRegex                                 bool
 	cors                                     corsSettings
 	affinity                                 affinitySettings

@@ -193,6 +193,10 @@ var compatAnnotations = map[string]compatAnnotation{
 		s.tries, err = parseTries(v)
 		return err
 	}, difference: "HAProxy's retries (tries - 1) on connection failures and empty responses, per Service port; 1-11, 0 (no limit in nginx) is 11; without it HAProxy's retries 3 (4 tries; ingress-nginx: 3)"},
+	"x-forwarded-prefix": {parse: func(s *ingressSettings, v string) (err error) {
+		s.forwardedPrefix, err = plainPath("x-forwarded-prefix", v)
+		return err
+	}, difference: "a path of letters, digits and ._~/- only (no nginx variables such as $1)"},
 	"temporal-redirect-code": {parse: func(s *ingressSettings, v string) (err error) {
 		s.temporalCode, err = parseRedirectCode(v)
 		return err
@@ -355,12 +359,19 @@ func parseRewriteTarget(v string) (string, error) {
 		return "", fmt.Errorf("rewrite-target %s: capture groups ($1 …) need use-regex, which pier does not support: "+
 			"write the target path without them", quoteForMessage(v))
 	}
+	return plainPath("rewrite-target", v)
+}
+
+// plainPath accepts an absolute path (the Exact path rules) of letters,
+// digits and ._~/- only: safe as a log-format argument (no "%"), with no
+// query, escapes or capture groups.
+func plainPath(what, v string) (string, error) {
 	p, err := encode.Path(v, encode.PathExact)
 	if err != nil {
-		return "", fmt.Errorf("rewrite-target: %w", err)
+		return "", fmt.Errorf("%s: %w", what, err)
 	}
 	if strings.Trim(v, rewriteChars) != "" {
-		return "", fmt.Errorf("rewrite-target %s: only letters, digits and ._~/- are accepted", quoteForMessage(v))
+		return "", fmt.Errorf("%s %s: only letters, digits and ._~/- are accepted", what, quoteForMessage(v))
 	}
 	return p.String(), nil
 }

@@ -24,8 +24,7 @@ var snippetAlternatives = map[string]string{
 
 // plannedNginx are the other ingress-nginx annotations issue 11 lists:
 // not implemented yet, so reported as such rather than as unknown.
-var plannedNginx = setOf("x-forwarded-prefix",
-	"proxy-ssl-verify", "proxy-ssl-secret", "proxy-ssl-name",
+var plannedNginx = setOf("proxy-ssl-verify", "proxy-ssl-secret", "proxy-ssl-name",
 	"auth-url", "auth-signin", "auth-response-headers",
 	"custom-headers", "proxy-set-headers", "ssl-passthrough",
 	"canary", "canary-weight", "canary-by-header", "canary-by-header-value", "canary-by-cookie",

@@ -56,6 +56,7 @@ var validCompat = map[string]string{
 	"limit-connections":         "5",
 	"service-upstream":          "true",
 	"proxy-next-upstream-tries": "3",
+	"x-forwarded-prefix":        "/api",
 }
 
 func TestCompatAnnotationsAreAnchored(t *testing.T) {
@@ -70,7 +71,7 @@ func TestCompatAnnotationsAreAnchored(t *testing.T) {
 			}
 			for _, bad := range []string{valid + ";evil", valid + "\n", valid + "X", " " + valid + "\nhttp-request deny", valid + "'", "", valid + "\x00"} {
 				if (name == "app-root" || name == "rewrite-target" || name == "cors-allow-methods" || name == "cors-allow-headers" ||
-					name == "session-cookie-name" || name == "session-cookie-path" || name == "auth-secret" || name == "auth-realm") && bad == valid+"X" {
+					name == "session-cookie-name" || name == "session-cookie-path" || name == "auth-secret" || name == "auth-realm" || name == "x-forwarded-prefix") && bad == valid+"X" {
 					continue // a path, method, header or cookie name with one more letter is another valid one
 				}
 				if _, issues := parseAnnotations(map[string]string{key: bad}); !hasFatal(issues) {
@@ -148,7 +149,7 @@ func TestSnippetsAndUnknownNginxAnnotationsWarn(t *testing.T) {
 		NginxPrefix + "server-snippet":        "return 403;",
 		NginxPrefix + "auth-snippet":          "x",
 		NginxPrefix + "stream-snippet":        "x",
-		NginxPrefix + "x-forwarded-prefix":    "/x",
+		NginxPrefix + "ssl-passthrough":       "true",
 		NginxPrefix + "server-snippet-long":   strings.Repeat("x", 4096), // unparsed: no size refusal
 	}, "a.example", "/")
 	res := Ingresses(snapshotOf(ing), DefaultOptions())

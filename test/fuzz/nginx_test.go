@@ -29,7 +29,7 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 		"session-cookie-samesite": "None", "backend-protocol": "GRPCS", "rewrite-target": "/api/v1.2", "use-regex": "false",
 		"auth-type": "basic", "auth-secret": "basic-auth", "auth-secret-type": "auth-file", "auth-realm": "Staff only",
 		"limit-rps": "10", "limit-rpm": "600", "limit-connections": "5",
-		"service-upstream": "true", "proxy-next-upstream-tries": "3"}
+		"service-upstream": "true", "proxy-next-upstream-tries": "3", "x-forwarded-prefix": "/api"}
 	for i, name := range names {
 		v := good[name]
 		f.Add(uint8(i), v, uint8(i+1), good[names[(i+1)%len(names)]])

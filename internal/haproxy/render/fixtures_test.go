@@ -155,6 +155,7 @@ func fixtures() []fixture {
 		{"basic-auth", authFixture(web1, web2)},
 		{"rate-limit", rateLimitFixture(web1, web2)},
 		{"upstream-tries", triesFixture(web1, web2)},
+		{"forwarded-prefix", prefixFixture(web1, web2)},
 	}
 }
 

@@ -22,22 +22,24 @@ import (
 // txn.pier_prof. A policy without options keeps the plain backend value,
 // so a load balancer without annotations renders exactly as before.
 type profile struct {
-	id            string
-	httpsRedirect bool
-	redirect      encode.Word // zero when no redirect
-	redirectCode  int
-	prefix        bool // redirect is a prefix: the request URI is appended
-	allow, deny   []netip.Prefix
-	maxBody       int64
-	appRoot       encode.Word // valid when hasAppRoot
-	upstreamHost  encode.Word // valid when hasUpstream
-	rewritePath   encode.Word // valid when hasRewrite
-	hasAppRoot    bool
-	hasUpstream   bool
-	hasRewrite    bool
-	cors          *corsProfile  // nil without enable-cors
-	auth          *authProfile  // nil without basic auth
-	limit         *limitProfile // nil without rate limits
+	id              string
+	httpsRedirect   bool
+	redirect        encode.Word // zero when no redirect
+	redirectCode    int
+	prefix          bool // redirect is a prefix: the request URI is appended
+	allow, deny     []netip.Prefix
+	maxBody         int64
+	appRoot         encode.Word // valid when hasAppRoot
+	upstreamHost    encode.Word // valid when hasUpstream
+	rewritePath     encode.Word // valid when hasRewrite
+	forwardedPrefix encode.Word // valid when hasPrefix
+	hasPrefix       bool
+	hasAppRoot      bool
+	hasUpstream     bool
+	hasRewrite      bool
+	cors            *corsProfile  // nil without enable-cors
+	auth            *authProfile  // nil without basic auth
+	limit           *limitProfile // nil without rate limits
 }
 
 // maxProfileBody bounds MaxBodyBytes as translation does (1 TiB).
@@ -72,7 +74,7 @@ func profileOf(o *model.PolicyOptions, tls bool, lists *sections) (*profile, err
 	if err := appRootAndHost(p, o); err != nil {
 		return nil, err
 	}
-	if err := rewriteOf(p, o.RewritePath); err != nil {
+	if err := rewriteOf(p, o); err != nil {
 		return nil, err
 	}
 	if p.cors, err = corsOf(o.CORS); err != nil {
@@ -91,7 +93,7 @@ func profileOf(o *model.PolicyOptions, tls bool, lists *sections) (*profile, err
 		return nil, fmt.Errorf("denied sources: %w", err)
 	}
 	if !p.httpsRedirect && p.redirectCode == 0 && len(p.allow) == 0 && len(p.deny) == 0 && p.maxBody == 0 &&
-		!p.hasAppRoot && !p.hasUpstream && !p.hasRewrite && p.cors == nil && p.auth == nil && p.limit == nil {
+		!p.hasAppRoot && !p.hasUpstream && !p.hasRewrite && !p.hasPrefix && p.cors == nil && p.auth == nil && p.limit == nil {
 		return nil, nil // empty options render as none
 	}
 	return p, nil
@@ -158,24 +160,37 @@ func appRootAndHost(p *profile, o *model.PolicyOptions) error {
 // allows them: no "%" (a log-format directive), "$", "?" or escapes.
 const rewriteChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._~/-"
 
-// rewriteOf validates the path of rewrite-target for set-path, a
-// log-format argument.
-func rewriteOf(p *profile, path string) error {
-	if path == "" {
-		return nil
+// rewriteOf validates the path of rewrite-target for set-path, and that
+// of x-forwarded-prefix for set-header, both log-format arguments.
+func rewriteOf(p *profile, o *model.PolicyOptions) error {
+	var err error
+	if o.RewritePath != "" {
+		if p.rewritePath, err = plainPathWord("rewrite path", o.RewritePath); err != nil {
+			return err
+		}
+		p.hasRewrite = true
 	}
+	if o.ForwardedPrefix != "" {
+		if p.forwardedPrefix, err = plainPathWord("forwarded prefix", o.ForwardedPrefix); err != nil {
+			return err
+		}
+		p.hasPrefix = true
+	}
+	return nil
+}
+
+// plainPathWord is a path of letters, digits and ._~/- as a log-format
+// word (no "%", so no expression).
+func plainPathWord(what, path string) (encode.Word, error) {
 	v, err := encode.Path(path, encode.PathExact)
 	if err != nil {
-		return fmt.Errorf("rewrite path: %w", err)
+		return encode.Word{}, fmt.Errorf("%s: %w", encode.Printable(what), err)
 	}
 	if strings.Trim(path, rewriteChars) != "" {
-		return fmt.Errorf("rewrite path %s holds more than letters, digits and ._~/-", encode.Printable(path))
+		return encode.Word{}, fmt.Errorf("%s %s holds more than letters, digits and ._~/-", encode.Printable(what), encode.Printable(path))
 	}
-	if p.rewritePath = v.LogFormatWord(); p.rewritePath.Err() != nil {
-		return p.rewritePath.Err()
-	}
-	p.hasRewrite = true
-	return nil
+	w := v.LogFormatWord()
+	return w, w.Err()
 }
 
 // prefixes re-validates canonical CIDRs.
@@ -299,6 +314,9 @@ func writeProfiles(c *encode.Config, ps []*profile) {
 		}
 		if p.hasUpstream {
 			c.Line(httpRequest, encode.Lit("set-header"), encode.Lit("Host"), p.upstreamHost, ifWord, name)
+		}
+		if p.hasPrefix {
+			c.Line(httpRequest, encode.Lit("set-header"), encode.Lit("X-Forwarded-Prefix"), p.forwardedPrefix, ifWord, name)
 		}
 		if p.hasRewrite {
 			// set-path keeps the query string (HAProxy 2.6 manual).
