@@ -64,3 +64,17 @@ func TestUserNameAndRealm(t *testing.T) {
 		}
 	}
 }
+
+func TestSamples(t *testing.T) {
+	if w := HeaderSample("X-Canary"); w.Err() != nil || w.String() != "req.hdr(X-Canary)" {
+		t.Errorf("%q %v", w.String(), w.Err())
+	}
+	if w := CookieSample("canary_v2"); w.Err() != nil || w.String() != "req.cook(canary_v2)" {
+		t.Errorf("%q %v", w.String(), w.Err())
+	}
+	for _, bad := range []string{"X)", "X,y", "X;evil", "", "X Y", "X'"} {
+		if HeaderSample(bad).Err() == nil || CookieSample(bad).Err() == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

@@ -218,6 +218,24 @@ type PolicyOptions struct {
 	// limits (limit-rps, limit-rpm, limit-connections). It comes after
 	// the redirects and app root, before the source checks.
 	RateLimit *RateLimit `json:"rateLimit,omitempty"`
+	// Canary, when set, sends some requests of the policy to another
+	// pool (a canary Ingress with the same host and path).
+	Canary *Canary `json:"canary,omitempty"`
+}
+
+// Canary is ingress-nginx's canary: a request goes to PoolID when its
+// Header is "always" (or equals HeaderValue, when set), else when its
+// Cookie is "always", else with probability Weight/WeightTotal; a Header
+// or Cookie "never" keeps it on the policy's own pool.
+type Canary struct {
+	PoolID      string `json:"poolId"`
+	Weight      int    `json:"weight,omitempty"`
+	WeightTotal int    `json:"weightTotal"`
+	Header      string `json:"header,omitempty"`
+	HeaderValue string `json:"headerValue,omitempty"`
+	Cookie      string `json:"cookie,omitempty"`
+	// Source is the canary Ingress.
+	Source Source `json:"source"`
 }
 
 // RateLimit bounds what one client address may ask of a policy; 0 is no

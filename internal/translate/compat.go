@@ -197,6 +197,30 @@ var compatAnnotations = map[string]compatAnnotation{
 		s.forwardedPrefix, err = plainPath("x-forwarded-prefix", v)
 		return err
 	}, difference: "a path of letters, digits and ._~/- only (no nginx variables such as $1)"},
+	"canary": {parse: func(s *ingressSettings, v string) (err error) {
+		s.canary.enabled, err = parseNginxBool(v)
+		return err
+	}, difference: "the canary Ingress joins the load balancer of the main Ingress of the same namespace with the same host, path and pathType; its own other annotations are not applied to the canary's requests"},
+	"canary-weight": {parse: func(s *ingressSettings, v string) (err error) {
+		s.canary.weight, err = parseCanaryWeight("canary-weight", v, 0)
+		return err
+	}},
+	"canary-weight-total": {parse: func(s *ingressSettings, v string) (err error) {
+		s.canary.total, err = parseCanaryWeight("canary-weight-total", v, 1)
+		return err
+	}},
+	"canary-by-header": {parse: func(s *ingressSettings, v string) (err error) {
+		s.canary.header, err = parseCanaryHeader(v)
+		return err
+	}},
+	"canary-by-header-value": {parse: func(s *ingressSettings, v string) (err error) {
+		s.canary.headerValue, err = parseCanaryHeaderValue(v)
+		return err
+	}, difference: "letters, digits, spaces and ._~:/+=@- only, compared exactly (ingress-nginx accepts more)"},
+	"canary-by-cookie": {parse: func(s *ingressSettings, v string) (err error) {
+		s.canary.cookie, err = parseCanaryCookie(v)
+		return err
+	}},
 	"temporal-redirect-code": {parse: func(s *ingressSettings, v string) (err error) {
 		s.temporalCode, err = parseRedirectCode(v)
 		return err

@@ -18,8 +18,9 @@ var snippetAlternatives = map[string]string{
 	"modsecurity-snippet":   "a WAF in front of pier; pier has no ModSecurity",
 	"server-alias":          "one more host in spec.rules",
 	// Not snippets: what pier does instead.
-	"proxy-next-upstream":    "proxy-next-upstream-tries; pier retries on connection failures and empty responses only (HAProxy's retry-on), not on timeouts or 5xx",
-	"limit-burst-multiplier": "a higher limit-rps or limit-rpm (pier counts accepted requests over a sliding second or minute, with no burst on top)",
+	"proxy-next-upstream":      "proxy-next-upstream-tries; pier retries on connection failures and empty responses only (HAProxy's retry-on), not on timeouts or 5xx",
+	"canary-by-header-pattern": "canary-by-header-value (one exact value); pier matches no regular expressions",
+	"limit-burst-multiplier":   "a higher limit-rps or limit-rpm (pier counts accepted requests over a sliding second or minute, with no burst on top)",
 }
 
 // plannedNginx are the other ingress-nginx annotations issue 11 lists:
@@ -27,7 +28,6 @@ var snippetAlternatives = map[string]string{
 var plannedNginx = setOf("proxy-ssl-verify", "proxy-ssl-secret", "proxy-ssl-name",
 	"auth-url", "auth-signin", "auth-response-headers",
 	"custom-headers", "proxy-set-headers", "ssl-passthrough",
-	"canary", "canary-weight", "canary-by-header", "canary-by-header-value", "canary-by-cookie",
 	"custom-http-errors", "default-backend")
 
 func setOf(names ...string) map[string]bool {

@@ -57,6 +57,12 @@ var validCompat = map[string]string{
 	"service-upstream":          "true",
 	"proxy-next-upstream-tries": "3",
 	"x-forwarded-prefix":        "/api",
+	"canary":                    "true",
+	"canary-weight":             "10",
+	"canary-weight-total":       "100",
+	"canary-by-header":          "X-Canary",
+	"canary-by-header-value":    "v2",
+	"canary-by-cookie":          "canary",
 }
 
 func TestCompatAnnotationsAreAnchored(t *testing.T) {
@@ -71,7 +77,8 @@ func TestCompatAnnotationsAreAnchored(t *testing.T) {
 			}
 			for _, bad := range []string{valid + ";evil", valid + "\n", valid + "X", " " + valid + "\nhttp-request deny", valid + "'", "", valid + "\x00"} {
 				if (name == "app-root" || name == "rewrite-target" || name == "cors-allow-methods" || name == "cors-allow-headers" ||
-					name == "session-cookie-name" || name == "session-cookie-path" || name == "auth-secret" || name == "auth-realm" || name == "x-forwarded-prefix") && bad == valid+"X" {
+					name == "session-cookie-name" || name == "session-cookie-path" || name == "auth-secret" || name == "auth-realm" || name == "x-forwarded-prefix" ||
+					name == "canary-by-header" || name == "canary-by-header-value" || name == "canary-by-cookie") && bad == valid+"X" {
 					continue // a path, method, header or cookie name with one more letter is another valid one
 				}
 				if _, issues := parseAnnotations(map[string]string{key: bad}); !hasFatal(issues) {

@@ -29,7 +29,9 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 		"session-cookie-samesite": "None", "backend-protocol": "GRPCS", "rewrite-target": "/api/v1.2", "use-regex": "false",
 		"auth-type": "basic", "auth-secret": "basic-auth", "auth-secret-type": "auth-file", "auth-realm": "Staff only",
 		"limit-rps": "10", "limit-rpm": "600", "limit-connections": "5",
-		"service-upstream": "true", "proxy-next-upstream-tries": "3", "x-forwarded-prefix": "/api"}
+		"service-upstream": "true", "proxy-next-upstream-tries": "3", "x-forwarded-prefix": "/api",
+		"canary": "true", "canary-weight": "10", "canary-weight-total": "100", "canary-by-header": "X-Canary",
+		"canary-by-header-value": "v2", "canary-by-cookie": "canary"}
 	for i, name := range names {
 		v := good[name]
 		f.Add(uint8(i), v, uint8(i+1), good[names[(i+1)%len(names)]])
@@ -70,6 +72,15 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 		if strings.HasPrefix(name, "auth-") && name != "auth-type" {
 			for _, suffix := range []string{"", ";evil", "\n    http-request return status 200", "' if TRUE #", "%[src]", "\" x", "/../x"} {
 				f.Add(uint8(i), good[name]+suffix, authType, "basic")
+			}
+		}
+	}
+	// A canary companion beside canary "true".
+	canary := uint8(slices.Index(names, "canary"))
+	for i, name := range names {
+		if strings.HasPrefix(name, "canary-") {
+			for _, suffix := range []string{"", ";evil", "\n    http-request return status 200", "' if TRUE #", "%[src]", ")", " || 1"} {
+				f.Add(uint8(i), good[name]+suffix, canary, "true")
 			}
 		}
 	}

@@ -156,6 +156,7 @@ func fixtures() []fixture {
 		{"rate-limit", rateLimitFixture(web1, web2)},
 		{"upstream-tries", triesFixture(web1, web2)},
 		{"forwarded-prefix", prefixFixture(web1, web2)},
+		{"canary", canaryFixture(web1, web2)},
 	}
 }
 

@@ -37,9 +37,10 @@ type profile struct {
 	hasAppRoot      bool
 	hasUpstream     bool
 	hasRewrite      bool
-	cors            *corsProfile  // nil without enable-cors
-	auth            *authProfile  // nil without basic auth
-	limit           *limitProfile // nil without rate limits
+	cors            *corsProfile   // nil without enable-cors
+	auth            *authProfile   // nil without basic auth
+	limit           *limitProfile  // nil without rate limits
+	canary          *canaryProfile // nil without a canary
 }
 
 // maxProfileBody bounds MaxBodyBytes as translation does (1 TiB).
@@ -53,7 +54,7 @@ const maxPoolTimeout = 24 * time.Hour
 
 var redirectCodes = []int{301, 302, 303, 307, 308}
 
-func profileOf(o *model.PolicyOptions, tls bool, lists *sections) (*profile, error) {
+func profileOf(o *model.PolicyOptions, tls bool, lists *sections, pools map[string]bool) (*profile, error) {
 	if o == nil {
 		return nil, nil
 	}
@@ -86,6 +87,9 @@ func profileOf(o *model.PolicyOptions, tls bool, lists *sections) (*profile, err
 	if p.limit, err = lists.rateLimitProfile(o.RateLimit, p.id); err != nil {
 		return nil, err
 	}
+	if p.canary, err = canaryOf(o.Canary, lists.uuid, pools); err != nil {
+		return nil, err
+	}
 	if p.allow, err = prefixes(o.AllowSources); err != nil {
 		return nil, fmt.Errorf("allowed sources: %w", err)
 	}
@@ -93,7 +97,7 @@ func profileOf(o *model.PolicyOptions, tls bool, lists *sections) (*profile, err
 		return nil, fmt.Errorf("denied sources: %w", err)
 	}
 	if !p.httpsRedirect && p.redirectCode == 0 && len(p.allow) == 0 && len(p.deny) == 0 && p.maxBody == 0 &&
-		!p.hasAppRoot && !p.hasUpstream && !p.hasRewrite && !p.hasPrefix && p.cors == nil && p.auth == nil && p.limit == nil {
+		!p.hasAppRoot && !p.hasUpstream && !p.hasRewrite && !p.hasPrefix && p.cors == nil && p.auth == nil && p.limit == nil && p.canary == nil {
 		return nil, nil // empty options render as none
 	}
 	return p, nil
@@ -321,6 +325,9 @@ func writeProfiles(c *encode.Config, ps []*profile) {
 		if p.hasRewrite {
 			// set-path keeps the query string (HAProxy 2.6 manual).
 			c.Line(httpRequest, encode.Lit("set-path"), p.rewritePath, ifWord, name)
+		}
+		if p.canary != nil {
+			writeCanary(c, name, p.canary)
 		}
 	}
 }

@@ -201,7 +201,7 @@ func policyOf(p *model.L7Policy, pools map[string]bool, lv *listenerView, lists 
 		return pv, fmt.Errorf("unknown action %s", encode.Printable(string(p.Action)))
 	}
 	var err error
-	if pv.profile, err = profileOf(p.Options, lv.tls, lists); err != nil {
+	if pv.profile, err = profileOf(p.Options, lv.tls, lists, pools); err != nil {
 		return pv, fmt.Errorf("options: %w", err)
 	}
 	for j, r := range p.Rules {
