@@ -21,6 +21,7 @@ import (
 type noSecrets struct{}
 
 func (noSecrets) TLSPair(string, string) ([]byte, []byte, error) { return nil, nil, os.ErrNotExist }
+func (noSecrets) Data(string, string) (map[string][]byte, error) { return nil, os.ErrNotExist }
 
 func freePort(t *testing.T) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

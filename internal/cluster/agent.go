@@ -166,7 +166,8 @@ func runAgentLoop(ctx context.Context, cfg AgentConfig, a *agent.Agent, st *kube
 }
 
 // apiSecrets reads TLS Secrets from the API server when a certificate is
-// applied (rare: only when its content hash changes).
+// applied, and basic-auth Secrets when a load balancer with basic auth is
+// rendered (on each apply).
 type apiSecrets struct{ client kubernetes.Interface }
 
 func (s apiSecrets) TLSPair(namespace, name string) ([]byte, []byte, error) {
@@ -177,4 +178,15 @@ func (s apiSecrets) TLSPair(namespace, name string) ([]byte, []byte, error) {
 		return nil, nil, fmt.Errorf("get secret: %w", err)
 	}
 	return sec.Data[corev1.TLSCertKey], sec.Data[corev1.TLSPrivateKeyKey], nil
+}
+
+// Data reads the Secret of a policy's basic auth, as TLSPair does.
+func (s apiSecrets) Data(namespace, name string) (map[string][]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sec, err := s.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get secret: %w", err)
+	}
+	return sec.Data, nil
 }

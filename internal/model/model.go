@@ -166,65 +166,6 @@ type L7Policy struct {
 	Options *PolicyOptions `json:"options,omitempty"`
 }
 
-// PolicyOptions are what a policy does to a matching request before it
-// reaches its pool, in this order: HTTPSRedirect, RedirectURL or
-// RedirectPrefix, AppRoot, the source checks (403), the CORS preflight
-// (204), MaxBodyBytes (413), UpstreamHost, then RewritePath. Translation fills them
-// from one Ingress's annotations, so they never leak to another
-// Ingress's routes on a shared load balancer.
-type PolicyOptions struct {
-	// HTTPSRedirect answers 308 with the same host and URI over https
-	// (only set on HTTP listeners).
-	HTTPSRedirect bool `json:"httpsRedirect,omitempty"`
-	// RedirectURL, when set, answers every request with RedirectCode
-	// (301, 302, 303, 307 or 308) and Location RedirectURL, an absolute
-	// http(s) URL.
-	RedirectURL  string `json:"redirectUrl,omitempty"`
-	RedirectCode int    `json:"redirectCode,omitempty"`
-	// RedirectPrefix, when set instead of RedirectURL, answers with
-	// RedirectCode and Location RedirectPrefix + the request's URI; it is
-	// "scheme://host" with no path (from-to-www-redirect).
-	RedirectPrefix string `json:"redirectPrefix,omitempty"`
-	// AllowSources, when not empty, are the only client prefixes served;
-	// DenySources are refused. Both canonical CIDRs; 403 otherwise.
-	AllowSources []string `json:"allowSources,omitempty"`
-	DenySources  []string `json:"denySources,omitempty"`
-	// MaxBodyBytes refuses larger request bodies with 413; 0 is no limit.
-	MaxBodyBytes int64 `json:"maxBodyBytes,omitempty"`
-	// AppRoot, when set, answers 302 with Location AppRoot (a path) to
-	// requests for exactly "/" (app-root).
-	AppRoot string `json:"appRoot,omitempty"`
-	// UpstreamHost, when set, replaces the Host header the backend sees
-	// (upstream-vhost); routing has already used the client's.
-	UpstreamHost string `json:"upstreamHost,omitempty"`
-	// RewritePath, when set, replaces the request's path (the query
-	// string is kept) after routing has chosen the pool with the
-	// original one (rewrite-target). A path of letters, digits and
-	// ._~/- only.
-	RewritePath string `json:"rewritePath,omitempty"`
-	// CORS, when set, answers CORS preflights itself and adds
-	// Access-Control-Allow-Origin to responses (enable-cors).
-	CORS *CORS `json:"cors,omitempty"`
-}
-
-// CORS is ingress-nginx's enable-cors: a preflight (OPTIONS) from an
-// allowed origin is answered 204 with the Access-Control headers, and
-// responses to an allowed origin carry Access-Control-Allow-Origin.
-type CORS struct {
-	// AllowOrigins is either ["*"] (any origin, answered "*") or exact,
-	// lowercase origins "scheme://host[:port]"; the request's Origin is
-	// echoed back only when it is one of them.
-	AllowOrigins []string `json:"allowOrigins"`
-	// AllowMethods are method tokens (uppercase letters), AllowHeaders
-	// header names, both sent in a preflight's answer.
-	AllowMethods []string `json:"allowMethods"`
-	AllowHeaders []string `json:"allowHeaders"`
-	// AllowCredentials sends Access-Control-Allow-Credentials: true.
-	AllowCredentials bool `json:"allowCredentials,omitempty"`
-	// MaxAgeSeconds is the preflight's Access-Control-Max-Age.
-	MaxAgeSeconds int `json:"maxAgeSeconds"`
-}
-
 // RuleType is what part of the request an L7Rule inspects.
 type RuleType string
 
@@ -292,6 +233,14 @@ type Pool struct {
 	// Protocol is how HAProxy talks to the members; "" is plain HTTP/1.1
 	// (ingress-nginx's backend-protocol).
 	Protocol BackendProtocol `json:"protocol,omitempty"`
+	// Tries bounds the attempts at a request, the first included
+	// (ingress-nginx's proxy-next-upstream-tries): HAProxy's retries is
+	// Tries-1. 0 keeps the defaults' retries (3).
+	Tries int `json:"tries,omitempty"`
+	// ServiceUpstream says the members are the Service's ClusterIP and
+	// port rather than its endpoints (service-upstream): kube-proxy picks
+	// the Pod, the seed's two-hop mode.
+	ServiceUpstream bool `json:"serviceUpstream,omitempty"`
 }
 
 // BackendProtocol is a Pool's protocol to its members. TLS to members is

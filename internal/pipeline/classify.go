@@ -11,6 +11,7 @@ import (
 
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
+	"pier.dev/pier/internal/translate"
 )
 
 // Reasons for a rebuild, the label of pier_rebuilds_total. When one
@@ -236,6 +237,9 @@ func referencesOf(snap *source.Snapshot, ours map[model.ObjectRef]bool) referenc
 			if t.SecretName != "" {
 				r.secrets[ing.Namespace+"/"+t.SecretName] = true
 			}
+		}
+		if ns, name, ok := translate.AuthSecret(ing); ok {
+			r.secrets[ns+"/"+name] = true
 		}
 	}
 	return r

@@ -41,6 +41,17 @@ func (v *view) TLSPair(namespace, name string) (certPEM, keyPEM []byte, err erro
 	return s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey], nil
 }
 
+// Data implements agent.Secrets from the last snapshot.
+func (v *view) Data(namespace, name string) (map[string][]byte, error) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	s := v.secrets.Secret(namespace, name)
+	if s == nil {
+		return nil, fmt.Errorf("secret %s/%s not found", namespace, name)
+	}
+	return s.Data, nil
+}
+
 // observe takes a new snapshot before the pipeline stores anything built
 // from it (pipeline.Pipeline.Observe).
 func (v *view) observe(snap *source.Snapshot) {

@@ -77,10 +77,15 @@ type ingressSettings struct {
 	permanentCode, temporalCode              int
 	fromToWWW                                bool
 	appRoot, upstreamVhost                   string
-	rewriteTarget                            string
+	rewriteTarget, forwardedPrefix           string
 	useRegex                                 bool
 	cors                                     corsSettings
 	affinity                                 affinitySettings
+	auth                                     authSettings
+	rateLimit                                rateLimitSettings
+	serviceUpstream                          bool
+	canary                                   canarySettings
+	tries                                    int
 	backendProtocol                          model.BackendProtocol
 }
 
@@ -97,7 +102,7 @@ type annotationIssue struct {
 // after its nginx.ingress.kubernetes.io/ twin and wins.
 func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue) {
 	s := ingressSettings{balance: model.AlgorithmRoundRobin, sslRedirect: true,
-		permanentCode: 301, temporalCode: 302, cors: defaultCORS()}
+		permanentCode: 301, temporalCode: 302, cors: defaultCORS(), canary: canarySettings{total: defaultCanaryTotal}}
 	var issues []annotationIssue
 	keys := make([]string, 0, len(ann))
 	for k := range ann {
@@ -160,6 +165,11 @@ func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue
 	case s.useRegex:
 		issues = append(issues, annotationIssue{key: useRegexKey(ann),
 			message: "regular-expression paths are not supported: paths are matched by their pathType, use-regex ignored"})
+	}
+	issues = append(issues, canaryIssues(s.canary, ann)...)
+	if _, typed := ann[keyOf(ann, "auth-type")]; s.auth.secret != "" && !typed {
+		issues = append(issues, annotationIssue{key: keyOf(ann, "auth-secret"),
+			message: "auth-secret without auth-type basic does nothing, as in ingress-nginx"})
 	}
 	if s.permanentRedirect != "" && s.temporalRedirect != "" {
 		issues = append(issues, annotationIssue{key: NginxPrefix + "permanent-redirect",

@@ -19,7 +19,8 @@ type lbGroup struct {
 func assemble(parsed []*parsedIngress, opts Options) ([]*model.LoadBalancer, []model.Problem) {
 	groups := map[string]*lbGroup{}
 	var order []*lbGroup
-	for _, p := range parsed {
+	mains, canaries, allCanaries := splitCanaries(parsed)
+	for _, p := range mains {
 		uuid, name := lbIdentity(p, opts)
 		g := groups[uuid]
 		if g == nil {
@@ -32,10 +33,11 @@ func assemble(parsed []*parsedIngress, opts Options) ([]*model.LoadBalancer, []m
 	var lbs []*model.LoadBalancer
 	var problems []model.Problem
 	for _, g := range order {
-		lb, ps := g.build(opts)
+		lb, ps := g.build(opts, canaries)
 		lbs = append(lbs, lb)
 		problems = append(problems, ps...)
 	}
+	problems = append(problems, unattachedCanaries(allCanaries)...)
 	sort.Slice(lbs, func(i, j int) bool { return lbs[i].UUID < lbs[j].UUID })
 	return lbs, problems
 }
@@ -76,7 +78,7 @@ type claim struct {
 	owner *parsedIngress
 }
 
-func (g *lbGroup) build(opts Options) (*model.LoadBalancer, []model.Problem) {
+func (g *lbGroup) build(opts Options, canaries map[string][]*canaryRef) (*model.LoadBalancer, []model.Problem) {
 	lb := &model.LoadBalancer{UUID: g.uuid, Name: g.name, Provider: model.ProviderHAProxy}
 	var problems []model.Problem
 	claims := map[string]claim{}
@@ -89,6 +91,10 @@ func (g *lbGroup) build(opts Options) (*model.LoadBalancer, []model.Problem) {
 	// The oldest Ingress's creation time: IPAM settles conflicts between
 	// new load balancers by age, and the store keeps it as the object's.
 	lb.CreatedAt = g.members[0].ing.CreationTimestamp.Time.UTC()
+	sources := map[string]bool{}
+	for _, p := range g.members {
+		sources[p.source.Key()] = true
+	}
 	for _, p := range g.members {
 		lb.Sources = append(lb.Sources, p.source)
 		for _, r := range p.routes {
@@ -105,9 +111,11 @@ func (g *lbGroup) build(opts Options) (*model.LoadBalancer, []model.Problem) {
 			claims[key] = claim{owner: p}
 			kept = append(kept, keptRoute{route: r, owner: p})
 			addPool(pools, p.pools[r.poolID])
+			problems = append(problems, attachCanary(&kept[len(kept)-1], canaries, pools, lb, sources)...)
 			problems = append(problems, timeoutConflict(pools, p, r.poolID, warned)...)
 			problems = append(problems, affinityConflict(pools, p, r.poolID, warned)...)
 			problems = append(problems, protocolConflict(pools, p, r.poolID, warned)...)
+			problems = append(problems, upstreamConflict(pools, p, r.poolID, warned)...)
 		}
 		if p.defaultPool != nil {
 			if defaultOwner != nil {

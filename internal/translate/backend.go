@@ -70,6 +70,7 @@ func (x *index) poolFor(ing *networkingv1.Ingress, b *networkingv1.IngressServic
 		set.applyTimeouts(pool)
 		set.applyAffinity(pool)
 		set.applyProtocol(pool)
+		set.applyUpstream(pool, opts)
 		return pool, []model.Problem{warning(ing, "ServicePortNotFound", field+".port",
 			"%v: requests for this route get 503", err)}, nil
 	}
@@ -88,6 +89,7 @@ func (x *index) poolFor(ing *networkingv1.Ingress, b *networkingv1.IngressServic
 	set.applyTimeouts(pool)
 	set.applyAffinity(pool)
 	set.applyProtocol(pool)
+	set.applyUpstream(pool, opts)
 	svc := x.services[ing.Namespace+"/"+b.Name]
 	if svc == nil {
 		return pool, []model.Problem{warning(ing, "ServiceNotFound", field,
@@ -104,7 +106,7 @@ func (x *index) poolFor(ing *networkingv1.Ingress, b *networkingv1.IngressServic
 			"service %s/%s has no port %s: requests for this route get 503", ing.Namespace, b.Name, portKey)}, nil
 	}
 	var refused []string
-	if opts.MembersFromClusterIP {
+	if opts.MembersFromClusterIP || pool.ServiceUpstream {
 		pool.Members = clusterIPMembers(svc, sp)
 	} else {
 		pool.Members, refused = x.endpointMembers(svc, sp, opts.Members)

@@ -157,6 +157,70 @@ var compatAnnotations = map[string]compatAnnotation{
 		s.useRegex, err = parseNginxBool(v)
 		return err
 	}, difference: "only false (the default) is supported: pier matches paths by their pathType; true is ignored, and refuses the Ingress with rewrite-target"},
+	"auth-type": {parse: func(s *ingressSettings, v string) (err error) {
+		s.auth.basic, err = parseAuthType(v)
+		return err
+	}},
+	"auth-secret": {parse: func(s *ingressSettings, v string) (err error) {
+		s.auth.secret, err = parseAuthSecret(v)
+		return err
+	}, difference: "a Secret of the Ingress's namespace only; its hashes must be bcrypt, SHA-512 or SHA-256 crypt (htpasswd -B): $apr1$ and {SHA} refuse the Ingress"},
+	"auth-secret-type": {parse: func(s *ingressSettings, v string) (err error) {
+		s.auth.secretType, err = parseAuthSecretType(v)
+		return err
+	}},
+	"auth-realm": {parse: func(s *ingressSettings, v string) (err error) {
+		s.auth.realm, err = parseAuthRealm(v)
+		return err
+	}, difference: "letters, digits, spaces and ._,:()/@!?- only, at most 128 bytes; default \"Authentication Required\""},
+	"limit-rps": {parse: func(s *ingressSettings, v string) (err error) {
+		s.rateLimit.rps, err = parseRateLimit("limit-rps", v)
+		return err
+	}, difference: rateLimitDifference},
+	"limit-rpm": {parse: func(s *ingressSettings, v string) (err error) {
+		s.rateLimit.rpm, err = parseRateLimit("limit-rpm", v)
+		return err
+	}, difference: rateLimitDifference},
+	"limit-connections": {parse: func(s *ingressSettings, v string) (err error) {
+		s.rateLimit.connections, err = parseRateLimit("limit-connections", v)
+		return err
+	}, difference: "counts the requests of a client address in progress at once (what nginx's limit_conn counts), on this Ingress's routes; the excess gets 503"},
+	"service-upstream": {parse: func(s *ingressSettings, v string) (err error) {
+		s.serviceUpstream, err = parseNginxBool(v)
+		return err
+	}, difference: "per Service port: Ingresses sharing a backend use the oldest one's choice"},
+	"proxy-next-upstream-tries": {parse: func(s *ingressSettings, v string) (err error) {
+		s.tries, err = parseTries(v)
+		return err
+	}, difference: "HAProxy's retries (tries - 1) on connection failures and empty responses, per Service port; 1-11, 0 (no limit in nginx) is 11; without it HAProxy's retries 3 (4 tries; ingress-nginx: 3)"},
+	"x-forwarded-prefix": {parse: func(s *ingressSettings, v string) (err error) {
+		s.forwardedPrefix, err = plainPath("x-forwarded-prefix", v)
+		return err
+	}, difference: "a path of letters, digits and ._~/- only (no nginx variables such as $1)"},
+	"canary": {parse: func(s *ingressSettings, v string) (err error) {
+		s.canary.enabled, err = parseNginxBool(v)
+		return err
+	}, difference: "the canary Ingress joins the load balancer of the main Ingress of the same namespace with the same host, path and pathType; its own other annotations are not applied to the canary's requests"},
+	"canary-weight": {parse: func(s *ingressSettings, v string) (err error) {
+		s.canary.weight, err = parseCanaryWeight("canary-weight", v, 0)
+		return err
+	}},
+	"canary-weight-total": {parse: func(s *ingressSettings, v string) (err error) {
+		s.canary.total, err = parseCanaryWeight("canary-weight-total", v, 1)
+		return err
+	}},
+	"canary-by-header": {parse: func(s *ingressSettings, v string) (err error) {
+		s.canary.header, err = parseCanaryHeader(v)
+		return err
+	}},
+	"canary-by-header-value": {parse: func(s *ingressSettings, v string) (err error) {
+		s.canary.headerValue, err = parseCanaryHeaderValue(v)
+		return err
+	}, difference: "letters, digits, spaces and ._~:/+=@- only, compared exactly (ingress-nginx accepts more)"},
+	"canary-by-cookie": {parse: func(s *ingressSettings, v string) (err error) {
+		s.canary.cookie, err = parseCanaryCookie(v)
+		return err
+	}},
 	"temporal-redirect-code": {parse: func(s *ingressSettings, v string) (err error) {
 		s.temporalCode, err = parseRedirectCode(v)
 		return err
@@ -319,12 +383,19 @@ func parseRewriteTarget(v string) (string, error) {
 		return "", fmt.Errorf("rewrite-target %s: capture groups ($1 …) need use-regex, which pier does not support: "+
 			"write the target path without them", quoteForMessage(v))
 	}
+	return plainPath("rewrite-target", v)
+}
+
+// plainPath accepts an absolute path (the Exact path rules) of letters,
+// digits and ._~/- only: safe as a log-format argument (no "%"), with no
+// query, escapes or capture groups.
+func plainPath(what, v string) (string, error) {
 	p, err := encode.Path(v, encode.PathExact)
 	if err != nil {
-		return "", fmt.Errorf("rewrite-target: %w", err)
+		return "", fmt.Errorf("%s: %w", what, err)
 	}
 	if strings.Trim(v, rewriteChars) != "" {
-		return "", fmt.Errorf("rewrite-target %s: only letters, digits and ._~/- are accepted", quoteForMessage(v))
+		return "", fmt.Errorf("%s %s: only letters, digits and ._~/- are accepted", what, quoteForMessage(v))
 	}
 	return p.String(), nil
 }

@@ -17,17 +17,18 @@ var snippetAlternatives = map[string]string{
 	"stream-snippet":        "a Service of type LoadBalancer (pier's native provider) for TCP/UDP",
 	"modsecurity-snippet":   "a WAF in front of pier; pier has no ModSecurity",
 	"server-alias":          "one more host in spec.rules",
+	// Not snippets: what pier does instead.
+	"proxy-next-upstream":      "proxy-next-upstream-tries; pier retries on connection failures and empty responses only (HAProxy's retry-on), not on timeouts or 5xx",
+	"canary-by-header-pattern": "canary-by-header-value (one exact value); pier matches no regular expressions",
+	"limit-burst-multiplier":   "a higher limit-rps or limit-rpm (pier counts accepted requests over a sliding second or minute, with no burst on top)",
 }
 
 // plannedNginx are the other ingress-nginx annotations issue 11 lists:
 // not implemented yet, so reported as such rather than as unknown.
-var plannedNginx = setOf("x-forwarded-prefix",
-	"proxy-ssl-verify", "proxy-ssl-secret", "proxy-ssl-name",
-	"auth-type", "auth-secret", "auth-realm", "auth-url", "auth-signin", "auth-response-headers",
+var plannedNginx = setOf("proxy-ssl-verify", "proxy-ssl-secret", "proxy-ssl-name",
+	"auth-url", "auth-signin", "auth-response-headers",
 	"custom-headers", "proxy-set-headers", "ssl-passthrough",
-	"canary", "canary-weight", "canary-by-header", "canary-by-header-value", "canary-by-cookie",
-	"limit-rps", "limit-rpm", "limit-connections",
-	"service-upstream", "proxy-next-upstream-tries", "custom-http-errors", "default-backend")
+	"custom-http-errors", "default-backend")
 
 func setOf(names ...string) map[string]bool {
 	m := make(map[string]bool, len(names))

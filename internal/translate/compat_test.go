@@ -15,38 +15,54 @@ import (
 // annotation, chosen so that appending anything makes it invalid (a URL
 // without a path: ";evil" lands in its host).
 var validCompat = map[string]string{
-	"ssl-redirect":            "false",
-	"force-ssl-redirect":      "true",
-	"proxy-body-size":         "8m",
-	"proxy-connect-timeout":   "5",
-	"proxy-read-timeout":      "60",
-	"proxy-send-timeout":      "60",
-	"whitelist-source-range":  "10.0.0.0/8, 192.168.0.0/16",
-	"allowlist-source-range":  "10.0.0.0/8",
-	"denylist-source-range":   "10.6.6.6",
-	"permanent-redirect":      "https://new.example",
-	"permanent-redirect-code": "308",
-	"temporal-redirect":       "http://tmp.example:8080",
-	"temporal-redirect-code":  "307",
-	"from-to-www-redirect":    "true",
-	"app-root":                "/app1",
-	"upstream-vhost":          "internal.example",
-	"enable-cors":             "true",
-	"cors-allow-origin":       "https://app.example, http://localhost:3000",
-	"cors-allow-methods":      "GET, POST",
-	"cors-allow-headers":      "Content-Type,X-Token",
-	"cors-allow-credentials":  "false",
-	"cors-max-age":            "600",
-	"affinity":                "cookie",
-	"backend-protocol":        "GRPCS",
-	"affinity-mode":           "persistent",
-	"session-cookie-name":     "route_id",
-	"session-cookie-path":     "/app",
-	"session-cookie-max-age":  "3600",
-	"session-cookie-expires":  "172800",
-	"session-cookie-samesite": "Lax",
-	"rewrite-target":          "/api/v1.2",
-	"use-regex":               "false",
+	"ssl-redirect":              "false",
+	"force-ssl-redirect":        "true",
+	"proxy-body-size":           "8m",
+	"proxy-connect-timeout":     "5",
+	"proxy-read-timeout":        "60",
+	"proxy-send-timeout":        "60",
+	"whitelist-source-range":    "10.0.0.0/8, 192.168.0.0/16",
+	"allowlist-source-range":    "10.0.0.0/8",
+	"denylist-source-range":     "10.6.6.6",
+	"permanent-redirect":        "https://new.example",
+	"permanent-redirect-code":   "308",
+	"temporal-redirect":         "http://tmp.example:8080",
+	"temporal-redirect-code":    "307",
+	"from-to-www-redirect":      "true",
+	"app-root":                  "/app1",
+	"upstream-vhost":            "internal.example",
+	"enable-cors":               "true",
+	"cors-allow-origin":         "https://app.example, http://localhost:3000",
+	"cors-allow-methods":        "GET, POST",
+	"cors-allow-headers":        "Content-Type,X-Token",
+	"cors-allow-credentials":    "false",
+	"cors-max-age":              "600",
+	"affinity":                  "cookie",
+	"backend-protocol":          "GRPCS",
+	"affinity-mode":             "persistent",
+	"session-cookie-name":       "route_id",
+	"session-cookie-path":       "/app",
+	"session-cookie-max-age":    "3600",
+	"session-cookie-expires":    "172800",
+	"session-cookie-samesite":   "Lax",
+	"rewrite-target":            "/api/v1.2",
+	"use-regex":                 "false",
+	"auth-type":                 "basic",
+	"auth-secret":               "basic-auth",
+	"auth-secret-type":          "auth-map",
+	"auth-realm":                "Staff only",
+	"limit-rps":                 "10",
+	"limit-rpm":                 "600",
+	"limit-connections":         "5",
+	"service-upstream":          "true",
+	"proxy-next-upstream-tries": "3",
+	"x-forwarded-prefix":        "/api",
+	"canary":                    "true",
+	"canary-weight":             "10",
+	"canary-weight-total":       "100",
+	"canary-by-header":          "X-Canary",
+	"canary-by-header-value":    "v2",
+	"canary-by-cookie":          "canary",
 }
 
 func TestCompatAnnotationsAreAnchored(t *testing.T) {
@@ -61,7 +77,8 @@ func TestCompatAnnotationsAreAnchored(t *testing.T) {
 			}
 			for _, bad := range []string{valid + ";evil", valid + "\n", valid + "X", " " + valid + "\nhttp-request deny", valid + "'", "", valid + "\x00"} {
 				if (name == "app-root" || name == "rewrite-target" || name == "cors-allow-methods" || name == "cors-allow-headers" ||
-					name == "session-cookie-name" || name == "session-cookie-path") && bad == valid+"X" {
+					name == "session-cookie-name" || name == "session-cookie-path" || name == "auth-secret" || name == "auth-realm" || name == "x-forwarded-prefix" ||
+					name == "canary-by-header" || name == "canary-by-header-value" || name == "canary-by-cookie") && bad == valid+"X" {
 					continue // a path, method, header or cookie name with one more letter is another valid one
 				}
 				if _, issues := parseAnnotations(map[string]string{key: bad}); !hasFatal(issues) {
@@ -139,7 +156,7 @@ func TestSnippetsAndUnknownNginxAnnotationsWarn(t *testing.T) {
 		NginxPrefix + "server-snippet":        "return 403;",
 		NginxPrefix + "auth-snippet":          "x",
 		NginxPrefix + "stream-snippet":        "x",
-		NginxPrefix + "x-forwarded-prefix":    "/x",
+		NginxPrefix + "ssl-passthrough":       "true",
 		NginxPrefix + "server-snippet-long":   strings.Repeat("x", 4096), // unparsed: no size refusal
 	}, "a.example", "/")
 	res := Ingresses(snapshotOf(ing), DefaultOptions())

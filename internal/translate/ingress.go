@@ -68,6 +68,9 @@ func parseIngress(ing *networkingv1.Ingress, x *index, opts Options) (*parsedIng
 		return nil, problems
 	}
 	p.settings = settings
+	if key, err := p.resolveAuth(x); err != nil {
+		return nil, append(problems, refusal(ing, "InvalidAnnotation", fieldForAnnotation(key), "%s: %v", quoteForMessage(key), err))
+	}
 
 	if err := p.parseDefaultBackend(x, opts, &problems); err != nil {
 		return nil, append(problems, refusal(ing, "InvalidIngress", "spec.defaultBackend", "%v", err))

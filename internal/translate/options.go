@@ -27,13 +27,16 @@ func (p *parsedIngress) policyOptions(r route, http, tls bool) *model.PolicyOpti
 		return &model.PolicyOptions{RedirectPrefix: scheme + r.wwwTo, RedirectCode: 308}
 	}
 	o := model.PolicyOptions{
-		AllowSources: s.allowSources,
-		DenySources:  s.denySources,
-		MaxBodyBytes: s.maxBody,
-		AppRoot:      s.appRoot,
-		UpstreamHost: s.upstreamVhost,
-		RewritePath:  s.rewriteTarget,
-		CORS:         s.cors.model(),
+		AllowSources:    s.allowSources,
+		DenySources:     s.denySources,
+		MaxBodyBytes:    s.maxBody,
+		AppRoot:         s.appRoot,
+		UpstreamHost:    s.upstreamVhost,
+		RewritePath:     s.rewriteTarget,
+		ForwardedPrefix: s.forwardedPrefix,
+		CORS:            s.cors.model(),
+		BasicAuth:       s.auth.model(),
+		RateLimit:       s.rateLimit.model(),
 	}
 	if http {
 		o.HTTPSRedirect = s.forceSSLRedirect || (s.sslRedirect && tls && p.hasTLSHost(r.host))
@@ -46,7 +49,7 @@ func (p *parsedIngress) policyOptions(r route, http, tls bool) *model.PolicyOpti
 	}
 	if !o.HTTPSRedirect && o.RedirectURL == "" && len(o.AllowSources) == 0 && len(o.DenySources) == 0 &&
 		o.MaxBodyBytes == 0 && o.AppRoot == "" && o.UpstreamHost == "" && o.CORS == nil &&
-		o.RewritePath == "" {
+		o.RewritePath == "" && o.BasicAuth == nil && o.RateLimit == nil && o.ForwardedPrefix == "" {
 		return nil // nothing set: the policy renders as without annotations
 	}
 	o.AllowSources = slices.Clone(o.AllowSources)

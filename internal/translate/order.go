@@ -11,6 +11,8 @@ import (
 type keptRoute struct {
 	route
 	owner *parsedIngress
+	// canary, when set, is the canary Ingress that shares the route.
+	canary *model.Canary
 }
 
 // policiesFor orders routes into L7Policies. HAProxy takes the first
@@ -42,7 +44,7 @@ func policiesFor(routes []keptRoute, http bool, served map[string]bool) []model.
 			PoolID:   r.poolID,
 			Rules:    rules,
 			Source:   r.owner.source,
-			Options:  r.owner.policyOptions(r.route, http, served[r.host]),
+			Options:  withCanary(r.owner.policyOptions(r.route, http, served[r.host]), r),
 		})
 	}
 	return policies
@@ -82,4 +84,18 @@ func routeBefore(a, b keptRoute) bool {
 		return a.host < b.host
 	}
 	return olderThan(a.owner.ing, b.owner.ing)
+}
+
+// withCanary adds the route's canary to its options (a from-to-www
+// redirect route has none).
+func withCanary(o *model.PolicyOptions, r keptRoute) *model.PolicyOptions {
+	if r.canary == nil || r.wwwTo != "" {
+		return o
+	}
+	if o == nil {
+		o = &model.PolicyOptions{}
+	}
+	c := *r.canary
+	o.Canary = &c
+	return o
 }

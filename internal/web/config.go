@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 
@@ -22,8 +23,28 @@ func ConfigOnDisk(stateDir string) func(*model.LoadBalancer) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("not written on this node yet: %w", err)
 		}
-		return b, nil
+		return redactPasswords(b), nil
 	}
+}
+
+// userLine starts a userlist's user lines in a fragment (render writes
+// nothing else with it).
+var userLine = []byte("    user ")
+
+// redactPasswords hides the password hashes of basic-auth userlists: the
+// page shows no Secret's content, hashes included (they can be cracked
+// offline).
+func redactPasswords(conf []byte) []byte {
+	lines := bytes.SplitAfter(conf, []byte("\n"))
+	for i, l := range lines {
+		if !bytes.HasPrefix(l, userLine) {
+			continue
+		}
+		if at := bytes.Index(l, []byte(" password ")); at >= 0 {
+			lines[i] = append(append([]byte{}, l[:at]...), " password <redacted>\n"...)
+		}
+	}
+	return bytes.Join(lines, nil)
 }
 
 // ConfigFromSpec renders the fragment from the stored spec, as an agent

@@ -26,7 +26,12 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 		"cors-allow-methods": "GET, POST", "cors-allow-headers": "Content-Type", "cors-allow-credentials": "true",
 		"cors-max-age": "600", "affinity": "cookie", "affinity-mode": "balanced", "session-cookie-name": "route_id",
 		"session-cookie-path": "/app", "session-cookie-max-age": "3600", "session-cookie-expires": "60",
-		"session-cookie-samesite": "None", "backend-protocol": "GRPCS", "rewrite-target": "/api/v1.2", "use-regex": "false"}
+		"session-cookie-samesite": "None", "backend-protocol": "GRPCS", "rewrite-target": "/api/v1.2", "use-regex": "false",
+		"auth-type": "basic", "auth-secret": "basic-auth", "auth-secret-type": "auth-file", "auth-realm": "Staff only",
+		"limit-rps": "10", "limit-rpm": "600", "limit-connections": "5",
+		"service-upstream": "true", "proxy-next-upstream-tries": "3", "x-forwarded-prefix": "/api",
+		"canary": "true", "canary-weight": "10", "canary-weight-total": "100", "canary-by-header": "X-Canary",
+		"canary-by-header-value": "v2", "canary-by-cookie": "canary"}
 	for i, name := range names {
 		v := good[name]
 		f.Add(uint8(i), v, uint8(i+1), good[names[(i+1)%len(names)]])
@@ -59,6 +64,25 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 	for _, v := range []string{"/", "/api/", "/$1", "/$2", "/%[src]", "/a?b=1", "/a\\b", "https://evil.example/", "/a;evil"} {
 		f.Add(rewrite, v, regex, "true")
 		f.Add(rewrite, v, regex+128, "false")
+	}
+	// Basic auth: auth-type basic beside auth-secret (the attacker's
+	// Secret exists), and each companion beside auth-type.
+	authType := uint8(slices.Index(names, "auth-type"))
+	for i, name := range names {
+		if strings.HasPrefix(name, "auth-") && name != "auth-type" {
+			for _, suffix := range []string{"", ";evil", "\n    http-request return status 200", "' if TRUE #", "%[src]", "\" x", "/../x"} {
+				f.Add(uint8(i), good[name]+suffix, authType, "basic")
+			}
+		}
+	}
+	// A canary companion beside canary "true".
+	canary := uint8(slices.Index(names, "canary"))
+	for i, name := range names {
+		if strings.HasPrefix(name, "canary-") {
+			for _, suffix := range []string{"", ";evil", "\n    http-request return status 200", "' if TRUE #", "%[src]", ")", " || 1"} {
+				f.Add(uint8(i), good[name]+suffix, canary, "true")
+			}
+		}
 	}
 	for _, row := range badInputs() {
 		if row.field != "path" && row.field != "host" {

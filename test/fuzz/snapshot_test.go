@@ -126,7 +126,22 @@ func snapshot(t testing.TB, a *attack) *source.Snapshot {
 	snap.Ingresses = append(snap.Ingresses, evil)
 	addBackend(snap, attackerNS, a.service, a.port, "10.244.0.5")
 	snap.Secrets = append(snap.Secrets, tlsSecret(attackerNS, attackerTLSName, attackerCrt, attackerKey))
+	if _, _, ok := translate.AuthSecret(evil); ok {
+		snap.Secrets = append(snap.Secrets, authUsersSecret(attackerNS, attackerAuthName))
+	}
 	return snap
+}
+
+// attackerAuthName holds the users of the attacker's basic auth, when
+// its annotations ask for it: one user with a bcrypt hash.
+const attackerAuthName = "basic-auth"
+
+func authUsersSecret(ns, name string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{"auth": []byte("alice:$2y$05$Zxl3U8oRi2N5aiTDsrx3S.kammLW6sEDyIg2Z1D6V1WYVoKl/lF2C\n")},
+	}
 }
 
 func ingress(ns, name, uid string, created time.Time, host, path string, pt *networkingv1.PathType,

@@ -36,10 +36,13 @@ import (
 	"pier.dev/pier/internal/model"
 )
 
-// Secrets gives the driver the TLS material a Certificate references.
+// Secrets gives the driver the TLS material a Certificate references and
+// the users a policy's basic auth references.
 type Secrets interface {
 	// TLSPair returns the tls.crt and tls.key of Secret namespace/name.
 	TLSPair(namespace, name string) (certPEM, keyPEM []byte, err error)
+	// Data returns the data of Secret namespace/name.
+	Data(namespace, name string) (map[string][]byte, error)
 }
 
 // Config configures a Driver.
@@ -150,7 +153,9 @@ func (d *Driver) Apply(ctx context.Context, lb *model.LoadBalancer) (driver.Appl
 	if err != nil {
 		return driver.Applied{}, err
 	}
-	r, err := render.Render(lb, at, d.previousSlots(inst, at), d.cfg.Render)
+	opts := d.cfg.Render
+	opts.Users = d.authUsers
+	r, err := render.Render(lb, at, d.previousSlots(inst, at), opts)
 	if err != nil {
 		return driver.Applied{}, fmt.Errorf("render: %w", err)
 	}

@@ -24,6 +24,7 @@ import (
 type noSecrets struct{}
 
 func (noSecrets) TLSPair(string, string) ([]byte, []byte, error) { return nil, nil, os.ErrNotExist }
+func (noSecrets) Data(string, string) (map[string][]byte, error) { return nil, os.ErrNotExist }
 
 func needHAProxy(t *testing.T) {
 	t.Helper()

@@ -12,6 +12,7 @@ import (
 
 	"pier.dev/pier/internal/haproxy/layout"
 	"pier.dev/pier/internal/haproxy/render"
+	"pier.dev/pier/internal/htpasswd"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/tlscert"
 )
@@ -140,6 +141,24 @@ func (d *Driver) writeCertificate(at layout.LB, c model.Certificate) (bool, erro
 		return false, fmt.Errorf("write: %w", err)
 	}
 	return true, nil
+}
+
+// authUsers fetches the Secret of a policy's basic auth, reads it again
+// (the store may be older than the Secret) and returns its users only
+// when they are the ones translation accepted, as writeCertificate does.
+func (d *Driver) authUsers(a model.BasicAuth) ([]htpasswd.User, error) {
+	data, err := d.cfg.Secrets.Data(a.Namespace, a.Secret)
+	if err != nil {
+		return nil, err
+	}
+	users, err := htpasswd.FromSecret(data, a.Type)
+	if err != nil {
+		return nil, err
+	}
+	if htpasswd.Digest(users) != a.SHA256 {
+		return nil, errors.New("changed since it was translated; waiting for the next update")
+	}
+	return users, nil
 }
 
 // pruneTLSFiles removes the crt-lists, certificate files and routing maps

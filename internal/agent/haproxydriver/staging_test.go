@@ -24,6 +24,7 @@ import (
 type oneSecret struct{ cert, key []byte }
 
 func (s *oneSecret) TLSPair(string, string) ([]byte, []byte, error) { return s.cert, s.key, nil }
+func (s *oneSecret) Data(string, string) (map[string][]byte, error) { return nil, os.ErrNotExist }
 
 func (s *oneSecret) rotate(t *testing.T) model.Certificate {
 	t.Helper()

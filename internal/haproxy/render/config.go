@@ -132,6 +132,8 @@ func renderFragment(v *view, at layout.LB, opts Options) ([]byte, error) {
 	for i := range v.pools {
 		writeBackend(&c, v.uuid, &v.pools[i])
 	}
+	writeUserlists(&c, v.sections)
+	writeStickTables(&c, v.sections)
 	if v.need404 {
 		c.Blank()
 		c.Section(encode.Lit("backend"), notFoundName(v.uuid))
@@ -175,6 +177,9 @@ func writeBackend(c *encode.Config, uuid string, p *poolView) {
 	}
 	if p.server > 0 {
 		c.Line(encode.Lit("timeout"), encode.Lit("server"), encode.Millis(p.server))
+	}
+	if p.tries > 0 {
+		c.Line(encode.Lit("retries"), encode.Num(p.tries-1))
 	}
 	if p.cookie != nil {
 		writeCookie(c, p.cookie)

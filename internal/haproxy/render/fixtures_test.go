@@ -18,7 +18,7 @@ const (
 	fixtureDir  = "/var/lib/pier/haproxy/" + fixtureUUID
 )
 
-func fixtureOptions() Options { return Options{Dir: fixtureDir} }
+func fixtureOptions() Options { return Options{Dir: fixtureDir, Users: fixtureUsers} }
 
 // fixtureAt is the fixtures' load balancer folder.
 var fixtureAt = layout.LB{UUID: fixtureUUID, Dir: fixtureDir}
@@ -152,6 +152,11 @@ func fixtures() []fixture {
 		{"affinity", affinityFixture(web1, web2)},
 		{"backend-protocol", protocolFixture(web1, web2)},
 		{"rewrite-target", rewriteFixture(web1, web2)},
+		{"basic-auth", authFixture(web1, web2)},
+		{"rate-limit", rateLimitFixture(web1, web2)},
+		{"upstream-tries", triesFixture(web1, web2)},
+		{"forwarded-prefix", prefixFixture(web1, web2)},
+		{"canary", canaryFixture(web1, web2)},
 	}
 }
 

@@ -14,7 +14,7 @@ func serveLB(t *testing.T, bin string, lb *model.LoadBalancer) string {
 	port := freePort()
 	lb.Listeners[0].Port, lb.VIP, lb.FIP = port, "127.0.0.1", ""
 	dir := t.TempDir()
-	opts := Options{Dir: dir, MinSlots: 4}
+	opts := Options{Dir: dir, MinSlots: 4, Users: fixtureUsers}
 	cfg, err := Config(lb, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -40,6 +40,10 @@ type Options struct {
 	// group cannot make the agent write, check and reload without bound
 	// (RELIABILITY R13); the running configuration stays as it is.
 	MaxConfigBytes int
+	// Users returns the users of a policy's basic auth (the agent reads
+	// them from the Secret). Nil renders every userlist empty: the routes
+	// that ask for basic auth then answer 401 to everyone.
+	Users UserLookup
 }
 
 // Timeouts of the defaults section. Zero fields take the defaults below.

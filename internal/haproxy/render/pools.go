@@ -33,6 +33,9 @@ func poolViews(pools []model.Pool, minSlots int, prev Slots) ([]poolView, error)
 	return out, nil
 }
 
+// maxTries bounds a pool's tries as translation does.
+const maxTries = 11
+
 // algorithms maps the model's (Octavia's) names to balance words.
 var algorithms = map[model.Algorithm]encode.Word{
 	"":                              encode.Lit("roundrobin"),
@@ -58,6 +61,10 @@ func poolOf(p *model.Pool, minSlots int, prev []netip.AddrPort) (poolView, error
 		return pv, err
 	}
 	pv.proto = p.Protocol
+	if p.Tries < 0 || p.Tries > maxTries {
+		return pv, fmt.Errorf("tries %d is outside 0-%d", p.Tries, maxTries)
+	}
+	pv.tries = p.Tries
 	balance, ok := algorithms[p.Algorithm]
 	if !ok {
 		return pv, fmt.Errorf("unknown algorithm %s", encode.Printable(string(p.Algorithm)))

@@ -22,20 +22,25 @@ import (
 // txn.pier_prof. A policy without options keeps the plain backend value,
 // so a load balancer without annotations renders exactly as before.
 type profile struct {
-	id            string
-	httpsRedirect bool
-	redirect      encode.Word // zero when no redirect
-	redirectCode  int
-	prefix        bool // redirect is a prefix: the request URI is appended
-	allow, deny   []netip.Prefix
-	maxBody       int64
-	appRoot       encode.Word // valid when hasAppRoot
-	upstreamHost  encode.Word // valid when hasUpstream
-	rewritePath   encode.Word // valid when hasRewrite
-	hasAppRoot    bool
-	hasUpstream   bool
-	hasRewrite    bool
-	cors          *corsProfile // nil without enable-cors
+	id              string
+	httpsRedirect   bool
+	redirect        encode.Word // zero when no redirect
+	redirectCode    int
+	prefix          bool // redirect is a prefix: the request URI is appended
+	allow, deny     []netip.Prefix
+	maxBody         int64
+	appRoot         encode.Word // valid when hasAppRoot
+	upstreamHost    encode.Word // valid when hasUpstream
+	rewritePath     encode.Word // valid when hasRewrite
+	forwardedPrefix encode.Word // valid when hasPrefix
+	hasPrefix       bool
+	hasAppRoot      bool
+	hasUpstream     bool
+	hasRewrite      bool
+	cors            *corsProfile   // nil without enable-cors
+	auth            *authProfile   // nil without basic auth
+	limit           *limitProfile  // nil without rate limits
+	canary          *canaryProfile // nil without a canary
 }
 
 // maxProfileBody bounds MaxBodyBytes as translation does (1 TiB).
@@ -49,7 +54,7 @@ const maxPoolTimeout = 24 * time.Hour
 
 var redirectCodes = []int{301, 302, 303, 307, 308}
 
-func profileOf(o *model.PolicyOptions, tls bool) (*profile, error) {
+func profileOf(o *model.PolicyOptions, tls bool, lists *sections, pools map[string]bool) (*profile, error) {
 	if o == nil {
 		return nil, nil
 	}
@@ -70,10 +75,19 @@ func profileOf(o *model.PolicyOptions, tls bool) (*profile, error) {
 	if err := appRootAndHost(p, o); err != nil {
 		return nil, err
 	}
-	if err := rewriteOf(p, o.RewritePath); err != nil {
+	if err := rewriteOf(p, o); err != nil {
 		return nil, err
 	}
 	if p.cors, err = corsOf(o.CORS); err != nil {
+		return nil, err
+	}
+	if p.auth, err = lists.authProfile(o.BasicAuth); err != nil {
+		return nil, err
+	}
+	if p.limit, err = lists.rateLimitProfile(o.RateLimit, p.id); err != nil {
+		return nil, err
+	}
+	if p.canary, err = canaryOf(o.Canary, lists.uuid, pools); err != nil {
 		return nil, err
 	}
 	if p.allow, err = prefixes(o.AllowSources); err != nil {
@@ -83,7 +97,7 @@ func profileOf(o *model.PolicyOptions, tls bool) (*profile, error) {
 		return nil, fmt.Errorf("denied sources: %w", err)
 	}
 	if !p.httpsRedirect && p.redirectCode == 0 && len(p.allow) == 0 && len(p.deny) == 0 && p.maxBody == 0 &&
-		!p.hasAppRoot && !p.hasUpstream && !p.hasRewrite && p.cors == nil {
+		!p.hasAppRoot && !p.hasUpstream && !p.hasRewrite && !p.hasPrefix && p.cors == nil && p.auth == nil && p.limit == nil && p.canary == nil {
 		return nil, nil // empty options render as none
 	}
 	return p, nil
@@ -150,24 +164,37 @@ func appRootAndHost(p *profile, o *model.PolicyOptions) error {
 // allows them: no "%" (a log-format directive), "$", "?" or escapes.
 const rewriteChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._~/-"
 
-// rewriteOf validates the path of rewrite-target for set-path, a
-// log-format argument.
-func rewriteOf(p *profile, path string) error {
-	if path == "" {
-		return nil
+// rewriteOf validates the path of rewrite-target for set-path, and that
+// of x-forwarded-prefix for set-header, both log-format arguments.
+func rewriteOf(p *profile, o *model.PolicyOptions) error {
+	var err error
+	if o.RewritePath != "" {
+		if p.rewritePath, err = plainPathWord("rewrite path", o.RewritePath); err != nil {
+			return err
+		}
+		p.hasRewrite = true
 	}
+	if o.ForwardedPrefix != "" {
+		if p.forwardedPrefix, err = plainPathWord("forwarded prefix", o.ForwardedPrefix); err != nil {
+			return err
+		}
+		p.hasPrefix = true
+	}
+	return nil
+}
+
+// plainPathWord is a path of letters, digits and ._~/- as a log-format
+// word (no "%", so no expression).
+func plainPathWord(what, path string) (encode.Word, error) {
 	v, err := encode.Path(path, encode.PathExact)
 	if err != nil {
-		return fmt.Errorf("rewrite path: %w", err)
+		return encode.Word{}, fmt.Errorf("%s: %w", encode.Printable(what), err)
 	}
 	if strings.Trim(path, rewriteChars) != "" {
-		return fmt.Errorf("rewrite path %s holds more than letters, digits and ._~/-", encode.Printable(path))
+		return encode.Word{}, fmt.Errorf("%s %s holds more than letters, digits and ._~/-", encode.Printable(what), encode.Printable(path))
 	}
-	if p.rewritePath = v.LogFormatWord(); p.rewritePath.Err() != nil {
-		return p.rewritePath.Err()
-	}
-	p.hasRewrite = true
-	return nil
+	w := v.LogFormatWord()
+	return w, w.Err()
 }
 
 // prefixes re-validates canonical CIDRs.
@@ -234,7 +261,7 @@ const sourcesPerLine = 32
 
 // writeProfiles renders each profile's rules, in the order
 // model.PolicyOptions documents: https redirect, redirect, app root,
-// sources (403), CORS (a 204 preflight), body size (413), the upstream
+// rate limits (503), sources (403), CORS (a 204 preflight), basic auth (401), body size (413), the upstream
 // Host header, then the rewritten path. Routing has already used the
 // original path: the frontend's lookups (map or ACL) run before these
 // rules and use_backend only reads their result. A body without Content-Length (chunked, HTTP/2) is
@@ -267,6 +294,9 @@ func writeProfiles(c *encode.Config, ps []*profile) {
 			c.Line(httpRequest, encode.Lit("redirect"), encode.Lit("location"), p.appRoot, encode.Lit("code"), encode.Num(302),
 				ifWord, name, openBrace, encode.Lit("path"), encode.Lit("/"), closeBrace)
 		}
+		if p.limit != nil {
+			writeRateLimit(c, name, p.limit)
+		}
 		if len(p.allow) > 0 {
 			acl := encode.ID("pier_allow_", p.id)
 			sourceACL(c, acl, p.allow)
@@ -280,15 +310,24 @@ func writeProfiles(c *encode.Config, ps []*profile) {
 		if p.cors != nil {
 			writeCORS(c, name, p.id, p.cors)
 		}
+		if p.auth != nil {
+			writeAuth(c, name, p.auth)
+		}
 		if p.maxBody > 0 {
 			writeBodyLimit(c, name, p.maxBody)
 		}
 		if p.hasUpstream {
 			c.Line(httpRequest, encode.Lit("set-header"), encode.Lit("Host"), p.upstreamHost, ifWord, name)
 		}
+		if p.hasPrefix {
+			c.Line(httpRequest, encode.Lit("set-header"), encode.Lit("X-Forwarded-Prefix"), p.forwardedPrefix, ifWord, name)
+		}
 		if p.hasRewrite {
 			// set-path keeps the query string (HAProxy 2.6 manual).
 			c.Line(httpRequest, encode.Lit("set-path"), p.rewritePath, ifWord, name)
+		}
+		if p.canary != nil {
+			writeCanary(c, name, p.canary)
 		}
 	}
 }

@@ -24,6 +24,8 @@ type view struct {
 	need404   bool
 	// crtListPath is the crt-list the TLS binds load (Result.CrtListPath).
 	crtListPath string
+	// sections are the userlists and stick tables the profiles use.
+	sections *sections
 }
 
 type listenerView struct {
@@ -62,6 +64,8 @@ type poolView struct {
 	// protocol are the server words for proto, the members' protocol.
 	protocol []encode.Word
 	proto    model.BackendProtocol
+	// tries, when not 0, sets the backend's retries to tries-1.
+	tries int
 }
 
 // slot is one pre-declared server. An unused slot is a disabled
@@ -102,7 +106,8 @@ func newView(lb *model.LoadBalancer, opts Options, prev Slots) (*view, error) {
 	for _, p := range v.pools {
 		pools[p.id] = true
 	}
-	if v.listeners, err = listenerViews(lb.Listeners, pools); err != nil {
+	v.sections = newSections(lb.UUID, opts.Users)
+	if v.listeners, err = listenerViews(lb.Listeners, pools, v.sections); err != nil {
 		return nil, err
 	}
 	for i := range v.listeners {
@@ -117,13 +122,13 @@ func newView(lb *model.LoadBalancer, opts Options, prev Slots) (*view, error) {
 	return v, nil
 }
 
-func listenerViews(ls []model.Listener, pools map[string]bool) ([]listenerView, error) {
+func listenerViews(ls []model.Listener, pools map[string]bool, lists *sections) ([]listenerView, error) {
 	if len(ls) == 0 {
 		return nil, errors.New("no listeners")
 	}
 	out := make([]listenerView, 0, len(ls))
 	for i := range ls {
-		lv, err := listenerOf(&ls[i], pools)
+		lv, err := listenerOf(&ls[i], pools, lists)
 		if err != nil {
 			return nil, fmt.Errorf("listener %d: %w", ls[i].Port, err)
 		}
@@ -138,7 +143,7 @@ func listenerViews(ls []model.Listener, pools map[string]bool) ([]listenerView, 
 	return out, nil
 }
 
-func listenerOf(l *model.Listener, pools map[string]bool) (listenerView, error) {
+func listenerOf(l *model.Listener, pools map[string]bool, lists *sections) (listenerView, error) {
 	lv := listenerView{certs: l.Certificates, defaultPool: l.DefaultPoolID, strictSNI: l.StrictSNI}
 	var err error
 	if lv.port, err = encode.Port(l.Port); err != nil {
@@ -168,7 +173,7 @@ func listenerOf(l *model.Listener, pools map[string]bool) (listenerView, error) 
 			return lv, fmt.Errorf("duplicate policy id %s", encode.Printable(p.ID))
 		}
 		seen[p.ID] = true
-		pv, err := policyOf(p, pools, &lv)
+		pv, err := policyOf(p, pools, &lv, lists)
 		if err != nil {
 			return lv, fmt.Errorf("policy %s: %w", encode.Printable(p.ID), err)
 		}
@@ -178,7 +183,7 @@ func listenerOf(l *model.Listener, pools map[string]bool) (listenerView, error) 
 	return lv, nil
 }
 
-func policyOf(p *model.L7Policy, pools map[string]bool, lv *listenerView) (policyView, error) {
+func policyOf(p *model.L7Policy, pools map[string]bool, lv *listenerView, lists *sections) (policyView, error) {
 	pv := policyView{id: p.ID}
 	pv.route, pv.mappable = routeOf(p)
 	switch p.Action {
@@ -196,7 +201,7 @@ func policyOf(p *model.L7Policy, pools map[string]bool, lv *listenerView) (polic
 		return pv, fmt.Errorf("unknown action %s", encode.Printable(string(p.Action)))
 	}
 	var err error
-	if pv.profile, err = profileOf(p.Options, lv.tls); err != nil {
+	if pv.profile, err = profileOf(p.Options, lv.tls, lists, pools); err != nil {
 		return pv, fmt.Errorf("options: %w", err)
 	}
 	for j, r := range p.Rules {

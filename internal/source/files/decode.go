@@ -320,7 +320,7 @@ func (d *fileDecoder) decodeObject(pos position, strict []byte, h header, gvk sc
 		return
 	}
 	if !keep {
-		d.log.Debug("ignoring a Secret that holds no TLS certificate", "file", d.file,
+		d.log.Debug("ignoring a Secret that is neither TLS nor Opaque", "file", d.file,
 			"doc", pos.doc, "namespace", key.namespace, "name", key.name)
 		return
 	}

@@ -16,6 +16,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"pier.dev/pier/internal/source"
+	"pier.dev/pier/internal/translate"
 )
 
 // finish does what the apiserver would do on create and pier depends on:
@@ -119,7 +120,10 @@ func defaultEndpointSlice(es *discoveryv1.EndpointSlice) {
 }
 
 // finishSecret merges stringData into data (stringData wins, as in the
-// apiserver) and keeps only Secrets that hold a certificate and key.
+// apiserver) and keeps the Secrets pier may read: TLS Secrets, which must
+// hold a certificate and key, and Opaque ones (a certificate and key, or
+// the users of auth-type basic, in any key with auth-secret-type
+// auth-map). Translation reads only the ones an Ingress names.
 func finishSecret(sec *corev1.Secret) (bool, error) {
 	if len(sec.StringData) > 0 {
 		if sec.Data == nil {
@@ -143,7 +147,7 @@ func finishSecret(sec *corev1.Secret) (bool, error) {
 		}
 		return true, nil
 	case corev1.SecretTypeOpaque:
-		return hasCert && hasKey, nil
+		return true, nil // until dropUnreferenced
 	}
 	return false, nil
 }
@@ -172,6 +176,23 @@ func add(snap *source.Snapshot, obj kubeObject) {
 	case *gwv1.HTTPRoute:
 		snap.HTTPRoutes = append(snap.HTTPRoutes, o)
 	}
+}
+
+// dropUnreferenced drops the Opaque Secrets that hold no certificate and
+// that no Ingress names in auth-secret: pier keeps no password it does
+// not serve.
+func dropUnreferenced(snap *source.Snapshot) {
+	named := map[string]bool{}
+	for _, ing := range snap.Ingresses {
+		if ns, name, ok := translate.AuthSecret(ing); ok {
+			named[ns+"/"+name] = true
+		}
+	}
+	snap.Secrets = slices.DeleteFunc(snap.Secrets, func(sec *corev1.Secret) bool {
+		_, hasCert := sec.Data[corev1.TLSCertKey]
+		_, hasKey := sec.Data[corev1.TLSPrivateKeyKey]
+		return sec.Type == corev1.SecretTypeOpaque && !(hasCert && hasKey) && !named[sec.Namespace+"/"+sec.Name]
+	})
 }
 
 // nodeOf is what placement reads of a Node manifest. A Node in a file is

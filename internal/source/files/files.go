@@ -17,8 +17,9 @@
 //     (networking.k8s.io/v1beta1 Ingress) or a misspelt kind in a kept group
 //     version is a Problem, because the user clearly meant pier to read it.
 //   - Secrets: kept when their type is kubernetes.io/tls, or Opaque (or
-//     unset) with both tls.crt and tls.key; every other Secret is ignored,
-//     as pier only serves certificates. stringData is merged into data as
+//     unset) with both tls.crt and tls.key, or Opaque and named by an
+//     Ingress's auth-secret (basic auth users); every other Secret is
+//     ignored. stringData is merged into data as
 //     the apiserver does. A kubernetes.io/tls Secret without both keys is a
 //     Problem, as the apiserver would refuse it.
 //   - Nodes: each becomes a source.Node named like it, Ready (a Node in a
@@ -191,6 +192,7 @@ func (l *Loader) assemble(sc scanResult, entries map[string]*fileEntry) (*source
 		}
 	}
 	l.created = created
+	dropUnreferenced(snap)
 	sortSnapshot(snap)
 	return snap, problems
 }

@@ -1,6 +1,6 @@
 // Package kube fills source.Snapshot from Kubernetes informers (Ingress,
-// IngressClass, Service, EndpointSlice, TLS Secret, Node, and the agents'
-// heartbeat Leases) for the controller. Events are coalesced (Contour's rule: wait 100 ms for quiet,
+// IngressClass, Service, EndpointSlice, TLS Secret, the Secrets Ingresses
+// name in auth-secret, Node, and the agents' heartbeat Leases) for the controller. Events are coalesced (Contour's rule: wait 100 ms for quiet,
 // at most 500 ms) into one snapshot per burst, so a rolling update does not
 // cause one rebuild per endpoint.
 package kube
@@ -71,8 +71,10 @@ type listers struct {
 	services       func() ([]*corev1.Service, error)
 	endpointSlices func() ([]*discoveryv1.EndpointSlice, error)
 	secrets        func() ([]*corev1.Secret, error)
-	nodes          func() ([]*corev1.Node, error)
-	leases         func() ([]*coordinationv1.Lease, error)
+	// authSecrets are the Secrets the Ingresses name in auth-secret.
+	authSecrets func([]*networkingv1.Ingress) []*corev1.Secret
+	nodes       func() ([]*corev1.Node, error)
+	leases      func() ([]*coordinationv1.Lease, error)
 	// badNodeAddress reports a Node whose pier.dev/vrrp-address is not
 	// an IP address.
 	badNodeAddress func(node, value string)
@@ -136,12 +138,17 @@ func (s *Source) Run(ctx context.Context, onChange func(*source.Snapshot)) error
 		return ctx.Err()
 	}
 	s.logger.Info("informer caches synced", "namespace", s.opts.Namespace)
+	auth := newAuthSecrets(s.client, changed, s.logger)
+	defer auth.stop()
 	l := listers{
 		ingresses:      func() ([]*networkingv1.Ingress, error) { return ing.Lister().List(labels.Everything()) },
 		classes:        func() ([]*networkingv1.IngressClass, error) { return cls.Lister().List(labels.Everything()) },
 		services:       func() ([]*corev1.Service, error) { return svc.Lister().List(labels.Everything()) },
 		endpointSlices: func() ([]*discoveryv1.EndpointSlice, error) { return eps.Lister().List(labels.Everything()) },
 		secrets:        func() ([]*corev1.Secret, error) { return sec.Lister().List(labels.Everything()) },
+		authSecrets: func(ings []*networkingv1.Ingress) []*corev1.Secret {
+			return auth.secrets(ctx, ings)
+		},
 		nodes:          func() ([]*corev1.Node, error) { return nodes.Lister().List(s.opts.NodeSelector) },
 		leases:         func() ([]*coordinationv1.Lease, error) { return leases.Lister().List(labels.Everything()) },
 		badNodeAddress: s.warnOnce(),
@@ -389,6 +396,9 @@ func (l listers) snapshot(agentAlive map[string]bool) (*source.Snapshot, error) 
 	}
 	if snap.Secrets, err = l.secrets(); err != nil {
 		return nil, fmt.Errorf("list secrets: %w", err)
+	}
+	if l.authSecrets != nil {
+		snap.Secrets = append(snap.Secrets, l.authSecrets(snap.Ingresses)...)
 	}
 	nodes, err := l.nodes()
 	if err != nil {

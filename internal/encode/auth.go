@@ -1,0 +1,109 @@
+package encode
+
+import "strings"
+
+// userNameChars are the bytes of a basic-auth user name: what htpasswd
+// users write, without ':' (it ends the name in an htpasswd line) and
+// without any character a quoting context interprets.
+var userNameChars = charset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._@-")
+
+// UserName validates a basic-auth user name: 1-64 letters, digits and
+// "._@-".
+func UserName(s string) (Value, error) {
+	const k = "user name"
+	if s == "" || len(s) > 64 {
+		return Value{}, refuse(k, "length", s, "must be 1-64 characters")
+	}
+	for i := 0; i < len(s); i++ {
+		if !userNameChars[s[i]] {
+			return Value{}, refuse(k, "charset", s, "contains "+describeByte(s[i])+"; allowed are letters, digits and ._@-")
+		}
+	}
+	return Value{s}, nil
+}
+
+// cryptChars is crypt(3)'s base-64 alphabet.
+var cryptChars = charset("./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+// CryptHash validates a password hash HAProxy checks with the system's
+// crypt(3) (Debian: libxcrypt), in the forms whose length and alphabet
+// are fixed: bcrypt ("$2a$", "$2b$" or "$2y$", a cost 04-31, 53
+// characters), SHA-512 ("$6$", 86) and SHA-256 ("$5$", 43) crypt, with
+// an optional "rounds=N$" and a salt of 1-16 characters. Apache's
+// "$apr1$" and "{SHA}" are not crypt(3) formats: HAProxy would refuse
+// every password, so they are refused here with what to do instead.
+// The error never repeats the hash.
+func CryptHash(s string) (Value, error) {
+	const k = "password hash"
+	switch {
+	case strings.HasPrefix(s, "$apr1$"):
+		return Value{}, refuse(k, "apr1", "$apr1$...", "Apache MD5 ($apr1$) is not checked by crypt(3): regenerate it with htpasswd -B (bcrypt)")
+	case strings.HasPrefix(s, "{SHA}"):
+		return Value{}, refuse(k, "sha1", "{SHA}...", "{SHA} is not checked by crypt(3): regenerate it with htpasswd -B (bcrypt)")
+	case len(s) == 60 && (strings.HasPrefix(s, "$2a$") || strings.HasPrefix(s, "$2b$") || strings.HasPrefix(s, "$2y$")):
+		cost := s[4:6]
+		if s[6] == '$' && cost >= "04" && cost <= "31" && cost[0] >= '0' && cost[0] <= '3' && cost[1] >= '0' && cost[1] <= '9' &&
+			onlyCrypt(s[7:]) {
+			return Value{s}, nil
+		}
+	case strings.HasPrefix(s, "$6$"):
+		if shaCrypt(s[3:], 86) {
+			return Value{s}, nil
+		}
+	case strings.HasPrefix(s, "$5$"):
+		if shaCrypt(s[3:], 43) {
+			return Value{s}, nil
+		}
+	}
+	return Value{}, refuse(k, "format", s[:min(len(s), 4)]+"...",
+		"must be bcrypt ($2y$, $2b$, $2a$), SHA-512 ($6$) or SHA-256 ($5$) crypt: regenerate it with htpasswd -B")
+}
+
+// shaCrypt checks "[rounds=N$]salt$hash" of SHA-crypt: N 1000-999999999,
+// salt 1-16 characters, hash of n characters.
+func shaCrypt(s string, n int) bool {
+	if rest, ok := strings.CutPrefix(s, "rounds="); ok {
+		digits, after, found := strings.Cut(rest, "$")
+		if !found || len(digits) < 4 || len(digits) > 9 || strings.Trim(digits, "0123456789") != "" || digits[0] == '0' {
+			return false
+		}
+		s = after
+	}
+	salt, hash, found := strings.Cut(s, "$")
+	return found && len(salt) >= 1 && len(salt) <= 16 && onlyCrypt(salt) && len(hash) == n && onlyCrypt(hash)
+}
+
+func onlyCrypt(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !cryptChars[s[i]] {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// MaxRealmLen bounds a basic-auth realm: a line of text in a browser's
+// dialog.
+const MaxRealmLen = 128
+
+var realmChars = charset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 ._,:()/@!?-")
+
+// Realm validates a basic-auth realm: 1-128 letters, digits, spaces and
+// "._,:()/@!?-", not starting or ending with a space. HAProxy writes it
+// between double quotes in WWW-Authenticate, where '"' or '\' would
+// change its meaning; the rest keeps it plain text in every context.
+func Realm(s string) (Value, error) {
+	const k = "realm"
+	if s == "" || len(s) > MaxRealmLen {
+		return Value{}, refuse(k, "length", s, "must be 1-"+itoa(MaxRealmLen)+" bytes")
+	}
+	if s[0] == ' ' || s[len(s)-1] == ' ' {
+		return Value{}, refuse(k, "space", s, "must not start or end with a space")
+	}
+	for i := 0; i < len(s); i++ {
+		if !realmChars[s[i]] {
+			return Value{}, refuse(k, "charset", s, "contains "+describeByte(s[i])+"; allowed are letters, digits, spaces and ._,:()/@!?-")
+		}
+	}
+	return Value{s}, nil
+}

@@ -1,0 +1,18 @@
+package render
+
+import "pier.dev/pier/internal/htpasswd"
+
+// sections are what the profiles of a load balancer need beside its
+// frontends and backends: the distinct userlists, by id (two Ingresses
+// naming the same Secret share one), and the stick tables of the rate
+// limits (ratelimit.go).
+type sections struct {
+	uuid   string
+	lookup UserLookup
+	byID   map[string][]htpasswd.User
+	tables map[string]stickTable
+}
+
+func newSections(uuid string, lookup UserLookup) *sections {
+	return &sections{uuid: uuid, lookup: lookup, byID: map[string][]htpasswd.User{}, tables: map[string]stickTable{}}
+}

@@ -1,0 +1,115 @@
+package model
+
+// PolicyOptions are what a policy does to a matching request before it
+// reaches its pool, in this order: HTTPSRedirect, RedirectURL or
+// RedirectPrefix, AppRoot, RateLimit (503), the source checks (403), the
+// CORS preflight (204), BasicAuth (401), MaxBodyBytes (413),
+// UpstreamHost, ForwardedPrefix, RewritePath, then the Canary's choice
+// of pool. Translation fills them
+// from one Ingress's annotations, so they never leak to another
+// Ingress's routes on a shared load balancer.
+type PolicyOptions struct {
+	// HTTPSRedirect answers 308 with the same host and URI over https
+	// (only set on HTTP listeners).
+	HTTPSRedirect bool `json:"httpsRedirect,omitempty"`
+	// RedirectURL, when set, answers every request with RedirectCode
+	// (301, 302, 303, 307 or 308) and Location RedirectURL, an absolute
+	// http(s) URL.
+	RedirectURL  string `json:"redirectUrl,omitempty"`
+	RedirectCode int    `json:"redirectCode,omitempty"`
+	// RedirectPrefix, when set instead of RedirectURL, answers with
+	// RedirectCode and Location RedirectPrefix + the request's URI; it is
+	// "scheme://host" with no path (from-to-www-redirect).
+	RedirectPrefix string `json:"redirectPrefix,omitempty"`
+	// AllowSources, when not empty, are the only client prefixes served;
+	// DenySources are refused. Both canonical CIDRs; 403 otherwise.
+	AllowSources []string `json:"allowSources,omitempty"`
+	DenySources  []string `json:"denySources,omitempty"`
+	// MaxBodyBytes refuses larger request bodies with 413; 0 is no limit.
+	MaxBodyBytes int64 `json:"maxBodyBytes,omitempty"`
+	// AppRoot, when set, answers 302 with Location AppRoot (a path) to
+	// requests for exactly "/" (app-root).
+	AppRoot string `json:"appRoot,omitempty"`
+	// UpstreamHost, when set, replaces the Host header the backend sees
+	// (upstream-vhost); routing has already used the client's.
+	UpstreamHost string `json:"upstreamHost,omitempty"`
+	// RewritePath, when set, replaces the request's path (the query
+	// string is kept) after routing has chosen the pool with the
+	// original one (rewrite-target). A path of letters, digits and
+	// ._~/- only.
+	RewritePath string `json:"rewritePath,omitempty"`
+	// ForwardedPrefix, when set, is sent to the backend as the
+	// X-Forwarded-Prefix header (x-forwarded-prefix), replacing any the
+	// client sent; a path of letters, digits and ._~/- only.
+	ForwardedPrefix string `json:"forwardedPrefix,omitempty"`
+	// CORS, when set, answers CORS preflights itself and adds
+	// Access-Control-Allow-Origin to responses (enable-cors).
+	CORS *CORS `json:"cors,omitempty"`
+	// BasicAuth, when set, answers 401 to requests without the
+	// credentials of one of its users (auth-type: basic). It comes after
+	// the CORS preflight and before the body size.
+	BasicAuth *BasicAuth `json:"basicAuth,omitempty"`
+	// RateLimit, when set, answers 503 to a client address over its
+	// limits (limit-rps, limit-rpm, limit-connections). It comes after
+	// the redirects and app root, before the source checks.
+	RateLimit *RateLimit `json:"rateLimit,omitempty"`
+	// Canary, when set, sends some requests of the policy to another
+	// pool (a canary Ingress with the same host and path).
+	Canary *Canary `json:"canary,omitempty"`
+}
+
+// Canary is ingress-nginx's canary: a request goes to PoolID when its
+// Header is "always" (or equals HeaderValue, when set), else when its
+// Cookie is "always", else with probability Weight/WeightTotal; a Header
+// or Cookie "never" keeps it on the policy's own pool.
+type Canary struct {
+	PoolID      string `json:"poolId"`
+	Weight      int    `json:"weight,omitempty"`
+	WeightTotal int    `json:"weightTotal"`
+	Header      string `json:"header,omitempty"`
+	HeaderValue string `json:"headerValue,omitempty"`
+	Cookie      string `json:"cookie,omitempty"`
+	// Source is the canary Ingress.
+	Source Source `json:"source"`
+}
+
+// RateLimit bounds what one client address may ask of a policy; 0 is no
+// limit. Requests count once accepted, over a sliding second or minute;
+// Connections counts requests in progress at once.
+type RateLimit struct {
+	RequestsPerSecond int `json:"requestsPerSecond,omitempty"`
+	RequestsPerMinute int `json:"requestsPerMinute,omitempty"`
+	Connections       int `json:"connections,omitempty"`
+}
+
+// BasicAuth references the Secret holding the users of auth-type: basic.
+// As for a Certificate, the users and their hashes are not copied into
+// the LoadBalancer: the agent fetches the Secret, reads it again
+// (package htpasswd) and renders it only when its digest is SHA256.
+type BasicAuth struct {
+	// Realm is the realm of WWW-Authenticate (encode.Realm).
+	Realm     string `json:"realm"`
+	Namespace string `json:"namespace"`
+	Secret    string `json:"secret"`
+	// Type is htpasswd.TypeFile or htpasswd.TypeMap.
+	Type   string `json:"type"`
+	SHA256 string `json:"sha256"`
+}
+
+// CORS is ingress-nginx's enable-cors: a preflight (OPTIONS) from an
+// allowed origin is answered 204 with the Access-Control headers, and
+// responses to an allowed origin carry Access-Control-Allow-Origin.
+type CORS struct {
+	// AllowOrigins is either ["*"] (any origin, answered "*") or exact,
+	// lowercase origins "scheme://host[:port]"; the request's Origin is
+	// echoed back only when it is one of them.
+	AllowOrigins []string `json:"allowOrigins"`
+	// AllowMethods are method tokens (uppercase letters), AllowHeaders
+	// header names, both sent in a preflight's answer.
+	AllowMethods []string `json:"allowMethods"`
+	AllowHeaders []string `json:"allowHeaders"`
+	// AllowCredentials sends Access-Control-Allow-Credentials: true.
+	AllowCredentials bool `json:"allowCredentials,omitempty"`
+	// MaxAgeSeconds is the preflight's Access-Control-Max-Age.
+	MaxAgeSeconds int `json:"maxAgeSeconds"`
+}

@@ -1,0 +1,156 @@
+package translate
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"pier.dev/pier/internal/encode"
+	"pier.dev/pier/internal/htpasswd"
+	"pier.dev/pier/internal/model"
+)
+
+// defaultRealm is sent when auth-realm is not set: HAProxy would
+// otherwise name the frontend, one of pier's internal names.
+const defaultRealm = "Authentication Required"
+
+// authSettings are auth-type: basic and its companions.
+type authSettings struct {
+	basic      bool   // auth-type: basic
+	secret     string // auth-secret as written: "name" or "namespace/name"
+	secretType string // auth-secret-type; "" is auth-file
+	realm      string
+	// resolved is the policy's BasicAuth once the Secret is read.
+	resolved *model.BasicAuth
+}
+
+// parseAuthType accepts "basic". ingress-nginx's "digest" is refused:
+// HAProxy checks Basic credentials only.
+func parseAuthType(v string) (bool, error) {
+	if v == "digest" {
+		return false, errors.New("auth-type digest is not supported (HAProxy checks Basic credentials only): use basic")
+	}
+	if _, err := encode.Enum(v, "basic"); err != nil {
+		return false, fmt.Errorf("auth-type: %w", err)
+	}
+	return true, nil
+}
+
+// parseAuthSecret accepts "name" or "namespace/name", each a DNS-1123
+// name (Secret names are subdomains). Whether the namespace is the
+// Ingress's is checked once the Ingress is known.
+func parseAuthSecret(v string) (string, error) {
+	ns, name, cross := strings.Cut(v, "/")
+	if !cross {
+		ns, name = "", v
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return "", fmt.Errorf("auth-secret %s: %s", quoteForMessage(v), strings.Join(errs, "; "))
+	}
+	if cross {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return "", fmt.Errorf("auth-secret %s: namespace: %s", quoteForMessage(v), strings.Join(errs, "; "))
+		}
+	}
+	return v, nil
+}
+
+func parseAuthSecretType(v string) (string, error) {
+	val, err := encode.Enum(v, htpasswd.TypeFile, htpasswd.TypeMap)
+	if err != nil {
+		return "", fmt.Errorf("auth-secret-type: %w", err)
+	}
+	return val.String(), nil
+}
+
+func parseAuthRealm(v string) (string, error) {
+	r, err := encode.Realm(v)
+	if err != nil {
+		return "", fmt.Errorf("auth-realm: %w", err)
+	}
+	return r.String(), nil
+}
+
+// AuthSecret is the Secret the auth-secret annotation of ing names, as
+// namespace and name, when auth-type is basic and it names one in the
+// Ingress's own namespace (the only ones pier reads): what the sources
+// watch and the pipeline rebuilds on.
+func AuthSecret(ing *networkingv1.Ingress) (namespace, name string, ok bool) {
+	if ing.Annotations[keyOf(ing.Annotations, "auth-type")] != "basic" {
+		return "", "", false
+	}
+	v, found := ing.Annotations[AnnotationPrefix+"auth-secret"]
+	if !found {
+		v, found = ing.Annotations[NginxPrefix+"auth-secret"]
+	}
+	if !found {
+		return "", "", false
+	}
+	if _, err := parseAuthSecret(v); err != nil {
+		return "", "", false
+	}
+	ns, name, cross := strings.Cut(v, "/")
+	if !cross {
+		return ing.Namespace, v, true
+	}
+	return ns, name, ns == ing.Namespace
+}
+
+// resolveAuth reads the Secret of auth-type: basic from the snapshot
+// and records its digest; the agent renders the users it reads itself
+// only while their digest is this one. It returns the annotation key to
+// blame and why, or "" when the Ingress may be served.
+func (p *parsedIngress) resolveAuth(x *index) (string, error) {
+	a := &p.settings.auth
+	ann := p.ing.Annotations
+	if !a.basic {
+		return "", nil
+	}
+	key := keyOf(ann, "auth-secret")
+	if a.secret == "" {
+		return keyOf(ann, "auth-type"), errors.New("auth-type basic needs auth-secret, the Secret holding the users")
+	}
+	ns, name, ok := AuthSecret(p.ing)
+	if !ok {
+		return key, fmt.Errorf("auth-secret %s: Secrets of other namespaces cannot be referenced", quoteForMessage(a.secret))
+	}
+	typ := a.secretType
+	if typ == "" {
+		typ = htpasswd.TypeFile
+	}
+	sec := x.snap.Secret(ns, name)
+	if sec == nil {
+		return key, fmt.Errorf("secret %s/%s not found", ns, name)
+	}
+	users, err := htpasswd.FromSecret(sec.Data, typ)
+	if err != nil {
+		return key, fmt.Errorf("secret %s/%s: %w", ns, name, err)
+	}
+	realm := a.realm
+	if realm == "" {
+		realm = defaultRealm
+	}
+	a.resolved = &model.BasicAuth{Realm: realm, Namespace: ns, Secret: name, Type: typ, SHA256: htpasswd.Digest(users)}
+	return "", nil
+}
+
+// keyOf is the key an annotation was read under: the pier.dev/ one when
+// both are set, as it wins.
+func keyOf(ann map[string]string, name string) string {
+	if _, ok := ann[AnnotationPrefix+name]; ok {
+		return AnnotationPrefix + name
+	}
+	return NginxPrefix + name
+}
+
+// model is the policy's BasicAuth (a copy), nil without auth-type basic.
+func (a authSettings) model() *model.BasicAuth {
+	if a.resolved == nil {
+		return nil
+	}
+	c := *a.resolved
+	return &c
+}
