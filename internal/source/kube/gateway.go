@@ -100,7 +100,9 @@ func (w *gatewayWatch) start(ctx context.Context, changed chan struct{}) ([]cach
 		return nil, err
 	}
 	if served {
-		return w.run(ctx), nil
+		synced, l := w.run(ctx)
+		w.listers.Store(l) // Run waits for synced before any snapshot
+		return synced, nil
 	}
 	w.logger.Warn("Gateway API support is off; Ingresses are served as usual", "reason", reason,
 		"recheck", w.recheck)
@@ -177,19 +179,21 @@ func (w *gatewayWatch) wait(ctx context.Context, changed chan struct{}) {
 		if reason, err := w.forbidden(ctx); err != nil || reason != "" {
 			continue
 		}
-		synced := w.run(ctx)
+		synced, l := w.run(ctx)
 		if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 			return
 		}
+		// Only now: a snapshot must never hold a half-listed Gateway API.
+		w.listers.Store(l)
 		w.logger.Info("Gateway API CRDs installed: Gateway API support is on")
 		notify(changed)
 		return
 	}
 }
 
-// run starts the informers and publishes their listers. The factories
-// end with ctx.
-func (w *gatewayWatch) run(ctx context.Context) []cache.InformerSynced {
+// run starts the informers and returns their sync checks and listers.
+// The factories end with ctx.
+func (w *gatewayWatch) run(ctx context.Context) ([]cache.InformerSynced, *gatewayListers) {
 	gwFactory := gwinformers.NewSharedInformerFactoryWithOptions(w.client, 0, gwinformers.WithNamespace(w.namespace))
 	coreFactory := informers.NewSharedInformerFactory(w.core, 0)
 	classes := gwFactory.Gateway().V1().GatewayClasses()
@@ -213,14 +217,13 @@ func (w *gatewayWatch) run(ctx context.Context) []cache.InformerSynced {
 		gwFactory.Shutdown()
 		coreFactory.Shutdown()
 	}()
-	w.listers.Store(&gatewayListers{
+	return synced, &gatewayListers{
 		classes:    func() ([]*gwv1.GatewayClass, error) { return classes.Lister().List(labels.Everything()) },
 		gateways:   func() ([]*gwv1.Gateway, error) { return gateways.Lister().List(labels.Everything()) },
 		routes:     func() ([]*gwv1.HTTPRoute, error) { return routes.Lister().List(labels.Everything()) },
 		grants:     func() ([]*gwv1beta1.ReferenceGrant, error) { return grants.Lister().List(labels.Everything()) },
 		namespaces: func() ([]*corev1.Namespace, error) { return namespaces.Lister().List(labels.Everything()) },
-	})
-	return synced
+	}
 }
 
 // fill adds the Gateway API objects to a snapshot; nothing while support

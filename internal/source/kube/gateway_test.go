@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 	gwfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
@@ -171,4 +173,59 @@ func TestSourceGatewayAPI(t *testing.T) {
 			t.Errorf("said support is off with the CRDs served:\n%s", logs)
 		}
 	})
+}
+
+// switchedDiscovery serves the Gateway API once installed is set.
+type switchedDiscovery struct {
+	*fakediscovery.FakeDiscovery
+	installed atomic.Bool
+}
+
+func (d *switchedDiscovery) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
+	if d.installed.Load() {
+		for _, l := range gatewayDiscovery([]string{"gatewayclasses", "gateways", "httproutes"}, []string{"referencegrants"}) {
+			if l.GroupVersion == gv {
+				return l, nil
+			}
+		}
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{}, gv)
+}
+
+// CRDs installed after the controller started: the watch turns on by
+// itself, asks for a snapshot, and Gateway API objects fill it.
+func TestGatewayWatchTurnsOn(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	core := fake.NewClientset()
+	gwClient := gwfake.NewSimpleClientset()
+	gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gw"}}
+	if _, err := gwClient.GatewayV1().Gateways("default").Create(ctx, gw, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d := &switchedDiscovery{FakeDiscovery: core.Discovery().(*fakediscovery.FakeDiscovery)}
+	logs := &syncBuffer{}
+	changed := make(chan struct{}, 1)
+	w := &gatewayWatch{client: gwClient, discovery: d, core: core, recheck: 10 * time.Millisecond,
+		logger: slog.New(slog.NewTextHandler(logs, nil)), handler: cache.ResourceEventHandlerFuncs{}}
+	synced, err := w.start(ctx, changed)
+	if err != nil || synced != nil {
+		t.Fatalf("start: %v, %d informers, want none", err, len(synced))
+	}
+	snap := &source.Snapshot{}
+	if err := w.fill(snap); err != nil || len(snap.Gateways) != 0 {
+		t.Fatalf("fill while off: %v, %d gateways", err, len(snap.Gateways))
+	}
+	d.installed.Store(true)
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no snapshot asked for after the CRDs appeared:\n%s", logs)
+	}
+	if err := w.fill(snap); err != nil || len(snap.Gateways) != 1 {
+		t.Fatalf("fill once on: %v, %d gateways", err, len(snap.Gateways))
+	}
+	if !strings.Contains(logs.String(), "Gateway API support is on") || strings.Count(logs.String(), "support is off") != 1 {
+		t.Errorf("logs:\n%s", logs)
+	}
 }
