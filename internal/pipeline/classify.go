@@ -173,9 +173,30 @@ func gatewayAPIChanged(prev, next *source.Snapshot) bool {
 		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
 	}) || changed(prev.ReferenceGrants, next.ReferenceGrants, func(a, b *gwv1beta1.ReferenceGrant) bool {
 		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
-	}) || changed(prev.Namespaces, next.Namespaces, func(a, b *corev1.Namespace) bool {
+	}) || changed(routeNamespaces(prev), routeNamespaces(next), func(a, b *corev1.Namespace) bool {
 		return reflect.DeepEqual(a.Labels, b.Labels)
 	})
+}
+
+// routeNamespaces are the Namespaces holding an HTTPRoute: only their
+// labels can change an attachment (allowedRoutes selectors). Namespaces
+// that come and go without routes (every test, every tenant) rebuild
+// nothing; a route that comes or goes with one is a change of its own.
+func routeNamespaces(snap *source.Snapshot) []*corev1.Namespace {
+	if len(snap.HTTPRoutes) == 0 {
+		return nil
+	}
+	has := make(map[string]bool, len(snap.HTTPRoutes))
+	for _, r := range snap.HTTPRoutes {
+		has[r.Namespace] = true
+	}
+	var out []*corev1.Namespace
+	for _, ns := range snap.Namespaces {
+		if has[ns.Name] {
+			out = append(out, ns)
+		}
+	}
+	return out
 }
 
 // named returns the objects called "namespace/name" (zero or one).

@@ -46,6 +46,8 @@ func TestClassifyGatewayAPI(t *testing.T) {
 		{"spec", &source.Snapshot{Gateways: []*gwv1.Gateway{newSpec}, HTTPRoutes: prev.HTTPRoutes, Namespaces: prev.Namespaces}, ReasonGateway, true},
 		{"route deleted", &source.Snapshot{Gateways: prev.Gateways, Namespaces: prev.Namespaces}, ReasonGateway, true},
 		{"namespace labels", &source.Snapshot{Gateways: prev.Gateways, HTTPRoutes: prev.HTTPRoutes, Namespaces: []*corev1.Namespace{relabelled}}, ReasonGateway, true},
+		{"namespace without routes", &source.Snapshot{Gateways: prev.Gateways, HTTPRoutes: prev.HTTPRoutes,
+			Namespaces: []*corev1.Namespace{ns, {ObjectMeta: metav1.ObjectMeta{Name: "tenant", ResourceVersion: "1"}}}}, "", false},
 		{"reference grant", &source.Snapshot{Gateways: prev.Gateways, HTTPRoutes: prev.HTTPRoutes, Namespaces: prev.Namespaces,
 			ReferenceGrants: []*gwv1beta1.ReferenceGrant{grant}}, ReasonGateway, true},
 	} {
