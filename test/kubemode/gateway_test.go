@@ -76,7 +76,7 @@ func TestGatewayAPI(t *testing.T) {
 	createRoute(t, gw, e.ns, "good", "good.example", echoSvc, "", nil)
 	// A filter pier does not serve yet refuses the whole route.
 	createRoute(t, gw, e.ns, "bad", "bad.example", echoSvc, "", []gwv1.HTTPRouteFilter{{
-		Type: gwv1.HTTPRouteFilterRequestHeaderModifier,
+		Type:                  gwv1.HTTPRouteFilterRequestHeaderModifier,
 		RequestHeaderModifier: &gwv1.HTTPHeaderFilter{Set: []gwv1.HTTPHeader{{Name: "X-A", Value: "b"}}},
 	}})
 	createRoute(t, gw, e.ns, "cross", "cross.example", "echo2", backNS, nil)
