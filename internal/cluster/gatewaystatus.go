@@ -79,7 +79,7 @@ func (w *statusWriter) report(kind, key string, wrote bool, err error) {
 
 func (w *statusWriter) writeClass(ctx context.Context, cached *gwv1.GatewayClass, want []metav1.Condition, now metav1.Time) (bool, error) {
 	classes := w.gw.GatewayV1().GatewayClasses()
-	return writeMerged(ctx, cached,
+	return writeMerged(ctx, w, cached, want,
 		func(ctx context.Context) (*gwv1.GatewayClass, error) {
 			return classes.Get(ctx, cached.Name, metav1.GetOptions{})
 		},
@@ -99,7 +99,7 @@ func (w *statusWriter) writeClass(ctx context.Context, cached *gwv1.GatewayClass
 
 func (w *statusWriter) writeGateway(ctx context.Context, cached *gwv1.Gateway, want gwv1.GatewayStatus, now metav1.Time) (bool, error) {
 	gateways := w.gw.GatewayV1().Gateways(cached.Namespace)
-	return writeMerged(ctx, cached,
+	return writeMerged(ctx, w, cached, want,
 		func(ctx context.Context) (*gwv1.Gateway, error) {
 			return gateways.Get(ctx, cached.Name, metav1.GetOptions{})
 		},
@@ -120,7 +120,7 @@ func (w *statusWriter) writeGateway(ctx context.Context, cached *gwv1.Gateway, w
 func (w *statusWriter) writeRoute(ctx context.Context, cached *gwv1.HTTPRoute, want []gwv1.RouteParentStatus,
 	controller gwv1.GatewayController, now metav1.Time) (bool, error) {
 	routes := w.gw.GatewayV1().HTTPRoutes(cached.Namespace)
-	return writeMerged(ctx, cached,
+	return writeMerged(ctx, w, cached, want,
 		func(ctx context.Context) (*gwv1.HTTPRoute, error) {
 			return routes.Get(ctx, cached.Name, metav1.GetOptions{})
 		},
@@ -138,13 +138,19 @@ func (w *statusWriter) writeRoute(ctx context.Context, cached *gwv1.HTTPRoute, w
 		})
 }
 
-// writeMerged merges into an object's status with merge (which reports
-// whether anything changed) and writes it: from the cached copy first
-// (never mutated), from a fresh read after a conflict, refusing an
-// object replaced meanwhile. It reports whether it wrote.
-func writeMerged[T statusObject](ctx context.Context, cached T, get func(context.Context) (T, error),
+// writeMerged merges want into an object's status with merge (which
+// reports whether anything changed) and writes it: from the cached copy
+// first (never mutated), from a fresh read after a conflict, refusing an
+// object replaced meanwhile. It reports whether it wrote. What it wrote
+// is remembered with the resourceVersion it was written on: while the
+// informer still shows that version it has not delivered the write, and
+// the same want is not written again (it would only conflict).
+func writeMerged[T statusObject](ctx context.Context, w *statusWriter, cached T, want any, get func(context.Context) (T, error),
 	merge func(T) bool, update func(context.Context, T) error) (bool, error) {
-	first, wrote := true, false
+	if w.gatewayWritten(cached, want) {
+		return false, nil
+	}
+	first, wrote, base := true, false, ""
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		obj := cached.DeepCopyObject().(T)
 		if !first {
@@ -162,12 +168,33 @@ func writeMerged[T statusObject](ctx context.Context, cached T, get func(context
 		if !wrote {
 			return nil
 		}
+		base = obj.GetResourceVersion()
 		return update(ctx, obj)
 	})
 	if apierrors.IsNotFound(err) {
 		return false, nil // deleted meanwhile
 	}
-	return wrote && err == nil, err
+	if err != nil || !wrote {
+		return false, err
+	}
+	w.mu.Lock()
+	w.gwWritten[cached.GetUID()] = gatewayWrite{base: base, want: want}
+	w.mu.Unlock()
+	return true, nil
+}
+
+// gatewayWrite is a Gateway API status write: what was wanted, on which
+// resourceVersion.
+type gatewayWrite struct {
+	base string
+	want any
+}
+
+func (w *statusWriter) gatewayWritten(cached metav1.Object, want any) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	g, ok := w.gwWritten[cached.GetUID()]
+	return ok && g.base == cached.GetResourceVersion() && status.SameGatewayAPIStatus(g.want, want)
 }
 
 // gatewayAddresses is what the Gateways of snap publish now, for Decide

@@ -107,6 +107,15 @@ func TestGatewayStatusWritten(t *testing.T) {
 		t.Errorf("a route not ours got a status: %+v", gotForeign.Status)
 	}
 
+	// The informers have not delivered the writes yet (the same cached
+	// objects): the same status is not written again.
+	client.ClearActions()
+	if err := w.PublishGateways(ctx, snap, final); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range client.Actions() {
+		t.Errorf("publish before the informers delivered the writes made a call: %v", a)
+	}
 	// The informers now show the writes: publishing again writes nothing.
 	client.ClearActions()
 	snap = &source.Snapshot{GatewayClasses: []*gwv1.GatewayClass{gotClass}, Gateways: []*gwv1.Gateway{gotGW},

@@ -36,8 +36,10 @@ type statusWriter struct {
 
 	mu sync.Mutex
 	// written remembers the last value written per Ingress UID, so a
-	// write the informer has not delivered yet is not repeated.
-	written map[types.UID]writtenStatus
+	// write the informer has not delivered yet is not repeated;
+	// gwWritten the same for the Gateway API kinds.
+	written   map[types.UID]writtenStatus
+	gwWritten map[types.UID]gatewayWrite
 }
 
 // writtenStatus is a status write and the resourceVersion it was made on:
@@ -51,7 +53,7 @@ type writtenStatus struct {
 
 func newStatusWriter(client kubernetes.Interface, gw gwclient.Interface, gatewayController string, logger *slog.Logger) *statusWriter {
 	return &statusWriter{client: client, gw: gw, gatewayController: gatewayController, logger: logger,
-		written: map[types.UID]writtenStatus{}}
+		written: map[types.UID]writtenStatus{}, gwWritten: map[types.UID]gatewayWrite{}}
 }
 
 // Current implements pipeline.StatusSink from the informer cache.

@@ -108,6 +108,9 @@ func TestGatewayAPI(t *testing.T) {
 		t.Errorf("LoadBalancer %s vip %s fip %s state %s, Gateway publishes %s, %s", lb.Metadata.Name, lb.Spec.VIP, lb.Spec.FIP,
 			lb.Status.State, vip, fip)
 	}
+	// Programmed says the Gateway is served; its routes may reach HAProxy
+	// a moment later (the conformance suite also retries requests).
+	e.waitServed(vip, "good.example")
 	checkTraffic(t, vip, "good.example", 20)
 	checkTraffic(t, fip, "good.example", 5)
 
@@ -355,13 +358,19 @@ func (e *env) checkForeignParentKept(gw gwclient.Interface, name string) {
 	// Accepted says the route attached; HAProxy serves the new host once
 	// the agent applied the change, a moment later.
 	vip := e.gatewayLB("gw").Spec.VIP
-	eventually(t, 30*time.Second, "good2.example served", func() error {
-		if code := status(t, vip, "good2.example"); code != http.StatusOK {
+	e.waitServed(vip, "good2.example")
+	checkTraffic(t, vip, "good2.example", 5)
+}
+
+// waitServed waits until GET / for host through ip answers 200.
+func (e *env) waitServed(ip, host string) {
+	e.t.Helper()
+	eventually(e.t, 30*time.Second, host+" served through "+ip, func() error {
+		if code := status(e.t, ip, host); code != http.StatusOK {
 			return fmt.Errorf("status %d", code)
 		}
 		return nil
 	})
-	checkTraffic(t, vip, "good2.example", 5)
 }
 
 // gatewayLB returns the LoadBalancer whose source is Gateway name.
