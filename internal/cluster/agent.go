@@ -104,7 +104,7 @@ func RunAgent(ctx context.Context, cfg AgentConfig, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	client, st, err := connect(cfg.Kubeconfig, logger)
+	_, client, st, err := connect(cfg.Kubeconfig, logger)
 	if err != nil {
 		return err
 	}

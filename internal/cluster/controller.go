@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"pier.dev/pier/internal/api"
 	"pier.dev/pier/internal/controller"
@@ -76,21 +77,21 @@ func RestConfig(path string) (*rest.Config, error) {
 
 // connect opens what both commands need: a client and the LoadBalancer
 // store on the custom resource.
-func connect(kubeconfig string, logger *slog.Logger) (kubernetes.Interface, *kubestore.Store, error) {
+func connect(kubeconfig string, logger *slog.Logger) (*rest.Config, kubernetes.Interface, *kubestore.Store, error) {
 	bridgeKlog(logger)
 	restCfg, err := RestConfig(kubeconfig)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("kubernetes client: %w", err)
+		return nil, nil, nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	st, err := kubestore.New(restCfg, kubestore.Options{Logger: logger.With("component", "store")})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return client, st, nil
+	return restCfg, client, st, nil
 }
 
 // RunController runs `pier controller` until ctx ends or leadership is
@@ -111,7 +112,7 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 	if err != nil {
 		return err
 	}
-	client, st, err := connect(cfg.Kubeconfig, logger)
+	restCfg, client, st, err := connect(cfg.Kubeconfig, logger)
 	if err != nil {
 		return err
 	}
@@ -119,13 +120,17 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 	if err := checkLeaseNamespace(ctx, client, cfg.LeaseNamespace); err != nil {
 		return err
 	}
+	gwClient, err := gwclient.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("gateway api client: %w", err)
+	}
 
 	m := metrics.New()
 	events := newEventSink(client)
 	defer events.shutdown()
 	p := &pipeline.Pipeline{
 		Store: st, IPAM: alloc, RouterIDs: routerid.New(ids), Quota: cfg.Quota, Translate: cfg.Translate, Addresses: cfg.Status,
-		Status: newStatusWriter(client, logger), Problems: events, Metrics: m, Logger: logger,
+		Status: newStatusWriter(client, gwClient, cfg.Translate.GatewayControllerName, logger), Problems: events, Metrics: m, Logger: logger,
 	}
 	// The web view's Ingress pages come from the pipeline, which only the
 	// leader runs; load balancer pages are complete on every replica.
@@ -141,7 +146,7 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 	g.Go(named("api server", func() error { return srv.ListenAndServe(ctx, cfg.APIAddr) }))
 	g.Go(func() error {
 		err := elect(ctx, lock, cfg, logger, func(lctx context.Context) error {
-			return lead(lctx, client, cfg, selector, p, logger)
+			return lead(lctx, client, gwClient, cfg, selector, p, logger)
 		})
 		if err == nil {
 			err = context.Canceled // done: end the API server too
@@ -206,10 +211,10 @@ func named(name string, f func() error) func() error {
 // Whichever of the two ends first ends the other: a pipeline that failed
 // must not leave the informers running with nobody applying their
 // snapshots (the replica would lead, silently doing nothing).
-func lead(ctx context.Context, client kubernetes.Interface, cfg ControllerConfig, selector labels.Selector,
-	p *pipeline.Pipeline, logger *slog.Logger) error {
+func lead(ctx context.Context, client kubernetes.Interface, gwClient gwclient.Interface, cfg ControllerConfig,
+	selector labels.Selector, p *pipeline.Pipeline, logger *slog.Logger) error {
 	src := sourcekube.New(client, sourcekube.Options{Namespace: cfg.WatchNamespace, NodeSelector: selector,
-		LeaseNamespace: cfg.LeaseNamespace},
+		LeaseNamespace: cfg.LeaseNamespace, Gateway: gwClient},
 		logger.With("component", "source"))
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return orCanceled(p.Run(ctx)) })

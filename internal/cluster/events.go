@@ -6,17 +6,20 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
 )
 
 // eventSink turns new problems into Warning Events on their object (an
-// Ingress or a Service of type LoadBalancer). The pipeline's ProblemBook says what is new and logs it;
+// Ingress, a Service of type LoadBalancer, a GatewayClass, Gateway or
+// HTTPRoute). The pipeline's ProblemBook says what is new and logs it;
 // the API server's event correlation folds what repeats anyway.
 type eventSink struct {
 	recorder    record.EventRecorder
@@ -27,9 +30,19 @@ func newEventSink(client kubernetes.Interface) *eventSink {
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	return &eventSink{
-		recorder:    b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "pier-controller"}),
+		recorder:    b.NewRecorder(eventScheme(), corev1.EventSource{Component: "pier-controller"}),
 		broadcaster: b,
 	}
+}
+
+// eventScheme names the kinds Events are about: client-go's, and the
+// Gateway API's v1 (informer objects carry no apiVersion and kind, the
+// recorder looks them up here).
+func eventScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(scheme.AddToScheme(s))
+	utilruntime.Must(gwv1.Install(s))
+	return s
 }
 
 // Report implements pipeline.ProblemSink.
@@ -42,6 +55,7 @@ func (e *eventSink) Report(_ context.Context, snap *source.Snapshot, fresh []mod
 		ingresses[model.IngressRef(ing.Namespace, ing.Name)] = ing
 	}
 	services := serviceRefs(snap.Services)
+	gateway := gatewayObjects(snap)
 	for _, p := range fresh {
 		var obj runtime.Object
 		switch p.Kind {
@@ -53,6 +67,8 @@ func (e *eventSink) Report(_ context.Context, snap *source.Snapshot, fresh []mod
 			if svc := services[p.Ref()]; svc != nil {
 				obj = svc
 			}
+		case model.KindGatewayClass, model.KindGateway, model.KindHTTPRoute:
+			obj = gateway[p.Ref()]
 		}
 		if obj == nil {
 			continue // a kind without Events yet, or gone meanwhile
@@ -66,6 +82,21 @@ func (e *eventSink) Report(_ context.Context, snap *source.Snapshot, fresh []mod
 }
 
 func (e *eventSink) shutdown() { e.broadcaster.Shutdown() }
+
+// gatewayObjects indexes the Gateway API objects of a snapshot by ref.
+func gatewayObjects(snap *source.Snapshot) map[model.ObjectRef]runtime.Object {
+	out := map[model.ObjectRef]runtime.Object{}
+	for _, c := range snap.GatewayClasses {
+		out[model.ObjectRef{Kind: model.KindGatewayClass, Name: c.Name}] = c
+	}
+	for _, gw := range snap.Gateways {
+		out[model.ObjectRef{Kind: model.KindGateway, Namespace: gw.Namespace, Name: gw.Name}] = gw
+	}
+	for _, r := range snap.HTTPRoutes {
+		out[model.ObjectRef{Kind: model.KindHTTPRoute, Namespace: r.Namespace, Name: r.Name}] = r
+	}
+	return out
+}
 
 // noIngresses serves the agent's API, which knows load balancers only.
 type noIngresses struct{}

@@ -15,8 +15,9 @@ import (
 // Lease writes every few seconds forever, each failure a log line that
 // never says which flag fixes it (pier controller run from a laptop
 // against a cluster pier is not installed in). RBAC that does not allow
-// reading namespaces (the shipped one) skips the check: inside a cluster
-// pier's own namespace exists.
+// reading namespaces skips the check (the shipped one allows it since
+// the Gateway API reads Namespace labels): inside a cluster pier's own
+// namespace exists.
 func checkLeaseNamespace(ctx context.Context, client kubernetes.Interface, namespace string) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

@@ -26,7 +26,7 @@ func TestServiceStatusWritten(t *testing.T) {
 	theirs := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "other", UID: "u2", ResourceVersion: "1"},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}
 	client := fake.NewSimpleClientset(ours, theirs)
-	w := newStatusWriter(client, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	w := newStatusWriter(client, nil, "", slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ref := model.ObjectRef{Kind: model.KindService, Namespace: "shop", Name: "dns"}
 	want := []networkingv1.IngressLoadBalancerIngress{{IP: "10.98.200.1"}, {IP: "203.0.113.7"}}
 	snap := &source.Snapshot{Services: []*corev1.Service{ours, theirs}}

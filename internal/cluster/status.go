@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
@@ -28,12 +29,17 @@ import (
 // fresh read, never clearing status on shutdown.
 type statusWriter struct {
 	client kubernetes.Interface
-	logger *slog.Logger
+	// gw writes the Gateway API's status (gatewaystatus.go); nil: none.
+	gw                gwclient.Interface
+	gatewayController string
+	logger            *slog.Logger
 
 	mu sync.Mutex
 	// written remembers the last value written per Ingress UID, so a
-	// write the informer has not delivered yet is not repeated.
-	written map[types.UID]writtenStatus
+	// write the informer has not delivered yet is not repeated;
+	// gwWritten the same for the Gateway API kinds.
+	written   map[types.UID]writtenStatus
+	gwWritten map[types.UID]gatewayWrite
 }
 
 // writtenStatus is a status write and the resourceVersion it was made on:
@@ -45,8 +51,9 @@ type writtenStatus struct {
 	base  string
 }
 
-func newStatusWriter(client kubernetes.Interface, logger *slog.Logger) *statusWriter {
-	return &statusWriter{client: client, logger: logger, written: map[types.UID]writtenStatus{}}
+func newStatusWriter(client kubernetes.Interface, gw gwclient.Interface, gatewayController string, logger *slog.Logger) *statusWriter {
+	return &statusWriter{client: client, gw: gw, gatewayController: gatewayController, logger: logger,
+		written: map[types.UID]writtenStatus{}, gwWritten: map[types.UID]gatewayWrite{}}
 }
 
 // Current implements pipeline.StatusSink from the informer cache.
@@ -65,11 +72,13 @@ func (w *statusWriter) Current(snap *source.Snapshot) status.Published {
 			out[ref] = fromService(svc.Status.LoadBalancer.Ingress)
 		}
 	}
+	gatewayAddresses(snap, out)
 	return out
 }
 
-// Publish implements pipeline.StatusSink, dispatching on the kind: only
-// Ingresses have a writer today (Service and Gateway later). Objects not
+// Publish implements pipeline.StatusSink, dispatching on the kind:
+// Ingresses and Services here; Gateways, with their conditions, in
+// PublishGateways. Objects not
 // in ours (other classes) are never touched.
 func (w *statusWriter) Publish(ctx context.Context, snap *source.Snapshot, ours map[model.ObjectRef]bool, next status.Published) error {
 	ingresses := make(map[model.ObjectRef]*networkingv1.Ingress, len(snap.Ingresses))
@@ -87,6 +96,8 @@ func (w *statusWriter) Publish(ctx context.Context, snap *source.Snapshot, ours 
 			if svc := services[ref]; svc != nil {
 				w.publishService(ctx, svc, next[ref])
 			}
+		case model.KindGateway:
+			// Written with its conditions by PublishGateways.
 		default:
 			w.logger.Debug("no status writer for this kind", "object", ref.String())
 		}

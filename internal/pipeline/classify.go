@@ -8,6 +8,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
@@ -77,8 +78,23 @@ func classify(prev, next *source.Snapshot, refs references, statusService string
 	// changed is checked, and repaired if it is not what pier publishes;
 	// the status Service's addresses are what Ingresses publish.
 	e.status = changed(prev.Ingresses, next.Ingresses, sameIngressStatus) ||
-		(statusService != "" && changed(named(prev.Services, statusService), named(next.Services, statusService), sameServiceStatus))
+		(statusService != "" && changed(named(prev.Services, statusService), named(next.Services, statusService), sameServiceStatus)) ||
+		gatewayAPIStatusChanged(prev, next)
 	return e
+}
+
+// gatewayAPIStatusChanged: a status of a GatewayClass, Gateway or
+// HTTPRoute changed (pier's own write coming back, another controller's
+// parent entry, or someone clearing it). A status pass checks it and
+// repairs what is not what pier publishes; the writer skips what is.
+func gatewayAPIStatusChanged(prev, next *source.Snapshot) bool {
+	return changed(prev.GatewayClasses, next.GatewayClasses, func(a, b *gwv1.GatewayClass) bool {
+		return reflect.DeepEqual(a.Status, b.Status)
+	}) || changed(prev.Gateways, next.Gateways, func(a, b *gwv1.Gateway) bool {
+		return reflect.DeepEqual(a.Status, b.Status)
+	}) || changed(prev.HTTPRoutes, next.HTTPRoutes, func(a, b *gwv1.HTTPRoute) bool {
+		return reflect.DeepEqual(a.Status, b.Status)
+	})
 }
 
 // changed reports whether two lists (sorted or not) differ in membership
@@ -156,9 +172,32 @@ func gatewayAPIChanged(prev, next *source.Snapshot) bool {
 		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
 	}) || changed(prev.HTTPRoutes, next.HTTPRoutes, func(a, b *gwv1.HTTPRoute) bool {
 		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
-	}) || changed(prev.Namespaces, next.Namespaces, func(a, b *corev1.Namespace) bool {
+	}) || changed(prev.ReferenceGrants, next.ReferenceGrants, func(a, b *gwv1beta1.ReferenceGrant) bool {
+		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
+	}) || changed(routeNamespaces(prev), routeNamespaces(next), func(a, b *corev1.Namespace) bool {
 		return reflect.DeepEqual(a.Labels, b.Labels)
 	})
+}
+
+// routeNamespaces are the Namespaces holding an HTTPRoute: only their
+// labels can change an attachment (allowedRoutes selectors). Namespaces
+// that come and go without routes (every test, every tenant) rebuild
+// nothing; a route that comes or goes with one is a change of its own.
+func routeNamespaces(snap *source.Snapshot) []*corev1.Namespace {
+	if len(snap.HTTPRoutes) == 0 {
+		return nil
+	}
+	has := make(map[string]bool, len(snap.HTTPRoutes))
+	for _, r := range snap.HTTPRoutes {
+		has[r.Namespace] = true
+	}
+	var out []*corev1.Namespace
+	for _, ns := range snap.Namespaces {
+		if has[ns.Name] {
+			out = append(out, ns)
+		}
+	}
+	return out
 }
 
 // named returns the objects called "namespace/name" (zero or one).
@@ -246,8 +285,9 @@ func referencesOf(snap *source.Snapshot, ours map[model.ObjectRef]bool) referenc
 }
 
 // gatewayReferences adds the Secrets of our Gateways' listeners and the
-// Services of every HTTPRoute naming one of them (in the route's
-// namespace: translate refuses other namespaces' until ReferenceGrant).
+// Services of every HTTPRoute naming one of them, in whatever namespace
+// they name (a ReferenceGrant may permit it; one that appears is a
+// Gateway API change and rebuilds anyway).
 func gatewayReferences(snap *source.Snapshot, ours map[model.ObjectRef]bool, r references) {
 	for _, gw := range snap.Gateways {
 		if !ours[model.ObjectRef{Kind: model.KindGateway, Namespace: gw.Namespace, Name: gw.Name}] {
@@ -258,7 +298,7 @@ func gatewayReferences(snap *source.Snapshot, ours map[model.ObjectRef]bool, r r
 				continue
 			}
 			for _, c := range l.TLS.CertificateRefs {
-				r.secrets[gw.Namespace+"/"+string(c.Name)] = true
+				r.secrets[refNamespace(c.Namespace, gw.Namespace)+"/"+string(c.Name)] = true
 			}
 		}
 	}
@@ -268,10 +308,18 @@ func gatewayReferences(snap *source.Snapshot, ours map[model.ObjectRef]bool, r r
 		}
 		for _, rule := range route.Spec.Rules {
 			for _, b := range rule.BackendRefs {
-				r.services[route.Namespace+"/"+string(b.Name)] = true
+				r.services[refNamespace(b.Namespace, route.Namespace)+"/"+string(b.Name)] = true
 			}
 		}
 	}
+}
+
+// refNamespace is a reference's namespace, or def when it names none.
+func refNamespace(ns *gwv1.Namespace, def string) string {
+	if ns != nil && *ns != "" {
+		return string(*ns)
+	}
+	return def
 }
 
 func namesOurGateway(route *gwv1.HTTPRoute, ours map[model.ObjectRef]bool) bool {

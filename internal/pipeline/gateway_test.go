@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
@@ -33,23 +34,37 @@ func TestClassifyGatewayAPI(t *testing.T) {
 	relabelled := ns.DeepCopy()
 	relabelled.ResourceVersion = "2"
 	relabelled.Labels = map[string]string{"team": "blue"}
+	grant := &gwv1beta1.ReferenceGrant{ObjectMeta: metav1.ObjectMeta{Namespace: "backends", Name: "g", ResourceVersion: "1"}}
 	for _, tc := range []struct {
-		name string
-		next *source.Snapshot
-		want string
+		name   string
+		next   *source.Snapshot
+		want   string
+		status bool
 	}{
-		{"status only", &source.Snapshot{Gateways: []*gwv1.Gateway{statusOnly}, HTTPRoutes: prev.HTTPRoutes, Namespaces: prev.Namespaces}, ""},
-		{"spec", &source.Snapshot{Gateways: []*gwv1.Gateway{newSpec}, HTTPRoutes: prev.HTTPRoutes, Namespaces: prev.Namespaces}, ReasonGateway},
-		{"route deleted", &source.Snapshot{Gateways: prev.Gateways, Namespaces: prev.Namespaces}, ReasonGateway},
-		{"namespace labels", &source.Snapshot{Gateways: prev.Gateways, HTTPRoutes: prev.HTTPRoutes, Namespaces: []*corev1.Namespace{relabelled}}, ReasonGateway},
+		{"status only", &source.Snapshot{Gateways: []*gwv1.Gateway{statusOnly}, HTTPRoutes: prev.HTTPRoutes, Namespaces: prev.Namespaces}, "", true},
+		{"nothing", &source.Snapshot{Gateways: prev.Gateways, HTTPRoutes: prev.HTTPRoutes, Namespaces: prev.Namespaces}, "", false},
+		{"spec", &source.Snapshot{Gateways: []*gwv1.Gateway{newSpec}, HTTPRoutes: prev.HTTPRoutes, Namespaces: prev.Namespaces}, ReasonGateway, true},
+		{"route deleted", &source.Snapshot{Gateways: prev.Gateways, Namespaces: prev.Namespaces}, ReasonGateway, true},
+		{"namespace labels", &source.Snapshot{Gateways: prev.Gateways, HTTPRoutes: prev.HTTPRoutes, Namespaces: []*corev1.Namespace{relabelled}}, ReasonGateway, true},
+		{"namespace without routes", &source.Snapshot{Gateways: prev.Gateways, HTTPRoutes: prev.HTTPRoutes,
+			Namespaces: []*corev1.Namespace{ns, {ObjectMeta: metav1.ObjectMeta{Name: "tenant", ResourceVersion: "1"}}}}, "", false},
+		{"reference grant", &source.Snapshot{Gateways: prev.Gateways, HTTPRoutes: prev.HTTPRoutes, Namespaces: prev.Namespaces,
+			ReferenceGrants: []*gwv1beta1.ReferenceGrant{grant}}, ReasonGateway, true},
 	} {
-		if got := classify(prev, tc.next, references{}, "").rebuild; got != tc.want {
-			t.Errorf("%s: rebuild %q, want %q", tc.name, got, tc.want)
+		e := classify(prev, tc.next, references{}, "")
+		if e.rebuild != tc.want || e.status != tc.status {
+			t.Errorf("%s: rebuild %q status %v, want %q %v", tc.name, e.rebuild, e.status, tc.want, tc.status)
 		}
 	}
 	refs := referencesOf(prev, map[model.ObjectRef]bool{{Kind: model.KindGateway, Namespace: "default", Name: "gw"}: true})
 	if !refs.services["default/web"] {
 		t.Errorf("the route's Service is not a reference: %v", refs.services)
+	}
+	other := gwv1.Namespace("backends")
+	route.Spec.Rules[0].BackendRefs[0].Namespace = &other
+	refs = referencesOf(prev, map[model.ObjectRef]bool{{Kind: model.KindGateway, Namespace: "default", Name: "gw"}: true})
+	if !refs.services["backends/web"] {
+		t.Errorf("a cross-namespace backendRef is not a reference in its namespace: %v", refs.services)
 	}
 	if refs := referencesOf(prev, map[model.ObjectRef]bool{}); refs.services["default/web"] {
 		t.Error("a route of a Gateway that is not ours made a reference")

@@ -43,6 +43,15 @@ type StatusSink interface {
 	Publish(ctx context.Context, snap *source.Snapshot, ours map[model.ObjectRef]bool, next status.Published) error
 }
 
+// GatewayStatusSink is implemented by sinks that write the Gateway API's
+// status (the API server's writer): the conditions, listeners, addresses
+// and route parents of every GatewayClass, Gateway and HTTPRoute of ours,
+// already completed by status.Gateways. Implementations skip objects
+// whose status already equals and leave other controllers' entries.
+type GatewayStatusSink interface {
+	PublishGateways(ctx context.Context, snap *source.Snapshot, st *translate.GatewayStatus) error
+}
+
 // StatusReader is implemented by sinks that hold the status themselves
 // (pier run's memory); the API then shows it instead of the snapshot's.
 type StatusReader interface {
@@ -264,7 +273,13 @@ func (p *Pipeline) statusPass(ctx context.Context, snap *source.Snapshot, trigge
 	p.Metrics.StatusPasses.WithLabelValues(trigger).Inc()
 	p.Metrics.LoadBalancers.Set(float64(p.index.Len()))
 	next := status.Decide(p.result, p.index.ByUUID(), p.Status.Current(snap), p.Addresses.FromService(snap.Services))
-	return p.Status.Publish(ctx, snap, p.result.Ours, next)
+	if err := p.Status.Publish(ctx, snap, p.result.Ours, next); err != nil {
+		return err
+	}
+	if gw, ok := p.Status.(GatewayStatusSink); ok && p.result.Gateway != nil {
+		return gw.PublishGateways(ctx, snap, status.Gateways(p.result.Gateway, next))
+	}
+	return nil
 }
 
 func countProblems(m *metrics.Metrics, problems []model.Problem) {

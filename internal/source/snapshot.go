@@ -10,6 +10,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 )
 
 // Snapshot is a consistent view of the objects pier reads. Slices are
@@ -25,7 +26,10 @@ type Snapshot struct {
 	GatewayClasses []*gwv1.GatewayClass
 	Gateways       []*gwv1.Gateway
 	HTTPRoutes     []*gwv1.HTTPRoute
-	Namespaces     []*corev1.Namespace
+	// ReferenceGrants (v1beta1, the standard channel's version in
+	// v1.4) permit cross-namespace backendRefs and certificateRefs.
+	ReferenceGrants []*gwv1beta1.ReferenceGrant
+	Namespaces      []*corev1.Namespace
 	// Nodes that may run HAProxy: the Kubernetes source fills them from
 	// its Node informer (those matching --node-selector), pier run puts
 	// its one node. Both modes place load balancers from this list only.

@@ -23,6 +23,7 @@ type backendResult struct {
 
 // weighted is one resolved backendRef.
 type weighted struct {
+	ns      string // the Service's namespace
 	svc     string
 	port    int
 	weight  int32
@@ -54,10 +55,10 @@ func (x *index) rulePool(r *gwv1.HTTPRoute, rule int, refs []gwv1.HTTPBackendRef
 }
 
 // resolveBackend checks one backendRef: a core Service of the route's
-// namespace (a cross-namespace one needs a ReferenceGrant, not read yet),
-// with a port it has.
-func (x *index) resolveBackend(ns string, ref gwv1.BackendRef, opts Options) (weighted, string, string) {
-	w := weighted{weight: 1}
+// namespace, or of another one whose ReferenceGrant lets HTTPRoutes of
+// the route's namespace refer to it, with a port it has.
+func (x *index) resolveBackend(routeNS string, ref gwv1.BackendRef, opts Options) (weighted, string, string) {
+	w := weighted{weight: 1, ns: routeNS}
 	if ref.Weight != nil {
 		w.weight = *ref.Weight
 	}
@@ -67,13 +68,21 @@ func (x *index) resolveBackend(ns string, ref gwv1.BackendRef, opts Options) (we
 	if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Service") {
 		return w, string(gwv1.RouteReasonInvalidKind), "only core Services are supported as backends"
 	}
-	if ref.Namespace != nil && string(*ref.Namespace) != ns {
-		return w, string(gwv1.RouteReasonRefNotPermitted), "a Service of another namespace needs a ReferenceGrant (not supported yet)"
+	if ref.Namespace != nil {
+		w.ns = string(*ref.Namespace)
+		if errs := validation.IsDNS1123Label(w.ns); len(errs) > 0 {
+			return w, string(gwv1.RouteReasonBackendNotFound), "invalid namespace " + quoteForMessage(w.ns)
+		}
 	}
 	w.svc = string(ref.Name)
 	if errs := validation.IsDNS1035Label(w.svc); len(errs) > 0 {
 		return w, string(gwv1.RouteReasonBackendNotFound), "invalid service name " + quoteForMessage(w.svc)
 	}
+	if !x.grants.permits("HTTPRoute", routeNS, "Service", w.ns, w.svc) {
+		return w, string(gwv1.RouteReasonRefNotPermitted),
+			fmt.Sprintf("service %s/%s is in another namespace and no ReferenceGrant there permits HTTPRoutes of %s", w.ns, w.svc, routeNS)
+	}
+	ns := w.ns
 	if ref.Port == nil || *ref.Port < 1 || *ref.Port > 65535 {
 		return w, string(gwv1.RouteReasonBackendNotFound), "a Service backend needs a port (1-65535)"
 	}
@@ -111,16 +120,23 @@ func poolOfWeighted(r *gwv1.HTTPRoute, rule int, ws []weighted) *model.Pool {
 		pool.Name = r.Namespace + "_unresolved_" + pool.ID[:8]
 		return pool
 	case 1:
-		port := strconv.Itoa(ws[0].port)
-		pool.ID = model.ID("pool", r.Namespace, ws[0].svc, port)
-		pool.Name, pool.Service, pool.Port = r.Namespace+"_"+ws[0].svc+"_"+port, ws[0].svc, port
+		// The Service's namespace, which a ReferenceGrant may make
+		// another than the route's: the same pool as its own routes'.
+		port, ns := strconv.Itoa(ws[0].port), ws[0].ns
+		pool.ID = model.ID("pool", ns, ws[0].svc, port)
+		pool.Namespace = ns
+		pool.Name, pool.Service, pool.Port = ns+"_"+ws[0].svc+"_"+port, ws[0].svc, port
 		pool.Members = ws[0].members
 		return pool
 	}
 	parts := make([]string, 0, len(ws))
 	var svcs, ports []string
 	for _, w := range ws {
-		parts = append(parts, fmt.Sprintf("%s:%d:%d", w.svc, w.port, w.weight))
+		name := w.svc
+		if w.ns != r.Namespace { // same-namespace IDs stay what they were
+			name = w.ns + "/" + w.svc
+		}
+		parts = append(parts, fmt.Sprintf("%s:%d:%d", name, w.port, w.weight))
 		svcs, ports = append(svcs, w.svc), append(ports, strconv.Itoa(w.port))
 	}
 	pool.ID = model.ID(append([]string{"gateway-split", r.Namespace}, parts...)...)

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 	"sigs.k8s.io/yaml"
 
 	"pier.dev/pier/internal/model"
@@ -20,8 +21,8 @@ metadata: {name: pier}
 spec: {controllerName: pier.dev/gateway-controller}
 `
 
-// gatewaySnap decodes "---"-separated GatewayClass, Gateway, HTTPRoute
-// and Namespace documents (strictly, as the files source does). Objects
+// gatewaySnap decodes "---"-separated GatewayClass, Gateway, HTTPRoute,
+// ReferenceGrant and Namespace documents (strictly, as the files source does). Objects
 // are created one minute apart in document order, so the earlier one is
 // the older; namespace defaults to "default".
 func gatewaySnap(t *testing.T, docs string) *source.Snapshot {
@@ -51,6 +52,9 @@ func gatewaySnap(t *testing.T, docs string) *source.Snapshot {
 		case "Namespace":
 			o := &corev1.Namespace{}
 			snap.Namespaces, obj = append(snap.Namespaces, o), o
+		case "ReferenceGrant":
+			o := &gwv1beta1.ReferenceGrant{}
+			snap.ReferenceGrants, obj = append(snap.ReferenceGrants, o), o
 		default:
 			t.Fatalf("doc %d: kind %q", i, peek.Kind)
 		}

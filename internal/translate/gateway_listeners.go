@@ -161,9 +161,8 @@ func routeKinds(ar *gwv1.AllowedRoutes) []gwv1.RouteGroupKind {
 }
 
 // listenerCerts resolves an HTTPS listener's certificateRefs: Secrets of
-// the Gateway's namespace only (a cross-namespace one needs a
-// ReferenceGrant, which pier does not read yet), parsed and checked as
-// an Ingress's. It returns the ResolvedRefs reason when one fails.
+// the Gateway's namespace, or of another whose ReferenceGrant permits
+// Gateways of this one, parsed and checked as an Ingress's. It returns the ResolvedRefs reason when one fails.
 func listenerCerts(gw *gwv1.Gateway, spec *gwv1.Listener, host string, x *index) ([]model.Certificate, string, string) {
 	tls := spec.TLS
 	if tls != nil && tls.Mode != nil && *tls.Mode != gwv1.TLSModeTerminate {
@@ -182,16 +181,24 @@ func listenerCerts(gw *gwv1.Gateway, spec *gwv1.Listener, host string, x *index)
 		if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Secret") {
 			return nil, string(gwv1.ListenerReasonInvalidCertificateRef), field + ": only core Secrets are supported"
 		}
-		if ref.Namespace != nil && string(*ref.Namespace) != gw.Namespace {
-			return nil, string(gwv1.ListenerReasonRefNotPermitted), field + ": a Secret of another namespace needs a ReferenceGrant (not supported yet)"
+		ns := gw.Namespace
+		if ref.Namespace != nil {
+			ns = string(*ref.Namespace)
+			if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+				return nil, string(gwv1.ListenerReasonInvalidCertificateRef), field + ": invalid namespace " + quoteForMessage(ns)
+			}
 		}
 		name := string(ref.Name)
 		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 			return nil, string(gwv1.ListenerReasonInvalidCertificateRef), field + ": invalid name " + quoteForMessage(name)
 		}
-		cert, _, err := certificate(x.snap.Secret(gw.Namespace, name), gw.Namespace, name, hosts)
+		if !x.grants.permits("Gateway", gw.Namespace, "Secret", ns, name) {
+			return nil, string(gwv1.ListenerReasonRefNotPermitted), fmt.Sprintf(
+				"%s: secret %s/%s is in another namespace and no ReferenceGrant there permits Gateways of %s", field, ns, name, gw.Namespace)
+		}
+		cert, _, err := certificate(x.snap.Secret(ns, name), ns, name, hosts)
 		if err != nil {
-			return nil, string(gwv1.ListenerReasonInvalidCertificateRef), fmt.Sprintf("%s: secret %s/%s: %v", field, gw.Namespace, name, err)
+			return nil, string(gwv1.ListenerReasonInvalidCertificateRef), fmt.Sprintf("%s: secret %s/%s: %v", field, ns, name, err)
 		}
 		certs = append(certs, cert)
 	}

@@ -87,3 +87,81 @@ func gatewayLB(t *testing.T, p *harness.Pier, ns, name string) *model.LoadBalanc
 	}
 	return nil
 }
+
+// TestGatewayReferenceGrantFiles: in `pier run`, an HTTPRoute's backend in
+// another namespace is not served (no 200) until a ReferenceGrant in
+// that namespace appears in the manifests; then HAProxy serves it, and
+// the example's own routes keep serving throughout.
+func TestGatewayReferenceGrantFiles(t *testing.T) {
+	manifests, state := harness.ShortTempDir(t), harness.ShortTempDir(t)
+	b, err := os.ReadFile("../../examples/gateway/gateway.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := harness.FreePort(t)
+	s := strings.Replace(string(b), "port: 8000", "port: "+strconv.Itoa(port), 1)
+	s = strings.ReplaceAll(s, "9001", strconv.Itoa(harness.StartEcho(t, "webservice-1", "webserver-1-pod")))
+	s = strings.ReplaceAll(s, "9004", strconv.Itoa(harness.StartEcho(t, "webservice-2", "webserver-2-pod")))
+	apiPort := strconv.Itoa(harness.StartEcho(t, "api", "api-pod"))
+	harness.WriteFile(t, filepath.Join(manifests, "gateway.yaml"), s)
+	harness.WriteFile(t, filepath.Join(manifests, "api.yaml"), `apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: api, namespace: demo}
+spec:
+  parentRefs: [{name: web}]
+  hostnames: ["api.example"]
+  rules: [{backendRefs: [{name: api, namespace: backends, port: 80}]}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: api, namespace: backends}
+spec:
+  ports: [{name: http, port: 80, targetPort: `+apiPort+`}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: api-a
+  namespace: backends
+  labels: {kubernetes.io/service-name: api}
+addressType: IPv4
+ports: [{name: http, port: `+apiPort+`}]
+endpoints: [{addresses: ["127.0.0.1"], conditions: {ready: true}, targetRef: {kind: Pod, name: api-pod}}]
+`)
+	p := harness.StartPier(t, harness.Options{Manifests: manifests, State: state})
+	var lb *model.LoadBalancer
+	harness.WaitFor(t, 20*time.Second, "the Gateway's load balancer serves", func() bool {
+		lb = gatewayLB(t, p, "demo", "web")
+		return lb != nil && lb.VIP != "" && lb.Status.State == model.StateActive
+	})
+	client := &http.Client{Timeout: 5 * time.Second}
+	get := func(host string) string {
+		code, reply, _, err := harness.Get(client, lb.VIP, port, host, "/")
+		if err != nil {
+			return err.Error()
+		}
+		if code == 200 {
+			return reply.Service
+		}
+		return strconv.Itoa(code)
+	}
+	if got := get("api.example"); got == "api" {
+		t.Fatalf("api.example served by %s before any ReferenceGrant", got)
+	}
+	if got := get("shop.example"); got != "webservice-1" {
+		t.Errorf("shop.example: %s", got)
+	}
+	harness.WriteFile(t, filepath.Join(manifests, "grant.yaml"), `apiVersion: gateway.networking.k8s.io/v1beta1
+kind: ReferenceGrant
+metadata: {name: from-demo, namespace: backends}
+spec:
+  from: [{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: demo}]
+  to: [{group: "", kind: Service}]
+`)
+	harness.WaitFor(t, 20*time.Second, "api.example served after the ReferenceGrant", func() bool {
+		return get("api.example") == "api"
+	})
+	if got := get("shop.example"); got != "webservice-1" {
+		t.Errorf("shop.example after the grant: %s", got)
+	}
+}

@@ -27,7 +27,7 @@ func TestEndToEnd(t *testing.T) {
 	e := newEnv(t)
 	writes := e.recordWrites()
 	e.startAgent()
-	e.startController("ctl-1")
+	ctl := e.startController("ctl-1")
 	start := time.Now()
 	ing := e.create(e.ingress("web", "web.example", nil))
 
@@ -67,6 +67,7 @@ func TestEndToEnd(t *testing.T) {
 	vip2, fip2 := addr(e.internal, 2), addr(e.public, 2)
 	e.waitStatus("web2", vip2+","+fip2, time.Minute)
 	checkTraffic(t, vip2, "web2.example", 5)
+	e.checkGatewayAPIOffLogged(ctl)
 }
 
 func (e *env) checkLoadBalancer(lb lbObject, ingUID, vip, fip string) {

@@ -169,25 +169,33 @@ func addr(p netip.Prefix, n int) string {
 	return a.String()
 }
 
-func (e *env) createNamespace() {
+func (e *env) createNamespace() { e.createNamespaceNamed(e.ns) }
+
+// createNamespaceNamed creates a namespace and waits for its default
+// ServiceAccount (pods are refused before it exists).
+func (e *env) createNamespaceNamed(name string) {
 	ctx := e.t.Context()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if _, err := e.cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
 	eventually(e.t, 30*time.Second, "default ServiceAccount", func() error {
-		_, err := e.cs.CoreV1().ServiceAccounts(e.ns).Get(ctx, "default", metav1.GetOptions{})
+		_, err := e.cs.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
 		return err
 	})
 }
 
 // createEcho runs the echo backend as a Deployment behind Service "echo"
 // (port 80 → 3000) and waits for its ready endpoints.
-func (e *env) createEcho(replicas int32) {
+func (e *env) createEcho(replicas int32) { e.createEchoIn(e.ns, echoSvc, replicas) }
+
+// createEchoIn runs the echo backend as Deployment and Service svc of
+// namespace ns; its pods answer with SERVICE_NAME svc.
+func (e *env) createEchoIn(ns, svcName string, replicas int32) {
 	ctx := e.t.Context()
-	labels := map[string]string{"app": "echo"}
+	labels := map[string]string{"app": svcName}
 	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "echo"},
+		ObjectMeta: metav1.ObjectMeta{Name: svcName},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: &replicas,
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
@@ -195,26 +203,26 @@ func (e *env) createEcho(replicas int32) {
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{
 					Name: "echo", Image: "registry.k8s.io/ingress-controller-conformance/echoserver",
-					Env:   []corev1.EnvVar{{Name: "SERVICE_NAME", Value: echoSvc}},
+					Env:   []corev1.EnvVar{{Name: "SERVICE_NAME", Value: svcName}},
 					Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 3000}},
 				}}},
 			},
 		},
 	}
-	if _, err := e.cs.AppsV1().Deployments(e.ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+	if _, err := e.cs.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: echoSvc},
+		ObjectMeta: metav1.ObjectMeta{Name: svcName},
 		Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{
 			{Name: "http", Port: echoPort, TargetPort: intstr.FromInt32(3000)},
 		}},
 	}
-	if _, err := e.cs.CoreV1().Services(e.ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+	if _, err := e.cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
-	eventually(e.t, time.Minute, "echo endpoints ready", func() error {
-		slices, err := e.cs.DiscoveryV1().EndpointSlices(e.ns).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + echoSvc})
+	eventually(e.t, time.Minute, svcName+" endpoints ready", func() error {
+		slices, err := e.cs.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + svcName})
 		if err != nil {
 			return err
 		}

@@ -42,6 +42,7 @@ func TestStatusWriter(t *testing.T) {
 	e.setServiceStatus(svc, "203.0.113.6", "lb2.example")
 	for _, name := range []string{"ours", "ours2"} {
 		e.waitStatus(name, "203.0.113.6,lb2.example", 30*time.Second)
+		writes.waitSeen(t, name, "203.0.113.6,lb2.example", 10*time.Second)
 		if n := len(writes.of(name)) - before[name]; n != 1 {
 			t.Errorf("Ingress %s: %d updates for one Service address change, want 1", name, n)
 		}

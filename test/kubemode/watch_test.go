@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"testing"
 	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
@@ -78,6 +79,21 @@ func (l *writeLog) of(name string) []write {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]write(nil), l.updates[name]...)
+}
+
+// waitSeen waits until the watch delivered Ingress name with status
+// want: a GET can see a write before the watch does, and counting
+// updates before then misses it.
+func (l *writeLog) waitSeen(t testing.TB, name, want string, d time.Duration) {
+	t.Helper()
+	eventually(t, d, "the watch sees Ingress "+name+" publish "+want, func() error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if got := l.last[name].status; got != want {
+			return fmt.Errorf("last seen %q", got)
+		}
+		return nil
+	})
 }
 
 // total counts the updates of every Ingress.

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -32,6 +33,7 @@ func newDecoder() (*runtime.Scheme, runtime.Decoder) {
 	utilruntime.Must(networkingv1.AddToScheme(s))
 	utilruntime.Must(discoveryv1.AddToScheme(s))
 	utilruntime.Must(gwv1.Install(s))
+	utilruntime.Must(gwv1beta1.Install(s))
 	return s, serializer.NewCodecFactory(s, serializer.EnableStrict).UniversalDeserializer()
 }
 
@@ -48,6 +50,8 @@ var keptKinds = map[schema.GroupVersionKind]bool{
 	gwv1.SchemeGroupVersion.WithKind("GatewayClass"): true,
 	gwv1.SchemeGroupVersion.WithKind("Gateway"):      true,
 	gwv1.SchemeGroupVersion.WithKind("HTTPRoute"):    true,
+	// v1beta1 is ReferenceGrant's version in the v1.4 standard channel.
+	gwv1beta1.SchemeGroupVersion.WithKind("ReferenceGrant"): true,
 }
 
 // listKinds maps the lists that are expanded to the kind of their items;

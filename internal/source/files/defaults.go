@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	"pier.dev/pier/internal/source"
 	"pier.dev/pier/internal/translate"
@@ -175,6 +176,8 @@ func add(snap *source.Snapshot, obj kubeObject) {
 		snap.Gateways = append(snap.Gateways, o)
 	case *gwv1.HTTPRoute:
 		snap.HTTPRoutes = append(snap.HTTPRoutes, o)
+	case *gwv1beta1.ReferenceGrant:
+		snap.ReferenceGrants = append(snap.ReferenceGrants, o)
 	}
 }
 
@@ -215,6 +218,7 @@ func sortSnapshot(snap *source.Snapshot) {
 	slices.SortFunc(snap.GatewayClasses, byName[*gwv1.GatewayClass])
 	slices.SortFunc(snap.Gateways, byName[*gwv1.Gateway])
 	slices.SortFunc(snap.HTTPRoutes, byName[*gwv1.HTTPRoute])
+	slices.SortFunc(snap.ReferenceGrants, byName[*gwv1beta1.ReferenceGrant])
 	slices.SortFunc(snap.Nodes, func(a, b source.Node) int { return cmp.Compare(a.Name, b.Name) })
 }
 

@@ -67,3 +67,30 @@ func TestLoadGatewayAPI(t *testing.T) {
 	}
 	checkProblems(t, problems, path, []int{5, 6}, []string{"backendRef", "v1beta1"})
 }
+
+// A ReferenceGrant (v1beta1, the version of the v1.4 standard channel)
+// reaches the snapshot; v1 is not a version pier reads yet.
+func TestLoadReferenceGrant(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "grant.yaml")
+	writeFile(t, path, `apiVersion: gateway.networking.k8s.io/v1beta1
+kind: ReferenceGrant
+metadata: {name: g, namespace: backends}
+spec:
+  from: [{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: shop}]
+  to: [{group: "", kind: Service}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: ReferenceGrant
+metadata: {name: v1}
+spec: {from: [], to: []}
+`)
+	snap, problems := mustLoad(t, path)
+	if got := names(snap.ReferenceGrants); strings.Join(got, ",") != "backends/g" {
+		t.Errorf("grants %v", got)
+	}
+	if g := snap.ReferenceGrants[0]; len(g.Spec.From) != 1 || g.Spec.From[0].Namespace != "shop" || g.Spec.To[0].Kind != "Service" {
+		t.Errorf("grant %+v", g.Spec)
+	}
+	checkProblems(t, problems, path, []int{2}, []string{"v1beta1"})
+}

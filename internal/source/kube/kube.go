@@ -1,6 +1,8 @@
 // Package kube fills source.Snapshot from Kubernetes informers (Ingress,
 // IngressClass, Service, EndpointSlice, TLS Secret, the Secrets Ingresses
-// name in auth-secret, Node, and the agents' heartbeat Leases) for the controller. Events are coalesced (Contour's rule: wait 100 ms for quiet,
+// name in auth-secret, Node, the agents' heartbeat Leases, and the Gateway
+// API's GatewayClass, Gateway, HTTPRoute and ReferenceGrant when its CRDs
+// are installed) for the controller. Events are coalesced (Contour's rule: wait 100 ms for quiet,
 // at most 500 ms) into one snapshot per burst, so a rolling update does not
 // cause one rebuild per endpoint.
 package kube
@@ -23,6 +25,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"pier.dev/pier/internal/source"
 )
@@ -41,6 +44,13 @@ type Options struct {
 	LeaseNamespace string
 	// Quiet and MaxDelay bound the debounce (defaults 100 ms and 500 ms).
 	Quiet, MaxDelay time.Duration
+	// Gateway, when set, watches the Gateway API (GatewayClass, Gateway,
+	// HTTPRoute, ReferenceGrant, and Namespaces for their labels) if the
+	// API server serves its CRDs; nil leaves it out.
+	Gateway gwclient.Interface
+	// GatewayRecheck is how often discovery is asked again while the
+	// Gateway API CRDs are not installed (default 30 s).
+	GatewayRecheck time.Duration
 }
 
 // Source watches the API server.
@@ -61,6 +71,9 @@ func New(client kubernetes.Interface, opts Options, logger *slog.Logger) *Source
 	if opts.NodeSelector == nil {
 		opts.NodeSelector = labels.Everything()
 	}
+	if opts.GatewayRecheck == 0 {
+		opts.GatewayRecheck = 30 * time.Second
+	}
 	return &Source{client: client, opts: opts, logger: logger}
 }
 
@@ -78,6 +91,8 @@ type listers struct {
 	// badNodeAddress reports a Node whose pier.dev/vrrp-address is not
 	// an IP address.
 	badNodeAddress func(node, value string)
+	// gateway fills the Gateway API objects while support is on.
+	gateway *gatewayWatch
 }
 
 // Run starts the informers, waits for their caches, then calls onChange
@@ -125,6 +140,12 @@ func (s *Source) Run(ctx context.Context, onChange func(*source.Snapshot)) error
 	}); err != nil {
 		return fmt.Errorf("add lease event handler: %w", err)
 	}
+	gw := &gatewayWatch{client: s.opts.Gateway, discovery: s.client.Discovery(), core: s.client, namespace: s.opts.Namespace,
+		recheck: s.opts.GatewayRecheck, logger: s.logger, handler: handler}
+	gwSynced, err := gw.start(ctx, changed)
+	if err != nil {
+		return err
+	}
 	nsFactory.Start(ctx.Done())
 	secretFactory.Start(ctx.Done())
 	clusterFactory.Start(ctx.Done())
@@ -133,8 +154,9 @@ func (s *Source) Run(ctx context.Context, onChange func(*source.Snapshot)) error
 	defer nsFactory.Shutdown()
 	defer secretFactory.Shutdown()
 	defer clusterFactory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), ing.Informer().HasSynced, svc.Informer().HasSynced, eps.Informer().HasSynced,
-		sec.Informer().HasSynced, cls.Informer().HasSynced, nodes.Informer().HasSynced, leases.Informer().HasSynced) {
+	synced := append([]cache.InformerSynced{ing.Informer().HasSynced, svc.Informer().HasSynced, eps.Informer().HasSynced,
+		sec.Informer().HasSynced, cls.Informer().HasSynced, nodes.Informer().HasSynced, leases.Informer().HasSynced}, gwSynced...)
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return ctx.Err()
 	}
 	s.logger.Info("informer caches synced", "namespace", s.opts.Namespace)
@@ -152,6 +174,7 @@ func (s *Source) Run(ctx context.Context, onChange func(*source.Snapshot)) error
 		nodes:          func() ([]*corev1.Node, error) { return nodes.Lister().List(s.opts.NodeSelector) },
 		leases:         func() ([]*coordinationv1.Lease, error) { return leases.Lister().List(labels.Everything()) },
 		badNodeAddress: s.warnOnce(),
+		gateway:        gw,
 	}
 	return s.loop(ctx, changed, leaseChanged, l, onChange)
 }
@@ -405,6 +428,9 @@ func (l listers) snapshot(agentAlive map[string]bool) (*source.Snapshot, error) 
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
 	snap.Nodes = placementNodes(nodes, agentAlive, l.badNodeAddress)
+	if err := l.gateway.fill(snap); err != nil {
+		return nil, err
+	}
 	sortByName(snap.Ingresses)
 	sortByName(snap.IngressClasses)
 	sortByName(snap.Services)

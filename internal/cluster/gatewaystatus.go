@@ -1,0 +1,208 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/source"
+	"pier.dev/pier/internal/status"
+	"pier.dev/pier/internal/translate"
+)
+
+// The Gateway API half of the status writer (leader only, as for
+// Ingresses): GatewayClass conditions, Gateway conditions, listeners and
+// addresses, HTTPRoute status.parents entries of our controllerName. Each
+// object's status is merged (status.Merge*: transition times kept,
+// other controllers' parent entries and other condition types left as
+// they are) and written only when the merge changed it; a conflict is
+// retried on a fresh read.
+
+// PublishGateways implements pipeline.GatewayStatusSink.
+func (w *statusWriter) PublishGateways(ctx context.Context, snap *source.Snapshot, st *translate.GatewayStatus) error {
+	if w.gw == nil || st == nil || snap == nil {
+		return nil
+	}
+	now := metav1.Now().Rfc3339Copy()
+	for _, c := range snap.GatewayClasses {
+		if want, ok := st.Classes[c.Name]; ok {
+			wrote, err := w.writeClass(ctx, c, want, now)
+			w.report("gatewayclass", c.Name, wrote, err)
+		}
+	}
+	for _, gw := range snap.Gateways {
+		if want, ok := st.Gateways[gatewayRef(model.KindGateway, gw.Namespace, gw.Name)]; ok {
+			wrote, err := w.writeGateway(ctx, gw, want, now)
+			w.report("gateway", gw.Namespace+"/"+gw.Name, wrote, err)
+		}
+	}
+	controller := gwv1.GatewayController(w.gatewayController)
+	for _, r := range snap.HTTPRoutes {
+		want := st.Routes[gatewayRef(model.KindHTTPRoute, r.Namespace, r.Name)]
+		if want == nil && !hasParentOf(r.Status.Parents, controller) {
+			continue // never ours, or already cleaned
+		}
+		wrote, err := w.writeRoute(ctx, r, want, controller, now)
+		w.report("httproute", r.Namespace+"/"+r.Name, wrote, err)
+	}
+	return nil
+}
+
+func gatewayRef(kind, ns, name string) model.ObjectRef {
+	return model.ObjectRef{Kind: kind, Namespace: ns, Name: name}
+}
+
+func hasParentOf(ps []gwv1.RouteParentStatus, controller gwv1.GatewayController) bool {
+	for _, p := range ps {
+		if p.ControllerName == controller {
+			return true
+		}
+	}
+	return false
+}
+
+// report logs a write or its failure; one object failing must not stop
+// the others (the next pass retries it).
+func (w *statusWriter) report(kind, key string, wrote bool, err error) {
+	switch {
+	case err != nil:
+		w.logger.Warn("could not write status", "kind", kind, "object", key, "error", err)
+	case wrote:
+		w.logger.Info("status updated", "kind", kind, "object", key)
+	}
+}
+
+func (w *statusWriter) writeClass(ctx context.Context, cached *gwv1.GatewayClass, want []metav1.Condition, now metav1.Time) (bool, error) {
+	classes := w.gw.GatewayV1().GatewayClasses()
+	return writeMerged(ctx, w, cached, want,
+		func(ctx context.Context) (*gwv1.GatewayClass, error) {
+			return classes.Get(ctx, cached.Name, metav1.GetOptions{})
+		},
+		func(c *gwv1.GatewayClass) bool {
+			merged := status.MergeConditions(c.Status.Conditions, want, now)
+			if status.SameGatewayAPIStatus(merged, c.Status.Conditions) {
+				return false
+			}
+			c.Status.Conditions = merged
+			return true
+		},
+		func(ctx context.Context, c *gwv1.GatewayClass) error {
+			_, err := classes.UpdateStatus(ctx, c, metav1.UpdateOptions{FieldManager: "pier"})
+			return err
+		})
+}
+
+func (w *statusWriter) writeGateway(ctx context.Context, cached *gwv1.Gateway, want gwv1.GatewayStatus, now metav1.Time) (bool, error) {
+	gateways := w.gw.GatewayV1().Gateways(cached.Namespace)
+	return writeMerged(ctx, w, cached, want,
+		func(ctx context.Context) (*gwv1.Gateway, error) {
+			return gateways.Get(ctx, cached.Name, metav1.GetOptions{})
+		},
+		func(gw *gwv1.Gateway) bool {
+			merged := status.MergeGateway(gw.Status, want, now)
+			if status.SameGatewayAPIStatus(merged, gw.Status) {
+				return false
+			}
+			gw.Status = merged
+			return true
+		},
+		func(ctx context.Context, gw *gwv1.Gateway) error {
+			_, err := gateways.UpdateStatus(ctx, gw, metav1.UpdateOptions{FieldManager: "pier"})
+			return err
+		})
+}
+
+func (w *statusWriter) writeRoute(ctx context.Context, cached *gwv1.HTTPRoute, want []gwv1.RouteParentStatus,
+	controller gwv1.GatewayController, now metav1.Time) (bool, error) {
+	routes := w.gw.GatewayV1().HTTPRoutes(cached.Namespace)
+	return writeMerged(ctx, w, cached, want,
+		func(ctx context.Context) (*gwv1.HTTPRoute, error) {
+			return routes.Get(ctx, cached.Name, metav1.GetOptions{})
+		},
+		func(r *gwv1.HTTPRoute) bool {
+			merged := status.MergeRouteParents(r.Status.Parents, want, controller, now)
+			if status.SameGatewayAPIStatus(merged, r.Status.Parents) {
+				return false
+			}
+			r.Status.Parents = merged
+			return true
+		},
+		func(ctx context.Context, r *gwv1.HTTPRoute) error {
+			_, err := routes.UpdateStatus(ctx, r, metav1.UpdateOptions{FieldManager: "pier"})
+			return err
+		})
+}
+
+// writeMerged merges want into an object's status with merge (which
+// reports whether anything changed) and writes it: from the cached copy
+// first (never mutated), from a fresh read after a conflict, refusing an
+// object replaced meanwhile. It reports whether it wrote. What it wrote
+// is remembered with the resourceVersion it was written on: while the
+// informer still shows that version it has not delivered the write, and
+// the same want is not written again (it would only conflict).
+func writeMerged[T statusObject](ctx context.Context, w *statusWriter, cached T, want any, get func(context.Context) (T, error),
+	merge func(T) bool, update func(context.Context, T) error) (bool, error) {
+	if w.gatewayWritten(cached, want) {
+		return false, nil
+	}
+	first, wrote, base := true, false, ""
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		obj := cached.DeepCopyObject().(T)
+		if !first {
+			fresh, err := get(ctx)
+			if err != nil {
+				return err
+			}
+			if fresh.GetUID() != cached.GetUID() {
+				return fmt.Errorf("replaced meanwhile")
+			}
+			obj = fresh
+		}
+		first = false
+		wrote = merge(obj)
+		if !wrote {
+			return nil
+		}
+		base = obj.GetResourceVersion()
+		return update(ctx, obj)
+	})
+	if apierrors.IsNotFound(err) {
+		return false, nil // deleted meanwhile
+	}
+	if err != nil || !wrote {
+		return false, err
+	}
+	w.mu.Lock()
+	w.gwWritten[cached.GetUID()] = gatewayWrite{base: base, want: want}
+	w.mu.Unlock()
+	return true, nil
+}
+
+// gatewayWrite is a Gateway API status write: what was wanted, on which
+// resourceVersion.
+type gatewayWrite struct {
+	base string
+	want any
+}
+
+func (w *statusWriter) gatewayWritten(cached metav1.Object, want any) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	g, ok := w.gwWritten[cached.GetUID()]
+	return ok && g.base == cached.GetResourceVersion() && status.SameGatewayAPIStatus(g.want, want)
+}
+
+// gatewayAddresses is what the Gateways of snap publish now, for Decide
+// (which keeps it while an update is in flight).
+func gatewayAddresses(snap *source.Snapshot, out status.Published) {
+	for _, gw := range snap.Gateways {
+		if addrs := status.FromGatewayAddresses(gw.Status.Addresses); len(addrs) > 0 {
+			out[gatewayRef(model.KindGateway, gw.Namespace, gw.Name)] = addrs
+		}
+	}
+}

@@ -1,0 +1,261 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+	gwinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
+
+	"pier.dev/pier/internal/source"
+)
+
+// gatewayResources are the Gateway API resources pier watches, by group
+// version: the standard channel of v1.4 (ReferenceGrant is v1beta1
+// there).
+var gatewayResources = []struct {
+	groupVersion string
+	resources    []string
+}{
+	{gwv1.GroupVersion.String(), []string{"gatewayclasses", "gateways", "httproutes"}},
+	{gwv1beta1.GroupVersion.String(), []string{"referencegrants"}},
+}
+
+// gatewayAPIServed asks discovery whether the API server serves every
+// Gateway API resource pier watches. A group or resource that is not
+// served is a reason (the CRDs are not installed, or too old); an error
+// is a failure to ask, worth a retry.
+func gatewayAPIServed(dc discovery.DiscoveryInterface) (served bool, reason string, err error) {
+	for _, gv := range gatewayResources {
+		list, err := dc.ServerResourcesForGroupVersion(gv.groupVersion)
+		if apierrors.IsNotFound(err) {
+			return false, gv.groupVersion + " is not served: the Gateway API CRDs are not installed", nil
+		}
+		if err != nil {
+			return false, "", fmt.Errorf("discovery of %s: %w", gv.groupVersion, err)
+		}
+		have := map[string]bool{}
+		for _, r := range list.APIResources {
+			have[r.Name] = true
+		}
+		for _, r := range gv.resources {
+			if !have[r] {
+				return false, fmt.Sprintf("%s does not serve %s: install the Gateway API standard channel CRDs (v1.4 or later)", gv.groupVersion, r), nil
+			}
+		}
+	}
+	return true, "", nil
+}
+
+// gatewayListers read the Gateway API caches (and Namespaces, whose
+// labels allowedRoutes selectors test). Set once the caches synced.
+type gatewayListers struct {
+	classes    func() ([]*gwv1.GatewayClass, error)
+	gateways   func() ([]*gwv1.Gateway, error)
+	routes     func() ([]*gwv1.HTTPRoute, error)
+	grants     func() ([]*gwv1beta1.ReferenceGrant, error)
+	namespaces func() ([]*corev1.Namespace, error)
+}
+
+// gatewayWatch runs the Gateway API informers when the API server serves
+// the CRDs and RBAC lets pier list them. Otherwise pier serves Ingresses
+// as before and says once why Gateway API support is off; it looks again
+// every recheck, and starts the informers (and a new snapshot) when the
+// CRDs appear or the permission is granted.
+type gatewayWatch struct {
+	client    gwclient.Interface // nil: Gateway API support not wanted
+	discovery discovery.DiscoveryInterface
+	core      kubernetes.Interface
+	namespace string
+	recheck   time.Duration
+	logger    *slog.Logger
+	handler   cache.ResourceEventHandler
+
+	listers atomic.Pointer[gatewayListers]
+}
+
+// start decides at once whether the Gateway API is served: if it is, its
+// caches must sync before the first snapshot, or a restart would
+// translate no Gateway and delete their load balancers. The returned
+// functions are the extra HasSynced checks.
+func (w *gatewayWatch) start(ctx context.Context, changed chan struct{}) ([]cache.InformerSynced, error) {
+	if w.client == nil {
+		return nil, nil
+	}
+	served, reason, err := w.served(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if served {
+		synced, l := w.run(ctx)
+		w.listers.Store(l) // Run waits for synced before any snapshot
+		return synced, nil
+	}
+	w.logger.Warn("Gateway API support is off; Ingresses are served as usual", "reason", reason,
+		"recheck", w.recheck)
+	go w.wait(ctx, changed)
+	return nil, nil
+}
+
+// served retries discovery errors (the API server restarting) until ctx
+// ends; a clear answer returns at once.
+func (w *gatewayWatch) served(ctx context.Context) (bool, string, error) {
+	for {
+		served, reason, err := gatewayAPIServed(w.discovery)
+		if err == nil && served {
+			reason, err = w.forbidden(ctx)
+			served = reason == ""
+		}
+		if err == nil {
+			return served, reason, nil
+		}
+		w.logger.Debug("Gateway API discovery failed; retrying", "error", err)
+		select {
+		case <-ctx.Done():
+			return false, "", ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// forbidden lists one object of each kind: an informer whose list is
+// forbidden retries forever and its cache never syncs, which would hold
+// up every snapshot (Ingresses included) behind an RBAC that predates
+// the Gateway API. It returns the reason when one list is forbidden.
+func (w *gatewayWatch) forbidden(ctx context.Context) (string, error) {
+	one := metav1.ListOptions{Limit: 1}
+	lists := []struct {
+		what string
+		list func() error
+	}{
+		{"gatewayclasses", func() error { _, err := w.client.GatewayV1().GatewayClasses().List(ctx, one); return err }},
+		{"gateways", func() error { _, err := w.client.GatewayV1().Gateways(w.namespace).List(ctx, one); return err }},
+		{"httproutes", func() error { _, err := w.client.GatewayV1().HTTPRoutes(w.namespace).List(ctx, one); return err }},
+		{"referencegrants", func() error {
+			_, err := w.client.GatewayV1beta1().ReferenceGrants(w.namespace).List(ctx, one)
+			return err
+		}},
+		{"namespaces", func() error { _, err := w.core.CoreV1().Namespaces().List(ctx, one); return err }},
+	}
+	for _, l := range lists {
+		err := l.list()
+		if apierrors.IsForbidden(err) {
+			return "listing " + l.what + " is forbidden: grant the controller the Gateway API rules of deploy/rbac.yaml", nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("list %s: %w", l.what, err)
+		}
+	}
+	return "", nil
+}
+
+// wait looks for the CRDs every recheck; once served, it starts the
+// informers and asks for a snapshot when their caches synced.
+func (w *gatewayWatch) wait(ctx context.Context, changed chan struct{}) {
+	t := time.NewTicker(w.recheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if served, _, err := gatewayAPIServed(w.discovery); err != nil || !served {
+			continue
+		}
+		if reason, err := w.forbidden(ctx); err != nil || reason != "" {
+			continue
+		}
+		synced, l := w.run(ctx)
+		if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+			return
+		}
+		// Only now: a snapshot must never hold a half-listed Gateway API.
+		w.listers.Store(l)
+		w.logger.Info("Gateway API CRDs installed: Gateway API support is on")
+		notify(changed)
+		return
+	}
+}
+
+// run starts the informers and returns their sync checks and listers.
+// The factories end with ctx.
+func (w *gatewayWatch) run(ctx context.Context) ([]cache.InformerSynced, *gatewayListers) {
+	gwFactory := gwinformers.NewSharedInformerFactoryWithOptions(w.client, 0, gwinformers.WithNamespace(w.namespace))
+	coreFactory := informers.NewSharedInformerFactory(w.core, 0)
+	classes := gwFactory.Gateway().V1().GatewayClasses()
+	gateways := gwFactory.Gateway().V1().Gateways()
+	routes := gwFactory.Gateway().V1().HTTPRoutes()
+	grants := gwFactory.Gateway().V1beta1().ReferenceGrants()
+	namespaces := coreFactory.Core().V1().Namespaces()
+	var synced []cache.InformerSynced
+	for _, inf := range []cache.SharedIndexInformer{classes.Informer(), gateways.Informer(), routes.Informer(),
+		grants.Informer(), namespaces.Informer()} {
+		if _, err := inf.AddEventHandler(w.handler); err != nil {
+			// Only fails on an informer already stopped, i.e. ctx ended.
+			w.logger.Debug("add gateway event handler", "error", err)
+		}
+		synced = append(synced, inf.HasSynced)
+	}
+	gwFactory.Start(ctx.Done())
+	coreFactory.Start(ctx.Done())
+	go func() {
+		<-ctx.Done()
+		gwFactory.Shutdown()
+		coreFactory.Shutdown()
+	}()
+	return synced, &gatewayListers{
+		classes:    func() ([]*gwv1.GatewayClass, error) { return classes.Lister().List(labels.Everything()) },
+		gateways:   func() ([]*gwv1.Gateway, error) { return gateways.Lister().List(labels.Everything()) },
+		routes:     func() ([]*gwv1.HTTPRoute, error) { return routes.Lister().List(labels.Everything()) },
+		grants:     func() ([]*gwv1beta1.ReferenceGrant, error) { return grants.Lister().List(labels.Everything()) },
+		namespaces: func() ([]*corev1.Namespace, error) { return namespaces.Lister().List(labels.Everything()) },
+	}
+}
+
+// fill adds the Gateway API objects to a snapshot; nothing while support
+// is off.
+func (w *gatewayWatch) fill(snap *source.Snapshot) error {
+	if w == nil {
+		return nil
+	}
+	l := w.listers.Load()
+	if l == nil {
+		return nil
+	}
+	var err error
+	if snap.GatewayClasses, err = l.classes(); err != nil {
+		return fmt.Errorf("list gateway classes: %w", err)
+	}
+	if snap.Gateways, err = l.gateways(); err != nil {
+		return fmt.Errorf("list gateways: %w", err)
+	}
+	if snap.HTTPRoutes, err = l.routes(); err != nil {
+		return fmt.Errorf("list httproutes: %w", err)
+	}
+	if snap.ReferenceGrants, err = l.grants(); err != nil {
+		return fmt.Errorf("list reference grants: %w", err)
+	}
+	if snap.Namespaces, err = l.namespaces(); err != nil {
+		return fmt.Errorf("list namespaces: %w", err)
+	}
+	sortByName(snap.GatewayClasses)
+	sortByName(snap.Gateways)
+	sortByName(snap.HTTPRoutes)
+	sortByName(snap.ReferenceGrants)
+	sortByName(snap.Namespaces)
+	return nil
+}

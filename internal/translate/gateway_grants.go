@@ -1,0 +1,57 @@
+package translate
+
+import (
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+)
+
+// grantIndex holds the ReferenceGrants by the namespace they live in: a
+// grant is written by the owner of the namespace referred to, never by
+// the one referring (the Gateway API's rule: the target consents).
+type grantIndex map[string][]*gwv1beta1.ReferenceGrant
+
+func newGrantIndex(in []*gwv1beta1.ReferenceGrant) grantIndex {
+	g := grantIndex{}
+	for _, rg := range in {
+		g[rg.Namespace] = append(g[rg.Namespace], rg)
+	}
+	return g
+}
+
+// permits reports whether an object of kind fromKind (a Gateway API kind)
+// in fromNS may refer to the core object toKind toNS/toName. A reference
+// within one namespace needs no grant. One grant must list both the
+// referring side (group, kind, namespace) and the target (core group,
+// kind, and either no name or this name).
+func (g grantIndex) permits(fromKind, fromNS, toKind, toNS, toName string) bool {
+	if fromNS == toNS {
+		return true
+	}
+	for _, rg := range g[toNS] {
+		if grantFrom(rg.Spec.From, fromKind, fromNS) && grantTo(rg.Spec.To, toKind, toName) {
+			return true
+		}
+	}
+	return false
+}
+
+func grantFrom(from []gwv1beta1.ReferenceGrantFrom, kind, ns string) bool {
+	for _, f := range from {
+		if string(f.Group) == gwv1.GroupName && string(f.Kind) == kind && string(f.Namespace) == ns {
+			return true
+		}
+	}
+	return false
+}
+
+func grantTo(to []gwv1beta1.ReferenceGrantTo, kind, name string) bool {
+	for _, t := range to {
+		if string(t.Group) != "" || string(t.Kind) != kind {
+			continue
+		}
+		if t.Name == nil || *t.Name == "" || string(*t.Name) == name {
+			return true
+		}
+	}
+	return false
+}
