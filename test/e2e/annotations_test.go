@@ -14,6 +14,30 @@ import (
 	"pier.dev/pier/test/harness"
 )
 
+// shopEcho is the Service echo of namespace shop and its one endpoint,
+// the echo backend the test starts on ECHOPORT.
+const shopEcho = `
+---
+apiVersion: v1
+kind: Service
+metadata: {name: echo, namespace: shop}
+spec:
+  ports: [{name: http, port: 80, targetPort: ECHOPORT}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: echo-a
+  namespace: shop
+  labels: {kubernetes.io/service-name: echo}
+addressType: IPv4
+ports: [{name: http, port: ECHOPORT}]
+endpoints:
+  - addresses: ["127.0.0.1"]
+    conditions: {ready: true}
+    targetRef: {kind: Pod, name: echo-pod}
+`
+
 // annotationManifests: two Ingresses sharing one load balancer and one
 // Service, one guarded by ingress-nginx annotations, one plain; one
 // redirecting; one with an invalid value; one with a snippet.
@@ -79,26 +103,7 @@ spec:
   rules:
     - host: bad.example
       http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: echo, port: {number: 80}}}}]}
----
-apiVersion: v1
-kind: Service
-metadata: {name: echo, namespace: shop}
-spec:
-  ports: [{name: http, port: 80, targetPort: ECHOPORT}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: echo-a
-  namespace: shop
-  labels: {kubernetes.io/service-name: echo}
-addressType: IPv4
-ports: [{name: http, port: ECHOPORT}]
-endpoints:
-  - addresses: ["127.0.0.1"]
-    conditions: {ready: true}
-    targetRef: {kind: Pod, name: echo-pod}
-`
+` + shopEcho
 
 // TestIngressNginxAnnotations runs `pier run` on Ingresses written for
 // ingress-nginx and checks what a user checks with curl (issue 11).

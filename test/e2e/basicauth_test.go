@@ -87,26 +87,7 @@ spec:
   rules:
     - host: apache.example
       http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: echo, port: {number: 80}}}}]}
----
-apiVersion: v1
-kind: Service
-metadata: {name: echo, namespace: shop}
-spec:
-  ports: [{name: http, port: 80, targetPort: ECHOPORT}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: echo-a
-  namespace: shop
-  labels: {kubernetes.io/service-name: echo}
-addressType: IPv4
-ports: [{name: http, port: ECHOPORT}]
-endpoints:
-  - addresses: ["127.0.0.1"]
-    conditions: {ready: true}
-    targetRef: {kind: Pod, name: echo-pod}
-`
+` + shopEcho
 
 // TestBasicAuthFromSecret runs `pier run` on an ingress-nginx basic-auth
 // Ingress and its Secret file: 401 with the realm without credentials or
