@@ -96,6 +96,10 @@ func (w *statusWriter) writeAll(ctx context.Context) {
 	}
 	w.mu.Unlock()
 	sort.Strings(uuids)
+	if b, ok := w.store.(store.NodeStatusBatcher); ok {
+		w.writeBatches(ctx, b, uuids)
+		return
+	}
 	for _, uuid := range uuids {
 		if ctx.Err() != nil {
 			return
@@ -133,4 +137,66 @@ func (w *statusWriter) writeAll(ctx context.Context) {
 			return // the store is away: try again on the next tick
 		}
 	}
+}
+
+// batchSize bounds the reports written in one transaction: large enough
+// that a shard's cold start (hundreds of reports at once) costs a few
+// disk syncs, small enough that one transaction stays short.
+const batchSize = 512
+
+// writeBatches writes the pending reports of uuids batchSize at a time
+// through a store that records many in one write.
+func (w *statusWriter) writeBatches(ctx context.Context, b store.NodeStatusBatcher, uuids []string) {
+	for len(uuids) > 0 && ctx.Err() == nil {
+		n := min(batchSize, len(uuids))
+		reports := make(map[string]model.NodeStatus, n)
+		w.mu.Lock()
+		for _, uuid := range uuids[:n] {
+			if r, ok := w.pending[uuid]; ok {
+				reports[uuid] = r
+			}
+		}
+		w.mu.Unlock()
+		uuids = uuids[n:]
+		wctx, cancel := context.WithTimeout(ctx, writeTimeout)
+		_, err := b.PutNodeStatuses(wctx, reports)
+		cancel()
+		if !w.wrote(reports, err) {
+			return // the store is away: try again on the next tick
+		}
+	}
+}
+
+// wrote records the outcome of writing reports: the ones still pending
+// unchanged are done (a missing load balancer counts as done), the loop
+// hears which reached the store, and a failure is logged once. It
+// reports whether the write succeeded.
+func (w *statusWriter) wrote(reports map[string]model.NodeStatus, err error) bool {
+	w.mu.Lock()
+	if err == nil {
+		for uuid, r := range reports {
+			if cur, still := w.pending[uuid]; still && cur == r {
+				delete(w.pending, uuid)
+			}
+		}
+	}
+	wasFailing := w.failing
+	w.failing = err != nil
+	w.mu.Unlock()
+	if err != nil {
+		if !wasFailing {
+			w.logger.Warn("could not report status; retrying every second, the data plane is not affected", "reports", len(reports), "error", err)
+		}
+		return false
+	}
+	if wasFailing {
+		w.logger.Info("status reports reach the store again")
+	}
+	for uuid, r := range reports {
+		select {
+		case w.written <- writtenReport{uuid: uuid, report: r}:
+		default: // the loop is behind: it only misses a fence, the safe side
+		}
+	}
+	return true
 }

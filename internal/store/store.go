@@ -41,6 +41,16 @@ type Store interface {
 	Close() error
 }
 
+// NodeStatusBatcher is implemented by a store that can record many
+// reports in one write: an agent that applied hundreds of load balancers
+// at once (a shard's cold start) reports them together instead of paying
+// one transaction (a disk sync) each. PutNodeStatuses applies each report
+// as PutNodeStatus would and returns the UUIDs it found no LoadBalancer
+// for; on error nothing was recorded.
+type NodeStatusBatcher interface {
+	PutNodeStatuses(ctx context.Context, reports map[string]model.NodeStatus) (missing []string, err error)
+}
+
 // EventType says what happened to a LoadBalancer.
 type EventType string
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"sync"
 	"time"
 
@@ -185,6 +186,62 @@ func (s *Store) PutNodeStatus(ctx context.Context, uuid string, report model.Nod
 		old.Status = old.Status.WithReport(report, old.Placement)
 		return old, nil
 	})
+}
+
+var _ store.NodeStatusBatcher = (*Store)(nil)
+
+// PutNodeStatuses records the reports in one transaction, so one disk
+// sync, whatever their number (store.NodeStatusBatcher).
+func (s *Store) PutNodeStatuses(ctx context.Context, reports map[string]model.NodeStatus) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("put statuses: %w", err)
+	}
+	uuids := make([]string, 0, len(reports))
+	for uuid := range reports {
+		uuids = append(uuids, uuid)
+	}
+	sort.Strings(uuids)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var missing []string
+	changed := map[string][]byte{}
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		missing, changed = nil, map[string][]byte{} // bbolt may run this again
+		b := tx.Bucket(bucketLBs)
+		for _, uuid := range uuids {
+			oldRaw := b.Get([]byte(uuid))
+			if oldRaw == nil {
+				missing = append(missing, uuid)
+				continue
+			}
+			lb, err := decode(oldRaw)
+			if err != nil {
+				return fmt.Errorf("%s: %w", uuid, err)
+			}
+			lb.Status = lb.Status.WithReport(reports[uuid], lb.Placement)
+			raw, err := json.Marshal(lb)
+			if err != nil {
+				return fmt.Errorf("encode %s: %w", uuid, err)
+			}
+			if bytes.Equal(raw, oldRaw) {
+				continue
+			}
+			if err := b.Put([]byte(uuid), raw); err != nil {
+				return err
+			}
+			changed[uuid] = raw
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("put statuses: %w", err)
+	}
+	for _, uuid := range uuids {
+		if raw, ok := changed[uuid]; ok {
+			s.notify(uuid, store.EventPut, raw)
+		}
+	}
+	return missing, nil
 }
 
 // update runs a read-modify-write of one LoadBalancer in a bbolt

@@ -183,3 +183,57 @@ func TestCloseEndsWatches(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 }
+
+// TestPutNodeStatuses: many reports in one write land as PutNodeStatus
+// would land them one by one, a UUID without a load balancer is named,
+// watchers hear each change, and a report that changes nothing is no
+// event.
+func TestPutNodeStatuses(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "pier.db"))
+	ctx := t.Context()
+	for _, id := range []string{"a", "b", "c"} {
+		if err := s.PutSpec(ctx, storetest.Sample(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	node := storetest.Sample("a").Placement.Active
+	same := model.NodeStatus{Node: node, State: model.StateActive, SpecHash: "c1"}
+	if err := s.PutNodeStatus(ctx, "c", same); err != nil {
+		t.Fatal(err)
+	}
+	events, err := s.Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 { // the replay
+		<-events
+	}
+	reports := map[string]model.NodeStatus{
+		"a":    {Node: node, State: model.StateActive, SpecHash: "a1"},
+		"b":    {Node: node, State: model.StateError, Message: "refused"},
+		"c":    same,
+		"gone": {Node: node, State: model.StateActive},
+	}
+	missing, err := s.PutNodeStatuses(ctx, reports)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(missing) != 1 || missing[0] != "gone" {
+		t.Fatalf("missing %v, want [gone]", missing)
+	}
+	for _, id := range []string{"a", "b"} {
+		ev := <-events
+		if ev.LoadBalancer.UUID != id {
+			t.Fatalf("event for %s, want %s", ev.LoadBalancer.UUID, id)
+		}
+		got, _ := ev.LoadBalancer.Status.Report(node)
+		if got != reports[id] {
+			t.Fatalf("%s reported %+v, want %+v", id, got, reports[id])
+		}
+	}
+	select {
+	case ev := <-events:
+		t.Fatalf("unexpected event for %s: its report did not change", ev.LoadBalancer.UUID)
+	case <-time.After(100 * time.Millisecond):
+	}
+}
