@@ -5,7 +5,7 @@ package model
 // RedirectPrefix, AppRoot, RateLimit (503), the source checks (403), the
 // CORS preflight (204), BasicAuth (401), MaxBodyBytes (413),
 // UpstreamHost, ForwardedPrefix, RewritePath, then the Canary's choice
-// of pool. Translation fills them
+// of pool, then DefaultBackend. Translation fills them
 // from one Ingress's annotations, so they never leak to another
 // Ingress's routes on a shared load balancer.
 type PolicyOptions struct {
@@ -53,9 +53,22 @@ type PolicyOptions struct {
 	// limits (limit-rps, limit-rpm, limit-connections). It comes after
 	// the redirects and app root, before the source checks.
 	RateLimit *RateLimit `json:"rateLimit,omitempty"`
+	// DefaultBackend, when set, sends the policy's requests to another
+	// pool while the policy's own has no usable member (default-backend).
+	DefaultBackend *DefaultBackend `json:"defaultBackend,omitempty"`
 	// Canary, when set, sends some requests of the policy to another
 	// pool (a canary Ingress with the same host and path).
 	Canary *Canary `json:"canary,omitempty"`
+}
+
+// DefaultBackend is ingress-nginx's default-backend annotation: while
+// RoutePoolID (the policy's own pool) has no usable member, its requests
+// go to PoolID. RoutePoolID is carried so that the rule names the pool it
+// watches, and two policies of one Ingress to different Services get
+// different profiles.
+type DefaultBackend struct {
+	PoolID      string `json:"poolId"`
+	RoutePoolID string `json:"routePoolId"`
 }
 
 // Canary is ingress-nginx's canary: a request goes to PoolID when its

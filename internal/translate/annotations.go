@@ -87,6 +87,7 @@ type ingressSettings struct {
 	canary                                   canarySettings
 	tries                                    int
 	backendProtocol                          model.BackendProtocol
+	defaultBackend                           string
 }
 
 // annotationIssue is one problem with one annotation.

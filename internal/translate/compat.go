@@ -157,6 +157,10 @@ var compatAnnotations = map[string]compatAnnotation{
 		s.useRegex, err = parseNginxBool(v)
 		return err
 	}, difference: "only false (the default) is supported: pier matches paths by their pathType; true is ignored, and refuses the Ingress with rewrite-target"},
+	"default-backend": {parse: func(s *ingressSettings, v string) (err error) {
+		s.defaultBackend, err = parseDefaultBackendName(v)
+		return err
+	}, difference: defaultBackendDifference},
 	"auth-type": {parse: func(s *ingressSettings, v string) (err error) {
 		s.auth.basic, err = parseAuthType(v)
 		return err

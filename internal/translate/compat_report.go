@@ -20,6 +20,7 @@ var snippetAlternatives = map[string]string{
 	// Not snippets: what pier does instead.
 	"proxy-next-upstream":      "proxy-next-upstream-tries; pier retries on connection failures and empty responses only (HAProxy's retry-on), not on timeouts or 5xx",
 	"canary-by-header-pattern": "canary-by-header-value (one exact value); pier matches no regular expressions",
+	"custom-http-errors":       customErrorsAlternative,
 	"limit-burst-multiplier":   "a higher limit-rps or limit-rpm (pier counts accepted requests over a sliding second or minute, with no burst on top)",
 }
 
@@ -27,8 +28,7 @@ var snippetAlternatives = map[string]string{
 // not implemented yet, so reported as such rather than as unknown.
 var plannedNginx = setOf("proxy-ssl-verify", "proxy-ssl-secret", "proxy-ssl-name",
 	"auth-url", "auth-signin", "auth-response-headers",
-	"custom-headers", "proxy-set-headers", "ssl-passthrough",
-	"custom-http-errors", "default-backend")
+	"custom-headers", "proxy-set-headers", "ssl-passthrough")
 
 func setOf(names ...string) map[string]bool {
 	m := make(map[string]bool, len(names))

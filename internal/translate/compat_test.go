@@ -63,6 +63,7 @@ var validCompat = map[string]string{
 	"canary-by-header":          "X-Canary",
 	"canary-by-header-value":    "v2",
 	"canary-by-cookie":          "canary",
+	"default-backend":           "errors",
 }
 
 func TestCompatAnnotationsAreAnchored(t *testing.T) {
@@ -78,7 +79,8 @@ func TestCompatAnnotationsAreAnchored(t *testing.T) {
 			for _, bad := range []string{valid + ";evil", valid + "\n", valid + "X", " " + valid + "\nhttp-request deny", valid + "'", "", valid + "\x00"} {
 				if (name == "app-root" || name == "rewrite-target" || name == "cors-allow-methods" || name == "cors-allow-headers" ||
 					name == "session-cookie-name" || name == "session-cookie-path" || name == "auth-secret" || name == "auth-realm" || name == "x-forwarded-prefix" ||
-					name == "canary-by-header" || name == "canary-by-header-value" || name == "canary-by-cookie") && bad == valid+"X" {
+					name == "canary-by-header" || name == "canary-by-header-value" || name == "canary-by-cookie" ||
+					name == "default-backend") && bad == valid+"X" {
 					continue // a path, method, header or cookie name with one more letter is another valid one
 				}
 				if _, issues := parseAnnotations(map[string]string{key: bad}); !hasFatal(issues) {

@@ -20,8 +20,10 @@ type parsedIngress struct {
 	routes   []route
 	// defaultPool is spec.defaultBackend's pool, or nil.
 	defaultPool *model.Pool
-	pools       map[string]*model.Pool
-	certs       []model.Certificate
+	// fallbackPool is the default-backend annotation's pool, or nil.
+	fallbackPool *model.Pool
+	pools        map[string]*model.Pool
+	certs        []model.Certificate
 	// certFields is the spec.tls field of each of certs, for problems.
 	certFields []string
 }
@@ -77,6 +79,10 @@ func parseIngress(ing *networkingv1.Ingress, x *index, opts Options) (*parsedIng
 	}
 	if err := p.parseRules(x, opts, &problems); err != nil {
 		return nil, append(problems, refusal(ing, "InvalidIngress", "spec.rules", "%v", err))
+	}
+	if err := p.resolveFallback(x, opts, &problems); err != nil {
+		key := keyOf(ing.Annotations, "default-backend")
+		return nil, append(problems, refusal(ing, "InvalidAnnotation", fieldForAnnotation(key), "%s: %v", quoteForMessage(key), err))
 	}
 	p.parseTLS(x, opts, &problems)
 	return p, problems

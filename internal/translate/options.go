@@ -37,6 +37,7 @@ func (p *parsedIngress) policyOptions(r route, http, tls bool) *model.PolicyOpti
 		CORS:            s.cors.model(),
 		BasicAuth:       s.auth.model(),
 		RateLimit:       s.rateLimit.model(),
+		DefaultBackend:  p.fallbackFor(r),
 	}
 	if http {
 		o.HTTPSRedirect = s.forceSSLRedirect || (s.sslRedirect && tls && p.hasTLSHost(r.host))
@@ -49,7 +50,8 @@ func (p *parsedIngress) policyOptions(r route, http, tls bool) *model.PolicyOpti
 	}
 	if !o.HTTPSRedirect && o.RedirectURL == "" && len(o.AllowSources) == 0 && len(o.DenySources) == 0 &&
 		o.MaxBodyBytes == 0 && o.AppRoot == "" && o.UpstreamHost == "" && o.CORS == nil &&
-		o.RewritePath == "" && o.BasicAuth == nil && o.RateLimit == nil && o.ForwardedPrefix == "" {
+		o.RewritePath == "" && o.BasicAuth == nil && o.RateLimit == nil && o.ForwardedPrefix == "" &&
+		o.DefaultBackend == nil {
 		return nil // nothing set: the policy renders as without annotations
 	}
 	o.AllowSources = slices.Clone(o.AllowSources)

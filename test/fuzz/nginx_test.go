@@ -31,7 +31,7 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 		"limit-rps": "10", "limit-rpm": "600", "limit-connections": "5",
 		"service-upstream": "true", "proxy-next-upstream-tries": "3", "x-forwarded-prefix": "/api",
 		"canary": "true", "canary-weight": "10", "canary-weight-total": "100", "canary-by-header": "X-Canary",
-		"canary-by-header-value": "v2", "canary-by-cookie": "canary"}
+		"canary-by-header-value": "v2", "canary-by-cookie": "canary", "default-backend": attackerErrorsName}
 	for i, name := range names {
 		v := good[name]
 		f.Add(uint8(i), v, uint8(i+1), good[names[(i+1)%len(names)]])
@@ -83,6 +83,12 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 				f.Add(uint8(i), good[name]+suffix, canary, "true")
 			}
 		}
+	}
+	// default-backend to the attacker's second Service, and the forms a
+	// Service name must not take.
+	backend := uint8(slices.Index(names, "default-backend"))
+	for _, v := range []string{attackerErrorsName, "web", "missing", "victim/web", "../errors", "errors)", "ERRORS"} {
+		f.Add(backend, v, uint8(slices.Index(names, "limit-rps")), "5")
 	}
 	for _, row := range badInputs() {
 		if row.field != "path" && row.field != "host" {

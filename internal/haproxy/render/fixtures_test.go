@@ -157,6 +157,7 @@ func fixtures() []fixture {
 		{"upstream-tries", triesFixture(web1, web2)},
 		{"forwarded-prefix", prefixFixture(web1, web2)},
 		{"canary", canaryFixture(web1, web2)},
+		{"default-backend", fallbackFixture(pool("empty"), web1, web2)},
 	}
 }
 

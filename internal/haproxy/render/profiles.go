@@ -37,10 +37,11 @@ type profile struct {
 	hasAppRoot      bool
 	hasUpstream     bool
 	hasRewrite      bool
-	cors            *corsProfile   // nil without enable-cors
-	auth            *authProfile   // nil without basic auth
-	limit           *limitProfile  // nil without rate limits
-	canary          *canaryProfile // nil without a canary
+	cors            *corsProfile     // nil without enable-cors
+	auth            *authProfile     // nil without basic auth
+	limit           *limitProfile    // nil without rate limits
+	canary          *canaryProfile   // nil without a canary
+	fallback        *fallbackProfile // nil without default-backend
 }
 
 // maxProfileBody bounds MaxBodyBytes as translation does (1 TiB).
@@ -90,6 +91,9 @@ func profileOf(o *model.PolicyOptions, tls bool, lists *sections, pools map[stri
 	if p.canary, err = canaryOf(o.Canary, lists.uuid, pools); err != nil {
 		return nil, err
 	}
+	if p.fallback, err = fallbackOf(o.DefaultBackend, lists.uuid, pools); err != nil {
+		return nil, err
+	}
 	if p.allow, err = prefixes(o.AllowSources); err != nil {
 		return nil, fmt.Errorf("allowed sources: %w", err)
 	}
@@ -97,7 +101,8 @@ func profileOf(o *model.PolicyOptions, tls bool, lists *sections, pools map[stri
 		return nil, fmt.Errorf("denied sources: %w", err)
 	}
 	if !p.httpsRedirect && p.redirectCode == 0 && len(p.allow) == 0 && len(p.deny) == 0 && p.maxBody == 0 &&
-		!p.hasAppRoot && !p.hasUpstream && !p.hasRewrite && !p.hasPrefix && p.cors == nil && p.auth == nil && p.limit == nil && p.canary == nil {
+		!p.hasAppRoot && !p.hasUpstream && !p.hasRewrite && !p.hasPrefix && p.cors == nil && p.auth == nil && p.limit == nil && p.canary == nil &&
+		p.fallback == nil {
 		return nil, nil // empty options render as none
 	}
 	return p, nil
@@ -328,6 +333,9 @@ func writeProfiles(c *encode.Config, ps []*profile) {
 		}
 		if p.canary != nil {
 			writeCanary(c, name, p.canary)
+		}
+		if p.fallback != nil {
+			writeFallback(c, name, p.fallback)
 		}
 	}
 }
