@@ -2,6 +2,7 @@ package render
 
 import (
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,12 +50,20 @@ func TestFallbackRevalidated(t *testing.T) {
 // backend, a route whose Service serves is not, another Ingress's route
 // to the same empty Service still gets 503, and a route whose only
 // member fails its health check moves to the default backend once
-// HAProxy marks it down.
+// HAProxy marks it down. The same with ACL rules instead of maps (a
+// host-less policy for another path first, an order a map lookup cannot
+// keep).
 func TestIntegrationFallback(t *testing.T) {
 	bin := haproxyBin(t)
 	if testing.Short() {
 		t.Skip("starts HAProxy")
 	}
+	for _, acl := range []bool{false, true} {
+		t.Run(map[bool]string{false: "maps", true: "acl"}[acl], func(t *testing.T) { testFallback(t, bin, acl) })
+	}
+}
+
+func testFallback(t *testing.T, bin string, acl bool) {
 	dead, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +74,15 @@ func TestIntegrationFallback(t *testing.T) {
 	live := pool("live", memberAt(startBackend(t, "live")))
 	errs := pool("errors", memberAt(startBackend(t, "errors")))
 	down := pool("down", memberAt(deadAddr))
-	addr := serveLB(t, bin, fallbackFixture(empty, live, errs, down))
+	lb := fallbackFixture(empty, live, errs, down)
+	if acl {
+		lb.Listeners[0].Policies = routes(append([]model.L7Policy{toPool(live, pathPrefix("/elsewhere"))},
+			lb.Listeners[0].Policies...)...)
+		if cfg, err := Config(lb, fixtureOptions()); err != nil || strings.Contains(string(cfg), "map_") {
+			t.Fatalf("ACL mode: %v, or the config still looks routes up in maps", err)
+		}
+	}
+	addr := serveLB(t, bin, lb)
 	get := func(host string) (int, string) {
 		resp := rawRequest(t, addr, "127.0.0.1", "GET /x?y=1 HTTP/1.1\r\nHost: "+host+"\r\n\r\n")
 		return resp.StatusCode, resp.Header.Get("X-Backend")
