@@ -38,6 +38,12 @@ type PolicyOptions struct {
 	// original one (rewrite-target). A path of letters, digits and
 	// ._~/- only.
 	RewritePath string `json:"rewritePath,omitempty"`
+	// StripPrefix, when set, makes RewritePath (then ending with "/")
+	// replace only StripPrefix and the "/" after it, keeping the rest of
+	// the path (rewrite-target "<path>/$2" with the path
+	// "<prefix>(/|$)(.*)"): /prefix/rest becomes RewritePath + "rest". A
+	// path of letters, digits and ._~/- not ending with "/".
+	StripPrefix string `json:"stripPrefix,omitempty"`
 	// ForwardedPrefix, when set, is sent to the backend as the
 	// X-Forwarded-Prefix header (x-forwarded-prefix), replacing any the
 	// client sent; a path of letters, digits and ._~/- only.

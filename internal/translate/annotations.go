@@ -79,6 +79,7 @@ type ingressSettings struct {
 	appRoot, upstreamVhost                   string
 	rewriteTarget, forwardedPrefix           string
 	useRegex                                 bool
+	rewriteTail                              bool // rewrite-target is <path>/$2
 	cors                                     corsSettings
 	affinity                                 affinitySettings
 	auth                                     authSettings
@@ -159,6 +160,8 @@ func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue
 	// says, as before, with a warning); with rewrite-target it would
 	// rewrite other paths than ingress-nginx, so the Ingress is refused.
 	switch {
+	case s.useRegex && s.rewriteTail:
+		// the prefix-strip form: its paths are checked in parseRules.
 	case s.useRegex && hasRewriteTarget(ann):
 		issues = append(issues, annotationIssue{key: useRegexKey(ann), fatal: true,
 			message: "use-regex is not supported with rewrite-target: pier matches paths by their pathType and " +

@@ -520,13 +520,17 @@ func TestRewriteTarget(t *testing.T) {
 		"/foo", "InvalidAnnotation", "use-regex", "use-regex is not supported with rewrite-target")
 	refused("use-regex invalid", map[string]string{NginxPrefix + "rewrite-target": "/", NginxPrefix + "use-regex": "yes;evil"},
 		"/foo", "InvalidAnnotation", "use-regex", "use-regex")
-	refused("capture group", map[string]string{NginxPrefix + "rewrite-target": "/$2"},
+	refused("capture group", map[string]string{NginxPrefix + "rewrite-target": "/$1"},
 		"/foo", "InvalidAnnotation", "rewrite-target", "capture groups")
+	refused("strip form, other path", map[string]string{NginxPrefix + "rewrite-target": "/$2"},
+		"/foo", "InvalidIngress", "spec.rules", "prefix-strip form")
+	refused("strip form, use-regex, other regex", map[string]string{NginxPrefix + "rewrite-target": "/$2", NginxPrefix + "use-regex": "true"},
+		"/foo/(.*)", "InvalidIngress", "spec.rules", "prefix-strip form")
 	refused("regex path", map[string]string{NginxPrefix + "rewrite-target": "/"},
 		"/foo(.*)", "InvalidIngress", "spec.rules", "regular expression")
 	for _, bad := range []string{"", "api", "/a?b=1", "/a%20b", "/a//b", "/a/../b", "/$1", "/a;evil", "/a b", "/a'b",
-		"/a\nb", "https://x.example/", "/a\\b", "/a%[src]"} {
-		if _, err := parseRewriteTarget(bad); err == nil {
+		"/a\nb", "https://x.example/", "/a\\b", "/a%[src]", "/a$2", "/$2$2", "$2", "/$1$2", "/a/$2;evil", "/a/$2/", "/a;evil/$2", "/$20"} {
+		if _, _, err := parseRewriteTarget(bad); err == nil {
 			t.Errorf("rewrite-target %q accepted", bad)
 		}
 	}

@@ -134,14 +134,14 @@ func (p *parsedIngress) parseRules(x *index, opts Options, problems *[]model.Pro
 			if paths++; opts.MaxPathsPerIngress > 0 && paths > opts.MaxPathsPerIngress {
 				return fmt.Errorf("more than %d paths (--max-paths-per-ingress)", opts.MaxPathsPerIngress)
 			}
-			path, pathMatch, err := checkPath(hp.Path, hp.PathType)
+			path, pathMatch, err := p.routePath(hp)
 			if err != nil {
 				return fmt.Errorf("%s: %w", pfield, err)
 			}
 			// With rewrite-target, ingress-nginx reads the path as a
 			// regular expression: refuse one that would match otherwise
 			// than pier's literal path.
-			if p.settings.rewriteTarget != "" && strings.ContainsAny(hp.Path, regexPathChars) {
+			if p.settings.rewriteTarget != "" && !p.settings.rewriteTail && strings.ContainsAny(hp.Path, regexPathChars) {
 				return fmt.Errorf("%s.path %s: with rewrite-target, ingress-nginx reads it as a regular expression, "+
 					"which pier does not support", pfield, quoteForMessage(hp.Path))
 			}

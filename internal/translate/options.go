@@ -33,6 +33,7 @@ func (p *parsedIngress) policyOptions(r route, http, tls bool) *model.PolicyOpti
 		AppRoot:         s.appRoot,
 		UpstreamHost:    s.upstreamVhost,
 		RewritePath:     s.rewriteTarget,
+		StripPrefix:     stripPrefixOf(s, r),
 		ForwardedPrefix: s.forwardedPrefix,
 		CORS:            s.cors.model(),
 		BasicAuth:       s.auth.model(),

@@ -61,7 +61,7 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 	// capture-group and log-format forms a target must not carry.
 	regex := uint8(slices.Index(names, "use-regex"))
 	rewrite := uint8(slices.Index(names, "rewrite-target"))
-	for _, v := range []string{"/", "/api/", "/$1", "/$2", "/%[src]", "/a?b=1", "/a\\b", "https://evil.example/", "/a;evil"} {
+	for _, v := range []string{"/", "/api/", "/$1", "/$2", "/v2/$2", "/v2$2", "/$2;evil", "/%[src]/$2", "/\\2/$2", "/%[src]", "/a?b=1", "/a\\b", "https://evil.example/", "/a;evil"} {
 		f.Add(rewrite, v, regex, "true")
 		f.Add(rewrite, v, regex+128, "false")
 	}
@@ -109,6 +109,9 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 				prefix = translate.AnnotationPrefix
 			}
 			a.extra[prefix+names[int(kv.k)%len(names)]] = kv.v
+			if strings.HasSuffix(kv.v, "$2") {
+				a.path = "/app(/|$)(.*)" // the path form a prefix-strip target needs
+			}
 		}
 		checkAttack(t, &a, baseline)
 	})

@@ -158,6 +158,7 @@ func fixtures() []fixture {
 		{"forwarded-prefix", prefixFixture(web1, web2)},
 		{"canary", canaryFixture(web1, web2)},
 		{"default-backend", fallbackFixture(pool("empty"), web1, web2)},
+		{"rewrite-strip", stripFixture(web1, web2)},
 	}
 }
 

@@ -32,6 +32,8 @@ type profile struct {
 	appRoot         encode.Word // valid when hasAppRoot
 	upstreamHost    encode.Word // valid when hasUpstream
 	rewritePath     encode.Word // valid when hasRewrite
+	stripRegex      encode.Word // valid when hasStrip: ^P(/|$)(.*), and rewritePath is T\2
+	hasStrip        bool
 	forwardedPrefix encode.Word // valid when hasPrefix
 	hasPrefix       bool
 	hasAppRoot      bool
@@ -173,7 +175,16 @@ const rewriteChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345
 // of x-forwarded-prefix for set-header, both log-format arguments.
 func rewriteOf(p *profile, o *model.PolicyOptions) error {
 	var err error
-	if o.RewritePath != "" {
+	switch {
+	case o.StripPrefix != "":
+		if p.stripRegex, err = encode.StripPrefixRegex(o.StripPrefix); err != nil {
+			return fmt.Errorf("strip prefix: %w", err)
+		}
+		if p.rewritePath, err = encode.TailRewrite(o.RewritePath); err != nil {
+			return fmt.Errorf("rewrite path: %w", err)
+		}
+		p.hasRewrite, p.hasStrip = true, true
+	case o.RewritePath != "":
 		if p.rewritePath, err = plainPathWord("rewrite path", o.RewritePath); err != nil {
 			return err
 		}
@@ -327,7 +338,12 @@ func writeProfiles(c *encode.Config, ps []*profile) {
 		if p.hasPrefix {
 			c.Line(httpRequest, encode.Lit("set-header"), encode.Lit("X-Forwarded-Prefix"), p.forwardedPrefix, ifWord, name)
 		}
-		if p.hasRewrite {
+		switch {
+		case p.hasStrip:
+			// replace-path works on the path only: the query string is
+			// kept (HAProxy 2.6 manual).
+			c.Line(httpRequest, encode.Lit("replace-path"), p.stripRegex, p.rewritePath, ifWord, name)
+		case p.hasRewrite:
 			// set-path keeps the query string (HAProxy 2.6 manual).
 			c.Line(httpRequest, encode.Lit("set-path"), p.rewritePath, ifWord, name)
 		}
