@@ -3,7 +3,7 @@ package model
 // PolicyOptions are what a policy does to a matching request before it
 // reaches its pool, in this order: HTTPSRedirect, RedirectURL or
 // RedirectPrefix, AppRoot, RateLimit (503), the source checks (403), the
-// CORS preflight (204), BasicAuth (401), MaxBodyBytes (413),
+// CORS preflight (204), BasicAuth (401), ExternalAuth, MaxBodyBytes (413),
 // UpstreamHost, ForwardedPrefix, RewritePath, then the Canary's choice
 // of pool, then DefaultBackend. Translation fills them
 // from one Ingress's annotations, so they never leak to another
@@ -55,6 +55,10 @@ type PolicyOptions struct {
 	// credentials of one of its users (auth-type: basic). It comes after
 	// the CORS preflight and before the body size.
 	BasicAuth *BasicAuth `json:"basicAuth,omitempty"`
+	// ExternalAuth, when set, asks an auth Service about every request
+	// first (auth-url): 2xx lets it through, 401 and 403 are answered,
+	// anything else is 500. It comes after BasicAuth.
+	ExternalAuth *ExternalAuth `json:"externalAuth,omitempty"`
 	// RateLimit, when set, answers 503 to a client address over its
 	// limits (limit-rps, limit-rpm, limit-connections). It comes after
 	// the redirects and app root, before the source checks.
@@ -65,6 +69,22 @@ type PolicyOptions struct {
 	// Canary, when set, sends some requests of the policy to another
 	// pool (a canary Ingress with the same host and path).
 	Canary *Canary `json:"canary,omitempty"`
+}
+
+// ExternalAuth is ingress-nginx's auth-url: each request is first sent,
+// headers only, with Method to Path on PoolID (a Service of the
+// Ingress's namespace), with Host. A 2xx answer lets it through with
+// ResponseHeaders copied from the answer (and removed from the request
+// when the answer lacks them); 401 is answered 401, or 302 to SigninURL
+// with rd= the request's URL when set; 403 is 403; anything else,
+// the Service unreachable included, 500.
+type ExternalAuth struct {
+	PoolID          string   `json:"poolId"`
+	Host            string   `json:"host"`
+	Path            string   `json:"path"`
+	Method          string   `json:"method"`
+	SigninURL       string   `json:"signinUrl,omitempty"`
+	ResponseHeaders []string `json:"responseHeaders,omitempty"`
 }
 
 // DefaultBackend is ingress-nginx's default-backend annotation: while

@@ -89,6 +89,7 @@ type ingressSettings struct {
 	tries                                    int
 	backendProtocol                          model.BackendProtocol
 	defaultBackend                           string
+	extAuth                                  extAuthSettings
 }
 
 // annotationIssue is one problem with one annotation.
@@ -104,7 +105,7 @@ type annotationIssue struct {
 // after its nginx.ingress.kubernetes.io/ twin and wins.
 func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue) {
 	s := ingressSettings{balance: model.AlgorithmRoundRobin, sslRedirect: true,
-		permanentCode: 301, temporalCode: 302, cors: defaultCORS(), canary: canarySettings{total: defaultCanaryTotal}}
+		permanentCode: 301, temporalCode: 302, extAuth: extAuthSettings{method: "GET"}, cors: defaultCORS(), canary: canarySettings{total: defaultCanaryTotal}}
 	var issues []annotationIssue
 	keys := make([]string, 0, len(ann))
 	for k := range ann {
@@ -171,6 +172,7 @@ func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue
 			message: "regular-expression paths are not supported: paths are matched by their pathType, use-regex ignored"})
 	}
 	issues = append(issues, canaryIssues(s.canary, ann)...)
+	issues = append(issues, extAuthIssues(s.extAuth, ann)...)
 	if _, typed := ann[keyOf(ann, "auth-type")]; s.auth.secret != "" && !typed {
 		issues = append(issues, annotationIssue{key: keyOf(ann, "auth-secret"),
 			message: "auth-secret without auth-type basic does nothing, as in ingress-nginx"})

@@ -114,6 +114,9 @@ func (g *lbGroup) build(opts Options, canaries map[string][]*canaryRef) (*model.
 			if p.fallbackPool != nil {
 				addPool(pools, p.fallbackPool)
 			}
+			if p.extAuthPool != nil {
+				addPool(pools, p.extAuthPool)
+			}
 			problems = append(problems, attachCanary(&kept[len(kept)-1], canaries, pools, lb, sources)...)
 			problems = append(problems, timeoutConflict(pools, p, r.poolID, warned)...)
 			problems = append(problems, affinityConflict(pools, p, r.poolID, warned)...)

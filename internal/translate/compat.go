@@ -161,6 +161,22 @@ var compatAnnotations = map[string]compatAnnotation{
 		s.defaultBackend, err = parseDefaultBackendName(v)
 		return err
 	}, difference: defaultBackendDifference},
+	"auth-url": {parse: func(s *ingressSettings, v string) (err error) {
+		s.extAuth.url, err = parseAuthURL(v)
+		return err
+	}, difference: extAuthDifference},
+	"auth-signin": {parse: func(s *ingressSettings, v string) (err error) {
+		s.extAuth.signin, err = parseRedirectURL(v)
+		return err
+	}, difference: "an absolute http(s) URL without nginx variables ($host, $escaped_request_uri); rd= the request's URL is appended"},
+	"auth-response-headers": {parse: func(s *ingressSettings, v string) (err error) {
+		s.extAuth.headers, err = parseAuthResponseHeaders(v)
+		return err
+	}},
+	"auth-method": {parse: func(s *ingressSettings, v string) (err error) {
+		s.extAuth.method, err = parseAuthMethod(v)
+		return err
+	}, difference: "GET (default), HEAD or POST; the auth request never has a body"},
 	"auth-type": {parse: func(s *ingressSettings, v string) (err error) {
 		s.auth.basic, err = parseAuthType(v)
 		return err

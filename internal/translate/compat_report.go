@@ -13,7 +13,7 @@ import (
 var snippetAlternatives = map[string]string{
 	"configuration-snippet": "the typed annotations of docs/migration.md (redirects, source ranges, body size, timeouts)",
 	"server-snippet":        "the typed annotations of docs/migration.md (ssl-redirect, permanent-redirect, source ranges)",
-	"auth-snippet":          "auth-url with auth-response-headers (issue 11, not yet in pier)",
+	"auth-snippet":          "auth-url with auth-response-headers (docs/migration.md, External auth)",
 	"stream-snippet":        "a Service of type LoadBalancer (pier's native provider) for TCP/UDP",
 	"modsecurity-snippet":   "a WAF in front of pier; pier has no ModSecurity",
 	"server-alias":          "one more host in spec.rules",
@@ -27,7 +27,6 @@ var snippetAlternatives = map[string]string{
 // plannedNginx are the other ingress-nginx annotations issue 11 lists:
 // not implemented yet, so reported as such rather than as unknown.
 var plannedNginx = setOf("proxy-ssl-verify", "proxy-ssl-secret", "proxy-ssl-name",
-	"auth-url", "auth-signin", "auth-response-headers",
 	"custom-headers", "proxy-set-headers", "ssl-passthrough")
 
 func setOf(names ...string) map[string]bool {

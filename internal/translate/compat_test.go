@@ -64,6 +64,10 @@ var validCompat = map[string]string{
 	"canary-by-header-value":    "v2",
 	"canary-by-cookie":          "canary",
 	"default-backend":           "errors",
+	"auth-url":                  "http://oauth2-proxy.ns.svc/oauth2/auth",
+	"auth-signin":               "https://login.example",
+	"auth-response-headers":     "X-Auth-Request-User, X-Auth-Request-Email",
+	"auth-method":               "HEAD",
 }
 
 func TestCompatAnnotationsAreAnchored(t *testing.T) {
@@ -80,7 +84,7 @@ func TestCompatAnnotationsAreAnchored(t *testing.T) {
 				if (name == "app-root" || name == "rewrite-target" || name == "cors-allow-methods" || name == "cors-allow-headers" ||
 					name == "session-cookie-name" || name == "session-cookie-path" || name == "auth-secret" || name == "auth-realm" || name == "x-forwarded-prefix" ||
 					name == "canary-by-header" || name == "canary-by-header-value" || name == "canary-by-cookie" ||
-					name == "default-backend") && bad == valid+"X" {
+					name == "default-backend" || name == "auth-url" || name == "auth-response-headers") && bad == valid+"X" {
 					continue // a path, method, header or cookie name with one more letter is another valid one
 				}
 				if _, issues := parseAnnotations(map[string]string{key: bad}); !hasFatal(issues) {

@@ -22,8 +22,10 @@ type parsedIngress struct {
 	defaultPool *model.Pool
 	// fallbackPool is the default-backend annotation's pool, or nil.
 	fallbackPool *model.Pool
-	pools        map[string]*model.Pool
-	certs        []model.Certificate
+	// extAuthPool is auth-url's pool, or nil.
+	extAuthPool *model.Pool
+	pools       map[string]*model.Pool
+	certs       []model.Certificate
 	// certFields is the spec.tls field of each of certs, for problems.
 	certFields []string
 }
@@ -82,6 +84,10 @@ func parseIngress(ing *networkingv1.Ingress, x *index, opts Options) (*parsedIng
 	}
 	if err := p.resolveFallback(x, opts, &problems); err != nil {
 		key := keyOf(ing.Annotations, "default-backend")
+		return nil, append(problems, refusal(ing, "InvalidAnnotation", fieldForAnnotation(key), "%s: %v", quoteForMessage(key), err))
+	}
+	if err := p.resolveExtAuth(x, opts, &problems); err != nil {
+		key := keyOf(ing.Annotations, "auth-url")
 		return nil, append(problems, refusal(ing, "InvalidAnnotation", fieldForAnnotation(key), "%s: %v", quoteForMessage(key), err))
 	}
 	p.parseTLS(x, opts, &problems)

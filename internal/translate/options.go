@@ -39,6 +39,7 @@ func (p *parsedIngress) policyOptions(r route, http, tls bool) *model.PolicyOpti
 		BasicAuth:       s.auth.model(),
 		RateLimit:       s.rateLimit.model(),
 		DefaultBackend:  p.fallbackFor(r),
+		ExternalAuth:    p.extAuthModel(),
 	}
 	if http {
 		o.HTTPSRedirect = s.forceSSLRedirect || (s.sslRedirect && tls && p.hasTLSHost(r.host))
@@ -52,7 +53,7 @@ func (p *parsedIngress) policyOptions(r route, http, tls bool) *model.PolicyOpti
 	if !o.HTTPSRedirect && o.RedirectURL == "" && len(o.AllowSources) == 0 && len(o.DenySources) == 0 &&
 		o.MaxBodyBytes == 0 && o.AppRoot == "" && o.UpstreamHost == "" && o.CORS == nil &&
 		o.RewritePath == "" && o.BasicAuth == nil && o.RateLimit == nil && o.ForwardedPrefix == "" &&
-		o.DefaultBackend == nil {
+		o.DefaultBackend == nil && o.ExternalAuth == nil {
 		return nil // nothing set: the policy renders as without annotations
 	}
 	o.AllowSources = slices.Clone(o.AllowSources)

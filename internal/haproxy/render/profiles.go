@@ -41,6 +41,7 @@ type profile struct {
 	hasRewrite      bool
 	cors            *corsProfile     // nil without enable-cors
 	auth            *authProfile     // nil without basic auth
+	extAuth         *extAuthProfile  // nil without auth-url
 	limit           *limitProfile    // nil without rate limits
 	canary          *canaryProfile   // nil without a canary
 	fallback        *fallbackProfile // nil without default-backend
@@ -87,6 +88,9 @@ func profileOf(o *model.PolicyOptions, tls bool, lists *sections, pools map[stri
 	if p.auth, err = lists.authProfile(o.BasicAuth); err != nil {
 		return nil, err
 	}
+	if p.extAuth, err = lists.extAuthProfile(o.ExternalAuth, pools); err != nil {
+		return nil, err
+	}
 	if p.limit, err = lists.rateLimitProfile(o.RateLimit, p.id); err != nil {
 		return nil, err
 	}
@@ -104,7 +108,7 @@ func profileOf(o *model.PolicyOptions, tls bool, lists *sections, pools map[stri
 	}
 	if !p.httpsRedirect && p.redirectCode == 0 && len(p.allow) == 0 && len(p.deny) == 0 && p.maxBody == 0 &&
 		!p.hasAppRoot && !p.hasUpstream && !p.hasRewrite && !p.hasPrefix && p.cors == nil && p.auth == nil && p.limit == nil && p.canary == nil &&
-		p.fallback == nil {
+		p.fallback == nil && p.extAuth == nil {
 		return nil, nil // empty options render as none
 	}
 	return p, nil
@@ -328,6 +332,9 @@ func writeProfiles(c *encode.Config, ps []*profile) {
 		}
 		if p.auth != nil {
 			writeAuth(c, name, p.auth)
+		}
+		if p.extAuth != nil {
+			writeExtAuth(c, name, p.extAuth)
 		}
 		if p.maxBody > 0 {
 			writeBodyLimit(c, name, p.maxBody)

@@ -98,6 +98,8 @@ func Sample(uuid string) *model.LoadBalancer {
 						Type: "auth-map", SHA256: "cd"},
 					RateLimit:      &model.RateLimit{RequestsPerSecond: 5, RequestsPerMinute: 100, Connections: 2},
 					DefaultBackend: &model.DefaultBackend{PoolID: "p1", RoutePoolID: "p0"},
+					ExternalAuth: &model.ExternalAuth{PoolID: "p1", Host: "auth.default.svc", Path: "/auth", Method: "GET",
+						SigninURL: "https://login.example/start", ResponseHeaders: []string{"X-User"}},
 					Canary: &model.Canary{PoolID: "p1", Weight: 10, WeightTotal: 100, Header: "X-Canary", HeaderValue: "v2",
 						Cookie: "canary", Source: model.Source{Kind: "Ingress", Namespace: "default", Name: "canary"}}}}},
 		}},

@@ -1,0 +1,175 @@
+package render
+
+import (
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"pier.dev/pier/internal/model"
+)
+
+// extAuthFixture: auth-url on app.test (with auth-signin and two
+// response headers) and on api.test (HEAD, no headers), beside a route
+// of another Ingress on the same host and pool without it.
+func extAuthFixture(app, other, auth model.Pool) *model.LoadBalancer {
+	with := func(p model.L7Policy, o model.PolicyOptions) model.L7Policy { p.Options = &o; return p }
+	return newLB([]model.Listener{httpListener("", routes(
+		toPool(app, hostIs("app.test"), pathPrefix("/public")),
+		with(toPool(app, hostIs("app.test"), pathPrefix("/")), model.PolicyOptions{ExternalAuth: &model.ExternalAuth{
+			PoolID: auth.ID, Host: "oauth2-proxy.ns.svc", Path: "/oauth2/auth", Method: "GET",
+			SigninURL: "https://login.test/oauth2/start", ResponseHeaders: []string{"X-Auth-Request-User", "X-Auth-Request-Email"}}}),
+		with(toPool(app, hostIs("api.test"), pathPrefix("/")), model.PolicyOptions{ExternalAuth: &model.ExternalAuth{
+			PoolID: auth.ID, Host: "oauth2-proxy.ns.svc.cluster.local", Path: "/check", Method: "HEAD"}}),
+		toPool(other, hostIs("other.test"), pathPrefix("/")),
+	))}, app, other, auth)
+}
+
+func TestExtAuthRevalidated(t *testing.T) {
+	app, auth := pool("app", member("10.0.0.1", 80)), pool("auth", member("10.0.0.2", 80))
+	good := model.ExternalAuth{PoolID: auth.ID, Host: "auth.ns.svc", Path: "/auth", Method: "GET"}
+	for name, mutate := range map[string]func(e *model.ExternalAuth){
+		"missing pool":  func(e *model.ExternalAuth) { e.PoolID = model.ID("nope") },
+		"method":        func(e *model.ExternalAuth) { e.Method = "DELETE" },
+		"method evil":   func(e *model.ExternalAuth) { e.Method = "GET;evil" },
+		"host evil":     func(e *model.ExternalAuth) { e.Host = "auth.ns.svc evil" },
+		"path format":   func(e *model.ExternalAuth) { e.Path = "/%[src]" },
+		"path quote":    func(e *model.ExternalAuth) { e.Path = "/a'b" },
+		"header evil":   func(e *model.ExternalAuth) { e.ResponseHeaders = []string{"X-User;evil"} },
+		"header comma":  func(e *model.ExternalAuth) { e.ResponseHeaders = []string{"X-A,X-B"} },
+		"signin evil":   func(e *model.ExternalAuth) { e.SigninURL = "https://login.test/' if TRUE" },
+		"signin scheme": func(e *model.ExternalAuth) { e.SigninURL = "javascript:alert(1)" },
+		"17 headers": func(e *model.ExternalAuth) {
+			for i := 0; i < 17; i++ {
+				e.ResponseHeaders = append(e.ResponseHeaders, "X-"+strings.Repeat("a", i+1))
+			}
+		},
+	} {
+		e := good
+		mutate(&e)
+		lb := newLB([]model.Listener{httpListener("", routes(toPool(app, hostIs("a.example"), pathPrefix("/"))))}, app, auth)
+		lb.Listeners[0].Policies[0].Options = &model.PolicyOptions{ExternalAuth: &e}
+		if _, err := Render(lb, lbAt(fixtureDir), nil, fixtureOptions()); err == nil {
+			t.Errorf("%s: rendered", name)
+		}
+	}
+}
+
+// startAuthServer decides per request by the original URI HAProxy sends
+// (X-Original-URI): /deny gets 401, /forbid 403, /broken 404 (an error),
+// anything else 200 with X-Auth-Request-User: alice (and X-Auth-Request-
+// Email only for /mail) when the client's cookie session=ok came along,
+// else 401. It records the method and Host of the last request.
+func startAuthServer(t *testing.T) (addr string, last func() (method, host, uri string), stop func()) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m, h, u string
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		uri := r.Header.Get("X-Original-URI")
+		m, h, u = r.Method, r.Host, r.URL.RequestURI()
+		switch {
+		case strings.HasPrefix(uri, "/deny"):
+			w.WriteHeader(401)
+		case strings.HasPrefix(uri, "/forbid"):
+			w.WriteHeader(403)
+		case strings.HasPrefix(uri, "/broken"):
+			w.WriteHeader(404)
+		case !strings.Contains(r.Header.Get("Cookie"), "session=ok"):
+			w.WriteHeader(401)
+		default:
+			w.Header().Set("X-Auth-Request-User", "alice")
+			if strings.HasPrefix(uri, "/mail") {
+				w.Header().Set("X-Auth-Request-Email", "alice@example.com")
+			}
+			w.WriteHeader(200)
+		}
+	})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return l.Addr().String(), func() (string, string, string) { return m, h, u }, func() { srv.Close() }
+}
+
+// startHeaderBackend answers 200 with the X-Auth-Request-User and -Email
+// headers it received as X-Seen-User and X-Seen-Email.
+func startHeaderBackend(t *testing.T, name string) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Backend", name)
+		w.Header().Set("X-Seen-User", strings.Join(r.Header.Values("X-Auth-Request-User"), "|"))
+		w.Header().Set("X-Seen-Email", strings.Join(r.Header.Values("X-Auth-Request-Email"), "|"))
+	})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return l.Addr().String()
+}
+
+// TestIntegrationExtAuth runs auth-url through a real HAProxy and pier's
+// Lua action against a real auth server deciding per request: 2xx lets
+// the request through with the listed headers copied from the auth
+// answer (a client's own X-Auth-Request-* removed when the answer lacks
+// them), 401 redirects to auth-signin with rd= the original URL (401
+// where no sign-in is set), 403 is 403, another status is 500, and an
+// auth server that is down gives 500. Another Ingress's route of the
+// same host and pool is never asked about.
+func TestIntegrationExtAuth(t *testing.T) {
+	bin := haproxyBin(t)
+	if testing.Short() {
+		t.Skip("starts HAProxy")
+	}
+	authAddr, last, stopAuth := startAuthServer(t)
+	app := pool("app", memberAt(startHeaderBackend(t, "app")))
+	other := pool("other", memberAt(startHeaderBackend(t, "other")))
+	auth := pool("oauth2-proxy", memberAt(authAddr))
+	auth.HealthCheck = false
+	addr := serveLB(t, bin, extAuthFixture(app, other, auth))
+	get := func(host, uri, headers string) *http.Response {
+		return rawRequest(t, addr, "127.0.0.1", "GET "+uri+" HTTP/1.1\r\nHost: "+host+"\r\n"+headers+"\r\n")
+	}
+	ok := "Cookie: session=ok\r\nX-Auth-Request-Email: forged@evil\r\n"
+	resp := get("app.test", "/mail/x?q=1", ok)
+	if resp.StatusCode != 200 || resp.Header.Get("X-Seen-User") != "alice" || resp.Header.Get("X-Seen-Email") != "alice@example.com" {
+		t.Errorf("/mail: %d user %q email %q", resp.StatusCode, resp.Header.Get("X-Seen-User"), resp.Header.Get("X-Seen-Email"))
+	}
+	if m, h, u := last(); m != "GET" || h != "oauth2-proxy.ns.svc" || u != "/oauth2/auth" {
+		t.Errorf("auth request %s %s %s, want GET oauth2-proxy.ns.svc /oauth2/auth", m, h, u)
+	}
+	resp = get("app.test", "/x", ok)
+	if resp.StatusCode != 200 || resp.Header.Get("X-Seen-User") != "alice" || resp.Header.Get("X-Seen-Email") != "" {
+		t.Errorf("/x: %d user %q email %q (a forged header must not pass)", resp.StatusCode,
+			resp.Header.Get("X-Seen-User"), resp.Header.Get("X-Seen-Email"))
+	}
+	resp = get("app.test", "/x?a=b&c=/d", "")
+	want := "https://login.test/oauth2/start?rd=" + url.QueryEscape("http://app.test/x?a=b&c=/d")
+	if resp.StatusCode != 302 || !strings.EqualFold(resp.Header.Get("Location"), want) {
+		t.Errorf("no session: %d to %q, want 302 to %q", resp.StatusCode, resp.Header.Get("Location"), want)
+	}
+	for _, tc := range []struct {
+		host, uri string
+		code      int
+	}{
+		{"app.test", "/forbid", 403},
+		{"app.test", "/broken", 500},
+		{"api.test", "/deny", 401},
+		{"api.test", "/x", 200},
+		{"app.test", "/public/deny", 200}, // 401 if auth were asked
+		{"other.test", "/deny", 200},
+	} {
+		if resp := get(tc.host, tc.uri, ok); resp.StatusCode != tc.code {
+			t.Errorf("%s%s: %d, want %d", tc.host, tc.uri, resp.StatusCode, tc.code)
+		}
+	}
+	if m, _, _ := last(); m != "HEAD" {
+		_, h, u := last()
+		t.Errorf("api.test asked with %s %s %s, want HEAD", m, h, u)
+	}
+	stopAuth()
+	if resp := get("app.test", "/x", ok); resp.StatusCode != 500 {
+		t.Errorf("auth server down: %d, want 500", resp.StatusCode)
+	}
+}
