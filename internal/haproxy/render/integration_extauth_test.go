@@ -4,9 +4,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"pier.dev/pier/internal/haproxy/layout"
 	"pier.dev/pier/internal/model"
 )
 
@@ -171,5 +174,49 @@ func TestIntegrationExtAuth(t *testing.T) {
 	stopAuth()
 	if resp := get("app.test", "/x", ok); resp.StatusCode != 500 {
 		t.Errorf("auth server down: %d, want 500", resp.StatusCode)
+	}
+}
+
+// TestExtAuthPacked: two load balancers with auth-url packed in one
+// HAProxy process (a shard) each load their own Lua file and register
+// their own action, and their internal frontends bind distinct sockets:
+// `haproxy -c -dW` accepts the two fragments together.
+func TestExtAuthPacked(t *testing.T) {
+	bin := haproxyBin(t)
+	dir := t.TempDir()
+	var fragments []string
+	for i, uuid := range []string{fixtureUUID, "6a1d0f7e-2b3c-4d5e-8f90-123456789abc"} {
+		lb := extAuthFixture(pool("app", member("10.0.0.1", 80)), pool("other", member("10.0.0.2", 80)),
+			pool("oauth2-proxy", member("10.0.0.9", 4180)))
+		lb.UUID = uuid
+		lb.Listeners[0].Port = 8080 + i
+		at := layout.LB{UUID: uuid, Dir: filepath.Join(dir, uuid)}
+		r, err := Render(lb, at, nil, fixtureOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range r.Maps {
+			writeFile(t, m.Path, m.Data)
+		}
+		writeFile(t, r.AuthLuaPath, r.AuthLua)
+		writeFile(t, at.Config(), r.Fragment)
+		fragments = append(fragments, at.Config())
+	}
+	global, err := Global(fixtureOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc, err := ProcessConf(procAt(dir), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "global.conf"), global)
+	writeFile(t, procAt(dir).Conf(), proc)
+	args := []string{"-c", "-dW", "-f", filepath.Join(dir, "global.conf"), "-f", procAt(dir).Conf()}
+	for _, f := range fragments {
+		args = append(args, "-f", f)
+	}
+	if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+		t.Fatalf("haproxy -c -dW of two packed fragments with auth-url: %v\n%s", err, out)
 	}
 }
