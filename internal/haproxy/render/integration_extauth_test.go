@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"pier.dev/pier/internal/haproxy/layout"
 	"pier.dev/pier/internal/model"
@@ -218,5 +219,47 @@ func TestExtAuthPacked(t *testing.T) {
 	}
 	if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
 		t.Fatalf("haproxy -c -dW of two packed fragments with auth-url: %v\n%s", err, out)
+	}
+}
+
+// TestIntegrationExtAuthSlow: the auth request is bounded by the auth
+// pool backend's timeout server (the Service port's, as for any route):
+// an answer within it lets the request through, a slower one gives 500
+// once it expires.
+func TestIntegrationExtAuthSlow(t *testing.T) {
+	bin := haproxyBin(t)
+	if testing.Short() {
+		t.Skip("starts HAProxy")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d, err := time.ParseDuration(strings.TrimPrefix(r.Header.Get("X-Original-URI"), "/sleep/")); err == nil {
+			time.Sleep(d)
+		}
+	})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	app := pool("app", memberAt(startHeaderBackend(t, "app")))
+	auth := pool("oauth2-proxy", memberAt(l.Addr().String()))
+	auth.HealthCheck, auth.ServerTimeout = false, 2*time.Second
+	addr := serveLB(t, bin, extAuthFixture(app, pool("other", member("10.0.0.2", 80)), auth))
+	for _, tc := range []struct {
+		sleep    string
+		code     int
+		min, max time.Duration
+	}{
+		{"1s", 200, time.Second, 1800 * time.Millisecond},
+		{"5s", 500, 2 * time.Second, 3500 * time.Millisecond},
+	} {
+		start := time.Now()
+		resp := rawRequest(t, addr, "127.0.0.1", "GET /sleep/"+tc.sleep+" HTTP/1.1\r\nHost: app.test\r\n\r\n")
+		took := time.Since(start)
+		t.Logf("auth answering in %s: %d after %s", tc.sleep, resp.StatusCode, took.Round(time.Millisecond))
+		if resp.StatusCode != tc.code || took < tc.min || took > tc.max {
+			t.Errorf("auth answering in %s: %d after %s, want %d within %s-%s", tc.sleep, resp.StatusCode, took, tc.code, tc.min, tc.max)
+		}
 	}
 }

@@ -24,7 +24,11 @@ core.register_action("pier_auth_5f0c6a9e-0d7e-4b1a-9c51-2b7c1e0a4d10", { "http-r
   local scheme = "http"
   if txn.sf:ssl_fc() then scheme = "https" end
   hdrs["x-original-url"] = { scheme .. "://" .. (txn.sf:req_hdr("host") or "") .. txn.sf:capture_req_uri() }
-  local req = { url = "http://" .. host .. path, dst = dst, headers = hdrs, timeout = 10000 }
+  -- The wait is bounded by the auth pool backend's timeout server (a
+  -- slower answer is a 504 there, so 500 here); httpclient's own timeout
+  -- is only a backstop above every pool timeout (24 h): on HAProxy 2.6.12
+  -- a shorter one did not cut the wait where it said.
+  local req = { url = "http://" .. host .. path, dst = dst, headers = hdrs, timeout = 86400000 }
   local hc = core.httpclient()
   local ok, res
   if method == "HEAD" then
