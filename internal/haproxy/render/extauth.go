@@ -14,6 +14,10 @@ import (
 // maxAuthHeaders bounds ResponseHeaders as translation does.
 const maxAuthHeaders = 16
 
+// maxAuthCookies is how many Set-Cookie lines of a 2xx auth answer are
+// passed to the client (extauth.lua keeps as many).
+const maxAuthCookies = 4
+
 // extAuthLua is pier's external-auth action (auth-url). actionMarker is
 // replaced by the load balancer's action name, so that load balancers
 // packed in one HAProxy process each register their own.
@@ -110,6 +114,15 @@ func writeExtAuth(c *encode.Config, name encode.Word, p *extAuthProfile) {
 	c.Line(append([]encode.Word{httpRequest, encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(403), ifWord, name}, is(403)...)...)
 	c.Line(httpRequest, encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(500), ifWord, name,
 		encode.Lit("!{"), authStatus, encode.Lit("-m"), encode.Lit("int"), encode.Lit("200:299"), closeBrace)
+	// As ingress-nginx's add_header Set-Cookie $auth_cookie: the auth
+	// answer's cookies go to the client with a success or redirect.
+	for i := 0; i < maxAuthCookies; i++ {
+		v := encode.Concat(encode.Lit("var(txn.pier_ac"), encode.Num(i), encode.Lit(")"))
+		c.Line(encode.Lit("http-response"), encode.Lit("add-header"), encode.Lit("Set-Cookie"),
+			encode.Concat(encode.Lit("%["), v, encode.Lit("]")), ifWord, name, openBrace, v, encode.Lit("-m"), encode.Lit("found"), closeBrace,
+			openBrace, encode.Lit("status"), encode.Lit("200"), encode.Lit("201"), encode.Lit("204"), encode.Lit("206"), encode.Lit("301"),
+			encode.Lit("302"), encode.Lit("303"), encode.Lit("304"), encode.Lit("307"), encode.Lit("308"), closeBrace)
+	}
 	for i, h := range p.names {
 		v := encode.Concat(encode.Lit("var(txn.pier_ah"), encode.Num(i), encode.Lit(")"))
 		c.Line(httpRequest, encode.Lit("set-header"), h, encode.Concat(encode.Lit("%["), v, encode.Lit("]")), ifWord, name,

@@ -85,6 +85,8 @@ func startAuthServer(t *testing.T) (addr string, last func() (method, host, uri 
 			w.WriteHeader(401)
 		default:
 			w.Header().Set("X-Auth-Request-User", "alice")
+			w.Header().Add("Set-Cookie", "session=ok; Path=/; HttpOnly")
+			w.Header().Add("Set-Cookie", "csrf=1; Path=/")
 			if strings.HasPrefix(uri, "/mail") {
 				w.Header().Set("X-Auth-Request-Email", "alice@example.com")
 			}
@@ -139,6 +141,9 @@ func TestIntegrationExtAuth(t *testing.T) {
 	resp := get("app.test", "/mail/x?q=1", ok)
 	if resp.StatusCode != 200 || resp.Header.Get("X-Seen-User") != "alice" || resp.Header.Get("X-Seen-Email") != "alice@example.com" {
 		t.Errorf("/mail: %d user %q email %q", resp.StatusCode, resp.Header.Get("X-Seen-User"), resp.Header.Get("X-Seen-Email"))
+	}
+	if got := resp.Header.Values("Set-Cookie"); len(got) != 2 || got[0] != "session=ok; Path=/; HttpOnly" || got[1] != "csrf=1; Path=/" {
+		t.Errorf("/mail: Set-Cookie %q, want the auth answer's two cookies", got)
 	}
 	if m, h, u := last(); m != "GET" || h != "oauth2-proxy.ns.svc" || u != "/oauth2/auth" {
 		t.Errorf("auth request %s %s %s, want GET oauth2-proxy.ns.svc /oauth2/auth", m, h, u)

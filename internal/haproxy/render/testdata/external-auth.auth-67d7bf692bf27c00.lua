@@ -2,7 +2,8 @@
 -- Asks the auth Service about the request (its headers, no body) and
 -- leaves the answer to the configuration's rules: txn.pier_auth is the
 -- status (0 when the Service could not be asked), txn.pier_ah<i> the
--- i-th listed response header of a 2xx answer. Arguments, all written
+-- i-th listed response header of a 2xx answer, txn.pier_ac<i> its i-th
+-- Set-Cookie (at most four). Arguments, all written
 -- by pier: the internal frontend's address, the Host, the path, the
 -- method (GET, HEAD, POST) and the header names ("," joined, or "-").
 local skip = { ["content-length"] = true, ["transfer-encoding"] = true, ["connection"] = true,
@@ -43,7 +44,19 @@ core.register_action("pier_auth_5f0c6a9e-0d7e-4b1a-9c51-2b7c1e0a4d10", { "http-r
     return
   end
   txn:set_var("txn.pier_auth", res.status)
-  if res.status < 200 or res.status > 299 or copy == "-" then
+  if res.status < 200 or res.status > 299 then
+    return
+  end
+  -- Set-Cookie lines of the answer (the first four), for the client.
+  local cookies = res.headers["set-cookie"]
+  if cookies ~= nil then
+    for i = 0, 3 do
+      if cookies[i] ~= nil then
+        txn:set_var("txn.pier_ac" .. i, cookies[i])
+      end
+    end
+  end
+  if copy == "-" then
     return
   end
   local i = 0
