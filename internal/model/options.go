@@ -3,9 +3,9 @@ package model
 // PolicyOptions are what a policy does to a matching request before it
 // reaches its pool, in this order: HTTPSRedirect, RedirectURL or
 // RedirectPrefix, AppRoot, RateLimit (503), the source checks (403), the
-// CORS preflight (204), BasicAuth (401), MaxBodyBytes (413),
+// CORS preflight (204), BasicAuth (401), ExternalAuth, MaxBodyBytes (413),
 // UpstreamHost, ForwardedPrefix, RewritePath, then the Canary's choice
-// of pool. Translation fills them
+// of pool, then DefaultBackend. Translation fills them
 // from one Ingress's annotations, so they never leak to another
 // Ingress's routes on a shared load balancer.
 type PolicyOptions struct {
@@ -38,6 +38,12 @@ type PolicyOptions struct {
 	// original one (rewrite-target). A path of letters, digits and
 	// ._~/- only.
 	RewritePath string `json:"rewritePath,omitempty"`
+	// StripPrefix, when set, makes RewritePath (then ending with "/")
+	// replace only StripPrefix and the "/" after it, keeping the rest of
+	// the path (rewrite-target "<path>/$2" with the path
+	// "<prefix>(/|$)(.*)"): /prefix/rest becomes RewritePath + "rest". A
+	// path of letters, digits and ._~/- not ending with "/".
+	StripPrefix string `json:"stripPrefix,omitempty"`
 	// ForwardedPrefix, when set, is sent to the backend as the
 	// X-Forwarded-Prefix header (x-forwarded-prefix), replacing any the
 	// client sent; a path of letters, digits and ._~/- only.
@@ -49,13 +55,46 @@ type PolicyOptions struct {
 	// credentials of one of its users (auth-type: basic). It comes after
 	// the CORS preflight and before the body size.
 	BasicAuth *BasicAuth `json:"basicAuth,omitempty"`
+	// ExternalAuth, when set, asks an auth Service about every request
+	// first (auth-url): 2xx lets it through, 401 and 403 are answered,
+	// anything else is 500. It comes after BasicAuth.
+	ExternalAuth *ExternalAuth `json:"externalAuth,omitempty"`
 	// RateLimit, when set, answers 503 to a client address over its
 	// limits (limit-rps, limit-rpm, limit-connections). It comes after
 	// the redirects and app root, before the source checks.
 	RateLimit *RateLimit `json:"rateLimit,omitempty"`
+	// DefaultBackend, when set, sends the policy's requests to another
+	// pool while the policy's own has no usable member (default-backend).
+	DefaultBackend *DefaultBackend `json:"defaultBackend,omitempty"`
 	// Canary, when set, sends some requests of the policy to another
 	// pool (a canary Ingress with the same host and path).
 	Canary *Canary `json:"canary,omitempty"`
+}
+
+// ExternalAuth is ingress-nginx's auth-url: each request is first sent,
+// headers only, with Method to Path on PoolID (a Service of the
+// Ingress's namespace), with Host. A 2xx answer lets it through with
+// ResponseHeaders copied from the answer (and removed from the request
+// when the answer lacks them); 401 is answered 401, or 302 to SigninURL
+// with rd= the request's URL when set; 403 is 403; anything else,
+// the Service unreachable included, 500.
+type ExternalAuth struct {
+	PoolID          string   `json:"poolId"`
+	Host            string   `json:"host"`
+	Path            string   `json:"path"`
+	Method          string   `json:"method"`
+	SigninURL       string   `json:"signinUrl,omitempty"`
+	ResponseHeaders []string `json:"responseHeaders,omitempty"`
+}
+
+// DefaultBackend is ingress-nginx's default-backend annotation: while
+// RoutePoolID (the policy's own pool) has no usable member, its requests
+// go to PoolID. RoutePoolID is carried so that the rule names the pool it
+// watches, and two policies of one Ingress to different Services get
+// different profiles.
+type DefaultBackend struct {
+	PoolID      string `json:"poolId"`
+	RoutePoolID string `json:"routePoolId"`
 }
 
 // Canary is ingress-nginx's canary: a request goes to PoolID when its

@@ -79,6 +79,7 @@ type ingressSettings struct {
 	appRoot, upstreamVhost                   string
 	rewriteTarget, forwardedPrefix           string
 	useRegex                                 bool
+	rewriteTail                              bool // rewrite-target is <path>/$2
 	cors                                     corsSettings
 	affinity                                 affinitySettings
 	auth                                     authSettings
@@ -87,6 +88,8 @@ type ingressSettings struct {
 	canary                                   canarySettings
 	tries                                    int
 	backendProtocol                          model.BackendProtocol
+	defaultBackend                           string
+	extAuth                                  extAuthSettings
 }
 
 // annotationIssue is one problem with one annotation.
@@ -102,7 +105,7 @@ type annotationIssue struct {
 // after its nginx.ingress.kubernetes.io/ twin and wins.
 func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue) {
 	s := ingressSettings{balance: model.AlgorithmRoundRobin, sslRedirect: true,
-		permanentCode: 301, temporalCode: 302, cors: defaultCORS(), canary: canarySettings{total: defaultCanaryTotal}}
+		permanentCode: 301, temporalCode: 302, extAuth: extAuthSettings{method: "GET"}, cors: defaultCORS(), canary: canarySettings{total: defaultCanaryTotal}}
 	var issues []annotationIssue
 	keys := make([]string, 0, len(ann))
 	for k := range ann {
@@ -158,6 +161,8 @@ func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue
 	// says, as before, with a warning); with rewrite-target it would
 	// rewrite other paths than ingress-nginx, so the Ingress is refused.
 	switch {
+	case s.useRegex && s.rewriteTail:
+		// the prefix-strip form: its paths are checked in parseRules.
 	case s.useRegex && hasRewriteTarget(ann):
 		issues = append(issues, annotationIssue{key: useRegexKey(ann), fatal: true,
 			message: "use-regex is not supported with rewrite-target: pier matches paths by their pathType and " +
@@ -167,6 +172,7 @@ func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue
 			message: "regular-expression paths are not supported: paths are matched by their pathType, use-regex ignored"})
 	}
 	issues = append(issues, canaryIssues(s.canary, ann)...)
+	issues = append(issues, extAuthIssues(s.extAuth, ann)...)
 	if _, typed := ann[keyOf(ann, "auth-type")]; s.auth.secret != "" && !typed {
 		issues = append(issues, annotationIssue{key: keyOf(ann, "auth-secret"),
 			message: "auth-secret without auth-type basic does nothing, as in ingress-nginx"})

@@ -111,6 +111,12 @@ func (g *lbGroup) build(opts Options, canaries map[string][]*canaryRef) (*model.
 			claims[key] = claim{owner: p}
 			kept = append(kept, keptRoute{route: r, owner: p})
 			addPool(pools, p.pools[r.poolID])
+			if p.fallbackPool != nil {
+				addPool(pools, p.fallbackPool)
+			}
+			if p.extAuthPool != nil {
+				addPool(pools, p.extAuthPool)
+			}
 			problems = append(problems, attachCanary(&kept[len(kept)-1], canaries, pools, lb, sources)...)
 			problems = append(problems, timeoutConflict(pools, p, r.poolID, warned)...)
 			problems = append(problems, affinityConflict(pools, p, r.poolID, warned)...)

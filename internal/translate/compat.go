@@ -150,13 +150,33 @@ var compatAnnotations = map[string]compatAnnotation{
 		return err
 	}, difference: "per Service port: Ingresses sharing a backend use the oldest one's; HTTPS and GRPCS are not verified and send no SNI (proxy-ssl-* not yet supported); AJP, FCGI and AUTO_HTTP refuse the Ingress"},
 	"rewrite-target": {parse: func(s *ingressSettings, v string) (err error) {
-		s.rewriteTarget, err = parseRewriteTarget(v)
+		s.rewriteTarget, s.rewriteTail, err = parseRewriteTarget(v)
 		return err
 	}, difference: rewriteDifference},
 	"use-regex": {parse: func(s *ingressSettings, v string) (err error) {
 		s.useRegex, err = parseNginxBool(v)
 		return err
-	}, difference: "only false (the default) is supported: pier matches paths by their pathType; true is ignored, and refuses the Ingress with rewrite-target"},
+	}, difference: "true is supported only for the prefix-strip form (paths <prefix>(/|$)(.*), rewrite-target <path>/$2); otherwise paths match by their pathType: true is ignored alone, and refuses the Ingress with another rewrite-target"},
+	"default-backend": {parse: func(s *ingressSettings, v string) (err error) {
+		s.defaultBackend, err = parseDefaultBackendName(v)
+		return err
+	}, difference: defaultBackendDifference},
+	"auth-url": {parse: func(s *ingressSettings, v string) (err error) {
+		s.extAuth.url, err = parseAuthURL(v)
+		return err
+	}, difference: extAuthDifference},
+	"auth-signin": {parse: func(s *ingressSettings, v string) (err error) {
+		s.extAuth.signin, err = parseRedirectURL(v)
+		return err
+	}, difference: "an absolute http(s) URL without nginx variables ($host, $escaped_request_uri); rd= the request's URL is appended"},
+	"auth-response-headers": {parse: func(s *ingressSettings, v string) (err error) {
+		s.extAuth.headers, err = parseAuthResponseHeaders(v)
+		return err
+	}},
+	"auth-method": {parse: func(s *ingressSettings, v string) (err error) {
+		s.extAuth.method, err = parseAuthMethod(v)
+		return err
+	}, difference: "GET (default), HEAD or POST; the auth request never has a body"},
 	"auth-type": {parse: func(s *ingressSettings, v string) (err error) {
 		s.auth.basic, err = parseAuthType(v)
 		return err
@@ -364,27 +384,14 @@ func parseRedirectCode(v string) (int, error) {
 
 // rewriteDifference is how rewrite-target differs from ingress-nginx.
 const rewriteDifference = "the path is matched as its pathType says (case-sensitive, Prefix by path element), " +
-	"not as ingress-nginx's case-insensitive regular expression; no capture groups ($1) and no use-regex"
+	"not as ingress-nginx's case-insensitive regular expression; the only capture groups are the prefix-strip form " +
+	"(paths <prefix>(/|$)(.*) with <path>/$2, routed as Prefix <prefix>): other regular-expression paths refuse the Ingress"
 
 // rewriteChars are the bytes a rewrite-target may hold: a plain path. No
 // "$" (capture groups need use-regex, which pier does not implement), no
 // "?" (the query string is kept as it came), no "%" (a log-format
 // directive in set-path), no escapes.
 const rewriteChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._~/-"
-
-// parseRewriteTarget accepts what ingress-nginx's rewrite-target becomes
-// without capture groups: the path every request of the route is sent
-// to the backend with (ingress-nginx: rewrite "(?i)<path>" <target>
-// break, which replaces the whole path and keeps the query string). It
-// must be an absolute path (the Exact path rules) of letters, digits and
-// ._~/- only.
-func parseRewriteTarget(v string) (string, error) {
-	if strings.Contains(v, "$") {
-		return "", fmt.Errorf("rewrite-target %s: capture groups ($1 …) need use-regex, which pier does not support: "+
-			"write the target path without them", quoteForMessage(v))
-	}
-	return plainPath("rewrite-target", v)
-}
 
 // plainPath accepts an absolute path (the Exact path rules) of letters,
 // digits and ._~/- only: safe as a log-format argument (no "%"), with no

@@ -13,22 +13,21 @@ import (
 var snippetAlternatives = map[string]string{
 	"configuration-snippet": "the typed annotations of docs/migration.md (redirects, source ranges, body size, timeouts)",
 	"server-snippet":        "the typed annotations of docs/migration.md (ssl-redirect, permanent-redirect, source ranges)",
-	"auth-snippet":          "auth-url with auth-response-headers (issue 11, not yet in pier)",
+	"auth-snippet":          "auth-url with auth-response-headers (docs/migration.md, External auth)",
 	"stream-snippet":        "a Service of type LoadBalancer (pier's native provider) for TCP/UDP",
 	"modsecurity-snippet":   "a WAF in front of pier; pier has no ModSecurity",
 	"server-alias":          "one more host in spec.rules",
 	// Not snippets: what pier does instead.
 	"proxy-next-upstream":      "proxy-next-upstream-tries; pier retries on connection failures and empty responses only (HAProxy's retry-on), not on timeouts or 5xx",
 	"canary-by-header-pattern": "canary-by-header-value (one exact value); pier matches no regular expressions",
+	"custom-http-errors":       customErrorsAlternative,
 	"limit-burst-multiplier":   "a higher limit-rps or limit-rpm (pier counts accepted requests over a sliding second or minute, with no burst on top)",
 }
 
 // plannedNginx are the other ingress-nginx annotations issue 11 lists:
 // not implemented yet, so reported as such rather than as unknown.
 var plannedNginx = setOf("proxy-ssl-verify", "proxy-ssl-secret", "proxy-ssl-name",
-	"auth-url", "auth-signin", "auth-response-headers",
-	"custom-headers", "proxy-set-headers", "ssl-passthrough",
-	"custom-http-errors", "default-backend")
+	"custom-headers", "proxy-set-headers", "ssl-passthrough")
 
 func setOf(names ...string) map[string]bool {
 	m := make(map[string]bool, len(names))

@@ -63,6 +63,11 @@ var validCompat = map[string]string{
 	"canary-by-header":          "X-Canary",
 	"canary-by-header-value":    "v2",
 	"canary-by-cookie":          "canary",
+	"default-backend":           "errors",
+	"auth-url":                  "http://oauth2-proxy.ns.svc/oauth2/auth",
+	"auth-signin":               "https://login.example",
+	"auth-response-headers":     "X-Auth-Request-User, X-Auth-Request-Email",
+	"auth-method":               "HEAD",
 }
 
 func TestCompatAnnotationsAreAnchored(t *testing.T) {
@@ -78,7 +83,8 @@ func TestCompatAnnotationsAreAnchored(t *testing.T) {
 			for _, bad := range []string{valid + ";evil", valid + "\n", valid + "X", " " + valid + "\nhttp-request deny", valid + "'", "", valid + "\x00"} {
 				if (name == "app-root" || name == "rewrite-target" || name == "cors-allow-methods" || name == "cors-allow-headers" ||
 					name == "session-cookie-name" || name == "session-cookie-path" || name == "auth-secret" || name == "auth-realm" || name == "x-forwarded-prefix" ||
-					name == "canary-by-header" || name == "canary-by-header-value" || name == "canary-by-cookie") && bad == valid+"X" {
+					name == "canary-by-header" || name == "canary-by-header-value" || name == "canary-by-cookie" ||
+					name == "default-backend" || name == "auth-url" || name == "auth-response-headers") && bad == valid+"X" {
 					continue // a path, method, header or cookie name with one more letter is another valid one
 				}
 				if _, issues := parseAnnotations(map[string]string{key: bad}); !hasFatal(issues) {
@@ -518,13 +524,17 @@ func TestRewriteTarget(t *testing.T) {
 		"/foo", "InvalidAnnotation", "use-regex", "use-regex is not supported with rewrite-target")
 	refused("use-regex invalid", map[string]string{NginxPrefix + "rewrite-target": "/", NginxPrefix + "use-regex": "yes;evil"},
 		"/foo", "InvalidAnnotation", "use-regex", "use-regex")
-	refused("capture group", map[string]string{NginxPrefix + "rewrite-target": "/$2"},
+	refused("capture group", map[string]string{NginxPrefix + "rewrite-target": "/$1"},
 		"/foo", "InvalidAnnotation", "rewrite-target", "capture groups")
+	refused("strip form, other path", map[string]string{NginxPrefix + "rewrite-target": "/$2"},
+		"/foo", "InvalidIngress", "spec.rules", "prefix-strip form")
+	refused("strip form, use-regex, other regex", map[string]string{NginxPrefix + "rewrite-target": "/$2", NginxPrefix + "use-regex": "true"},
+		"/foo/(.*)", "InvalidIngress", "spec.rules", "prefix-strip form")
 	refused("regex path", map[string]string{NginxPrefix + "rewrite-target": "/"},
 		"/foo(.*)", "InvalidIngress", "spec.rules", "regular expression")
 	for _, bad := range []string{"", "api", "/a?b=1", "/a%20b", "/a//b", "/a/../b", "/$1", "/a;evil", "/a b", "/a'b",
-		"/a\nb", "https://x.example/", "/a\\b", "/a%[src]"} {
-		if _, err := parseRewriteTarget(bad); err == nil {
+		"/a\nb", "https://x.example/", "/a\\b", "/a%[src]", "/a$2", "/$2$2", "$2", "/$1$2", "/a/$2;evil", "/a/$2/", "/a;evil/$2", "/$20"} {
+		if _, _, err := parseRewriteTarget(bad); err == nil {
 			t.Errorf("rewrite-target %q accepted", bad)
 		}
 	}

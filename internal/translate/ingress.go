@@ -20,6 +20,10 @@ type parsedIngress struct {
 	routes   []route
 	// defaultPool is spec.defaultBackend's pool, or nil.
 	defaultPool *model.Pool
+	// fallbackPool is the default-backend annotation's pool, or nil.
+	fallbackPool *model.Pool
+	// extAuthPool is auth-url's pool, or nil.
+	extAuthPool *model.Pool
 	pools       map[string]*model.Pool
 	certs       []model.Certificate
 	// certFields is the spec.tls field of each of certs, for problems.
@@ -78,6 +82,14 @@ func parseIngress(ing *networkingv1.Ingress, x *index, opts Options) (*parsedIng
 	if err := p.parseRules(x, opts, &problems); err != nil {
 		return nil, append(problems, refusal(ing, "InvalidIngress", "spec.rules", "%v", err))
 	}
+	if err := p.resolveFallback(x, opts, &problems); err != nil {
+		key := keyOf(ing.Annotations, "default-backend")
+		return nil, append(problems, refusal(ing, "InvalidAnnotation", fieldForAnnotation(key), "%s: %v", quoteForMessage(key), err))
+	}
+	if err := p.resolveExtAuth(x, opts, &problems); err != nil {
+		key := keyOf(ing.Annotations, "auth-url")
+		return nil, append(problems, refusal(ing, "InvalidAnnotation", fieldForAnnotation(key), "%s: %v", quoteForMessage(key), err))
+	}
 	p.parseTLS(x, opts, &problems)
 	return p, problems
 }
@@ -128,14 +140,14 @@ func (p *parsedIngress) parseRules(x *index, opts Options, problems *[]model.Pro
 			if paths++; opts.MaxPathsPerIngress > 0 && paths > opts.MaxPathsPerIngress {
 				return fmt.Errorf("more than %d paths (--max-paths-per-ingress)", opts.MaxPathsPerIngress)
 			}
-			path, pathMatch, err := checkPath(hp.Path, hp.PathType)
+			path, pathMatch, err := p.routePath(hp)
 			if err != nil {
 				return fmt.Errorf("%s: %w", pfield, err)
 			}
 			// With rewrite-target, ingress-nginx reads the path as a
 			// regular expression: refuse one that would match otherwise
 			// than pier's literal path.
-			if p.settings.rewriteTarget != "" && strings.ContainsAny(hp.Path, regexPathChars) {
+			if p.settings.rewriteTarget != "" && !p.settings.rewriteTail && strings.ContainsAny(hp.Path, regexPathChars) {
 				return fmt.Errorf("%s.path %s: with rewrite-target, ingress-nginx reads it as a regular expression, "+
 					"which pier does not support", pfield, quoteForMessage(hp.Path))
 			}

@@ -33,10 +33,13 @@ func (p *parsedIngress) policyOptions(r route, http, tls bool) *model.PolicyOpti
 		AppRoot:         s.appRoot,
 		UpstreamHost:    s.upstreamVhost,
 		RewritePath:     s.rewriteTarget,
+		StripPrefix:     stripPrefixOf(s, r),
 		ForwardedPrefix: s.forwardedPrefix,
 		CORS:            s.cors.model(),
 		BasicAuth:       s.auth.model(),
 		RateLimit:       s.rateLimit.model(),
+		DefaultBackend:  p.fallbackFor(r),
+		ExternalAuth:    p.extAuthModel(),
 	}
 	if http {
 		o.HTTPSRedirect = s.forceSSLRedirect || (s.sslRedirect && tls && p.hasTLSHost(r.host))
@@ -49,7 +52,8 @@ func (p *parsedIngress) policyOptions(r route, http, tls bool) *model.PolicyOpti
 	}
 	if !o.HTTPSRedirect && o.RedirectURL == "" && len(o.AllowSources) == 0 && len(o.DenySources) == 0 &&
 		o.MaxBodyBytes == 0 && o.AppRoot == "" && o.UpstreamHost == "" && o.CORS == nil &&
-		o.RewritePath == "" && o.BasicAuth == nil && o.RateLimit == nil && o.ForwardedPrefix == "" {
+		o.RewritePath == "" && o.BasicAuth == nil && o.RateLimit == nil && o.ForwardedPrefix == "" &&
+		o.DefaultBackend == nil && o.ExternalAuth == nil {
 		return nil // nothing set: the policy renders as without annotations
 	}
 	o.AllowSources = slices.Clone(o.AllowSources)

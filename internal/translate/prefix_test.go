@@ -1,6 +1,10 @@
 package translate
 
-import "testing"
+import (
+	"testing"
+
+	"pier.dev/pier/internal/model"
+)
 
 func TestForwardedPrefix(t *testing.T) {
 	a := simpleIngress(t, "ns", "a", 0, map[string]string{AnnotationLoadBalancer: "g",
@@ -17,6 +21,31 @@ func TestForwardedPrefix(t *testing.T) {
 	for _, bad := range []string{"app", "/a b", "/$1", "/a%2F", "/a?x", "/a/../b", "/a;evil"} {
 		if _, err := plainPath("x-forwarded-prefix", bad); err == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// The prefix-strip form: paths "P(/|$)(.*)" with rewrite-target "T$2"
+// (with or without use-regex true) route as Prefix P and carry T and P.
+func TestRewriteStripForm(t *testing.T) {
+	for _, ann := range []map[string]string{
+		{NginxPrefix + "rewrite-target": "/$2", NginxPrefix + "use-regex": "true"},
+		{AnnotationPrefix + "rewrite-target": "/$2"},
+	} {
+		ing := simpleIngress(t, "ns", "a", 0, ann, "a.example", "/shop.v1(/|$)(.*)")
+		lb := onlyLB(t, Ingresses(snapshotOf(ing), DefaultOptions()))
+		p := lb.Listeners[0].Policies[0]
+		last := p.Rules[len(p.Rules)-1]
+		if last.Value != "/shop.v1" || last.Compare != model.CompareStartsWith {
+			t.Errorf("%v: routed as %+v, want Prefix /shop.v1", ann, last)
+		}
+		if o := p.Options; o == nil || o.RewritePath != "/" || o.StripPrefix != "/shop.v1" {
+			t.Errorf("%v: options %+v", ann, o)
+		}
+	}
+	for _, bad := range []string{"/(/|$)(.*)", "/a/(/|$)(.*)", "(/|$)(.*)", "/a(/|$)(.+)", "/a;b(/|$)(.*)", "/a(/|$)(.*)x", "/A B(/|$)(.*)"} {
+		if _, err := parseStripPath(bad); err == nil {
+			t.Errorf("path %q accepted", bad)
 		}
 	}
 }

@@ -31,7 +31,9 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 		"limit-rps": "10", "limit-rpm": "600", "limit-connections": "5",
 		"service-upstream": "true", "proxy-next-upstream-tries": "3", "x-forwarded-prefix": "/api",
 		"canary": "true", "canary-weight": "10", "canary-weight-total": "100", "canary-by-header": "X-Canary",
-		"canary-by-header-value": "v2", "canary-by-cookie": "canary"}
+		"canary-by-header-value": "v2", "canary-by-cookie": "canary", "default-backend": attackerErrorsName,
+		"auth-url": "http://web." + attackerNS + ".svc/oauth2/auth", "auth-signin": "https://login.example/start",
+		"auth-response-headers": "X-Auth-Request-User, X-Auth-Request-Email", "auth-method": "HEAD"}
 	for i, name := range names {
 		v := good[name]
 		f.Add(uint8(i), v, uint8(i+1), good[names[(i+1)%len(names)]])
@@ -61,7 +63,7 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 	// capture-group and log-format forms a target must not carry.
 	regex := uint8(slices.Index(names, "use-regex"))
 	rewrite := uint8(slices.Index(names, "rewrite-target"))
-	for _, v := range []string{"/", "/api/", "/$1", "/$2", "/%[src]", "/a?b=1", "/a\\b", "https://evil.example/", "/a;evil"} {
+	for _, v := range []string{"/", "/api/", "/$1", "/$2", "/v2/$2", "/v2$2", "/$2;evil", "/%[src]/$2", "/\\2/$2", "/%[src]", "/a?b=1", "/a\\b", "https://evil.example/", "/a;evil"} {
 		f.Add(rewrite, v, regex, "true")
 		f.Add(rewrite, v, regex+128, "false")
 	}
@@ -84,6 +86,26 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 			}
 		}
 	}
+	// External auth: each companion beside auth-url, and the auth-url
+	// forms that must be refused (another namespace, https, a query).
+	authURL := uint8(slices.Index(names, "auth-url"))
+	for i, name := range names {
+		if name == "auth-signin" || name == "auth-response-headers" || name == "auth-method" {
+			for _, suffix := range []string{"", ";evil", "\n    http-request return status 200", "' if TRUE #", "%[src]", ",X-B", "?rd=$host"} {
+				f.Add(uint8(i), good[name]+suffix, authURL, good["auth-url"])
+			}
+		}
+	}
+	for _, v := range []string{"http://web.victim.svc/a", "https://web." + attackerNS + ".svc/a", "http://web." + attackerNS + ".svc/a?x=1",
+		"http://web." + attackerNS + ".svc:0/a", "http://10.0.0.1/a", "http://web." + attackerNS + ".svc/%[src]", "http://web." + attackerNS + ".svc/a' b"} {
+		f.Add(authURL, v, uint8(slices.Index(names, "limit-rps")), "5")
+	}
+	// default-backend to the attacker's second Service, and the forms a
+	// Service name must not take.
+	backend := uint8(slices.Index(names, "default-backend"))
+	for _, v := range []string{attackerErrorsName, "web", "missing", "victim/web", "../errors", "errors)", "ERRORS"} {
+		f.Add(backend, v, uint8(slices.Index(names, "limit-rps")), "5")
+	}
 	for _, row := range badInputs() {
 		if row.field != "path" && row.field != "host" {
 			f.Add(uint8(7), row.in, uint8(9), row.in)
@@ -103,6 +125,9 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 				prefix = translate.AnnotationPrefix
 			}
 			a.extra[prefix+names[int(kv.k)%len(names)]] = kv.v
+			if strings.HasSuffix(kv.v, "$2") {
+				a.path = "/app(/|$)(.*)" // the path form a prefix-strip target needs
+			}
 		}
 		checkAttack(t, &a, baseline)
 	})

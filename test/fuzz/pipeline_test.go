@@ -128,7 +128,12 @@ func checkModelHolds(t *testing.T, a *attack, lb *model.LoadBalancer, problems [
 		want = append(want, model.L7Rule{Type: model.RuleHostName, Compare: cmp, Value: a.host})
 	}
 	path, cmp := a.path, model.CompareEqualTo
-	if a.pathType != "Exact" {
+	// The prefix-strip form (rewrite-target "<path>/$2") routes
+	// "P(/|$)(.*)" as Prefix P.
+	if p, ok := strings.CutSuffix(path, "(/|$)(.*)"); ok && mine[0].Options != nil && mine[0].Options.StripPrefix != "" {
+		path, cmp = p, model.CompareStartsWith
+	}
+	if a.pathType != "Exact" || cmp == model.CompareStartsWith {
 		cmp = model.CompareStartsWith
 		if path = strings.TrimRight(path, "/"); path == "" {
 			path = "/"

@@ -125,11 +125,24 @@ func snapshot(t testing.TB, a *attack) *source.Snapshot {
 	}
 	snap.Ingresses = append(snap.Ingresses, evil)
 	addBackend(snap, attackerNS, a.service, a.port, "10.244.0.5")
+	if hasDefaultBackend(evil) && a.service != attackerErrorsName {
+		addBackend(snap, attackerNS, attackerErrorsName, "http", "10.244.0.6")
+	}
 	snap.Secrets = append(snap.Secrets, tlsSecret(attackerNS, attackerTLSName, attackerCrt, attackerKey))
 	if _, _, ok := translate.AuthSecret(evil); ok {
 		snap.Secrets = append(snap.Secrets, authUsersSecret(attackerNS, attackerAuthName))
 	}
 	return snap
+}
+
+// attackerErrorsName is the attacker's default-backend Service, which
+// exists when the attacker names default-backend under either prefix.
+const attackerErrorsName = "errors"
+
+func hasDefaultBackend(ing *networkingv1.Ingress) bool {
+	_, nginx := ing.Annotations[translate.NginxPrefix+"default-backend"]
+	_, pier := ing.Annotations[translate.AnnotationPrefix+"default-backend"]
+	return nginx || pier
 }
 
 // attackerAuthName holds the users of the attacker's basic auth, when

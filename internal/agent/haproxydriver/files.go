@@ -42,6 +42,11 @@ func writeFiles(at layout.LB, fragment string, r *render.Result) error {
 			return err
 		}
 	}
+	if r.AuthLua != nil {
+		if err := writeIfChanged(r.AuthLuaPath, r.AuthLua, 0o600); err != nil {
+			return err
+		}
+	}
 	if err := writeIfChanged(at.Slots(), slots, 0o600); err != nil {
 		return err
 	}
@@ -161,8 +166,8 @@ func (d *Driver) authUsers(a model.BasicAuth) ([]htpasswd.User, error) {
 	return users, nil
 }
 
-// pruneTLSFiles removes the crt-lists, certificate files and routing maps
-// that r does not read. Call it only once r's configuration has loaded (or been
+// pruneTLSFiles removes the crt-lists, certificate files, routing maps and
+// auth Lua files that r does not read. Call it only once r's configuration has loaded (or been
 // restaged as the last good one): until then the previous files are what
 // a restart needs. It also removes private keys whose TLS entry is gone.
 func pruneTLSFiles(at layout.LB, lb *model.LoadBalancer, r *render.Result) error {
@@ -180,6 +185,9 @@ func pruneTLSFiles(at layout.LB, lb *model.LoadBalancer, r *render.Result) error
 	for _, m := range r.Maps {
 		keep[m.Path] = true
 	}
+	if r.AuthLuaPath != "" {
+		keep[r.AuthLuaPath] = true
+	}
 	lists, err := filepath.Glob(filepath.Join(at.Dir, "crt-list*"))
 	if err != nil {
 		return err
@@ -188,7 +196,11 @@ func pruneTLSFiles(at layout.LB, lb *model.LoadBalancer, r *render.Result) error
 	if err != nil {
 		return err
 	}
-	lists = append(lists, maps...)
+	lua, err := filepath.Glob(filepath.Join(at.Dir, layout.AuthLuaPrefix+"*.lua"))
+	if err != nil {
+		return err
+	}
+	lists = append(append(lists, maps...), lua...)
 	certs, err := filepath.Glob(filepath.Join(at.CertsDir(), "*.pem"))
 	if err != nil {
 		return err

@@ -11,8 +11,9 @@
 //	    crt-list-<digest>  its TLS certificates by SNI
 //	    certs/<id>-<digest>.pem  certificate and key, mode 0600
 //	    routes-<port>-<table>-<digest>.map  routing maps of listener <port> (render's routes.go)
+//	    auth-<digest>.lua  the auth-url Lua action, when a profile uses it (render's extauth.go)
 //
-// The crt-list, certificate and map files are named by their content's digest:
+// The crt-list, certificate, map and Lua files are named by their content's digest:
 // a new one never overwrites a file the last configuration that loaded
 // reads, so when `haproxy -c` refuses a new set, a restart still finds
 // every file of the last good one (issue 14, T4). The agent prunes the
@@ -160,6 +161,19 @@ func (b LB) RouteMap(port int, table, digest string) (string, error) {
 	}
 	return filepath.Join(b.Dir, RouteMapPrefix+strconv.Itoa(port)+"-"+table+"-"+short+".map"), nil
 }
+
+// AuthLua is the load balancer's Lua file for auth-url (render's
+// external-auth action) whose content has the hex digest.
+func (b LB) AuthLua(digest string) (string, error) {
+	short, err := shortDigest(digest)
+	if err != nil {
+		return "", fmt.Errorf("auth lua: %w", err)
+	}
+	return filepath.Join(b.Dir, AuthLuaPrefix+short+".lua"), nil
+}
+
+// AuthLuaPrefix starts the name of every auth Lua file.
+const AuthLuaPrefix = "auth-"
 
 // RouteMapPrefix starts the name of every routing map file.
 const RouteMapPrefix = "routes-"

@@ -26,6 +26,11 @@ type Result struct {
 	// Maps are the listeners' routing maps, to write beside the fragment
 	// before it is checked, named by digest like the crt-list.
 	Maps []MapFile
+	// AuthLua is the Lua file of the auth-url action, nil when no
+	// profile uses it; AuthLuaPath is where it goes (named by digest),
+	// which the fragment's global section loads.
+	AuthLua     []byte
+	AuthLuaPath string
 	// Slots is the member-to-slot assignment the fragment declares; pass
 	// it to the next Render.
 	Slots Slots
@@ -67,6 +72,16 @@ func Render(lb *model.LoadBalancer, at layout.LB, prev Slots, opts Options) (*Re
 	if r.Maps, err = routeMapFiles(v, at); err != nil {
 		return nil, fmt.Errorf("render %s: %w", encode.Printable(v.uuid), err)
 	}
+	if r.AuthLua, err = authLuaFile(v.sections); err != nil {
+		return nil, fmt.Errorf("render %s: %w", encode.Printable(v.uuid), err)
+	}
+	if r.AuthLua != nil {
+		sum := sha256.Sum256(r.AuthLua)
+		if r.AuthLuaPath, err = at.AuthLua(hex.EncodeToString(sum[:])); err != nil {
+			return nil, fmt.Errorf("render %s: %w", encode.Printable(v.uuid), err)
+		}
+	}
+	v.authLuaPath = r.AuthLuaPath
 	if r.Fragment, err = renderFragment(v, at, opts); err != nil {
 		return nil, err
 	}
@@ -126,12 +141,16 @@ func renderFragment(v *view, at layout.LB, opts Options) ([]byte, error) {
 	var c encode.Config
 	c.Comment(encode.Lit("pier"), encode.Lit("load"), encode.Lit("balancer"), encode.ID("", v.uuid))
 	c.Comment(encode.Lit("generated;"), encode.Lit("do"), encode.Lit("not"), encode.Lit("edit"))
+	if v.authLuaPath != "" {
+		writeAuthHead(&c, encode.FilePath(v.authLuaPath))
+	}
 	for i := range v.listeners {
 		writeFrontend(&c, v, &v.listeners[i], at)
 	}
 	for i := range v.pools {
 		writeBackend(&c, v.uuid, &v.pools[i])
 	}
+	writeAuthFrontends(&c, v.sections)
 	writeUserlists(&c, v.sections)
 	writeStickTables(&c, v.sections)
 	if v.need404 {

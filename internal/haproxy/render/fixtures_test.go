@@ -157,6 +157,9 @@ func fixtures() []fixture {
 		{"upstream-tries", triesFixture(web1, web2)},
 		{"forwarded-prefix", prefixFixture(web1, web2)},
 		{"canary", canaryFixture(web1, web2)},
+		{"default-backend", fallbackFixture(pool("empty"), web1, web2)},
+		{"rewrite-strip", stripFixture(web1, web2)},
+		{"external-auth", extAuthFixture(web1, web2, pool("oauth2-proxy", member("10.0.0.9", 4180)))},
 	}
 }
 

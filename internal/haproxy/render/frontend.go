@@ -177,6 +177,7 @@ func policies(c *encode.Config, uuid string, l *listenerView) {
 	// Before use_backend: HAProxy warns about (and runs first anyway)
 	// http-request rules placed after it.
 	writeProfiles(c, l.profiles)
+	writeFallbackBackend(c, l.profiles)
 	writeCanaryBackend(c, l.profiles)
 	for i, p := range l.policies {
 		if !p.reject {

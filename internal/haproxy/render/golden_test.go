@@ -44,6 +44,9 @@ func TestGolden(t *testing.T) {
 			for _, m := range r.Maps {
 				golden(t, f.name+"."+filepath.Base(m.Path), m.Data)
 			}
+			if r.AuthLua != nil {
+				golden(t, f.name+"."+filepath.Base(r.AuthLuaPath), r.AuthLua)
+			}
 		})
 	}
 	global, err := Global(fixtureOptions())
@@ -101,6 +104,8 @@ func TestGoldenHAProxyCheck(t *testing.T) {
 				writeCerts(t, dir, lbs[name])
 			}
 			maps, _ := filepath.Glob(strings.TrimSuffix(file, ".cfg") + ".routes-*.map")
+			lua, _ := filepath.Glob(strings.TrimSuffix(file, ".cfg") + ".auth-*.lua")
+			maps = append(maps, lua...)
 			for _, m := range maps {
 				writeFile(t, filepath.Join(dir, strings.TrimPrefix(filepath.Base(m), name+".")), readRelocated(t, m, dir))
 			}

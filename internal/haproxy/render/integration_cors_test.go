@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"testing"
 
+	"pier.dev/pier/internal/haproxy/layout"
 	"pier.dev/pier/internal/model"
 )
 
@@ -25,6 +26,13 @@ func serveLB(t *testing.T, bin string, lb *model.LoadBalancer) string {
 	}
 	for _, m := range maps {
 		writeFile(t, m.Path, m.Data)
+	}
+	r, err := Render(lb, layout.LB{UUID: lb.UUID, Dir: dir}, nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.AuthLua != nil {
+		writeFile(t, r.AuthLuaPath, r.AuthLua)
 	}
 	writeFile(t, dir+"/haproxy.conf", cfg)
 	startHAProxy(t, bin, dir+"/haproxy.conf", port)

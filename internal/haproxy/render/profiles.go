@@ -32,15 +32,19 @@ type profile struct {
 	appRoot         encode.Word // valid when hasAppRoot
 	upstreamHost    encode.Word // valid when hasUpstream
 	rewritePath     encode.Word // valid when hasRewrite
+	stripRegex      encode.Word // valid when hasStrip: ^P(/|$)(.*), and rewritePath is T\2
+	hasStrip        bool
 	forwardedPrefix encode.Word // valid when hasPrefix
 	hasPrefix       bool
 	hasAppRoot      bool
 	hasUpstream     bool
 	hasRewrite      bool
-	cors            *corsProfile   // nil without enable-cors
-	auth            *authProfile   // nil without basic auth
-	limit           *limitProfile  // nil without rate limits
-	canary          *canaryProfile // nil without a canary
+	cors            *corsProfile     // nil without enable-cors
+	auth            *authProfile     // nil without basic auth
+	extAuth         *extAuthProfile  // nil without auth-url
+	limit           *limitProfile    // nil without rate limits
+	canary          *canaryProfile   // nil without a canary
+	fallback        *fallbackProfile // nil without default-backend
 }
 
 // maxProfileBody bounds MaxBodyBytes as translation does (1 TiB).
@@ -84,10 +88,16 @@ func profileOf(o *model.PolicyOptions, tls bool, lists *sections, pools map[stri
 	if p.auth, err = lists.authProfile(o.BasicAuth); err != nil {
 		return nil, err
 	}
+	if p.extAuth, err = lists.extAuthProfile(o.ExternalAuth, pools); err != nil {
+		return nil, err
+	}
 	if p.limit, err = lists.rateLimitProfile(o.RateLimit, p.id); err != nil {
 		return nil, err
 	}
 	if p.canary, err = canaryOf(o.Canary, lists.uuid, pools); err != nil {
+		return nil, err
+	}
+	if p.fallback, err = fallbackOf(o.DefaultBackend, lists.uuid, pools); err != nil {
 		return nil, err
 	}
 	if p.allow, err = prefixes(o.AllowSources); err != nil {
@@ -97,7 +107,8 @@ func profileOf(o *model.PolicyOptions, tls bool, lists *sections, pools map[stri
 		return nil, fmt.Errorf("denied sources: %w", err)
 	}
 	if !p.httpsRedirect && p.redirectCode == 0 && len(p.allow) == 0 && len(p.deny) == 0 && p.maxBody == 0 &&
-		!p.hasAppRoot && !p.hasUpstream && !p.hasRewrite && !p.hasPrefix && p.cors == nil && p.auth == nil && p.limit == nil && p.canary == nil {
+		!p.hasAppRoot && !p.hasUpstream && !p.hasRewrite && !p.hasPrefix && p.cors == nil && p.auth == nil && p.limit == nil && p.canary == nil &&
+		p.fallback == nil && p.extAuth == nil {
 		return nil, nil // empty options render as none
 	}
 	return p, nil
@@ -168,7 +179,16 @@ const rewriteChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345
 // of x-forwarded-prefix for set-header, both log-format arguments.
 func rewriteOf(p *profile, o *model.PolicyOptions) error {
 	var err error
-	if o.RewritePath != "" {
+	switch {
+	case o.StripPrefix != "":
+		if p.stripRegex, err = encode.StripPrefixRegex(o.StripPrefix); err != nil {
+			return fmt.Errorf("strip prefix: %w", err)
+		}
+		if p.rewritePath, err = encode.TailRewrite(o.RewritePath); err != nil {
+			return fmt.Errorf("rewrite path: %w", err)
+		}
+		p.hasRewrite, p.hasStrip = true, true
+	case o.RewritePath != "":
 		if p.rewritePath, err = plainPathWord("rewrite path", o.RewritePath); err != nil {
 			return err
 		}
@@ -313,6 +333,9 @@ func writeProfiles(c *encode.Config, ps []*profile) {
 		if p.auth != nil {
 			writeAuth(c, name, p.auth)
 		}
+		if p.extAuth != nil {
+			writeExtAuth(c, name, p.extAuth)
+		}
 		if p.maxBody > 0 {
 			writeBodyLimit(c, name, p.maxBody)
 		}
@@ -322,12 +345,20 @@ func writeProfiles(c *encode.Config, ps []*profile) {
 		if p.hasPrefix {
 			c.Line(httpRequest, encode.Lit("set-header"), encode.Lit("X-Forwarded-Prefix"), p.forwardedPrefix, ifWord, name)
 		}
-		if p.hasRewrite {
+		switch {
+		case p.hasStrip:
+			// replace-path works on the path only: the query string is
+			// kept (HAProxy 2.6 manual).
+			c.Line(httpRequest, encode.Lit("replace-path"), p.stripRegex, p.rewritePath, ifWord, name)
+		case p.hasRewrite:
 			// set-path keeps the query string (HAProxy 2.6 manual).
 			c.Line(httpRequest, encode.Lit("set-path"), p.rewritePath, ifWord, name)
 		}
 		if p.canary != nil {
 			writeCanary(c, name, p.canary)
+		}
+		if p.fallback != nil {
+			writeFallback(c, name, p.fallback)
 		}
 	}
 }

@@ -264,6 +264,7 @@ func writeRoutes(c *encode.Config, l *listenerView, at layout.LB) {
 			ifWord, openBrace, encode.Lit("var(txn.pier_be)"), encode.Lit("-m"), encode.Lit("str"), rejectValue, closeBrace)
 	}
 	writeProfiles(c, l.profiles)
+	writeFallbackBackend(c, l.profiles)
 	writeCanaryBackend(c, l.profiles)
 	c.Line(encode.Lit("use_backend"), encode.Lit("%[var(txn.pier_be)]"), ifWord, routedACL)
 }

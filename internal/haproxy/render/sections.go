@@ -11,8 +11,11 @@ type sections struct {
 	lookup UserLookup
 	byID   map[string][]htpasswd.User
 	tables map[string]stickTable
+	// authPools are the pools auth-url profiles ask (extauth.go).
+	authPools map[string]bool
 }
 
 func newSections(uuid string, lookup UserLookup) *sections {
-	return &sections{uuid: uuid, lookup: lookup, byID: map[string][]htpasswd.User{}, tables: map[string]stickTable{}}
+	return &sections{uuid: uuid, lookup: lookup, byID: map[string][]htpasswd.User{}, tables: map[string]stickTable{},
+		authPools: map[string]bool{}}
 }

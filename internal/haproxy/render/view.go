@@ -26,6 +26,8 @@ type view struct {
 	crtListPath string
 	// sections are the userlists and stick tables the profiles use.
 	sections *sections
+	// authLuaPath is where the auth-url Lua file goes, or "".
+	authLuaPath string
 }
 
 type listenerView struct {

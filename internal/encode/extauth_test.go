@@ -1,0 +1,60 @@
+package encode
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestSigninLocation(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://login.example/start":     "https://login.example/start?rd=",
+		"https://login.example/start?x=1": "https://login.example/start?x=1&rd=",
+	} {
+		w, err := SigninLocation(in)
+		if err != nil || !strings.HasPrefix(w.String(), want) || !strings.HasSuffix(w.String(), rdExpression) {
+			t.Errorf("%s: %q, %v", in, w.String(), err)
+		}
+	}
+	for _, bad := range []string{"", "/start", "javascript:alert(1)", "https://$host/start", "https://login.example/' if TRUE",
+		"https://login.example/a b", "https://login.example/\n", "https://u:p@login.example/"} {
+		if _, err := SigninLocation(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestHeaderList(t *testing.T) {
+	a, _ := HeaderName("X-A")
+	b, _ := HeaderName("X-B")
+	if w, err := HeaderList([]Value{a, b}); err != nil || w.String() != "X-A,X-B" {
+		t.Errorf("%q, %v", w.String(), err)
+	}
+	if w, err := HeaderList(nil); err != nil || w.String() != "-" {
+		t.Errorf("empty: %q, %v", w.String(), err)
+	}
+	if _, err := HeaderList([]Value{{s: "X-A,X-B"}}); err == nil {
+		t.Error("a comma inside a name accepted")
+	}
+}
+
+// FuzzSigninLocation: what SigninLocation accepts emits as one config
+// word that starts with the URL (its '%' doubled) and ends with the rd=
+// expression.
+func FuzzSigninLocation(f *testing.F) {
+	seed(f, "https://login.example/start", "https://login.example/a%20b?x=1", "https://$host/x", "https://a.example/' x")
+	f.Fuzz(func(t *testing.T, s string) {
+		w, err := SigninLocation(s)
+		if err != nil {
+			checkMessage(t, err)
+			return
+		}
+		line, err := ConfigLine(Lit("http-request"), Lit("redirect"), Lit("location"), w)
+		if err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		assertTokens(t, line, "http-request", "redirect", "location", w.String())
+		if !strings.HasPrefix(w.String(), strings.ReplaceAll(s, "%", "%%")) || !strings.HasSuffix(w.String(), rdExpression) {
+			t.Fatalf("%q became %q", s, w.String())
+		}
+	})
+}

@@ -1,0 +1,79 @@
+package translate
+
+import (
+	"fmt"
+	"strings"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"pier.dev/pier/internal/model"
+)
+
+// parseDefaultBackendName accepts ingress-nginx's default-backend: the
+// name of a Service of the Ingress's own namespace (a DNS-1035 label, as
+// a Service name is). "namespace/name" is refused: pier never sends an
+// Ingress's requests to another namespace.
+func parseDefaultBackendName(v string) (string, error) {
+	if strings.Contains(v, "/") {
+		return "", fmt.Errorf("default-backend %s: a Service of the Ingress's own namespace, by name only",
+			quoteForMessage(v))
+	}
+	if errs := validation.IsDNS1035Label(v); len(errs) > 0 {
+		return "", fmt.Errorf("default-backend %s: %s", quoteForMessage(v), strings.Join(errs, "; "))
+	}
+	return v, nil
+}
+
+// resolveFallback makes the pool of the default-backend annotation's
+// Service, on its first port (spec.ports[0]): the Service that answers
+// this Ingress's requests when a route's own Service has no usable
+// member. A missing Service, or one without ports, is a warning: the
+// annotation is then ignored and the routes answer 503 as before.
+func (p *parsedIngress) resolveFallback(x *index, opts Options, problems *[]model.Problem) error {
+	name := p.settings.defaultBackend
+	if name == "" {
+		return nil
+	}
+	key := keyOf(p.ing.Annotations, "default-backend")
+	field := fieldForAnnotation(key)
+	svc := x.services[p.ing.Namespace+"/"+name]
+	if svc == nil || len(svc.Spec.Ports) == 0 {
+		*problems = append(*problems, warning(p.ing, "ServiceNotFound", field,
+			"%s: service %s/%s not found or without ports: ignored, routes without members answer 503",
+			quoteForMessage(key), p.ing.Namespace, name))
+		return nil
+	}
+	port := networkingv1.ServiceBackendPort{Name: svc.Spec.Ports[0].Name}
+	if port.Name == "" {
+		port = networkingv1.ServiceBackendPort{Number: svc.Spec.Ports[0].Port}
+	}
+	b := &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: name, Port: port}}
+	pool, err := p.backendPool(b, field, x, opts, problems)
+	if err != nil {
+		return err
+	}
+	p.fallbackPool = pool
+	return nil
+}
+
+// fallbackFor is the route's model.DefaultBackend, or nil when the
+// Ingress has none or the route already goes to that Service.
+func (p *parsedIngress) fallbackFor(r route) *model.DefaultBackend {
+	if p.fallbackPool == nil || r.poolID == p.fallbackPool.ID {
+		return nil
+	}
+	return &model.DefaultBackend{PoolID: p.fallbackPool.ID, RoutePoolID: r.poolID}
+}
+
+// defaultBackendDifference is how default-backend differs from
+// ingress-nginx.
+const defaultBackendDifference = "only while the route's Service has no usable member (no ready endpoint, or all " +
+	"failing their health check); with custom-http-errors it does not answer the upstream's errors " +
+	"(custom-http-errors is not supported); the Service's first port is used"
+
+// customErrorsAlternative is why custom-http-errors is not supported.
+const customErrorsAlternative = "the backend's own error pages: HAProxy 2.6 cannot hand a response it received to " +
+	"another backend (http-response rules can only replace it with a static errorfile), so the default-backend " +
+	"Service's answer with X-Code, X-Original-URI and the other headers cannot be served in its place; " +
+	"default-backend alone (no usable member) is supported"
