@@ -14,6 +14,16 @@ import (
 	"pier.dev/pier/test/harness"
 )
 
+// pierClass is the IngressClass of pier's controller that the
+// manifests below start with.
+const pierClass = `
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: pier}
+spec: {controller: pier.dev/ingress-controller}
+---
+`
+
 // shopEcho is the Service echo of namespace shop and its one endpoint,
 // the echo backend the test starts on ECHOPORT.
 const shopEcho = `
@@ -41,12 +51,7 @@ endpoints:
 // annotationManifests: two Ingresses sharing one load balancer and one
 // Service, one guarded by ingress-nginx annotations, one plain; one
 // redirecting; one with an invalid value; one with a snippet.
-const annotationManifests = `
-apiVersion: networking.k8s.io/v1
-kind: IngressClass
-metadata: {name: pier}
-spec: {controller: pier.dev/ingress-controller}
----
+const annotationManifests = pierClass + `
 apiVersion: networking.k8s.io/v1
 kind: Ingress
 metadata:

@@ -24,12 +24,7 @@ const (
 // same host and load balancer, the users in an Opaque Secret in the
 // ingress-nginx form (key "auth", htpasswd lines), and an Ingress whose
 // Secret holds an Apache $apr1$ hash (refused).
-const authManifests = `
-apiVersion: networking.k8s.io/v1
-kind: IngressClass
-metadata: {name: pier}
-spec: {controller: pier.dev/ingress-controller}
----
+const authManifests = pierClass + `
 apiVersion: v1
 kind: Secret
 metadata: {name: basic-auth, namespace: shop}

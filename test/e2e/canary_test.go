@@ -13,12 +13,7 @@ import (
 
 // canaryManifests: a main Ingress and its canary (weight 50, header
 // X-Canary), each with its own Service and echo.
-const canaryManifests = `
-apiVersion: networking.k8s.io/v1
-kind: IngressClass
-metadata: {name: pier}
-spec: {controller: pier.dev/ingress-controller}
----
+const canaryManifests = pierClass + `
 apiVersion: networking.k8s.io/v1
 kind: Ingress
 metadata: {name: shop, namespace: shop}

@@ -14,12 +14,7 @@ import (
 
 // extAuthManifests: the oauth2-proxy pattern. EXTRA is replaced by a
 // second Ingress to force a reload.
-const extAuthManifests = `
-apiVersion: networking.k8s.io/v1
-kind: IngressClass
-metadata: {name: pier}
-spec: {controller: pier.dev/ingress-controller}
----
+const extAuthManifests = pierClass + `
 apiVersion: networking.k8s.io/v1
 kind: Ingress
 metadata:

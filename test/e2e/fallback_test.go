@@ -14,12 +14,7 @@ import (
 // fallbackManifests: Service app has no ready endpoint (APPREADY), live
 // has one; the Ingresses app and live name default-backend error-pages,
 // plain routes to app without it.
-const fallbackManifests = `
-apiVersion: networking.k8s.io/v1
-kind: IngressClass
-metadata: {name: pier}
-spec: {controller: pier.dev/ingress-controller}
----
+const fallbackManifests = pierClass + `
 apiVersion: networking.k8s.io/v1
 kind: Ingress
 metadata:

@@ -13,12 +13,7 @@ import (
 
 // stripManifests: the ingress-nginx docs' prefix-strip Ingress, as
 // written for ingress-nginx (ImplementationSpecific, use-regex).
-const stripManifests = `
-apiVersion: networking.k8s.io/v1
-kind: IngressClass
-metadata: {name: pier}
-spec: {controller: pier.dev/ingress-controller}
----
+const stripManifests = pierClass + `
 apiVersion: networking.k8s.io/v1
 kind: Ingress
 metadata:

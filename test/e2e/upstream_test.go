@@ -14,12 +14,7 @@ import (
 // upstreamManifests: two Services whose ClusterIP:port is one echo
 // ("via-clusterip") and whose endpoints are another ("via-endpoints");
 // the Ingress of the first asks for service-upstream, the second not.
-const upstreamManifests = `
-apiVersion: networking.k8s.io/v1
-kind: IngressClass
-metadata: {name: pier}
-spec: {controller: pier.dev/ingress-controller}
----
+const upstreamManifests = pierClass + `
 apiVersion: networking.k8s.io/v1
 kind: Ingress
 metadata:
