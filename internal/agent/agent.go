@@ -356,10 +356,9 @@ func (a *Agent) queue(ev store.Event) {
 	// Status writes (ours included) come back as events: a spec this node
 	// already runs needs nothing, and re-applying it would report again,
 	// which would come back again. A driver that drifted says so by tick.
-	if h, busy := a.inflight[lb.UUID]; busy && h == lb.SpecHash() {
-		if _, queued := a.pending[lb.UUID]; !queued {
-			return // being applied now: its result is reported when it returns
-		}
+	h, busy := a.inflight[lb.UUID]
+	if _, queued := a.pending[lb.UUID]; busy && h == lb.SpecHash() && !queued {
+		return // being applied now: its result is reported when it returns
 	}
 	mine, _ := lb.Status.Report(a.cfg.Node)
 	if cur := a.applied[lb.UUID]; cur != nil && cur.SpecHash() == lb.SpecHash() && mine.State == model.StateActive {

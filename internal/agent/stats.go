@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"log/slog"
 	"sort"
 	"time"
 
@@ -51,10 +52,17 @@ func (a *Agent) refreshMembers(ctx context.Context, uuid string) {
 	if !ok {
 		return
 	}
-	a.statsAt[uuid] = time.Now()
+	a.statsAt[uuid] = readMembers(ctx, rep, uuid, a.cfg.Logger)
+}
+
+// readMembers asks rep which members of uuid are up and returns when it
+// asked. A failure keeps the last numbers (refreshMembers).
+func readMembers(ctx context.Context, rep driver.Reporter, uuid string, logger *slog.Logger) time.Time {
+	at := time.Now()
 	if err := rep.RefreshMembers(ctx, uuid); err != nil {
-		a.cfg.Logger.Debug("could not read members up", "uuid", uuid, "error", err)
+		logger.Debug("could not read members up", "uuid", uuid, "error", err)
 	}
+	return at
 }
 
 // refreshStats reads the members up of the load balancers applied here

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -96,57 +97,6 @@ func (w *statusWriter) writeAll(ctx context.Context) {
 	}
 	w.mu.Unlock()
 	sort.Strings(uuids)
-	if b, ok := w.store.(store.NodeStatusBatcher); ok {
-		w.writeBatches(ctx, b, uuids)
-		return
-	}
-	for _, uuid := range uuids {
-		if ctx.Err() != nil {
-			return
-		}
-		w.mu.Lock()
-		r, ok := w.pending[uuid]
-		w.mu.Unlock()
-		if !ok {
-			continue
-		}
-		wctx, cancel := context.WithTimeout(ctx, writeTimeout)
-		err := w.store.PutNodeStatus(wctx, uuid, r)
-		cancel()
-		w.mu.Lock()
-		if cur, still := w.pending[uuid]; still && cur == r && (err == nil || errors.Is(err, store.ErrNotFound)) {
-			delete(w.pending, uuid)
-		}
-		wasFailing := w.failing
-		w.failing = err != nil && !errors.Is(err, store.ErrNotFound)
-		w.mu.Unlock()
-		switch {
-		case err == nil:
-			if wasFailing {
-				w.logger.Info("status reports reach the store again")
-			}
-			select {
-			case w.written <- writtenReport{uuid: uuid, report: r}:
-			default: // the loop is behind: it only misses a fence, the safe side
-			}
-		case errors.Is(err, store.ErrNotFound):
-		default:
-			if !wasFailing {
-				w.logger.Warn("could not report status; retrying every second, the data plane is not affected", "uuid", uuid, "error", err)
-			}
-			return // the store is away: try again on the next tick
-		}
-	}
-}
-
-// batchSize bounds the reports written in one transaction: large enough
-// that a shard's cold start (hundreds of reports at once) costs a few
-// disk syncs, small enough that one transaction stays short.
-const batchSize = 512
-
-// writeBatches writes the pending reports of uuids batchSize at a time
-// through a store that records many in one write.
-func (w *statusWriter) writeBatches(ctx context.Context, b store.NodeStatusBatcher, uuids []string) {
 	for len(uuids) > 0 && ctx.Err() == nil {
 		n := min(batchSize, len(uuids))
 		reports := make(map[string]model.NodeStatus, n)
@@ -159,19 +109,48 @@ func (w *statusWriter) writeBatches(ctx context.Context, b store.NodeStatusBatch
 		w.mu.Unlock()
 		uuids = uuids[n:]
 		wctx, cancel := context.WithTimeout(ctx, writeTimeout)
-		_, err := b.PutNodeStatuses(wctx, reports)
+		missing, err := w.putReports(wctx, reports)
 		cancel()
-		if !w.wrote(reports, err) {
+		if !w.wrote(reports, missing, err) {
 			return // the store is away: try again on the next tick
 		}
 	}
 }
 
-// wrote records the outcome of writing reports: the ones still pending
-// unchanged are done (a missing load balancer counts as done), the loop
-// hears which reached the store, and a failure is logged once. It
-// reports whether the write succeeded.
-func (w *statusWriter) wrote(reports map[string]model.NodeStatus, err error) bool {
+// batchSize bounds the reports written in one transaction: large enough
+// that a shard's cold start (hundreds of reports at once) costs a few
+// disk syncs, small enough that one transaction stays short.
+const batchSize = 512
+
+// putReports writes reports in one write where the store can
+// (store.NodeStatusBatcher), else one by one, stopping at the first
+// failure. It returns the UUIDs the store has no load balancer for.
+func (w *statusWriter) putReports(ctx context.Context, reports map[string]model.NodeStatus) (missing []string, err error) {
+	if b, ok := w.store.(store.NodeStatusBatcher); ok {
+		return b.PutNodeStatuses(ctx, reports)
+	}
+	uuids := make([]string, 0, len(reports))
+	for uuid := range reports {
+		uuids = append(uuids, uuid)
+	}
+	sort.Strings(uuids)
+	for _, uuid := range uuids {
+		err := w.store.PutNodeStatus(ctx, uuid, reports[uuid])
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			missing = append(missing, uuid)
+		case err != nil:
+			return nil, err
+		}
+	}
+	return missing, nil
+}
+
+// wrote records the outcome of writing reports: on success the ones
+// still pending unchanged are done (missing ones too: their load
+// balancer is gone) and the loop hears which reached the store; a failure
+// is logged once. It reports whether the write succeeded.
+func (w *statusWriter) wrote(reports map[string]model.NodeStatus, missing []string, err error) bool {
 	w.mu.Lock()
 	if err == nil {
 		for uuid, r := range reports {
@@ -193,6 +172,9 @@ func (w *statusWriter) wrote(reports map[string]model.NodeStatus, err error) boo
 		w.logger.Info("status reports reach the store again")
 	}
 	for uuid, r := range reports {
+		if slices.Contains(missing, uuid) {
+			continue
+		}
 		select {
 		case w.written <- writtenReport{uuid: uuid, report: r}:
 		default: // the loop is behind: it only misses a fence, the safe side

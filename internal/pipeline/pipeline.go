@@ -159,6 +159,11 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		due      <-chan time.Time
 		lastPass time.Time
 	)
+	pass := func() error {
+		change := held
+		held, due, lastPass = controller.Unchanged, nil, time.Now()
+		return p.storeChanged(ctx, change)
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -178,17 +183,11 @@ func (p *Pipeline) Run(ctx context.Context) error {
 				}
 				continue
 			}
-			lastPass = time.Now()
-			change := held
-			held = controller.Unchanged
-			if err := p.storeChanged(ctx, change); err != nil {
+			if err := pass(); err != nil {
 				return err
 			}
 		case <-due:
-			due, lastPass = nil, time.Now()
-			change := held
-			held = controller.Unchanged
-			if err := p.storeChanged(ctx, change); err != nil {
+			if err := pass(); err != nil {
 				return err
 			}
 		}

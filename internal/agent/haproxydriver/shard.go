@@ -132,16 +132,21 @@ func (d *Driver) reloadShard(ctx context.Context, sh *shard) error {
 	return nil
 }
 
-// checkAlone runs `haproxy -c` on the candidate fragment with the
+// checkAlone runs `haproxy -c` on c's candidate fragment with the
 // shard's global.conf and process.conf only. A shard reloads all its
 // fragments at once: one that HAProxy refuses must be refused for its
 // own load balancer before it is in the list, or every later reload of
-// the shard would fail with it.
-func (d *Driver) checkAlone(ctx context.Context, sh *shard, at layout.LB) error {
+// the shard would fail with it. A refused candidate is removed.
+func (d *Driver) checkAlone(ctx context.Context, sh *shard, c *change) error {
 	if err := d.writeProcessFiles(sh.at); err != nil {
 		return err
 	}
-	return process.Check(ctx, d.cfg.Binary, []string{sh.at.Global, sh.at.Conf(), at.Candidate()})
+	err := process.Check(ctx, d.cfg.Binary, []string{sh.at.Global, sh.at.Conf(), c.at.Candidate()})
+	if err != nil {
+		_ = os.Remove(c.at.Candidate())
+		d.cfg.Logger.Warn("fragment refused by haproxy -c; its process keeps the last good set", "lb", c.lb.Name, "uuid", c.lb.UUID, "error", err)
+	}
+	return err
 }
 
 func (d *Driver) removeDir(dir string) {

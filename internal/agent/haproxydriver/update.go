@@ -91,9 +91,7 @@ func (d *Driver) loadAlone(ctx context.Context, c *change) error {
 		if err := writeIfChanged(c.at.Candidate(), c.r.Fragment, 0o600); err != nil {
 			return err
 		}
-		if err := d.checkAlone(ctx, sh, c.at); err != nil {
-			_ = os.Remove(c.at.Candidate())
-			d.cfg.Logger.Warn("fragment refused by haproxy -c; its process keeps the last good set", "lb", c.lb.Name, "uuid", c.lb.UUID, "error", err)
+		if err := d.checkAlone(ctx, sh, c); err != nil {
 			c.out = c.inst
 			return err
 		}
@@ -262,9 +260,7 @@ func (d *Driver) runtimeOnly(ctx context.Context, c *change) bool {
 	if d.packs() {
 		// The fragment joins a list other load balancers reload with: it is
 		// checked alone before HAProxy runs what it says.
-		if err := d.checkAlone(ctx, inst.sh, c.at); err != nil {
-			_ = os.Remove(c.at.Candidate())
-			d.cfg.Logger.Warn("fragment refused by haproxy -c; its process keeps the last good set", "lb", c.lb.Name, "uuid", c.lb.UUID, "error", err)
+		if err := d.checkAlone(ctx, inst.sh, c); err != nil {
 			c.out, c.err = inst, err
 			return true
 		}
