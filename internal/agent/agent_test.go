@@ -16,6 +16,7 @@ import (
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/store"
 	"pier.dev/pier/internal/store/bolt"
+	"pier.dev/pier/internal/testport"
 )
 
 type noSecrets struct{}
@@ -24,12 +25,8 @@ func (noSecrets) TLSPair(string, string) ([]byte, []byte, error) { return nil, n
 func (noSecrets) Data(string, string) (map[string][]byte, error) { return nil, os.ErrNotExist }
 
 func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Helper()
+	return testport.Get(t)
 }
 
 // startAgent runs an agent on a fresh bolt store in a short temp dir

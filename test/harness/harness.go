@@ -25,6 +25,7 @@ import (
 	"pier.dev/pier/internal/api"
 	"pier.dev/pier/internal/echo"
 	"pier.dev/pier/internal/lab"
+	"pier.dev/pier/internal/testport"
 )
 
 // PierBin is the pier binary under test: $PIER_BIN, or one built once for
@@ -88,12 +89,7 @@ func PierBin(t testing.TB) string {
 
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return testport.Get(t)
 }
 
 // ShortTempDir is a temp folder with a short path: HAProxy's sockets live

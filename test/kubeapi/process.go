@@ -7,13 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"strings"
 	"syscall"
 	"time"
+
+	"pier.dev/pier/internal/testport"
 )
 
 // process is one child (etcd, kube-apiserver, kube-controller-manager)
@@ -139,24 +140,17 @@ func truncate(b []byte, n int) string {
 	return string(b)
 }
 
-// freePorts reserves n distinct loopback ports. They are released before the
-// child binds them, so another process may take one in between; callers
-// retry a start whose child reports the address in use.
+// freePorts picks n distinct loopback ports below the ephemeral range
+// (see testport). Another process may still take one before the child binds
+// it; callers retry a start whose child reports the address in use.
 func freePorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
-	var listeners []net.Listener
-	defer func() {
-		for _, l := range listeners {
-			l.Close()
-		}
-	}()
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		p, err := testport.Free()
 		if err != nil {
 			return nil, fmt.Errorf("reserve a port: %w", err)
 		}
-		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ports = append(ports, p)
 	}
 	return ports, nil
 }

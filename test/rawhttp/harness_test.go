@@ -24,6 +24,7 @@ import (
 
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/testport"
 )
 
 const (
@@ -235,10 +236,6 @@ func stopGroup(pgid int, done <-chan struct{}) {
 }
 
 func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Helper()
+	return testport.Get(t)
 }

@@ -18,6 +18,7 @@ import (
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/testport"
 	"pier.dev/pier/test/harness"
 )
 
@@ -68,12 +69,8 @@ func echo(t *testing.T, addr, name string) string {
 }
 
 func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Helper()
+	return testport.Get(t)
 }
 
 func memberAt(addr string) model.Member {

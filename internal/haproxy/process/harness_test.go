@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"pier.dev/pier/internal/testport"
 )
 
 // env is one test's world: a Go backend, a rendered config and an instance
@@ -62,12 +63,7 @@ func newEnv(t *testing.T) *env {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return testport.Get(t)
 }
 
 func (e *env) statsSock() string { return filepath.Join(e.lbDir, "haproxy.sock") }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/testport"
 )
 
 // TestIntegration starts a real HAProxy (master-worker) on loopback from a
@@ -143,12 +144,11 @@ func memberAt(addr string) model.Member {
 }
 
 func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := testport.Free()
 	if err != nil {
 		panic(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 // startBackend serves its name and what it saw; like the conformance
