@@ -161,8 +161,8 @@ func (h *haproxyFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&h.slots, "server-slots", 16, "minimum server slots per backend; endpoint changes within the slots need no HAProxy reload")
 	fs.DurationVar(&h.hardStop, "hard-stop-after", time.Minute, "how long an old HAProxy worker may drain connections after a reload")
 	fs.StringVar(&h.user, "haproxy-user", "haproxy", "when pier runs as root, HAProxy's workers (which parse client traffic) run as this user and its group; the master stays root to bind and reload. Debian's haproxy package creates the user. Empty: workers stay root")
-	fs.IntVar(&h.processes, "haproxy-processes", 0, "pack the load balancers of this node into at most this many HAProxy processes (a change reloads only its process); 0 runs one HAProxy process per load balancer")
-	fs.IntVar(&h.applies, "apply-concurrency", 0, fmt.Sprintf("how many load balancers the agent applies at once, each at most once at a time, so that a slow one (thousands of paths) holds up no other; 0: %d, or %d with --haproxy-processes, where the applies waiting for one process are loaded with one reload", agent.DefaultApplyConcurrency, agent.PackedApplyConcurrency))
+	fs.IntVar(&h.processes, "haproxy-processes", agent.DefaultHAProxyProcesses, "pack the load balancers of this node into at most this many HAProxy processes (shards; a change reloads only its shard, endpoint changes reload nothing); 0 runs one HAProxy process per load balancer, the most isolation at about 19 MiB per load balancer")
+	fs.IntVar(&h.applies, "apply-concurrency", 0, fmt.Sprintf("how many load balancers the agent applies at once, each at most once at a time, so that a slow one (thousands of paths) holds up no other; 0: %d with shards, where the applies waiting for one process are loaded with one reload, or %d with --haproxy-processes 0", agent.PackedApplyConcurrency, agent.DefaultApplyConcurrency))
 }
 
 // render returns the render options. The user is looked up here so that

@@ -41,7 +41,8 @@ type Config struct {
 	HAProxyBinary string
 	// HAProxyProcesses packs the load balancers into at most this many
 	// HAProxy processes (haproxydriver.Config.Processes); 0 runs one per
-	// load balancer.
+	// load balancer. The command line's default is
+	// DefaultHAProxyProcesses.
 	HAProxyProcesses int
 	Render           render.Options
 
@@ -112,6 +113,14 @@ const DefaultApplyConcurrency = 4
 // together with one check and one reload (haproxydriver.commit), so the
 // more wait, the fewer reloads a cold start costs.
 const PackedApplyConcurrency = 4096
+
+// DefaultHAProxyProcesses is how many HAProxy processes (shards) the
+// command line packs a node's load balancers into unless told otherwise.
+// Four keep a node's memory bounded (3,000 load balancers: about 540 MiB
+// of HAProxy, against about 19 MiB each as processes of their own), let a
+// reload touch a quarter of them, and give a 2-core node's reloads room to
+// run side by side; a crash takes down one shard, not the node.
+const DefaultHAProxyProcesses = 4
 
 // retryAfter is how long a failed apply waits before it is tried again
 // when nothing changes in between (a Secret not readable yet, a port

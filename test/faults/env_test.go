@@ -43,8 +43,15 @@ func newEnv(t *testing.T) *env {
 
 // start runs pier on the env's folders; ports and API of a previous pier
 // are reused when given, so a restart serves the same sockets.
+//
+// These faults are aimed at one load balancer's HAProxy (its master, its
+// workers, its config hash), so pier runs one HAProxy process per load
+// balancer here (--haproxy-processes 0). The default, shards, is faulted
+// in internal/agent/haproxydriver (TestShardsRestartedOnce and the driver
+// contract) and served by test/e2e, test/conformance and the pair suites.
 func (e *env) start(prev *harness.Pier, extra ...string) *harness.Pier {
 	e.t.Helper()
+	extra = append([]string{"--haproxy-processes", "0"}, extra...)
 	o := harness.Options{Manifests: e.manifests, State: e.state, ExtraArgs: extra}
 	if prev != nil {
 		o.API, o.HTTPPort, o.HTTPSPort = prev.API, prev.HTTPPort, prev.HTTPSPort

@@ -174,7 +174,7 @@ func compareFresh(t *testing.T, e *env, got map[string]model.LoadBalancer, names
 	// Same ports (they are in the config), other addresses: both bind.
 	p := harness.StartPier(t, harness.Options{Manifests: fresh.manifests, State: fresh.state,
 		HTTPPort: e.pier.HTTPPort, HTTPSPort: e.pier.HTTPSPort,
-		ExtraArgs: []string{"--internal-pool", "127.30.0.0/16", "--public-pool", "127.40.0.0/16"}})
+		ExtraArgs: []string{"--haproxy-processes", "0", "--internal-pool", "127.30.0.0/16", "--public-pool", "127.40.0.0/16"}})
 	want := waitSynced(t, p, names)
 	for _, name := range names {
 		a, b := normalized(t, e.state, got[name]), normalized(t, fresh.state, want[name])
