@@ -209,15 +209,20 @@ func findProblem(ps []model.Problem, sev model.Severity, reason string) *model.P
 }
 
 // checkIsolated is the row's "nothing else is affected", after settle:
-// the victim's config, reloads (only newLBs starts, nothing reloaded),
-// the state dir, TMPDIR and HOME, and the markers in HAProxy files.
+// the victim's config, reloads, the state dir, TMPDIR and HOME, and the
+// markers in HAProxy files. Refused input (newLBs 0) starts and reloads
+// nothing. Each load balancer it adds joins a shard (pier's default): a
+// start of a shard not running yet or a reload of one that runs, the
+// victim's perhaps, which the load on the victim checks is seamless;
+// several joining at once may share one reload.
 func (b *bench) checkIsolated(t *testing.T, before reloads, newLBs int, markers []string) {
 	t.Helper()
 	time.Sleep(settle)
 	b.checkVictimUntouched(t)
 	after := b.reloads()
-	if after.ok != before.ok || after.failed != before.failed || after.started != before.started+float64(newLBs) {
-		t.Errorf("HAProxy reloads moved from %+v to %+v; want only %d new start(s)", before, after, newLBs)
+	loads := int(after.ok-before.ok) + int(after.started-before.started)
+	if after.failed != before.failed || (newLBs == 0 && loads != 0) || (newLBs > 0 && (loads < 1 || loads > newLBs)) {
+		t.Errorf("HAProxy reloads moved from %+v to %+v; want %d load balancer(s) loaded with at most as many starts and reloads, none for refused input", before, after, newLBs)
 	}
 	b.checkEntries(t, newLBs)
 	b.checkMarkers(t, markers, false)

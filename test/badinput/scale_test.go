@@ -80,7 +80,8 @@ func (b *bench) applyTimes(t *testing.T, after time.Time, lb string) (seen, runn
 		case l.Time.Before(after.Add(-time.Second)):
 		case l.Msg == "manifests changed" && seen.IsZero():
 			seen = l.Time
-		case l.Msg == "haproxy running" && l.LB == lb:
+		case (l.Msg == "haproxy running" || l.Msg == "haproxy reloaded") && l.LB == lb:
+			// A load balancer starts its shard or joins it with a reload.
 			running = l.Time
 		}
 	}

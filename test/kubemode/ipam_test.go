@@ -61,8 +61,11 @@ func TestIPAMRestartSafety(t *testing.T) {
 	}
 	checkTraffic(t, addr(e.internal, 4), "delta.example", 5)
 	checkTraffic(t, before["alpha"].Spec.VIP, "alpha.example", 5)
-	if now := agent.metric("pier_haproxy_reloads_total", `result="ok"`); now != reloads {
-		t.Errorf("HAProxy reloads went from %v to %v across the controller restart", reloads, now)
+	// Delta joins a shard (pier's default): one reload at most, when its
+	// shard runs already. The others' specs are unchanged, so a restart
+	// that reloaded them for nothing would show as a second.
+	if now := agent.metric("pier_haproxy_reloads_total", `result="ok"`); now > reloads+1 {
+		t.Errorf("HAProxy reloads went from %v to %v across the controller restart; want at most one, for delta", reloads, now)
 	}
 }
 
