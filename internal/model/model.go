@@ -241,11 +241,37 @@ type Pool struct {
 	// port rather than its endpoints (service-upstream): kube-proxy picks
 	// the Pod, the seed's two-hop mode.
 	ServiceUpstream bool `json:"serviceUpstream,omitempty"`
+	// UpstreamTLS verifies the members' certificates, sends them SNI or
+	// presents a client certificate (ingress-nginx's proxy-ssl-*); only
+	// with an HTTPS or GRPCS Protocol. nil keeps TLS unverified.
+	UpstreamTLS *UpstreamTLS `json:"upstreamTls,omitempty"`
+}
+
+// UpstreamTLS is a pool's TLS towards its members. The CA and the client
+// certificate stay in their Secret (as Certificate's key material does):
+// the agent reads it, validates it again and serves it only while its
+// canonical form still hashes to CASHA256 and ClientSHA256.
+type UpstreamTLS struct {
+	// Verify requires the member's chain to lead to the Secret's ca.crt
+	// and its certificate to carry Name.
+	Verify bool `json:"verify,omitempty"`
+	// Name is the host name checked (with Verify) and sent as SNI (with
+	// SNI); validated host syntax.
+	Name string `json:"name,omitempty"`
+	SNI  bool   `json:"sni,omitempty"`
+	// Namespace and Secret name the Secret holding ca.crt and,
+	// optionally, tls.crt and tls.key; empty when none is named.
+	Namespace string `json:"namespace,omitempty"`
+	Secret    string `json:"secret,omitempty"`
+	// CASHA256 is the digest of the canonical ca.crt ("" without one);
+	// ClientSHA256 that of the canonical client pair ("" without one).
+	CASHA256     string `json:"caSha256,omitempty"`
+	ClientSHA256 string `json:"clientSha256,omitempty"`
 }
 
 // BackendProtocol is a Pool's protocol to its members. TLS to members is
-// not verified (ingress-nginx's default, proxy-ssl-verify off) and sends
-// no SNI.
+// not verified and sends no SNI (ingress-nginx's defaults,
+// proxy-ssl-verify off) unless the Pool's UpstreamTLS says otherwise.
 type BackendProtocol string
 
 const (

@@ -257,7 +257,7 @@ func affinityConflict(pools map[string]*model.Pool, p *parsedIngress, poolID str
 func protocolConflict(pools map[string]*model.Pool, p *parsedIngress, poolID string, warned map[string]bool) []model.Problem {
 	kept, mine := pools[poolID], p.pools[poolID]
 	key := "protocol\x00" + p.source.Key() + "\x00" + poolID
-	if kept == mine || warned[key] || kept.Protocol == mine.Protocol {
+	if kept == mine || warned[key] || (kept.Protocol == mine.Protocol && sameUpstreamTLS(kept.UpstreamTLS, mine.UpstreamTLS)) {
 		return nil
 	}
 	warned[key] = true
@@ -266,8 +266,12 @@ func protocolConflict(pools map[string]*model.Pool, p *parsedIngress, poolID str
 		what = "HTTP"
 	}
 	return []model.Problem{warning(p.ing, "BackendProtocolConflict", "metadata.annotations",
-		"service %s port %s is also the backend of an older Ingress with another backend-protocol: that one applies (%s)",
+		"service %s port %s is also the backend of an older Ingress with another backend-protocol or proxy-ssl-* settings: those apply (%s)",
 		mine.Service, mine.Port, what)}
+}
+
+func sameUpstreamTLS(a, b *model.UpstreamTLS) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
 }
 
 func addPool(pools map[string]*model.Pool, p *model.Pool) {

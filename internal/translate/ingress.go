@@ -75,6 +75,9 @@ func parseIngress(ing *networkingv1.Ingress, x *index, opts Options) (*parsedIng
 	if key, err := p.resolveAuth(x); err != nil {
 		return nil, append(problems, refusal(ing, "InvalidAnnotation", fieldForAnnotation(key), "%s: %v", quoteForMessage(key), err))
 	}
+	if key, err := p.resolveProxySSL(x); err != nil {
+		return nil, append(problems, refusal(ing, "InvalidAnnotation", fieldForAnnotation(key), "%s: %v", quoteForMessage(key), err))
+	}
 
 	if err := p.parseDefaultBackend(x, opts, &problems); err != nil {
 		return nil, append(problems, refusal(ing, "InvalidIngress", "spec.defaultBackend", "%v", err))

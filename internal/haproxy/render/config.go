@@ -58,6 +58,9 @@ func Render(lb *model.LoadBalancer, at layout.LB, prev Slots, opts Options) (*Re
 	if lb.UUID != at.UUID {
 		return nil, fmt.Errorf("render %s: folder of %s", encode.Printable(lb.UUID), encode.Printable(at.UUID))
 	}
+	if err := upstreamTLS(v, at); err != nil {
+		return nil, fmt.Errorf("render %s: %w", encode.Printable(v.uuid), err)
+	}
 	r := &Result{UUID: v.uuid, Slots: slotsOf(v), view: v}
 	if r.CrtList, err = crtList(v, at); err != nil {
 		return nil, fmt.Errorf("render %s: %w", encode.Printable(v.uuid), err)

@@ -61,6 +61,9 @@ func poolOf(p *model.Pool, minSlots int, prev []netip.AddrPort) (poolView, error
 		return pv, err
 	}
 	pv.proto = p.Protocol
+	if p.UpstreamTLS != nil {
+		pv.upstream = *p.UpstreamTLS
+	}
 	if p.Tries < 0 || p.Tries > maxTries {
 		return pv, fmt.Errorf("tries %d is outside 0-%d", p.Tries, maxTries)
 	}

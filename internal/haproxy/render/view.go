@@ -66,6 +66,9 @@ type poolView struct {
 	// protocol are the server words for proto, the members' protocol.
 	protocol []encode.Word
 	proto    model.BackendProtocol
+	// upstream is the pool's UpstreamTLS (zero without): upstreamTLS
+	// turns it into protocol once the folder is known.
+	upstream model.UpstreamTLS
 	// tries, when not 0, sets the backend's retries to tries-1.
 	tries int
 }
