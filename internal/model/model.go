@@ -130,6 +130,20 @@ type Listener struct {
 	StrictSNI bool `json:"strictSni,omitempty"`
 	// Policies are ordered: the first policy whose rules all match wins.
 	Policies []L7Policy `json:"policies,omitempty"`
+	// Passthrough, on a TERMINATED_HTTPS listener, sends TLS connections
+	// whose SNI is one of its hosts to a TCP pool untouched, before any
+	// termination (ingress-nginx's ssl-passthrough); other connections
+	// are terminated as usual. A listener with Passthrough may have no
+	// certificates: then it terminates nothing and refuses other SNIs.
+	Passthrough []PassthroughRoute `json:"passthrough,omitempty"`
+}
+
+// PassthroughRoute passes every TLS connection for Host (the SNI, exact,
+// lowercase) to PoolID, a TCP pool whose members terminate TLS themselves.
+type PassthroughRoute struct {
+	Host   string `json:"host"`
+	PoolID string `json:"poolId"`
+	Source Source `json:"source"` // the Ingress that asked for it
 }
 
 // Certificate references a kubernetes.io/tls Secret. The key material is
@@ -245,6 +259,9 @@ type Pool struct {
 	// presents a client certificate (ingress-nginx's proxy-ssl-*); only
 	// with an HTTPS or GRPCS Protocol. nil keeps TLS unverified.
 	UpstreamTLS *UpstreamTLS `json:"upstreamTls,omitempty"`
+	// TCP makes the pool a TCP backend (ssl-passthrough): bytes are
+	// forwarded, no HTTP is parsed; no affinity, protocol or UpstreamTLS.
+	TCP bool `json:"tcp,omitempty"`
 }
 
 // UpstreamTLS is a pool's TLS towards its members. The CA and the client

@@ -91,6 +91,7 @@ type ingressSettings struct {
 	defaultBackend                           string
 	extAuth                                  extAuthSettings
 	proxySSL                                 proxySSLSettings
+	sslPassthrough                           bool
 }
 
 // annotationIssue is one problem with one annotation.

@@ -142,11 +142,21 @@ func (g *lbGroup) build(opts Options, canaries map[string][]*canaryRef) (*model.
 		Name: model.DefaultHTTPListenerName, Protocol: model.ProtocolHTTP, Port: opts.HTTPPort,
 		DefaultPoolID: defaultPool, Policies: policiesFor(kept, true, certHosts(certs)),
 	})
-	if len(certs) > 0 {
+	passthrough, ptProblems := passthroughRoutes(g.members, hostOwners, pools)
+	problems = append(problems, ptProblems...)
+	switch {
+	case len(certs) > 0:
 		lb.Listeners = append(lb.Listeners, model.Listener{
 			Name: model.DefaultHTTPSListenerName, Protocol: model.ProtocolTerminatedHTTPS, Port: opts.HTTPSPort,
 			DefaultPoolID: defaultPool, Certificates: certs, Policies: policiesFor(kept, false, certHosts(certs)),
-			StrictSNI: certs[0].Namespace != g.members[0].source.Namespace,
+			StrictSNI: certs[0].Namespace != g.members[0].source.Namespace, Passthrough: passthrough,
+		})
+	case len(passthrough) > 0:
+		// Nothing to terminate: the listener passes its hosts and closes
+		// other connections.
+		lb.Listeners = append(lb.Listeners, model.Listener{
+			Name: model.DefaultHTTPSListenerName, Protocol: model.ProtocolTerminatedHTTPS, Port: opts.HTTPSPort,
+			Passthrough: passthrough,
 		})
 	}
 	for _, id := range sortedKeys(pools) {

@@ -149,6 +149,10 @@ var compatAnnotations = map[string]compatAnnotation{
 		s.backendProtocol, err = parseBackendProtocol(v)
 		return err
 	}, difference: "per Service port: Ingresses sharing a backend use the oldest one's; HTTPS and GRPCS are not verified and send no SNI unless proxy-ssl-* say so; AJP, FCGI and AUTO_HTTP refuse the Ingress"},
+	"ssl-passthrough": {parse: func(s *ingressSettings, v string) (err error) {
+		s.sslPassthrough, err = parseNginxBool(v)
+		return err
+	}, difference: passthroughDifference},
 	"proxy-ssl-verify": {parse: func(s *ingressSettings, v string) (err error) {
 		s.proxySSL.set = true
 		s.proxySSL.verify, err = parseOnOff("proxy-ssl-verify", v)

@@ -27,7 +27,7 @@ var snippetAlternatives = map[string]string{
 
 // plannedNginx are the other ingress-nginx annotations issue 11 lists:
 // not implemented yet, so reported as such rather than as unknown.
-var plannedNginx = setOf("custom-headers", "proxy-set-headers", "ssl-passthrough")
+var plannedNginx = setOf("custom-headers", "proxy-set-headers")
 
 func setOf(names ...string) map[string]bool {
 	m := make(map[string]bool, len(names))

@@ -72,6 +72,7 @@ var validCompat = map[string]string{
 	"proxy-ssl-secret":          "ns/upstream-ca",
 	"proxy-ssl-name":            "api.internal.example",
 	"proxy-ssl-server-name":     "off",
+	"ssl-passthrough":           "true",
 }
 
 func TestCompatAnnotationsAreAnchored(t *testing.T) {
@@ -166,7 +167,7 @@ func TestSnippetsAndUnknownNginxAnnotationsWarn(t *testing.T) {
 		NginxPrefix + "server-snippet":        "return 403;",
 		NginxPrefix + "auth-snippet":          "x",
 		NginxPrefix + "stream-snippet":        "x",
-		NginxPrefix + "ssl-passthrough":       "true",
+		NginxPrefix + "custom-headers":        "ns/headers",
 		NginxPrefix + "server-snippet-long":   strings.Repeat("x", 4096), // unparsed: no size refusal
 	}, "a.example", "/")
 	res := Ingresses(snapshotOf(ing), DefaultOptions())

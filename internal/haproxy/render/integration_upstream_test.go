@@ -154,8 +154,9 @@ func TestIntegrationUpstreamTLS(t *testing.T) {
 }
 
 // serveLBWithFiles is serveLB with files the fragment names written into
-// its folder first (write), as the agent stages them.
-func serveLBWithFiles(t *testing.T, bin string, lb *model.LoadBalancer, write func(dir string)) string {
+// its folder first (write), as the agent stages them; HAProxy is awaited
+// on the other ports too.
+func serveLBWithFiles(t *testing.T, bin string, lb *model.LoadBalancer, write func(dir string), more ...int) string {
 	t.Helper()
 	port := freePort()
 	lb.Listeners[0].Port, lb.VIP, lb.FIP = port, "127.0.0.1", ""
@@ -172,6 +173,6 @@ func serveLBWithFiles(t *testing.T, bin string, lb *model.LoadBalancer, write fu
 	writeMaps(t, maps, "")
 	write(dir)
 	writeFile(t, dir+"/haproxy.conf", cfg)
-	startHAProxy(t, bin, dir+"/haproxy.conf", port)
+	startHAProxy(t, bin, dir+"/haproxy.conf", append([]int{port}, more...)...)
 	return "127.0.0.1:" + strconv.Itoa(port)
 }

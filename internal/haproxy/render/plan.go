@@ -97,6 +97,8 @@ func listenerReason(ol, nl []listenerView) string {
 			what = " certificates changed"
 		case o.defaultPool != n.defaultPool || !slices.EqualFunc(o.policies, n.policies, samePolicy):
 			what = " routing rules changed"
+		case !slices.Equal(o.passthrough, n.passthrough):
+			what = " passthrough hosts changed"
 		}
 		if what != "" {
 			return "listener " + strconv.Itoa(n.port) + what

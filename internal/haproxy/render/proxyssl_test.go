@@ -81,3 +81,49 @@ func TestPlanUpstreamTLSReloads(t *testing.T) {
 		t.Errorf("verify off: %+v", p)
 	}
 }
+
+// upstreamTLSFixture: proxy-ssl-* on an HTTPS pool (verified, SNI,
+// client certificate) and a GRPCS pool (verified with the default name).
+func upstreamTLSFixture(web1, web2 model.Pool) *model.LoadBalancer {
+	web1.Protocol, web1.UpstreamTLS = model.BackendHTTPS, &model.UpstreamTLS{Verify: true, SNI: true, Name: "api.internal",
+		Namespace: "ns", Secret: "upstream", CASHA256: caDigest, ClientSHA256: clientDigest}
+	web2.Protocol, web2.UpstreamTLS = model.BackendGRPCS, &model.UpstreamTLS{Verify: true, Name: "webservice-2.ns.svc",
+		Namespace: "ns", Secret: "upstream", CASHA256: caDigest}
+	return newLB([]model.Listener{httpListener("", routes(
+		toPool(web1, hostIs("api.example"), pathPrefix("/")), toPool(web2, hostIs("grpc.example"), pathPrefix("/"))))}, web1, web2)
+}
+
+// writeUpstreamCerts writes a CA and a client certificate for each pool
+// with UpstreamTLS, as the agent would.
+func writeUpstreamCerts(t *testing.T, dir string, lb *model.LoadBalancer) {
+	t.Helper()
+	for _, p := range lb.Pools {
+		u := p.UpstreamTLS
+		if u == nil {
+			continue
+		}
+		if u.CASHA256 != "" {
+			path, _ := lbAt(dir).UpstreamCA(u.CASHA256)
+			ca, _ := splitPEM(selfSigned(t, []string{"ca.example"}))
+			writeFile(t, path, ca)
+		}
+		if u.ClientSHA256 != "" {
+			path, _ := lbAt(dir).UpstreamClient(u.ClientSHA256)
+			writeFile(t, path, selfSigned(t, []string{"client.example"}))
+		}
+	}
+}
+
+// passthroughFixture: ssl-passthrough of pt.example to a TCP pool, on a
+// TLS listener with a certificate (withCert) or without.
+func passthroughFixture(web1, web2 model.Pool, withCert bool) *model.LoadBalancer {
+	pt := web2
+	pt.ID, pt.Name, pt.TCP = model.ID("tcp", "ns", "webservice-2", "443"), "ns_webservice-2_443_passthrough", true
+	https := model.Listener{Name: model.DefaultHTTPSListenerName, Protocol: model.ProtocolTerminatedHTTPS, Port: 443,
+		Passthrough: []model.PassthroughRoute{{Host: "pt.example", PoolID: pt.ID}, {Host: "a-pt.example", PoolID: pt.ID}}}
+	if withCert {
+		https.Certificates = []model.Certificate{{ID: model.ID("cert", "tls"), Namespace: "ns", Secret: "tls", Hosts: []string{"web.example"}, SHA256: "aa"}}
+		https.Policies = routes(toPool(web1, hostIs("web.example"), pathPrefix("/")))
+	}
+	return newLB([]model.Listener{httpListener("", routes(toPool(web1, hostIs("web.example"), pathPrefix("/")))), https}, web1, pt)
+}
