@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // maxCAs bounds a ca.crt: a trust bundle for one Service's members is a
@@ -21,6 +22,9 @@ type CABundle struct {
 	PEM []byte
 	// SHA256 is the hex digest of PEM.
 	SHA256 string
+	// NotAfter is the earliest expiry among the certificates: past it,
+	// a chain through that one fails verification.
+	NotAfter time.Time
 }
 
 // ParseCA validates a ca.crt: CERTIFICATE blocks only, each parsed by Go
@@ -36,7 +40,11 @@ func ParseCA(data []byte) (*CABundle, error) {
 		return nil, fmt.Errorf("%d certificates, the limit is %d", len(chain), maxCAs)
 	}
 	var out bytes.Buffer
+	var notAfter time.Time
 	for i, c := range chain {
+		if notAfter.IsZero() || c.NotAfter.Before(notAfter) {
+			notAfter = c.NotAfter
+		}
 		if err := checkKeySize(c); err != nil {
 			return nil, fmt.Errorf("certificate %d: %w", i+1, err)
 		}
@@ -46,5 +54,5 @@ func ParseCA(data []byte) (*CABundle, error) {
 		return nil, errors.New("no certificate")
 	}
 	sum := sha256.Sum256(out.Bytes())
-	return &CABundle{PEM: out.Bytes(), SHA256: hex.EncodeToString(sum[:])}, nil
+	return &CABundle{PEM: out.Bytes(), SHA256: hex.EncodeToString(sum[:]), NotAfter: notAfter}, nil
 }

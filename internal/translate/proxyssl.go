@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -116,7 +117,7 @@ func NamedSecrets(ing *networkingv1.Ingress) []SecretRef {
 // the digests of its CA and client certificate; the agent serves them
 // only while they still hash to these. It returns the annotation key to
 // blame and why, or "" when the Ingress may be served.
-func (p *parsedIngress) resolveProxySSL(x *index) (string, error) {
+func (p *parsedIngress) resolveProxySSL(x *index, opts Options, problems *[]model.Problem) (string, error) {
 	ps := &p.settings.proxySSL
 	ann := p.ing.Annotations
 	if !ps.set || !tlsProtocol(p.settings.backendProtocol) {
@@ -139,8 +140,13 @@ func (p *parsedIngress) resolveProxySSL(x *index) (string, error) {
 	if sec == nil {
 		return key, fmt.Errorf("secret %s/%s not found", ns, name)
 	}
-	if err := readUpstreamSecret(u, sec.Data); err != nil {
+	expiry, err := readUpstreamSecret(u, sec.Data)
+	if err != nil {
 		return key, fmt.Errorf("secret %s/%s: %w", ns, name, err)
+	}
+	if !opts.Now.IsZero() && !expiry.IsZero() && expiry.Before(opts.Now) {
+		*problems = append(*problems, warning(p.ing, "ExpiredCertificate", fieldForAnnotation(key),
+			"a certificate of secret %s/%s expired at %s: members' handshakes will fail", ns, name, expiry.UTC().Format(time.RFC3339)))
 	}
 	u.Namespace, u.Secret = ns, name
 	ps.resolved = u
@@ -150,30 +156,39 @@ func (p *parsedIngress) resolveProxySSL(x *index) (string, error) {
 // readUpstreamSecret validates ca.crt (needed to verify, else unused, as
 // nginx's proxy_ssl_trusted_certificate without proxy_ssl_verify) and the
 // optional client pair tls.crt and tls.key, and records their digests.
-func readUpstreamSecret(u *model.UpstreamTLS, data map[string][]byte) error {
+// It returns the earliest expiry of what is used (zero for none).
+func readUpstreamSecret(u *model.UpstreamTLS, data map[string][]byte) (time.Time, error) {
+	var expiry time.Time
+	earliest := func(t time.Time) {
+		if expiry.IsZero() || t.Before(expiry) {
+			expiry = t
+		}
+	}
 	if ca, ok := data["ca.crt"]; ok && u.Verify {
 		b, err := tlscert.ParseCA(ca)
 		if err != nil {
-			return fmt.Errorf("ca.crt: %w", err)
+			return expiry, fmt.Errorf("ca.crt: %w", err)
 		}
 		u.CASHA256 = b.SHA256
+		earliest(b.NotAfter)
 	}
 	crt, hasCrt := data[corev1.TLSCertKey]
 	key, hasKey := data[corev1.TLSPrivateKeyKey]
 	if hasCrt || hasKey {
 		pair, err := tlscert.Parse(crt, key)
 		if err != nil {
-			return fmt.Errorf("client certificate: %w", err)
+			return expiry, fmt.Errorf("client certificate: %w", err)
 		}
 		u.ClientSHA256 = pair.SHA256
+		earliest(pair.NotAfter)
 	}
 	switch {
 	case u.Verify && u.CASHA256 == "":
-		return errors.New("proxy-ssl-verify on needs the key ca.crt")
+		return expiry, errors.New("proxy-ssl-verify on needs the key ca.crt")
 	case !u.Verify && u.ClientSHA256 == "":
-		return errors.New("with proxy-ssl-verify off, only a client certificate (tls.crt and tls.key) is used, and there is none")
+		return expiry, errors.New("with proxy-ssl-verify off, only a client certificate (tls.crt and tls.key) is used, and there is none")
 	}
-	return nil
+	return expiry, nil
 }
 
 // defaultUpstreamName is the name checked and sent when proxy-ssl-name is

@@ -117,6 +117,17 @@ func TestProxySSL(t *testing.T) {
 	refused("bad server-name", with("proxy-ssl-server-name", "on;evil"), "proxy-ssl-server-name", "proxy-ssl-server-name")
 	refused("bad secret", with("proxy-ssl-secret", "ns/upstream;evil"), "proxy-ssl-secret", "proxy-ssl-secret")
 
+	// An expired CA or client certificate is served, with a warning.
+	a := simpleIngress(t, "ns", "tls", 0, with("proxy-ssl-verify", "on", "proxy-ssl-secret", "upstream"), "a.example", "/")
+	snap := snapshotOf(a)
+	snap.Secrets = []*corev1.Secret{full}
+	opts := DefaultOptions()
+	opts.Now = time.Now().Add(2 * time.Hour)
+	ps := problemsFor(Ingresses(snap, opts), "tls")
+	if len(ps) != 1 || ps[0].Reason != "ExpiredCertificate" || ps[0].Severity != model.SeverityWarning {
+		t.Errorf("expired: problems %+v", ps)
+	}
+
 	// Without TLS to the members: a warning, nothing set.
 	plain := map[string]string{AnnotationLoadBalancer: "shared", NginxPrefix + "proxy-ssl-verify": "on"}
 	res = run(plain)
