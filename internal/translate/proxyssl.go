@@ -148,6 +148,10 @@ func (p *parsedIngress) resolveProxySSL(x *index, opts Options, problems *[]mode
 		*problems = append(*problems, warning(p.ing, "ExpiredCertificate", fieldForAnnotation(key),
 			"a certificate of secret %s/%s expired at %s: members' handshakes will fail", ns, name, expiry.UTC().Format(time.RFC3339)))
 	}
+	if u.CASHA256 == "" && u.ClientSHA256 == "" {
+		*problems = append(*problems, warning(p.ing, "IgnoredAnnotation", fieldForAnnotation(key),
+			"secret %s/%s: with proxy-ssl-verify off only a client certificate (tls.crt and tls.key) is used, and there is none: nothing to do", ns, name))
+	}
 	u.Namespace, u.Secret = ns, name
 	ps.resolved = u
 	return "", nil
@@ -185,8 +189,6 @@ func readUpstreamSecret(u *model.UpstreamTLS, data map[string][]byte) (time.Time
 	switch {
 	case u.Verify && u.CASHA256 == "":
 		return expiry, errors.New("proxy-ssl-verify on needs the key ca.crt")
-	case !u.Verify && u.ClientSHA256 == "":
-		return expiry, errors.New("with proxy-ssl-verify off, only a client certificate (tls.crt and tls.key) is used, and there is none")
 	}
 	return expiry, nil
 }

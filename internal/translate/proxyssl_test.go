@@ -117,6 +117,16 @@ func TestProxySSL(t *testing.T) {
 	refused("bad server-name", with("proxy-ssl-server-name", "on;evil"), "proxy-ssl-server-name", "proxy-ssl-server-name")
 	refused("bad secret", with("proxy-ssl-secret", "ns/upstream;evil"), "proxy-ssl-secret", "proxy-ssl-secret")
 
+	// A CA alone with verify off (harmless in ingress-nginx): served, with
+	// a warning that nothing is used.
+	res = run(with("proxy-ssl-secret", "upstream"), proxySSLSecret(t, "ns", "upstream", true, false))
+	if u := poolOf(res, "web").UpstreamTLS; u == nil || u.Verify || u.CASHA256 != "" || u.ClientSHA256 != "" {
+		t.Errorf("CA alone, verify off: %+v", u)
+	}
+	if ps := problemsFor(res, "tls"); len(ps) != 1 || ps[0].Severity != model.SeverityWarning || !strings.Contains(ps[0].Message, "nothing to do") {
+		t.Errorf("CA alone, verify off: problems %+v", ps)
+	}
+
 	// An expired CA or client certificate is served, with a warning.
 	a := simpleIngress(t, "ns", "tls", 0, with("proxy-ssl-verify", "on", "proxy-ssl-secret", "upstream"), "a.example", "/")
 	snap := snapshotOf(a)
