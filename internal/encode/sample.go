@@ -39,3 +39,14 @@ func PlainValue(s string) (Value, error) {
 	}
 	return Value{s}, nil
 }
+
+// SNIString makes the expression "str(<host>)" of a server's sni keyword
+// for a host name a user gave: host must pass Host (lowercase letters,
+// digits, '.' and '-'), so it holds nothing the argument parser reads as
+// syntax.
+func SNIString(host string) (Word, error) {
+	if _, err := Host(host); err != nil {
+		return Word{}, err
+	}
+	return Word{s: "str(" + host + ")", kind: kindIdent}, nil
+}

@@ -130,6 +130,20 @@ type Listener struct {
 	StrictSNI bool `json:"strictSni,omitempty"`
 	// Policies are ordered: the first policy whose rules all match wins.
 	Policies []L7Policy `json:"policies,omitempty"`
+	// Passthrough, on a TERMINATED_HTTPS listener, sends TLS connections
+	// whose SNI is one of its hosts to a TCP pool untouched, before any
+	// termination (ingress-nginx's ssl-passthrough); other connections
+	// are terminated as usual. A listener with Passthrough may have no
+	// certificates: then it terminates nothing and refuses other SNIs.
+	Passthrough []PassthroughRoute `json:"passthrough,omitempty"`
+}
+
+// PassthroughRoute passes every TLS connection for Host (the SNI, exact,
+// lowercase) to PoolID, a TCP pool whose members terminate TLS themselves.
+type PassthroughRoute struct {
+	Host   string `json:"host"`
+	PoolID string `json:"poolId"`
+	Source Source `json:"source"` // the Ingress that asked for it
 }
 
 // Certificate references a kubernetes.io/tls Secret. The key material is
@@ -241,11 +255,40 @@ type Pool struct {
 	// port rather than its endpoints (service-upstream): kube-proxy picks
 	// the Pod, the seed's two-hop mode.
 	ServiceUpstream bool `json:"serviceUpstream,omitempty"`
+	// UpstreamTLS verifies the members' certificates, sends them SNI or
+	// presents a client certificate (ingress-nginx's proxy-ssl-*); only
+	// with an HTTPS or GRPCS Protocol. nil keeps TLS unverified.
+	UpstreamTLS *UpstreamTLS `json:"upstreamTls,omitempty"`
+	// TCP makes the pool a TCP backend (ssl-passthrough): bytes are
+	// forwarded, no HTTP is parsed; no affinity, protocol or UpstreamTLS.
+	TCP bool `json:"tcp,omitempty"`
+}
+
+// UpstreamTLS is a pool's TLS towards its members. The CA and the client
+// certificate stay in their Secret (as Certificate's key material does):
+// the agent reads it, validates it again and serves it only while its
+// canonical form still hashes to CASHA256 and ClientSHA256.
+type UpstreamTLS struct {
+	// Verify requires the member's chain to lead to the Secret's ca.crt
+	// and its certificate to carry Name.
+	Verify bool `json:"verify,omitempty"`
+	// Name is the host name checked (with Verify) and sent as SNI (with
+	// SNI); validated host syntax.
+	Name string `json:"name,omitempty"`
+	SNI  bool   `json:"sni,omitempty"`
+	// Namespace and Secret name the Secret holding ca.crt and,
+	// optionally, tls.crt and tls.key; empty when none is named.
+	Namespace string `json:"namespace,omitempty"`
+	Secret    string `json:"secret,omitempty"`
+	// CASHA256 is the digest of the canonical ca.crt ("" without one);
+	// ClientSHA256 that of the canonical client pair ("" without one).
+	CASHA256     string `json:"caSha256,omitempty"`
+	ClientSHA256 string `json:"clientSha256,omitempty"`
 }
 
 // BackendProtocol is a Pool's protocol to its members. TLS to members is
-// not verified (ingress-nginx's default, proxy-ssl-verify off) and sends
-// no SNI.
+// not verified and sends no SNI (ingress-nginx's defaults,
+// proxy-ssl-verify off) unless the Pool's UpstreamTLS says otherwise.
 type BackendProtocol string
 
 const (

@@ -277,8 +277,8 @@ func referencesOf(snap *source.Snapshot, ours map[model.ObjectRef]bool) referenc
 				r.secrets[ing.Namespace+"/"+t.SecretName] = true
 			}
 		}
-		if ns, name, ok := translate.AuthSecret(ing); ok {
-			r.secrets[ns+"/"+name] = true
+		for _, ref := range translate.NamedSecrets(ing) {
+			r.secrets[ref.Namespace+"/"+ref.Name] = true
 		}
 	}
 	return r

@@ -90,6 +90,8 @@ type ingressSettings struct {
 	backendProtocol                          model.BackendProtocol
 	defaultBackend                           string
 	extAuth                                  extAuthSettings
+	proxySSL                                 proxySSLSettings
+	sslPassthrough                           bool
 }
 
 // annotationIssue is one problem with one annotation.
@@ -173,6 +175,7 @@ func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue
 	}
 	issues = append(issues, canaryIssues(s.canary, ann)...)
 	issues = append(issues, extAuthIssues(s.extAuth, ann)...)
+	issues = append(issues, proxySSLIssues(s, ann)...)
 	if _, typed := ann[keyOf(ann, "auth-type")]; s.auth.secret != "" && !typed {
 		issues = append(issues, annotationIssue{key: keyOf(ann, "auth-secret"),
 			message: "auth-secret without auth-type basic does nothing, as in ingress-nginx"})

@@ -142,11 +142,21 @@ func (g *lbGroup) build(opts Options, canaries map[string][]*canaryRef) (*model.
 		Name: model.DefaultHTTPListenerName, Protocol: model.ProtocolHTTP, Port: opts.HTTPPort,
 		DefaultPoolID: defaultPool, Policies: policiesFor(kept, true, certHosts(certs)),
 	})
-	if len(certs) > 0 {
+	passthrough, ptProblems := passthroughRoutes(g.members, hostOwners, pools)
+	problems = append(problems, ptProblems...)
+	switch {
+	case len(certs) > 0:
 		lb.Listeners = append(lb.Listeners, model.Listener{
 			Name: model.DefaultHTTPSListenerName, Protocol: model.ProtocolTerminatedHTTPS, Port: opts.HTTPSPort,
 			DefaultPoolID: defaultPool, Certificates: certs, Policies: policiesFor(kept, false, certHosts(certs)),
-			StrictSNI: certs[0].Namespace != g.members[0].source.Namespace,
+			StrictSNI: certs[0].Namespace != g.members[0].source.Namespace, Passthrough: passthrough,
+		})
+	case len(passthrough) > 0:
+		// Nothing to terminate: the listener passes its hosts and closes
+		// other connections.
+		lb.Listeners = append(lb.Listeners, model.Listener{
+			Name: model.DefaultHTTPSListenerName, Protocol: model.ProtocolTerminatedHTTPS, Port: opts.HTTPSPort,
+			Passthrough: passthrough,
 		})
 	}
 	for _, id := range sortedKeys(pools) {
@@ -257,7 +267,7 @@ func affinityConflict(pools map[string]*model.Pool, p *parsedIngress, poolID str
 func protocolConflict(pools map[string]*model.Pool, p *parsedIngress, poolID string, warned map[string]bool) []model.Problem {
 	kept, mine := pools[poolID], p.pools[poolID]
 	key := "protocol\x00" + p.source.Key() + "\x00" + poolID
-	if kept == mine || warned[key] || kept.Protocol == mine.Protocol {
+	if kept == mine || warned[key] || (kept.Protocol == mine.Protocol && sameUpstreamTLS(kept.UpstreamTLS, mine.UpstreamTLS)) {
 		return nil
 	}
 	warned[key] = true
@@ -266,8 +276,12 @@ func protocolConflict(pools map[string]*model.Pool, p *parsedIngress, poolID str
 		what = "HTTP"
 	}
 	return []model.Problem{warning(p.ing, "BackendProtocolConflict", "metadata.annotations",
-		"service %s port %s is also the backend of an older Ingress with another backend-protocol: that one applies (%s)",
+		"service %s port %s is also the backend of an older Ingress with another backend-protocol or proxy-ssl-* settings: those apply (%s)",
 		mine.Service, mine.Port, what)}
+}
+
+func sameUpstreamTLS(a, b *model.UpstreamTLS) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
 }
 
 func addPool(pools map[string]*model.Pool, p *model.Pool) {

@@ -148,7 +148,31 @@ var compatAnnotations = map[string]compatAnnotation{
 	"backend-protocol": {parse: func(s *ingressSettings, v string) (err error) {
 		s.backendProtocol, err = parseBackendProtocol(v)
 		return err
-	}, difference: "per Service port: Ingresses sharing a backend use the oldest one's; HTTPS and GRPCS are not verified and send no SNI (proxy-ssl-* not yet supported); AJP, FCGI and AUTO_HTTP refuse the Ingress"},
+	}, difference: "per Service port: Ingresses sharing a backend use the oldest one's; HTTPS and GRPCS are not verified and send no SNI unless proxy-ssl-* say so; AJP, FCGI and AUTO_HTTP refuse the Ingress"},
+	"ssl-passthrough": {parse: func(s *ingressSettings, v string) (err error) {
+		s.sslPassthrough, err = parseNginxBool(v)
+		return err
+	}, difference: passthroughDifference},
+	"proxy-ssl-verify": {parse: func(s *ingressSettings, v string) (err error) {
+		s.proxySSL.set = true
+		s.proxySSL.verify, err = parseOnOff("proxy-ssl-verify", v)
+		return err
+	}, difference: proxySSLDifference},
+	"proxy-ssl-secret": {parse: func(s *ingressSettings, v string) (err error) {
+		s.proxySSL.set = true
+		s.proxySSL.secret, err = parseProxySSLSecret(v)
+		return err
+	}, difference: "a Secret of the Ingress's namespace only (ingress-nginx allows others); ca.crt is required with proxy-ssl-verify on, tls.crt and tls.key (optional) are the client certificate; both are validated and re-encoded, and an invalid one refuses the Ingress"},
+	"proxy-ssl-name": {parse: func(s *ingressSettings, v string) (err error) {
+		s.proxySSL.set = true
+		s.proxySSL.name, err = parseProxySSLName(v)
+		return err
+	}, difference: "a host name (lowercase, no wildcard, no nginx variables); default <service>.<namespace>.svc (ingress-nginx: its internal upstream name)"},
+	"proxy-ssl-server-name": {parse: func(s *ingressSettings, v string) (err error) {
+		s.proxySSL.set = true
+		s.proxySSL.serverName, err = parseOnOff("proxy-ssl-server-name", v)
+		return err
+	}, difference: "on sends proxy-ssl-name (default <service>.<namespace>.svc) as SNI, health checks included"},
 	"rewrite-target": {parse: func(s *ingressSettings, v string) (err error) {
 		s.rewriteTarget, s.rewriteTail, err = parseRewriteTarget(v)
 		return err

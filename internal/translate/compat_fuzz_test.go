@@ -87,3 +87,29 @@ func FuzzParseRedirectCode(f *testing.F) {
 		}
 	})
 }
+
+// The proxy-ssl-* parsers: whatever they accept is a bare host name, an
+// on/off word or a Secret reference, with nothing a config line reads as
+// syntax.
+func FuzzParseProxySSL(f *testing.F) {
+	for _, s := range []string{"on", "off", "api.internal", "ns/upstream", "upstream", "on;evil", "a.example\n", "ns/x/y", "*.a.example", "A.example", "a.example:443"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		if name, err := parseProxySSLName(v); err == nil {
+			noControl(t, v, name)
+			if name != v || strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789.-") != "" {
+				t.Fatalf("name %q accepted as %q", v, name)
+			}
+		}
+		if on, err := parseOnOff("x", v); err == nil && v != map[bool]string{true: "on", false: "off"}[on] {
+			t.Fatalf("on/off %q accepted as %v", v, on)
+		}
+		if ref, err := parseProxySSLSecret(v); err == nil {
+			noControl(t, v, ref)
+			if strings.Trim(ref, "abcdefghijklmnopqrstuvwxyz0123456789.-/") != "" || strings.Count(ref, "/") > 1 {
+				t.Fatalf("secret %q accepted as %q", v, ref)
+			}
+		}
+	})
+}

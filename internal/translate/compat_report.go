@@ -22,12 +22,12 @@ var snippetAlternatives = map[string]string{
 	"canary-by-header-pattern": "canary-by-header-value (one exact value); pier matches no regular expressions",
 	"custom-http-errors":       customErrorsAlternative,
 	"limit-burst-multiplier":   "a higher limit-rps or limit-rpm (pier counts accepted requests over a sliding second or minute, with no burst on top)",
+	"proxy-ssl-verify-depth":   "a ca.crt holding only the CAs to trust: HAProxy 2.6 has no verify depth for servers, so proxy-ssl-verify on accepts any chain length to ca.crt",
 }
 
 // plannedNginx are the other ingress-nginx annotations issue 11 lists:
 // not implemented yet, so reported as such rather than as unknown.
-var plannedNginx = setOf("proxy-ssl-verify", "proxy-ssl-secret", "proxy-ssl-name",
-	"custom-headers", "proxy-set-headers", "ssl-passthrough")
+var plannedNginx = setOf("custom-headers", "proxy-set-headers")
 
 func setOf(names ...string) map[string]bool {
 	m := make(map[string]bool, len(names))

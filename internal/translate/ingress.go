@@ -24,6 +24,8 @@ type parsedIngress struct {
 	fallbackPool *model.Pool
 	// extAuthPool is auth-url's pool, or nil.
 	extAuthPool *model.Pool
+	// passthrough are the hosts of ssl-passthrough, with TCP pools.
+	passthrough []passthroughRoute
 	pools       map[string]*model.Pool
 	certs       []model.Certificate
 	// certFields is the spec.tls field of each of certs, for problems.
@@ -75,11 +77,17 @@ func parseIngress(ing *networkingv1.Ingress, x *index, opts Options) (*parsedIng
 	if key, err := p.resolveAuth(x); err != nil {
 		return nil, append(problems, refusal(ing, "InvalidAnnotation", fieldForAnnotation(key), "%s: %v", quoteForMessage(key), err))
 	}
+	if key, err := p.resolveProxySSL(x, opts, &problems); err != nil {
+		return nil, append(problems, refusal(ing, "InvalidAnnotation", fieldForAnnotation(key), "%s: %v", quoteForMessage(key), err))
+	}
 
 	if err := p.parseDefaultBackend(x, opts, &problems); err != nil {
 		return nil, append(problems, refusal(ing, "InvalidIngress", "spec.defaultBackend", "%v", err))
 	}
 	if err := p.parseRules(x, opts, &problems); err != nil {
+		return nil, append(problems, refusal(ing, "InvalidIngress", "spec.rules", "%v", err))
+	}
+	if err := p.parsePassthrough(x, opts, &problems); err != nil {
 		return nil, append(problems, refusal(ing, "InvalidIngress", "spec.rules", "%v", err))
 	}
 	if err := p.resolveFallback(x, opts, &problems); err != nil {

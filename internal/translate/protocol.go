@@ -39,4 +39,14 @@ func parseBackendProtocol(v string) (model.BackendProtocol, error) {
 
 // applyProtocol sets the pool's protocol from the Ingress that creates
 // it (a Service port is one backend: protocolConflict warns the others).
-func (s *ingressSettings) applyProtocol(pool *model.Pool) { pool.Protocol = s.backendProtocol }
+// The pool's UpstreamTLS is a copy, its name defaulting to the Service's.
+func (s *ingressSettings) applyProtocol(pool *model.Pool) {
+	pool.Protocol = s.backendProtocol
+	if r := s.proxySSL.resolved; r != nil && tlsProtocol(pool.Protocol) {
+		u := *r
+		if u.Name == "" && (u.Verify || u.SNI) {
+			u.Name = defaultUpstreamName(pool)
+		}
+		pool.UpstreamTLS = &u
+	}
+}

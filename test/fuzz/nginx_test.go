@@ -33,7 +33,9 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 		"canary": "true", "canary-weight": "10", "canary-weight-total": "100", "canary-by-header": "X-Canary",
 		"canary-by-header-value": "v2", "canary-by-cookie": "canary", "default-backend": attackerErrorsName,
 		"auth-url": "http://web." + attackerNS + ".svc/oauth2/auth", "auth-signin": "https://login.example/start",
-		"auth-response-headers": "X-Auth-Request-User, X-Auth-Request-Email", "auth-method": "HEAD"}
+		"auth-response-headers": "X-Auth-Request-User, X-Auth-Request-Email", "auth-method": "HEAD",
+		"proxy-ssl-verify": "on", "proxy-ssl-secret": "upstream", "proxy-ssl-name": "api.internal",
+		"proxy-ssl-server-name": "on", "ssl-passthrough": "true"}
 	for i, name := range names {
 		v := good[name]
 		f.Add(uint8(i), v, uint8(i+1), good[names[(i+1)%len(names)]])
@@ -105,6 +107,18 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 	backend := uint8(slices.Index(names, "default-backend"))
 	for _, v := range []string{attackerErrorsName, "web", "missing", "victim/web", "../errors", "errors)", "ERRORS"} {
 		f.Add(backend, v, uint8(slices.Index(names, "limit-rps")), "5")
+	}
+	// proxy-ssl-* beside backend-protocol HTTPS (the attacker's Secret
+	// exists), and ssl-passthrough beside each.
+	protocol := uint8(slices.Index(names, "backend-protocol"))
+	passthrough := uint8(slices.Index(names, "ssl-passthrough"))
+	for i, name := range names {
+		if strings.HasPrefix(name, "proxy-ssl-") {
+			for _, suffix := range []string{"", ";evil", "\n    http-request return status 200", "' if TRUE #", "%[src]", ") crt /etc/shadow", " verify none"} {
+				f.Add(uint8(i), good[name]+suffix, protocol, "HTTPS")
+				f.Add(uint8(i), good[name]+suffix, passthrough, "true")
+			}
+		}
 	}
 	for _, row := range badInputs() {
 		if row.field != "path" && row.field != "host" {

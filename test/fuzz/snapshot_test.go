@@ -132,6 +132,13 @@ func snapshot(t testing.TB, a *attack) *source.Snapshot {
 	if _, _, ok := translate.AuthSecret(evil); ok {
 		snap.Secrets = append(snap.Secrets, authUsersSecret(attackerNS, attackerAuthName))
 	}
+	if ns, name, ok := translate.ProxySSLSecret(evil); ok {
+		// A CA (the attacker's self-signed certificate) and a client pair.
+		sec := tlsSecret(ns, name, attackerCrt, attackerKey)
+		sec.Type = corev1.SecretTypeOpaque
+		sec.Data["ca.crt"] = sec.Data[corev1.TLSCertKey]
+		snap.Secrets = append(snap.Secrets, sec)
+	}
 	return snap
 }
 

@@ -153,6 +153,11 @@ func (d *Driver) Apply(ctx context.Context, lb *model.LoadBalancer) (driver.Appl
 	if err != nil {
 		return driver.Applied{}, err
 	}
+	upstreamChanged, err := d.writeUpstreamFiles(lb, at)
+	if err != nil {
+		return driver.Applied{}, err
+	}
+	certsChanged = certsChanged || upstreamChanged
 	opts := d.cfg.Render
 	opts.Users = d.authUsers
 	r, err := render.Render(lb, at, d.previousSlots(inst, at), opts)

@@ -185,6 +185,9 @@ func pruneTLSFiles(at layout.LB, lb *model.LoadBalancer, r *render.Result) error
 	for _, m := range r.Maps {
 		keep[m.Path] = true
 	}
+	for _, p := range upstreamPaths(at, lb) {
+		keep[p] = true
+	}
 	if r.AuthLuaPath != "" {
 		keep[r.AuthLuaPath] = true
 	}

@@ -204,6 +204,27 @@ func (b LB) Cert(certID, sha256 string) (string, error) {
 	return p, nil
 }
 
+// UpstreamCA is where a CA bundle for verifying members (ca-file) with
+// content digest sha256 is written, in the certs folder: named by the
+// digest alone, so pools trusting the same CA share one file.
+func (b LB) UpstreamCA(sha256 string) (string, error) {
+	short, err := shortDigest(sha256)
+	if err != nil {
+		return "", fmt.Errorf("upstream CA: %w", err)
+	}
+	return filepath.Join(b.CertsDir(), "ca-"+short+".pem"), nil
+}
+
+// UpstreamClient is where a client certificate for members (crt, key
+// included) with content digest sha256 is written, in the certs folder.
+func (b LB) UpstreamClient(sha256 string) (string, error) {
+	short, err := shortDigest(sha256)
+	if err != nil {
+		return "", fmt.Errorf("upstream client certificate: %w", err)
+	}
+	return filepath.Join(b.CertsDir(), "client-"+short+".pem"), nil
+}
+
 // Process is the folder of one HAProxy process.
 type Process struct {
 	Dir    string

@@ -58,6 +58,9 @@ func Render(lb *model.LoadBalancer, at layout.LB, prev Slots, opts Options) (*Re
 	if lb.UUID != at.UUID {
 		return nil, fmt.Errorf("render %s: folder of %s", encode.Printable(lb.UUID), encode.Printable(at.UUID))
 	}
+	if err := upstreamTLS(v, at); err != nil {
+		return nil, fmt.Errorf("render %s: %w", encode.Printable(v.uuid), err)
+	}
 	r := &Result{UUID: v.uuid, Slots: slotsOf(v), view: v}
 	if r.CrtList, err = crtList(v, at); err != nil {
 		return nil, fmt.Errorf("render %s: %w", encode.Printable(v.uuid), err)
@@ -72,6 +75,11 @@ func Render(lb *model.LoadBalancer, at layout.LB, prev Slots, opts Options) (*Re
 	if r.Maps, err = routeMapFiles(v, at); err != nil {
 		return nil, fmt.Errorf("render %s: %w", encode.Printable(v.uuid), err)
 	}
+	sniMaps, err := passthroughMaps(v, at)
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", encode.Printable(v.uuid), err)
+	}
+	r.Maps = append(r.Maps, sniMaps...)
 	if r.AuthLua, err = authLuaFile(v.sections); err != nil {
 		return nil, fmt.Errorf("render %s: %w", encode.Printable(v.uuid), err)
 	}
@@ -145,7 +153,13 @@ func renderFragment(v *view, at layout.LB, opts Options) ([]byte, error) {
 		writeAuthHead(&c, encode.FilePath(v.authLuaPath))
 	}
 	for i := range v.listeners {
-		writeFrontend(&c, v, &v.listeners[i], at)
+		l := &v.listeners[i]
+		if len(l.passthrough) > 0 {
+			writePassthrough(&c, v, l)
+		}
+		if l.terminates() {
+			writeFrontend(&c, v, l, at)
+		}
 	}
 	for i := range v.pools {
 		writeBackend(&c, v.uuid, &v.pools[i])
@@ -189,7 +203,12 @@ func skeletonOf(fragment []byte) [sha256.Size]byte {
 
 func writeBackend(c *encode.Config, uuid string, p *poolView) {
 	c.Blank()
-	c.Section(encode.Lit("backend"), backendName(uuid, p.id))
+	if p.tcp {
+		c.Section(encode.Lit("backend"), backendName(uuid, p.id), encode.Lit("from"), tcpDefaults)
+		c.Line(encode.Lit("mode"), encode.Lit("tcp"))
+	} else {
+		c.Section(encode.Lit("backend"), backendName(uuid, p.id))
+	}
 	c.Line(encode.Lit("balance"), p.balance)
 	if p.connect > 0 {
 		c.Line(encode.Lit("timeout"), encode.Lit("connect"), encode.Millis(p.connect))

@@ -160,6 +160,9 @@ func fixtures() []fixture {
 		{"default-backend", fallbackFixture(pool("empty"), web1, web2)},
 		{"rewrite-strip", stripFixture(web1, web2)},
 		{"external-auth", extAuthFixture(web1, web2, pool("oauth2-proxy", member("10.0.0.9", 4180)))},
+		{"upstream-tls", upstreamTLSFixture(web1, web2)},
+		{"ssl-passthrough", passthroughFixture(web1, web2, true)},
+		{"ssl-passthrough-only", passthroughFixture(web1, web2, false)},
 	}
 }
 

@@ -1,8 +1,6 @@
 package render
 
 import (
-	"net/netip"
-
 	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/haproxy/layout"
 )
@@ -37,11 +35,8 @@ var foreignBind = encode.Lit("transparent")
 func writeFrontend(c *encode.Config, v *view, l *listenerView, at layout.LB) {
 	c.Blank()
 	c.Section(encode.Lit("frontend"), frontendName(v.uuid, l.port))
-	for _, a := range []netip.Addr{v.vip, v.fip} {
-		if !a.IsValid() {
-			continue // no FIP
-		}
-		words := []encode.Word{encode.Lit("bind"), encode.AddrPort(a, l.port), foreignBind}
+	for _, addr := range frontendBinds(v, l) {
+		words := append([]encode.Word{encode.Lit("bind")}, addr...)
 		if l.tls {
 			words = append(words, encode.Lit("ssl"), encode.Lit("crt-list"), encode.FilePath(v.crtListPath))
 			if l.strictSNI {

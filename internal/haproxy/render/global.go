@@ -77,6 +77,7 @@ func writeGlobal(c *encode.Config, o Options) {
 }
 
 func writeDefaults(c *encode.Config, t Timeouts) {
+	writeTCPDefaults(c, t)
 	c.Blank()
 	c.Section(encode.Lit("defaults"))
 	c.Line(encode.Lit("mode"), encode.Lit("http"))
@@ -101,6 +102,27 @@ func writeDefaults(c *encode.Config, t Timeouts) {
 	timeout(encode.Lit("server"), encode.Millis(t.Server))
 	timeout(encode.Lit("http-request"), encode.Millis(t.HTTPRequest))
 	timeout(encode.Lit("http-keep-alive"), encode.Millis(t.KeepAlive))
+	timeout(encode.Lit("queue"), encode.Millis(t.Queue))
+	timeout(encode.Lit("tunnel"), encode.Millis(t.Tunnel))
+}
+
+// tcpDefaults names the defaults of the TCP proxies of ssl-passthrough
+// ("from pier_tcp"). HTTP options such as forwardfor cannot be negated
+// in a proxy and make a TCP one warn (zero-warning), so TCP proxies take
+// their own defaults. It comes before the anonymous section: a proxy
+// without "from" takes the last defaults section, the HTTP one.
+var tcpDefaults = encode.Lit("pier_tcp")
+
+func writeTCPDefaults(c *encode.Config, t Timeouts) {
+	c.Blank()
+	c.Section(encode.Lit("defaults"), tcpDefaults)
+	c.Line(encode.Lit("mode"), encode.Lit("tcp"))
+	c.Line(encode.Lit("option"), encode.Lit("redispatch"))
+	c.Line(encode.Lit("retries"), encode.Num(3))
+	timeout := func(name encode.Word, d encode.Word) { c.Line(encode.Lit("timeout"), name, d) }
+	timeout(encode.Lit("connect"), encode.Millis(t.Connect))
+	timeout(encode.Lit("client"), encode.Millis(t.Client))
+	timeout(encode.Lit("server"), encode.Millis(t.Server))
 	timeout(encode.Lit("queue"), encode.Millis(t.Queue))
 	timeout(encode.Lit("tunnel"), encode.Millis(t.Tunnel))
 }

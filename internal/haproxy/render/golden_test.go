@@ -103,6 +103,7 @@ func TestGoldenHAProxyCheck(t *testing.T) {
 				writeFile(t, crtListAt(t, dir, original), readRelocated(t, crt, dir))
 				writeCerts(t, dir, lbs[name])
 			}
+			writeUpstreamCerts(t, dir, lbs[name])
 			maps, _ := filepath.Glob(strings.TrimSuffix(file, ".cfg") + ".routes-*.map")
 			lua, _ := filepath.Glob(strings.TrimSuffix(file, ".cfg") + ".auth-*.lua")
 			maps = append(maps, lua...)

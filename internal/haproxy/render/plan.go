@@ -97,6 +97,8 @@ func listenerReason(ol, nl []listenerView) string {
 			what = " certificates changed"
 		case o.defaultPool != n.defaultPool || !slices.EqualFunc(o.policies, n.policies, samePolicy):
 			what = " routing rules changed"
+		case !slices.Equal(o.passthrough, n.passthrough):
+			what = " passthrough hosts changed"
 		}
 		if what != "" {
 			return "listener " + strconv.Itoa(n.port) + what
@@ -141,7 +143,7 @@ func poolReason(op, np []poolView) string {
 		case len(o.slots) != len(n.slots):
 			return "pool " + encode.Printable(n.id) + " slots " + strconv.Itoa(len(o.slots)) + "→" + strconv.Itoa(len(n.slots))
 		case o.check != n.check || o.balance.String() != n.balance.String() || !sameCookie(o.cookie, n.cookie) ||
-			o.proto != n.proto: // server words, which the skeleton leaves out
+			o.proto != n.proto || o.upstream != n.upstream: // server words, which the skeleton leaves out
 			return "pool " + encode.Printable(n.id) + " settings changed"
 		}
 	}

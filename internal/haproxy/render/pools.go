@@ -2,6 +2,7 @@ package render
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math/bits"
 	"net/netip"
@@ -61,6 +62,13 @@ func poolOf(p *model.Pool, minSlots int, prev []netip.AddrPort) (poolView, error
 		return pv, err
 	}
 	pv.proto = p.Protocol
+	pv.tcp = p.TCP
+	if p.TCP && (p.Affinity != nil || p.Protocol != "" || p.UpstreamTLS != nil || p.Tries != 0) {
+		return pv, errors.New("a TCP pool has no affinity, protocol, upstream TLS or tries")
+	}
+	if p.UpstreamTLS != nil {
+		pv.upstream = *p.UpstreamTLS
+	}
 	if p.Tries < 0 || p.Tries > maxTries {
 		return pv, fmt.Errorf("tries %d is outside 0-%d", p.Tries, maxTries)
 	}

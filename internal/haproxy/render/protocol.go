@@ -9,7 +9,8 @@ import (
 
 // protocolWords are the server-line words for each backend protocol.
 // TLS is not verified and sends no SNI, as ingress-nginx's defaults
-// (proxy-ssl-verify off, proxy-ssl-server-name off). GRPCS asks for h2
+// (proxy-ssl-verify off, proxy-ssl-server-name off); a pool's
+// UpstreamTLS replaces these words (upstream.go). GRPCS asks for h2
 // by ALPN, which gRPC servers require; GRPC speaks h2 in clear (h2c),
 // which needs prior knowledge (proto h2). A server with ssl is also
 // checked over TLS.

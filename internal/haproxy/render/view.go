@@ -41,6 +41,10 @@ type listenerView struct {
 	defaultPool string
 	routes      *routeTable // nil: the policies are rendered as ACL rules
 	profiles    []*profile  // distinct profiles of the policies, by id
+	// passthrough are the SNI hosts passed to TCP pools untouched, sorted
+	// by host; passthroughMap is their map file, once named.
+	passthrough    []passthroughView
+	passthroughMap string
 }
 
 type policyView struct {
@@ -66,6 +70,10 @@ type poolView struct {
 	// protocol are the server words for proto, the members' protocol.
 	protocol []encode.Word
 	proto    model.BackendProtocol
+	tcp      bool // a TCP backend (ssl-passthrough)
+	// upstream is the pool's UpstreamTLS (zero without): upstreamTLS
+	// turns it into protocol once the folder is known.
+	upstream model.UpstreamTLS
 	// tries, when not 0, sets the backend's retries to tries-1.
 	tries int
 }
@@ -112,9 +120,12 @@ func newView(lb *model.LoadBalancer, opts Options, prev Slots) (*view, error) {
 	if v.listeners, err = listenerViews(lb.Listeners, pools, v.sections); err != nil {
 		return nil, err
 	}
+	if err := checkPassthroughPools(v); err != nil {
+		return nil, err
+	}
 	for i := range v.listeners {
 		l := &v.listeners[i]
-		v.need404 = v.need404 || l.defaultPool == ""
+		v.need404 = v.need404 || (l.defaultPool == "" && l.terminates())
 		if len(l.policies) > 0 && mappable(l.policies) {
 			if l.routes, err = buildRoutes(v.uuid, l.policies); err != nil {
 				return nil, fmt.Errorf("listener %d: %w", l.port, err)
@@ -155,11 +166,14 @@ func listenerOf(l *model.Listener, pools map[string]bool, lists *sections) (list
 	case model.ProtocolHTTP:
 	case model.ProtocolTerminatedHTTPS:
 		lv.tls = true
-		if len(l.Certificates) == 0 {
+		if len(l.Certificates) == 0 && (len(l.Passthrough) == 0 || len(l.Policies) > 0 || l.DefaultPoolID != "") {
 			return lv, errors.New("TERMINATED_HTTPS without certificates")
 		}
 	default:
 		return lv, fmt.Errorf("unknown protocol %s", encode.Printable(string(l.Protocol)))
+	}
+	if lv.passthrough, err = passthroughViews(l); err != nil {
+		return lv, err
 	}
 	if lv.defaultPool != "" && !pools[lv.defaultPool] {
 		return lv, fmt.Errorf("default pool %s does not exist", encode.Printable(lv.defaultPool))

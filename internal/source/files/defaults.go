@@ -182,13 +182,13 @@ func add(snap *source.Snapshot, obj kubeObject) {
 }
 
 // dropUnreferenced drops the Opaque Secrets that hold no certificate and
-// that no Ingress names in auth-secret: pier keeps no password it does
-// not serve.
+// that no Ingress names in auth-secret or proxy-ssl-secret: pier keeps
+// no password it does not serve.
 func dropUnreferenced(snap *source.Snapshot) {
 	named := map[string]bool{}
 	for _, ing := range snap.Ingresses {
-		if ns, name, ok := translate.AuthSecret(ing); ok {
-			named[ns+"/"+name] = true
+		for _, ref := range translate.NamedSecrets(ing) {
+			named[ref.Namespace+"/"+ref.Name] = true
 		}
 	}
 	snap.Secrets = slices.DeleteFunc(snap.Secrets, func(sec *corev1.Secret) bool {

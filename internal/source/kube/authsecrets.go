@@ -23,7 +23,7 @@ import (
 const authSyncWait = 2 * time.Second
 
 // authSecrets watches the Secrets that Ingresses name in auth-secret
-// (with auth-type basic), one informer per Secret, selected by name on
+// (with auth-type basic) or proxy-ssl-secret (translate.NamedSecrets), one informer per Secret, selected by name on
 // the API server: the TLS informer stays limited to TLS Secrets, and pier
 // caches no other Secret of the cluster. A Secret no Ingress names any
 // more is dropped from the cache.
@@ -50,14 +50,12 @@ func newAuthSecrets(client kubernetes.Interface, changed chan struct{}, logger *
 func (a *authSecrets) secrets(ctx context.Context, ings []*networkingv1.Ingress) []*corev1.Secret {
 	wanted := map[string]bool{}
 	for _, ing := range ings {
-		ns, name, ok := translate.AuthSecret(ing)
-		if !ok {
-			continue
-		}
-		key := ns + "/" + name
-		wanted[key] = true
-		if a.watches[key] == nil {
-			a.watches[key] = a.start(ctx, ns, name)
+		for _, ref := range translate.NamedSecrets(ing) {
+			key := ref.Namespace + "/" + ref.Name
+			wanted[key] = true
+			if a.watches[key] == nil {
+				a.watches[key] = a.start(ctx, ref.Namespace, ref.Name)
+			}
 		}
 	}
 	var out []*corev1.Secret

@@ -74,3 +74,19 @@ func drain(ch chan struct{}) {
 		}
 	}
 }
+
+// proxy-ssl-secret is watched the same way: by name, in the Ingress's
+// own namespace only.
+func TestProxySSLSecretsWatched(t *testing.T) {
+	client := fake.NewSimpleClientset(opaque("shop", "upstream-ca"), opaque("kube-system", "upstream-ca"))
+	a := newAuthSecrets(client, make(chan struct{}, 1), slog.New(slog.DiscardHandler))
+	defer a.stop()
+	ing := func(name, secret string) *networkingv1.Ingress {
+		return &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, Annotations: map[string]string{
+			"nginx.ingress.kubernetes.io/backend-protocol": "HTTPS", "nginx.ingress.kubernetes.io/proxy-ssl-secret": secret}}}
+	}
+	got := a.secrets(t.Context(), []*networkingv1.Ingress{ing("api", "shop/upstream-ca"), ing("sneaky", "kube-system/upstream-ca")})
+	if len(got) != 1 || got[0].Namespace != "shop" || got[0].Name != "upstream-ca" || len(a.watches) != 1 {
+		t.Fatalf("secrets %v, %d watches", names(got), len(a.watches))
+	}
+}
