@@ -116,7 +116,7 @@ pier is serving the three examples of examples/. Try:
 
   bin/pier get loadbalancers --api-addr $API_ADDR                  # the load-balancer objects
   curl http://$API_ADDR/ingresses/demo/simple-fanout               # an Ingress with its status
-  ls $STATE_DIR/haproxy/*/                                         # one HAProxy folder per load balancer
+  ls $STATE_DIR/haproxy/                                           # a folder per load balancer, one per HAProxy process (shard)
 
 Edit a file under examples/ and the change is live within a second.
 Press Ctrl-C to stop pier, HAProxy and the backends.
