@@ -174,9 +174,9 @@ const (
 	RulePath     RuleType = "PATH"
 	// RuleHeader (Octavia's HEADER), RuleQuery and RuleMethod come from
 	// HTTPRoute matches; they compare EQUAL_TO only. Key names the header
-	// (lowercase) or the query parameter (case kept). Render does not
-	// route on them yet: translation emits them only when
-	// translate.Options.GatewayExtendedMatches says render can.
+	// (lowercase) or the query parameter (case kept). Render routes on
+	// them through its match maps (render/matches.go); translation emits
+	// them unless translate.Options.GatewayExtendedMatches is off.
 	RuleHeader RuleType = "HEADER"
 	RuleQuery  RuleType = "QUERY_PARAMETER"
 	RuleMethod RuleType = "METHOD"

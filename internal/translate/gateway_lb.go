@@ -31,8 +31,9 @@ type gwEntry struct {
 //  5. the older route, then namespace/name;
 //  6. rule order in the route, then match order in the rule.
 //
-// Steps 1-2 are Ingress's order (routeBefore), so render's map routing
-// reads Gateway policies as it reads Ingress ones.
+// Steps 1-2 are Ingress's order (routeBefore), steps 3-4 render's match
+// maps' (render/matches.go), so render's map routing reads Gateway
+// policies in the order it decides.
 func gatewayEntryBefore(a, b gwEntry) bool {
 	if ra, rb := gatewayHostRank(a.host), gatewayHostRank(b.host); ra != rb {
 		return ra < rb

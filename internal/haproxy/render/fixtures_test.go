@@ -160,6 +160,8 @@ func fixtures() []fixture {
 		{"default-backend", fallbackFixture(pool("empty"), web1, web2)},
 		{"rewrite-strip", stripFixture(web1, web2)},
 		{"external-auth", extAuthFixture(web1, web2, pool("oauth2-proxy", member("10.0.0.9", 4180)))},
+		{"gateway-matches", matchFixture(matchPools(func(string) string { return "10.244.3.1:8080" }))},
+		{"gateway-matches-acl", unorderableFixture()},
 	}
 }
 

@@ -67,6 +67,9 @@ type route struct {
 	host  string // "" for classAny
 	exact bool   // Exact path; otherwise Prefix
 	path  string // Prefix: without trailing "/", "" for "/"
+	// conds are the method, header and query rules (matches.go), in
+	// cond order; none for an Ingress.
+	conds []cond
 }
 
 // routeOf reads a policy with at most one host rule and one path rule;
@@ -84,16 +87,21 @@ func routeOf(p *model.L7Policy) (r route, ok bool) {
 			r.exact, r.path, paths = true, rule.Value, paths+1
 		case rule.Type == model.RulePath && rule.Compare == model.CompareStartsWith:
 			r.exact, r.path, paths = false, strings.TrimRight(rule.Value, "/"), paths+1
+		case isCond(rule):
+			r.conds = append(r.conds, cond{typ: rule.Type, key: rule.Key, value: rule.Value})
 		default:
 			return r, false
 		}
 	}
-	return r, hosts <= 1 && paths <= 1
+	return r, hosts <= 1 && paths <= 1 && sortConds(r.conds)
 }
 
 // before compares two routes in the precedence the lookups implement:
-// class, Exact before Prefix, longer Prefix first. Two routes it calls
-// equal never match the same request unless they are the same entry.
+// class, Exact before Prefix, longer Prefix first, then (HTTPRoute
+// matches, translate's gatewayEntryBefore) a method before none, more
+// headers, more query parameters. Two routes it calls equal never match
+// the same request unless they are the same entry, or entries of one
+// group whose order the match maps check (orderable).
 func before(a, b route) int {
 	if c := cmp.Compare(a.class, b.class); c != 0 {
 		return c
@@ -104,10 +112,12 @@ func before(a, b route) int {
 		}
 		return 1
 	}
-	if a.exact {
-		return 0
+	if !a.exact {
+		if c := cmp.Compare(len(b.path), len(a.path)); c != 0 {
+			return c
+		}
 	}
-	return cmp.Compare(len(b.path), len(a.path))
+	return condsBefore(a.conds, b.conds)
 }
 
 // routeTable is a listener's routing as maps.
@@ -118,6 +128,9 @@ type routeTable struct {
 	root   [3]bool      // class has a catch-all
 	any    encode.Word  // value of the catch-all with no host, if root[classAny]
 	reject bool         // some value is rejectValue
+	// grouped says which classes have groups; match is their stage 2.
+	grouped [3]bool
+	match   *matchMaps
 }
 
 // mappable reports whether policies, in their order, are what the
@@ -132,10 +145,43 @@ func mappable(ps []policyView) bool {
 }
 
 // buildRoutes fills the maps. The first policy with a key keeps it,
-// as the first matching ACL rule did.
+// as the first matching ACL rule did; a key whose policies test a method,
+// header or query maps to its group (matches.go). nil, with no error,
+// when stage 2 cannot decide as the policies do: the ACL rules stay.
 func buildRoutes(uuid string, ps []policyView) (*routeTable, error) {
 	t := &routeTable{}
-	seen := map[string]bool{}
+	entries := routeEntries(uuid, ps, t)
+	for _, e := range entries {
+		value := e.plain
+		if len(e.conds) > 0 {
+			e.group = groupID(e)
+			value, t.grouped[e.r.class] = e.group, true
+		}
+		if e.anyRoot {
+			t.root[classAny], t.any = true, value
+			continue
+		}
+		line, err := encode.MapLine(e.key, value)
+		if err != nil {
+			return nil, err
+		}
+		t.files[e.r.class][e.kind] = append(t.files[e.r.class][e.kind], line...)
+	}
+	if t.grouped != [3]bool{} {
+		m, err := buildMatches(entries)
+		if err != nil || m == nil {
+			return nil, err
+		}
+		t.match = m
+	}
+	return t, nil
+}
+
+// routeEntries collects the stage-1 keys in the order of their first
+// policy, each with its policies.
+func routeEntries(uuid string, ps []policyView, t *routeTable) []*entry {
+	byID := map[string]*entry{}
+	var out []*entry
 	for _, p := range ps {
 		value := rejectValue
 		if p.reject {
@@ -144,13 +190,11 @@ func buildRoutes(uuid string, ps []policyView) (*routeTable, error) {
 			value = profileValue(value, p.profile)
 		}
 		r := p.route
-		kind, path := 0, r.path
+		kind, id, anyRoot := 0, "any", false
+		var key encode.Word
 		switch {
 		case !r.exact && r.path == "" && r.class == classAny:
-			if !t.root[classAny] {
-				t.root[classAny], t.any = true, value
-			}
-			continue
+			anyRoot = true
 		case !r.exact && r.path == "":
 			t.root[r.class] = true
 		case r.exact:
@@ -158,19 +202,26 @@ func buildRoutes(uuid string, ps []policyView) (*routeTable, error) {
 		default:
 			kind = 1
 		}
-		key := encode.RouteKey(r.host, path)
-		id := classNames[r.class] + string(rune('0'+kind)) + key.String()
-		if seen[id] {
-			continue
+		if !anyRoot {
+			key = encode.RouteKey(r.host, r.path)
+			id = classNames[r.class] + string(rune('0'+kind)) + key.String()
 		}
-		seen[id] = true
-		line, err := encode.MapLine(key, value)
-		if err != nil {
-			return nil, err
+		e := byID[id]
+		if e == nil {
+			e = &entry{r: r, kind: kind, anyRoot: anyRoot, key: key}
+			e.r.conds = nil
+			byID[id] = e
+			out = append(out, e)
 		}
-		t.files[r.class][kind] = append(t.files[r.class][kind], line...)
+		switch {
+		case e.hasPlain: // the plain policy before matches all this one would
+		case len(r.conds) == 0:
+			e.plain, e.hasPlain = value, true
+		default:
+			e.conds = append(e.conds, matchPolicy{conds: r.conds, value: value})
+		}
 	}
-	return t, nil
+	return out
 }
 
 // mapName is the table name of a class and kind in layout.RouteMap.
@@ -207,6 +258,13 @@ func routeMapFiles(v *view, at layout.LB) ([]MapFile, error) {
 				l.routes.paths[c][kind] = path
 				out = append(out, MapFile{Path: path, Data: data})
 			}
+		}
+		if m := l.routes.match; m != nil {
+			files, err := matchMapFiles(m, l.port, at)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, files...)
 		}
 	}
 	return out, nil
@@ -254,6 +312,10 @@ func writeRoutes(c *encode.Config, l *listenerView, at layout.LB) {
 			lookup(encode.Concat(encode.Lit("str("), t.any, encode.Lit(")")))
 		case t.root[class]:
 			lookup(encode.Concat(hosts[class], encode.Lit(",map_str("), file(0), encode.Lit(")")))
+		}
+		if t.grouped[class] {
+			writeMatches(c, t.match, class)
+			first = false
 		}
 	}
 	if len(l.profiles) > 0 {

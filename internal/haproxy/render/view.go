@@ -244,8 +244,35 @@ func ruleACLs(name encode.Word, r model.L7Rule, lv *listenerView) ([][]encode.Wo
 		return [][]encode.Word{acl(encode.Lit("path"), m, str, p.Word())}, err
 	case r.Type == model.RulePath && r.Compare == model.CompareStartsWith:
 		return prefixACLs(r.Value, acl)
+	case isCond(r):
+		return condACLs(r, acl)
 	}
 	return nil, fmt.Errorf("unsupported rule %s %s", encode.Printable(string(r.Type)), encode.Printable(string(r.Compare)))
+}
+
+// condACLs matches HTTPRoute's Exact method, header and query rules. A
+// header compares its last occurrence whole (req.fhdr, as the match maps
+// hash it); an absent header or parameter matches no value.
+func condACLs(r model.L7Rule, acl func(...encode.Word) []encode.Word) ([][]encode.Word, error) {
+	m, str := encode.Lit("-m"), encode.Lit("str")
+	var sample encode.Word
+	var v encode.Value
+	var err error
+	switch r.Type {
+	case model.RuleMethod:
+		v, err = encode.Method(r.Value)
+		return [][]encode.Word{acl(encode.Lit("method"), m, str, v.Word())}, err
+	case model.RuleHeader:
+		sample = encode.FullHeaderSample(strings.ToLower(r.Key))
+		v, err = encode.HeaderValue(r.Value)
+	default:
+		sample = encode.QueryParamSample(r.Key)
+		v, err = encode.QueryValue(r.Value)
+	}
+	if err == nil {
+		err = sample.Err()
+	}
+	return [][]encode.Word{acl(sample, m, str, v.Word())}, err
 }
 
 // prefixACLs matches element-wise: "/foo" matches "/foo" and "/foo/...",

@@ -1,0 +1,60 @@
+package render
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestIntegrationMatches sends translate's TestGatewayPrecedence table
+// (and the fall-through cases of matchFixture) through HAProxy and checks
+// which backend answers: header Exact, query Exact, method, their
+// combinations, a group falling through to a shorter prefix, to the
+// wildcard class, to any host, and an empty header that is not absent.
+func TestIntegrationMatches(t *testing.T) {
+	bin := haproxyBin(t)
+	if testing.Short() {
+		t.Skip("starts HAProxy")
+	}
+	addr := serveLB(t, bin, matchFixture(matchPools(func(name string) string { return startBackend(t, name) })))
+	for _, tc := range []struct {
+		name, method, host, path, headers, want string
+	}{
+		{"prefix", "GET", "foo.com", "/api/x", "", "api"},
+		{"exact before method", "POST", "foo.com", "/api", "", "api-exact"},
+		{"method before headers", "POST", "foo.com", "/api/x", "x-a: 1\r\nx-b: 2\r\n", "api-post"},
+		{"more headers first", "GET", "foo.com", "/api/x", "X-A: 1\r\nx-b: 2\r\n", "api-h2"},
+		{"one header", "GET", "foo.com", "/api/x", "x-a: 1\r\n", "api-h1"},
+		{"header value differs", "GET", "foo.com", "/api/x", "x-a: 10\r\n", "api"},
+		{"empty header is not absent, and not 1", "GET", "foo.com", "/api/x", "x-a:\r\nx-b: 2\r\n", "api"},
+		{"headers before query", "GET", "foo.com", "/api/x?q=1", "x-a: 1\r\n", "api-h1"},
+		{"query", "GET", "foo.com", "/api/x?a=b&q=1", "", "api-q"},
+		{"query value differs", "GET", "foo.com", "/api/x?q=12", "", "api"},
+		{"query name differs", "GET", "foo.com", "/api/x?qq=1", "", "api"},
+		{"method other", "PUT", "foo.com", "/api/x", "", "api"},
+		{"longer prefix", "GET", "foo.com", "/api/v2/x", "x-a: 1\r\n", "newer"},
+		{"element-wise prefix", "GET", "foo.com", "/apix", "x-a: 1\r\n", "prefix-root"},
+		{"rule order", "GET", "foo.com", "/dup", "", "dup-first"},
+		{"header value with a space", "GET", "foo.com", "/only/x", "x-only: yes please\r\n", "only-h"},
+		{"group falls through to a shorter prefix", "GET", "foo.com", "/only/x", "x-only: yes\r\n", "prefix-root"},
+		{"wildcard header", "GET", "b.foo.com", "/w", "x-w: 1\r\n", "wild-h"},
+		{"wildcard group falls through to its catch-all", "GET", "b.foo.com", "/w", "", "wild"},
+		{"host group", "GET", "a.foo.com", "/cross/1", "x-c: 1\r\n", "cross-h"},
+		{"host group falls through to the wildcard class", "GET", "a.foo.com", "/cross/1", "x-c: 2\r\n", "wild"},
+		{"wildcard before any host", "GET", "a.foo.com", "/api", "", "wild"},
+		{"any host", "GET", "bar.com", "/api", "", "anyhost"},
+		{"any host query", "GET", "bar.com", "/api?q=2", "", "q-or-h"},
+		{"any host method", "GET", "bar.com", "/get", "", "any-get"},
+		{"any host method, HEAD", "HEAD", "bar.com", "/get", "", "404"},
+		{"nothing", "GET", "bar.com", "/", "", "404"},
+	} {
+		req := tc.method + " " + tc.path + " HTTP/1.1\r\nHost: " + tc.host + "\r\n" + tc.headers + "\r\n"
+		resp := rawRequest(t, addr, "127.0.0.1", req)
+		got := resp.Header.Get("X-Backend")
+		if resp.StatusCode == 404 {
+			got = "404"
+		}
+		if got != tc.want {
+			t.Errorf("%s: %s: %d %q, want %s", tc.name, strings.ReplaceAll(req, "\r\n", " | "), resp.StatusCode, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,133 @@
+package render
+
+import (
+	"strings"
+	"testing"
+
+	"pier.dev/pier/internal/model"
+)
+
+func headerIs(name, value string) model.L7Rule {
+	return model.L7Rule{Type: model.RuleHeader, Compare: model.CompareEqualTo, Key: name, Value: value}
+}
+
+func queryIs(name, value string) model.L7Rule {
+	return model.L7Rule{Type: model.RuleQuery, Compare: model.CompareEqualTo, Key: name, Value: value}
+}
+
+func methodIs(m string) model.L7Rule {
+	return model.L7Rule{Type: model.RuleMethod, Compare: model.CompareEqualTo, Value: m}
+}
+
+// matchPools are the backends of matchFixture, by Service name.
+var matchPoolNames = []string{"prefix-root", "api", "api-exact", "api-post", "api-h1", "api-h2", "api-q",
+	"dup-first", "newer", "wild", "anyhost", "only-h", "wild-h", "cross-h", "any-get", "q-or-h"}
+
+// matchFixture is translate's TestGatewayPrecedence as policies, in
+// translate's order, plus groups without a plain policy of their own
+// (fall-through to a shorter prefix, to the wildcard class, to nothing).
+func matchFixture(pools map[string]model.Pool) *model.LoadBalancer {
+	p := func(name string, rules ...model.L7Rule) model.L7Policy { return toPool(pools[name], rules...) }
+	foo := hostIs("foo.com")
+	lb := newLB([]model.Listener{httpListener("", routes(
+		p("api-exact", foo, pathIs("/api")),
+		p("newer", foo, pathPrefix("/api/v2")),
+		p("cross-h", hostIs("a.foo.com"), pathPrefix("/cross"), headerIs("x-c", "1")),
+		p("only-h", foo, pathPrefix("/only"), headerIs("X-Only", "yes please")),
+		p("api-post", foo, pathPrefix("/api"), methodIs("POST")),
+		p("api-h2", foo, pathPrefix("/api"), headerIs("x-a", "1"), headerIs("x-b", "2")),
+		p("api-h1", foo, pathPrefix("/api"), headerIs("x-a", "1")),
+		p("api-q", foo, pathPrefix("/api"), queryIs("q", "1")),
+		p("api", foo, pathPrefix("/api")),
+		p("dup-first", foo, pathPrefix("/dup")),
+		p("prefix-root", foo, pathPrefix("/")),
+		p("wild-h", hostWild("*.foo.com"), pathPrefix("/w"), headerIs("x-w", "1")),
+		p("wild", hostWild("*.foo.com"), pathPrefix("/")),
+		p("any-get", pathIs("/get"), methodIs("GET")),
+		p("q-or-h", pathPrefix("/api"), queryIs("q", "2")),
+		p("anyhost", pathPrefix("/api")),
+	))})
+	for _, name := range matchPoolNames {
+		lb.Pools = append(lb.Pools, pools[name])
+	}
+	return lb
+}
+
+func matchPools(at func(name string) string) map[string]model.Pool {
+	out := map[string]model.Pool{}
+	for _, name := range matchPoolNames {
+		out[name] = pool(name, memberAt(at(name)))
+	}
+	return out
+}
+
+func TestMatchesMapped(t *testing.T) {
+	lb := matchFixture(matchPools(func(string) string { return "10.0.0.1:80" }))
+	v, err := newView(lb, Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &v.listeners[0]
+	if l.routes == nil || l.routes.match == nil {
+		t.Fatal("the listener's header/query/method policies are not mapped")
+	}
+	if n := len(l.routes.match.shapes); n != 7 {
+		t.Errorf("%d shapes, want 7 (method, x-a+x-b, x-a, x-c, x-only, x-w, q)", n)
+	}
+}
+
+// A group whose policies no single order of shapes can decide keeps the
+// ACL rules: tied policies of two shapes, the older testing x-b, the
+// newer x-a, beside a group where the order is the other way round.
+func TestMatchesUnorderableKeepsACLs(t *testing.T) {
+	lb := unorderableFixture()
+	v, err := newView(lb, Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.listeners[0].routes != nil {
+		t.Fatal("mapped although no order of shapes is right for both groups")
+	}
+	cfg := mustRender(t, lb, nil).Fragment
+	if !strings.Contains(string(cfg), "req.fhdr(x-b) -m str '1'") {
+		t.Errorf("no header ACL:\n%s", cfg)
+	}
+}
+
+func TestBeforeExtended(t *testing.T) {
+	r := func(rules ...model.L7Rule) route {
+		rt, ok := routeOf(&model.L7Policy{Rules: rules})
+		if !ok {
+			t.Fatalf("not a route: %+v", rules)
+		}
+		return rt
+	}
+	for _, tc := range []struct {
+		a, b route
+		want int
+	}{
+		{r(pathPrefix("/api"), methodIs("GET")), r(pathPrefix("/api"), headerIs("x-a", "1"), headerIs("x-b", "1")), -1},
+		{r(pathPrefix("/api"), headerIs("x-a", "1"), headerIs("x-b", "1")), r(pathPrefix("/api"), headerIs("x-a", "1"), queryIs("q", "1")), -1},
+		{r(pathPrefix("/api"), headerIs("x-a", "1")), r(pathPrefix("/api"), queryIs("q", "1"), queryIs("r", "1")), -1},
+		{r(pathPrefix("/api"), queryIs("q", "1")), r(pathPrefix("/api")), -1},
+		{r(pathPrefix("/api")), r(pathPrefix("/ap"), methodIs("GET")), -1},
+		{r(pathIs("/x")), r(pathPrefix("/api/v2"), methodIs("GET")), -1},
+		{r(pathPrefix("/a")), r(pathPrefix("/b")), 0},
+	} {
+		if got := before(tc.a, tc.b); got != tc.want {
+			t.Errorf("before(%+v, %+v) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+func unorderableFixture() *model.LoadBalancer {
+	pools := matchPools(func(string) string { return "10.244.3.1:8080" })
+	foo := hostIs("foo.com")
+	return newLB([]model.Listener{httpListener("", routes(
+		toPool(pools["api"], foo, pathPrefix("/a"), headerIs("x-b", "1")),
+		toPool(pools["api-h1"], foo, pathPrefix("/a"), headerIs("x-a", "1")),
+		toPool(pools["api"], foo, pathPrefix("/b"), headerIs("x-a", "1")),
+		toPool(pools["api-h1"], foo, pathPrefix("/b"), headerIs("x-b", "1")),
+		toPool(pools["api-post"], foo, pathPrefix("/b"), methodIs("POST"), queryIs("id", "a:b/c?d")),
+	))}, pools["api"], pools["api-h1"], pools["api-post"])
+}
