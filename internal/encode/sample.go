@@ -75,11 +75,12 @@ func QueryParamSample(name string) Word {
 	return Word{s: "url_param(" + name + ")", kind: kindIdent}
 }
 
-var queryValueChars = charset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~!*+:@/?-")
+var queryValueChars = charset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~!*+:@/-")
 
 // QueryValue validates a value a query parameter is compared with: 1-1024
-// letters, digits and "._~!*+:@/?-" (translate's allow-list): no '%',
-// so the raw value HAProxy reads is the value compared.
+// letters, digits and "._~!*+:@/-" (translate's allow-list): no '%',
+// so the raw value HAProxy reads is the value compared, and no '?',
+// where HAProxy 2.6's url_param ends a value ("?id=a?b" gives "a").
 func QueryValue(s string) (Value, error) {
 	const k = "query parameter value"
 	if s == "" || len(s) > 1024 {
@@ -87,7 +88,7 @@ func QueryValue(s string) (Value, error) {
 	}
 	for i := 0; i < len(s); i++ {
 		if !queryValueChars[s[i]] {
-			return Value{}, refuse(k, "charset", s, "contains "+describeByte(s[i])+"; allowed are letters, digits and ._~!*+:@/?-")
+			return Value{}, refuse(k, "charset", s, "contains "+describeByte(s[i])+"; allowed are letters, digits and ._~!*+:@/-")
 		}
 	}
 	return Value{s}, nil

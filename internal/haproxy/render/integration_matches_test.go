@@ -3,6 +3,8 @@ package render
 import (
 	"strings"
 	"testing"
+
+	"pier.dev/pier/internal/model"
 )
 
 // TestIntegrationMatches sends translate's TestGatewayPrecedence table
@@ -41,6 +43,16 @@ func TestIntegrationMatches(t *testing.T) {
 		{"host group", "GET", "a.foo.com", "/cross/1", "x-c: 1\r\n", "cross-h"},
 		{"host group falls through to the wildcard class", "GET", "a.foo.com", "/cross/1", "x-c: 2\r\n", "wild"},
 		{"wildcard before any host", "GET", "a.foo.com", "/api", "", "wild"},
+		{"exact path header", "GET", "foo.com", "/api", "x-e: 1\r\n", "exact-h"},
+		{"exact path group falls to its plain policy", "GET", "foo.com", "/api", "x-e: 2\r\n", "api-exact"},
+		{"exact path method", "DELETE", "foo.com", "/only/e", "x-only: yes please\r\n", "exact-delete"},
+		{"exact path group inherits its prefix's group", "GET", "foo.com", "/only/e", "x-only: yes please\r\n", "only-h"},
+		{"inherited group, then the catch-all", "GET", "foo.com", "/only/e", "", "prefix-root"},
+		{"query names are case-sensitive", "GET", "foo.com", "/api/x?Q=1", "", "api"},
+		{"the first of two query values", "GET", "foo.com", "/api/x?q=1&q=2", "", "api-q"},
+		{"the last of two header lines", "GET", "foo.com", "/api/x", "x-a: 2\r\nx-a: 1\r\n", "api-h1"},
+		{"header names are case-insensitive", "GET", "foo.com", "/only/x", "X-ONLY: yes please\r\n", "only-h"},
+		{"header values are case-sensitive", "GET", "foo.com", "/only/x", "x-only: Yes please\r\n", "prefix-root"},
 		{"any host", "GET", "bar.com", "/api", "", "anyhost"},
 		{"any host query", "GET", "bar.com", "/api?q=2", "", "q-or-h"},
 		{"any host method", "GET", "bar.com", "/get", "", "any-get"},
@@ -55,6 +67,42 @@ func TestIntegrationMatches(t *testing.T) {
 		}
 		if got != tc.want {
 			t.Errorf("%s: %s: %d %q, want %s", tc.name, strings.ReplaceAll(req, "\r\n", " | "), resp.StatusCode, got, tc.want)
+		}
+	}
+}
+
+// TestIntegrationMatchesACL: the ACL rules a listener keeps when no
+// order of shapes decides as its policies do route the same way.
+func TestIntegrationMatchesACL(t *testing.T) {
+	bin := haproxyBin(t)
+	if testing.Short() {
+		t.Skip("starts HAProxy")
+	}
+	lb := unorderableFixture()
+	for i := range lb.Pools {
+		lb.Pools[i].Members = []model.Member{memberAt(startBackend(t, lb.Pools[i].Service))}
+	}
+	addr := serveLB(t, bin, lb)
+	for _, tc := range []struct {
+		method, path, headers, want string
+	}{
+		{"GET", "/a", "x-a: 1\r\nx-b: 1\r\n", "api"},
+		{"GET", "/a/x", "x-a: 1\r\n", "api-h1"},
+		{"GET", "/b", "x-a: 1\r\nx-b: 1\r\n", "api"},
+		{"GET", "/b", "x-b: 1\r\n", "api-h1"},
+		{"POST", "/b?id=a:b/c", "", "api-post"},
+		{"POST", "/b?id=a", "", "404"},
+		{"GET", "/b?id=a:b/c", "", "404"},
+		{"GET", "/a", "x-a:\r\n", "404"},
+	} {
+		req := tc.method + " " + tc.path + " HTTP/1.1\r\nHost: foo.com\r\n" + tc.headers + "\r\n"
+		resp := rawRequest(t, addr, "127.0.0.1", req)
+		got := resp.Header.Get("X-Backend")
+		if resp.StatusCode == 404 {
+			got = "404"
+		}
+		if got != tc.want {
+			t.Errorf("%s: %d %q, want %s", strings.ReplaceAll(req, "\r\n", " | "), resp.StatusCode, got, tc.want)
 		}
 	}
 }

@@ -21,7 +21,7 @@ func methodIs(m string) model.L7Rule {
 
 // matchPools are the backends of matchFixture, by Service name.
 var matchPoolNames = []string{"prefix-root", "api", "api-exact", "api-post", "api-h1", "api-h2", "api-q",
-	"dup-first", "newer", "wild", "anyhost", "only-h", "wild-h", "cross-h", "any-get", "q-or-h"}
+	"dup-first", "newer", "wild", "anyhost", "only-h", "wild-h", "cross-h", "any-get", "q-or-h", "exact-h", "exact-delete"}
 
 // matchFixture is translate's TestGatewayPrecedence as policies, in
 // translate's order, plus groups without a plain policy of their own
@@ -30,6 +30,8 @@ func matchFixture(pools map[string]model.Pool) *model.LoadBalancer {
 	p := func(name string, rules ...model.L7Rule) model.L7Policy { return toPool(pools[name], rules...) }
 	foo := hostIs("foo.com")
 	lb := newLB([]model.Listener{httpListener("", routes(
+		p("exact-h", foo, pathIs("/api"), headerIs("x-e", "1")),
+		p("exact-delete", foo, pathIs("/only/e"), methodIs("DELETE")),
 		p("api-exact", foo, pathIs("/api")),
 		p("newer", foo, pathPrefix("/api/v2")),
 		p("cross-h", hostIs("a.foo.com"), pathPrefix("/cross"), headerIs("x-c", "1")),
@@ -71,8 +73,8 @@ func TestMatchesMapped(t *testing.T) {
 	if l.routes == nil || l.routes.match == nil {
 		t.Fatal("the listener's header/query/method policies are not mapped")
 	}
-	if n := len(l.routes.match.shapes); n != 7 {
-		t.Errorf("%d shapes, want 7 (method, x-a+x-b, x-a, x-c, x-only, x-w, q)", n)
+	if n := len(l.routes.match.shapes); n != 8 {
+		t.Errorf("%d shapes, want 8 (method, x-a+x-b, x-a, x-c, x-e, x-only, x-w, q)", n)
 	}
 }
 
@@ -113,6 +115,8 @@ func TestBeforeExtended(t *testing.T) {
 		{r(pathPrefix("/api")), r(pathPrefix("/ap"), methodIs("GET")), -1},
 		{r(pathIs("/x")), r(pathPrefix("/api/v2"), methodIs("GET")), -1},
 		{r(pathPrefix("/a")), r(pathPrefix("/b")), 0},
+		{r(pathIs("/api"), headerIs("x-e", "1")), r(pathIs("/only/e"), methodIs("DELETE")), 0},
+		{r(hostIs("a.com"), pathIs("/x"), headerIs("x-e", "1")), r(hostIs("b.com"), pathIs("/x"), methodIs("DELETE")), 0},
 	} {
 		if got := before(tc.a, tc.b); got != tc.want {
 			t.Errorf("before(%+v, %+v) = %d, want %d", tc.a, tc.b, got, tc.want)
@@ -128,6 +132,6 @@ func unorderableFixture() *model.LoadBalancer {
 		toPool(pools["api-h1"], foo, pathPrefix("/a"), headerIs("x-a", "1")),
 		toPool(pools["api"], foo, pathPrefix("/b"), headerIs("x-a", "1")),
 		toPool(pools["api-h1"], foo, pathPrefix("/b"), headerIs("x-b", "1")),
-		toPool(pools["api-post"], foo, pathPrefix("/b"), methodIs("POST"), queryIs("id", "a:b/c?d")),
+		toPool(pools["api-post"], foo, pathPrefix("/b"), methodIs("POST"), queryIs("id", "a:b/c")),
 	))}, pools["api"], pools["api-h1"], pools["api-post"])
 }

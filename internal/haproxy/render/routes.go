@@ -98,10 +98,10 @@ func routeOf(p *model.L7Policy) (r route, ok bool) {
 
 // before compares two routes in the precedence the lookups implement:
 // class, Exact before Prefix, longer Prefix first, then (HTTPRoute
-// matches, translate's gatewayEntryBefore) a method before none, more
-// headers, more query parameters. Two routes it calls equal never match
-// the same request unless they are the same entry, or entries of one
-// group whose order the match maps check (orderable).
+// matches, translate's gatewayEntryBefore) for one host and path a method
+// before none, more headers, more query parameters. Two routes it calls
+// equal never match the same request unless they are the same entry, or
+// policies of one group, whose order the match maps check (orderable).
 func before(a, b route) int {
 	if c := cmp.Compare(a.class, b.class); c != 0 {
 		return c
@@ -116,6 +116,9 @@ func before(a, b route) int {
 		if c := cmp.Compare(len(b.path), len(a.path)); c != 0 {
 			return c
 		}
+	}
+	if a.host != b.host || a.path != b.path {
+		return 0 // different keys: no request meets both in one lookup
 	}
 	return condsBefore(a.conds, b.conds)
 }
