@@ -151,6 +151,10 @@ type PolicyAction string
 const (
 	ActionRedirectToPool PolicyAction = "REDIRECT_TO_POOL"
 	ActionReject         PolicyAction = "REJECT"
+	// ActionFixedResponse answers StatusCode itself (Octavia has no such
+	// action): an HTTPRoute rule whose backendRefs all fail to resolve
+	// answers 500, as the Gateway API asks.
+	ActionFixedResponse PolicyAction = "FIXED_RESPONSE"
 )
 
 // L7Policy is one routing decision: all Rules must match (logical AND).
@@ -164,6 +168,9 @@ type L7Policy struct {
 	// Options are the per-Ingress behaviours of a REDIRECT_TO_POOL
 	// policy (annotations); nil for none, which renders as before.
 	Options *PolicyOptions `json:"options,omitempty"`
+	// StatusCode is what a FIXED_RESPONSE policy answers (5xx); 0 for
+	// the other actions.
+	StatusCode int `json:"statusCode,omitempty"`
 }
 
 // RuleType is what part of the request an L7Rule inspects.
@@ -241,6 +248,11 @@ type Pool struct {
 	// port rather than its endpoints (service-upstream): kube-proxy picks
 	// the Pod, the seed's two-hop mode.
 	ServiceUpstream bool `json:"serviceUpstream,omitempty"`
+	// FailWeight of every FailTotal requests to the pool are answered 500
+	// instead (an HTTPRoute rule's backendRefs that do not resolve, the
+	// share the spec wants answered 500); 0 for none.
+	FailWeight int `json:"failWeight,omitempty"`
+	FailTotal  int `json:"failTotal,omitempty"`
 }
 
 // BackendProtocol is a Pool's protocol to its members. TLS to members is

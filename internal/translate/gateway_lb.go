@@ -15,6 +15,7 @@ type gwEntry struct {
 	host   string // "" for any host
 	match  gwMatch
 	poolID string
+	status int // 500 when every backendRef failed (no pool)
 	route  *gwv1.HTTPRoute
 	rule   int // index of the rule in the route
 	index  int // index of the match in the rule
@@ -123,14 +124,18 @@ func gatewayPolicies(entries []gwEntry) []model.L7Policy {
 			continue
 		}
 		seen[key] = true
-		out = append(out, model.L7Policy{
+		p := model.L7Policy{
 			ID:       model.ID("gateway-policy", key),
 			Position: len(out) + 1,
 			Action:   model.ActionRedirectToPool,
 			PoolID:   e.poolID,
 			Rules:    rules,
 			Source:   model.Source{Kind: model.KindHTTPRoute, Namespace: e.route.Namespace, Name: e.route.Name, UID: validUID(string(e.route.UID))},
-		})
+		}
+		if e.status != 0 {
+			p.Action, p.StatusCode = model.ActionFixedResponse, e.status
+		}
+		out = append(out, p)
 	}
 	return out
 }

@@ -46,3 +46,42 @@ func TestGatewayLoadBalancersRender(t *testing.T) {
 		t.Errorf("match maps %q, want one per shape (4)", shapes)
 	}
 }
+
+// Unresolved backends render: a rule with none left answers 500 from the
+// frontend, a partial one from its pool's backend for the unresolved share.
+func TestGatewayUnresolvedRender(t *testing.T) {
+	docs := gatewayClassDoc + `
+---
+kind: Gateway
+metadata: {name: gw}
+spec:
+  gatewayClassName: pier
+  listeners: [{name: http, port: 80, protocol: HTTP}]
+---
+kind: HTTPRoute
+metadata: {name: r}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [foo.com]
+  rules:
+  - matches: [{path: {value: /missing}}]
+    backendRefs: [{name: nope, port: 80}]
+  - matches: [{path: {value: /partial}}]
+    backendRefs: [{name: a, port: 80, weight: 3}, {name: nope, port: 80}]
+`
+	snap := gatewaySnap(t, docs)
+	withServices(snap, "default", "a")
+	lb := Gateways(snap, DefaultOptions()).LoadBalancers[0]
+	lb.VIP = "127.0.0.1"
+	dir := t.TempDir()
+	r, err := render.Render(lb, layout.LB{UUID: lb.UUID, Dir: dir}, nil, render.Options{Dir: dir})
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	for _, want := range []string{"deny deny_status 500 if { var(txn.pier_be) -m str pier_status_500 }",
+		"deny deny_status 500 if { rand(4) -m int lt 1 }"} {
+		if !bytes.Contains(r.Fragment, []byte(want)) {
+			t.Errorf("no %q in\n%s", want, r.Fragment)
+		}
+	}
+}

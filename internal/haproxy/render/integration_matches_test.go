@@ -1,6 +1,7 @@
 package render
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -18,6 +19,7 @@ func TestIntegrationMatches(t *testing.T) {
 		t.Skip("starts HAProxy")
 	}
 	addr := serveLB(t, bin, matchFixture(matchPools(func(name string) string { return startBackend(t, name) })))
+	assertHalfFails(t, addr)
 	for _, tc := range []struct {
 		name, method, host, path, headers, want string
 	}{
@@ -58,16 +60,31 @@ func TestIntegrationMatches(t *testing.T) {
 		{"any host method", "GET", "bar.com", "/get", "", "any-get"},
 		{"any host method, HEAD", "HEAD", "bar.com", "/get", "", "404"},
 		{"nothing", "GET", "bar.com", "/", "", "404"},
+		{"fixed response", "GET", "foo.com", "/broken/x", "", "500"},
 	} {
 		req := tc.method + " " + tc.path + " HTTP/1.1\r\nHost: " + tc.host + "\r\n" + tc.headers + "\r\n"
 		resp := rawRequest(t, addr, "127.0.0.1", req)
 		got := resp.Header.Get("X-Backend")
-		if resp.StatusCode == 404 {
-			got = "404"
+		if resp.StatusCode == 404 || resp.StatusCode == 500 {
+			got = strconv.Itoa(resp.StatusCode)
 		}
 		if got != tc.want {
 			t.Errorf("%s: %s: %d %q, want %s", tc.name, strings.ReplaceAll(req, "\r\n", " | "), resp.StatusCode, got, tc.want)
 		}
+	}
+}
+
+// A pool with a fail share answers 500 for that share (one of two
+// backendRefs unresolved: half), its backend for the rest.
+func assertHalfFails(t *testing.T, addr string) {
+	t.Helper()
+	counts := map[string]int{}
+	for range 200 {
+		resp := rawRequest(t, addr, "127.0.0.1", "GET /half HTTP/1.1\r\nHost: foo.com\r\n\r\n")
+		counts[strconv.Itoa(resp.StatusCode)+" "+resp.Header.Get("X-Backend")]++
+	}
+	if len(counts) != 2 || counts["500 "] < 60 || counts["200 half"] < 60 {
+		t.Errorf("200 requests to a half-failing pool: %v, want about 100 each of 500 and 200 half", counts)
 	}
 }
 
@@ -94,12 +111,13 @@ func TestIntegrationMatchesACL(t *testing.T) {
 		{"POST", "/b?id=a", "", "404"},
 		{"GET", "/b?id=a:b/c", "", "404"},
 		{"GET", "/a", "x-a:\r\n", "404"},
+		{"PUT", "/b", "", "500"},
 	} {
 		req := tc.method + " " + tc.path + " HTTP/1.1\r\nHost: foo.com\r\n" + tc.headers + "\r\n"
 		resp := rawRequest(t, addr, "127.0.0.1", req)
 		got := resp.Header.Get("X-Backend")
-		if resp.StatusCode == 404 {
-			got = "404"
+		if resp.StatusCode == 404 || resp.StatusCode == 500 {
+			got = strconv.Itoa(resp.StatusCode)
 		}
 		if got != tc.want {
 			t.Errorf("%s: %d %q, want %s", strings.ReplaceAll(req, "\r\n", " | "), resp.StatusCode, got, tc.want)

@@ -21,7 +21,7 @@ func methodIs(m string) model.L7Rule {
 
 // matchPools are the backends of matchFixture, by Service name.
 var matchPoolNames = []string{"prefix-root", "api", "api-exact", "api-post", "api-h1", "api-h2", "api-q",
-	"dup-first", "newer", "wild", "anyhost", "only-h", "wild-h", "cross-h", "any-get", "q-or-h", "exact-h", "exact-delete"}
+	"dup-first", "newer", "wild", "anyhost", "only-h", "wild-h", "cross-h", "any-get", "q-or-h", "exact-h", "exact-delete", "half"}
 
 // matchFixture is translate's TestGatewayPrecedence as policies, in
 // translate's order, plus groups without a plain policy of their own
@@ -34,8 +34,10 @@ func matchFixture(pools map[string]model.Pool) *model.LoadBalancer {
 		p("exact-delete", foo, pathIs("/only/e"), methodIs("DELETE")),
 		p("api-exact", foo, pathIs("/api")),
 		p("newer", foo, pathPrefix("/api/v2")),
+		model.L7Policy{Action: model.ActionFixedResponse, StatusCode: 500, Rules: []model.L7Rule{foo, pathPrefix("/broken")}},
 		p("cross-h", hostIs("a.foo.com"), pathPrefix("/cross"), headerIs("x-c", "1")),
 		p("only-h", foo, pathPrefix("/only"), headerIs("X-Only", "yes please")),
+		p("half", foo, pathPrefix("/half")),
 		p("api-post", foo, pathPrefix("/api"), methodIs("POST")),
 		p("api-h2", foo, pathPrefix("/api"), headerIs("x-a", "1"), headerIs("x-b", "2")),
 		p("api-h1", foo, pathPrefix("/api"), headerIs("x-a", "1")),
@@ -60,6 +62,9 @@ func matchPools(at func(name string) string) map[string]model.Pool {
 	for _, name := range matchPoolNames {
 		out[name] = pool(name, memberAt(at(name)))
 	}
+	half := out["half"]
+	half.FailWeight, half.FailTotal = 1, 2 // one of two backendRefs unresolved
+	out["half"] = half
 	return out
 }
 
@@ -133,5 +138,6 @@ func unorderableFixture() *model.LoadBalancer {
 		toPool(pools["api"], foo, pathPrefix("/b"), headerIs("x-a", "1")),
 		toPool(pools["api-h1"], foo, pathPrefix("/b"), headerIs("x-b", "1")),
 		toPool(pools["api-post"], foo, pathPrefix("/b"), methodIs("POST"), queryIs("id", "a:b/c")),
+		model.L7Policy{Action: model.ActionFixedResponse, StatusCode: 500, Rules: []model.L7Rule{foo, pathPrefix("/b"), methodIs("PUT")}},
 	))}, pools["api"], pools["api-h1"], pools["api-post"])
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"strings"
 
 	"pier.dev/pier/internal/encode"
@@ -48,8 +49,18 @@ import (
 // :authority was not checked). Such a request matches only rules without
 // a host.
 
-// Map values are backend names or rejectValue, which no backend has.
+// Map values are backend names, rejectValue or a statusValue, which no
+// backend has.
 var rejectValue = encode.Lit("pier_reject")
+
+// fixedStatuses are the statuses a FIXED_RESPONSE answers: HAProxy 2.6
+// has an error page for each.
+var fixedStatuses = map[int]bool{500: true, 501: true, 502: true, 503: true, 504: true}
+
+// statusValue is the map value of a FIXED_RESPONSE policy.
+func statusValue(status int) encode.Word {
+	return encode.Concat(encode.Lit("pier_status_"), encode.Num(status))
+}
 
 type hostClass int
 
@@ -131,6 +142,7 @@ type routeTable struct {
 	root   [3]bool      // class has a catch-all
 	any    encode.Word  // value of the catch-all with no host, if root[classAny]
 	reject bool         // some value is rejectValue
+	status []int        // the statusValues some value is, sorted
 	// grouped says which classes have groups; match is their stage 2.
 	grouped [3]bool
 	match   *matchMaps
@@ -187,10 +199,19 @@ func routeEntries(uuid string, ps []policyView, t *routeTable) []*entry {
 	var out []*entry
 	for _, p := range ps {
 		value := rejectValue
-		if p.reject {
+		switch {
+		case p.reject:
 			t.reject = true
-		} else if value = backendName(uuid, p.pool); p.profile != nil {
-			value = profileValue(value, p.profile)
+		case p.status != 0:
+			value = statusValue(p.status)
+			if !slices.Contains(t.status, p.status) {
+				t.status = append(t.status, p.status)
+				slices.Sort(t.status)
+			}
+		default:
+			if value = backendName(uuid, p.pool); p.profile != nil {
+				value = profileValue(value, p.profile)
+			}
 		}
 		r := p.route
 		kind, id, anyRoot := 0, "any", false
@@ -327,6 +348,10 @@ func writeRoutes(c *encode.Config, l *listenerView, at layout.LB) {
 	if t.reject {
 		c.Line(httpRequest, encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(403),
 			ifWord, openBrace, encode.Lit("var(txn.pier_be)"), encode.Lit("-m"), encode.Lit("str"), rejectValue, closeBrace)
+	}
+	for _, status := range t.status {
+		c.Line(httpRequest, encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(status),
+			ifWord, openBrace, encode.Lit("var(txn.pier_be)"), encode.Lit("-m"), encode.Lit("str"), statusValue(status), closeBrace)
 	}
 	writeProfiles(c, l.profiles)
 	writeFallbackBackend(c, l.profiles)

@@ -48,6 +48,7 @@ type policyView struct {
 	acls   [][]encode.Word // full "acl ..." lines; a name may repeat (OR)
 	names  []encode.Word   // the ACL names ANDed by the policy
 	reject bool
+	status int // FIXED_RESPONSE's status, else 0
 	pool   string
 	// route is the policy as a map entry, when mappable.
 	route    route
@@ -68,6 +69,8 @@ type poolView struct {
 	proto    model.BackendProtocol
 	// tries, when not 0, sets the backend's retries to tries-1.
 	tries int
+	// fail of every failTotal requests are answered 500 (model.Pool).
+	fail, failTotal int
 }
 
 // slot is one pre-declared server. An unused slot is a disabled
@@ -198,6 +201,14 @@ func policyOf(p *model.L7Policy, pools map[string]bool, lv *listenerView, lists 
 		pv.reject = true
 		if p.Options != nil {
 			return pv, errors.New("a REJECT policy has no options")
+		}
+	case model.ActionFixedResponse:
+		if !fixedStatuses[p.StatusCode] {
+			return pv, fmt.Errorf("status %d is not one a FIXED_RESPONSE answers (500-504)", p.StatusCode)
+		}
+		pv.status = p.StatusCode
+		if p.Options != nil {
+			return pv, errors.New("a FIXED_RESPONSE policy has no options")
 		}
 	default:
 		return pv, fmt.Errorf("unknown action %s", encode.Printable(string(p.Action)))
