@@ -58,3 +58,25 @@ func FuzzMatchSamples(f *testing.F) {
 		}
 	})
 }
+
+// FuzzHostSuffix: a Gateway wildcard is refused as WildcardHost refuses
+// it, or its suffix (what the host must end with, an ACL value) goes
+// through every emitter intact.
+func FuzzHostSuffix(f *testing.F) {
+	seed(f, "*.foo.com", "*.com", "*.a.b.c", "*", "*.")
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := HostSuffix(s)
+		_, werr := WildcardHost(s)
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("HostSuffix and WildcardHost disagree on %s: %v, %v", Printable(s), err, werr)
+		}
+		if err != nil {
+			checkMessage(t, err)
+			return
+		}
+		if v.s != s[1:] || v.s[0] != '.' {
+			t.Fatalf("suffix of %s is %s", Printable(s), Printable(v.s))
+		}
+		emitAll(t, v)
+	})
+}

@@ -195,6 +195,8 @@ const (
 //   - HOST_NAME EQUAL_TO: the request host (port stripped, lowercased) equals Value.
 //   - HOST_NAME WILDCARD: Value is "*.suffix"; the host is exactly one DNS
 //     label followed by ".suffix".
+//   - HOST_NAME SUFFIX: Value is "*.suffix"; the host is one or more DNS
+//     labels followed by ".suffix" (a Gateway API wildcard).
 //   - PATH EQUAL_TO: the request path equals Value (pathType Exact).
 //   - PATH STARTS_WITH: element-wise prefix (pathType Prefix): Value has no
 //     trailing slash, and the path equals Value or starts with Value + "/".
@@ -205,6 +207,7 @@ const (
 	CompareEqualTo    CompareType = "EQUAL_TO"
 	CompareStartsWith CompareType = "STARTS_WITH"
 	CompareWildcard   CompareType = "WILDCARD"
+	CompareSuffix     CompareType = "SUFFIX"
 )
 
 // L7Rule is one condition of an L7Policy. Value has been validated by

@@ -89,7 +89,9 @@ func (e gwEntry) rules() []model.L7Rule {
 	var out []model.L7Rule
 	switch {
 	case isWildcard(e.host):
-		out = append(out, model.L7Rule{Type: model.RuleHostName, Compare: model.CompareWildcard, Value: e.host})
+		// SUFFIX, not Ingress's one-label WILDCARD: a Gateway API
+		// wildcard spans labels.
+		out = append(out, model.L7Rule{Type: model.RuleHostName, Compare: model.CompareSuffix, Value: e.host})
 	case e.host != "":
 		out = append(out, model.L7Rule{Type: model.RuleHostName, Compare: model.CompareEqualTo, Value: e.host})
 	}

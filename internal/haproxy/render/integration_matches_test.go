@@ -45,6 +45,13 @@ func TestIntegrationMatches(t *testing.T) {
 		{"host group", "GET", "a.foo.com", "/cross/1", "x-c: 1\r\n", "cross-h"},
 		{"host group falls through to the wildcard class", "GET", "a.foo.com", "/cross/1", "x-c: 2\r\n", "wild"},
 		{"wildcard before any host", "GET", "a.foo.com", "/api", "", "wild"},
+		{"wildcard spans labels", "GET", "a.c.foo.com", "/api", "", "wild"},
+		{"wildcard spans labels, with a header", "GET", "x.y.foo.com", "/w/1", "x-w: 1\r\n", "wild-h"},
+		{"the longer wildcard first", "GET", "a.b.foo.com", "/", "", "deep"},
+		{"the longer wildcard spans labels", "GET", "x.a.b.foo.com", "/w", "x-w: 1\r\n", "deep"},
+		{"a wildcard does not match its own suffix", "GET", "b.foo.com", "/", "", "wild"},
+		{"nor a host that only ends with its text", "GET", "xfoo.com", "/api", "", "anyhost"},
+		{"the wildcard's host itself", "GET", "foo.com", "/x", "", "prefix-root"},
 		{"exact path header", "GET", "foo.com", "/api", "x-e: 1\r\n", "exact-h"},
 		{"exact path group falls to its plain policy", "GET", "foo.com", "/api", "x-e: 2\r\n", "api-exact"},
 		{"exact path method", "DELETE", "foo.com", "/only/e", "x-only: yes please\r\n", "exact-delete"},
@@ -112,8 +119,16 @@ func TestIntegrationMatchesACL(t *testing.T) {
 		{"GET", "/b?id=a:b/c", "", "404"},
 		{"GET", "/a", "x-a:\r\n", "404"},
 		{"PUT", "/b", "", "500"},
+		{"GET", "/b", "", "404"},
+		{"GET", "/b", "Host: a.b.foo.com\r\n", "wild"},
+		{"GET", "/b", "Host: b.foo.com\r\n", "wild"},
+		{"GET", "/b", "Host: xfoo.com\r\n", "404"},
 	} {
-		req := tc.method + " " + tc.path + " HTTP/1.1\r\nHost: foo.com\r\n" + tc.headers + "\r\n"
+		host := "Host: foo.com\r\n"
+		if strings.HasPrefix(tc.headers, "Host:") {
+			host = ""
+		}
+		req := tc.method + " " + tc.path + " HTTP/1.1\r\n" + host + tc.headers + "\r\n"
 		resp := rawRequest(t, addr, "127.0.0.1", req)
 		got := resp.Header.Get("X-Backend")
 		if resp.StatusCode == 404 || resp.StatusCode == 500 {

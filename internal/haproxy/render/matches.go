@@ -191,7 +191,7 @@ type shape struct {
 	attrs   []int  // indexes into matchMaps.attrs
 	file    []byte
 	path    string
-	classes [3]bool // classes whose groups use it
+	classes [nClasses]bool // classes whose groups use it
 	seen    map[string]bool
 }
 

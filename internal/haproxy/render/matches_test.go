@@ -11,6 +11,10 @@ func headerIs(name, value string) model.L7Rule {
 	return model.L7Rule{Type: model.RuleHeader, Compare: model.CompareEqualTo, Key: name, Value: value}
 }
 
+func hostSuffix(h string) model.L7Rule {
+	return model.L7Rule{Type: model.RuleHostName, Compare: model.CompareSuffix, Value: h}
+}
+
 func queryIs(name, value string) model.L7Rule {
 	return model.L7Rule{Type: model.RuleQuery, Compare: model.CompareEqualTo, Key: name, Value: value}
 }
@@ -21,11 +25,13 @@ func methodIs(m string) model.L7Rule {
 
 // matchPools are the backends of matchFixture, by Service name.
 var matchPoolNames = []string{"prefix-root", "api", "api-exact", "api-post", "api-h1", "api-h2", "api-q",
-	"dup-first", "newer", "wild", "anyhost", "only-h", "wild-h", "cross-h", "any-get", "q-or-h", "exact-h", "exact-delete", "half"}
+	"dup-first", "newer", "wild", "anyhost", "only-h", "wild-h", "cross-h", "any-get", "q-or-h", "exact-h", "exact-delete", "half", "deep"}
 
 // matchFixture is translate's TestGatewayPrecedence as policies, in
 // translate's order, plus groups without a plain policy of their own
-// (fall-through to a shorter prefix, to the wildcard class, to nothing).
+// (fall-through to a shorter prefix, to the wildcard class, to nothing),
+// Gateway wildcards (SUFFIX) of two label counts, a FIXED_RESPONSE and a
+// pool with a fail share.
 func matchFixture(pools map[string]model.Pool) *model.LoadBalancer {
 	p := func(name string, rules ...model.L7Rule) model.L7Policy { return toPool(pools[name], rules...) }
 	foo := hostIs("foo.com")
@@ -45,8 +51,9 @@ func matchFixture(pools map[string]model.Pool) *model.LoadBalancer {
 		p("api", foo, pathPrefix("/api")),
 		p("dup-first", foo, pathPrefix("/dup")),
 		p("prefix-root", foo, pathPrefix("/")),
-		p("wild-h", hostWild("*.foo.com"), pathPrefix("/w"), headerIs("x-w", "1")),
-		p("wild", hostWild("*.foo.com"), pathPrefix("/")),
+		p("deep", hostSuffix("*.b.foo.com"), pathPrefix("/")),
+		p("wild-h", hostSuffix("*.foo.com"), pathPrefix("/w"), headerIs("x-w", "1")),
+		p("wild", hostSuffix("*.foo.com"), pathPrefix("/")),
 		p("any-get", pathIs("/get"), methodIs("GET")),
 		p("q-or-h", pathPrefix("/api"), queryIs("q", "2")),
 		p("anyhost", pathPrefix("/api")),
@@ -120,6 +127,9 @@ func TestBeforeExtended(t *testing.T) {
 		{r(pathPrefix("/api")), r(pathPrefix("/ap"), methodIs("GET")), -1},
 		{r(pathIs("/x")), r(pathPrefix("/api/v2"), methodIs("GET")), -1},
 		{r(pathPrefix("/a")), r(pathPrefix("/b")), 0},
+		{r(hostSuffix("*.b.foo.com"), pathPrefix("/")), r(hostSuffix("*.foo.com"), pathIs("/x/y")), -1},
+		{r(hostWild("*.foo.com"), pathPrefix("/")), r(hostSuffix("*.b.foo.com"), pathPrefix("/")), -1},
+		{r(hostSuffix("*.foo.com"), pathPrefix("/")), r(pathIs("/x")), -1},
 		{r(pathIs("/api"), headerIs("x-e", "1")), r(pathIs("/only/e"), methodIs("DELETE")), 0},
 		{r(hostIs("a.com"), pathIs("/x"), headerIs("x-e", "1")), r(hostIs("b.com"), pathIs("/x"), methodIs("DELETE")), 0},
 	} {
@@ -139,5 +149,6 @@ func unorderableFixture() *model.LoadBalancer {
 		toPool(pools["api-h1"], foo, pathPrefix("/b"), headerIs("x-b", "1")),
 		toPool(pools["api-post"], foo, pathPrefix("/b"), methodIs("POST"), queryIs("id", "a:b/c")),
 		model.L7Policy{Action: model.ActionFixedResponse, StatusCode: 500, Rules: []model.L7Rule{foo, pathPrefix("/b"), methodIs("PUT")}},
-	))}, pools["api"], pools["api-h1"], pools["api-post"])
+		toPool(pools["wild"], hostSuffix("*.foo.com"), pathPrefix("/")),
+	))}, pools["api"], pools["api-h1"], pools["api-post"], pools["wild"])
 }

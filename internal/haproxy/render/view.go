@@ -250,6 +250,11 @@ func ruleACLs(name encode.Word, r model.L7Rule, lv *listenerView) ([][]encode.Wo
 		h, err := encode.WildcardHost(r.Value)
 		lv.needHost, lv.needWild = true, true
 		return [][]encode.Word{acl(encode.Lit("var(txn.pier_hwild)"), m, str, h.Word())}, err
+	case r.Type == model.RuleHostName && r.Compare == model.CompareSuffix:
+		// One or more labels, then the suffix: the host ends with ".suffix".
+		h, err := encode.HostSuffix(r.Value)
+		lv.needHost = true
+		return [][]encode.Word{acl(encode.Lit("var(txn.pier_host)"), m, encode.Lit("end"), h.Word())}, err
 	case r.Type == model.RulePath && r.Compare == model.CompareEqualTo:
 		p, err := encode.Path(r.Value, encode.PathExact)
 		return [][]encode.Word{acl(encode.Lit("path"), m, str, p.Word())}, err
