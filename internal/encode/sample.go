@@ -94,6 +94,18 @@ func QueryValue(s string) (Value, error) {
 	return Value{s}, nil
 }
 
+// ValueHash is the upper-case hex SHA-1 of a validated value, what
+// "<fetch>,sha1,hex" gives HAProxy for a request's value: an ACL can
+// compare a header or query value of any length (4 KiB headers) in 40
+// bytes, and the value itself never reaches the file.
+func ValueHash(v Value) Word {
+	if v.s == "" {
+		return Word{err: errors.New("encode: zero Value")}
+	}
+	sum := sha1.Sum([]byte(v.s))
+	return Word{s: strings.ToUpper(hex.EncodeToString(sum[:])), kind: kindIdent}
+}
+
 // MatchKey makes the key of a header, query or method map entry: group
 // (an identifier word) followed by the upper-case hex SHA-1 of each value,
 // which is what "<fetch>,sha1,hex" gives HAProxy for the request's value.

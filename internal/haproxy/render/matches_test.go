@@ -103,7 +103,7 @@ func TestMatchesUnorderableKeepsACLs(t *testing.T) {
 		t.Fatal("mapped although no order of shapes is right for both groups")
 	}
 	cfg := mustRender(t, lb, nil).Fragment
-	if !strings.Contains(string(cfg), "req.fhdr(x-b) -m str '1'") {
+	if !strings.Contains(string(cfg), "req.fhdr(x-b),sha1,hex -m str 356A192B7913B04C54574D18C28D46E6395428AB") {
 		t.Errorf("no header ACL:\n%s", cfg)
 	}
 }
@@ -151,4 +151,26 @@ func unorderableFixture() *model.LoadBalancer {
 		model.L7Policy{Action: model.ActionFixedResponse, StatusCode: 500, Rules: []model.L7Rule{foo, pathPrefix("/b"), methodIs("PUT")}},
 		toPool(pools["wild"], hostSuffix("*.foo.com"), pathPrefix("/")),
 	))}, pools["api"], pools["api-h1"], pools["api-post"], pools["wild"])
+}
+
+// A header value as long as the Gateway API allows (4 KiB) renders on
+// both paths: hashed, it never makes a line longer than MaxLineBytes.
+func TestMatchesLongHeaderValue(t *testing.T) {
+	long := strings.Repeat("v", 4000)
+	acl := unorderableFixture()
+	acl.Listeners[0].Policies[0].Rules[2].Value = long
+	mapped := matchFixture(matchPools(func(string) string { return "10.0.0.1:80" }))
+	for _, p := range mapped.Listeners[0].Policies {
+		for i, r := range p.Rules {
+			if r.Type == model.RuleHeader && r.Key == "X-Only" {
+				p.Rules[i].Value = long
+			}
+		}
+	}
+	for _, lb := range []*model.LoadBalancer{acl, mapped} {
+		r := mustRender(t, lb, nil)
+		if strings.Contains(string(r.Fragment), long) {
+			t.Error("the header value reached the configuration")
+		}
+	}
 }

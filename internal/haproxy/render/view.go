@@ -268,7 +268,9 @@ func ruleACLs(name encode.Word, r model.L7Rule, lv *listenerView) ([][]encode.Wo
 
 // condACLs matches HTTPRoute's Exact method, header and query rules. A
 // header compares its last occurrence whole (req.fhdr, as the match maps
-// hash it); an absent header or parameter matches no value.
+// hash it); an absent header or parameter matches no value. Values are
+// compared by their SHA-1, as in the match maps: a 4 KiB header value
+// would not fit a config line (MaxLineBytes).
 func condACLs(r model.L7Rule, acl func(...encode.Word) []encode.Word) ([][]encode.Word, error) {
 	m, str := encode.Lit("-m"), encode.Lit("str")
 	var sample encode.Word
@@ -288,7 +290,8 @@ func condACLs(r model.L7Rule, acl func(...encode.Word) []encode.Word) ([][]encod
 	if err == nil {
 		err = sample.Err()
 	}
-	return [][]encode.Word{acl(sample, m, str, v.Word())}, err
+	hashed := encode.Concat(sample, encode.Lit(",sha1,hex"))
+	return [][]encode.Word{acl(hashed, m, str, encode.ValueHash(v))}, err
 }
 
 // prefixACLs matches element-wise: "/foo" matches "/foo" and "/foo/...",
