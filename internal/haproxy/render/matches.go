@@ -213,34 +213,7 @@ type groupList struct {
 // buildMatches fills stage 2 for entries; nil (and no error) when no
 // single order of shapes decides as the policies do.
 func buildMatches(es []*entry) (*matchMaps, error) {
-	idx := map[entryKey]*entry{}
-	for _, e := range es {
-		idx[e.index()] = e
-	}
-	byName := map[string]*shape{}
-	var groups []groupList
-	for _, e := range es {
-		if len(e.conds) == 0 {
-			continue
-		}
-		g := groupList{e: e, list: slices.Clone(e.conds), def: e.plain, hasDef: e.hasPlain}
-		for _, next := range fallThrough(e, idx) {
-			if g.hasDef {
-				break
-			}
-			g.list = append(g.list, next.conds...)
-			g.def, g.hasDef = next.plain, next.hasPlain
-		}
-		for _, p := range g.list {
-			s := byName[shapeName(p.conds)]
-			if s == nil {
-				s = &shape{conds: p.conds, seen: map[string]bool{}}
-				byName[shapeName(p.conds)] = s
-			}
-			s.classes[e.r.class] = true
-		}
-		groups = append(groups, g)
-	}
+	groups, byName := groupLists(es)
 	m := &matchMaps{}
 	for _, s := range byName {
 		m.shapes = append(m.shapes, s)
@@ -271,6 +244,40 @@ func buildMatches(es []*entry) (*matchMaps, error) {
 		}
 	}
 	return m, m.fill(groups, byName)
+}
+
+// groupLists lists each group's policies with those it inherits, its
+// default, and the shapes they use, by name.
+func groupLists(es []*entry) ([]groupList, map[string]*shape) {
+	idx := map[entryKey]*entry{}
+	for _, e := range es {
+		idx[e.index()] = e
+	}
+	byName := map[string]*shape{}
+	var groups []groupList
+	for _, e := range es {
+		if len(e.conds) == 0 {
+			continue
+		}
+		g := groupList{e: e, list: slices.Clone(e.conds), def: e.plain, hasDef: e.hasPlain}
+		for _, next := range fallThrough(e, idx) {
+			if g.hasDef {
+				break
+			}
+			g.list = append(g.list, next.conds...)
+			g.def, g.hasDef = next.plain, next.hasPlain
+		}
+		for _, p := range g.list {
+			s := byName[shapeName(p.conds)]
+			if s == nil {
+				s = &shape{conds: p.conds, seen: map[string]bool{}}
+				byName[shapeName(p.conds)] = s
+			}
+			s.classes[e.r.class] = true
+		}
+		groups = append(groups, g)
+	}
+	return groups, byName
 }
 
 // orderable reports whether reading list's shapes in order finds, for
