@@ -1,6 +1,9 @@
 package render
 
 import (
+	"cmp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -172,5 +175,33 @@ func TestMatchesLongHeaderValue(t *testing.T) {
 		if strings.Contains(string(r.Fragment), long) {
 			t.Error("the header value reached the configuration")
 		}
+	}
+}
+
+// The frontend's rules do not grow with routes: 10 or 1,000 paths of
+// 3 hosts, each with a header match and a method match, render the same
+// number of lines; only the maps grow.
+func TestMatchesRulesIndependentOfRoutes(t *testing.T) {
+	lines := func(n int) int {
+		api := pool("api", member("10.0.0.1", 80))
+		var ps []model.L7Policy
+		for i := range n {
+			for _, h := range []string{"a.example", "b.example", "c.example"} {
+				path := pathPrefix("/p" + strconv.Itoa(i))
+				ps = append(ps, toPool(api, hostIs(h), path, methodIs("PUT")),
+					toPool(api, hostIs(h), path, headerIs("x-tenant", "t"+strconv.Itoa(i))), toPool(api, hostIs(h), path))
+			}
+		}
+		// translate's order: longer prefixes first.
+		slices.SortStableFunc(ps, func(a, b model.L7Policy) int { return cmp.Compare(len(b.Rules[1].Value), len(a.Rules[1].Value)) })
+		r := mustRender(t, newLB([]model.Listener{httpListener("", routes(ps...))}, api), nil)
+		frontend := strings.Split(string(r.Fragment), "\nbackend ")[0]
+		if strings.Contains(frontend, "acl p_") {
+			t.Fatalf("%d routes: not mapped", n)
+		}
+		return strings.Count(frontend, "\n")
+	}
+	if small, large := lines(10), lines(1000); small != large {
+		t.Errorf("frontend lines: %d for 10 paths, %d for 1,000", small, large)
 	}
 }
