@@ -83,6 +83,17 @@ func WildcardHost(s string) (Value, error) {
 	return Value{s}, nil
 }
 
+// HostSuffix validates a Gateway API wildcard "*.<host>" (one or more
+// labels) as WildcardHost does and returns its suffix ".<host>", what
+// the request host must end with.
+func HostSuffix(s string) (Value, error) {
+	v, err := WildcardHost(s)
+	if err != nil {
+		return Value{}, err
+	}
+	return Value{v.s[1:]}, nil
+}
+
 // dns1123Msg replaces apimachinery's message, which is long enough to
 // crowd an Event.
 const dns1123Msg = "must be a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', each label starting and ending with a letter or digit"

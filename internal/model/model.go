@@ -165,6 +165,10 @@ type PolicyAction string
 const (
 	ActionRedirectToPool PolicyAction = "REDIRECT_TO_POOL"
 	ActionReject         PolicyAction = "REJECT"
+	// ActionFixedResponse answers StatusCode itself (Octavia has no such
+	// action): an HTTPRoute rule whose backendRefs all fail to resolve
+	// answers 500, as the Gateway API asks.
+	ActionFixedResponse PolicyAction = "FIXED_RESPONSE"
 )
 
 // L7Policy is one routing decision: all Rules must match (logical AND).
@@ -178,6 +182,9 @@ type L7Policy struct {
 	// Options are the per-Ingress behaviours of a REDIRECT_TO_POOL
 	// policy (annotations); nil for none, which renders as before.
 	Options *PolicyOptions `json:"options,omitempty"`
+	// StatusCode is what a FIXED_RESPONSE policy answers (5xx); 0 for
+	// the other actions.
+	StatusCode int `json:"statusCode,omitempty"`
 }
 
 // RuleType is what part of the request an L7Rule inspects.
@@ -188,9 +195,9 @@ const (
 	RulePath     RuleType = "PATH"
 	// RuleHeader (Octavia's HEADER), RuleQuery and RuleMethod come from
 	// HTTPRoute matches; they compare EQUAL_TO only. Key names the header
-	// (lowercase) or the query parameter (case kept). Render does not
-	// route on them yet: translation emits them only when
-	// translate.Options.GatewayExtendedMatches says render can.
+	// (lowercase) or the query parameter (case kept). Render routes on
+	// them through its match maps (render/matches.go); translation emits
+	// them unless translate.Options.GatewayExtendedMatches is off.
 	RuleHeader RuleType = "HEADER"
 	RuleQuery  RuleType = "QUERY_PARAMETER"
 	RuleMethod RuleType = "METHOD"
@@ -202,6 +209,8 @@ const (
 //   - HOST_NAME EQUAL_TO: the request host (port stripped, lowercased) equals Value.
 //   - HOST_NAME WILDCARD: Value is "*.suffix"; the host is exactly one DNS
 //     label followed by ".suffix".
+//   - HOST_NAME SUFFIX: Value is "*.suffix"; the host is one or more DNS
+//     labels followed by ".suffix" (a Gateway API wildcard).
 //   - PATH EQUAL_TO: the request path equals Value (pathType Exact).
 //   - PATH STARTS_WITH: element-wise prefix (pathType Prefix): Value has no
 //     trailing slash, and the path equals Value or starts with Value + "/".
@@ -212,6 +221,7 @@ const (
 	CompareEqualTo    CompareType = "EQUAL_TO"
 	CompareStartsWith CompareType = "STARTS_WITH"
 	CompareWildcard   CompareType = "WILDCARD"
+	CompareSuffix     CompareType = "SUFFIX"
 )
 
 // L7Rule is one condition of an L7Policy. Value has been validated by
@@ -262,6 +272,11 @@ type Pool struct {
 	// TCP makes the pool a TCP backend (ssl-passthrough): bytes are
 	// forwarded, no HTTP is parsed; no affinity, protocol or UpstreamTLS.
 	TCP bool `json:"tcp,omitempty"`
+	// FailWeight of every FailTotal requests to the pool are answered 500
+	// instead (an HTTPRoute rule's backendRefs that do not resolve, the
+	// share the spec wants answered 500); 0 for none.
+	FailWeight int `json:"failWeight,omitempty"`
+	FailTotal  int `json:"failTotal,omitempty"`
 }
 
 // UpstreamTLS is a pool's TLS towards its members. The CA and the client

@@ -14,12 +14,19 @@ import (
 	"pier.dev/pier/internal/model"
 )
 
-// backendResult is a rule's pool and, when some backendRef does not
+// backendResult is a rule's pool (nil when every backendRef fails to
+// resolve: the rule answers 500) and, when some backendRef does not
 // resolve, the ResolvedRefs reason and message of the first that fails.
 type backendResult struct {
 	pool               *model.Pool
 	unresolved, detail string
 }
+
+// maxRefWeight is the largest backendRef weight (the CRD's maximum).
+const maxRefWeight = 1000000
+
+// maxFailTotal bounds a pool's FailTotal (render's rand range).
+const maxFailTotal = 1 << 30
 
 // weighted is one resolved backendRef.
 type weighted struct {
@@ -30,27 +37,40 @@ type weighted struct {
 	members []model.Member
 }
 
-// rulePool resolves a rule's backendRefs to one pool. Refs that do not
-// resolve carry no traffic (the spec wants 500 for their share; render
-// has no fixed-response action yet, see the package's gaps in
-// docs/gateway-api.md); a rule with none left gets an empty pool, which
-// HAProxy answers with 503.
+// rulePool resolves a rule's backendRefs to one pool. The spec wants 500
+// for the requests a ref that does not resolve would have had: when every
+// weighted ref fails, the pool is nil and the rule answers 500
+// (FIXED_RESPONSE); when some do, the pool answers 500 for their share of
+// the weights (Pool.FailWeight of FailTotal). A rule without refs, or
+// whose refs all weigh 0, gets an empty pool, which HAProxy answers with
+// 503.
 func (x *index) rulePool(r *gwv1.HTTPRoute, rule int, refs []gwv1.HTTPBackendRef, opts Options) backendResult {
 	var res backendResult
 	var ok []weighted
+	var fail, total int64
 	for i, ref := range refs {
 		w, reason, msg := x.resolveBackend(r.Namespace, ref.BackendRef, opts)
 		if reason != "" {
 			if res.unresolved == "" {
 				res.unresolved, res.detail = reason, fmt.Sprintf("spec.rules[%d].backendRefs[%d]: %s", rule, i, msg)
 			}
+			if w.weight > 0 && w.weight <= maxRefWeight {
+				fail, total = fail+int64(w.weight), total+int64(w.weight)
+			}
 			continue
 		}
 		if w.weight > 0 {
 			ok = append(ok, w)
+			total += int64(w.weight)
 		}
 	}
-	res.pool = poolOfWeighted(r, rule, ok)
+	if fail > 0 && fail == total {
+		return res
+	}
+	for total > maxFailTotal { // thousands of refs: keep the ratio
+		fail, total = (fail+1)/2, (total+1)/2
+	}
+	res.pool = poolOfWeighted(r, rule, ok, int(fail), int(total))
 	return res
 }
 
@@ -111,10 +131,16 @@ func (x *index) resolveBackend(routeNS string, ref gwv1.BackendRef, opts Options
 // poolOfWeighted builds the rule's pool. One Service is the same pool an
 // Ingress would use (same ID, so routes share it); several make one pool
 // of all their members, each weighted so that every Service gets its
-// share of requests whatever its number of endpoints.
-func poolOfWeighted(r *gwv1.HTTPRoute, rule int, ws []weighted) *model.Pool {
+// share of requests whatever its number of endpoints. A fail share
+// (unresolved refs) makes a pool of its own, even for one Service, so
+// that no other route's requests to that Service get its 500s.
+func poolOfWeighted(r *gwv1.HTTPRoute, rule int, ws []weighted, fail, total int) *model.Pool {
 	pool := &model.Pool{Namespace: r.Namespace, Algorithm: model.AlgorithmRoundRobin}
-	switch len(ws) {
+	n := len(ws)
+	if fail > 0 {
+		n = 2 // the split's shape
+	}
+	switch n {
 	case 0:
 		pool.ID = model.ID("gateway-unresolved", r.Namespace, r.Name, strconv.Itoa(rule))
 		pool.Name = r.Namespace + "_unresolved_" + pool.ID[:8]
@@ -138,6 +164,10 @@ func poolOfWeighted(r *gwv1.HTTPRoute, rule int, ws []weighted) *model.Pool {
 		}
 		parts = append(parts, fmt.Sprintf("%s:%d:%d", name, w.port, w.weight))
 		svcs, ports = append(svcs, w.svc), append(ports, strconv.Itoa(w.port))
+	}
+	if fail > 0 {
+		parts = append(parts, fmt.Sprintf("unresolved:%d:%d", fail, total))
+		pool.FailWeight, pool.FailTotal = fail, total
 	}
 	pool.ID = model.ID(append([]string{"gateway-split", r.Namespace}, parts...)...)
 	pool.Name = r.Namespace + "_split_" + pool.ID[:8]

@@ -67,10 +67,16 @@ spec:
 			if c.Reason != string(tc.reason) {
 				t.Errorf("ResolvedRefs %s/%s (%s), want %s", c.Status, c.Reason, c.Message, tc.reason)
 			}
-			pool := routePool(t, res.LoadBalancers[0], "cross")
-			served := tc.reason == gwv1.RouteReasonResolvedRefs
-			if served != (len(pool.Members) == 1) || (served && (pool.Namespace != "backends" || pool.Service != "api")) {
-				t.Errorf("pool %+v, served %v", pool, served)
+			// Not permitted: the rule's only backend is unresolved, so it
+			// answers 500 (the spec) instead of reaching the Service.
+			if tc.reason != gwv1.RouteReasonResolvedRefs {
+				if p := routePolicy(t, res.LoadBalancers[0], "cross"); p.Action != model.ActionFixedResponse || p.StatusCode != 500 || p.PoolID != "" {
+					t.Errorf("policy %+v, want FIXED_RESPONSE 500", p)
+				}
+				return
+			}
+			if pool := routePool(t, res.LoadBalancers[0], "cross"); len(pool.Members) != 1 || pool.Namespace != "backends" || pool.Service != "api" {
+				t.Errorf("pool %+v", pool)
 			}
 		})
 	}
@@ -147,13 +153,18 @@ func grantFromKind(ns, fromKind, from, kind string) string {
 // routePool is the pool of the first policy of route name.
 func routePool(t *testing.T, lb *model.LoadBalancer, name string) *model.Pool {
 	t.Helper()
+	return lb.Pool(routePolicy(t, lb, name).PoolID)
+}
+
+func routePolicy(t *testing.T, lb *model.LoadBalancer, name string) model.L7Policy {
+	t.Helper()
 	for _, l := range lb.Listeners {
 		for _, p := range l.Policies {
 			if p.Source.Name == name {
-				return lb.Pool(p.PoolID)
+				return p
 			}
 		}
 	}
 	t.Fatalf("no policy of route %s", name)
-	return nil
+	return model.L7Policy{}
 }

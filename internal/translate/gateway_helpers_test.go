@@ -118,7 +118,7 @@ func gatewayRulesMatch(rules []model.L7Rule, r gwRequest) bool {
 		var ok bool
 		switch rule.Type {
 		case model.RuleHostName:
-			if rule.Compare == model.CompareWildcard {
+			if rule.Compare == model.CompareSuffix {
 				ok = strings.HasSuffix(r.host, v[1:]) && len(r.host) > len(v)-1
 			} else {
 				ok = r.host == v

@@ -15,6 +15,7 @@ type gwEntry struct {
 	host   string // "" for any host
 	match  gwMatch
 	poolID string
+	status int // 500 when every backendRef failed (no pool)
 	route  *gwv1.HTTPRoute
 	rule   int // index of the rule in the route
 	index  int // index of the match in the rule
@@ -31,8 +32,9 @@ type gwEntry struct {
 //  5. the older route, then namespace/name;
 //  6. rule order in the route, then match order in the rule.
 //
-// Steps 1-2 are Ingress's order (routeBefore), so render's map routing
-// reads Gateway policies as it reads Ingress ones.
+// Steps 1-2 are Ingress's order (routeBefore), steps 3-4 render's match
+// maps' (render/matches.go), so render's map routing reads Gateway
+// policies in the order it decides.
 func gatewayEntryBefore(a, b gwEntry) bool {
 	if ra, rb := gatewayHostRank(a.host), gatewayHostRank(b.host); ra != rb {
 		return ra < rb
@@ -87,7 +89,9 @@ func (e gwEntry) rules() []model.L7Rule {
 	var out []model.L7Rule
 	switch {
 	case isWildcard(e.host):
-		out = append(out, model.L7Rule{Type: model.RuleHostName, Compare: model.CompareWildcard, Value: e.host})
+		// SUFFIX, not Ingress's one-label WILDCARD: a Gateway API
+		// wildcard spans labels.
+		out = append(out, model.L7Rule{Type: model.RuleHostName, Compare: model.CompareSuffix, Value: e.host})
 	case e.host != "":
 		out = append(out, model.L7Rule{Type: model.RuleHostName, Compare: model.CompareEqualTo, Value: e.host})
 	}
@@ -122,14 +126,18 @@ func gatewayPolicies(entries []gwEntry) []model.L7Policy {
 			continue
 		}
 		seen[key] = true
-		out = append(out, model.L7Policy{
+		p := model.L7Policy{
 			ID:       model.ID("gateway-policy", key),
 			Position: len(out) + 1,
 			Action:   model.ActionRedirectToPool,
 			PoolID:   e.poolID,
 			Rules:    rules,
 			Source:   model.Source{Kind: model.KindHTTPRoute, Namespace: e.route.Namespace, Name: e.route.Name, UID: validUID(string(e.route.UID))},
-		})
+		}
+		if e.status != 0 {
+			p.Action, p.StatusCode = model.ActionFixedResponse, e.status
+		}
+		out = append(out, p)
 	}
 	return out
 }

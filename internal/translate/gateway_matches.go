@@ -129,7 +129,7 @@ func parseMatch(m gwv1.HTTPRouteMatch) (gwMatch, error) {
 			return out, fmt.Errorf("queryParams[%d].name %s: allowed are letters, digits and ._~- (1-256)", i, quoteForMessage(string(q.Name)))
 		}
 		if len(q.Value) > maxQueryValue || !queryValuePattern.MatchString(q.Value) {
-			return out, fmt.Errorf("queryParams[%d].value %s: allowed are letters, digits and ._~-!*+:@/? (1-1024)", i, quoteForMessage(q.Value))
+			return out, fmt.Errorf("queryParams[%d].value %s: allowed are letters, digits and ._~-!*+:@/ (1-1024)", i, quoteForMessage(q.Value))
 		}
 		if !seen[string(q.Name)] { // query names are case-sensitive
 			seen[string(q.Name)] = true
@@ -147,8 +147,9 @@ func parseMatch(m gwv1.HTTPRouteMatch) (gwMatch, error) {
 // the converter-argument delimiters ',', ';', '(' and ')' (RELIABILITY
 // R1, R9, B7). Wider values are refused, not escaped.
 var (
-	queryNamePattern  = regexp.MustCompile(`^[A-Za-z0-9._~-]{1,256}$`)
-	queryValuePattern = regexp.MustCompile(`^[A-Za-z0-9._~!*+:@/?-]+$`) // and maxQueryValue bytes
+	queryNamePattern = regexp.MustCompile(`^[A-Za-z0-9._~-]{1,256}$`)
+	// No '?': HAProxy 2.6's url_param ends a value there ("?q=a?b" is "a").
+	queryValuePattern = regexp.MustCompile(`^[A-Za-z0-9._~!*+:@/-]+$`) // and maxQueryValue bytes
 )
 
 // maxQueryValue bounds a query parameter value (RELIABILITY R13).

@@ -149,6 +149,8 @@ spec:
 	docs += route("badport", "[{name: a, port: 81}]")
 	docs += route("split", "[{name: a, port: 80, weight: 3}, {name: b, port: 80, weight: 1}, {name: zero, port: 80, weight: 0}]")
 	docs += route("partial", "[{name: a, port: 80}, {name: nope, port: 80}]")
+	docs += route("partial-split", "[{name: a, port: 80, weight: 3}, {name: b, port: 80, weight: 1}, {kind: Bucket, group: x.io, name: c, weight: 2}]")
+	docs += route("unresolved-zero", "[{name: a, port: 80}, {name: nope, port: 80, weight: 0}]")
 	snap := gatewaySnap(t, docs)
 	a, aes := backend("default", "a", "", 80, 1)
 	b, bes := backend("default", "bb", "", 80, 2) // two endpoints, another address range
@@ -159,19 +161,25 @@ spec:
 	res := Gateways(snap, gatewayOpts())
 	lb := res.LoadBalancers[0]
 
+	// Unresolved backends answer 500 for their share (the spec): all of
+	// a rule's (a FIXED_RESPONSE policy, no pool), or the share of their
+	// weights (the pool's fail weight of its total).
 	for _, tc := range []struct {
-		route  string
-		reason gwv1.RouteConditionReason
-		pool   string // the Service of the route's pool
-		size   int    // members
+		route    string
+		reason   gwv1.RouteConditionReason
+		pool     string // the Service of the route's pool; "" for a 500 policy
+		size     int    // members
+		fail, of int    // the pool's fail share
 	}{
-		{"missing", gwv1.RouteReasonBackendNotFound, "", 0},
-		{"foreign", gwv1.RouteReasonRefNotPermitted, "", 0},
-		{"kind", gwv1.RouteReasonInvalidKind, "", 0},
-		{"noport", gwv1.RouteReasonBackendNotFound, "", 0},
-		{"badport", gwv1.RouteReasonBackendNotFound, "", 0},
-		{"split", gwv1.RouteReasonResolvedRefs, "a+b", 3},
-		{"partial", gwv1.RouteReasonBackendNotFound, "a", 1},
+		{"missing", gwv1.RouteReasonBackendNotFound, "", 0, 0, 0},
+		{"foreign", gwv1.RouteReasonRefNotPermitted, "", 0, 0, 0},
+		{"kind", gwv1.RouteReasonInvalidKind, "", 0, 0, 0},
+		{"noport", gwv1.RouteReasonBackendNotFound, "", 0, 0, 0},
+		{"badport", gwv1.RouteReasonBackendNotFound, "", 0, 0, 0},
+		{"split", gwv1.RouteReasonResolvedRefs, "a+b", 3, 0, 0},
+		{"partial", gwv1.RouteReasonBackendNotFound, "a", 1, 1, 2},
+		{"partial-split", gwv1.RouteReasonInvalidKind, "a+b", 3, 2, 6},
+		{"unresolved-zero", gwv1.RouteReasonBackendNotFound, "a", 1, 0, 0},
 	} {
 		parents := res.Gateway.Routes[routeRef("default", tc.route)]
 		if len(parents) != 1 {
@@ -184,18 +192,24 @@ spec:
 		if c.Reason != string(tc.reason) || (c.Status == metav1.ConditionTrue) != (tc.reason == gwv1.RouteReasonResolvedRefs) {
 			t.Errorf("%s: ResolvedRefs %s/%s (%s), want %s", tc.route, c.Status, c.Reason, c.Message, tc.reason)
 		}
-		var pool *model.Pool
-		for _, p := range lb.Listeners[0].Policies {
-			if p.Source.Name == tc.route {
-				pool = lb.Pool(p.PoolID)
+		p := routePolicy(t, lb, tc.route)
+		if tc.pool == "" {
+			if p.Action != model.ActionFixedResponse || p.StatusCode != 500 || p.PoolID != "" {
+				t.Errorf("%s: policy %+v, want FIXED_RESPONSE 500", tc.route, p)
 			}
-		}
-		if pool == nil {
-			t.Errorf("%s: no policy", tc.route)
 			continue
 		}
-		if pool.Service != tc.pool || len(pool.Members) != tc.size {
-			t.Errorf("%s: pool %q with %d members, want %q with %d", tc.route, pool.Service, len(pool.Members), tc.pool, tc.size)
+		pool := lb.Pool(p.PoolID)
+		if pool == nil {
+			t.Errorf("%s: no pool", tc.route)
+			continue
+		}
+		if pool.Service != tc.pool || len(pool.Members) != tc.size || pool.FailWeight != tc.fail || pool.FailTotal != tc.of {
+			t.Errorf("%s: pool %q with %d members, fail %d/%d, want %q with %d, fail %d/%d", tc.route, pool.Service,
+				len(pool.Members), pool.FailWeight, pool.FailTotal, tc.pool, tc.size, tc.fail, tc.of)
+		}
+		if tc.fail > 0 && pool.ID == model.ID("pool", "default", "a", "80") {
+			t.Errorf("%s: the pool with a fail share is the Service's own, which other routes share", tc.route)
 		}
 		if tc.route == "split" {
 			// a: weight 3 on one endpoint; b: weight 1 over two, so

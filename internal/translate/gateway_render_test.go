@@ -2,6 +2,7 @@ package translate
 
 import (
 	"bytes"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -9,24 +10,18 @@ import (
 	"pier.dev/pier/internal/haproxy/render"
 )
 
-// What translation makes of Gateways renders, and routes through the
-// maps (a request's cost does not grow with routes) rather than one ACL
-// pair per policy: Gateway precedence on host and path is render's
-// order. A policy with a header, query or method rule does not render
-// yet, which is why Options.GatewayExtendedMatches stays off.
+// What translation makes of Gateways renders with the default options,
+// header, query-parameter and method matches included, and routes
+// through the maps (a request's cost does not grow with routes) rather
+// than one ACL pair per policy: Gateway precedence is the order render's
+// lookups decide (render's before and its match maps' shape order), so
+// the policies are read as sorted and no listener falls back to ACLs.
+// render's TestIntegrationMatches sends this table through HAProxy.
 func TestGatewayLoadBalancersRender(t *testing.T) {
-	var kept []string
-	for i, line := range strings.Split(precedenceDocs, "\n") {
-		if strings.Contains(line, "method:") || strings.Contains(line, "headers:") || strings.Contains(line, "queryParams:") {
-			line = "  - matches: [{path: {type: Exact, value: /only-path-" + itoa(i) + "}}]"
-		}
-		kept = append(kept, line)
-	}
-	snap := gatewaySnap(t, strings.Join(kept, "\n"))
+	snap := gatewaySnap(t, precedenceDocs)
 	withServices(snap, "default", "prefix-root", "api", "api-exact", "api-post", "api-h1", "api-h2", "api-q",
 		"dup-first", "dup-second", "newer", "wild", "anyhost")
-	opts := DefaultOptions()
-	res := Gateways(snap, opts)
+	res := Gateways(snap, DefaultOptions())
 	if len(res.LoadBalancers) != 1 {
 		t.Fatalf("load balancers %d: %+v", len(res.LoadBalancers), res.Problems)
 	}
@@ -37,17 +32,56 @@ func TestGatewayLoadBalancersRender(t *testing.T) {
 	if err != nil {
 		t.Fatalf("render: %v", err)
 	}
-	if len(r.Maps) == 0 || !bytes.Contains(r.Fragment, []byte("map_beg(")) {
+	if !bytes.Contains(r.Fragment, []byte("map_beg(")) || bytes.Contains(r.Fragment, []byte("\n    acl p_")) {
 		t.Errorf("the Gateway's routes do not use the maps:\n%s", r.Fragment)
 	}
+	var shapes []string
+	for _, m := range r.Maps {
+		if name := filepath.Base(m.Path); strings.Contains(name, "-match.") && !strings.Contains(name, "match.default") {
+			shapes = append(shapes, name)
+		}
+	}
+	// method; x-a and x-b; x-a; q.
+	if len(shapes) != 4 {
+		t.Errorf("match maps %q, want one per shape (4)", shapes)
+	}
+}
 
-	snap = gatewaySnap(t, precedenceDocs)
-	withServices(snap, "default", "prefix-root", "api", "api-exact", "api-post", "api-h1", "api-h2", "api-q",
-		"dup-first", "dup-second", "newer", "wild", "anyhost")
-	opts.GatewayExtendedMatches = true
-	lb = Gateways(snap, opts).LoadBalancers[0]
+// Unresolved backends render: a rule with none left answers 500 from the
+// frontend, a partial one from its pool's backend for the unresolved share.
+func TestGatewayUnresolvedRender(t *testing.T) {
+	docs := gatewayClassDoc + `
+---
+kind: Gateway
+metadata: {name: gw}
+spec:
+  gatewayClassName: pier
+  listeners: [{name: http, port: 80, protocol: HTTP}]
+---
+kind: HTTPRoute
+metadata: {name: r}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [foo.com]
+  rules:
+  - matches: [{path: {value: /missing}}]
+    backendRefs: [{name: nope, port: 80}]
+  - matches: [{path: {value: /partial}}]
+    backendRefs: [{name: a, port: 80, weight: 3}, {name: nope, port: 80}]
+`
+	snap := gatewaySnap(t, docs)
+	withServices(snap, "default", "a")
+	lb := Gateways(snap, DefaultOptions()).LoadBalancers[0]
 	lb.VIP = "127.0.0.1"
-	if _, err := render.Render(lb, layout.LB{UUID: lb.UUID, Dir: dir}, nil, render.Options{Dir: dir}); err == nil {
-		t.Error("render accepted header/query/method rules: turn GatewayExtendedMatches on and update docs/gateway-api.md")
+	dir := t.TempDir()
+	r, err := render.Render(lb, layout.LB{UUID: lb.UUID, Dir: dir}, nil, render.Options{Dir: dir})
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	for _, want := range []string{"deny deny_status 500 if { var(txn.pier_be) -m str pier_status_500 }",
+		"deny deny_status 500 if { rand(4) -m int lt 1 }"} {
+		if !bytes.Contains(r.Fragment, []byte(want)) {
+			t.Errorf("no %q in\n%s", want, r.Fragment)
+		}
 	}
 }

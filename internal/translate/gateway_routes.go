@@ -2,6 +2,7 @@ package translate
 
 import (
 	"fmt"
+	"net/http"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -207,14 +208,17 @@ func (p *parsedGateway) listenerSpec(name gwv1.SectionName) *gwv1.Listener {
 // addEntries records every (host, rule, match) of a route on a listener.
 func (p *parsedGateway) addEntries(l *gwListener, hosts []string, pr *parsedRoute) {
 	for ri, rule := range pr.rules {
-		pool := pr.backends[ri].pool
-		if _, ok := p.pools[pool.ID]; !ok {
-			p.pools[pool.ID] = pool
+		pool, poolID, status := pr.backends[ri].pool, "", http.StatusInternalServerError
+		if pool != nil {
+			if _, ok := p.pools[pool.ID]; !ok {
+				p.pools[pool.ID] = pool
+			}
+			poolID, status = pool.ID, 0
 		}
 		for mi, m := range rule.matches {
 			for _, h := range hosts {
 				p.entries[l.port] = append(p.entries[l.port], gwEntry{
-					host: h, match: m, poolID: pool.ID, route: pr.r, rule: ri, index: mi,
+					host: h, match: m, poolID: poolID, status: status, route: pr.r, rule: ri, index: mi,
 				})
 			}
 		}

@@ -289,6 +289,7 @@ func TestGatewayRouteRefusals(t *testing.T) {
 		{"regex header", `{matches: [{headers: [{type: RegularExpression, name: X-A, value: v}]}]}`, "", false, "spec.rules[0].matches[0]"},
 		{"query value with ampersand", `{matches: [{queryParams: [{name: q, value: "a&b=c"}]}]}`, "", false, "spec.rules[0].matches[0]"},
 		{"query value appended", `{matches: [{queryParams: [{name: q, value: "1;evil"}]}]}`, "", false, "spec.rules[0].matches[0]"},
+		{"query value with a question mark", `{matches: [{queryParams: [{name: q, value: "a?b"}]}]}`, "", false, "spec.rules[0].matches[0]"},
 		{"lowercase method", `{matches: [{method: get}]}`, "", false, "spec.rules[0].matches[0]"},
 		{"uppercase hostname", `{}`, "Foo.example", false, "spec.hostnames[0]"},
 		{"hostname with newline", `{}`, `"a.example\n"`, false, "spec.hostnames[0]"},

@@ -54,11 +54,12 @@ type Options struct {
 	// GatewayControllerName selects our GatewayClasses by
 	// spec.controllerName.
 	GatewayControllerName string
-	// GatewayExtendedMatches says render routes on HTTPRoute header,
-	// query-parameter and method matches (model rules HEADER,
-	// QUERY_PARAMETER, METHOD). Until it does, a route that uses them is
-	// refused with a reason: dropping the match would serve a rule to
-	// requests it was written to exclude.
+	// GatewayExtendedMatches emits HTTPRoute header, query-parameter and
+	// method matches (model rules HEADER, QUERY_PARAMETER, METHOD), which
+	// render routes through its match maps. On by default; off, a route
+	// that uses them is refused with a reason (dropping the match would
+	// serve a rule to requests it was written to exclude), for agents of
+	// a version whose render refuses such rules.
 	GatewayExtendedMatches bool
 	// Now is compared with certificate expiry to warn about expired
 	// certificates; zero skips the check. Passed in, not read, so that
@@ -69,12 +70,13 @@ type Options struct {
 // DefaultOptions are the Kubernetes defaults: ports 80 and 443.
 func DefaultOptions() Options {
 	return Options{
-		ControllerName:        DefaultControllerName,
-		GatewayControllerName: DefaultGatewayControllerName,
-		HTTPPort:              80,
-		HTTPSPort:             443,
-		MaxIngresses:          10000,
-		MaxPathsPerIngress:    1000,
+		ControllerName:         DefaultControllerName,
+		GatewayControllerName:  DefaultGatewayControllerName,
+		HTTPPort:               80,
+		HTTPSPort:              443,
+		MaxIngresses:           10000,
+		MaxPathsPerIngress:     1000,
+		GatewayExtendedMatches: true,
 	}
 }
 

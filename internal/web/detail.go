@@ -226,7 +226,11 @@ func buildListener(l model.Listener, pools map[string]poolRef) listenerView {
 			pv.Pool = poolFor(pol.PoolID, pools)
 		}
 		for _, rule := range pol.Rules {
-			pv.Rules = append(pv.Rules, ruleView{Type: Clean(string(rule.Type)), Compare: Clean(string(rule.Compare)), Value: Clean(rule.Value)})
+			typ := string(rule.Type)
+			if rule.Key != "" { // HEADER x-a, QUERY_PARAMETER q
+				typ += " " + rule.Key
+			}
+			pv.Rules = append(pv.Rules, ruleView{Type: Clean(typ), Compare: Clean(string(rule.Compare)), Value: Clean(rule.Value)})
 		}
 		v.Policies = append(v.Policies, pv)
 	}

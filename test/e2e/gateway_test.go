@@ -89,9 +89,10 @@ func gatewayLB(t *testing.T, p *harness.Pier, ns, name string) *model.LoadBalanc
 }
 
 // TestGatewayReferenceGrantFiles: in `pier run`, an HTTPRoute's backend in
-// another namespace is not served (no 200) until a ReferenceGrant in
-// that namespace appears in the manifests; then HAProxy serves it, and
-// the example's own routes keep serving throughout.
+// another namespace is not served (500, the spec's answer for an
+// unresolved backend) until a ReferenceGrant in that namespace appears in
+// the manifests; then HAProxy serves it, and the example's own routes keep
+// serving throughout. A route with method and query matches routes by them.
 func TestGatewayReferenceGrantFiles(t *testing.T) {
 	manifests, state := harness.ShortTempDir(t), harness.ShortTempDir(t)
 	b, err := os.ReadFile("../../examples/gateway/gateway.yaml")
@@ -127,6 +128,17 @@ metadata:
 addressType: IPv4
 ports: [{name: http, port: `+apiPort+`}]
 endpoints: [{addresses: ["127.0.0.1"], conditions: {ready: true}, targetRef: {kind: Pod, name: api-pod}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: matches, namespace: demo}
+spec:
+  parentRefs: [{name: web}]
+  hostnames: ["match.example"]
+  rules:
+  - matches: [{method: POST}, {queryParams: [{name: env, value: canary}]}]
+    backendRefs: [{name: gw-blog, port: 80}]
+  - backendRefs: [{name: gw-store, port: 80}]
 `)
 	p := harness.StartPier(t, harness.Options{Manifests: manifests, State: state})
 	var lb *model.LoadBalancer
@@ -135,8 +147,8 @@ endpoints: [{addresses: ["127.0.0.1"], conditions: {ready: true}, targetRef: {ki
 		return lb != nil && lb.VIP != "" && lb.Status.State == model.StateActive
 	})
 	client := &http.Client{Timeout: 5 * time.Second}
-	get := func(host string) string {
-		code, reply, _, err := harness.Get(client, lb.VIP, port, host, "/")
+	send := func(method, host, path string) string {
+		code, reply, _, err := harness.Send(client, method, lb.VIP, port, host, path)
 		if err != nil {
 			return err.Error()
 		}
@@ -145,8 +157,21 @@ endpoints: [{addresses: ["127.0.0.1"], conditions: {ready: true}, targetRef: {ki
 		}
 		return strconv.Itoa(code)
 	}
-	if got := get("api.example"); got == "api" {
-		t.Fatalf("api.example served by %s before any ReferenceGrant", got)
+	get := func(host string) string { return send(http.MethodGet, host, "/") }
+	// A backend not permitted is unresolved: the spec's 500.
+	if got := get("api.example"); got != "500" {
+		t.Fatalf("api.example before any ReferenceGrant: %s, want 500", got)
+	}
+	// Method and query-parameter matches route (render's match maps).
+	for _, tc := range []struct{ method, path, want string }{
+		{http.MethodGet, "/", "webservice-1"},
+		{http.MethodPost, "/", "webservice-2"},
+		{http.MethodGet, "/x?env=canary", "webservice-2"},
+		{http.MethodGet, "/x?env=prod", "webservice-1"},
+	} {
+		if got := send(tc.method, "match.example", tc.path); got != tc.want {
+			t.Errorf("%s match.example%s: %s, want %s", tc.method, tc.path, got, tc.want)
+		}
 	}
 	if got := get("shop.example"); got != "webservice-1" {
 		t.Errorf("shop.example: %s", got)

@@ -222,6 +222,12 @@ func writeBackend(c *encode.Config, uuid string, p *poolView) {
 	if p.cookie != nil {
 		writeCookie(c, p.cookie)
 	}
+	if p.fail > 0 {
+		// rand(n) is uniform in 0..n-1: fail of failTotal requests.
+		c.Line(encode.Lit("http-request"), encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(500), ifWord,
+			openBrace, encode.Concat(encode.Lit("rand("), encode.Num(p.failTotal), encode.Lit(")")),
+			encode.Lit("-m"), encode.Lit("int"), encode.Lit("lt"), encode.Num(p.fail), closeBrace)
+	}
 	for i, s := range p.slots {
 		words := []encode.Word{encode.Lit("server"), serverName(i), encode.AddrPort(s.addr, s.port),
 			encode.Lit("weight"), encode.Num(s.weight)}

@@ -165,8 +165,11 @@ func policies(c *encode.Config, uuid string, l *listenerView) {
 		}
 	}
 	for i, p := range l.policies {
-		if p.reject {
+		switch {
+		case p.reject:
 			c.Line(append([]encode.Word{httpRequest, encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(403)}, matched(i)...)...)
+		case p.status != 0:
+			c.Line(append([]encode.Word{httpRequest, encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(p.status)}, matched(i)...)...)
 		}
 	}
 	// Before use_backend: HAProxy warns about (and runs first anyway)
@@ -175,7 +178,7 @@ func policies(c *encode.Config, uuid string, l *listenerView) {
 	writeFallbackBackend(c, l.profiles)
 	writeCanaryBackend(c, l.profiles)
 	for i, p := range l.policies {
-		if !p.reject {
+		if !p.reject && p.status == 0 {
 			c.Line(append([]encode.Word{encode.Lit("use_backend"), backendName(uuid, p.pool)}, matched(i)...)...)
 		}
 	}

@@ -116,7 +116,7 @@ func samePolicy(a, b policyView) bool {
 		s, _ := encode.ConfigLine(ws...)
 		return s
 	}
-	if a.id != b.id || a.reject != b.reject || a.pool != b.pool || len(a.acls) != len(b.acls) {
+	if a.id != b.id || a.reject != b.reject || a.status != b.status || a.pool != b.pool || len(a.acls) != len(b.acls) {
 		return false
 	}
 	for i := range a.acls {
@@ -143,7 +143,7 @@ func poolReason(op, np []poolView) string {
 		case len(o.slots) != len(n.slots):
 			return "pool " + encode.Printable(n.id) + " slots " + strconv.Itoa(len(o.slots)) + "→" + strconv.Itoa(len(n.slots))
 		case o.check != n.check || o.balance.String() != n.balance.String() || !sameCookie(o.cookie, n.cookie) ||
-			o.proto != n.proto || o.upstream != n.upstream: // server words, which the skeleton leaves out
+			o.proto != n.proto || o.upstream != n.upstream || o.fail != n.fail || o.failTotal != n.failTotal: // server words, which the skeleton leaves out
 			return "pool " + encode.Printable(n.id) + " settings changed"
 		}
 	}

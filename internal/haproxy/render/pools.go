@@ -34,6 +34,10 @@ func poolViews(pools []model.Pool, minSlots int, prev Slots) ([]poolView, error)
 	return out, nil
 }
 
+// maxFailTotal bounds a pool's FailTotal: HTTPRoute weights are at most
+// 1,000,000 each, and rand() takes a 32-bit range.
+const maxFailTotal = 1 << 30
+
 // maxTries bounds a pool's tries as translation does.
 const maxTries = 11
 
@@ -73,6 +77,12 @@ func poolOf(p *model.Pool, minSlots int, prev []netip.AddrPort) (poolView, error
 		return pv, fmt.Errorf("tries %d is outside 0-%d", p.Tries, maxTries)
 	}
 	pv.tries = p.Tries
+	if p.FailWeight != 0 || p.FailTotal != 0 {
+		if p.FailWeight < 1 || p.FailTotal <= p.FailWeight || p.FailTotal > maxFailTotal {
+			return pv, fmt.Errorf("fail weight %d of %d: needs 0 < weight < total <= %d", p.FailWeight, p.FailTotal, maxFailTotal)
+		}
+		pv.fail, pv.failTotal = p.FailWeight, p.FailTotal
+	}
 	balance, ok := algorithms[p.Algorithm]
 	if !ok {
 		return pv, fmt.Errorf("unknown algorithm %s", encode.Printable(string(p.Algorithm)))

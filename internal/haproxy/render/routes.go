@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"strings"
 
 	"pier.dev/pier/internal/encode"
@@ -22,7 +23,14 @@ import (
 //	class     key of an entry                    request key
 //	host      "foo.com" + path + "/"             txn.pier_host + path + "/"
 //	wildcard  "*.foo.com" + path + "/"           txn.pier_hwild + path + "/"
+//	suffix    "foo.com" + path + "/"             txn.pier_hsuf + path + "/"
 //	any       path + "/"                         path + "/"
+//
+// The suffix class is the Gateway API's wildcard ("*.foo.com" matches
+// "a.b.foo.com"): txn.pier_hsuf is the host's last n labels when more
+// precede them, one round of lookups per label count n of the listener's
+// suffixes, most labels first (suffixLevel): bounded by the distinct
+// label counts of its rules, not by their number.
 //
 // The ".exact" file is read with map_str and holds the Exact paths, plus
 // each host's catch-all (Prefix "/") keyed by the host alone, which no
@@ -36,7 +44,7 @@ import (
 // here trim it), so "/foo/" as Prefix is "/foo".
 //
 // Lookups run in policy precedence, each only while nothing matched:
-// for host, then wildcard, then any: Exact, then the longest Prefix, then
+// for host, then wildcard, then suffix, then any: Exact, then the longest Prefix, then
 // the catch-all. The catch-all with no host is a constant. That order is
 // translate's order (policiesFor), so a listener whose policies are not
 // sorted that way (a hand-written store) keeps the ACL rules instead.
@@ -48,25 +56,42 @@ import (
 // :authority was not checked). Such a request matches only rules without
 // a host.
 
-// Map values are backend names or rejectValue, which no backend has.
+// Map values are backend names, rejectValue or a statusValue, which no
+// backend has.
 var rejectValue = encode.Lit("pier_reject")
+
+// fixedStatuses are the statuses a FIXED_RESPONSE answers: HAProxy 2.6
+// has an error page for each.
+var fixedStatuses = map[int]bool{500: true, 501: true, 502: true, 503: true, 504: true}
+
+// statusValue is the map value of a FIXED_RESPONSE policy.
+func statusValue(status int) encode.Word {
+	return encode.Concat(encode.Lit("pier_status_"), encode.Num(status))
+}
 
 type hostClass int
 
 const (
 	classHost hostClass = iota
 	classWildcard
+	classSuffix // Gateway API wildcards: one or more labels
 	classAny
 )
 
-var classNames = [...]string{"host", "wildcard", "any"}
+var classNames = [...]string{"host", "wildcard", "suffix", "any"}
+
+// nClasses sizes the per-class arrays.
+const nClasses = len(classNames)
 
 // route is one policy as a map entry.
 type route struct {
 	class hostClass
-	host  string // "" for classAny
+	host  string // "" for classAny; the suffix without "*." for classSuffix
 	exact bool   // Exact path; otherwise Prefix
 	path  string // Prefix: without trailing "/", "" for "/"
+	// conds are the method, header and query rules (matches.go), in
+	// cond order; none for an Ingress.
+	conds []cond
 }
 
 // routeOf reads a policy with at most one host rule and one path rule;
@@ -80,23 +105,36 @@ func routeOf(p *model.L7Policy) (r route, ok bool) {
 			r.class, r.host, hosts = classHost, rule.Value, hosts+1
 		case rule.Type == model.RuleHostName && rule.Compare == model.CompareWildcard:
 			r.class, r.host, hosts = classWildcard, rule.Value, hosts+1
+		case rule.Type == model.RuleHostName && rule.Compare == model.CompareSuffix:
+			r.class, r.host, hosts = classSuffix, strings.TrimPrefix(rule.Value, "*."), hosts+1
 		case rule.Type == model.RulePath && rule.Compare == model.CompareEqualTo:
 			r.exact, r.path, paths = true, rule.Value, paths+1
 		case rule.Type == model.RulePath && rule.Compare == model.CompareStartsWith:
 			r.exact, r.path, paths = false, strings.TrimRight(rule.Value, "/"), paths+1
+		case isCond(rule):
+			r.conds = append(r.conds, cond{typ: rule.Type, key: rule.Key, value: rule.Value})
 		default:
 			return r, false
 		}
 	}
-	return r, hosts <= 1 && paths <= 1
+	return r, hosts <= 1 && paths <= 1 && sortConds(r.conds)
 }
 
 // before compares two routes in the precedence the lookups implement:
-// class, Exact before Prefix, longer Prefix first. Two routes it calls
-// equal never match the same request unless they are the same entry.
+// class (a Gateway wildcard's longer suffix first), Exact before Prefix,
+// longer Prefix first, then (HTTPRoute
+// matches, translate's gatewayEntryBefore) for one host and path a method
+// before none, more headers, more query parameters. Two routes it calls
+// equal never match the same request unless they are the same entry, or
+// policies of one group, whose order the match maps check (orderable).
 func before(a, b route) int {
 	if c := cmp.Compare(a.class, b.class); c != 0 {
 		return c
+	}
+	if a.class == classSuffix && len(a.host) != len(b.host) {
+		// The longer suffix first: of two that match one host, it has
+		// more labels, and its level runs first (suffixLevel).
+		return cmp.Compare(len(b.host), len(a.host))
 	}
 	if a.exact != b.exact {
 		if a.exact {
@@ -104,20 +142,32 @@ func before(a, b route) int {
 		}
 		return 1
 	}
-	if a.exact {
-		return 0
+	if !a.exact {
+		if c := cmp.Compare(len(b.path), len(a.path)); c != 0 {
+			return c
+		}
 	}
-	return cmp.Compare(len(b.path), len(a.path))
+	if a.host != b.host || a.path != b.path {
+		return 0 // different keys: no request meets both in one lookup
+	}
+	return condsBefore(a.conds, b.conds)
 }
 
 // routeTable is a listener's routing as maps.
 type routeTable struct {
-	files  [3][2][]byte // class, kind (0 exact, 1 prefix): map file contents
-	paths  [3][2]string // where they go (routeMapFiles)
-	exact  [3]bool      // class has Exact entries
-	root   [3]bool      // class has a catch-all
-	any    encode.Word  // value of the catch-all with no host, if root[classAny]
-	reject bool         // some value is rejectValue
+	files  [nClasses][2][]byte // class, kind (0 exact, 1 prefix): map file contents
+	paths  [nClasses][2]string // where they go (routeMapFiles)
+	exact  [nClasses]bool      // class has Exact entries
+	root   [nClasses]bool      // class has a catch-all
+	any    encode.Word         // value of the catch-all with no host, if root[classAny]
+	reject bool                // some value is rejectValue
+	status []int               // the statusValues some value is, sorted
+	// grouped says which classes have groups; match is their stage 2.
+	grouped [nClasses]bool
+	match   *matchMaps
+	// levels are the label counts of the suffix class's suffixes, most
+	// first: one round of lookups each (suffixLevel).
+	levels []int
 }
 
 // mappable reports whether policies, in their order, are what the
@@ -132,25 +182,70 @@ func mappable(ps []policyView) bool {
 }
 
 // buildRoutes fills the maps. The first policy with a key keeps it,
-// as the first matching ACL rule did.
+// as the first matching ACL rule did; a key whose policies test a method,
+// header or query maps to its group (matches.go). nil, with no error,
+// when stage 2 cannot decide as the policies do: the ACL rules stay.
 func buildRoutes(uuid string, ps []policyView) (*routeTable, error) {
 	t := &routeTable{}
-	seen := map[string]bool{}
+	entries := routeEntries(uuid, ps, t)
+	for _, e := range entries {
+		value := e.plain
+		if len(e.conds) > 0 {
+			e.group = groupID(e)
+			value, t.grouped[e.r.class] = e.group, true
+		}
+		if e.anyRoot {
+			t.root[classAny], t.any = true, value
+			continue
+		}
+		line, err := encode.MapLine(e.key, value)
+		if err != nil {
+			return nil, err
+		}
+		t.files[e.r.class][e.kind] = append(t.files[e.r.class][e.kind], line...)
+		if n := strings.Count(e.r.host, ".") + 1; e.r.class == classSuffix && !slices.Contains(t.levels, n) {
+			t.levels = append(t.levels, n)
+		}
+	}
+	slices.Sort(t.levels)
+	slices.Reverse(t.levels)
+	if t.grouped != [nClasses]bool{} {
+		m, err := buildMatches(entries)
+		if err != nil || m == nil {
+			return nil, err
+		}
+		t.match = m
+	}
+	return t, nil
+}
+
+// routeEntries collects the stage-1 keys in the order of their first
+// policy, each with its policies.
+func routeEntries(uuid string, ps []policyView, t *routeTable) []*entry {
+	byID := map[string]*entry{}
+	var out []*entry
 	for _, p := range ps {
 		value := rejectValue
-		if p.reject {
+		switch {
+		case p.reject:
 			t.reject = true
-		} else if value = backendName(uuid, p.pool); p.profile != nil {
-			value = profileValue(value, p.profile)
+		case p.status != 0:
+			value = statusValue(p.status)
+			if !slices.Contains(t.status, p.status) {
+				t.status = append(t.status, p.status)
+				slices.Sort(t.status)
+			}
+		default:
+			if value = backendName(uuid, p.pool); p.profile != nil {
+				value = profileValue(value, p.profile)
+			}
 		}
 		r := p.route
-		kind, path := 0, r.path
+		kind, id, anyRoot := 0, "any", false
+		var key encode.Word
 		switch {
 		case !r.exact && r.path == "" && r.class == classAny:
-			if !t.root[classAny] {
-				t.root[classAny], t.any = true, value
-			}
-			continue
+			anyRoot = true
 		case !r.exact && r.path == "":
 			t.root[r.class] = true
 		case r.exact:
@@ -158,19 +253,26 @@ func buildRoutes(uuid string, ps []policyView) (*routeTable, error) {
 		default:
 			kind = 1
 		}
-		key := encode.RouteKey(r.host, path)
-		id := classNames[r.class] + string(rune('0'+kind)) + key.String()
-		if seen[id] {
-			continue
+		if !anyRoot {
+			key = encode.RouteKey(r.host, r.path)
+			id = classNames[r.class] + string(rune('0'+kind)) + key.String()
 		}
-		seen[id] = true
-		line, err := encode.MapLine(key, value)
-		if err != nil {
-			return nil, err
+		e := byID[id]
+		if e == nil {
+			e = &entry{r: r, kind: kind, anyRoot: anyRoot, key: key}
+			e.r.conds = nil
+			byID[id] = e
+			out = append(out, e)
 		}
-		t.files[r.class][kind] = append(t.files[r.class][kind], line...)
+		switch {
+		case e.hasPlain: // the plain policy before matches all this one would
+		case len(r.conds) == 0:
+			e.plain, e.hasPlain = value, true
+		default:
+			e.conds = append(e.conds, matchPolicy{conds: r.conds, value: value})
+		}
 	}
-	return t, nil
+	return out
 }
 
 // mapName is the table name of a class and kind in layout.RouteMap.
@@ -208,6 +310,13 @@ func routeMapFiles(v *view, at layout.LB) ([]MapFile, error) {
 				out = append(out, MapFile{Path: path, Data: data})
 			}
 		}
+		if m := l.routes.match; m != nil {
+			files, err := matchMapFiles(m, l.port, at)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, files...)
+		}
 	}
 	return out, nil
 }
@@ -238,22 +347,21 @@ func writeRoutes(c *encode.Config, l *listenerView, at layout.LB) {
 		first = false
 		c.Line(words...)
 	}
-	keys := [3]encode.Word{encode.Lit("var(txn.pier_host),concat(,txn.pier_path)"),
-		encode.Lit("var(txn.pier_hwild),concat(,txn.pier_path)"), encode.Lit("var(txn.pier_path)")}
-	hosts := [2]encode.Word{encode.Lit("var(txn.pier_host)"), encode.Lit("var(txn.pier_hwild)")}
+	keys := [nClasses]encode.Word{encode.Lit("var(txn.pier_host),concat(,txn.pier_path)"),
+		encode.Lit("var(txn.pier_hwild),concat(,txn.pier_path)"), encode.Lit("var(txn.pier_hsuf),concat(,txn.pier_path)"),
+		encode.Lit("var(txn.pier_path)")}
+	hosts := [3]encode.Word{encode.Lit("var(txn.pier_host)"), encode.Lit("var(txn.pier_hwild)"), encode.Lit("var(txn.pier_hsuf)")}
 	for class := classHost; class <= classAny; class++ {
-		file := func(kind int) encode.Word { return encode.FilePath(t.paths[class][kind]) }
-		if t.exact[class] {
-			lookup(encode.Concat(keys[class], encode.Lit(",map_str("), file(0), encode.Lit(")")))
+		rounds := 1
+		if class == classSuffix {
+			rounds = len(t.levels)
 		}
-		if len(t.files[class][1]) > 0 {
-			lookup(encode.Concat(keys[class], encode.Lit(",map_beg("), file(1), encode.Lit(")")))
-		}
-		switch {
-		case t.root[class] && class == classAny:
-			lookup(encode.Concat(encode.Lit("str("), t.any, encode.Lit(")")))
-		case t.root[class]:
-			lookup(encode.Concat(hosts[class], encode.Lit(",map_str("), file(0), encode.Lit(")")))
+		for round := range rounds {
+			if class == classSuffix {
+				suffixLevel(c, t.levels[round])
+				first = false
+			}
+			classLookups(c, t, class, lookup, keys[class], hosts)
 		}
 	}
 	if len(l.profiles) > 0 {
@@ -263,8 +371,46 @@ func writeRoutes(c *encode.Config, l *listenerView, at layout.LB) {
 		c.Line(httpRequest, encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(403),
 			ifWord, openBrace, encode.Lit("var(txn.pier_be)"), encode.Lit("-m"), encode.Lit("str"), rejectValue, closeBrace)
 	}
+	for _, status := range t.status {
+		c.Line(httpRequest, encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(status),
+			ifWord, openBrace, encode.Lit("var(txn.pier_be)"), encode.Lit("-m"), encode.Lit("str"), statusValue(status), closeBrace)
+	}
 	writeProfiles(c, l.profiles)
 	writeFallbackBackend(c, l.profiles)
 	writeCanaryBackend(c, l.profiles)
 	c.Line(encode.Lit("use_backend"), encode.Lit("%[var(txn.pier_be)]"), ifWord, routedACL)
+}
+
+// classLookups are the lookups of one class (of one suffix level), then
+// its groups' stage 2.
+func classLookups(c *encode.Config, t *routeTable, class hostClass, lookup func(encode.Word), key encode.Word, hosts [3]encode.Word) {
+	file := func(kind int) encode.Word { return encode.FilePath(t.paths[class][kind]) }
+	if t.exact[class] {
+		lookup(encode.Concat(key, encode.Lit(",map_str("), file(0), encode.Lit(")")))
+	}
+	if len(t.files[class][1]) > 0 {
+		lookup(encode.Concat(key, encode.Lit(",map_beg("), file(1), encode.Lit(")")))
+	}
+	switch {
+	case t.root[class] && class == classAny:
+		lookup(encode.Concat(encode.Lit("str("), t.any, encode.Lit(")")))
+	case t.root[class]:
+		lookup(encode.Concat(hosts[class], encode.Lit(",map_str("), file(0), encode.Lit(")")))
+	}
+	if t.grouped[class] {
+		writeMatches(c, t.match, class)
+	}
+}
+
+// suffixLevel sets txn.pier_hsuf to the request host's last n labels
+// when more labels precede them ("a.b.foo.com", 2: "foo.com"), the key
+// the suffix class's entries for "*.foo.com" have. Levels run most labels
+// first, so the longest suffix wins, as the Gateway API asks; a host
+// with more than n labels has more than every later n, so a value set by
+// an earlier level is always replaced.
+func suffixLevel(c *encode.Config, n int) {
+	c.Line(httpRequest, encode.Lit("set-var(txn.pier_hsuf)"),
+		encode.Concat(encode.Lit("var(txn.pier_host),field(-1,.,"), encode.Num(n), encode.Lit(")")),
+		ifWord, unrouted, openBrace, encode.Concat(encode.Lit("var(txn.pier_host),field(-"), encode.Num(n+1), encode.Lit(",.)")),
+		encode.Lit("-m"), encode.Lit("found"), closeBrace)
 }

@@ -52,6 +52,7 @@ type policyView struct {
 	acls   [][]encode.Word // full "acl ..." lines; a name may repeat (OR)
 	names  []encode.Word   // the ACL names ANDed by the policy
 	reject bool
+	status int // FIXED_RESPONSE's status, else 0
 	pool   string
 	// route is the policy as a map entry, when mappable.
 	route    route
@@ -76,6 +77,8 @@ type poolView struct {
 	upstream model.UpstreamTLS
 	// tries, when not 0, sets the backend's retries to tries-1.
 	tries int
+	// fail of every failTotal requests are answered 500 (model.Pool).
+	fail, failTotal int
 }
 
 // slot is one pre-declared server. An unused slot is a disabled
@@ -213,6 +216,14 @@ func policyOf(p *model.L7Policy, pools map[string]bool, lv *listenerView, lists 
 		if p.Options != nil {
 			return pv, errors.New("a REJECT policy has no options")
 		}
+	case model.ActionFixedResponse:
+		if !fixedStatuses[p.StatusCode] {
+			return pv, fmt.Errorf("status %d is not one a FIXED_RESPONSE answers (500-504)", p.StatusCode)
+		}
+		pv.status = p.StatusCode
+		if p.Options != nil {
+			return pv, errors.New("a FIXED_RESPONSE policy has no options")
+		}
 	default:
 		return pv, fmt.Errorf("unknown action %s", encode.Printable(string(p.Action)))
 	}
@@ -253,13 +264,48 @@ func ruleACLs(name encode.Word, r model.L7Rule, lv *listenerView) ([][]encode.Wo
 		h, err := encode.WildcardHost(r.Value)
 		lv.needHost, lv.needWild = true, true
 		return [][]encode.Word{acl(encode.Lit("var(txn.pier_hwild)"), m, str, h.Word())}, err
+	case r.Type == model.RuleHostName && r.Compare == model.CompareSuffix:
+		// One or more labels, then the suffix: the host ends with ".suffix".
+		h, err := encode.HostSuffix(r.Value)
+		lv.needHost = true
+		return [][]encode.Word{acl(encode.Lit("var(txn.pier_host)"), m, encode.Lit("end"), h.Word())}, err
 	case r.Type == model.RulePath && r.Compare == model.CompareEqualTo:
 		p, err := encode.Path(r.Value, encode.PathExact)
 		return [][]encode.Word{acl(encode.Lit("path"), m, str, p.Word())}, err
 	case r.Type == model.RulePath && r.Compare == model.CompareStartsWith:
 		return prefixACLs(r.Value, acl)
+	case isCond(r):
+		return condACLs(r, acl)
 	}
 	return nil, fmt.Errorf("unsupported rule %s %s", encode.Printable(string(r.Type)), encode.Printable(string(r.Compare)))
+}
+
+// condACLs matches HTTPRoute's Exact method, header and query rules. A
+// header compares its last occurrence whole (req.fhdr, as the match maps
+// hash it); an absent header or parameter matches no value. Values are
+// compared by their SHA-1, as in the match maps: a 4 KiB header value
+// would not fit a config line (MaxLineBytes).
+func condACLs(r model.L7Rule, acl func(...encode.Word) []encode.Word) ([][]encode.Word, error) {
+	m, str := encode.Lit("-m"), encode.Lit("str")
+	var sample encode.Word
+	var v encode.Value
+	var err error
+	switch r.Type {
+	case model.RuleMethod:
+		v, err = encode.Method(r.Value)
+		return [][]encode.Word{acl(encode.Lit("method"), m, str, v.Word())}, err
+	case model.RuleHeader:
+		sample = encode.FullHeaderSample(strings.ToLower(r.Key))
+		v, err = encode.HeaderValue(r.Value)
+	default:
+		sample = encode.QueryParamSample(r.Key)
+		v, err = encode.QueryValue(r.Value)
+	}
+	if err == nil {
+		err = sample.Err()
+	}
+	hashed := encode.Concat(sample, encode.Lit(",sha1,hex"))
+	return [][]encode.Word{acl(hashed, m, str, encode.ValueHash(v))}, err
 }
 
 // prefixACLs matches element-wise: "/foo" matches "/foo" and "/foo/...",

@@ -42,6 +42,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	}{
 		{"GetMissing", testGetMissing},
 		{"PutGetRoundTrip", testPutGetRoundTrip},
+		{"GatewayFieldsRoundTrip", testGatewayFieldsRoundTrip},
 		{"CreatedAtDefaultsToNow", testCreatedAtDefault},
 		{"PutSpecRequiresUUID", testPutSpecRequiresUUID},
 		{"ListSortedByUUID", testListSorted},
@@ -111,6 +112,28 @@ func Sample(uuid string) *model.LoadBalancer {
 			Members:  []model.Member{{Address: "10.1.0.5", Port: 8080, Weight: 1, Target: "pod-1"}}}},
 		CreatedAt: time.Date(2025, 6, 7, 8, 9, 10, 0, time.UTC),
 	}
+}
+
+// GatewaySample is Sample with what HTTPRoutes add: a header and a query
+// rule (Key), a FIXED_RESPONSE policy and a pool's fail share. Apart from
+// Sample so that the pages drawn from Sample stay as they are.
+func GatewaySample(uuid string) *model.LoadBalancer {
+	lb := Sample(uuid)
+	l := &lb.Listeners[0]
+	l.Policies[0].Rules = append(l.Policies[0].Rules,
+		model.L7Rule{Type: model.RuleHeader, Compare: model.CompareEqualTo, Key: "x-a", Value: "1"},
+		model.L7Rule{Type: model.RuleQuery, Compare: model.CompareEqualTo, Key: "q", Value: "2"})
+	l.Policies = append(l.Policies, model.L7Policy{ID: "l2", Position: 2, Action: model.ActionFixedResponse, StatusCode: 500,
+		Rules: []model.L7Rule{{Type: model.RulePath, Compare: model.CompareStartsWith, Value: "/broken"}}})
+	lb.Pools[0].FailWeight, lb.Pools[0].FailTotal = 1, 4
+	return lb
+}
+
+func testGatewayFieldsRoundTrip(t *testing.T, s store.Store) {
+	mustPut(t, s, GatewaySample("g"))
+	want := GatewaySample("g")
+	want.Status.State = model.StatePending
+	assertEqual(t, "Get after PutSpec", mustGet(t, s, "g"), want)
 }
 
 func testGetMissing(t *testing.T, s store.Store) {
