@@ -160,6 +160,7 @@ func fixtures() []fixture {
 		{"default-backend", fallbackFixture(pool("empty"), web1, web2)},
 		{"rewrite-strip", stripFixture(web1, web2)},
 		{"external-auth", extAuthFixture(web1, web2, pool("oauth2-proxy", member("10.0.0.9", 4180)))},
+		{"gateway-filters", gatewayFiltersFixture(web1, web2)},
 	}
 }
 
