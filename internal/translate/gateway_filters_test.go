@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"bytes"
 	"reflect"
 	"strings"
 	"testing"
@@ -8,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"pier.dev/pier/internal/haproxy/layout"
+	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/model"
 )
 
@@ -274,5 +277,45 @@ func TestGatewayFilterRefusals(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// What translation makes of every filter renders (render validates the
+// options again) into the lines that apply them.
+func TestGatewayFiltersRender(t *testing.T) {
+	res := filterResult(t, `
+  - matches: [{path: {value: /h}}]
+    filters:
+    - {type: RequestHeaderModifier, requestHeaderModifier: {set: [{name: X-Set, value: "a; b"}], add: [{name: X-Add, value: v}], remove: [X-Remove]}}
+    - {type: ResponseHeaderModifier, responseHeaderModifier: {add: [{name: X-Res, value: r}]}}
+    backendRefs: [{name: svc, port: 80}]
+  - matches: [{path: {value: /old}}]
+    filters: [{type: RequestRedirect, requestRedirect: {hostname: new.example, path: {type: ReplacePrefixMatch, replacePrefixMatch: /new}}}]
+  - matches: [{path: {value: /api}}]
+    filters: [{type: URLRewrite, urlRewrite: {hostname: api.internal, path: {type: ReplacePrefixMatch, replacePrefixMatch: /}}}]
+    backendRefs: [{name: svc, port: 80}]`)
+	assertAccepted(t, res)
+	lb := res.LoadBalancers[0]
+	lb.VIP = "127.0.0.1"
+	dir := t.TempDir()
+	r, err := render.Render(lb, layout.LB{UUID: lb.UUID, Dir: dir}, nil, render.Options{Dir: dir})
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	for _, want := range []string{
+		"http-request del-header 'X-Remove' if ",
+		"http-request set-header 'X-Set' 'a; b' if ",
+		"http-request add-header 'X-Add' 'v' if ",
+		"http-response add-header 'X-Res' 'r' if ",
+		"http-request replace-path '^/old(/.*)?$' '/new\\1' if ",
+		"http-request redirect location 'http://new.example%[pathq]' code 302 if ",
+		"http-request redirect location 'http://new.example:8080%[pathq]' code 302 if ",
+		"http-request redirect location 'https://new.example:8443%[pathq]' code 302 if ",
+		"http-request set-header Host 'api.internal' if ",
+		"http-request replace-path '^/api/?(.*)$' '/\\1' if ",
+	} {
+		if !bytes.Contains(r.Fragment, []byte(want)) {
+			t.Errorf("no line %q in\n%s", want, r.Fragment)
+		}
 	}
 }
