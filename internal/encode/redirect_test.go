@@ -92,3 +92,58 @@ func TestModifiableHeader(t *testing.T) {
 		}
 	}
 }
+
+// FuzzRedirectLocation: a host is refused with a printable message, or
+// the Location word is exactly scheme://host[:port]%[pathq], the host
+// holding no "%" (no sample expression of the user's), and the line
+// tokenizes into the intended words.
+func FuzzRedirectLocation(f *testing.F) {
+	seed(f, "a.example", "xn--bcher-kva.example", "a-1.b-2")
+	f.Fuzz(func(t *testing.T, host string) {
+		w, err := RedirectLocation("https", host, 8443)
+		if err != nil {
+			checkMessage(t, err)
+			return
+		}
+		want := "https://" + host + ":8443%[pathq]"
+		if host == "" {
+			want = "https://%[var(" + RedirectHostVar + ")]:8443%[pathq]"
+		}
+		if strings.Contains(host, "%") || w.s != want {
+			t.Fatalf("location %s for host %s", Printable(w.s), Printable(host))
+		}
+		line, err := ConfigLine(Lit("http-request"), Lit("redirect"), Lit("location"), w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertTokens(t, line, "http-request", "redirect", "location", w.s)
+	})
+}
+
+// FuzzPrefixReplace: a prefix is refused with a printable message, or
+// the regex matches exactly the paths under it (element-wise) and the
+// line tokenizes into the intended words.
+func FuzzPrefixReplace(f *testing.F) {
+	seed(f, "/foo", "/a.b", "/v1/api", "/~u")
+	f.Fuzz(func(t *testing.T, prefix string) {
+		re, repl, err := PrefixReplace(prefix, "/x")
+		if err != nil {
+			checkMessage(t, err)
+			return
+		}
+		r := regexp.MustCompile(re.s)
+		for _, p := range []string{prefix, prefix + "/", prefix + "/z"} {
+			if !r.MatchString(p) {
+				t.Fatalf("%s does not match %s", re.s, Printable(p))
+			}
+		}
+		if r.MatchString(prefix+"z") || r.MatchString("x"+prefix) {
+			t.Fatalf("%s matches outside %s", re.s, Printable(prefix))
+		}
+		line, err := ConfigLine(Lit("http-request"), Lit("replace-path"), re, repl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertTokens(t, line, "http-request", "replace-path", re.s, repl.s)
+	})
+}
