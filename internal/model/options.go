@@ -4,10 +4,13 @@ package model
 // reaches its pool, in this order: HTTPSRedirect, RedirectURL or
 // RedirectPrefix, AppRoot, RateLimit (503), the source checks (403), the
 // CORS preflight (204), BasicAuth (401), ExternalAuth, MaxBodyBytes (413),
-// UpstreamHost, ForwardedPrefix, RewritePath, then the Canary's choice
-// of pool, then DefaultBackend. Translation fills them
-// from one Ingress's annotations, so they never leak to another
-// Ingress's routes on a shared load balancer.
+// RequestHeaders, UpstreamHost, ForwardedPrefix, RewritePath or
+// PrefixRewrite, then the Canary's choice of pool, then DefaultBackend;
+// ResponseHeaders apply to the pool's answer. Redirect, a Gateway API
+// RequestRedirect, comes with the other redirects, first. Translation
+// fills them from one Ingress's annotations or one HTTPRoute rule's
+// filters, so they never leak to another object's routes on a shared
+// load balancer.
 type PolicyOptions struct {
 	// HTTPSRedirect answers 308 with the same host and URI over https
 	// (only set on HTTP listeners).
@@ -33,6 +36,19 @@ type PolicyOptions struct {
 	// UpstreamHost, when set, replaces the Host header the backend sees
 	// (upstream-vhost); routing has already used the client's.
 	UpstreamHost string `json:"upstreamHost,omitempty"`
+	// Redirect, when set, answers every request with a Location built
+	// from its parts and the request's (Gateway API RequestRedirect).
+	Redirect *Redirect `json:"redirect,omitempty"`
+	// RequestHeaders are applied in order to the request before it is
+	// sent to the pool (after the checks above, before UpstreamHost);
+	// ResponseHeaders in order to the pool's response (not to answers
+	// HAProxy makes itself: redirects, 403, 503).
+	RequestHeaders  []HeaderOp `json:"requestHeaders,omitempty"`
+	ResponseHeaders []HeaderOp `json:"responseHeaders,omitempty"`
+	// PrefixRewrite, when set (instead of RewritePath), replaces the
+	// matched path prefix, keeping the rest of the path and the query
+	// string (Gateway API URLRewrite ReplacePrefixMatch).
+	PrefixRewrite *PrefixRewrite `json:"prefixRewrite,omitempty"`
 	// RewritePath, when set, replaces the request's path (the query
 	// string is kept) after routing has chosen the pool with the
 	// original one (rewrite-target). A path of letters, digits and
@@ -151,4 +167,55 @@ type CORS struct {
 	AllowCredentials bool `json:"allowCredentials,omitempty"`
 	// MaxAgeSeconds is the preflight's Access-Control-Max-Age.
 	MaxAgeSeconds int `json:"maxAgeSeconds"`
+}
+
+// HeaderOpKind is what a HeaderOp does.
+type HeaderOpKind string
+
+const (
+	// HeaderSet replaces every line of the header by one with Value
+	// (adds it when absent).
+	HeaderSet HeaderOpKind = "set"
+	// HeaderAdd adds a line with Value, keeping those already there.
+	HeaderAdd HeaderOpKind = "add"
+	// HeaderRemove removes every line of the header.
+	HeaderRemove HeaderOpKind = "remove"
+)
+
+// HeaderOp is one change to a request's or response's headers. Name is
+// a header name (letters, digits and '-'; matched case-insensitively),
+// Value a header value (printable ASCII without ' " \ # $ %, no
+// leading or trailing space), empty for HeaderRemove. Neither is ever
+// interpreted: a value is sent as written. Names that frame the message
+// or the connection (Content-Length, Transfer-Encoding, Connection,
+// Host, ...) are refused.
+type HeaderOp struct {
+	Op    HeaderOpKind `json:"op"`
+	Name  string       `json:"name"`
+	Value string       `json:"value,omitempty"`
+}
+
+// PrefixRewrite replaces Prefix, the policy's PathPrefix rule (no
+// trailing "/"; "" for "/"), by Replacement (no trailing "/"; "" for
+// "/"): /prefix/rest becomes Replacement + /rest, and /prefix becomes
+// Replacement, or "/" when that is empty. Both are paths of letters,
+// digits and ._~/- only. The query string is kept.
+type PrefixRewrite struct {
+	Prefix      string `json:"prefix"`
+	Replacement string `json:"replacement"`
+}
+
+// Redirect is a redirect whose Location is composed from typed parts
+// and the request: Scheme ("http" or "https") "://" Host (the request's
+// Host header without its port when empty) ":" Port (left out when 0),
+// then the request's path, replaced by FullPath when set or rewritten
+// by PrefixRewrite, and its query string. Code is 301, 302, 303, 307 or
+// 308.
+type Redirect struct {
+	Scheme        string         `json:"scheme"`
+	Host          string         `json:"host,omitempty"`
+	Port          int            `json:"port,omitempty"`
+	FullPath      string         `json:"fullPath,omitempty"`
+	PrefixRewrite *PrefixRewrite `json:"prefixRewrite,omitempty"`
+	Code          int            `json:"code"`
 }

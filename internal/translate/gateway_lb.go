@@ -19,6 +19,8 @@ type gwEntry struct {
 	route  *gwv1.HTTPRoute
 	rule   int // index of the rule in the route
 	index  int // index of the match in the rule
+	// options are the rule's filters for this match and listener.
+	options *model.PolicyOptions
 }
 
 // gatewayEntryBefore is the Gateway API's precedence, which HAProxy's
@@ -132,6 +134,7 @@ func gatewayPolicies(entries []gwEntry) []model.L7Policy {
 			Action:   model.ActionRedirectToPool,
 			PoolID:   e.poolID,
 			Rules:    rules,
+			Options:  e.options,
 			Source:   model.Source{Kind: model.KindHTTPRoute, Namespace: e.route.Namespace, Name: e.route.Name, UID: validUID(string(e.route.UID))},
 		}
 		if e.status != 0 {

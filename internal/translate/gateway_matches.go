@@ -27,9 +27,11 @@ func (m gwMatch) extended() bool {
 	return m.method != "" || len(m.headers) > 0 || len(m.queries) > 0
 }
 
-// gwRule is one validated HTTPRouteRule: its matches, in order.
+// gwRule is one validated HTTPRouteRule: its matches, in order, and
+// its filters.
 type gwRule struct {
 	matches []gwMatch
+	filters gwFilters
 }
 
 // routeRefusal is why a whole HTTPRoute is not served: the field and
@@ -54,14 +56,21 @@ func parseRouteSpec(r *gwv1.HTTPRoute, opts Options) ([]string, []gwRule, *route
 	rules := make([]gwRule, 0, len(r.Spec.Rules))
 	for i, rule := range r.Spec.Rules {
 		field := fmt.Sprintf("spec.rules[%d]", i)
-		if len(rule.Filters) > 0 {
-			return nil, nil, &routeRefusal{field + ".filters", "filters are not supported yet"}
+		var out gwRule
+		var refusal *routeRefusal
+		if out.filters, refusal = parseFilters(field+".filters", rule.Filters); refusal != nil {
+			return nil, nil, refusal
+		}
+		for j, b := range rule.BackendRefs {
+			if len(b.Filters) > 0 {
+				return nil, nil, &routeRefusal{fmt.Sprintf("%s.backendRefs[%d].filters", field, j),
+					"filters on a backendRef are not supported (put them on the rule)"}
+			}
 		}
 		specs := rule.Matches
 		if len(specs) == 0 {
 			specs = []gwv1.HTTPRouteMatch{{}} // the spec's default: PathPrefix "/"
 		}
-		var out gwRule
 		for j, m := range specs {
 			gm, err := parseMatch(m)
 			if err != nil {
@@ -72,6 +81,9 @@ func parseRouteSpec(r *gwv1.HTTPRoute, opts Options) ([]string, []gwRule, *route
 					"header, query-parameter and method matches are not served by this version of pier yet"}
 			}
 			out.matches = append(out.matches, gm)
+		}
+		if err := out.filters.checkPrefixMatches(out.matches); err != nil {
+			return nil, nil, &routeRefusal{field + ".filters", err.Error()}
 		}
 		rules = append(rules, out)
 	}

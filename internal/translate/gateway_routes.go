@@ -219,6 +219,7 @@ func (p *parsedGateway) addEntries(l *gwListener, hosts []string, pr *parsedRout
 			for _, h := range hosts {
 				p.entries[l.port] = append(p.entries[l.port], gwEntry{
 					host: h, match: m, poolID: poolID, status: status, route: pr.r, rule: ri, index: mi,
+					options: rule.filters.options(m, l.protocol, l.port),
 				})
 			}
 		}

@@ -293,7 +293,7 @@ func TestGatewayRouteRefusals(t *testing.T) {
 		{"lowercase method", `{matches: [{method: get}]}`, "", false, "spec.rules[0].matches[0]"},
 		{"uppercase hostname", `{}`, "Foo.example", false, "spec.hostnames[0]"},
 		{"hostname with newline", `{}`, `"a.example\n"`, false, "spec.hostnames[0]"},
-		{"filter", `{filters: [{type: RequestHeaderModifier, requestHeaderModifier: {set: [{name: X, value: y}]}}]}`, "", false, "spec.rules[0].filters"},
+		{"filter", `{filters: [{type: RequestMirror, requestMirror: {backendRef: {name: svc, port: 80}}}]}`, "", false, "spec.rules[0].filters[0]"},
 		{"extended match not rendered yet", `{matches: [{method: GET}]}`, "", true, "spec.rules[0].matches[0]"},
 		{"too many combinations", `{matches: [{path: {value: /a}}, {path: {value: /b}}]}`, "a.example, b.example", false, "spec"},
 	} {

@@ -74,10 +74,11 @@ func TestGatewayAPI(t *testing.T) {
 
 	created := mustGateway(t, gw, e.ns, className)
 	createRoute(t, gw, e.ns, "good", "good.example", echoSvc, "", nil)
-	// A filter pier does not serve yet refuses the whole route.
+	// A value the CRD accepts and pier does not (a header value with
+	// "$", which pier never writes to a file) refuses the whole route.
 	createRoute(t, gw, e.ns, "bad", "bad.example", echoSvc, "", []gwv1.HTTPRouteFilter{{
 		Type:                  gwv1.HTTPRouteFilterRequestHeaderModifier,
-		RequestHeaderModifier: &gwv1.HTTPHeaderFilter{Set: []gwv1.HTTPHeader{{Name: "X-A", Value: "b"}}},
+		RequestHeaderModifier: &gwv1.HTTPHeaderFilter{Set: []gwv1.HTTPHeader{{Name: "X-A", Value: "${HOME}"}}},
 	}})
 	createRoute(t, gw, e.ns, "cross", "cross.example", "echo2", backNS, nil)
 

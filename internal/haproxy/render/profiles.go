@@ -22,29 +22,35 @@ import (
 // txn.pier_prof. A policy without options keeps the plain backend value,
 // so a load balancer without annotations renders exactly as before.
 type profile struct {
-	id              string
-	httpsRedirect   bool
-	redirect        encode.Word // zero when no redirect
-	redirectCode    int
-	prefix          bool // redirect is a prefix: the request URI is appended
-	allow, deny     []netip.Prefix
-	maxBody         int64
-	appRoot         encode.Word // valid when hasAppRoot
-	upstreamHost    encode.Word // valid when hasUpstream
-	rewritePath     encode.Word // valid when hasRewrite
-	stripRegex      encode.Word // valid when hasStrip: ^P(/|$)(.*), and rewritePath is T\2
-	hasStrip        bool
-	forwardedPrefix encode.Word // valid when hasPrefix
-	hasPrefix       bool
-	hasAppRoot      bool
-	hasUpstream     bool
-	hasRewrite      bool
-	cors            *corsProfile     // nil without enable-cors
-	auth            *authProfile     // nil without basic auth
-	extAuth         *extAuthProfile  // nil without auth-url
-	limit           *limitProfile    // nil without rate limits
-	canary          *canaryProfile   // nil without a canary
-	fallback        *fallbackProfile // nil without default-backend
+	id               string
+	httpsRedirect    bool
+	redirect         encode.Word // zero when no redirect
+	redirectCode     int
+	prefix           bool // redirect is a prefix: the request URI is appended
+	allow, deny      []netip.Prefix
+	maxBody          int64
+	appRoot          encode.Word // valid when hasAppRoot
+	upstreamHost     encode.Word // valid when hasUpstream
+	rewritePath      encode.Word // valid when hasRewrite
+	stripRegex       encode.Word // valid when hasStrip: ^P(/|$)(.*), and rewritePath is T\2
+	hasStrip         bool
+	forwardedPrefix  encode.Word // valid when hasPrefix
+	hasPrefix        bool
+	hasAppRoot       bool
+	hasUpstream      bool
+	hasRewrite       bool
+	prefixRegex      encode.Word // valid when hasPrefixRewrite, with prefixRepl
+	prefixRepl       encode.Word
+	hasPrefixRewrite bool
+	gwRedirect       *redirectProfile // nil without a Gateway API redirect
+	reqHeaders       []headerOp
+	resHeaders       []headerOp
+	cors             *corsProfile     // nil without enable-cors
+	auth             *authProfile     // nil without basic auth
+	extAuth          *extAuthProfile  // nil without auth-url
+	limit            *limitProfile    // nil without rate limits
+	canary           *canaryProfile   // nil without a canary
+	fallback         *fallbackProfile // nil without default-backend
 }
 
 // maxProfileBody bounds MaxBodyBytes as translation does (1 TiB).
@@ -82,6 +88,9 @@ func profileOf(o *model.PolicyOptions, tls bool, lists *sections, pools map[stri
 	if err := rewriteOf(p, o); err != nil {
 		return nil, err
 	}
+	if err := gatewayFiltersOf(p, o); err != nil {
+		return nil, err
+	}
 	if p.cors, err = corsOf(o.CORS); err != nil {
 		return nil, err
 	}
@@ -108,7 +117,7 @@ func profileOf(o *model.PolicyOptions, tls bool, lists *sections, pools map[stri
 	}
 	if !p.httpsRedirect && p.redirectCode == 0 && len(p.allow) == 0 && len(p.deny) == 0 && p.maxBody == 0 &&
 		!p.hasAppRoot && !p.hasUpstream && !p.hasRewrite && !p.hasPrefix && p.cors == nil && p.auth == nil && p.limit == nil && p.canary == nil &&
-		p.fallback == nil && p.extAuth == nil {
+		p.fallback == nil && p.extAuth == nil && !p.hasGatewayFilters() {
 		return nil, nil // empty options render as none
 	}
 	return p, nil
@@ -280,9 +289,11 @@ func writeProfileSplit(c *encode.Config) {
 const sourcesPerLine = 32
 
 // writeProfiles renders each profile's rules, in the order
-// model.PolicyOptions documents: https redirect, redirect, app root,
-// rate limits (503), sources (403), CORS (a 204 preflight), basic auth (401), body size (413), the upstream
-// Host header, then the rewritten path. Routing has already used the
+// model.PolicyOptions documents: https redirect, the Gateway API
+// redirect, redirect, app root, rate limits (503), sources (403), CORS
+// (a 204 preflight), basic auth (401), body size (413), the header
+// changes (request, then response), the upstream Host header, then the
+// rewritten path. Routing has already used the
 // original path: the frontend's lookups (map or ACL) run before these
 // rules and use_backend only reads their result. A body without Content-Length (chunked, HTTP/2) is
 // buffered first; HAProxy 2.6 buffers about 64 KiB of it (65,524 bytes
@@ -301,6 +312,9 @@ func writeProfiles(c *encode.Config, ps []*profile) {
 				encode.Lit("\\1"), ifWord, name)
 			c.Line(httpRequest, encode.Lit("redirect"), encode.Lit("scheme"), encode.Lit("https"),
 				encode.Lit("code"), encode.Num(308), ifWord, name)
+		}
+		if p.gwRedirect != nil {
+			writeRedirect(c, name, p.gwRedirect)
 		}
 		if p.redirectCode != 0 {
 			kind := encode.Lit("location")
@@ -339,6 +353,8 @@ func writeProfiles(c *encode.Config, ps []*profile) {
 		if p.maxBody > 0 {
 			writeBodyLimit(c, name, p.maxBody)
 		}
+		writeHeaderOps(c, httpRequest, name, p.reqHeaders)
+		writeHeaderOps(c, encode.Lit("http-response"), name, p.resHeaders)
 		if p.hasUpstream {
 			c.Line(httpRequest, encode.Lit("set-header"), encode.Lit("Host"), p.upstreamHost, ifWord, name)
 		}
@@ -353,6 +369,8 @@ func writeProfiles(c *encode.Config, ps []*profile) {
 		case p.hasRewrite:
 			// set-path keeps the query string (HAProxy 2.6 manual).
 			c.Line(httpRequest, encode.Lit("set-path"), p.rewritePath, ifWord, name)
+		case p.hasPrefixRewrite:
+			c.Line(httpRequest, encode.Lit("replace-path"), p.prefixRegex, p.prefixRepl, ifWord, name)
 		}
 		if p.canary != nil {
 			writeCanary(c, name, p.canary)
