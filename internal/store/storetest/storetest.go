@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,6 +44,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"GetMissing", testGetMissing},
 		{"PutGetRoundTrip", testPutGetRoundTrip},
 		{"GatewayFieldsRoundTrip", testGatewayFieldsRoundTrip},
+		{"BackendTLSFieldsRoundTrip", testBackendTLSFieldsRoundTrip},
 		{"CreatedAtDefaultsToNow", testCreatedAtDefault},
 		{"PutSpecRequiresUUID", testPutSpecRequiresUUID},
 		{"ListSortedByUUID", testListSorted},
@@ -139,6 +141,29 @@ func testGatewayFieldsRoundTrip(t *testing.T, s store.Store) {
 	want := GatewaySample("g")
 	want.Status.State = model.StatePending
 	assertEqual(t, "Get after PutSpec", mustGet(t, s, "g"), want)
+}
+
+// BackendTLSSample is Sample with what ingress-nginx's proxy-ssl-* and
+// ssl-passthrough add: a pool's UpstreamTLS, a TCP pool and a listener's
+// passthrough hosts. The CRD store's schema must carry each field, or
+// the API server drops or refuses it.
+func BackendTLSSample(uuid string) *model.LoadBalancer {
+	lb := Sample(uuid)
+	lb.Pools[0].Protocol = model.BackendHTTPS
+	lb.Pools[0].UpstreamTLS = &model.UpstreamTLS{Verify: true, Name: "svc.default.svc", SNI: true,
+		Namespace: "default", Secret: "backend-ca", CASHA256: strings.Repeat("a", 64), ClientSHA256: strings.Repeat("b", 64)}
+	lb.Pools = append(lb.Pools, model.Pool{ID: "p2", Name: "default_tls_443", Namespace: "default", Service: "tls", Port: "443",
+		Algorithm: "roundrobin", TCP: true, Members: []model.Member{{Address: "10.1.0.6", Port: 8443, Weight: 1, Target: "pod-2"}}})
+	lb.Listeners[0].Passthrough = []model.PassthroughRoute{{Host: "tls.example", PoolID: "p2",
+		Source: model.Source{Kind: "Ingress", Namespace: "default", Name: "tls"}}}
+	return lb
+}
+
+func testBackendTLSFieldsRoundTrip(t *testing.T, s store.Store) {
+	mustPut(t, s, BackendTLSSample("t"))
+	want := BackendTLSSample("t")
+	want.Status.State = model.StatePending
+	assertEqual(t, "Get after PutSpec", mustGet(t, s, "t"), want)
 }
 
 func testGetMissing(t *testing.T, s store.Store) {
