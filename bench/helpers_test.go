@@ -69,6 +69,22 @@ func linesStarting(conf []byte, word string) []string {
 	return out
 }
 
+// withoutSection drops the section whose header line is header (its
+// lines up to the next unindented line) from a HAProxy configuration.
+func withoutSection(conf []byte, header string) []byte {
+	var out []string
+	skipping := false
+	for _, l := range strings.Split(string(conf), "\n") {
+		if l != "" && l[0] != ' ' && l[0] != '\t' {
+			skipping = strings.TrimSpace(l) == header
+		}
+		if !skipping {
+			out = append(out, l)
+		}
+	}
+	return []byte(strings.Join(out, "\n"))
+}
+
 // loadAvg is the first field of /proc/loadavg: how busy the machine was.
 func loadAvg() float64 {
 	b, _ := os.ReadFile("/proc/loadavg")
