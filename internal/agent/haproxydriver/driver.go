@@ -85,6 +85,13 @@ type Driver struct {
 	// closed when the stop has finished.
 	stopping map[string]chan struct{}
 	stops    sync.WaitGroup
+	// handover holds, by UUID, the folders of the processes of their own
+	// that a previous agent (one process per load balancer) left serving
+	// load balancers still placed here and now packed into shards. Each
+	// keeps serving until its shard serves the load balancer, then it is
+	// stopped (handOver): changing --haproxy-processes, as an upgrade to
+	// shards by default does, drops no request.
+	handover map[string]layout.LB
 	// draining is the drain switch (Drain): process.conf starts every
 	// process with it, so one that starts or reloads keeps draining.
 	draining bool
@@ -114,7 +121,8 @@ func New(cfg Config) (*Driver, error) {
 		return nil, err
 	}
 	return &Driver{cfg: cfg, layout: l, lbs: map[string]*instance{}, shards: map[string]*shard{},
-		lanes: map[string]*lane{}, waiting: map[string][]*change{}, stopping: map[string]chan struct{}{}}, nil
+		lanes: map[string]*lane{}, waiting: map[string][]*change{}, stopping: map[string]chan struct{}{},
+		handover: map[string]layout.LB{}}, nil
 }
 
 // Provider is model.ProviderHAProxy.

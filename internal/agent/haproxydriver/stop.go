@@ -66,8 +66,15 @@ func (d *Driver) recoverLB(at layout.LB, placed bool) {
 	sh := d.shardFor(at, d.cfg.Logger.With("uuid", at.UUID))
 	if sh.at.Dir != at.Dir {
 		// A process of its own from a run with one process per load
-		// balancer: the shard serves it now.
-		d.stopLeftover(at)
+		// balancer: the shard serves it now. One still placed here keeps
+		// serving until its shard does (handOver); one that is gone stops.
+		d.mu.Lock()
+		if placed {
+			d.handover[at.UUID] = at
+		} else {
+			d.stopLeftover(at, at.Dir)
+		}
+		d.mu.Unlock()
 	}
 	if !placed {
 		sh.gone = append(sh.gone, at)
@@ -199,17 +206,36 @@ func (d *Driver) stopShard(sh *shard, removeDirs bool) {
 	})
 }
 
-// stopLeftover stops, in the background, a HAProxy a previous agent ran
-// in the load balancer's own folder; none is a no-op.
-func (d *Driver) stopLeftover(at layout.LB) {
+// stopLeftover stops, in the background, the HAProxy that a previous
+// agent ran for the load balancer at in a process of its own, registered
+// under key: the load balancer's folder makes its next Apply wait for the
+// stop, another key does not. The caller holds d.mu.
+func (d *Driver) stopLeftover(at layout.LB, key string) {
 	sh := d.newShard(d.layout.ProcessOf(at), d.cfg.Logger.With("uuid", at.UUID))
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.inBackground([]string{at.Dir}, func() {
+	d.inBackground([]string{key}, func() {
 		if err := sh.proc.StopStale(context.Background()); err != nil {
 			d.cfg.Logger.Warn("haproxy stop", "dir", at.Dir, "error", err)
 		}
 	})
+}
+
+// handOver stops the processes of their own that a previous agent left
+// serving these load balancers (Driver.handover), now that their shard
+// serves them. Their next Apply does not wait for the stop: the old
+// process only drains its connections.
+func (d *Driver) handOver(cs []*change) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range cs {
+		at, ok := d.handover[c.at.UUID]
+		if !ok {
+			continue
+		}
+		delete(d.handover, c.at.UUID)
+		d.cfg.Logger.Info("load balancer handed over from its own haproxy process to its shard; stopping the old one",
+			"lb", c.lb.Name, "uuid", c.at.UUID, "old_dir", at.Dir)
+		d.stopLeftover(at, at.Dir+" (handed over)")
+	}
 }
 
 // inBackground runs fn in a goroutine that Close waits for and that an

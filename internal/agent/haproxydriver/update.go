@@ -141,11 +141,15 @@ func (d *Driver) loadInstalled(ctx context.Context, sh *shard, cs []*change) err
 		// Running, adopted even if bringing it up to date failed: the next
 		// attempt must reload these instances, not adopt them again.
 		d.joined(sh, cs, reloaded)
+		if err == nil {
+			d.handOver(cs)
+		}
 		return err
 	}
 	sh.proc.SetConfigFiles(sh.files())
 	if changed, err := sh.proc.ConfigChanged(); err == nil && !changed && !certsChanged && joinsOnly {
 		d.joined(sh, cs, false) // adopted with these fragments loaded (Recover listed them)
+		d.handOver(cs)
 		return nil
 	}
 	if err := d.reloadShard(ctx, sh); err != nil {
@@ -153,6 +157,7 @@ func (d *Driver) loadInstalled(ctx context.Context, sh *shard, cs []*change) err
 		return err
 	}
 	d.joined(sh, cs, true)
+	d.handOver(cs)
 	d.cfg.Logger.Info("haproxy reloaded", "lb", cs[0].lb.Name, "uuid", cs[0].lb.UUID, "dir", sh.at.Dir, "lbs", len(sh.lbs), "changes", len(cs))
 	return nil
 }
