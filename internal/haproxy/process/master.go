@@ -25,6 +25,13 @@ const (
 	// 35 µs (measured): 50 polls a second cost 0.2% of a core per adopted
 	// master.
 	adoptedPoll    = 20 * time.Millisecond
+	// adoptedMisses is how many polls in a row may find an adopted
+	// master's pid alive but not recognisable as ours before it counts as
+	// gone: while the master re-executes itself for a reload, its
+	// /proc/<pid>/cmdline is briefly empty (seen under load, which made a
+	// reload of an adopted master report it exited). A pid that no longer
+	// exists counts as gone at once.
+	adoptedMisses = 3
 	abandonTimeout = 5 * time.Second
 	maxLogSize     = 8 << 20
 )
@@ -186,13 +193,19 @@ func (i *Instance) waitUp(ctx context.Context, m *master) (procStatus, error) {
 func watchAdopted(m *master, sock string) {
 	t := time.NewTicker(adoptedPoll)
 	defer t.Stop()
+	misses := 0
 	for {
 		select {
 		case <-m.quit:
 			return
 		case <-t.C:
 		}
-		if !isOurMaster(m.pid, sock) {
+		switch {
+		case isOurMaster(m.pid, sock):
+			misses = 0
+		case syscall.Kill(m.pid, 0) == nil && misses+1 < adoptedMisses:
+			misses++ // alive but unrecognisable: re-executing for a reload
+		default:
 			m.exit = "exited (adopted; status unknown)"
 			close(m.done)
 			return
