@@ -265,11 +265,20 @@ var compatAnnotations = map[string]compatAnnotation{
 		s.canary.cookie, err = parseCanaryCookie(v)
 		return err
 	}},
+	"custom-headers": {parse: func(s *ingressSettings, v string) (err error) {
+		s.customHeaders, err = parseCustomHeaders(v)
+		return err
+	}, difference: customHeadersDifference},
 	"temporal-redirect-code": {parse: func(s *ingressSettings, v string) (err error) {
 		s.temporalCode, err = parseRedirectCode(v)
 		return err
 	}},
 }
+
+// customHeadersDifference is how custom-headers differs from ingress-nginx.
+const customHeadersDifference = "a ConfigMap of the Ingress's namespace; any header but those that frame the message " +
+	"(no global-allowed-response-headers list needed); names of letters, digits and - (no _), values without ' \" \\ # $ %; " +
+	"set on the backend's responses, not on answers pier makes itself (redirects, 403, 503); a change applies at once"
 
 // maxSize bounds proxy-body-size: 1 TiB is far above any upload a proxy
 // should buffer, and keeps every value an int64 HAProxy compares exactly.
