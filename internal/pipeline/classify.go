@@ -26,6 +26,7 @@ const (
 	ReasonService   = "service"
 	ReasonEndpoints = "endpoints"
 	ReasonSecret    = "secret"
+	ReasonConfigMap = "configmap"
 	ReasonNode      = "node"
 	// ReasonLoadBalancer: someone else changed or deleted a stored load
 	// balancer since the last rebuild; the next snapshot rebuilds, which
@@ -67,6 +68,9 @@ func classify(prev, next *source.Snapshot, refs references, statusService string
 		e.rebuild = ReasonEndpoints
 	case changed(filterNamed(refs.secrets, prev.Secrets), filterNamed(refs.secrets, next.Secrets), sameSecret):
 		e.rebuild = ReasonSecret
+	case changed(prev.ConfigMaps, next.ConfigMaps, sameConfigMap):
+		// Sources only put the ConfigMaps Ingresses name (custom-headers).
+		e.rebuild = ReasonConfigMap
 	case !reflect.DeepEqual(prev.Nodes, next.Nodes):
 		e.rebuild = ReasonNode
 	}
@@ -159,6 +163,10 @@ func sameSlice(a, b *discoveryv1.EndpointSlice) bool {
 
 func sameSecret(a, b *corev1.Secret) bool {
 	return sameMeta(a, b) && a.Type == b.Type && reflect.DeepEqual(a.Data, b.Data)
+}
+
+func sameConfigMap(a, b *corev1.ConfigMap) bool {
+	return sameMeta(a, b) && reflect.DeepEqual(a.Data, b.Data) && reflect.DeepEqual(a.BinaryData, b.BinaryData)
 }
 
 // gatewayAPIChanged reports a change translation reads in the Gateway
