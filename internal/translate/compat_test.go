@@ -74,6 +74,7 @@ var validCompat = map[string]string{
 	"proxy-ssl-server-name":     "off",
 	"ssl-passthrough":           "true",
 	"custom-headers":            "ns/headers",
+	"session-cookie-secure":     "true",
 }
 
 func TestCompatAnnotationsAreAnchored(t *testing.T) {
@@ -400,6 +401,10 @@ func TestAffinity(t *testing.T) {
 			NginxPrefix + "session-cookie-expires": "60", NginxPrefix + "session-cookie-max-age": "120",
 			NginxPrefix + "session-cookie-samesite": "Strict"},
 			model.CookieAffinity{Name: "INGRESSCOOKIE", Path: "/app", MaxAgeSeconds: 120, SameSite: "Strict"}},
+		{map[string]string{NginxPrefix + "affinity": "cookie", NginxPrefix + "session-cookie-secure": "true"},
+			model.CookieAffinity{Name: "INGRESSCOOKIE", Secure: model.CookieSecureAlways}},
+		{map[string]string{NginxPrefix + "affinity": "cookie", AnnotationPrefix + "session-cookie-secure": "False"},
+			model.CookieAffinity{Name: "INGRESSCOOKIE", Secure: model.CookieSecureNever}},
 	} {
 		if a := poolOf(tc.ann).Affinity; a == nil || *a != tc.want {
 			t.Errorf("%v: %+v, want %+v", tc.ann, a, tc.want)

@@ -35,7 +35,7 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 		"auth-url": "http://web." + attackerNS + ".svc/oauth2/auth", "auth-signin": "https://login.example/start",
 		"auth-response-headers": "X-Auth-Request-User, X-Auth-Request-Email", "auth-method": "HEAD",
 		"proxy-ssl-verify": "on", "proxy-ssl-secret": "upstream", "proxy-ssl-name": "api.internal",
-		"proxy-ssl-server-name": "on", "ssl-passthrough": "true", "custom-headers": "headers"}
+		"proxy-ssl-server-name": "on", "ssl-passthrough": "true", "custom-headers": "headers", "session-cookie-secure": "false"}
 	for i, name := range names {
 		v := good[name]
 		f.Add(uint8(i), v, uint8(i+1), good[names[(i+1)%len(names)]])
