@@ -71,8 +71,8 @@ func TestClassifyGatewayAPI(t *testing.T) {
 	}
 }
 
-// A custom-headers ConfigMap (sources only put named ones) rebuilds when
-// its data changes, appears or goes; the same resourceVersion does not.
+// A custom-headers ConfigMap an Ingress of ours names rebuilds when its
+// data changes or it goes; one no Ingress of ours names does not.
 func TestClassifyConfigMaps(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "h", ResourceVersion: "1"}, Data: map[string]string{"X-A": "1"}}
 	changedData := cm.DeepCopy()
@@ -83,8 +83,12 @@ func TestClassifyConfigMaps(t *testing.T) {
 		next []*corev1.ConfigMap
 		want string
 	}{{"same", []*corev1.ConfigMap{cm.DeepCopy()}, ""}, {"data", []*corev1.ConfigMap{changedData}, ReasonConfigMap}, {"deleted", nil, ReasonConfigMap}} {
-		if e := classify(prev, &source.Snapshot{ConfigMaps: tc.next}, references{}, ""); e.rebuild != tc.want {
+		refs := references{configMaps: nameSet{"web/h": true}}
+		if e := classify(prev, &source.Snapshot{ConfigMaps: tc.next}, refs, ""); e.rebuild != tc.want {
 			t.Errorf("%s: rebuild %q, want %q", tc.name, e.rebuild, tc.want)
+		}
+		if e := classify(prev, &source.Snapshot{ConfigMaps: tc.next}, references{}, ""); e.rebuild != "" {
+			t.Errorf("%s, not referenced: rebuild %q", tc.name, e.rebuild)
 		}
 	}
 }
