@@ -27,7 +27,8 @@ var snippetAlternatives = map[string]string{
 }
 
 // plannedNginx are the other ingress-nginx annotations issue 11 lists:
-// not implemented yet, so reported as such rather than as unknown.
+// not implemented yet, so reported as such rather than as unknown. None
+// is left; the list stays for the next family that is started.
 var plannedNginx = setOf()
 
 func setOf(names ...string) map[string]bool {
