@@ -23,3 +23,21 @@ func TestCookieNameAndPath(t *testing.T) {
 		}
 	}
 }
+
+// SetCookieRegex: a valid cookie name gives the anchored regex as one
+// quoted word; anything else is refused, ";evil" included.
+func TestSetCookieRegex(t *testing.T) {
+	w, err := SetCookieRegex("route_id-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := ConfigLine(Lit("http-after-response"), Lit("replace-header"), Lit("Set-Cookie"), w, Lit("\\1; Secure"))
+	if err != nil || line != `http-after-response replace-header Set-Cookie '^(route_id-1=.*)$' '\1; Secure'` {
+		t.Errorf("line %q, %v", line, err)
+	}
+	for _, bad := range []string{"", "route;evil", "a.b", "a*", "a)", "a\nb", "a'b"} {
+		if _, err := SetCookieRegex(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

@@ -312,6 +312,18 @@ func CookieName(s string) (Value, error) {
 	return Value{s}, nil
 }
 
+// SetCookieRegex is a regular expression matching a whole Set-Cookie
+// value of the cookie name (captured as \1), as a config word for
+// replace-header. The name is a CookieName: letters, digits, '_' and
+// '-', none of which means anything in a regular expression.
+func SetCookieRegex(name string) (Word, error) {
+	v, err := CookieName(name)
+	if err != nil {
+		return Word{}, err
+	}
+	return Word{s: "^(" + v.s + "=.*)$", kind: kindUser, quote: true}, nil
+}
+
 var cookiePathChars = charset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~/-")
 
 // CookiePathAttr validates a cookie's Path and returns the attribute

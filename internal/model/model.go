@@ -328,7 +328,20 @@ type CookieAffinity struct {
 	// SameSite is "", "None", "Lax" or "Strict"; "None" also sets
 	// Secure, without which browsers drop the cookie.
 	SameSite string `json:"sameSite,omitempty"`
+	// Secure says when the cookie gets the Secure attribute: "" on
+	// responses to HTTPS requests (ingress-nginx's default), CookieSecureAlways
+	// on every response, CookieSecureNever on none. SameSite "None"
+	// sets it on every response whatever this says.
+	Secure CookieSecure `json:"secure,omitempty"`
 }
+
+// CookieSecure is when a session cookie is Secure.
+type CookieSecure string
+
+const (
+	CookieSecureAlways CookieSecure = "Always"
+	CookieSecureNever  CookieSecure = "Never"
+)
 
 // Algorithm is a Pool's load-balancing algorithm (Octavia's names).
 type Algorithm string

@@ -26,6 +26,7 @@ const (
 	ReasonService   = "service"
 	ReasonEndpoints = "endpoints"
 	ReasonSecret    = "secret"
+	ReasonConfigMap = "configmap"
 	ReasonNode      = "node"
 	// ReasonLoadBalancer: someone else changed or deleted a stored load
 	// balancer since the last rebuild; the next snapshot rebuilds, which
@@ -67,6 +68,8 @@ func classify(prev, next *source.Snapshot, refs references, statusService string
 		e.rebuild = ReasonEndpoints
 	case changed(filterNamed(refs.secrets, prev.Secrets), filterNamed(refs.secrets, next.Secrets), sameSecret):
 		e.rebuild = ReasonSecret
+	case changed(filterNamed(refs.configMaps, prev.ConfigMaps), filterNamed(refs.configMaps, next.ConfigMaps), sameConfigMap):
+		e.rebuild = ReasonConfigMap
 	case !reflect.DeepEqual(prev.Nodes, next.Nodes):
 		e.rebuild = ReasonNode
 	}
@@ -161,6 +164,10 @@ func sameSecret(a, b *corev1.Secret) bool {
 	return sameMeta(a, b) && a.Type == b.Type && reflect.DeepEqual(a.Data, b.Data)
 }
 
+func sameConfigMap(a, b *corev1.ConfigMap) bool {
+	return sameMeta(a, b) && reflect.DeepEqual(a.Data, b.Data) && reflect.DeepEqual(a.BinaryData, b.BinaryData)
+}
+
 // gatewayAPIChanged reports a change translation reads in the Gateway
 // API objects: their spec (generation-tracked) or metadata, or the
 // labels of a Namespace (allowedRoutes selectors). Their status is pier's
@@ -236,16 +243,17 @@ func filterNamed[T metav1.Object](set nameSet, list []T) []T {
 	return out
 }
 
-// references are the Services (and so their EndpointSlices) and Secrets
-// that the Ingresses of our class name.
+// references are the Services (and so their EndpointSlices), Secrets
+// and ConfigMaps (custom-headers) that the Ingresses of our class name.
 type references struct {
-	services nameSet
-	secrets  nameSet
+	services   nameSet
+	secrets    nameSet
+	configMaps nameSet
 }
 
 // referencesOf collects what the Ingresses in ours refer to in snap.
 func referencesOf(snap *source.Snapshot, ours map[model.ObjectRef]bool) references {
-	r := references{services: nameSet{}, secrets: nameSet{}}
+	r := references{services: nameSet{}, secrets: nameSet{}, configMaps: nameSet{}}
 	if snap == nil {
 		return r
 	}
@@ -279,6 +287,9 @@ func referencesOf(snap *source.Snapshot, ours map[model.ObjectRef]bool) referenc
 		}
 		for _, ref := range translate.NamedSecrets(ing) {
 			r.secrets[ref.Namespace+"/"+ref.Name] = true
+		}
+		for _, ref := range translate.NamedConfigMaps(ing) {
+			r.configMaps[ref.Namespace+"/"+ref.Name] = true
 		}
 	}
 	return r

@@ -70,3 +70,25 @@ func TestClassifyGatewayAPI(t *testing.T) {
 		t.Error("a route of a Gateway that is not ours made a reference")
 	}
 }
+
+// A custom-headers ConfigMap an Ingress of ours names rebuilds when its
+// data changes or it goes; one no Ingress of ours names does not.
+func TestClassifyConfigMaps(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "h", ResourceVersion: "1"}, Data: map[string]string{"X-A": "1"}}
+	changedData := cm.DeepCopy()
+	changedData.ResourceVersion, changedData.Data["X-A"] = "2", "2"
+	prev := &source.Snapshot{ConfigMaps: []*corev1.ConfigMap{cm}}
+	for _, tc := range []struct {
+		name string
+		next []*corev1.ConfigMap
+		want string
+	}{{"same", []*corev1.ConfigMap{cm.DeepCopy()}, ""}, {"data", []*corev1.ConfigMap{changedData}, ReasonConfigMap}, {"deleted", nil, ReasonConfigMap}} {
+		refs := references{configMaps: nameSet{"web/h": true}}
+		if e := classify(prev, &source.Snapshot{ConfigMaps: tc.next}, refs, ""); e.rebuild != tc.want {
+			t.Errorf("%s: rebuild %q, want %q", tc.name, e.rebuild, tc.want)
+		}
+		if e := classify(prev, &source.Snapshot{ConfigMaps: tc.next}, references{}, ""); e.rebuild != "" {
+			t.Errorf("%s, not referenced: rebuild %q", tc.name, e.rebuild)
+		}
+	}
+}

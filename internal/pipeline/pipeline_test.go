@@ -160,7 +160,7 @@ func (h *harness) rebuilds(reason string) float64 {
 
 func (h *harness) totalRebuilds() float64 {
 	n := 0.0
-	for _, r := range []string{ReasonInitial, ReasonClass, ReasonIngress, ReasonGateway, ReasonService, ReasonEndpoints, ReasonSecret, ReasonNode, ReasonLoadBalancer} {
+	for _, r := range []string{ReasonInitial, ReasonClass, ReasonIngress, ReasonGateway, ReasonService, ReasonEndpoints, ReasonSecret, ReasonConfigMap, ReasonNode, ReasonLoadBalancer} {
 		n += h.rebuilds(r)
 	}
 	return n

@@ -21,6 +21,9 @@ type Snapshot struct {
 	Services       []*corev1.Service
 	EndpointSlices []*discoveryv1.EndpointSlice
 	Secrets        []*corev1.Secret
+	// ConfigMaps are those Ingresses name (custom-headers), and only
+	// those.
+	ConfigMaps []*corev1.ConfigMap
 	// The Gateway API's standard channel. Namespaces are only read for
 	// the labels an allowedRoutes namespace selector tests.
 	GatewayClasses []*gwv1.GatewayClass
@@ -56,6 +59,16 @@ func (s *Snapshot) Secret(namespace, name string) *corev1.Secret {
 	for _, sec := range s.Secrets {
 		if sec.Namespace == namespace && sec.Name == name {
 			return sec
+		}
+	}
+	return nil
+}
+
+// ConfigMap returns the ConfigMap namespace/name, or nil.
+func (s *Snapshot) ConfigMap(namespace, name string) *corev1.ConfigMap {
+	for _, cm := range s.ConfigMaps {
+		if cm.Namespace == namespace && cm.Name == name {
+			return cm
 		}
 	}
 	return nil

@@ -19,6 +19,7 @@ type affinitySettings struct {
 	name, path      string
 	maxAge, expires int
 	sameSite        string
+	secure          model.CookieSecure // session-cookie-secure; "": on HTTPS requests
 }
 
 // model is the pool's affinity, nil unless affinity is "cookie".
@@ -28,7 +29,7 @@ func (a affinitySettings) model() *model.CookieAffinity {
 	if !a.cookie {
 		return nil
 	}
-	c := &model.CookieAffinity{Name: a.name, Path: a.path, MaxAgeSeconds: a.maxAge, SameSite: a.sameSite}
+	c := &model.CookieAffinity{Name: a.name, Path: a.path, MaxAgeSeconds: a.maxAge, SameSite: a.sameSite, Secure: a.secure}
 	if c.Name == "" {
 		c.Name = defaultCookieName
 	}
@@ -98,6 +99,20 @@ func parseSameSite(v string) (string, error) {
 		return "", fmt.Errorf("session-cookie-samesite: %w", err)
 	}
 	return val.String(), nil
+}
+
+// parseCookieSecure reads session-cookie-secure: true makes the cookie
+// Secure on every response, false on none; unset, it is Secure on
+// responses to HTTPS requests, as in ingress-nginx.
+func parseCookieSecure(v string) (model.CookieSecure, error) {
+	b, err := parseNginxBool(v)
+	if err != nil {
+		return "", fmt.Errorf("session-cookie-secure: %w", err)
+	}
+	if b {
+		return model.CookieSecureAlways, nil
+	}
+	return model.CookieSecureNever, nil
 }
 
 // sameAffinity: two pools' affinities are equal.

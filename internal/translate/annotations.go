@@ -40,6 +40,14 @@ const maxAnnotationsSize = 256 << 10
 // value of ours needs more, and a parser never sees megabytes.
 const maxAnnotationValue = 1024
 
+// maxValueOf is the largest value read under key.
+func maxValueOf(key string) int {
+	if key == AnnotationRequestHeaders || key == AnnotationResponseHeaders {
+		return maxHeaderAnnotation
+	}
+	return maxAnnotationValue
+}
+
 // annotationsSize returns the size of all annotations and the key of the
 // largest value (the first in key order among equals, for determinism).
 func annotationsSize(ann map[string]string) (int, string) {
@@ -92,6 +100,8 @@ type ingressSettings struct {
 	extAuth                                  extAuthSettings
 	proxySSL                                 proxySSLSettings
 	sslPassthrough                           bool
+	customHeaders                            string // custom-headers as written
+	requestHeaders, responseHeaders          []model.HeaderOp
 }
 
 // annotationIssue is one problem with one annotation.
@@ -125,9 +135,9 @@ func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue
 			issues = append(issues, annotationIssue{key: k, message: unsupportedNginx(k)})
 			continue
 		}
-		if len(v) > maxAnnotationValue {
+		if limit := maxValueOf(k); len(v) > limit {
 			issues = append(issues, annotationIssue{key: k, fatal: true,
-				message: fmt.Sprintf("value of %d bytes, over the limit of %d", len(v), maxAnnotationValue)})
+				message: fmt.Sprintf("value of %d bytes, over the limit of %d", len(v), limit)})
 			continue
 		}
 		if compat {
@@ -146,6 +156,10 @@ func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue
 			s.balance, err = parseAlgorithm(v)
 		case AnnotationHealthCheck:
 			s.healthCheck, err = parseBool(v)
+		case AnnotationRequestHeaders:
+			s.requestHeaders, err = parseHeaderLines("request-headers", v)
+		case AnnotationResponseHeaders:
+			s.responseHeaders, err = parseHeaderLines("response-headers", v)
 		default:
 			msg := "unknown annotation, ignored"
 			if strings.Contains(k, "snippet") || strings.HasPrefix(k, AnnotationPrefix+"config-") {

@@ -121,7 +121,7 @@ var compatAnnotations = map[string]compatAnnotation{
 	"affinity": {parse: func(s *ingressSettings, v string) (err error) {
 		s.affinity.cookie, err = parseAffinity(v)
 		return err
-	}, difference: "per Service port: Ingresses sharing a backend use the oldest one's cookie; no Secure attribute on HTTPS (ingress-nginx adds it), only with SameSite=None"},
+	}, difference: "per Service port: Ingresses sharing a backend use the oldest one's cookie"},
 	"affinity-mode": {parse: func(_ *ingressSettings, v string) error {
 		return parseAffinityMode(v)
 	}, difference: "balanced and persistent both behave as persistent: a member joining takes no session; a leaving member's sessions are balanced again"},
@@ -141,6 +141,10 @@ var compatAnnotations = map[string]compatAnnotation{
 		s.affinity.expires, err = parseCookieAge(v)
 		return err
 	}, difference: "sent as Max-Age (no Expires date); session-cookie-max-age wins when both are set"},
+	"session-cookie-secure": {parse: func(s *ingressSettings, v string) (err error) {
+		s.affinity.secure, err = parseCookieSecure(v)
+		return err
+	}, difference: "false does not remove Secure with session-cookie-samesite None (browsers drop such a cookie without it)"},
 	"session-cookie-samesite": {parse: func(s *ingressSettings, v string) (err error) {
 		s.affinity.sameSite, err = parseSameSite(v)
 		return err
@@ -265,11 +269,20 @@ var compatAnnotations = map[string]compatAnnotation{
 		s.canary.cookie, err = parseCanaryCookie(v)
 		return err
 	}},
+	"custom-headers": {parse: func(s *ingressSettings, v string) (err error) {
+		s.customHeaders, err = parseCustomHeaders(v)
+		return err
+	}, difference: customHeadersDifference},
 	"temporal-redirect-code": {parse: func(s *ingressSettings, v string) (err error) {
 		s.temporalCode, err = parseRedirectCode(v)
 		return err
 	}},
 }
+
+// customHeadersDifference is how custom-headers differs from ingress-nginx.
+const customHeadersDifference = "a ConfigMap of the Ingress's namespace; any header but those that frame the message " +
+	"(no global-allowed-response-headers list needed); names of letters, digits and - (no _), values without ' \" \\ # $ %; " +
+	"set on the backend's responses, not on answers pier makes itself (redirects, 403, 503); a change applies at once"
 
 // maxSize bounds proxy-body-size: 1 TiB is far above any upload a proxy
 // should buffer, and keeps every value an int64 HAProxy compares exactly.

@@ -113,3 +113,34 @@ func FuzzParseProxySSL(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseHeaderLines: an accepted header annotation yields changes
+// whose names and values hold no byte that could end a config line or
+// start a sample expression, and that parse again to themselves.
+func FuzzParseHeaderLines(f *testing.F) {
+	for _, s := range []string{"X-A: b", "X-A: b\n-X-B\n", "X-A;evil: b", "X-A: b\r\nX-Evil: c", "X-A: %[src]", "-Host", "X-A: 'b'", "X-A:  b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		ops, err := parseHeaderLines("request-headers", v)
+		if err != nil {
+			return
+		}
+		var again []string
+		for _, op := range ops {
+			if strings.ContainsFunc(op.Name+op.Value, func(r rune) bool { return r < 0x20 || r >= 0x7f || strings.ContainsRune("'\"\\#$%", r) }) ||
+				strings.ContainsAny(op.Name, ": ;") {
+				t.Fatalf("%q accepted as %+v", v, op)
+			}
+			if op.Op == "remove" {
+				again = append(again, "-"+op.Name)
+			} else {
+				again = append(again, op.Name+": "+op.Value)
+			}
+		}
+		back, err := parseHeaderLines("request-headers", strings.Join(again, "\n"))
+		if err != nil || len(back) != len(ops) {
+			t.Fatalf("%q: %v does not parse to itself (%v)", v, ops, err)
+		}
+	})
+}

@@ -11,13 +11,14 @@ import (
 // because the typed part of the Ingress (its routes) is still served as
 // written; the warning names what the snippet did not do.
 var snippetAlternatives = map[string]string{
-	"configuration-snippet": "the typed annotations of docs/migration.md (redirects, source ranges, body size, timeouts)",
-	"server-snippet":        "the typed annotations of docs/migration.md (ssl-redirect, permanent-redirect, source ranges)",
+	"configuration-snippet": "pier.dev/request-headers and pier.dev/response-headers for more_set_headers and proxy_set_header, or the typed annotations of docs/migration.md (redirects, source ranges, body size, timeouts)",
+	"server-snippet":        "the typed annotations of docs/migration.md (ssl-redirect, permanent-redirect, source ranges; pier.dev/request-headers and pier.dev/response-headers for headers)",
 	"auth-snippet":          "auth-url with auth-response-headers (docs/migration.md, External auth)",
 	"stream-snippet":        "a Service of type LoadBalancer (pier's native provider) for TCP/UDP",
 	"modsecurity-snippet":   "a WAF in front of pier; pier has no ModSecurity",
 	"server-alias":          "one more host in spec.rules",
 	// Not snippets: what pier does instead.
+	"proxy-set-headers":        "pier.dev/request-headers (typed \"Name: value\" lines on the Ingress itself)",
 	"proxy-next-upstream":      "proxy-next-upstream-tries; pier retries on connection failures and empty responses only (HAProxy's retry-on), not on timeouts or 5xx",
 	"canary-by-header-pattern": "canary-by-header-value (one exact value); pier matches no regular expressions",
 	"custom-http-errors":       customErrorsAlternative,
@@ -26,8 +27,9 @@ var snippetAlternatives = map[string]string{
 }
 
 // plannedNginx are the other ingress-nginx annotations issue 11 lists:
-// not implemented yet, so reported as such rather than as unknown.
-var plannedNginx = setOf("custom-headers", "proxy-set-headers")
+// not implemented yet, so reported as such rather than as unknown. None
+// is left; the list stays for the next family that is started.
+var plannedNginx = setOf()
 
 func setOf(names ...string) map[string]bool {
 	m := make(map[string]bool, len(names))

@@ -73,6 +73,8 @@ var validCompat = map[string]string{
 	"proxy-ssl-name":            "api.internal.example",
 	"proxy-ssl-server-name":     "off",
 	"ssl-passthrough":           "true",
+	"custom-headers":            "ns/headers",
+	"session-cookie-secure":     "true",
 }
 
 func TestCompatAnnotationsAreAnchored(t *testing.T) {
@@ -89,7 +91,7 @@ func TestCompatAnnotationsAreAnchored(t *testing.T) {
 				if (name == "app-root" || name == "rewrite-target" || name == "cors-allow-methods" || name == "cors-allow-headers" ||
 					name == "session-cookie-name" || name == "session-cookie-path" || name == "auth-secret" || name == "auth-realm" || name == "x-forwarded-prefix" ||
 					name == "canary-by-header" || name == "canary-by-header-value" || name == "canary-by-cookie" ||
-					name == "default-backend" || name == "auth-url" || name == "auth-response-headers" || name == "proxy-ssl-secret") && bad == valid+"X" {
+					name == "default-backend" || name == "auth-url" || name == "auth-response-headers" || name == "proxy-ssl-secret" || name == "custom-headers") && bad == valid+"X" {
 					continue // a path, method, header or cookie name with one more letter is another valid one
 				}
 				if _, issues := parseAnnotations(map[string]string{key: bad}); !hasFatal(issues) {
@@ -167,7 +169,7 @@ func TestSnippetsAndUnknownNginxAnnotationsWarn(t *testing.T) {
 		NginxPrefix + "server-snippet":        "return 403;",
 		NginxPrefix + "auth-snippet":          "x",
 		NginxPrefix + "stream-snippet":        "x",
-		NginxPrefix + "custom-headers":        "ns/headers",
+		NginxPrefix + "proxy-set-headers":     "ns/headers",
 		NginxPrefix + "server-snippet-long":   strings.Repeat("x", 4096), // unparsed: no size refusal
 	}, "a.example", "/")
 	res := Ingresses(snapshotOf(ing), DefaultOptions())
@@ -399,6 +401,10 @@ func TestAffinity(t *testing.T) {
 			NginxPrefix + "session-cookie-expires": "60", NginxPrefix + "session-cookie-max-age": "120",
 			NginxPrefix + "session-cookie-samesite": "Strict"},
 			model.CookieAffinity{Name: "INGRESSCOOKIE", Path: "/app", MaxAgeSeconds: 120, SameSite: "Strict"}},
+		{map[string]string{NginxPrefix + "affinity": "cookie", NginxPrefix + "session-cookie-secure": "true"},
+			model.CookieAffinity{Name: "INGRESSCOOKIE", Secure: model.CookieSecureAlways}},
+		{map[string]string{NginxPrefix + "affinity": "cookie", AnnotationPrefix + "session-cookie-secure": "False"},
+			model.CookieAffinity{Name: "INGRESSCOOKIE", Secure: model.CookieSecureNever}},
 	} {
 		if a := poolOf(tc.ann).Affinity; a == nil || *a != tc.want {
 			t.Errorf("%v: %+v, want %+v", tc.ann, a, tc.want)

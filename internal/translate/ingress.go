@@ -77,6 +77,9 @@ func parseIngress(ing *networkingv1.Ingress, x *index, opts Options) (*parsedIng
 	if key, err := p.resolveAuth(x); err != nil {
 		return nil, append(problems, refusal(ing, "InvalidAnnotation", fieldForAnnotation(key), "%s: %v", quoteForMessage(key), err))
 	}
+	if key, err := p.resolveCustomHeaders(x); err != nil {
+		return nil, append(problems, refusal(ing, "InvalidAnnotation", fieldForAnnotation(key), "%s: %v", quoteForMessage(key), err))
+	}
 	if key, err := p.resolveProxySSL(x, opts, &problems); err != nil {
 		return nil, append(problems, refusal(ing, "InvalidAnnotation", fieldForAnnotation(key), "%s: %v", quoteForMessage(key), err))
 	}

@@ -40,6 +40,8 @@ func (p *parsedIngress) policyOptions(r route, http, tls bool) *model.PolicyOpti
 		RateLimit:       s.rateLimit.model(),
 		DefaultBackend:  p.fallbackFor(r),
 		ExternalAuth:    p.extAuthModel(),
+		RequestHeaders:  slices.Clone(s.requestHeaders),
+		ResponseHeaders: slices.Clone(s.responseHeaders),
 	}
 	if http {
 		o.HTTPSRedirect = s.forceSSLRedirect || (s.sslRedirect && tls && p.hasTLSHost(r.host))
@@ -53,7 +55,7 @@ func (p *parsedIngress) policyOptions(r route, http, tls bool) *model.PolicyOpti
 	if !o.HTTPSRedirect && o.RedirectURL == "" && len(o.AllowSources) == 0 && len(o.DenySources) == 0 &&
 		o.MaxBodyBytes == 0 && o.AppRoot == "" && o.UpstreamHost == "" && o.CORS == nil &&
 		o.RewritePath == "" && o.BasicAuth == nil && o.RateLimit == nil && o.ForwardedPrefix == "" &&
-		o.DefaultBackend == nil && o.ExternalAuth == nil {
+		o.DefaultBackend == nil && o.ExternalAuth == nil && len(o.RequestHeaders) == 0 && len(o.ResponseHeaders) == 0 {
 		return nil // nothing set: the policy renders as without annotations
 	}
 	o.AllowSources = slices.Clone(o.AllowSources)

@@ -35,7 +35,7 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 		"auth-url": "http://web." + attackerNS + ".svc/oauth2/auth", "auth-signin": "https://login.example/start",
 		"auth-response-headers": "X-Auth-Request-User, X-Auth-Request-Email", "auth-method": "HEAD",
 		"proxy-ssl-verify": "on", "proxy-ssl-secret": "upstream", "proxy-ssl-name": "api.internal",
-		"proxy-ssl-server-name": "on", "ssl-passthrough": "true"}
+		"proxy-ssl-server-name": "on", "ssl-passthrough": "true", "custom-headers": "headers", "session-cookie-secure": "false"}
 	for i, name := range names {
 		v := good[name]
 		f.Add(uint8(i), v, uint8(i+1), good[names[(i+1)%len(names)]])
@@ -143,6 +143,25 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 				a.path = "/app(/|$)(.*)" // the path form a prefix-strip target needs
 			}
 		}
+		checkAttack(t, &a, baseline)
+	})
+}
+
+// FuzzHeaderAnnotationsToConfig is the same property for pier's typed
+// header annotations, pier.dev/request-headers and -response-headers:
+// the attacker is refused, or every rendered line tokenises into plain
+// words; the victim's files never change.
+func FuzzHeaderAnnotationsToConfig(f *testing.F) {
+	for _, v := range []string{"X-A: b", "X-A: b\n-Server\n", "X-A;evil: b", "X-A: b\r\nX-Evil: c",
+		"X-A: b\n    http-request return status 200", "X-A: ' if TRUE #", "X-A: %[src]", "-Host", "Set-Cookie: a=b; Path=/"} {
+		f.Add(v, "X-B: c")
+		f.Add("X-B: c", v)
+	}
+	baseline := victimFiles(f, translate.Ingresses(snapshot(f, nil), translateOptions()))
+	f.Fuzz(func(t *testing.T, req, res string) {
+		a := valid()
+		a.tlsHost = a.host
+		a.extra = map[string]string{translate.AnnotationRequestHeaders: req, translate.AnnotationResponseHeaders: res}
 		checkAttack(t, &a, baseline)
 	})
 }

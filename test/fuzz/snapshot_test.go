@@ -132,6 +132,10 @@ func snapshot(t testing.TB, a *attack) *source.Snapshot {
 	if _, _, ok := translate.AuthSecret(evil); ok {
 		snap.Secrets = append(snap.Secrets, authUsersSecret(attackerNS, attackerAuthName))
 	}
+	for _, ref := range translate.NamedConfigMaps(evil) {
+		snap.ConfigMaps = append(snap.ConfigMaps, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name},
+			Data: map[string]string{"X-Frame-Options": "DENY", "Cache-Control": "no-store, max-age=0"}})
+	}
 	if ns, name, ok := translate.ProxySSLSecret(evil); ok {
 		// A CA (the attacker's self-signed certificate) and a client pair.
 		sec := tlsSecret(ns, name, attackerCrt, attackerKey)

@@ -14,6 +14,9 @@ type cookieView struct {
 	maxAge int  // seconds, 0: a session cookie
 	secure bool // SameSite=None: browsers drop such a cookie without Secure
 	attrs  []encode.Word
+	// httpsRegex, when valid, matches the cookie's Set-Cookie value:
+	// Secure is added on responses to HTTPS requests only.
+	httpsRegex encode.Word
 }
 
 // maxCookieAge bounds MaxAgeSeconds as translation does (ten years).
@@ -52,6 +55,19 @@ func cookieOf(a *model.CookieAffinity) (*cookieView, error) {
 	default:
 		return nil, fmt.Errorf("cookie SameSite %s is not None, Lax or Strict", encode.Printable(a.SameSite))
 	}
+	switch a.Secure {
+	case model.CookieSecureAlways:
+		v.secure = true
+	case model.CookieSecureNever:
+	case "":
+		if !v.secure {
+			if v.httpsRegex, err = encode.SetCookieRegex(a.Name); err != nil {
+				return nil, err
+			}
+		}
+	default:
+		return nil, fmt.Errorf("cookie Secure %s is not Always, Never or empty", encode.Printable(string(a.Secure)))
+	}
 	return v, nil
 }
 
@@ -61,7 +77,7 @@ func sameCookie(a, b *cookieView) bool {
 	}
 	la, _ := encode.ConfigLine(cookieWords(a)...)
 	lb, _ := encode.ConfigLine(cookieWords(b)...)
-	return la == lb
+	return la == lb && (a.httpsRegex.Err() == nil) == (b.httpsRegex.Err() == nil)
 }
 
 // writeCookie renders the backend's cookie line: inserted by HAProxy,
@@ -70,7 +86,19 @@ func sameCookie(a, b *cookieView) bool {
 // always writes "path=/"; a Path attribute comes after it, and a browser
 // takes the last Path (RFC 6265 5.3). maxlife makes HAProxy itself
 // ignore a cookie older than Max-Age, which a client could keep.
-func writeCookie(c *encode.Config, v *cookieView) { c.Line(cookieWords(v)...) }
+//
+// Secure on HTTPS only (ingress-nginx's default) cannot be a keyword of
+// the cookie line, which holds for every response of the backend: the
+// inserted Set-Cookie gets "; Secure" appended when the client's
+// connection is TLS. http-after-response runs after HAProxy inserted it
+// (http-response rules run before).
+func writeCookie(c *encode.Config, v *cookieView) {
+	c.Line(cookieWords(v)...)
+	if v.httpsRegex.Err() == nil {
+		c.Line(encode.Lit("http-after-response"), encode.Lit("replace-header"), encode.Lit("Set-Cookie"), v.httpsRegex,
+			encode.Lit("\\1; Secure"), ifWord, openBrace, encode.Lit("ssl_fc"), closeBrace)
+	}
+}
 
 func cookieWords(v *cookieView) []encode.Word {
 	words := []encode.Word{encode.Lit("cookie"), v.name, encode.Lit("insert"), encode.Lit("indirect"),

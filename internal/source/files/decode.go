@@ -43,6 +43,8 @@ var keptKinds = map[schema.GroupVersionKind]bool{
 	networkingv1.SchemeGroupVersion.WithKind("IngressClass"): true,
 	corev1.SchemeGroupVersion.WithKind("Service"):            true,
 	corev1.SchemeGroupVersion.WithKind("Secret"):             true,
+	// ConfigMaps only when an Ingress names them (custom-headers).
+	corev1.SchemeGroupVersion.WithKind("ConfigMap"):          true,
 	discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"): true,
 	corev1.SchemeGroupVersion.WithKind("Node"):               true,
 	// Namespaces only for their labels (allowedRoutes selectors).
@@ -52,6 +54,16 @@ var keptKinds = map[schema.GroupVersionKind]bool{
 	gwv1.SchemeGroupVersion.WithKind("HTTPRoute"):    true,
 	// v1beta1 is ReferenceGrant's version in the v1.4 standard channel.
 	gwv1beta1.SchemeGroupVersion.WithKind("ReferenceGrant"): true,
+}
+
+// maxConfigMapDoc bounds a ConfigMap document that is decoded: pier reads
+// only custom-headers ConfigMaps (at most 32 headers), and a folder of
+// manifests often holds large ones (dashboards, scripts) that are not
+// pier's business; they are skipped before conversion, as other kinds.
+const maxConfigMapDoc = 256 << 10
+
+func largeConfigMap(h header, data []byte) bool {
+	return h.APIVersion == "v1" && h.Kind == "ConfigMap" && len(data) > maxConfigMapDoc
 }
 
 // listKinds maps the lists that are expanded to the kind of their items;
@@ -108,7 +120,7 @@ func (d *fileDecoder) decodeFile(data []byte, isJSON bool) {
 		lenient := doc.data
 		var err error
 		if !doc.json {
-			if h, ok := peekHeader(doc.data); ok && skippable(h) {
+			if h, ok := peekHeader(doc.data); ok && (skippable(h) || largeConfigMap(h, doc.data)) {
 				num++
 				d.log.Debug("ignoring a kind pier does not read", "file", d.file, "doc", num,
 					"apiVersion", h.APIVersion, "kind", h.Kind)

@@ -166,6 +166,8 @@ func add(snap *source.Snapshot, obj kubeObject) {
 		snap.EndpointSlices = append(snap.EndpointSlices, o)
 	case *corev1.Secret:
 		snap.Secrets = append(snap.Secrets, o)
+	case *corev1.ConfigMap:
+		snap.ConfigMaps = append(snap.ConfigMaps, o)
 	case *corev1.Node:
 		snap.Nodes = append(snap.Nodes, nodeOf(o))
 	case *corev1.Namespace:
@@ -183,7 +185,8 @@ func add(snap *source.Snapshot, obj kubeObject) {
 
 // dropUnreferenced drops the Opaque Secrets that hold no certificate and
 // that no Ingress names in auth-secret or proxy-ssl-secret: pier keeps
-// no password it does not serve.
+// no password it does not serve; and the ConfigMaps no Ingress names in
+// custom-headers.
 func dropUnreferenced(snap *source.Snapshot) {
 	named := map[string]bool{}
 	for _, ing := range snap.Ingresses {
@@ -195,6 +198,15 @@ func dropUnreferenced(snap *source.Snapshot) {
 		_, hasCert := sec.Data[corev1.TLSCertKey]
 		_, hasKey := sec.Data[corev1.TLSPrivateKeyKey]
 		return sec.Type == corev1.SecretTypeOpaque && !(hasCert && hasKey) && !named[sec.Namespace+"/"+sec.Name]
+	})
+	namedMaps := map[string]bool{}
+	for _, ing := range snap.Ingresses {
+		for _, ref := range translate.NamedConfigMaps(ing) {
+			namedMaps[ref.Namespace+"/"+ref.Name] = true
+		}
+	}
+	snap.ConfigMaps = slices.DeleteFunc(snap.ConfigMaps, func(cm *corev1.ConfigMap) bool {
+		return !namedMaps[cm.Namespace+"/"+cm.Name]
 	})
 }
 
@@ -214,6 +226,7 @@ func sortSnapshot(snap *source.Snapshot) {
 	slices.SortFunc(snap.Services, byName[*corev1.Service])
 	slices.SortFunc(snap.EndpointSlices, byName[*discoveryv1.EndpointSlice])
 	slices.SortFunc(snap.Secrets, byName[*corev1.Secret])
+	slices.SortFunc(snap.ConfigMaps, byName[*corev1.ConfigMap])
 	slices.SortFunc(snap.Namespaces, byName[*corev1.Namespace])
 	slices.SortFunc(snap.GatewayClasses, byName[*gwv1.GatewayClass])
 	slices.SortFunc(snap.Gateways, byName[*gwv1.Gateway])

@@ -10,10 +10,12 @@
 //
 // Decisions a reader of the manifests should know:
 //   - Kinds kept: networking.k8s.io/v1 Ingress and IngressClass, v1 Service,
-//     discovery.k8s.io/v1 EndpointSlice, v1 Secret and v1 Node. v1 List
-//     and the typed lists of those kinds are expanded. Kinds of other API
-//     groups, and other kinds of these groups (Deployment, ConfigMap,
-//     Namespace, …), are ignored with a debug log. Another version of a kept kind
+//     discovery.k8s.io/v1 EndpointSlice, v1 Secret, v1 ConfigMap (only those
+//     an Ingress names in custom-headers reach the snapshot; a YAML
+//     document of one over 256 KiB is skipped unread) and v1 Node.
+//     v1 List and the typed lists of those kinds are expanded. Kinds of other API
+//     groups, and other kinds of these groups (Deployment, Pod, …), are
+//     ignored with a debug log. Another version of a kept kind
 //     (networking.k8s.io/v1beta1 Ingress) or a misspelt kind in a kept group
 //     version is a Problem, because the user clearly meant pier to read it.
 //   - Secrets: kept when their type is kubernetes.io/tls, or Opaque (or

@@ -573,3 +573,43 @@ func TestReadLimitedRefusesFIFO(t *testing.T) {
 		t.Fatal("reading a FIFO blocked the loader")
 	}
 }
+
+// ConfigMaps: only those an Ingress names in custom-headers (of its own
+// namespace) reach the snapshot; data is decoded strictly.
+func TestLoadKeepsNamedConfigMaps(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.yaml")
+	writeFile(t, path, `apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: site
+  namespace: web
+  annotations:
+    nginx.ingress.kubernetes.io/custom-headers: security
+spec:
+  defaultBackend:
+    service: {name: site, port: {number: 80}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: security, namespace: web}
+data:
+  X-Frame-Options: DENY
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: other, namespace: web}
+data: {a: b}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: security, namespace: other}
+data: {a: b}
+`)
+	snap, problems := mustLoad(t, path)
+	if len(problems) != 0 {
+		t.Fatalf("problems %v", problems)
+	}
+	if len(snap.ConfigMaps) != 1 || snap.ConfigMap("web", "security") == nil || snap.ConfigMaps[0].Data["X-Frame-Options"] != "DENY" {
+		t.Errorf("config maps %+v", snap.ConfigMaps)
+	}
+}

@@ -86,8 +86,10 @@ type listers struct {
 	secrets        func() ([]*corev1.Secret, error)
 	// authSecrets are the Secrets the Ingresses name in auth-secret.
 	authSecrets func([]*networkingv1.Ingress) []*corev1.Secret
-	nodes       func() ([]*corev1.Node, error)
-	leases      func() ([]*coordinationv1.Lease, error)
+	// configMaps are the ConfigMaps the Ingresses name in custom-headers.
+	configMaps func([]*networkingv1.Ingress) []*corev1.ConfigMap
+	nodes      func() ([]*corev1.Node, error)
+	leases     func() ([]*coordinationv1.Lease, error)
 	// badNodeAddress reports a Node whose pier.dev/vrrp-address is not
 	// an IP address.
 	badNodeAddress func(node, value string)
@@ -162,6 +164,8 @@ func (s *Source) Run(ctx context.Context, onChange func(*source.Snapshot)) error
 	s.logger.Info("informer caches synced", "namespace", s.opts.Namespace)
 	auth := newAuthSecrets(s.client, changed, s.logger)
 	defer auth.stop()
+	maps := newNamedConfigMaps(s.client, changed, s.logger)
+	defer maps.stop()
 	l := listers{
 		ingresses:      func() ([]*networkingv1.Ingress, error) { return ing.Lister().List(labels.Everything()) },
 		classes:        func() ([]*networkingv1.IngressClass, error) { return cls.Lister().List(labels.Everything()) },
@@ -170,6 +174,9 @@ func (s *Source) Run(ctx context.Context, onChange func(*source.Snapshot)) error
 		secrets:        func() ([]*corev1.Secret, error) { return sec.Lister().List(labels.Everything()) },
 		authSecrets: func(ings []*networkingv1.Ingress) []*corev1.Secret {
 			return auth.secrets(ctx, ings)
+		},
+		configMaps: func(ings []*networkingv1.Ingress) []*corev1.ConfigMap {
+			return maps.configMaps(ctx, ings)
 		},
 		nodes:          func() ([]*corev1.Node, error) { return nodes.Lister().List(s.opts.NodeSelector) },
 		leases:         func() ([]*coordinationv1.Lease, error) { return leases.Lister().List(labels.Everything()) },
@@ -423,6 +430,9 @@ func (l listers) snapshot(agentAlive map[string]bool) (*source.Snapshot, error) 
 	if l.authSecrets != nil {
 		snap.Secrets = append(snap.Secrets, l.authSecrets(snap.Ingresses)...)
 	}
+	if l.configMaps != nil {
+		snap.ConfigMaps = l.configMaps(snap.Ingresses)
+	}
 	nodes, err := l.nodes()
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
@@ -436,6 +446,7 @@ func (l listers) snapshot(agentAlive map[string]bool) (*source.Snapshot, error) 
 	sortByName(snap.Services)
 	sortByName(snap.EndpointSlices)
 	sortByName(snap.Secrets)
+	sortByName(snap.ConfigMaps)
 	return snap, nil
 }
 

@@ -1,0 +1,114 @@
+package render
+
+import (
+	"net/http"
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/source"
+	"pier.dev/pier/internal/translate"
+)
+
+// headersIngress is an Ingress of pier's class routing host / to the
+// Service web, in the shared group "g".
+func headersIngress(name, host string, ann map[string]string) *networkingv1.Ingress {
+	class, prefix := "pier", networkingv1.PathTypePrefix
+	ann[translate.AnnotationLoadBalancer] = "g"
+	return &networkingv1.Ingress{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: name, Annotations: ann},
+		Spec: networkingv1.IngressSpec{IngressClassName: &class, Rules: []networkingv1.IngressRule{{Host: host,
+			IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
+				Path: "/", PathType: &prefix, Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
+					Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}},
+	}
+}
+
+// headersSnapshot: three Ingresses on one load balancer, the Service web
+// with one endpoint, and the custom-headers ConfigMap.
+func headersSnapshot() *source.Snapshot {
+	port, proto := int32(8080), corev1.ProtocolTCP
+	typed := map[string]string{
+		translate.NginxPrefix + "custom-headers": "security",
+		translate.AnnotationRequestHeaders:       "X-Team: blue\n-X-Debug\n",
+		translate.AnnotationResponseHeaders:      "-X-Backend-Remove\nX-Backend-Set: typed; v=1\n",
+	}
+	locked := map[string]string{translate.NginxPrefix + "custom-headers": "security",
+		translate.NginxPrefix + "whitelist-source-range": "10.0.0.0/8"}
+	return &source.Snapshot{
+		IngressClasses: []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: "pier"},
+			Spec: networkingv1.IngressClassSpec{Controller: translate.DefaultControllerName}}},
+		Ingresses: []*networkingv1.Ingress{headersIngress("site", "site.test", typed),
+			headersIngress("plain", "plain.test", map[string]string{}), headersIngress("locked", "locked.test", locked)},
+		Services: []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "web"},
+			Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.10", Ports: []corev1.ServicePort{{Port: 80, Protocol: proto}}}}},
+		EndpointSlices: []*discoveryv1.EndpointSlice{{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "web-1",
+			Labels: map[string]string{discoveryv1.LabelServiceName: "web"}}, AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:     []discoveryv1.EndpointPort{{Port: &port, Protocol: &proto}},
+			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.5"}}}}},
+		ConfigMaps: []*corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "security"},
+			Data: map[string]string{"X-Frame-Options": "DENY", "X-Backend-Set": "from-configmap"}}},
+	}
+}
+
+// TestIntegrationIngressHeaders: custom-headers and pier.dev/request-,
+// response-headers from Ingress to real HAProxy. The backend sees the
+// typed request changes; the client sees the ConfigMap's headers and the
+// typed response changes (the annotation overriding the ConfigMap for
+// the same name); another Ingress's routes on the same load balancer and
+// an answer HAProxy makes itself (403) get none of them.
+func TestIntegrationIngressHeaders(t *testing.T) {
+	bin := haproxyBin(t)
+	if testing.Short() {
+		t.Skip("starts HAProxy")
+	}
+	res := translate.Ingresses(headersSnapshot(), translate.DefaultOptions())
+	if len(res.LoadBalancers) != 1 {
+		t.Fatalf("%d load balancers, problems %+v", len(res.LoadBalancers), res.Problems)
+	}
+	lb := res.LoadBalancers[0]
+	backend := memberAt(startFilterBackend(t, "web"))
+	for i := range lb.Pools {
+		lb.Pools[i].Members = []model.Member{backend}
+	}
+	addr := serveLB(t, bin, lb)
+	get := func(host, extra string) *http.Response {
+		return rawRequest(t, addr, "127.0.0.1", "GET /x HTTP/1.1\r\nHost: "+host+"\r\nX-Debug: 1\r\nX-Team: client\r\n"+extra+"\r\n")
+	}
+	resp := get("site.test", "")
+	for name, want := range map[string][]string{
+		"X-Req-X-Team": {"blue"}, "X-Req-X-Debug": nil, "X-Frame-Options": {"DENY"},
+		"X-Backend-Set": {"typed; v=1"}, "X-Backend-Remove": nil, "X-Backend": {"web"},
+	} {
+		if got := resp.Header.Values(name); !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Errorf("site.test %s: %q, want %q", name, got, want)
+		}
+	}
+	resp = get("plain.test", "")
+	if resp.StatusCode != 200 || resp.Header.Get("X-Req-X-Team") != "client" || resp.Header.Get("X-Req-X-Debug") != "1" ||
+		resp.Header.Get("X-Frame-Options") != "" || resp.Header.Get("X-Backend-Set") != "orig" || resp.Header.Get("X-Backend-Remove") != "yes" {
+		t.Errorf("plain.test changed: %d %v", resp.StatusCode, resp.Header)
+	}
+	resp = get("locked.test", "")
+	if resp.StatusCode != 403 || resp.Header.Get("X-Frame-Options") != "" {
+		t.Errorf("locked.test: %d %v, want 403 without the ConfigMap's headers", resp.StatusCode, resp.Header)
+	}
+}
+
+// ingressHeadersFixture is headersSnapshot as translation makes it: the
+// golden file shows the typed changes of custom-headers and pier's
+// header annotations beside a source range, and an Ingress without any.
+func ingressHeadersFixture() *model.LoadBalancer {
+	res := translate.Ingresses(headersSnapshot(), translate.DefaultOptions())
+	if len(res.LoadBalancers) != 1 {
+		panic("ingress-headers fixture: no load balancer")
+	}
+	lb := res.LoadBalancers[0]
+	lb.UUID, lb.VIP, lb.FIP = fixtureUUID, "10.96.0.10", "203.0.113.10" // IPAM's part
+	return lb
+}

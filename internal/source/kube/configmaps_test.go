@@ -1,0 +1,53 @@
+package kube
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func headersIngress(ns, name, ref string) *networkingv1.Ingress {
+	return &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{
+		"nginx.ingress.kubernetes.io/custom-headers": ref}}}
+}
+
+func configMap(ns, name string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string]string{"X-A": "1"}}
+}
+
+// The custom-headers watches follow the Ingresses, as the auth-secret
+// ones: the named ConfigMap is listed, another of the namespace is not,
+// one of another namespace is never watched, an update notifies, and a
+// ConfigMap no Ingress names any more is dropped.
+func TestConfigMapsFollowIngresses(t *testing.T) {
+	client := fake.NewSimpleClientset(configMap("shop", "headers"), configMap("shop", "dashboards"), configMap("kube-system", "headers"))
+	changed := make(chan struct{}, 1)
+	n := newNamedConfigMaps(client, changed, slog.New(slog.DiscardHandler))
+	defer n.stop()
+	ctx := t.Context()
+	got := n.configMaps(ctx, []*networkingv1.Ingress{headersIngress("shop", "site", "headers"),
+		headersIngress("shop", "sneaky", "kube-system/headers"), {ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "plain"}}})
+	if len(got) != 1 || got[0].Namespace != "shop" || got[0].Name != "headers" || len(n.watches) != 1 {
+		t.Fatalf("config maps %v, %d watches", got, len(n.watches))
+	}
+	drain(changed)
+	updated := configMap("shop", "headers")
+	updated.Data["X-A"], updated.ResourceVersion = "2", "2"
+	if _, err := client.CoreV1().ConfigMaps("shop").Update(context.Background(), updated, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no notification for the watched ConfigMap's update")
+	}
+	if got := n.configMaps(ctx, nil); len(got) != 0 || len(n.watches) != 0 {
+		t.Fatalf("after the Ingress went: config maps %v, %d watches", got, len(n.watches))
+	}
+}
