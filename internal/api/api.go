@@ -18,6 +18,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/pipeline"
 	"pier.dev/pier/internal/store"
 )
 
@@ -28,10 +29,22 @@ type Ingresses interface {
 	Ingress(namespace, name string) (*networkingv1.Ingress, []model.Problem, bool)
 }
 
+// GatewayAPI lists the Gateways of pier's classes and the HTTPRoutes that
+// name them, with the status pier computes (pipeline.Pipeline).
+type GatewayAPI interface {
+	// Gateways and HTTPRoutes return nil when they are not known here
+	// (before the first snapshot), an empty list when there are none.
+	Gateways() []pipeline.GatewayState
+	HTTPRoutes() []pipeline.HTTPRouteState
+}
+
 // Server is the HTTP API.
 type Server struct {
 	Store     store.Store
 	Ingresses Ingresses
+	// Gateways may be nil (an agent's API): the Gateway API endpoints
+	// then answer 404.
+	Gateways GatewayAPI
 	Registry  *prometheus.Registry
 	Logger    *slog.Logger
 	// Healthy reports whether pier is ready; nil means always.
@@ -55,6 +68,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /loadbalancers", s.listLoadBalancers)
 	mux.HandleFunc("GET /loadbalancers/{uuid}", s.getLoadBalancer)
 	mux.HandleFunc("GET /ingresses/{namespace}/{name}", s.getIngress)
+	mux.HandleFunc("GET /gateways", s.listGateways)
+	mux.HandleFunc("GET /gateways/{namespace}/{name}", s.getGateway)
+	mux.HandleFunc("GET /httproutes", s.listHTTPRoutes)
+	mux.HandleFunc("GET /httproutes/{namespace}/{name}", s.getHTTPRoute)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}))
 	if s.UI != nil { // web view, issue 12: it answers 405 to anything but GET and HEAD itself

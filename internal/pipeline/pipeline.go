@@ -93,9 +93,10 @@ type Pipeline struct {
 	// balancer since the last rebuild.
 	storeChangedBehindUs bool
 
-	mu    sync.Mutex
-	ready bool
-	snap  *source.Snapshot // the last snapshot seen
+	mu     sync.Mutex
+	ready  bool
+	snap   *source.Snapshot // the last snapshot seen
+	gwView *gatewayView     // the Gateway API status of the last status pass
 }
 
 func (p *Pipeline) init() {
@@ -309,8 +310,10 @@ func (p *Pipeline) statusPass(ctx context.Context, snap *source.Snapshot, trigge
 	if err := p.Status.Publish(ctx, snap, p.result.Ours, next); err != nil {
 		return err
 	}
-	if gw, ok := p.Status.(GatewayStatusSink); ok && p.result.Gateway != nil {
-		return gw.PublishGateways(ctx, snap, status.Gateways(p.result.Gateway, next))
+	gwStatus := status.Gateways(p.result.Gateway, next)
+	p.updateGatewayView(snap, gwStatus, p.result.Accepted)
+	if gw, ok := p.Status.(GatewayStatusSink); ok && gwStatus != nil {
+		return gw.PublishGateways(ctx, snap, gwStatus)
 	}
 	return nil
 }

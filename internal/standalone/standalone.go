@@ -126,7 +126,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		p.Offer(&withNodes)
 	}
 	offer(snap, srcProblems)
-	srv := &api.Server{Store: st, Ingresses: p, Registry: m.Registry, Logger: logger, Healthy: p.Ready,
+	srv := &api.Server{Store: st, Ingresses: p, Gateways: p, Registry: m.Registry, Logger: logger, Healthy: p.Ready,
 		UI: &web.Handler{Store: st, Ingresses: p, Config: web.ConfigOnDisk(stateDir), Logger: logger.With("component", "web")}}
 
 	g, ctx := errgroup.WithContext(ctx)
