@@ -45,8 +45,8 @@ type Server struct {
 	// Gateways may be nil (an agent's API): the Gateway API endpoints
 	// then answer 404.
 	Gateways GatewayAPI
-	Registry  *prometheus.Registry
-	Logger    *slog.Logger
+	Registry *prometheus.Registry
+	Logger   *slog.Logger
 	// Healthy reports whether pier is ready; nil means always.
 	Healthy func() error
 	// UI, when set, serves the web view at "/" (exact) and under "/ui/";
