@@ -95,8 +95,13 @@ func sourceLinks(srcs []model.Source) []sourceLink {
 	out := make([]sourceLink, 0, len(srcs))
 	for _, s := range srcs {
 		l := sourceLink{Kind: Clean(s.Kind), Key: Clean(s.Key())}
-		if s.Kind == "Ingress" {
+		switch s.Kind {
+		case model.KindIngress:
 			l.Href = ingressHref(s.Namespace, s.Name)
+		case model.KindGateway:
+			l.Href = gatewayHref(s.Namespace, s.Name)
+		case model.KindHTTPRoute:
+			l.Href = routeHref(s.Namespace, s.Name)
 		}
 		out = append(out, l)
 	}
