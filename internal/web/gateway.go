@@ -31,6 +31,9 @@ type Gateways interface {
 type conditionView struct {
 	Type, Status, Reason, Message string
 	Generation                    int64
+	// Good says whether the condition is what a healthy object shows:
+	// True, except for the abnormal-true types (Conflicted).
+	Good bool
 }
 
 type gatewayRow struct {
@@ -234,8 +237,12 @@ func buildParent(ps gwv1.RouteParentStatus, routeNS string, ours map[string]bool
 func findCondition(cs []metav1.Condition, typ string) conditionView {
 	for _, c := range cs {
 		if c.Type == typ {
+			good := c.Status == metav1.ConditionTrue
+			if c.Type == string(gwv1.ListenerConditionConflicted) {
+				good = c.Status == metav1.ConditionFalse
+			}
 			return conditionView{Type: Clean(c.Type), Status: Clean(string(c.Status)), Reason: Clean(c.Reason),
-				Message: Clean(c.Message), Generation: c.ObservedGeneration}
+				Message: Clean(c.Message), Generation: c.ObservedGeneration, Good: good}
 		}
 	}
 	return conditionView{Type: Clean(typ), Status: "Unknown"}
