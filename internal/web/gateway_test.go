@@ -81,9 +81,20 @@ func TestGatewayPages(t *testing.T) {
 	f := newFixture(t, fakeIngresses{}, gatewayLB("u1", "demo", "gw"))
 	f.h.Gateways = gatewayFixture("demo", "gw", "http", "u1", "bad$value")
 	_, _, body := get(t, f.srv.URL+"/")
-	mustContain(t, "overview", body, `<a href="/ui/gateway/demo/gw">demo/gw</a> <span class="muted">(Gateway)</span>`)
+	mustContain(t, "overview", body, `<a href="/ui/gateway/demo/gw">demo/gw</a> <span class="muted">(Gateway)</span>`,
+		`<td class="num"><span class="bad">1</span></td>`, `id="gw-problem-count">1 Gateway API object with problems</a>`)
 	_, _, body = get(t, f.srv.URL+"/ui/lb/u1")
-	mustContain(t, "detail", body, `href="/ui/gateway/demo/gw"`, `href="/ui/httproute/demo/web"`)
+	mustContain(t, "detail", body, `href="/ui/gateway/demo/gw"`, `href="/ui/httproute/demo/web"`,
+		`<a href="/ui/httproute/demo/bad">demo/bad</a> <span class="muted">(HTTPRoute)</span>`)
+	// An Ingress of the same namespace and name as the Gateway lends it
+	// no problem: sources are told apart by kind.
+	f.h.Ingresses = fakeIngresses{{Ingress: ingress("demo", "gw", nil), Problems: []model.Problem{{Kind: model.KindIngress,
+		Namespace: "demo", Name: "gw", Severity: model.SeverityError, Reason: "InvalidHost", Message: "ingress only"}}}}
+	_, _, body = get(t, f.srv.URL+"/ui/lb/u1")
+	if strings.Contains(body, "ingress only") {
+		t.Error("the Gateway's load balancer shows an Ingress's problem")
+	}
+	f.h.Ingresses = fakeIngresses{}
 	_, _, body = get(t, f.srv.URL+"/ui/gateways")
 	mustContain(t, "list", body, `href="/ui/gateway/demo/gw"`, "127.10.0.1", `href="/ui/lb/u1"`, "Programmed=True/Programmed",
 		`href="/ui/httproute/demo/bad"`, "Accepted=False/UnsupportedValue", `<tr class="refused">`)
