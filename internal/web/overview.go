@@ -203,8 +203,8 @@ type overviewPage struct {
 	// Gateways counts the Gateways of pier's classes; ProblemGatewayObjects
 	// the Gateways and HTTPRoutes with problems.
 	Gateways, ProblemGatewayObjects int
-	Page, Pages      int
-	Prev, Next       string
+	Page, Pages                     int
+	Prev, Next                      string
 }
 
 func (p *overviewPage) etagSource() any {
