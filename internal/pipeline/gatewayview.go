@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"sort"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,9 +45,46 @@ type gatewayView struct {
 	lbs      map[model.ObjectRef]string // Gateway → load balancer UUID
 }
 
-// updateGatewayView merges a status pass's result into the view. Called
-// by Run's goroutine only; readers take p.mu.
-func (p *Pipeline) updateGatewayView(snap *source.Snapshot, st *translate.GatewayStatus, accepted map[model.ObjectRef]string) {
+// gatewayViewKey is what a view depends on: the rebuild's result and the
+// addresses the Gateways publish. Store passes come up to 40 times a
+// second while agents report; most change neither.
+type gatewayViewKey struct {
+	result *translate.Result
+	addrs  string
+}
+
+func viewKeyOf(res *translate.Result, next status.Published) gatewayViewKey {
+	k := gatewayViewKey{result: res}
+	if res.Gateway == nil {
+		return k
+	}
+	refs := make([]model.ObjectRef, 0, len(res.Gateway.Gateways))
+	for ref := range res.Gateway.Gateways {
+		refs = append(refs, ref)
+	}
+	sort.Slice(refs, func(i, j int) bool { return refs[i].Namespace+"/"+refs[i].Name < refs[j].Namespace+"/"+refs[j].Name })
+	var b strings.Builder
+	for _, ref := range refs {
+		b.WriteString(ref.Namespace + "/" + ref.Name + "=")
+		for _, a := range next[ref] {
+			b.WriteString(a.IP + a.Hostname + ",")
+		}
+		b.WriteByte(';')
+	}
+	k.addrs = b.String()
+	return k
+}
+
+// updateGatewayView merges a status pass's result (st, completed from
+// res.Gateway and next) into the view, unless nothing it depends on
+// changed. Called by Run's goroutine only; readers take p.mu.
+func (p *Pipeline) updateGatewayView(snap *source.Snapshot, res *translate.Result, st *translate.GatewayStatus, published status.Published) {
+	key := viewKeyOf(res, published)
+	if key == p.gwViewOf {
+		return
+	}
+	p.gwViewOf = key
+	accepted := res.Accepted
 	now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
 	p.mu.Lock()
 	prev := p.gwView

@@ -97,6 +97,8 @@ type Pipeline struct {
 	ready  bool
 	snap   *source.Snapshot // the last snapshot seen
 	gwView *gatewayView     // the Gateway API status of the last status pass
+	// gwViewOf is what gwView was computed from (Run's goroutine only).
+	gwViewOf gatewayViewKey
 }
 
 func (p *Pipeline) init() {
@@ -311,7 +313,7 @@ func (p *Pipeline) statusPass(ctx context.Context, snap *source.Snapshot, trigge
 		return err
 	}
 	gwStatus := status.Gateways(p.result.Gateway, next)
-	p.updateGatewayView(snap, gwStatus, p.result.Accepted)
+	p.updateGatewayView(snap, p.result, gwStatus, next)
 	if gw, ok := p.Status.(GatewayStatusSink); ok && gwStatus != nil {
 		return gw.PublishGateways(ctx, snap, gwStatus)
 	}
