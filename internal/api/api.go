@@ -1,6 +1,7 @@
 // Package api serves pier's read-only HTTP API: load balancers, Ingresses
-// with their status and problems, health and metrics. It never changes
-// anything; there is no write endpoint.
+// with their status and problems, Gateways and HTTPRoutes with the status
+// pier computes, health and metrics. It never changes anything; there is
+// no write endpoint.
 package api
 
 import (
