@@ -107,6 +107,22 @@ func TestGatewayWebView(t *testing.T) {
 		screenshot(t, ctx, "httproute")
 	})
 
+	t.Run("a new route appears without a reload", func(t *testing.T) {
+		do(t, ctx, "open Gateways", chromedp.Navigate(base+"/ui/gateways"), chromedp.WaitVisible(chromedp.CSS("#route-rows tr")))
+		eval[bool](t, ctx, `window.__sameDocument = true`)
+		harness.WriteFile(t, filepath.Join(manifests, "zz-live.yaml"), liveRoute)
+		poll(t, ctx, `document.getElementById("route-rows").innerText.includes("live-added")`, 3*time.Second)
+		// Attached to the listener: attachedRoutes grows in the Gateway's row.
+		poll(t, ctx, `document.querySelector("#gateway-rows tr").innerText.includes("\t3\t")`, 3*time.Second)
+		if !eval[bool](t, ctx, `window.__sameDocument === true`) {
+			t.Error("the page was reloaded: the live update must replace the table bodies only")
+		}
+		if err := os.Remove(filepath.Join(manifests, "zz-live.yaml")); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, ctx, `!document.getElementById("route-rows").innerText.includes("live-added")`, 3*time.Second)
+	})
+
 	t.Run("works with JavaScript off", func(t *testing.T) {
 		noJS := newBrowserNoJS(t)
 		do(t, noJS, "open Gateways", chromedp.Navigate(base+"/ui/gateways"), chromedp.WaitReady(chromedp.CSS("#gateway-rows")))
@@ -138,6 +154,17 @@ func regexpMatch(re, s string) bool {
 	ok, _ := regexp.MatchString(re, s)
 	return ok
 }
+
+const liveRoute = `
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: live-added, namespace: demo}
+spec:
+  parentRefs: [{name: web}]
+  hostnames: ["live.example"]
+  rules:
+    - backendRefs: [{name: gw-store, port: 80}]
+`
 
 // refusedRoutes: one route with a header value pier refuses (and markup
 // in it), one whose sectionName names no listener of the Gateway.
