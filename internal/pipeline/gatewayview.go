@@ -45,16 +45,18 @@ type gatewayView struct {
 	lbs      map[model.ObjectRef]string // Gateway → load balancer UUID
 }
 
-// gatewayViewKey is what a view depends on: the rebuild's result and the
-// addresses the Gateways publish. Store passes come up to 40 times a
-// second while agents report; most change neither.
+// gatewayViewKey is what a view depends on: the snapshot (other
+// controllers' route entries), the rebuild's result and the addresses the
+// Gateways publish. Store passes come up to 40 times a second while
+// agents report; most change none of them.
 type gatewayViewKey struct {
+	snap   *source.Snapshot
 	result *translate.Result
 	addrs  string
 }
 
-func viewKeyOf(res *translate.Result, next status.Published) gatewayViewKey {
-	k := gatewayViewKey{result: res}
+func viewKeyOf(snap *source.Snapshot, res *translate.Result, next status.Published) gatewayViewKey {
+	k := gatewayViewKey{snap: snap, result: res}
 	if res.Gateway == nil {
 		return k
 	}
@@ -79,7 +81,7 @@ func viewKeyOf(res *translate.Result, next status.Published) gatewayViewKey {
 // res.Gateway and next) into the view, unless nothing it depends on
 // changed. Called by Run's goroutine only; readers take p.mu.
 func (p *Pipeline) updateGatewayView(snap *source.Snapshot, res *translate.Result, st *translate.GatewayStatus, published status.Published) {
-	key := viewKeyOf(res, published)
+	key := viewKeyOf(snap, res, published)
 	if key == p.gwViewOf {
 		return
 	}

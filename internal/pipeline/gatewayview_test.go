@@ -77,6 +77,20 @@ func TestGatewayView(t *testing.T) {
 	if after := h.p.Gateways()[0].Gateway.Status.Conditions[0].LastTransitionTime; !after.Equal(&before) {
 		t.Errorf("transition time moved: %v → %v", before, after)
 	}
+	// Another controller's entry, written to the route's status, is shown
+	// where it is, beside pier's, without a rebuild.
+	foreign := gatewayWorld()
+	foreign.Gateways = next.Gateways
+	r := foreign.HTTPRoutes[0].DeepCopy()
+	r.ResourceVersion = "2"
+	r.Status.Parents = []gwv1.RouteParentStatus{{ParentRef: gwv1.ParentReference{Name: "theirs"}, ControllerName: "example.com/other"}}
+	foreign.HTTPRoutes[0] = r
+	h.offer(foreign)
+	h.wait("foreign entry shown", func() bool {
+		r, ok := h.p.HTTPRoute("ns", "web")
+		return ok && len(r.Route.Status.Parents) == 2 && r.Route.Status.Parents[0].ControllerName == "example.com/other" &&
+			r.Route.Status.Parents[1].ControllerName == translate.DefaultGatewayControllerName
+	})
 	if _, ok := h.p.Gateway("ns", "absent"); ok {
 		t.Error("an absent Gateway found")
 	}
