@@ -71,6 +71,7 @@ func (t *translateFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&t.opts.TakeClasslessServices, "classless-services", false, "also serve Services of type LoadBalancer that name no loadBalancerClass (by default only class pier.dev/native)")
 	fs.BoolVar(&t.opts.MembersFromClusterIP, "members-from-cluster-ip", false, "proxy to the Service ClusterIP instead of the ready endpoints (the seed's two-hop mode)")
 	fs.IntVar(&t.opts.MaxIngresses, "max-ingresses", t.opts.MaxIngresses, "refuse Ingresses beyond this many (newest first)")
+	fs.IntVar(&t.opts.MaxHTTPRoutes, "max-httproutes", t.opts.MaxHTTPRoutes, "refuse HTTPRoutes attached to pier's Gateways beyond this many (newest first)")
 	fs.IntVar(&t.opts.MaxPathsPerIngress, "max-paths-per-ingress", t.opts.MaxPathsPerIngress, "refuse an Ingress with more paths than this")
 	fs.BoolVar(&t.opts.GatewayExtendedMatches, "gateway-extended-matches", t.opts.GatewayExtendedMatches, "route HTTPRoute header, query-parameter and method matches; false refuses such routes with a reason (while agents of a version that cannot render them still run)")
 	fs.Var((*commaList)(&t.opts.ExternalIPNamespaces), "external-ip-namespaces", "comma-separated namespaces whose Ingresses may pin an address with pier.dev/external-ip (repeatable); empty: every namespace")

@@ -11,33 +11,56 @@ import (
 	"pier.dev/pier/internal/api"
 )
 
+// getKinds are the resources `pier get` lists, by every name it takes.
+var getKinds = map[string]string{
+	"loadbalancers": "loadbalancers", "loadbalancer": "loadbalancers", "lb": "loadbalancers",
+	"gateways": "gateways", "gateway": "gateways", "gtw": "gateways",
+	"httproutes": "httproutes", "httproute": "httproutes",
+}
+
 func getCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pier get", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("api-addr", "127.0.0.1:8082", "address of a running pier's API")
 	output := fs.String("o", "table", "output format: table or json")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: pier get loadbalancers [-o json] [--api-addr ADDR]\n\nFlags:\n")
+		fmt.Fprint(fs.Output(), "Usage: pier get loadbalancers|gateways|httproutes [-o json] [--api-addr ADDR]\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if len(args) == 0 || (args[0] != "loadbalancers" && args[0] != "lb" && args[0] != "loadbalancer") {
+	if len(args) == 0 || getKinds[args[0]] == "" {
 		fs.Usage()
 		return errUsage
 	}
+	kind := getKinds[args[0]]
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	lbs, err := api.ListLoadBalancers(ctx, *addr)
+	if *output != "table" && *output != "json" {
+		return fmt.Errorf("-o %q: want table or json", *output)
+	}
+	items, table, err := fetchKind(ctx, kind, *addr)
 	if err != nil {
 		return err
 	}
-	switch *output {
-	case "json":
+	if *output == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"items": lbs})
-	case "table":
-		return api.PrintTable(stdout, lbs, time.Now())
+		return enc.Encode(map[string]any{"items": items})
 	}
-	return fmt.Errorf("-o %q: want table or json", *output)
+	return table(stdout, time.Now())
+}
+
+// fetchKind lists one kind from the API: the items for -o json and the
+// printer of its table.
+func fetchKind(ctx context.Context, kind, addr string) (any, func(io.Writer, time.Time) error, error) {
+	switch kind {
+	case "gateways":
+		gws, err := api.ListGateways(ctx, addr)
+		return gws, func(w io.Writer, now time.Time) error { return api.PrintGateways(w, gws, now) }, err
+	case "httproutes":
+		routes, err := api.ListHTTPRoutes(ctx, addr)
+		return routes, func(w io.Writer, now time.Time) error { return api.PrintHTTPRoutes(w, routes, now) }, err
+	}
+	lbs, err := api.ListLoadBalancers(ctx, addr)
+	return lbs, func(w io.Writer, now time.Time) error { return api.PrintTable(w, lbs, now) }, err
 }

@@ -31,7 +31,7 @@ Commands:
               custom resources, addresses, status (leader-elected).
   agent       Run the node role: HAProxy for the LoadBalancers placed on a node.
   echo        Run an HTTP echo backend (for demos and tests).
-  get         Show what a running pier holds: pier get loadbalancers [-o json].
+  get         Show what a running pier holds: pier get loadbalancers|gateways|httproutes [-o json].
   lint        Report how pier treats the annotations of Ingress manifests
               (coming from ingress-nginx): pier lint -f PATH... | --kubeconfig FILE [-o json].
   version     Print the version.

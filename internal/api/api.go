@@ -1,6 +1,7 @@
 // Package api serves pier's read-only HTTP API: load balancers, Ingresses
-// with their status and problems, health and metrics. It never changes
-// anything; there is no write endpoint.
+// with their status and problems, Gateways and HTTPRoutes with the status
+// pier computes, health and metrics. It never changes anything; there is
+// no write endpoint.
 package api
 
 import (
@@ -18,6 +19,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/pipeline"
 	"pier.dev/pier/internal/store"
 )
 
@@ -28,12 +30,24 @@ type Ingresses interface {
 	Ingress(namespace, name string) (*networkingv1.Ingress, []model.Problem, bool)
 }
 
+// GatewayAPI lists the Gateways of pier's classes and the HTTPRoutes that
+// name them, with the status pier computes (pipeline.Pipeline).
+type GatewayAPI interface {
+	// Gateways and HTTPRoutes return nil when they are not known here
+	// (before the first snapshot), an empty list when there are none.
+	Gateways() []pipeline.GatewayState
+	HTTPRoutes() []pipeline.HTTPRouteState
+}
+
 // Server is the HTTP API.
 type Server struct {
 	Store     store.Store
 	Ingresses Ingresses
-	Registry  *prometheus.Registry
-	Logger    *slog.Logger
+	// Gateways may be nil (an agent's API): the Gateway API endpoints
+	// then answer 404.
+	Gateways GatewayAPI
+	Registry *prometheus.Registry
+	Logger   *slog.Logger
 	// Healthy reports whether pier is ready; nil means always.
 	Healthy func() error
 	// UI, when set, serves the web view at "/" (exact) and under "/ui/";
@@ -55,6 +69,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /loadbalancers", s.listLoadBalancers)
 	mux.HandleFunc("GET /loadbalancers/{uuid}", s.getLoadBalancer)
 	mux.HandleFunc("GET /ingresses/{namespace}/{name}", s.getIngress)
+	mux.HandleFunc("GET /gateways", s.listGateways)
+	mux.HandleFunc("GET /gateways/{namespace}/{name}", s.getGateway)
+	mux.HandleFunc("GET /httproutes", s.listHTTPRoutes)
+	mux.HandleFunc("GET /httproutes/{namespace}/{name}", s.getHTTPRoute)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}))
 	if s.UI != nil { // web view, issue 12: it answers 405 to anything but GET and HEAD itself

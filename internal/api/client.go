@@ -14,47 +14,85 @@ import (
 
 // ListLoadBalancers fetches GET /loadbalancers from a running pier.
 func ListLoadBalancers(ctx context.Context, addr string) ([]*model.LoadBalancer, error) {
+	var list struct {
+		Items []*model.LoadBalancer `json:"items"`
+	}
+	err := getJSON(ctx, addr, "/loadbalancers", &list)
+	return list.Items, err
+}
+
+// ListGateways fetches GET /gateways from a running pier.
+func ListGateways(ctx context.Context, addr string) ([]GatewayResponse, error) {
+	var list struct {
+		Items []GatewayResponse `json:"items"`
+	}
+	err := getJSON(ctx, addr, "/gateways", &list)
+	return list.Items, err
+}
+
+// ListHTTPRoutes fetches GET /httproutes from a running pier.
+func ListHTTPRoutes(ctx context.Context, addr string) ([]HTTPRouteResponse, error) {
+	var list struct {
+		Items []HTTPRouteResponse `json:"items"`
+	}
+	err := getJSON(ctx, addr, "/httproutes", &list)
+	return list.Items, err
+}
+
+// getJSON decodes GET path of a running pier's API into v.
+func getJSON(ctx context.Context, addr, path string, v any) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	url := "http://" + addr + "/loadbalancers"
+	url := "http://" + addr + path
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("is pier running with --api-addr %s? %w", addr, err)
+		return fmt.Errorf("is pier running with --api-addr %s? %w", addr, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", url, err)
+		return fmt.Errorf("read %s: %w", url, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
 	}
-	var list struct {
-		Items []*model.LoadBalancer `json:"items"`
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("decode %s: %w", url, err)
 	}
-	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, fmt.Errorf("decode %s: %w", url, err)
-	}
-	return list.Items, nil
+	return nil
 }
 
 // PrintTable writes load balancers as kubectl-style columns.
 func PrintTable(w io.Writer, lbs []*model.LoadBalancer, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tPROVIDER\tVIP\tFIP\tSTATE\tACTIVE\tSTANDBY\tAGE")
+	fmt.Fprintln(tw, "NAME\tPROVIDER\tSOURCE\tVIP\tFIP\tSTATE\tACTIVE\tSTANDBY\tAGE")
 	for _, lb := range lbs {
 		state := string(lb.Status.State)
 		if state == "" {
 			state = string(model.StatePending)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", lb.Name, lb.Provider, dash(lb.VIP), dash(lb.FIP),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", lb.Name, lb.Provider, sourceOf(lb), dash(lb.VIP), dash(lb.FIP),
 			state, withRole(lb, lb.Placement.Active), withRole(lb, lb.Placement.Standby), age(now.Sub(lb.CreatedAt)))
 	}
 	return tw.Flush()
+}
+
+// sourceOf names what a load balancer serves, kind first:
+// "Gateway/ns/name"; several Ingresses sharing one are "Ingress/ns/a +2".
+func sourceOf(lb *model.LoadBalancer) string {
+	if len(lb.Sources) == 0 {
+		return "-"
+	}
+	s := lb.Sources[0]
+	out := s.Kind + "/" + s.Key()
+	if n := len(lb.Sources) - 1; n > 0 {
+		out += fmt.Sprintf(" +%d", n)
+	}
+	return out
 }
 
 // withRole is a placed node with the VRRP role its agent reports, if any:

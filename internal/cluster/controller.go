@@ -134,8 +134,8 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 	}
 	// The web view's Ingress pages come from the pipeline, which only the
 	// leader runs; load balancer pages are complete on every replica.
-	srv := &api.Server{Store: st, Ingresses: p, Registry: m.Registry, Logger: logger,
-		UI: &web.Handler{Store: st, Ingresses: p, Logger: logger.With("component", "web"),
+	srv := &api.Server{Store: st, Ingresses: p, Gateways: p, Registry: m.Registry, Logger: logger,
+		UI: &web.Handler{Store: st, Ingresses: p, Gateways: p, Logger: logger.With("component", "web"),
 			Config: web.ConfigFromSpec(DefaultAgentStateDir, render.Options{})}}
 	lock, err := leaseLock(client, cfg)
 	if err != nil {

@@ -93,9 +93,12 @@ type Pipeline struct {
 	// balancer since the last rebuild.
 	storeChangedBehindUs bool
 
-	mu    sync.Mutex
-	ready bool
-	snap  *source.Snapshot // the last snapshot seen
+	mu     sync.Mutex
+	ready  bool
+	snap   *source.Snapshot // the last snapshot seen
+	gwView *gatewayView     // the Gateway API status of the last status pass
+	// gwViewOf is what gwView was computed from (Run's goroutine only).
+	gwViewOf gatewayViewKey
 }
 
 func (p *Pipeline) init() {
@@ -309,8 +312,10 @@ func (p *Pipeline) statusPass(ctx context.Context, snap *source.Snapshot, trigge
 	if err := p.Status.Publish(ctx, snap, p.result.Ours, next); err != nil {
 		return err
 	}
-	if gw, ok := p.Status.(GatewayStatusSink); ok && p.result.Gateway != nil {
-		return gw.PublishGateways(ctx, snap, status.Gateways(p.result.Gateway, next))
+	gwStatus := status.Gateways(p.result.Gateway, next)
+	p.updateGatewayView(snap, p.result, gwStatus, next)
+	if gw, ok := p.Status.(GatewayStatusSink); ok && gwStatus != nil {
+		return gw.PublishGateways(ctx, snap, gwStatus)
 	}
 	return nil
 }

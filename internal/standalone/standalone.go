@@ -126,8 +126,8 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		p.Offer(&withNodes)
 	}
 	offer(snap, srcProblems)
-	srv := &api.Server{Store: st, Ingresses: p, Registry: m.Registry, Logger: logger, Healthy: p.Ready,
-		UI: &web.Handler{Store: st, Ingresses: p, Config: web.ConfigOnDisk(stateDir), Logger: logger.With("component", "web")}}
+	srv := &api.Server{Store: st, Ingresses: p, Gateways: p, Registry: m.Registry, Logger: logger, Healthy: p.Ready,
+		UI: &web.Handler{Store: st, Ingresses: p, Gateways: p, Config: web.ConfigOnDisk(stateDir), Logger: logger.With("component", "web")}}
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(named("pipeline", func() error { return p.Run(ctx) }))

@@ -62,7 +62,16 @@ func Gateways(snap *source.Snapshot, opts Options) *Result {
 		order = append(order, p)
 	}
 	ns := namespaceLabels(snap.Namespaces)
+	served := 0
 	for _, r := range oldestObjects(snap.HTTPRoutes) {
+		if !namesOurGateway(r, gws) {
+			continue
+		}
+		if opts.MaxHTTPRoutes > 0 && served >= opts.MaxHTTPRoutes {
+			refuseTooMany(r, gws, opts, st, &res.Problems)
+			continue
+		}
+		served++
 		attachRoute(r, gws, ns, idx, opts, st, &res.Problems)
 	}
 	for _, p := range order {

@@ -59,6 +59,39 @@ func attachRoute(r *gwv1.HTTPRoute, gws map[model.ObjectRef]*parsedGateway, ns m
 	}
 }
 
+// namesOurGateway reports whether one of a route's parentRefs names a
+// Gateway of ours: only those count against MaxHTTPRoutes.
+func namesOurGateway(r *gwv1.HTTPRoute, gws map[model.ObjectRef]*parsedGateway) bool {
+	for _, parent := range r.Spec.ParentRefs {
+		if isGatewayKind(parent) && gws[gatewayRefOf(parent, r.Namespace)] != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// reasonTooManyHTTPRoutes refuses the routes past --max-httproutes (R13),
+// newest first, as TooManyIngresses does Ingresses.
+const reasonTooManyHTTPRoutes = "TooManyHTTPRoutes"
+
+// refuseTooMany records a route past the cap: Accepted=False on each
+// parentRef of ours, attached to no listener (attachedRoutes does not
+// count it), and an Error problem.
+func refuseTooMany(r *gwv1.HTTPRoute, gws map[model.ObjectRef]*parsedGateway, opts Options, st *GatewayStatus, problems *[]model.Problem) {
+	msg := fmt.Sprintf("pier serves at most %d HTTPRoutes (--max-httproutes)", opts.MaxHTTPRoutes)
+	var parents []gwv1.RouteParentStatus
+	for _, parent := range r.Spec.ParentRefs {
+		if !isGatewayKind(parent) || gws[gatewayRefOf(parent, r.Namespace)] == nil {
+			continue
+		}
+		parents = append(parents, gwv1.RouteParentStatus{ParentRef: parent,
+			ControllerName: gwv1.GatewayController(opts.GatewayControllerName),
+			Conditions:     []metav1.Condition{condition(r.Generation, string(gwv1.RouteConditionAccepted), false, reasonTooManyHTTPRoutes, msg)}})
+	}
+	st.Routes[model.ObjectRef{Kind: model.KindHTTPRoute, Namespace: r.Namespace, Name: r.Name}] = parents
+	*problems = append(*problems, routeProblem(r, model.SeverityError, reasonTooManyHTTPRoutes, "", msg))
+}
+
 // namespaceLabelsOf returns a namespace's labels. One missing from the
 // snapshot (pier run's files rarely list Namespaces) still has the label
 // the API server puts on every namespace, so a selector on

@@ -36,6 +36,9 @@ type Options struct {
 	// for (RELIABILITY R13). Ingresses past the cap are refused.
 	MaxIngresses       int
 	MaxPathsPerIngress int
+	// MaxHTTPRoutes bounds the HTTPRoutes attached to our Gateways, as
+	// MaxIngresses does Ingresses: the newest past the cap are refused.
+	MaxHTTPRoutes int
 	// ExternalIPNamespaces, when not empty, lists the only namespaces
 	// whose Ingresses may pin an address with pier.dev/external-ip.
 	ExternalIPNamespaces []string
@@ -76,6 +79,7 @@ func DefaultOptions() Options {
 		HTTPSPort:              443,
 		MaxIngresses:           10000,
 		MaxPathsPerIngress:     1000,
+		MaxHTTPRoutes:          10000,
 		GatewayExtendedMatches: true,
 	}
 }

@@ -124,7 +124,8 @@ func (h *Handler) loadBalancer(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	p := buildLB(lb, problemsByIngress(h.ingresses()), h.now())
+	gws, routes := h.gatewayStates()
+	p := buildLB(lb, problemsBySource(h.ingresses(), gws, routes), h.now())
 	switch {
 	case h.Config == nil:
 		p.ConfigNote = "not available in this mode"
@@ -160,7 +161,7 @@ func buildLB(lb *model.LoadBalancer, problems map[string][]model.Problem, now ti
 		p.Listeners = append(p.Listeners, buildListener(l, pools))
 	}
 	for _, s := range lb.Sources {
-		for _, pr := range problems[s.Key()] {
+		for _, pr := range problems[sourceKey(s)] {
 			p.Problems = append(p.Problems, buildProblem(pr))
 		}
 	}

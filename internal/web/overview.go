@@ -95,8 +95,13 @@ func sourceLinks(srcs []model.Source) []sourceLink {
 	out := make([]sourceLink, 0, len(srcs))
 	for _, s := range srcs {
 		l := sourceLink{Kind: Clean(s.Kind), Key: Clean(s.Key())}
-		if s.Kind == "Ingress" {
+		switch s.Kind {
+		case model.KindIngress:
 			l.Href = ingressHref(s.Namespace, s.Name)
+		case model.KindGateway:
+			l.Href = gatewayHref(s.Namespace, s.Name)
+		case model.KindHTTPRoute:
+			l.Href = routeHref(s.Namespace, s.Name)
 		}
 		out = append(out, l)
 	}
@@ -195,8 +200,11 @@ type overviewPage struct {
 	// ProblemIngresses counts Ingresses with problems, served or not.
 	ProblemIngresses int
 	IngressesKnown   bool
-	Page, Pages      int
-	Prev, Next       string
+	// Gateways counts the Gateways of pier's classes; ProblemGatewayObjects
+	// the Gateways and HTTPRoutes with problems.
+	Gateways, ProblemGatewayObjects int
+	Page, Pages                     int
+	Prev, Next                      string
 }
 
 func (p *overviewPage) etagSource() any {
@@ -204,9 +212,10 @@ func (p *overviewPage) etagSource() any {
 		F         filter
 		R         []lbRow
 		T, M, P   int
+		G, GP     int
 		C         map[string]int
 		N, Pr, St []option
-	}{p.Filter, p.Rows, p.Total, p.Matched, p.ProblemIngresses, p.Counts, p.Namespaces, p.Providers, p.States}
+	}{p.Filter, p.Rows, p.Total, p.Matched, p.ProblemIngresses, p.Gateways, p.ProblemGatewayObjects, p.Counts, p.Namespaces, p.Providers, p.States}
 }
 
 func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
@@ -216,11 +225,14 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ings := h.ingresses()
+	gws, routes := h.gatewayStates()
 	size := h.PageSize
 	if size <= 0 {
 		size = DefaultPageSize
 	}
-	h.page(w, r, http.StatusOK, "overview", buildOverview(lbs, ings, parseFilter(r.URL.Query()), size, h.now()))
+	p := buildOverview(lbs, ings, problemsBySource(ings, gws, routes), parseFilter(r.URL.Query()), size, h.now())
+	p.Gateways, p.ProblemGatewayObjects = len(gws), problemObjects(gws, routes)
+	h.page(w, r, http.StatusOK, "overview", p)
 }
 
 func (h *Handler) ingresses() []IngressInfo {
@@ -230,20 +242,69 @@ func (h *Handler) ingresses() []IngressInfo {
 	return h.Ingresses.Ingresses()
 }
 
-func problemsByIngress(ings []IngressInfo) map[string][]model.Problem {
-	out := make(map[string][]model.Problem, len(ings))
+// problemsBySource maps a load balancer source, "Kind/namespace/name",
+// to its problems: an Ingress's own; a Gateway's own and those of the
+// HTTPRoutes with a parent entry for it (their rules are its policies).
+func problemsBySource(ings []IngressInfo, gws []GatewayInfo, routes []HTTPRouteInfo) map[string][]model.Problem {
+	out := make(map[string][]model.Problem, len(ings)+len(gws))
 	for _, in := range ings {
 		if len(in.Problems) > 0 {
-			out[in.Ingress.Namespace+"/"+in.Ingress.Name] = in.Problems
+			out[model.KindIngress+"/"+in.Ingress.Namespace+"/"+in.Ingress.Name] = in.Problems
+		}
+	}
+	for _, g := range gws {
+		if len(g.Problems) > 0 {
+			k := model.KindGateway + "/" + g.Gateway.Namespace + "/" + g.Gateway.Name
+			out[k] = append(out[k], g.Problems...)
+		}
+	}
+	for _, rt := range routes {
+		if len(rt.Problems) == 0 {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, ps := range rt.Route.Status.Parents {
+			ns := rt.Route.Namespace
+			if ps.ParentRef.Namespace != nil {
+				ns = string(*ps.ParentRef.Namespace)
+			}
+			k := model.KindGateway + "/" + ns + "/" + string(ps.ParentRef.Name)
+			if !seen[k] {
+				seen[k] = true
+				out[k] = append(out[k], rt.Problems...)
+			}
 		}
 	}
 	return out
 }
 
-func buildOverview(lbs []*model.LoadBalancer, ings []IngressInfo, f filter, pageSize int, now time.Time) *overviewPage {
-	problems := problemsByIngress(ings)
+func sourceKey(s model.Source) string { return s.Kind + "/" + s.Key() }
+
+// problemObjects counts the Gateway API objects with problems.
+func problemObjects(gws []GatewayInfo, routes []HTTPRouteInfo) int {
+	n := 0
+	for _, g := range gws {
+		if len(g.Problems) > 0 {
+			n++
+		}
+	}
+	for _, rt := range routes {
+		if len(rt.Problems) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+func buildOverview(lbs []*model.LoadBalancer, ings []IngressInfo, problems map[string][]model.Problem, f filter, pageSize int, now time.Time) *overviewPage {
+	withProblems := 0
+	for _, in := range ings {
+		if len(in.Problems) > 0 {
+			withProblems++
+		}
+	}
 	p := &overviewPage{Title: "Load balancers", Filter: f, Total: len(lbs), Counts: map[string]int{},
-		ProblemIngresses: len(problems), IngressesKnown: ings != nil}
+		ProblemIngresses: withProblems, IngressesKnown: ings != nil}
 	namespaces, providers := map[string]bool{}, map[string]bool{}
 	states := map[string]bool{string(model.StateActive): true, stateUpdating: true,
 		string(model.StatePending): true, string(model.StateError): true}
@@ -295,7 +356,7 @@ func buildRow(lb *model.LoadBalancer, problems map[string][]model.Problem, now t
 	}
 	row.Health = healthOf(lb, row.Members)
 	for _, s := range lb.Sources {
-		row.Problems += len(problems[s.Key()])
+		row.Problems += len(problems[sourceKey(s)])
 	}
 	return row
 }

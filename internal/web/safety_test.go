@@ -109,7 +109,7 @@ func TestReadOnly(t *testing.T) {
 	defer srv.Close()
 	for _, base := range []string{f.srv.URL, srv.URL} {
 		for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch, "PURGE"} {
-			for _, p := range []string{"/", "/ui/", "/ui/lb/u1", "/ui/ingresses", "/ui/static/app.js", "/ui/nothing"} {
+			for _, p := range []string{"/", "/ui/", "/ui/lb/u1", "/ui/ingresses", "/ui/gateways", "/ui/gateway/demo/gw", "/ui/static/app.js", "/ui/nothing"} {
 				req, _ := http.NewRequest(method, base+p, strings.NewReader("x=1"))
 				resp, err := http.DefaultClient.Do(req)
 				if err != nil {

@@ -2,7 +2,9 @@
 // overview (one row per load balancer, filtered on the server so it works
 // with JavaScript off), a detail page per load balancer (the Octavia tree,
 // addresses, placement and per-node reports, the rendered haproxy.conf,
-// the problems of its Ingresses) and an Ingress view.
+// the problems of its Ingresses), an Ingress view, and a Gateway view
+// (Gateways with their listeners and conditions, the HTTPRoutes attached
+// and those refused, with reasons).
 //
 // Everything is server-rendered with html/template, whose contextual
 // escaping is the only way a user value reaches a page: none of its
@@ -60,6 +62,9 @@ type Handler struct {
 	// Ingresses may be nil: the pages then show load balancers only and
 	// say that Ingresses are not available.
 	Ingresses Ingresses
+	// Gateways may be nil: the Gateway pages then say that Gateways are
+	// not available.
+	Gateways Gateways
 	// Config renders a load balancer's haproxy.conf for the detail page;
 	// nil shows "not available in this mode".
 	Config func(lb *model.LoadBalancer) ([]byte, error)
@@ -89,7 +94,7 @@ func parsePages() map[string]*template.Template {
 	funcs := template.FuncMap{"short": short}
 	base := template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
 	out := map[string]*template.Template{}
-	for _, name := range []string{"overview", "lb", "ingresses", "ingress", "notfound"} {
+	for _, name := range []string{"overview", "lb", "ingresses", "ingress", "gateways", "gateway", "httproute", "notfound"} {
 		t := template.Must(base.Clone())
 		out[name] = template.Must(t.ParseFS(templateFS, "templates/"+name+".html"))
 	}
@@ -115,6 +120,9 @@ func (h *Handler) newMux() *http.ServeMux {
 	mux.HandleFunc("/ui/lb/{uuid}", h.loadBalancer)
 	mux.HandleFunc("/ui/ingresses", h.ingressList)
 	mux.HandleFunc("/ui/ingress/{namespace}/{name}", h.ingress)
+	mux.HandleFunc("/ui/gateways", h.gatewayList)
+	mux.HandleFunc("/ui/gateway/{namespace}/{name}", h.gateway)
+	mux.HandleFunc("/ui/httproute/{namespace}/{name}", h.httpRoute)
 	static, _ := fs.Sub(staticFS, "static")
 	mux.Handle("/ui/static/", http.StripPrefix("/ui/static/", staticHandler(static)))
 	mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {

@@ -2,6 +2,7 @@ package kubemode
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"pier.dev/pier/internal/api"
 	"pier.dev/pier/test/harness"
 	"pier.dev/pier/test/kubeapi"
 )
@@ -120,6 +122,7 @@ func TestGatewayAPI(t *testing.T) {
 		t.Errorf("bad.example: %d, want 404 (a refused route is not served)", code)
 	}
 	e.waitGatewayEvent("HTTPRoute", "bad", string(gwv1.RouteReasonUnsupportedValue))
+	checkGatewayAPIServed(t, ctl, e.ns, lb.Metadata.Name)
 
 	e.waitRouteCondition(gw, "cross", "ResolvedRefs", metav1.ConditionFalse, string(gwv1.RouteReasonRefNotPermitted))
 	e.waitRouteCondition(gw, "cross", "Accepted", metav1.ConditionTrue, string(gwv1.RouteReasonAccepted))
@@ -150,6 +153,46 @@ func TestGatewayAPI(t *testing.T) {
 	if n := ctl.count("Gateway API support is off"); n != 0 {
 		t.Errorf("the controller said %d times that Gateway API support is off, with the CRDs installed", n)
 	}
+}
+
+// checkGatewayAPIServed: the controller's own API serves the Gateway
+// and the refused route with the status it writes, and the load balancer
+// the Gateway became (as `pier get gateways` reads them).
+func checkGatewayAPIServed(t *testing.T, ctl *proc, ns, lbName string) {
+	t.Helper()
+	eventually(t, 10*time.Second, "GET /gateways shows the Gateway programmed", func() error {
+		var g api.GatewayResponse
+		if err := getAPI(ctl, "/gateways/"+ns+"/gw", &g); err != nil {
+			return err
+		}
+		if g.LoadBalancer != lbName || len(g.Status.Addresses) != 2 {
+			return fmt.Errorf("loadBalancer %q (want %q), addresses %+v", g.LoadBalancer, lbName, g.Status.Addresses)
+		}
+		if len(g.Status.Listeners) != 1 || g.Status.Listeners[0].AttachedRoutes != 3 {
+			return fmt.Errorf("listeners %+v", g.Status.Listeners)
+		}
+		return onlyCondition(g.Status.Conditions, "Programmed", metav1.ConditionTrue, g.Generation)
+	})
+	var r api.HTTPRouteResponse
+	if err := getAPI(ctl, "/httproutes/"+ns+"/bad", &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Problems) == 0 || len(r.Status.Parents) != 1 ||
+		onlyCondition(r.Status.Parents[0].Conditions, "Accepted", metav1.ConditionFalse, r.Generation) != nil {
+		t.Errorf("GET /httproutes/%s/bad: problems %+v, parents %+v", ns, r.Problems, r.Status.Parents)
+	}
+}
+
+func getAPI(p *proc, path string, v any) error {
+	resp, err := http.Get("http://" + p.api + path)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
 }
 
 // checkGatewayAPIOffLogged: without the Gateway API CRDs (the tests

@@ -4,6 +4,8 @@
 // and reload counts their agent reports, a load balancer opens onto its
 // pools and members, an edited manifest shows up without a reload, a
 // member joining counts a runtime update, and hostile strings stay text.
+// A Gateway, its listeners and its attached and refused routes are read
+// the same way (gateway_test.go).
 // The failover history, which needs a pair, is rendered from a store
 // holding two agents' reports (failover_test.go). Screenshots of every page are
 // written to $PIER_WEB_ARTIFACTS (default test/web/artifacts, ignored by
