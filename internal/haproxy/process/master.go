@@ -24,14 +24,14 @@ const (
 	// must show within that. One poll reads two small /proc files, about
 	// 35 µs (measured): 50 polls a second cost 0.2% of a core per adopted
 	// master.
-	adoptedPoll    = 20 * time.Millisecond
+	adoptedPoll = 20 * time.Millisecond
 	// adoptedMisses is how many polls in a row may find an adopted
 	// master's pid alive but not recognisable as ours before it counts as
 	// gone: while the master re-executes itself for a reload, its
 	// /proc/<pid>/cmdline is briefly empty (seen under load, which made a
 	// reload of an adopted master report it exited). A pid that no longer
 	// exists counts as gone at once.
-	adoptedMisses = 3
+	adoptedMisses  = 3
 	abandonTimeout = 5 * time.Second
 	maxLogSize     = 8 << 20
 )
