@@ -69,7 +69,10 @@ func TestMemory(t *testing.T) {
 	objs = append(objs, shop.Ingresses[0])
 	harness.WriteFile(t, filepath.Join(manifests, "objects.json"), manifestList(t, objs...))
 
-	p := harness.StartPier(t, harness.Options{Manifests: manifests, State: state})
+	// One HAProxy process per load balancer: what one load balancer costs
+	// on its own (shards, the default, are measured in shards_test.go).
+	p := harness.StartPier(t, harness.Options{Manifests: manifests, State: state,
+		ExtraArgs: []string{"--haproxy-processes", "0"}})
 	p.Addresses(reloadNS, "one-route")
 	p.Addresses(shop.Ingresses[0].Namespace, shop.Ingresses[0].Name)
 
