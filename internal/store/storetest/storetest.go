@@ -114,7 +114,7 @@ func Sample(uuid string) *model.LoadBalancer {
 		Pools: []model.Pool{{ID: "p1", Name: "default_svc_80", Namespace: "default", Service: "svc", Port: "80",
 			Algorithm: "roundrobin", HealthCheck: true, ConnectTimeout: 5 * time.Second, ServerTimeout: 90 * time.Second,
 			Affinity: &model.CookieAffinity{Name: "route", Path: "/app", MaxAgeSeconds: 3600, SameSite: "Lax", Secure: model.CookieSecureAlways},
-			Tries:    2, ServiceUpstream: true,
+			Tries:    2, ServiceUpstream: true, RetryStatuses: []int{502, 503}, RetryTimeout: true,
 			Protocol: model.BackendGRPCS,
 			Members:  []model.Member{{Address: "10.1.0.5", Port: 8080, Weight: 1, Target: "pod-1"}}}},
 		CreatedAt: time.Date(2025, 6, 7, 8, 9, 10, 0, time.UTC),
