@@ -24,6 +24,10 @@ type ruleSettings struct {
 	// Server is the backend's timeout server: the longest HAProxy waits
 	// for the member's answer (or between two parts of it); 0: unset.
 	Server time.Duration `json:"server,omitempty"`
+	// Connect is the backend's timeout connect when Server is shorter
+	// than the defaults' (5s): a member that drops SYNs must not keep a
+	// request past its timeout either. 0 keeps the defaults'.
+	Connect time.Duration `json:"connect,omitempty"`
 	// Tries is model.Pool.Tries; 0 keeps the defaults' retries.
 	Tries         int                   `json:"tries,omitempty"`
 	RetryStatuses []int                 `json:"retryStatuses,omitempty"`
@@ -34,6 +38,9 @@ type ruleSettings struct {
 // maxRuleTimeout is the longest timeout a rule gets, and what "0s" (no
 // timeout, which HAProxy only has with a warning) becomes: render's bound.
 const maxRuleTimeout = 24 * time.Hour
+
+// defaultConnectTimeout is render's default timeout connect.
+const defaultConnectTimeout = 5 * time.Second
 
 // maxRetryAttempts bounds retry.attempts: pool tries are at most 11.
 const maxRetryAttempts = maxTries - 1
@@ -52,7 +59,7 @@ func parseGEPDuration(d gwv1.Duration) (time.Duration, error) {
 }
 
 func (s ruleSettings) zero() bool {
-	return s.Server == 0 && s.Tries == 0 && len(s.RetryStatuses) == 0 && !s.RetryTimeout && s.Affinity == nil
+	return s.Server == 0 && s.Connect == 0 && s.Tries == 0 && len(s.RetryStatuses) == 0 && !s.RetryTimeout && s.Affinity == nil
 }
 
 // parseRuleSettings reads a rule's timeouts, retry and
@@ -64,6 +71,9 @@ func parseRuleSettings(field string, rule gwv1.HTTPRouteRule, r *gwv1.HTTPRoute,
 		return s, refusal
 	}
 	s.Server = serverTimeout(request, backend)
+	if s.Server > 0 && s.Server < defaultConnectTimeout {
+		s.Connect = s.Server
+	}
 	if refusal := s.parseRetry(field+".retry", rule.Retry, request, backend); refusal != nil {
 		return s, refusal
 	}
@@ -222,7 +232,7 @@ func (s ruleSettings) applyTo(pool *model.Pool) *model.Pool {
 	p := *pool
 	p.ID = model.ID("gateway-rule", pool.ID, string(b))
 	p.Name = p.Namespace + "_rule_" + p.ID[:8]
-	p.ServerTimeout, p.Tries, p.Affinity = s.Server, s.Tries, s.Affinity
+	p.ServerTimeout, p.ConnectTimeout, p.Tries, p.Affinity = s.Server, s.Connect, s.Tries, s.Affinity
 	p.RetryStatuses, p.RetryTimeout = s.RetryStatuses, s.RetryTimeout
 	return &p
 }

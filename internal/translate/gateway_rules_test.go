@@ -102,7 +102,11 @@ func TestGatewayRuleSettings(t *testing.T) {
 		if p.ID == plain.ID || !strings.HasPrefix(p.Name, "default_rule_") || len(p.Members) != len(plain.Members) {
 			t.Errorf("%s: pool %s %s shares or lacks the Service's members", path, p.ID, p.Name)
 		}
-		if p.ServerTimeout != w.server || p.Tries != w.tries || !reflect.DeepEqual(p.RetryStatuses, w.statuses) || p.RetryTimeout != w.retryTimeout {
+		connect := time.Duration(0)
+		if w.server < 5*time.Second {
+			connect = w.server
+		}
+		if p.ServerTimeout != w.server || p.ConnectTimeout != connect || p.Tries != w.tries || !reflect.DeepEqual(p.RetryStatuses, w.statuses) || p.RetryTimeout != w.retryTimeout {
 			t.Errorf("%s: server %v tries %d statuses %v timeout %v, want %+v", path, p.ServerTimeout, p.Tries, p.RetryStatuses, p.RetryTimeout, w)
 		}
 		switch {
@@ -208,7 +212,7 @@ func TestGatewayRuleSettingsRender(t *testing.T) {
 		t.Fatalf("render: %v", err)
 	}
 	for _, want := range []string{
-		"    timeout server 3s\n    retries 2\n    retry-on conn-failure empty-response response-timeout 502 503\n",
+		"    timeout connect 3s\n    timeout server 3s\n    retries 2\n    retry-on conn-failure empty-response response-timeout 502 503\n",
 		"    cookie 'app-session' insert indirect nocache",
 	} {
 		if !bytes.Contains(r.Fragment, []byte(want)) {
