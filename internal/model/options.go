@@ -163,6 +163,11 @@ type CORS struct {
 	// header names, both sent in a preflight's answer.
 	AllowMethods []string `json:"allowMethods"`
 	AllowHeaders []string `json:"allowHeaders"`
+	// ExposeHeaders, header names, are sent as
+	// Access-Control-Expose-Headers on responses to an allowed origin
+	// (Gateway API CORS exposeHeaders); AllowHeaders may then be empty,
+	// which leaves Access-Control-Allow-Headers out.
+	ExposeHeaders []string `json:"exposeHeaders,omitempty"`
 	// AllowCredentials sends Access-Control-Allow-Credentials: true.
 	AllowCredentials bool `json:"allowCredentials,omitempty"`
 	// MaxAgeSeconds is the preflight's Access-Control-Max-Age.

@@ -13,7 +13,10 @@ type corsProfile struct {
 	any         bool          // AllowOrigins is ["*"]
 	origins     []encode.Word // exact origins, when not any
 	methods     encode.Word   // "GET, POST", for a log-format argument
-	headers     encode.Word   // "Content-Type, Authorization"
+	headers     encode.Word   // "Content-Type, Authorization"; valid when hasHeaders
+	hasHeaders  bool
+	expose      encode.Word // Access-Control-Expose-Headers; valid when hasExpose
+	hasExpose   bool
 	credentials bool
 	maxAge      int
 }
@@ -53,8 +56,17 @@ func corsOf(c *model.CORS) (*corsProfile, error) {
 	if p.methods, err = corsList(c.AllowMethods, encode.Method); err != nil {
 		return nil, fmt.Errorf("cors methods: %w", err)
 	}
-	if p.headers, err = corsList(c.AllowHeaders, encode.HeaderName); err != nil {
-		return nil, fmt.Errorf("cors headers: %w", err)
+	// No allowed header (a Gateway API CORS filter without
+	// allowHeaders) leaves Access-Control-Allow-Headers out.
+	if p.hasHeaders = len(c.AllowHeaders) > 0; p.hasHeaders {
+		if p.headers, err = corsList(c.AllowHeaders, encode.HeaderName); err != nil {
+			return nil, fmt.Errorf("cors headers: %w", err)
+		}
+	}
+	if p.hasExpose = len(c.ExposeHeaders) > 0; p.hasExpose {
+		if p.expose, err = corsList(c.ExposeHeaders, encode.HeaderName); err != nil {
+			return nil, fmt.Errorf("cors expose headers: %w", err)
+		}
 	}
 	return p, nil
 }
@@ -106,9 +118,11 @@ func writeCORS(c *encode.Config, name encode.Word, id string, p *corsProfile) {
 	if p.credentials {
 		ret = append(ret, hdr, encode.Lit("Access-Control-Allow-Credentials"), encode.Lit("true"))
 	}
-	ret = append(ret, hdr, encode.Lit("Access-Control-Allow-Methods"), p.methods,
-		hdr, encode.Lit("Access-Control-Allow-Headers"), p.headers,
-		hdr, encode.Lit("Access-Control-Max-Age"), encode.Num(p.maxAge))
+	ret = append(ret, hdr, encode.Lit("Access-Control-Allow-Methods"), p.methods)
+	if p.hasHeaders {
+		ret = append(ret, hdr, encode.Lit("Access-Control-Allow-Headers"), p.headers)
+	}
+	ret = append(ret, hdr, encode.Lit("Access-Control-Max-Age"), encode.Num(p.maxAge))
 	ret = append(ret, cond...)
 	c.Line(append(ret, encode.Lit("METH_OPTIONS"))...)
 	resp := encode.Lit("http-response")
@@ -116,5 +130,9 @@ func writeCORS(c *encode.Config, name encode.Word, id string, p *corsProfile) {
 	if p.credentials {
 		c.Line(append([]encode.Word{resp, encode.Lit("set-header"), encode.Lit("Access-Control-Allow-Credentials"),
 			encode.Lit("true")}, respCond...)...)
+	}
+	if p.hasExpose {
+		c.Line(append([]encode.Word{resp, encode.Lit("set-header"), encode.Lit("Access-Control-Expose-Headers"),
+			p.expose}, respCond...)...)
 	}
 }

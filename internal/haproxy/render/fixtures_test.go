@@ -167,6 +167,7 @@ func fixtures() []fixture {
 		{"gateway-matches-acl", unorderableFixture()},
 		{"gateway-filters", gatewayFiltersFixture(web1, web2)},
 		{"gateway-rule-settings", ruleSettingsFixture(web1, web2)},
+		{"gateway-cors", gatewayCORSFixture(web1, web2)},
 		{"ingress-headers", ingressHeadersFixture()},
 	}
 }
