@@ -332,6 +332,14 @@ type CookieAffinity struct {
 	Path string `json:"path,omitempty"`
 	// MaxAgeSeconds is the cookie's Max-Age; 0 is a session cookie.
 	MaxAgeSeconds int `json:"maxAgeSeconds,omitempty"`
+	// MaxLifeSeconds, with a session cookie (MaxAgeSeconds 0), is how
+	// long after it was set HAProxy still honours it (cookie maxlife; a
+	// Max-Age sets maxlife itself); MaxIdleSeconds how long after it was
+	// last seen (maxidle). An expired cookie is ignored and replaced.
+	// 0: no bound (Gateway API sessionPersistence absoluteTimeout and
+	// idleTimeout).
+	MaxLifeSeconds int `json:"maxLifeSeconds,omitempty"`
+	MaxIdleSeconds int `json:"maxIdleSeconds,omitempty"`
 	// SameSite is "", "None", "Lax" or "Strict"; "None" also sets
 	// Secure, without which browsers drop the cookie.
 	SameSite string `json:"sameSite,omitempty"`

@@ -187,8 +187,9 @@ func retryableStatus(c int) bool {
 // parseSessionPersistence maps cookie persistence onto the pool's cookie
 // affinity: the cookie named sessionName (else one per route rule), a
 // session cookie, or with lifetimeType Permanent one whose Max-Age is
-// absoluteTimeout. HAProxy would need maxidle and maxlife for the
-// gateway-tracked timeouts, which pier does not render yet.
+// absoluteTimeout. HAProxy tracks the timeouts in the cookie's value
+// (maxlife: absoluteTimeout; maxidle: idleTimeout) and ignores, then
+// replaces, a cookie past either.
 func parseSessionPersistence(field string, sp *gwv1.SessionPersistence, r *gwv1.HTTPRoute, index int) (*model.CookieAffinity, *routeRefusal) {
 	if sp.Type != nil && *sp.Type != gwv1.CookieBasedSessionPersistence {
 		return nil, &routeRefusal{field + ".type", fmt.Sprintf("%s session persistence is not supported (only Cookie)", quoteForMessage(string(*sp.Type)))}
@@ -201,23 +202,34 @@ func parseSessionPersistence(field string, sp *gwv1.SessionPersistence, r *gwv1.
 		a.Name = *sp.SessionName
 	}
 	if sp.IdleTimeout != nil {
-		return nil, &routeRefusal{field + ".idleTimeout", "an idle timeout for sessions is not supported"}
+		secs, refusal := cookieSeconds(field+".idleTimeout", *sp.IdleTimeout)
+		if refusal != nil {
+			return nil, refusal
+		}
+		a.MaxIdleSeconds = secs
 	}
-	permanent := sp.CookieConfig != nil && sp.CookieConfig.LifetimeType != nil && *sp.CookieConfig.LifetimeType == gwv1.PermanentCookieLifetimeType
-	if sp.AbsoluteTimeout != nil {
-		if !permanent {
-			return nil, &routeRefusal{field + ".absoluteTimeout", "an absolute timeout is supported only with cookieConfig.lifetimeType Permanent (the cookie's Max-Age)"}
+	permanent := false
+	if c := sp.CookieConfig; c != nil && c.LifetimeType != nil {
+		switch *c.LifetimeType {
+		case gwv1.PermanentCookieLifetimeType:
+			permanent = true
+		case gwv1.SessionCookieLifetimeType:
+		default:
+			return nil, &routeRefusal{field + ".cookieConfig.lifetimeType", fmt.Sprintf("%s is not Session or Permanent", quoteForMessage(string(*c.LifetimeType)))}
 		}
-		d, err := parseGEPDuration(*sp.AbsoluteTimeout)
-		if err != nil {
-			return nil, &routeRefusal{field + ".absoluteTimeout", err.Error()}
+	}
+	switch {
+	case sp.AbsoluteTimeout != nil:
+		secs, refusal := cookieSeconds(field+".absoluteTimeout", *sp.AbsoluteTimeout)
+		if refusal != nil {
+			return nil, refusal
 		}
-		secs := int((d + time.Second - 1) / time.Second)
-		if secs < 1 || secs > maxCookieAge {
-			return nil, &routeRefusal{field + ".absoluteTimeout", fmt.Sprintf("%s is outside 1s-%ds", *sp.AbsoluteTimeout, maxCookieAge)}
+		if permanent {
+			a.MaxAgeSeconds = secs // HAProxy's maxlife too
+		} else {
+			a.MaxLifeSeconds = secs
 		}
-		a.MaxAgeSeconds = secs
-	} else if permanent {
+	case permanent:
 		return nil, &routeRefusal{field + ".absoluteTimeout", "a Permanent cookie needs an absolute timeout"}
 	}
 	return a, nil
@@ -235,4 +247,18 @@ func (s ruleSettings) applyTo(pool *model.Pool) *model.Pool {
 	p.ServerTimeout, p.ConnectTimeout, p.Tries, p.Affinity = s.Server, s.Connect, s.Tries, s.Affinity
 	p.RetryStatuses, p.RetryTimeout = s.RetryStatuses, s.RetryTimeout
 	return &p
+}
+
+// cookieSeconds reads a session timeout as whole seconds (rounded up:
+// HAProxy's cookie dates are seconds), 1s to ten years.
+func cookieSeconds(field string, d gwv1.Duration) (int, *routeRefusal) {
+	t, err := parseGEPDuration(d)
+	if err != nil {
+		return 0, &routeRefusal{field, err.Error()}
+	}
+	secs := int((t + time.Second - 1) / time.Second)
+	if secs < 1 || secs > maxCookieAge {
+		return 0, &routeRefusal{field, fmt.Sprintf("%s is outside 1s-%ds", d, maxCookieAge)}
+	}
+	return secs, nil
 }

@@ -69,6 +69,9 @@ func TestGatewayRuleSettings(t *testing.T) {
   - matches: [{path: {value: /cookie}}]
     sessionPersistence: {sessionName: app-session}
     backendRefs: [{name: svc, port: 80}]
+  - matches: [{path: {value: /session}}]
+    sessionPersistence: {idleTimeout: 10m, absoluteTimeout: 1500ms, cookieConfig: {lifetimeType: Session}}
+    backendRefs: [{name: svc, port: 80}]
   - matches: [{path: {value: /permanent}}]
     sessionPersistence: {absoluteTimeout: 1h, cookieConfig: {lifetimeType: Permanent}}
     backendRefs: [{name: svc, port: 80}]`)
@@ -85,6 +88,8 @@ func TestGatewayRuleSettings(t *testing.T) {
 		retryTimeout  bool
 		cookie        string
 		maxAgeSeconds int
+		maxLife       int
+		maxIdle       int
 	}
 	for path, w := range map[string]want{
 		"/req":       {server: 90 * time.Second},
@@ -93,6 +98,7 @@ func TestGatewayRuleSettings(t *testing.T) {
 		"/codes":     {statuses: []int{502}},
 		"/cookie":    {cookie: "app-session"},
 		"/permanent": {maxAgeSeconds: 3600},
+		"/session":   {maxLife: 2, maxIdle: 600}, // 1500ms rounded up
 	} {
 		p := pools[path]
 		if p == nil {
@@ -110,13 +116,14 @@ func TestGatewayRuleSettings(t *testing.T) {
 			t.Errorf("%s: server %v tries %d statuses %v timeout %v, want %+v", path, p.ServerTimeout, p.Tries, p.RetryStatuses, p.RetryTimeout, w)
 		}
 		switch {
-		case w.cookie == "" && w.maxAgeSeconds == 0:
+		case w.cookie == "" && w.maxAgeSeconds == 0 && w.maxLife == 0:
 			if p.Affinity != nil {
 				t.Errorf("%s: affinity %+v", path, p.Affinity)
 			}
 		case p.Affinity == nil:
 			t.Errorf("%s: no affinity", path)
-		case w.cookie != "" && p.Affinity.Name != w.cookie, p.Affinity.MaxAgeSeconds != w.maxAgeSeconds:
+		case w.cookie != "" && p.Affinity.Name != w.cookie, p.Affinity.MaxAgeSeconds != w.maxAgeSeconds,
+			p.Affinity.MaxLifeSeconds != w.maxLife, p.Affinity.MaxIdleSeconds != w.maxIdle:
 			t.Errorf("%s: affinity %+v", path, p.Affinity)
 		case w.cookie == "" && !strings.HasPrefix(p.Affinity.Name, "pier_"):
 			t.Errorf("%s: default cookie %s", path, p.Affinity.Name)
@@ -157,8 +164,10 @@ func TestGatewayRuleSettingsRefusals(t *testing.T) {
 		{"header persistence", `sessionPersistence: {type: Header}`, rule0 + ".sessionPersistence.type", "only Cookie"},
 		{"cookie ;evil", `sessionPersistence: {sessionName: "s;evil"}`, rule0 + ".sessionPersistence.sessionName", "cookie name"},
 		{"cookie space", `sessionPersistence: {sessionName: "a b"}`, rule0 + ".sessionPersistence.sessionName", "cookie name"},
-		{"idle timeout", `sessionPersistence: {idleTimeout: 10m}`, rule0 + ".sessionPersistence.idleTimeout", "not supported"},
-		{"session absolute", `sessionPersistence: {absoluteTimeout: 10m}`, rule0 + ".sessionPersistence.absoluteTimeout", "Permanent"},
+		{"idle 0s", `sessionPersistence: {idleTimeout: 0s}`, rule0 + ".sessionPersistence.idleTimeout", "outside"},
+		{"idle fraction", `sessionPersistence: {idleTimeout: 0.5s}`, rule0 + ".sessionPersistence.idleTimeout", "not a Gateway API duration"},
+		{"idle 11 years", `sessionPersistence: {idleTimeout: 99999h}`, rule0 + ".sessionPersistence.idleTimeout", "outside"},
+		{"lifetime bogus", `sessionPersistence: {cookieConfig: {lifetimeType: Forever}}`, rule0 + ".sessionPersistence.cookieConfig.lifetimeType", "Session or Permanent"},
 		{"permanent without", `sessionPersistence: {cookieConfig: {lifetimeType: Permanent}}`, rule0 + ".sessionPersistence.absoluteTimeout", "needs"},
 		{"permanent 0s", `sessionPersistence: {absoluteTimeout: 0s, cookieConfig: {lifetimeType: Permanent}}`, rule0 + ".sessionPersistence.absoluteTimeout", "outside"},
 	} {

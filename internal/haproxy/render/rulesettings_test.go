@@ -21,6 +21,7 @@ func ruleSettingsFixture(web1, web2 model.Pool) *model.LoadBalancer {
 	web1.RetryStatuses, web1.RetryTimeout = []int{503, 500, 503}, true
 	web1.Affinity = &model.CookieAffinity{Name: "app-session"}
 	web2.ServerTimeout, web2.Tries = 24*time.Hour, 1
+	web2.Affinity = &model.CookieAffinity{Name: "pier_0123456789ab", MaxLifeSeconds: 3600, MaxIdleSeconds: 600}
 	web3 := pool("webservice-3", member("10.47.255.237", 80))
 	web3.RetryStatuses = []int{502}
 	return newLB([]model.Listener{httpListener("", routes(
@@ -37,6 +38,13 @@ func TestRetryOnRevalidated(t *testing.T) {
 		"status -1":      func(p *model.Pool) { p.RetryStatuses = []int{-1} },
 		"too many":       func(p *model.Pool) { p.RetryStatuses = make([]int, 11) },
 		"tcp with retry": func(p *model.Pool) { p.TCP, p.RetryTimeout = true, true },
+		"max age and life": func(p *model.Pool) {
+			p.Affinity = &model.CookieAffinity{Name: "s", MaxAgeSeconds: 60, MaxLifeSeconds: 60}
+		},
+		"negative idle": func(p *model.Pool) { p.Affinity = &model.CookieAffinity{Name: "s", MaxIdleSeconds: -1} },
+		"idle past ten years": func(p *model.Pool) {
+			p.Affinity = &model.CookieAffinity{Name: "s", MaxIdleSeconds: maxCookieAge + 1}
+		},
 	} {
 		web := pool("web", member("10.0.0.1", 80))
 		p(&web)
@@ -145,5 +153,54 @@ func TestIntegrationRuleSettings(t *testing.T) {
 	}
 	if code, took := get("pertry.test", "id=s2&stall=5"); code != http.StatusGatewayTimeout || backend.count("s2") != 2 || took > 1500*time.Millisecond {
 		t.Errorf("stalled attempts: %d after %d attempts in %v, want 504 after 2 within 1.5s", code, backend.count("s2"), took)
+	}
+}
+
+// TestIntegrationCookieMaxIdle: sessionPersistence idleTimeout is
+// HAProxy's maxidle. Two members balanced by source address, so each
+// client address has its member: a fresh cookie from a client whose
+// address hashes to the other member keeps it on the cookie's; the same
+// cookie after more than the idle timeout is ignored, and the address
+// decides again.
+func TestIntegrationCookieMaxIdle(t *testing.T) {
+	bin := haproxyBin(t)
+	if testing.Short() {
+		t.Skip("starts HAProxy")
+	}
+	p := pool("sticky", memberAt(startBackend(t, "one")), memberAt(startBackend(t, "two")))
+	p.HealthCheck, p.Algorithm = false, model.AlgorithmSourceIP
+	p.Affinity = &model.CookieAffinity{Name: "gw-session", MaxIdleSeconds: 1}
+	lb := newLB([]model.Listener{httpListener("", routes(toPool(p, hostIs("app.test"), pathPrefix("/"))))}, p)
+	addr := serveLB(t, bin, lb)
+	const bare = "GET / HTTP/1.1\r\nHost: app.test\r\n\r\n"
+	first := rawRequest(t, addr, "127.0.0.1", bare)
+	member := first.Header.Get("X-Backend")
+	var cookie string
+	for _, c := range first.Cookies() {
+		if c.Name == "gw-session" {
+			cookie = c.Name + "=" + c.Value
+		}
+	}
+	if cookie == "" {
+		t.Fatalf("no cookie: %v", first.Header)
+	}
+	other := ""
+	for i := 2; i < 40 && other == ""; i++ {
+		from := fmt.Sprintf("127.0.0.%d", i)
+		if rawRequest(t, addr, from, bare).Header.Get("X-Backend") != member {
+			other = from
+		}
+	}
+	if other == "" {
+		t.Fatal("every client address hashes to " + member)
+	}
+	with := "GET / HTTP/1.1\r\nHost: app.test\r\nCookie: " + cookie + "\r\n\r\n"
+	if got := rawRequest(t, addr, other, with).Header.Get("X-Backend"); got != member {
+		t.Fatalf("fresh cookie from %s: %s, want %s", other, got, member)
+	}
+	// HAProxy keeps cookie dates in units of 4s: wait past one.
+	time.Sleep(5 * time.Second)
+	if got := rawRequest(t, addr, other, with).Header.Get("X-Backend"); got == member {
+		t.Errorf("cookie idle past maxidle still kept %s on %s", other, got)
 	}
 }

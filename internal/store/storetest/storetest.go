@@ -113,7 +113,7 @@ func Sample(uuid string) *model.LoadBalancer {
 		}},
 		Pools: []model.Pool{{ID: "p1", Name: "default_svc_80", Namespace: "default", Service: "svc", Port: "80",
 			Algorithm: "roundrobin", HealthCheck: true, ConnectTimeout: 5 * time.Second, ServerTimeout: 90 * time.Second,
-			Affinity: &model.CookieAffinity{Name: "route", Path: "/app", MaxAgeSeconds: 3600, SameSite: "Lax", Secure: model.CookieSecureAlways},
+			Affinity: &model.CookieAffinity{Name: "route", Path: "/app", MaxAgeSeconds: 3600, MaxLifeSeconds: 7200, MaxIdleSeconds: 600, SameSite: "Lax", Secure: model.CookieSecureAlways},
 			Tries:    2, ServiceUpstream: true, RetryStatuses: []int{502, 503}, RetryTimeout: true,
 			Protocol: model.BackendGRPCS,
 			Members:  []model.Member{{Address: "10.1.0.5", Port: 8080, Weight: 1, Target: "pod-1"}}}},
