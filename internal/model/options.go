@@ -156,8 +156,9 @@ type BasicAuth struct {
 // responses to an allowed origin carry Access-Control-Allow-Origin.
 type CORS struct {
 	// AllowOrigins is either ["*"] (any origin, answered "*") or exact,
-	// lowercase origins "scheme://host[:port]"; the request's Origin is
-	// echoed back only when it is one of them.
+	// lowercase origins "scheme://host[:port]" and wildcard ones
+	// "scheme://*" or "scheme://*.host[:port]" (encode.OriginPattern);
+	// the request's Origin is echoed back only when it matches one.
 	AllowOrigins []string `json:"allowOrigins"`
 	// AllowMethods are method tokens (uppercase letters), AllowHeaders
 	// header names, both sent in a preflight's answer.

@@ -29,10 +29,11 @@ var safelistedMethods = []string{"GET", "HEAD", "POST"}
 
 // parseCORS maps the CORS filter onto render's CORS (model.CORS): "*" or
 // exact origins, methods, headers, expose headers, credentials, max age.
-// What render cannot answer as the spec says is refused: origins with a
-// wildcard host, and "*" origins, headers or expose headers with
-// credentials (the spec wants the request's value echoed there) or
-// "*" headers at all (render lists names).
+// Wildcard origins ("https://*.example.com") match by regex; "*" with
+// credentials becomes "http://*" and "https://*", so the request's
+// origin is echoed as the spec wants. Refused: "*" in allowHeaders or
+// exposeHeaders (render lists names; with credentials the spec wants
+// the request's headers echoed).
 func parseCORS(f *gwv1.HTTPCORSFilter) (*model.CORS, error) {
 	credentials := f.AllowCredentials != nil && *f.AllowCredentials
 	c := &model.CORS{AllowCredentials: credentials, MaxAgeSeconds: int(f.MaxAge)}
@@ -45,10 +46,13 @@ func parseCORS(f *gwv1.HTTPCORSFilter) (*model.CORS, error) {
 	for i, o := range f.AllowOrigins {
 		s := string(o)
 		if s == "*" {
-			if len(f.AllowOrigins) > 1 || credentials {
-				return nil, fmt.Errorf("allowOrigins[%d]: \"*\" is served only alone and without allowCredentials", i)
+			if len(f.AllowOrigins) > 1 {
+				return nil, fmt.Errorf("allowOrigins[%d]: \"*\" alongside other origins", i)
 			}
 			c.AllowOrigins = []string{"*"}
+			if credentials { // the spec: the request's origin, not "*"
+				c.AllowOrigins = []string{"http://*", "https://*"}
+			}
 			continue
 		}
 		canonical, err := canonicalOrigin(s)
@@ -81,15 +85,16 @@ func parseCORS(f *gwv1.HTTPCORSFilter) (*model.CORS, error) {
 // "https://a.example".
 func canonicalOrigin(s string) (string, error) {
 	l := strings.ToLower(s)
-	if strings.Contains(l, "*") {
-		return "", fmt.Errorf("origin %s: wildcard hosts are not supported (\"*\" alone or exact origins)", quoteForMessage(s))
-	}
 	if strings.HasPrefix(l, "http://") {
 		l = strings.TrimSuffix(l, ":80")
 	} else if strings.HasPrefix(l, "https://") {
 		l = strings.TrimSuffix(l, ":443")
 	}
-	if _, err := encode.Origin(l); err != nil {
+	check := encode.Origin
+	if strings.Contains(l, "*") {
+		check = func(s string) (encode.Value, error) { _, err := encode.OriginPattern(s); return encode.Value{}, err }
+	}
+	if _, err := check(l); err != nil {
 		return "", err
 	}
 	return l, nil

@@ -32,6 +32,12 @@ func TestGatewayCORSFilter(t *testing.T) {
     backendRefs: [{name: svc, port: 80}]
   - matches: [{path: {value: /any}}]
     filters: [{type: CORS, cors: {allowOrigins: ["*"]}}]
+    backendRefs: [{name: svc, port: 80}]
+  - matches: [{path: {value: /wild}}]
+    filters: [{type: CORS, cors: {allowOrigins: ["https://*.Example.com:443", "http://*"]}}]
+    backendRefs: [{name: svc, port: 80}]
+  - matches: [{path: {value: /cred}}]
+    filters: [{type: CORS, cors: {allowOrigins: ["*"], allowCredentials: true}}]
     backendRefs: [{name: svc, port: 80}]`)
 	assertAccepted(t, res)
 	opts := routeOptions(t, res, 80)
@@ -41,6 +47,10 @@ func TestGatewayCORSFilter(t *testing.T) {
 			AllowHeaders:  []string{"X-Token", "Content-Type"},
 			ExposeHeaders: []string{"X-Request-Id"}, AllowCredentials: true, MaxAgeSeconds: 600},
 		"STARTS_WITH /any": {AllowOrigins: []string{"*"}, AllowMethods: []string{"GET", "HEAD", "POST"}, MaxAgeSeconds: 5},
+		"STARTS_WITH /wild": {AllowOrigins: []string{"https://*.example.com", "http://*"}, AllowMethods: []string{"GET", "HEAD", "POST"},
+			MaxAgeSeconds: 5},
+		"STARTS_WITH /cred": {AllowOrigins: []string{"http://*", "https://*"}, AllowMethods: []string{"GET", "HEAD", "POST"},
+			AllowCredentials: true, MaxAgeSeconds: 5},
 	} {
 		o := opts[path]
 		if o == nil || !reflect.DeepEqual(o.CORS, want) {
@@ -57,6 +67,7 @@ func TestGatewayCORSFilter(t *testing.T) {
 	for _, want := range []string{
 		"'https://app.example' 'http://a.example:8080' 'http://b.example'",
 		"http-response set-header Access-Control-Expose-Headers 'X-Request-Id' if ",
+		" req.fhdr(origin) -m reg '^https://[a-z0-9.-]+\\.example\\.com$' '^http://[a-z0-9.-]+(:[0-9]{1,5})?$'\n",
 	} {
 		if !bytes.Contains(r.Fragment, []byte(want)) {
 			t.Errorf("no %q in\n%s", want, r.Fragment)
@@ -68,8 +79,9 @@ func TestGatewayCORSFilter(t *testing.T) {
 func TestGatewayCORSRefusals(t *testing.T) {
 	const at = "spec.rules[0].filters[0].cors"
 	for _, tc := range []struct{ name, cors, message string }{
-		{"wildcard host", `{allowOrigins: ["https://*.example"]}`, "allowOrigins[0]: origin"},
-		{"star with credentials", `{allowOrigins: ["*"], allowCredentials: true}`, "allowOrigins[0]"},
+		{"wildcard inside a label", `{allowOrigins: ["https://a*.example"]}`, "allowOrigins[0]: invalid origin pattern"},
+		{"wildcard twice", `{allowOrigins: ["https://*.*.example"]}`, "allowOrigins[0]"},
+		{"wildcard ;evil", `{allowOrigins: ["https://*.example;evil"]}`, "allowOrigins[0]"},
 		{"star with others", `{allowOrigins: ["https://a.example", "*"]}`, "allowOrigins[1]"},
 		{"no origin", `{allowMethods: [GET]}`, "allowOrigins"},
 		{"origin with path", `{allowOrigins: ["https://a.example/x"]}`, "allowOrigins[0]"},

@@ -3,6 +3,7 @@ package render
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/model"
@@ -12,6 +13,7 @@ import (
 type corsProfile struct {
 	any         bool          // AllowOrigins is ["*"]
 	origins     []encode.Word // exact origins, when not any
+	patterns    []encode.Word // regexes of wildcard origins (encode.OriginPattern)
 	methods     encode.Word   // "GET, POST", for a log-format argument
 	headers     encode.Word   // "Content-Type, Authorization"; valid when hasHeaders
 	hasHeaders  bool
@@ -45,6 +47,14 @@ func corsOf(c *model.CORS) (*corsProfile, error) {
 		p.any = true
 	default:
 		for _, o := range c.AllowOrigins {
+			if strings.Contains(o, "*") {
+				w, err := encode.OriginPattern(o)
+				if err != nil {
+					return nil, fmt.Errorf("cors: %w", err)
+				}
+				p.patterns = append(p.patterns, w)
+				continue
+			}
 			v, err := encode.Origin(o)
 			if err != nil {
 				return nil, fmt.Errorf("cors: %w", err)
@@ -105,8 +115,15 @@ func writeCORS(c *encode.Config, name encode.Word, id string, p *corsProfile) {
 	respCond := []encode.Word{ifWord, name}
 	if !p.any {
 		acl := encode.ID("pier_cors_", id)
-		words := []encode.Word{encode.Lit("acl"), acl, encode.Lit("req.fhdr(origin)"), encode.Lit("-m"), encode.Lit("str")}
-		c.Line(append(words, p.origins...)...)
+		// Lines of one ACL name are ORed: exact origins, then patterns.
+		if len(p.origins) > 0 {
+			words := []encode.Word{encode.Lit("acl"), acl, encode.Lit("req.fhdr(origin)"), encode.Lit("-m"), encode.Lit("str")}
+			c.Line(append(words, p.origins...)...)
+		}
+		if len(p.patterns) > 0 {
+			words := []encode.Word{encode.Lit("acl"), acl, encode.Lit("req.fhdr(origin)"), encode.Lit("-m"), encode.Lit("reg")}
+			c.Line(append(words, p.patterns...)...)
+		}
 		cond = append(cond, acl, openBrace, encode.Lit("req.fhdr_cnt(origin)"), encode.Lit("eq"), encode.Num(1), closeBrace)
 		c.Line(append([]encode.Word{httpRequest, encode.Lit("set-var(txn.pier_cors)"), encode.Lit("req.fhdr(origin)")}, cond...)...)
 		origin = encode.Lit("%[var(txn.pier_cors)]")
