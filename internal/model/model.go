@@ -261,6 +261,13 @@ type Pool struct {
 	// (ingress-nginx's proxy-next-upstream-tries): HAProxy's retries is
 	// Tries-1. 0 keeps the defaults' retries (3).
 	Tries int `json:"tries,omitempty"`
+	// RetryStatuses are the response codes that make HAProxy try the
+	// request again (retry-on; 401, 403, 404, 408, 425 and 500-504
+	// only), and RetryTimeout a response timeout too, besides connection
+	// failures and empty responses (an HTTPRoute rule's retry). Both
+	// empty keep the defaults' retry-on.
+	RetryStatuses []int `json:"retryStatuses,omitempty"`
+	RetryTimeout  bool  `json:"retryTimeout,omitempty"`
 	// ServiceUpstream says the members are the Service's ClusterIP and
 	// port rather than its endpoints (service-upstream): kube-proxy picks
 	// the Pod, the seed's two-hop mode.
@@ -325,6 +332,14 @@ type CookieAffinity struct {
 	Path string `json:"path,omitempty"`
 	// MaxAgeSeconds is the cookie's Max-Age; 0 is a session cookie.
 	MaxAgeSeconds int `json:"maxAgeSeconds,omitempty"`
+	// MaxLifeSeconds, with a session cookie (MaxAgeSeconds 0), is how
+	// long after it was set HAProxy still honours it (cookie maxlife; a
+	// Max-Age sets maxlife itself); MaxIdleSeconds how long after it was
+	// last seen (maxidle). An expired cookie is ignored and replaced.
+	// 0: no bound (Gateway API sessionPersistence absoluteTimeout and
+	// idleTimeout).
+	MaxLifeSeconds int `json:"maxLifeSeconds,omitempty"`
+	MaxIdleSeconds int `json:"maxIdleSeconds,omitempty"`
 	// SameSite is "", "None", "Lax" or "Strict"; "None" also sets
 	// Secure, without which browsers drop the cookie.
 	SameSite string `json:"sameSite,omitempty"`

@@ -156,13 +156,19 @@ type BasicAuth struct {
 // responses to an allowed origin carry Access-Control-Allow-Origin.
 type CORS struct {
 	// AllowOrigins is either ["*"] (any origin, answered "*") or exact,
-	// lowercase origins "scheme://host[:port]"; the request's Origin is
-	// echoed back only when it is one of them.
+	// lowercase origins "scheme://host[:port]" and wildcard ones
+	// "scheme://*" or "scheme://*.host[:port]" (encode.OriginPattern);
+	// the request's Origin is echoed back only when it matches one.
 	AllowOrigins []string `json:"allowOrigins"`
 	// AllowMethods are method tokens (uppercase letters), AllowHeaders
 	// header names, both sent in a preflight's answer.
 	AllowMethods []string `json:"allowMethods"`
 	AllowHeaders []string `json:"allowHeaders"`
+	// ExposeHeaders, header names, are sent as
+	// Access-Control-Expose-Headers on responses to an allowed origin
+	// (Gateway API CORS exposeHeaders); AllowHeaders may then be empty,
+	// which leaves Access-Control-Allow-Headers out.
+	ExposeHeaders []string `json:"exposeHeaders,omitempty"`
 	// AllowCredentials sends Access-Control-Allow-Credentials: true.
 	AllowCredentials bool `json:"allowCredentials,omitempty"`
 	// MaxAgeSeconds is the preflight's Access-Control-Max-Age.

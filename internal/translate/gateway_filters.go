@@ -18,6 +18,7 @@ type gwFilters struct {
 	redirect               *gwRedirect
 	rewriteHost            string
 	rewritePath            *gwPath
+	cors                   *model.CORS
 }
 
 // gwRedirect is a validated RequestRedirect: "" scheme and 0 port take
@@ -36,10 +37,10 @@ type gwPath struct {
 	prefix *string
 }
 
-// parseFilters validates a rule's filters. Each of the four supported
+// parseFilters validates a rule's filters. Each of the five supported
 // types may appear once (the CRD's rules, checked again: a store is
 // editable); a redirect and a rewrite exclude each other. Any other
-// type, RequestMirror, CORS, ExternalAuth and ExtensionRef included,
+// type, RequestMirror, ExternalAuth and ExtensionRef included,
 // refuses the route: ignoring a filter would serve it other than
 // written.
 func parseFilters(field string, fs []gwv1.HTTPRouteFilter) (gwFilters, *routeRefusal) {
@@ -65,11 +66,14 @@ func parseFilters(field string, fs []gwv1.HTTPRouteFilter) (gwFilters, *routeRef
 		case f.Type == gwv1.HTTPRouteFilterURLRewrite && f.URLRewrite != nil:
 			err = out.parseRewrite(f.URLRewrite)
 			at += ".urlRewrite"
+		case f.Type == gwv1.HTTPRouteFilterCORS && f.CORS != nil:
+			out.cors, err = parseCORS(f.CORS)
+			at += ".cors"
 		case f.Type == gwv1.HTTPRouteFilterRequestHeaderModifier, f.Type == gwv1.HTTPRouteFilterResponseHeaderModifier,
-			f.Type == gwv1.HTTPRouteFilterRequestRedirect, f.Type == gwv1.HTTPRouteFilterURLRewrite:
+			f.Type == gwv1.HTTPRouteFilterRequestRedirect, f.Type == gwv1.HTTPRouteFilterURLRewrite, f.Type == gwv1.HTTPRouteFilterCORS:
 			err = fmt.Errorf("type %s without its settings", quoteForMessage(string(f.Type)))
 		default:
-			err = fmt.Errorf("filter type %s is not supported (RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite)",
+			err = fmt.Errorf("filter type %s is not supported (RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite, CORS)",
 				quoteForMessage(string(f.Type)))
 		}
 		if err != nil {
@@ -246,7 +250,7 @@ func (f gwFilters) checkPrefixMatches(matches []gwMatch) error {
 // options are the policy options of one match of the rule on a listener
 // (protocol, port); nil without filters.
 func (f gwFilters) options(m gwMatch, proto model.Protocol, port int) *model.PolicyOptions {
-	o := &model.PolicyOptions{RequestHeaders: f.reqHeaders, ResponseHeaders: f.resHeaders, UpstreamHost: f.rewriteHost}
+	o := &model.PolicyOptions{RequestHeaders: f.reqHeaders, ResponseHeaders: f.resHeaders, UpstreamHost: f.rewriteHost, CORS: f.cors}
 	prefix := strings.TrimSuffix(m.path, "/") // "/" is ""
 	if p := f.rewritePath; p != nil {
 		if p.prefix != nil {
@@ -259,7 +263,7 @@ func (f gwFilters) options(m gwMatch, proto model.Protocol, port int) *model.Pol
 		o.Redirect = r.model(prefix, proto, port)
 	}
 	if o.Redirect == nil && o.PrefixRewrite == nil && o.RewritePath == "" && o.UpstreamHost == "" &&
-		len(o.RequestHeaders) == 0 && len(o.ResponseHeaders) == 0 {
+		len(o.RequestHeaders) == 0 && len(o.ResponseHeaders) == 0 && o.CORS == nil {
 		return nil
 	}
 	return o

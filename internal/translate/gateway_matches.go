@@ -30,8 +30,9 @@ func (m gwMatch) extended() bool {
 // gwRule is one validated HTTPRouteRule: its matches, in order, and
 // its filters.
 type gwRule struct {
-	matches []gwMatch
-	filters gwFilters
+	matches  []gwMatch
+	filters  gwFilters
+	settings ruleSettings
 }
 
 // routeRefusal is why a whole HTTPRoute is not served: the field and
@@ -59,6 +60,9 @@ func parseRouteSpec(r *gwv1.HTTPRoute, opts Options) ([]string, []gwRule, *route
 		var out gwRule
 		var refusal *routeRefusal
 		if out.filters, refusal = parseFilters(field+".filters", rule.Filters); refusal != nil {
+			return nil, nil, refusal
+		}
+		if out.settings, refusal = parseRuleSettings(field, rule, r, i); refusal != nil {
 			return nil, nil, refusal
 		}
 		for j, b := range rule.BackendRefs {

@@ -113,6 +113,7 @@ func parseRoute(r *gwv1.HTTPRoute, x *index, opts Options, problems *[]model.Pro
 	}
 	for i, rule := range r.Spec.Rules {
 		b := x.rulePool(r, i, rule.BackendRefs, opts)
+		b.pool = pr.rules[i].settings.applyTo(b.pool)
 		if b.unresolved != "" {
 			*problems = append(*problems, routeProblem(r, model.SeverityWarning, b.unresolved,
 				fmt.Sprintf("spec.rules[%d].backendRefs", i), b.detail+": that backend gets no requests"))

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"errors"
 	"fmt"
 
 	"pier.dev/pier/internal/encode"
@@ -11,9 +12,12 @@ import (
 // model may come from a store, not from translation.
 type cookieView struct {
 	name   encode.Word
-	maxAge int  // seconds, 0: a session cookie
-	secure bool // SameSite=None: browsers drop such a cookie without Secure
-	attrs  []encode.Word
+	maxAge int // seconds, 0: a session cookie
+	// maxLife and maxIdle are HAProxy's maxlife (maxAge when set) and
+	// maxidle, seconds; 0 for none.
+	maxLife, maxIdle int
+	secure           bool // SameSite=None: browsers drop such a cookie without Secure
+	attrs            []encode.Word
 	// httpsRegex, when valid, matches the cookie's Set-Cookie value:
 	// Secure is added on responses to HTTPS requests only.
 	httpsRegex encode.Word
@@ -43,6 +47,9 @@ func cookieOf(a *model.CookieAffinity) (*cookieView, error) {
 	}
 	if a.MaxAgeSeconds > 0 {
 		v.attrs = append(v.attrs, encode.Concat(encode.Lit("Max-Age="), encode.Num(a.MaxAgeSeconds)))
+	}
+	if v.maxLife, v.maxIdle, err = cookieLifetimes(a); err != nil {
+		return nil, err
 	}
 	switch a.SameSite {
 	case "":
@@ -106,11 +113,28 @@ func cookieWords(v *cookieView) []encode.Word {
 	if v.secure {
 		words = append(words, encode.Lit("secure"))
 	}
-	if v.maxAge > 0 {
-		words = append(words, encode.Lit("maxlife"), encode.Concat(encode.Num(v.maxAge), encode.Lit("s")))
+	if v.maxLife > 0 {
+		words = append(words, encode.Lit("maxlife"), encode.Concat(encode.Num(v.maxLife), encode.Lit("s")))
+	}
+	if v.maxIdle > 0 {
+		words = append(words, encode.Lit("maxidle"), encode.Concat(encode.Num(v.maxIdle), encode.Lit("s")))
 	}
 	for _, a := range v.attrs {
 		words = append(words, encode.Lit("attr"), a)
 	}
 	return words
+}
+
+// cookieLifetimes are the cookie's maxlife (its Max-Age, else
+// MaxLifeSeconds: never both) and maxidle.
+func cookieLifetimes(a *model.CookieAffinity) (int, int, error) {
+	for _, n := range []int{a.MaxLifeSeconds, a.MaxIdleSeconds} {
+		if n < 0 || n > maxCookieAge {
+			return 0, 0, fmt.Errorf("cookie lifetime %d is outside 0-%d", n, maxCookieAge)
+		}
+	}
+	if a.MaxAgeSeconds > 0 && a.MaxLifeSeconds > 0 {
+		return 0, 0, errors.New("cookie with both a Max-Age and a max life")
+	}
+	return max(a.MaxAgeSeconds, a.MaxLifeSeconds), a.MaxIdleSeconds, nil
 }

@@ -219,6 +219,9 @@ func writeBackend(c *encode.Config, uuid string, p *poolView) {
 	if p.tries > 0 {
 		c.Line(encode.Lit("retries"), encode.Num(p.tries-1))
 	}
+	if len(p.retryOn) > 0 {
+		c.Line(append([]encode.Word{encode.Lit("retry-on")}, p.retryOn...)...)
+	}
 	if p.cookie != nil {
 		writeCookie(c, p.cookie)
 	}

@@ -3,6 +3,7 @@ package render
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/model"
@@ -12,8 +13,12 @@ import (
 type corsProfile struct {
 	any         bool          // AllowOrigins is ["*"]
 	origins     []encode.Word // exact origins, when not any
+	patterns    []encode.Word // regexes of wildcard origins (encode.OriginPattern)
 	methods     encode.Word   // "GET, POST", for a log-format argument
-	headers     encode.Word   // "Content-Type, Authorization"
+	headers     encode.Word   // "Content-Type, Authorization"; valid when hasHeaders
+	hasHeaders  bool
+	expose      encode.Word // Access-Control-Expose-Headers; valid when hasExpose
+	hasExpose   bool
 	credentials bool
 	maxAge      int
 }
@@ -42,6 +47,14 @@ func corsOf(c *model.CORS) (*corsProfile, error) {
 		p.any = true
 	default:
 		for _, o := range c.AllowOrigins {
+			if strings.Contains(o, "*") {
+				w, err := encode.OriginPattern(o)
+				if err != nil {
+					return nil, fmt.Errorf("cors: %w", err)
+				}
+				p.patterns = append(p.patterns, w)
+				continue
+			}
 			v, err := encode.Origin(o)
 			if err != nil {
 				return nil, fmt.Errorf("cors: %w", err)
@@ -53,8 +66,17 @@ func corsOf(c *model.CORS) (*corsProfile, error) {
 	if p.methods, err = corsList(c.AllowMethods, encode.Method); err != nil {
 		return nil, fmt.Errorf("cors methods: %w", err)
 	}
-	if p.headers, err = corsList(c.AllowHeaders, encode.HeaderName); err != nil {
-		return nil, fmt.Errorf("cors headers: %w", err)
+	// No allowed header (a Gateway API CORS filter without
+	// allowHeaders) leaves Access-Control-Allow-Headers out.
+	if p.hasHeaders = len(c.AllowHeaders) > 0; p.hasHeaders {
+		if p.headers, err = corsList(c.AllowHeaders, encode.HeaderName); err != nil {
+			return nil, fmt.Errorf("cors headers: %w", err)
+		}
+	}
+	if p.hasExpose = len(c.ExposeHeaders) > 0; p.hasExpose {
+		if p.expose, err = corsList(c.ExposeHeaders, encode.HeaderName); err != nil {
+			return nil, fmt.Errorf("cors expose headers: %w", err)
+		}
 	}
 	return p, nil
 }
@@ -93,8 +115,15 @@ func writeCORS(c *encode.Config, name encode.Word, id string, p *corsProfile) {
 	respCond := []encode.Word{ifWord, name}
 	if !p.any {
 		acl := encode.ID("pier_cors_", id)
-		words := []encode.Word{encode.Lit("acl"), acl, encode.Lit("req.fhdr(origin)"), encode.Lit("-m"), encode.Lit("str")}
-		c.Line(append(words, p.origins...)...)
+		// Lines of one ACL name are ORed: exact origins, then patterns.
+		if len(p.origins) > 0 {
+			words := []encode.Word{encode.Lit("acl"), acl, encode.Lit("req.fhdr(origin)"), encode.Lit("-m"), encode.Lit("str")}
+			c.Line(append(words, p.origins...)...)
+		}
+		if len(p.patterns) > 0 {
+			words := []encode.Word{encode.Lit("acl"), acl, encode.Lit("req.fhdr(origin)"), encode.Lit("-m"), encode.Lit("reg")}
+			c.Line(append(words, p.patterns...)...)
+		}
 		cond = append(cond, acl, openBrace, encode.Lit("req.fhdr_cnt(origin)"), encode.Lit("eq"), encode.Num(1), closeBrace)
 		c.Line(append([]encode.Word{httpRequest, encode.Lit("set-var(txn.pier_cors)"), encode.Lit("req.fhdr(origin)")}, cond...)...)
 		origin = encode.Lit("%[var(txn.pier_cors)]")
@@ -106,9 +135,11 @@ func writeCORS(c *encode.Config, name encode.Word, id string, p *corsProfile) {
 	if p.credentials {
 		ret = append(ret, hdr, encode.Lit("Access-Control-Allow-Credentials"), encode.Lit("true"))
 	}
-	ret = append(ret, hdr, encode.Lit("Access-Control-Allow-Methods"), p.methods,
-		hdr, encode.Lit("Access-Control-Allow-Headers"), p.headers,
-		hdr, encode.Lit("Access-Control-Max-Age"), encode.Num(p.maxAge))
+	ret = append(ret, hdr, encode.Lit("Access-Control-Allow-Methods"), p.methods)
+	if p.hasHeaders {
+		ret = append(ret, hdr, encode.Lit("Access-Control-Allow-Headers"), p.headers)
+	}
+	ret = append(ret, hdr, encode.Lit("Access-Control-Max-Age"), encode.Num(p.maxAge))
 	ret = append(ret, cond...)
 	c.Line(append(ret, encode.Lit("METH_OPTIONS"))...)
 	resp := encode.Lit("http-response")
@@ -116,5 +147,9 @@ func writeCORS(c *encode.Config, name encode.Word, id string, p *corsProfile) {
 	if p.credentials {
 		c.Line(append([]encode.Word{resp, encode.Lit("set-header"), encode.Lit("Access-Control-Allow-Credentials"),
 			encode.Lit("true")}, respCond...)...)
+	}
+	if p.hasExpose {
+		c.Line(append([]encode.Word{resp, encode.Lit("set-header"), encode.Lit("Access-Control-Expose-Headers"),
+			p.expose}, respCond...)...)
 	}
 }

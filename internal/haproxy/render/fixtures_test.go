@@ -166,6 +166,8 @@ func fixtures() []fixture {
 		{"gateway-matches", matchFixture(matchPools(func(string) string { return "10.244.3.1:8080" }))},
 		{"gateway-matches-acl", unorderableFixture()},
 		{"gateway-filters", gatewayFiltersFixture(web1, web2)},
+		{"gateway-rule-settings", ruleSettingsFixture(web1, web2)},
+		{"gateway-cors", gatewayCORSFixture(web1, web2)},
 		{"ingress-headers", ingressHeadersFixture()},
 	}
 }

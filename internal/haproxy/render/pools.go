@@ -67,8 +67,9 @@ func poolOf(p *model.Pool, minSlots int, prev []netip.AddrPort) (poolView, error
 	}
 	pv.proto = p.Protocol
 	pv.tcp = p.TCP
-	if p.TCP && (p.Affinity != nil || p.Protocol != "" || p.UpstreamTLS != nil || p.Tries != 0) {
-		return pv, errors.New("a TCP pool has no affinity, protocol, upstream TLS or tries")
+	if p.TCP && (p.Affinity != nil || p.Protocol != "" || p.UpstreamTLS != nil || p.Tries != 0 ||
+		len(p.RetryStatuses) > 0 || p.RetryTimeout) {
+		return pv, errors.New("a TCP pool has no affinity, protocol, upstream TLS, tries or retry-on")
 	}
 	if p.UpstreamTLS != nil {
 		pv.upstream = *p.UpstreamTLS
@@ -77,6 +78,9 @@ func poolOf(p *model.Pool, minSlots int, prev []netip.AddrPort) (poolView, error
 		return pv, fmt.Errorf("tries %d is outside 0-%d", p.Tries, maxTries)
 	}
 	pv.tries = p.Tries
+	if pv.retryOn, err = retryOnOf(p); err != nil {
+		return pv, err
+	}
 	if p.FailWeight != 0 || p.FailTotal != 0 {
 		if p.FailWeight < 1 || p.FailTotal <= p.FailWeight || p.FailTotal > maxFailTotal {
 			return pv, fmt.Errorf("fail weight %d of %d: needs 0 < weight < total <= %d", p.FailWeight, p.FailTotal, maxFailTotal)
@@ -160,3 +164,32 @@ func notFoundName(uuid string) encode.Word { return encode.ID("pier_404_", uuid)
 
 // serverName is s<i>, 1-based like HAProxy's own numbering.
 func serverName(i int) encode.Word { return encode.Concat(encode.Lit("s"), encode.Num(i+1)) }
+
+// retryStatuses are the status codes HAProxy 2.6's retry-on accepts.
+var retryStatuses = map[int]bool{401: true, 403: true, 404: true, 408: true, 425: true,
+	500: true, 501: true, 502: true, 503: true, 504: true}
+
+// retryOnOf is a pool's retry-on words: connection failures and empty
+// responses as in the defaults, then a response timeout and the status
+// codes it names, ascending and once each; nil keeps the defaults'.
+func retryOnOf(p *model.Pool) ([]encode.Word, error) {
+	if len(p.RetryStatuses) == 0 && !p.RetryTimeout {
+		return nil, nil
+	}
+	if len(p.RetryStatuses) > len(retryStatuses) {
+		return nil, fmt.Errorf("%d retry statuses, at most %d", len(p.RetryStatuses), len(retryStatuses))
+	}
+	words := []encode.Word{encode.Lit("conn-failure"), encode.Lit("empty-response")}
+	if p.RetryTimeout {
+		words = append(words, encode.Lit("response-timeout"))
+	}
+	codes := slices.Clone(p.RetryStatuses)
+	slices.Sort(codes)
+	for _, c := range slices.Compact(codes) {
+		if !retryStatuses[c] {
+			return nil, fmt.Errorf("retry status %d is not one HAProxy retries on (401, 403, 404, 408, 425, 500-504)", c)
+		}
+		words = append(words, encode.Num(c))
+	}
+	return words, nil
+}

@@ -77,6 +77,9 @@ type poolView struct {
 	upstream model.UpstreamTLS
 	// tries, when not 0, sets the backend's retries to tries-1.
 	tries int
+	// retryOn, when not empty, replaces the defaults' retry-on (an
+	// HTTPRoute rule's retry): the words after "retry-on".
+	retryOn []encode.Word
 	// fail of every failTotal requests are answered 500 (model.Pool).
 	fail, failTotal int
 }
