@@ -77,10 +77,6 @@ func (c *Config) TrackFile(instance string) string {
 	return filepath.Join(c.Dir, "track", instance)
 }
 
-// rtPriority is the SCHED_RR priority of keepalived's VRRP process: above
-// ordinary processes, below the kernel's own real-time threads (50).
-const rtPriority = 40
-
 // DefaultAdvert is measured in RELIABILITY.md: 0.1 s adverts caused no
 // false failover in 8 minutes and cost about 1.25% of a core.
 const DefaultAdvert = 100 * time.Millisecond
@@ -170,13 +166,6 @@ func Render(c Config) ([]byte, error) {
 	// later; gratuitous ARP is what moves clients (RELIABILITY.md).
 	line(1, "vrrp_garp_master_delay", "1")
 	line(1, "vrrp_garp_master_repeat", "3")
-	// Adverts every 0.1 s give the peer 0.36 s before it takes over: a
-	// node whose CPUs are busy (HAProxy checking a large config, a
-	// rebuild) must not delay them that long, or both nodes become
-	// MASTER and the addresses move for nothing. Real-time scheduling
-	// for the VRRP process, as keepalived advises for loaded hosts; it
-	// sleeps between adverts, so it takes next to no CPU.
-	line(1, "vrrp_rt_priority", strconv.Itoa(rtPriority))
 	line(0, "}")
 	instances := slices.Clone(c.Instances)
 	slices.SortFunc(instances, func(a, b Instance) int { return cmp.Compare(a.Name, b.Name) })
