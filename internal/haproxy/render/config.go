@@ -165,6 +165,7 @@ func renderFragment(v *view, at layout.LB, opts Options) ([]byte, error) {
 		writeBackend(&c, v.uuid, &v.pools[i])
 	}
 	writeAuthFrontends(&c, v.sections)
+	writeErrorFrontends(&c, v.sections)
 	writeUserlists(&c, v.sections)
 	writeStickTables(&c, v.sections)
 	if v.need404 {

@@ -167,6 +167,7 @@ func fixtures() []fixture {
 		{"gateway-matches-acl", unorderableFixture()},
 		{"gateway-filters", gatewayFiltersFixture(web1, web2)},
 		{"ingress-headers", ingressHeadersFixture()},
+		{"custom-errors", customErrorsFixture(web1, pool("error-pages", member("10.0.0.9", 8080)))},
 	}
 }
 

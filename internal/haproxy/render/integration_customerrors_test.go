@@ -1,0 +1,186 @@
+package render
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"pier.dev/pier/internal/model"
+)
+
+// customErrorsFixture: custom-http-errors 404,503 on app.test to the
+// error pool, beside a route of another Ingress on the same pool without
+// it.
+func customErrorsFixture(app, errs model.Pool) *model.LoadBalancer {
+	with := func(p model.L7Policy, o model.PolicyOptions) model.L7Policy { p.Options = &o; return p }
+	return newLB([]model.Listener{httpListener("", routes(
+		with(toPool(app, hostIs("app.test"), pathPrefix("/")), model.PolicyOptions{CustomErrors: &model.CustomErrors{
+			PoolID: errs.ID, Codes: []int{503, 404}, Namespace: "shop", Ingress: "web", Service: "app", ServicePort: "8080"}}),
+		toPool(app, hostIs("plain.test"), pathPrefix("/")),
+	))}, app, errs)
+}
+
+func TestCustomErrorsRevalidated(t *testing.T) {
+	app, errs := pool("app", member("10.0.0.1", 80)), pool("errors", member("10.0.0.2", 80))
+	good := model.CustomErrors{PoolID: errs.ID, Codes: []int{404}, Namespace: "shop", Ingress: "web", Service: "app", ServicePort: "http"}
+	for name, mutate := range map[string]func(e *model.CustomErrors){
+		"missing pool": func(e *model.CustomErrors) { e.PoolID = model.ID("nope") },
+		"no codes":     func(e *model.CustomErrors) { e.Codes = nil },
+		"code 200":     func(e *model.CustomErrors) { e.Codes = []int{200} },
+		"code 600":     func(e *model.CustomErrors) { e.Codes = []int{600} },
+		"code twice":   func(e *model.CustomErrors) { e.Codes = []int{404, 404} },
+		"33 codes": func(e *model.CustomErrors) {
+			e.Codes = nil
+			for i := 0; i < 33; i++ {
+				e.Codes = append(e.Codes, 400+i)
+			}
+		},
+		"namespace evil": func(e *model.CustomErrors) { e.Namespace = "shop;evil" },
+		"ingress quote":  func(e *model.CustomErrors) { e.Ingress = "web' if TRUE" },
+		"service empty":  func(e *model.CustomErrors) { e.Service = "" },
+		"port format":    func(e *model.CustomErrors) { e.ServicePort = "%[src]" },
+	} {
+		e := good
+		mutate(&e)
+		lb := newLB([]model.Listener{httpListener("", routes(toPool(app, hostIs("a.example"), pathPrefix("/"))))}, app, errs)
+		lb.Listeners[0].Policies[0].Options = &model.PolicyOptions{CustomErrors: &e}
+		if _, err := Render(lb, lbAt(fixtureDir), nil, fixtureOptions()); err == nil {
+			t.Errorf("%s: rendered", name)
+		}
+	}
+}
+
+// startStatusBackend answers /status/<code> with that code, a body
+// "app <code>" and Content-Type text/plain; anything else 200 "app ok".
+func startStatusBackend(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		code, ok := strings.CutPrefix(r.URL.Path, "/status/")
+		if !ok {
+			io.WriteString(w, "app ok")
+			return
+		}
+		n, err := strconv.Atoi(code)
+		if err != nil || n < 200 || n > 599 {
+			n = 400
+		}
+		w.WriteHeader(n)
+		io.WriteString(w, "app "+code)
+	})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return l.Addr().String()
+}
+
+// startErrorPages answers every request 200 with an HTML page naming the
+// X-Code it got, and records the headers of the last request.
+func startErrorPages(t *testing.T) (addr string, last func() http.Header, stop func()) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen http.Header
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = r.Header.Clone()
+		seen.Set("X-Test-Path", r.URL.RequestURI())
+		seen.Set("X-Test-Method", r.Method)
+		seen.Set("X-Test-Host", r.Host)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("X-Error-Page", "yes")
+		io.WriteString(w, "<p>error page "+r.Header.Get("X-Code")+"</p>")
+	})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return l.Addr().String(), func() http.Header {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen
+	}, func() { srv.Close() }
+}
+
+// TestIntegrationCustomErrors runs custom-http-errors through a real
+// HAProxy and pier's Lua action: a listed status from the backend (404)
+// reaches the client with the same status and the error backend's body
+// and Content-Type, the error backend having got GET / with X-Code,
+// X-Format, X-Original-URI, X-Namespace, X-Ingress-Name, X-Service-Name,
+// X-Service-Port and X-Request-ID; a 200 and an unlisted status (410)
+// pass untouched, as does a 404 of another Ingress's route to the same
+// pool; with the error backend down the original answer passes.
+func TestIntegrationCustomErrors(t *testing.T) {
+	bin := haproxyBin(t)
+	if testing.Short() {
+		t.Skip("starts HAProxy")
+	}
+	pagesAddr, last, stopPages := startErrorPages(t)
+	app := pool("app", memberAt(startStatusBackend(t)))
+	errs := pool("error-pages", memberAt(pagesAddr))
+	errs.HealthCheck = false
+	addr := serveLB(t, bin, customErrorsFixture(app, errs))
+	get := func(host, uri string, hdr map[string]string) (int, string, string) {
+		t.Helper()
+		req, err := http.NewRequest("GET", "http://"+addr+uri, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+	}
+	code, ct, body := get("app.test", "/status/404?q=1", map[string]string{"Accept": "application/json", "X-Request-ID": "req-42"})
+	if code != 404 || ct != "text/html; charset=utf-8" || body != "<p>error page 404</p>" {
+		t.Errorf("404: %d %q %q, want 404 with the error page", code, ct, body)
+	}
+	h := last()
+	if h == nil {
+		t.Fatal("the error backend was never asked")
+	}
+	for k, want := range map[string]string{
+		"X-Code": "404", "X-Format": "application/json", "X-Original-URI": "/status/404?q=1", "X-Namespace": "shop",
+		"X-Ingress-Name": "web", "X-Service-Name": "app", "X-Service-Port": "8080", "X-Request-ID": "req-42",
+		"X-Test-Path": "/", "X-Test-Method": "GET", "X-Test-Host": "app.test",
+	} {
+		if got := h.Get(k); got != want {
+			t.Errorf("error backend got %s %q, want %q", k, got, want)
+		}
+	}
+	code, ct, body = get("app.test", "/status/503", nil)
+	if code != 503 || body != "<p>error page 503</p>" {
+		t.Errorf("503: %d %q %q, want 503 with the error page", code, ct, body)
+	}
+	for _, tc := range []struct {
+		host, uri string
+		code      int
+		body      string
+	}{
+		{"app.test", "/ok", 200, "app ok"},
+		{"app.test", "/status/410", 410, "app 410"},
+		{"plain.test", "/status/404", 404, "app 404"},
+	} {
+		if code, ct, body := get(tc.host, tc.uri, nil); code != tc.code || body != tc.body || ct != "text/plain" {
+			t.Errorf("%s%s: %d %q %q, want %d %q untouched", tc.host, tc.uri, code, ct, body, tc.code, tc.body)
+		}
+	}
+	stopPages()
+	if code, ct, body := get("app.test", "/status/404", nil); code != 404 || body != "app 404" || ct != "text/plain" {
+		t.Errorf("error backend down: %d %q %q, want the original 404", code, ct, body)
+	}
+}
