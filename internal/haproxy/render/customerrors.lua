@@ -4,8 +4,8 @@
 -- with ingress-nginx's X-* headers and, when a server of that pool
 -- answered (its internal frontend marks the answer with x-pier-page;
 -- HAProxy's own 503 has no mark), replaces the answer's body and
--- Content-Type with the page's, keeping the status. On any failure the
--- original answer is left untouched. The request's Accept, Host and
+-- Content-Type with the page's, keeping the status. On any failure (or a
+-- page over 12 KiB) the original answer is left untouched. The request's Accept, Host and
 -- X-Request-ID were saved in txn.pier_ea, txn.pier_eh and txn.pier_ei
 -- (a response rule cannot read the request's headers). Arguments, all
 -- written by pier: dst, the namespace, the Ingress, the Service and its
@@ -44,12 +44,16 @@ core.register_action("@ACTION@", { "http-res" }, function(txn, dst, ns, ing, svc
   if mark == nil or mark[0] ~= "1" then
     return -- HAProxy's own answer (no server of the error pool)
   end
+  local body = res.body or ""
+  if #body > 12288 then
+    return -- a reply must fit in one buffer (tune.bufsize 16384, less the rewrite reserve): a larger page would be a 500
+  end
   local reply = txn:reply()
   reply:set_status(code)
   local ct = res.headers["content-type"]
   if ct ~= nil and ct[0] ~= nil then
     reply:add_header("content-type", ct[0])
   end
-  reply:set_body(res.body or "")
+  reply:set_body(body)
   txn:done(reply)
 end, 5)

@@ -98,6 +98,11 @@ func startErrorPages(t *testing.T) (addr string, last func() http.Header, stop f
 		mu.Unlock()
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("X-Error-Page", "yes")
+		if _, size, ok := strings.Cut(r.Header.Get("X-Original-URI"), "?size="); ok {
+			n, _ := strconv.Atoi(size)
+			io.WriteString(w, strings.Repeat("x", n))
+			return
+		}
 		io.WriteString(w, "<p>error page "+r.Header.Get("X-Code")+"</p>")
 	})}
 	go srv.Serve(l)
@@ -116,7 +121,8 @@ func startErrorPages(t *testing.T) (addr string, last func() http.Header, stop f
 // X-Format, X-Original-URI, X-Namespace, X-Ingress-Name, X-Service-Name,
 // X-Service-Port and X-Request-ID; a 200 and an unlisted status (410)
 // pass untouched, as does a 404 of another Ingress's route to the same
-// pool; with the error backend down the original answer passes.
+// pool; a page over 12 KiB, or the error backend down, leaves the
+// original answer.
 func TestIntegrationCustomErrors(t *testing.T) {
 	bin := haproxyBin(t)
 	if testing.Short() {
@@ -178,6 +184,14 @@ func TestIntegrationCustomErrors(t *testing.T) {
 		if code, ct, body := get(tc.host, tc.uri, nil); code != tc.code || body != tc.body || ct != "text/plain" {
 			t.Errorf("%s%s: %d %q %q, want %d %q untouched", tc.host, tc.uri, code, ct, body, tc.code, tc.body)
 		}
+	}
+	// A page must fit in one HAProxy buffer: 12 KiB is served, a larger
+	// one keeps the original answer (it would otherwise be a 500).
+	if code, _, body := get("app.test", "/status/404?size=12288", nil); code != 404 || len(body) != 12288 {
+		t.Errorf("a 12 KiB error page: %d, %d bytes, want 404 with the page", code, len(body))
+	}
+	if code, ct, body := get("app.test", "/status/404?size=40960", nil); code != 404 || body != "app 404" || ct != "text/plain" {
+		t.Errorf("a 40 KiB error page: %d %q %q, want the original 404", code, ct, body)
 	}
 	stopPages()
 	if code, ct, body := get("app.test", "/status/404", nil); code != 404 || body != "app 404" || ct != "text/plain" {
