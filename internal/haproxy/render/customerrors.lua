@@ -17,13 +17,16 @@ core.register_action("@ACTION@", { "http-res" }, function(txn, dst, ns, ing, svc
   end
   local hdrs = {
     ["x-code"] = { tostring(code) },
-    ["x-format"] = { txn:get_var("txn.pier_ea") or "" },
     ["x-original-uri"] = { txn.sf:capture_req_uri() or "/" },
     ["x-namespace"] = { ns },
     ["x-ingress-name"] = { ing },
     ["x-service-name"] = { svc },
     ["x-service-port"] = { port },
   }
+  local accept = txn:get_var("txn.pier_ea")
+  if accept ~= nil and accept ~= "" then
+    hdrs["x-format"] = { accept }
+  end
   local rid = txn:get_var("txn.pier_ei")
   if rid ~= nil and rid ~= "" then
     hdrs["x-request-id"] = { rid }

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bufio"
 	"io"
 	"net"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"pier.dev/pier/internal/model"
 )
@@ -169,6 +171,10 @@ func TestIntegrationCustomErrors(t *testing.T) {
 		}
 	}
 	code, ct, body = get("app.test", "/status/503", nil)
+	if h := last(); h.Get("X-Code") != "503" || len(h.Values("X-Format")) != 0 || len(h.Values("X-Request-ID")) != 0 {
+		t.Errorf("without Accept and X-Request-ID, the error backend got X-Code %q X-Format %q X-Request-ID %q, want 503 and none",
+			h.Get("X-Code"), h.Values("X-Format"), h.Values("X-Request-ID"))
+	}
 	if code != 503 || body != "<p>error page 503</p>" {
 		t.Errorf("503: %d %q %q, want 503 with the error page", code, ct, body)
 	}
@@ -193,8 +199,86 @@ func TestIntegrationCustomErrors(t *testing.T) {
 	if code, ct, body := get("app.test", "/status/404?size=40960", nil); code != 404 || body != "app 404" || ct != "text/plain" {
 		t.Errorf("a 40 KiB error page: %d %q %q, want the original 404", code, ct, body)
 	}
+	// One keep-alive connection: a replaced answer is framed right (a
+	// HEAD's has no body) and the next request on it is served.
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(conn)
+	for i, tc := range []struct {
+		method, uri string
+		code        int
+		body        string
+	}{
+		{"GET", "/status/404", 404, "<p>error page 404</p>"},
+		{"HEAD", "/status/404", 404, ""},
+		{"GET", "/ok", 200, "app ok"},
+		{"GET", "/status/503", 503, "<p>error page 503</p>"},
+	} {
+		if _, err := io.WriteString(conn, tc.method+" "+tc.uri+" HTTP/1.1\r\nHost: app.test\r\n\r\n"); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		resp, err := http.ReadResponse(br, &http.Request{Method: tc.method})
+		if err != nil {
+			t.Fatalf("keep-alive request %d (%s %s): %v", i, tc.method, tc.uri, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || string(b) != tc.body {
+			t.Errorf("keep-alive %s %s: %d %q, want %d %q", tc.method, tc.uri, resp.StatusCode, b, tc.code, tc.body)
+		}
+	}
 	stopPages()
+	start := time.Now()
 	if code, ct, body := get("app.test", "/status/404", nil); code != 404 || body != "app 404" || ct != "text/plain" {
 		t.Errorf("error backend down: %d %q %q, want the original 404", code, ct, body)
+	}
+	// Without a health check the error pool's member stays up: HAProxy
+	// tries it 4 times (retries 3), a second apart, before its own 503.
+	t.Logf("error backend down, no health check: the original 404 after %s", time.Since(start).Round(time.Millisecond))
+}
+
+// TestIntegrationCustomErrorsCheckedDown: with the error pool's health
+// check (the default), an error backend that serves and then stops is
+// marked down (fall 3, inter 2s) and the original answer then passes at
+// once: no retries are spent on it.
+func TestIntegrationCustomErrorsCheckedDown(t *testing.T) {
+	bin := haproxyBin(t)
+	if testing.Short() {
+		t.Skip("starts HAProxy")
+	}
+	pagesAddr, _, stopPages := startErrorPages(t)
+	app := pool("app", memberAt(startStatusBackend(t)))
+	addr := serveLB(t, bin, customErrorsFixture(app, pool("error-pages", memberAt(pagesAddr))))
+	for i := 0; ; i++ {
+		resp := rawRequest(t, addr, "127.0.0.1", "GET /status/404 HTTP/1.1\r\nHost: app.test\r\n\r\n")
+		if resp.Header.Get("Content-Type") == "text/html; charset=utf-8" {
+			break
+		}
+		if i == 50 {
+			t.Fatal("the error page is never served")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	stopPages()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		start := time.Now()
+		resp := rawRequest(t, addr, "127.0.0.1", "GET /status/404 HTTP/1.1\r\nHost: app.test\r\n\r\n")
+		took := time.Since(start)
+		if resp.StatusCode != 404 || resp.Header.Get("Content-Type") != "text/plain" {
+			t.Fatalf("error backend down: %d %q, want the original 404", resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		if took < 500*time.Millisecond {
+			t.Logf("the original 404 in %s once the error backend is marked down", took.Round(time.Millisecond))
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the original 404 still takes %s after 20 s", took)
+		}
+		time.Sleep(time.Second)
 	}
 }

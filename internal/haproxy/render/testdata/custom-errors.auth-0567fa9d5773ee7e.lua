@@ -17,13 +17,16 @@ core.register_action("pier_errors_5f0c6a9e-0d7e-4b1a-9c51-2b7c1e0a4d10", { "http
   end
   local hdrs = {
     ["x-code"] = { tostring(code) },
-    ["x-format"] = { txn:get_var("txn.pier_ea") or "" },
     ["x-original-uri"] = { txn.sf:capture_req_uri() or "/" },
     ["x-namespace"] = { ns },
     ["x-ingress-name"] = { ing },
     ["x-service-name"] = { svc },
     ["x-service-port"] = { port },
   }
+  local accept = txn:get_var("txn.pier_ea")
+  if accept ~= nil and accept ~= "" then
+    hdrs["x-format"] = { accept }
+  end
   local rid = txn:get_var("txn.pier_ei")
   if rid ~= nil and rid ~= "" then
     hdrs["x-request-id"] = { rid }
