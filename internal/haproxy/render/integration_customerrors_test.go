@@ -5,25 +5,33 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"pier.dev/pier/internal/haproxy/layout"
 	"pier.dev/pier/internal/model"
 )
 
 // customErrorsFixture: custom-http-errors 404,503 on app.test to the
 // error pool, beside a route of another Ingress on the same pool without
-// it.
+// it, and dead.test (502,503,504) to a pool whose member refuses
+// connections.
 func customErrorsFixture(app, errs model.Pool) *model.LoadBalancer {
 	with := func(p model.L7Policy, o model.PolicyOptions) model.L7Policy { p.Options = &o; return p }
+	dead := pool("dead", member("127.0.0.1", 1))
+	dead.HealthCheck = false
 	return newLB([]model.Listener{httpListener("", routes(
 		with(toPool(app, hostIs("app.test"), pathPrefix("/")), model.PolicyOptions{CustomErrors: &model.CustomErrors{
 			PoolID: errs.ID, Codes: []int{503, 404}, Namespace: "shop", Ingress: "web", Service: "app", ServicePort: "8080"}}),
 		toPool(app, hostIs("plain.test"), pathPrefix("/")),
-	))}, app, errs)
+		with(toPool(dead, hostIs("dead.test"), pathPrefix("/")), model.PolicyOptions{CustomErrors: &model.CustomErrors{
+			PoolID: errs.ID, Codes: []int{502, 503, 504}, Namespace: "shop", Ingress: "dead", Service: "dead", ServicePort: "8080"}}),
+	))}, app, errs, dead)
 }
 
 func TestCustomErrorsRevalidated(t *testing.T) {
@@ -199,6 +207,11 @@ func TestIntegrationCustomErrors(t *testing.T) {
 	if code, ct, body := get("app.test", "/status/404?size=40960", nil); code != 404 || body != "app 404" || ct != "text/plain" {
 		t.Errorf("a 40 KiB error page: %d %q %q, want the original 404", code, ct, body)
 	}
+	// HAProxy's own answers are not replaced: http-response rules do not
+	// run on them (here its 503 after the retries on a refusing member).
+	if code, _, body := get("dead.test", "/", nil); code != 503 || strings.Contains(body, "error page") {
+		t.Errorf("dead.test: %d %q, want HAProxy's own 503", code, body)
+	}
 	// One keep-alive connection: a replaced answer is framed right (a
 	// HEAD's has no body) and the next request on it is served.
 	conn, err := net.Dial("tcp", addr)
@@ -280,5 +293,57 @@ func TestIntegrationCustomErrorsCheckedDown(t *testing.T) {
 			t.Fatalf("the original 404 still takes %s after 20 s", took)
 		}
 		time.Sleep(time.Second)
+	}
+}
+
+// TestCustomErrorsPacked: two load balancers, each with auth-url and
+// custom-http-errors on one policy (one pool is both the auth and the
+// error pool), packed in one HAProxy process: each loads its own Lua
+// file holding both actions under its own names, and the internal
+// frontends bind distinct sockets: `haproxy -c -dW` accepts them.
+func TestCustomErrorsPacked(t *testing.T) {
+	bin := haproxyBin(t)
+	dir := t.TempDir()
+	var fragments []string
+	for i, uuid := range []string{fixtureUUID, "6a1d0f7e-2b3c-4d5e-8f90-123456789abc"} {
+		auth := pool("oauth2-proxy", member("10.0.0.9", 4180))
+		lb := extAuthFixture(pool("app", member("10.0.0.1", 80)), pool("other", member("10.0.0.2", 80)), auth)
+		lb.Listeners[0].Policies[1].Options.CustomErrors = &model.CustomErrors{PoolID: auth.ID, Codes: []int{404, 500, 503},
+			Namespace: "shop", Ingress: "web", Service: "app", ServicePort: "80"}
+		lb.UUID = uuid
+		lb.Listeners[0].Port = 8080 + i
+		at := layout.LB{UUID: uuid, Dir: filepath.Join(dir, uuid)}
+		r, err := Render(lb, at, nil, fixtureOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, action := range []string{"pier_auth_" + uuid, "pier_errors_" + uuid} {
+			if !strings.Contains(string(r.AuthLua), `core.register_action("`+action+`"`) {
+				t.Errorf("%s: the Lua file does not register %s", uuid, action)
+			}
+		}
+		for _, m := range r.Maps {
+			writeFile(t, m.Path, m.Data)
+		}
+		writeFile(t, r.AuthLuaPath, r.AuthLua)
+		writeFile(t, at.Config(), r.Fragment)
+		fragments = append(fragments, at.Config())
+	}
+	global, err := Global(fixtureOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc, err := ProcessConf(procAt(dir), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "global.conf"), global)
+	writeFile(t, procAt(dir).Conf(), proc)
+	args := []string{"-c", "-dW", "-f", filepath.Join(dir, "global.conf"), "-f", procAt(dir).Conf()}
+	for _, f := range fragments {
+		args = append(args, "-f", f)
+	}
+	if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+		t.Fatalf("haproxy -c -dW of two packed fragments with auth-url and custom-http-errors: %v\n%s", err, out)
 	}
 }
