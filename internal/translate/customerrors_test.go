@@ -12,13 +12,18 @@ import (
 
 // custom-http-errors with default-backend: each policy of the Ingress
 // carries the codes, the default-backend pool and the route's own
-// namespace, Ingress, Service and port (for X-Namespace and the others);
-// another Ingress on the same host is left alone. Without a usable
+// namespace, Ingress, Service and port (for X-Namespace and the others),
+// except its route to the default-backend Service itself; another
+// Ingress on the same host is left alone. Without a usable
 // default-backend it is a warning and changes nothing; an invalid list
 // refuses that Ingress only, naming the field.
 func TestCustomHTTPErrors(t *testing.T) {
 	app := simpleIngress(t, "ns", "app", 0, map[string]string{NginxPrefix + "default-backend": "errors",
 		NginxPrefix + "custom-http-errors": "503, 404,404"}, "app.example", "/")
+	app.Spec.Rules[0].HTTP.Paths = append(app.Spec.Rules[0].HTTP.Paths, *app.Spec.Rules[0].HTTP.Paths[0].DeepCopy())
+	app.Spec.Rules[0].HTTP.Paths[1].Path = "/errors"
+	app.Spec.Rules[0].HTTP.Paths[1].Backend.Service.Name = "errors"
+	app.Spec.Rules[0].HTTP.Paths[1].Backend.Service.Port.Number = 8080
 	other := simpleIngress(t, "ns", "other", 1, nil, "app.example", "/other")
 	alone := simpleIngress(t, "ns", "alone", 2, map[string]string{NginxPrefix + "custom-http-errors": "404"}, "a.example", "/")
 	missing := simpleIngress(t, "ns", "missing", 3, map[string]string{NginxPrefix + "default-backend": "nope",
@@ -48,14 +53,17 @@ func TestCustomHTTPErrors(t *testing.T) {
 	if lb == nil {
 		t.Fatal("app not served")
 	}
-	seen := 0
+	seen, self := 0, 0
 	for _, p := range lb.Listeners[0].Policies {
+		if p.Rules[len(p.Rules)-1].Value == "/errors" {
+			self++
+		}
 		var got *model.CustomErrors
 		if p.Options != nil {
 			got = p.Options.CustomErrors
 		}
 		var want *model.CustomErrors
-		if p.Source.Name == "app" {
+		if p.Source.Name == "app" && p.Rules[len(p.Rules)-1].Value == "/" { // not the route to errors itself
 			want = &model.CustomErrors{PoolID: errorsPool, Codes: []int{404, 503}, Namespace: "ns", Ingress: "app",
 				Service: "web", ServicePort: "80"}
 			seen++
@@ -64,8 +72,8 @@ func TestCustomHTTPErrors(t *testing.T) {
 			t.Errorf("policy %s %v: custom errors %+v, want %+v", p.Source.Name, p.Rules, got, want)
 		}
 	}
-	if seen == 0 {
-		t.Error("no policy of app")
+	if seen == 0 || self == 0 {
+		t.Errorf("%d policies of app to web, %d to errors, want both", seen, self)
 	}
 	for _, name := range []string{"alone", "missing"} {
 		if _, ok := res.Accepted[model.IngressRef("ns", name)]; !ok {
