@@ -23,6 +23,10 @@ core.register_action("@ACTION@", { "http-res" }, function(txn, dst, ns, ing, svc
     ["x-service-name"] = { svc },
     ["x-service-port"] = { port },
   }
+  local src = txn.sf:src()
+  if src ~= nil then
+    hdrs["x-forwarded-for"] = { tostring(src) }
+  end
   local accept = txn:get_var("txn.pier_ea")
   if accept ~= nil and accept ~= "" then
     hdrs["x-format"] = { accept }

@@ -172,11 +172,14 @@ func TestIntegrationCustomErrors(t *testing.T) {
 	for k, want := range map[string]string{
 		"X-Code": "404", "X-Format": "application/json", "X-Original-URI": "/status/404?q=1", "X-Namespace": "shop",
 		"X-Ingress-Name": "web", "X-Service-Name": "app", "X-Service-Port": "8080", "X-Request-ID": "req-42",
-		"X-Test-Path": "/", "X-Test-Method": "GET", "X-Test-Host": "app.test",
+		"X-Test-Path": "/", "X-Test-Method": "GET", "X-Test-Host": "app.test", "X-Forwarded-For": "127.0.0.1",
 	} {
 		if got := h.Get(k); got != want {
 			t.Errorf("error backend got %s %q, want %q", k, got, want)
 		}
+	}
+	if got := h.Values("X-Forwarded-For"); len(got) != 1 {
+		t.Errorf("error backend got X-Forwarded-For %q, want the client's address once", got)
 	}
 	code, ct, body = get("app.test", "/status/503", nil)
 	if h := last(); h.Get("X-Code") != "503" || len(h.Values("X-Format")) != 0 || len(h.Values("X-Request-ID")) != 0 {

@@ -23,6 +23,10 @@ core.register_action("pier_errors_5f0c6a9e-0d7e-4b1a-9c51-2b7c1e0a4d10", { "http
     ["x-service-name"] = { svc },
     ["x-service-port"] = { port },
   }
+  local src = txn.sf:src()
+  if src ~= nil then
+    hdrs["x-forwarded-for"] = { tostring(src) }
+  end
   local accept = txn:get_var("txn.pier_ea")
   if accept ~= nil and accept ~= "" then
     hdrs["x-format"] = { accept }
