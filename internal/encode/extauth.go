@@ -36,3 +36,26 @@ func HeaderList(names []Value) (Word, error) {
 	}
 	return Word{s: strings.Join(parts, ","), kind: kindUser, quote: true}, nil
 }
+
+// ObjectName validates a Kubernetes object name or a Service port name
+// as a Lua action's argument (custom-http-errors' X-Namespace,
+// X-Ingress-Name, X-Service-Name, X-Service-Port): 1-253 lowercase
+// letters, digits, '.' and '-', starting and ending with a letter or
+// digit.
+func ObjectName(s string) (Word, error) {
+	const k = "object name"
+	if s == "" || len(s) > 253 {
+		return Word{}, refuse(k, "length", s, "must be 1-253 characters")
+	}
+	for i := 0; i < len(s); i++ {
+		if !objectNameChars[s[i]] {
+			return Word{}, refuse(k, "charset", s, "contains "+describeByte(s[i])+"; allowed are lowercase letters, digits, '.' and '-'")
+		}
+	}
+	if s[0] == '.' || s[0] == '-' || s[len(s)-1] == '.' || s[len(s)-1] == '-' {
+		return Word{}, refuse(k, "syntax", s, "must start and end with a letter or digit")
+	}
+	return Word{s: s, kind: kindUser, quote: true}, nil
+}
+
+var objectNameChars = charset("abcdefghijklmnopqrstuvwxyz0123456789.-")

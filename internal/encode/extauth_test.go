@@ -58,3 +58,38 @@ func FuzzSigninLocation(f *testing.F) {
 		}
 	})
 }
+
+// ObjectName: Kubernetes names and port names only; anything a config
+// line or Lua argument could read as syntax is refused.
+func TestObjectName(t *testing.T) {
+	for _, ok := range []string{"shop", "web-1", "a.b.c", "8080", "http", strings.Repeat("a", 253)} {
+		if w, err := ObjectName(ok); err != nil || w.String() != ok {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "shop;evil", "web'", "a b", "Web", "-a", "a-", ".a", "a.", "%[src]", "a\n", "a\x00", "a_b",
+		strings.Repeat("a", 254)} {
+		if _, err := ObjectName(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func FuzzObjectName(f *testing.F) {
+	seed(f, "shop", "web-1", "a.b", "8080", "shop;evil", "web'", "%[src]", "a b")
+	f.Fuzz(func(t *testing.T, s string) {
+		w, err := ObjectName(s)
+		if err != nil {
+			checkMessage(t, err)
+			return
+		}
+		line, err := ConfigLine(Lit("http-response"), Lit("lua.x"), w)
+		if err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		assertTokens(t, line, "http-response", "lua.x", s)
+		if w.String() != s || strings.Trim(s, "abcdefghijklmnopqrstuvwxyz0123456789.-") != "" {
+			t.Fatalf("%q became %q", s, w.String())
+		}
+	})
+}

@@ -6,7 +6,7 @@ package model
 // CORS preflight (204), BasicAuth (401), ExternalAuth, MaxBodyBytes (413),
 // RequestHeaders, UpstreamHost, ForwardedPrefix, RewritePath or
 // PrefixRewrite, then the Canary's choice of pool, then DefaultBackend;
-// ResponseHeaders apply to the pool's answer. Redirect, a Gateway API
+// CustomErrors, then ResponseHeaders, apply to the pool's answer. Redirect, a Gateway API
 // RequestRedirect, comes with the other redirects, first. Translation
 // fills them from one Ingress's annotations or one HTTPRoute rule's
 // filters, so they never leak to another object's routes on a shared
@@ -82,6 +82,11 @@ type PolicyOptions struct {
 	// DefaultBackend, when set, sends the policy's requests to another
 	// pool while the policy's own has no usable member (default-backend).
 	DefaultBackend *DefaultBackend `json:"defaultBackend,omitempty"`
+	// CustomErrors, when set, replaces the body of the policy's answers
+	// whose status is listed with a page fetched from another pool
+	// (custom-http-errors), keeping the status. It applies to the
+	// answer, after every request rule.
+	CustomErrors *CustomErrors `json:"customErrors,omitempty"`
 	// Canary, when set, sends some requests of the policy to another
 	// pool (a canary Ingress with the same host and path).
 	Canary *Canary `json:"canary,omitempty"`
@@ -112,6 +117,27 @@ type DefaultBackend struct {
 	PoolID      string `json:"poolId"`
 	RoutePoolID string `json:"routePoolId"`
 }
+
+// CustomErrors is ingress-nginx's custom-http-errors: an answer whose
+// status is one of Codes (400-599, at most MaxCustomErrorCodes) is
+// replaced by the answer of PoolID (the default-backend Service) to a
+// GET / carrying X-Code, X-Format, X-Original-URI, X-Namespace,
+// X-Ingress-Name, X-Service-Name, X-Service-Port and X-Request-ID (the
+// request's own, when it has one), with the original status. Namespace,
+// Ingress, Service and ServicePort are what those headers carry (the
+// route's Service, its port a number or a name as the Ingress names it);
+// when PoolID cannot answer, the original answer is kept.
+type CustomErrors struct {
+	PoolID      string `json:"poolId"`
+	Codes       []int  `json:"codes"`
+	Namespace   string `json:"namespace"`
+	Ingress     string `json:"ingress"`
+	Service     string `json:"service"`
+	ServicePort string `json:"servicePort"`
+}
+
+// MaxCustomErrorCodes bounds CustomErrors.Codes.
+const MaxCustomErrorCodes = 32
 
 // Canary is ingress-nginx's canary: a request goes to PoolID when its
 // Header is "always" (or equals HeaderValue, when set), else when its

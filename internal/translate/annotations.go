@@ -97,6 +97,7 @@ type ingressSettings struct {
 	tries                                    int
 	backendProtocol                          model.BackendProtocol
 	defaultBackend                           string
+	customErrors                             []int
 	extAuth                                  extAuthSettings
 	proxySSL                                 proxySSLSettings
 	sslPassthrough                           bool

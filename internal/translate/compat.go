@@ -189,6 +189,10 @@ var compatAnnotations = map[string]compatAnnotation{
 		s.defaultBackend, err = parseDefaultBackendName(v)
 		return err
 	}, difference: defaultBackendDifference},
+	"custom-http-errors": {parse: func(s *ingressSettings, v string) (err error) {
+		s.customErrors, err = parseCustomHTTPErrors(v)
+		return err
+	}, difference: customErrorsDifference},
 	"auth-url": {parse: func(s *ingressSettings, v string) (err error) {
 		s.extAuth.url, err = parseAuthURL(v)
 		return err

@@ -1,9 +1,13 @@
 package translate
 
 import (
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"pier.dev/pier/internal/model"
 )
 
 // noControl: nothing a parser accepts may carry a byte that could end or
@@ -141,6 +145,36 @@ func FuzzParseHeaderLines(f *testing.F) {
 		back, err := parseHeaderLines("request-headers", strings.Join(again, "\n"))
 		if err != nil || len(back) != len(ops) {
 			t.Fatalf("%q: %v does not parse to itself (%v)", v, ops, err)
+		}
+	})
+}
+
+// FuzzParseCustomHTTPErrors: an accepted custom-http-errors is 1 to
+// model.MaxCustomErrorCodes distinct sorted statuses 400-599, the input
+// holds only digits, commas and spaces, and the canonical list parses
+// again to itself.
+func FuzzParseCustomHTTPErrors(f *testing.F) {
+	for _, s := range []string{"404", "404,503", " 404 , 503 ", "404;evil", "404,200", "600", "0404", "404\n", "", "4e2", "404,404"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		codes, err := parseCustomHTTPErrors(v)
+		if err != nil {
+			return
+		}
+		if len(codes) == 0 || len(codes) > model.MaxCustomErrorCodes || strings.Trim(v, "0123456789, ") != "" {
+			t.Fatalf("%q accepted as %v", v, codes)
+		}
+		parts := make([]string, len(codes))
+		for i, c := range codes {
+			if c < 400 || c > 599 || (i > 0 && codes[i-1] >= c) {
+				t.Fatalf("%q accepted as %v", v, codes)
+			}
+			parts[i] = strconv.Itoa(c)
+		}
+		again, err := parseCustomHTTPErrors(strings.Join(parts, ","))
+		if err != nil || !slices.Equal(again, codes) {
+			t.Fatalf("%q: canonical form %v does not parse to itself (%v)", v, codes, err)
 		}
 	})
 }

@@ -21,7 +21,6 @@ var snippetAlternatives = map[string]string{
 	"proxy-set-headers":        "pier.dev/request-headers (typed \"Name: value\" lines on the Ingress itself)",
 	"proxy-next-upstream":      "proxy-next-upstream-tries; pier retries on connection failures and empty responses only (HAProxy's retry-on), not on timeouts or 5xx",
 	"canary-by-header-pattern": "canary-by-header-value (one exact value); pier matches no regular expressions",
-	"custom-http-errors":       customErrorsAlternative,
 	"limit-burst-multiplier":   "a higher limit-rps or limit-rpm (pier counts accepted requests over a sliding second or minute, with no burst on top)",
 	"proxy-ssl-verify-depth":   "a ca.crt holding only the CAs to trust: HAProxy 2.6 has no verify depth for servers, so proxy-ssl-verify on accepts any chain length to ca.crt",
 }

@@ -75,6 +75,7 @@ var validCompat = map[string]string{
 	"ssl-passthrough":           "true",
 	"custom-headers":            "ns/headers",
 	"session-cookie-secure":     "true",
+	"custom-http-errors":        "404,503",
 }
 
 func TestCompatAnnotationsAreAnchored(t *testing.T) {

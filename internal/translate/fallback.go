@@ -69,11 +69,4 @@ func (p *parsedIngress) fallbackFor(r route) *model.DefaultBackend {
 // defaultBackendDifference is how default-backend differs from
 // ingress-nginx.
 const defaultBackendDifference = "only while the route's Service has no usable member (no ready endpoint, or all " +
-	"failing their health check); with custom-http-errors it does not answer the upstream's errors " +
-	"(custom-http-errors is not supported); the Service's first port is used"
-
-// customErrorsAlternative is why custom-http-errors is not supported.
-const customErrorsAlternative = "the backend's own error pages: HAProxy 2.6 cannot hand a response it received to " +
-	"another backend (http-response rules can only replace it with a static errorfile), so the default-backend " +
-	"Service's answer with X-Code, X-Original-URI and the other headers cannot be served in its place; " +
-	"default-backend alone (no usable member) is supported"
+	"failing their health check), and for the statuses custom-http-errors lists; the Service's first port is used"

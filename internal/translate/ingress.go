@@ -97,6 +97,7 @@ func parseIngress(ing *networkingv1.Ingress, x *index, opts Options) (*parsedIng
 		key := keyOf(ing.Annotations, "default-backend")
 		return nil, append(problems, refusal(ing, "InvalidAnnotation", fieldForAnnotation(key), "%s: %v", quoteForMessage(key), err))
 	}
+	p.checkCustomErrors(&problems)
 	if err := p.resolveExtAuth(x, opts, &problems); err != nil {
 		key := keyOf(ing.Annotations, "auth-url")
 		return nil, append(problems, refusal(ing, "InvalidAnnotation", fieldForAnnotation(key), "%s: %v", quoteForMessage(key), err))

@@ -39,6 +39,7 @@ func (p *parsedIngress) policyOptions(r route, http, tls bool) *model.PolicyOpti
 		BasicAuth:       s.auth.model(),
 		RateLimit:       s.rateLimit.model(),
 		DefaultBackend:  p.fallbackFor(r),
+		CustomErrors:    p.customErrorsFor(r),
 		ExternalAuth:    p.extAuthModel(),
 		RequestHeaders:  slices.Clone(s.requestHeaders),
 		ResponseHeaders: slices.Clone(s.responseHeaders),
@@ -55,7 +56,7 @@ func (p *parsedIngress) policyOptions(r route, http, tls bool) *model.PolicyOpti
 	if !o.HTTPSRedirect && o.RedirectURL == "" && len(o.AllowSources) == 0 && len(o.DenySources) == 0 &&
 		o.MaxBodyBytes == 0 && o.AppRoot == "" && o.UpstreamHost == "" && o.CORS == nil &&
 		o.RewritePath == "" && o.BasicAuth == nil && o.RateLimit == nil && o.ForwardedPrefix == "" &&
-		o.DefaultBackend == nil && o.ExternalAuth == nil && len(o.RequestHeaders) == 0 && len(o.ResponseHeaders) == 0 {
+		o.DefaultBackend == nil && o.CustomErrors == nil && o.ExternalAuth == nil && len(o.RequestHeaders) == 0 && len(o.ResponseHeaders) == 0 {
 		return nil // nothing set: the policy renders as without annotations
 	}
 	o.AllowSources = slices.Clone(o.AllowSources)

@@ -162,8 +162,9 @@ func (b LB) RouteMap(port int, table, digest string) (string, error) {
 	return filepath.Join(b.Dir, RouteMapPrefix+strconv.Itoa(port)+"-"+table+"-"+short+".map"), nil
 }
 
-// AuthLua is the load balancer's Lua file for auth-url (render's
-// external-auth action) whose content has the hex digest.
+// AuthLua is the load balancer's Lua file for auth-url and
+// custom-http-errors (render's external-auth and custom-errors actions)
+// whose content has the hex digest.
 func (b LB) AuthLua(digest string) (string, error) {
 	short, err := shortDigest(digest)
 	if err != nil {

@@ -26,9 +26,10 @@ type Result struct {
 	// Maps are the listeners' routing maps, to write beside the fragment
 	// before it is checked, named by digest like the crt-list.
 	Maps []MapFile
-	// AuthLua is the Lua file of the auth-url action, nil when no
-	// profile uses it; AuthLuaPath is where it goes (named by digest),
-	// which the fragment's global section loads.
+	// AuthLua is the Lua file of the auth-url and custom-http-errors
+	// actions (those the profiles use), nil when no profile uses either;
+	// AuthLuaPath is where it goes (named by digest), which the
+	// fragment's global section loads.
 	AuthLua     []byte
 	AuthLuaPath string
 	// Slots is the member-to-slot assignment the fragment declares; pass
@@ -165,6 +166,7 @@ func renderFragment(v *view, at layout.LB, opts Options) ([]byte, error) {
 		writeBackend(&c, v.uuid, &v.pools[i])
 	}
 	writeAuthFrontends(&c, v.sections)
+	writeErrorFrontends(&c, v.sections)
 	writeUserlists(&c, v.sections)
 	writeStickTables(&c, v.sections)
 	if v.need404 {

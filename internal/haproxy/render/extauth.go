@@ -164,16 +164,24 @@ func sortedSet(m map[string]bool) []string {
 }
 
 // authLuaFile is the Lua file of a load balancer whose profiles use
-// auth-url, or nil: the embedded action, named pier_auth_<uuid>.
+// auth-url or custom-http-errors, or nil: the embedded actions each
+// needs, named pier_auth_<uuid> and pier_errors_<uuid>.
 func authLuaFile(s *sections) ([]byte, error) {
-	if len(s.authPools) == 0 {
+	if len(s.authPools) == 0 && len(s.errorPools) == 0 {
 		return nil, nil
 	}
 	if err := encode.ID("", s.uuid).Err(); err != nil {
 		return nil, err
 	}
-	if !strings.Contains(extAuthLua, actionMarker) {
-		return nil, errors.New("extauth.lua has no action marker")
+	if !strings.Contains(extAuthLua, actionMarker) || !strings.Contains(customErrorsLua, actionMarker) {
+		return nil, errors.New("a Lua action has no action marker")
 	}
-	return []byte(strings.ReplaceAll(extAuthLua, actionMarker, "pier_auth_"+s.uuid)), nil
+	var out []string
+	if len(s.authPools) > 0 {
+		out = append(out, strings.ReplaceAll(extAuthLua, actionMarker, "pier_auth_"+s.uuid))
+	}
+	if len(s.errorPools) > 0 {
+		out = append(out, strings.ReplaceAll(customErrorsLua, actionMarker, "pier_errors_"+s.uuid))
+	}
+	return []byte(strings.Join(out, "\n")), nil
 }

@@ -45,12 +45,13 @@ type profile struct {
 	gwRedirect       *redirectProfile // nil without a Gateway API redirect
 	reqHeaders       []headerOp
 	resHeaders       []headerOp
-	cors             *corsProfile     // nil without enable-cors
-	auth             *authProfile     // nil without basic auth
-	extAuth          *extAuthProfile  // nil without auth-url
-	limit            *limitProfile    // nil without rate limits
-	canary           *canaryProfile   // nil without a canary
-	fallback         *fallbackProfile // nil without default-backend
+	cors             *corsProfile         // nil without enable-cors
+	auth             *authProfile         // nil without basic auth
+	extAuth          *extAuthProfile      // nil without auth-url
+	limit            *limitProfile        // nil without rate limits
+	canary           *canaryProfile       // nil without a canary
+	fallback         *fallbackProfile     // nil without default-backend
+	customErrors     *customErrorsProfile // nil without custom-http-errors
 }
 
 // maxProfileBody bounds MaxBodyBytes as translation does (1 TiB).
@@ -109,6 +110,9 @@ func profileOf(o *model.PolicyOptions, tls bool, lists *sections, pools map[stri
 	if p.fallback, err = fallbackOf(o.DefaultBackend, lists.uuid, pools); err != nil {
 		return nil, err
 	}
+	if p.customErrors, err = lists.customErrorsProfile(o.CustomErrors, pools); err != nil {
+		return nil, err
+	}
 	if p.allow, err = prefixes(o.AllowSources); err != nil {
 		return nil, fmt.Errorf("allowed sources: %w", err)
 	}
@@ -117,7 +121,7 @@ func profileOf(o *model.PolicyOptions, tls bool, lists *sections, pools map[stri
 	}
 	if !p.httpsRedirect && p.redirectCode == 0 && len(p.allow) == 0 && len(p.deny) == 0 && p.maxBody == 0 &&
 		!p.hasAppRoot && !p.hasUpstream && !p.hasRewrite && !p.hasPrefix && p.cors == nil && p.auth == nil && p.limit == nil && p.canary == nil &&
-		p.fallback == nil && p.extAuth == nil && !p.hasGatewayFilters() {
+		p.fallback == nil && p.extAuth == nil && p.customErrors == nil && !p.hasGatewayFilters() {
 		return nil, nil // empty options render as none
 	}
 	return p, nil
@@ -303,6 +307,9 @@ func writeProfiles(c *encode.Config, ps []*profile) {
 	for _, p := range ps {
 		name := encode.ID("pier_prof_", p.id)
 		c.Line(encode.Lit("acl"), name, profVar, encode.Lit("-m"), encode.Lit("str"), encode.ID("", p.id))
+		if p.customErrors != nil {
+			writeCustomErrorsRequest(c, name)
+		}
 		if p.httpsRedirect {
 			// redirect scheme keeps the Host header whole: "a.com:80"
 			// would send the client to https://a.com:80/. Drop the port
@@ -354,6 +361,9 @@ func writeProfiles(c *encode.Config, ps []*profile) {
 			writeBodyLimit(c, name, p.maxBody)
 		}
 		writeHeaderOps(c, httpRequest, name, p.reqHeaders)
+		if p.customErrors != nil {
+			writeCustomErrors(c, name, p.customErrors)
+		}
 		writeHeaderOps(c, encode.Lit("http-response"), name, p.resHeaders)
 		if p.hasUpstream {
 			c.Line(httpRequest, encode.Lit("set-header"), encode.Lit("Host"), p.upstreamHost, ifWord, name)

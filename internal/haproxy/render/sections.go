@@ -13,9 +13,12 @@ type sections struct {
 	tables map[string]stickTable
 	// authPools are the pools auth-url profiles ask (extauth.go).
 	authPools map[string]bool
+	// errorPools are the pools custom-http-errors profiles fetch their
+	// pages from (customerrors.go).
+	errorPools map[string]bool
 }
 
 func newSections(uuid string, lookup UserLookup) *sections {
 	return &sections{uuid: uuid, lookup: lookup, byID: map[string][]htpasswd.User{}, tables: map[string]stickTable{},
-		authPools: map[string]bool{}}
+		authPools: map[string]bool{}, errorPools: map[string]bool{}}
 }

@@ -101,6 +101,8 @@ func Sample(uuid string) *model.LoadBalancer {
 						Type: "auth-map", SHA256: "cd"},
 					RateLimit:      &model.RateLimit{RequestsPerSecond: 5, RequestsPerMinute: 100, Connections: 2},
 					DefaultBackend: &model.DefaultBackend{PoolID: "p1", RoutePoolID: "p0"},
+					CustomErrors: &model.CustomErrors{PoolID: "p1", Codes: []int{404, 503}, Namespace: "default",
+						Ingress: "web", Service: "web", ServicePort: "http"},
 					ExternalAuth: &model.ExternalAuth{PoolID: "p1", Host: "auth.default.svc", Path: "/auth", Method: "GET",
 						SigninURL: "https://login.example/start", ResponseHeaders: []string{"X-User"}},
 					Canary: &model.Canary{PoolID: "p1", Weight: 10, WeightTotal: 100, Header: "X-Canary", HeaderValue: "v2",
