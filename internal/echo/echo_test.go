@@ -199,3 +199,49 @@ func assertHeaders(t *testing.T, resp *http.Response, bodyLen int) {
 		t.Errorf("Content-Length %q, want %d", cl, bodyLen)
 	}
 }
+
+// TestGatewayEchoProtocol: what the Gateway API suite's echo-basic adds
+// to the Ingress echo: X-Echo-Set-Header response headers, /status/<code>
+// and ?delay=.
+func TestGatewayEchoProtocol(t *testing.T) {
+	ts := httptest.NewServer(NewServer(testIdentity, nil))
+	t.Cleanup(ts.Close)
+
+	resp, _ := do(t, ts, "GET", "/", "", http.Header{"X-Echo-Set-Header": {"X-Header-Set: set-value, X-Multi: a", "x-multi:b,bad name: x"}})
+	if got := resp.Header.Get("X-Header-Set"); got != "set-value" {
+		t.Errorf("X-Header-Set %q, want set-value", got)
+	}
+	// Names keep their case as sent (two lines here, which Go's client
+	// reads as one canonical name).
+	if got := resp.Header.Values("X-Multi"); len(got) != 2 || got[0] != "a" || got[1] != "b" {
+		t.Errorf("X-Multi %q, want [a b]", got)
+	}
+	for k := range resp.Header {
+		if strings.Contains(k, " ") {
+			t.Errorf("invalid name %q set", k)
+		}
+	}
+
+	resp, body := do(t, ts, "GET", "/status/503", "", nil)
+	if resp.StatusCode != http.StatusServiceUnavailable || len(body) != 0 {
+		t.Errorf("/status/503: %d %q", resp.StatusCode, body)
+	}
+	for _, uri := range []string{"/status/", "/status/5033", "/status/abc", "/status/099"} {
+		if resp, _ := do(t, ts, "GET", uri, "", nil); resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: %d, want the echo", uri, resp.StatusCode)
+		}
+	}
+
+	start := time.Now()
+	if resp, _ := do(t, ts, "GET", "/?delay=200ms", "", nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("?delay=200ms: %d", resp.StatusCode)
+	}
+	if d := time.Since(start); d < 200*time.Millisecond {
+		t.Errorf("?delay=200ms answered after %s", d)
+	}
+	for _, q := range []string{"?delay=x", "?delay=-1s", "?delay=2h"} {
+		if resp, _ := do(t, ts, "GET", "/"+q, "", nil); resp.StatusCode != http.StatusInternalServerError {
+			t.Errorf("%s: %d, want 500", q, resp.StatusCode)
+		}
+	}
+}

@@ -119,8 +119,9 @@ func gatewayRefOf(p gwv1.ParentReference, routeNS string) model.ObjectRef {
 
 // attach applies the spec's attachment rules for one parentRef: the
 // listeners it selects (sectionName, port), those whose allowedRoutes
-// take the route (counted in attachedRoutes, valid or not), then
-// hostname intersection. It returns the Accepted condition.
+// take the route (counted in attachedRoutes, valid or not, when their
+// hostnames intersect, even on a listener with unresolved references),
+// then hostname intersection. It returns the Accepted condition.
 func (p *parsedGateway) attach(pr *parsedRoute, parent gwv1.ParentReference, nsLabels map[string]string) (bool, string, string) {
 	if p.refusal != "" {
 		return false, string(gwv1.RouteReasonNoMatchingParent), "the Gateway is not accepted"
@@ -140,11 +141,17 @@ func (p *parsedGateway) attach(pr *parsedRoute, parent gwv1.ParentReference, nsL
 	}
 	var allowed []*gwListener
 	for _, l := range selected {
-		if l.usable() && p.allows(l, pr.r.Namespace, nsLabels) {
-			if !pr.counted[l] {
-				pr.counted[l] = true
-				l.attached++
-			}
+		if len(l.kinds) == 0 || !p.allows(l, pr.r.Namespace, nsLabels) {
+			continue
+		}
+		// attachedRoutes counts a route on a listener with unresolved
+		// references too, but not on one none of whose hostnames the
+		// route's intersect (the suite's GatewayWithAttachedRoutes).
+		if !pr.counted[l] && len(intersectHosts(l.host, pr.hosts)) > 0 {
+			pr.counted[l] = true
+			l.attached++
+		}
+		if l.usable() {
 			allowed = append(allowed, l)
 		}
 	}
