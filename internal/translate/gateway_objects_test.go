@@ -151,6 +151,11 @@ spec:
 	docs += route("partial", "[{name: a, port: 80}, {name: nope, port: 80}]")
 	docs += route("partial-split", "[{name: a, port: 80, weight: 3}, {name: b, port: 80, weight: 1}, {kind: Bucket, group: x.io, name: c, weight: 2}]")
 	docs += route("unresolved-zero", "[{name: a, port: 80}, {name: nope, port: 80, weight: 0}]")
+	docs += route("empty", "[]")
+	// No backendRefs: 500, unless a redirect answers.
+	docs += "---\nkind: HTTPRoute\nmetadata: {name: omitted}\nspec:\n  parentRefs: [{name: gw}]\n  hostnames: [omitted.example]\n  rules: [{}]\n"
+	docs += "---\nkind: HTTPRoute\nmetadata: {name: redirect}\nspec:\n  parentRefs: [{name: gw}]\n  hostnames: [redirect.example]\n" +
+		"  rules: [{filters: [{type: RequestRedirect, requestRedirect: {hostname: r.example}}]}]\n"
 	snap := gatewaySnap(t, docs)
 	a, aes := backend("default", "a", "", 80, 1)
 	b, bes := backend("default", "bb", "", 80, 2) // two endpoints, another address range
@@ -161,6 +166,9 @@ spec:
 	res := Gateways(snap, gatewayOpts())
 	lb := res.LoadBalancers[0]
 
+	if p := routePolicy(t, lb, "redirect"); p.Action == model.ActionFixedResponse || p.Options.Redirect == nil {
+		t.Errorf("redirect without backendRefs: policy %+v, want the redirect", p)
+	}
 	// Unresolved backends answer 500 for their share (the spec): all of
 	// a rule's (a FIXED_RESPONSE policy, no pool), or the share of their
 	// weights (the pool's fail weight of its total).
@@ -180,6 +188,8 @@ spec:
 		{"partial", gwv1.RouteReasonBackendNotFound, "a", 1, 1, 2},
 		{"partial-split", gwv1.RouteReasonInvalidKind, "a+b", 3, 2, 6},
 		{"unresolved-zero", gwv1.RouteReasonBackendNotFound, "a", 1, 0, 0},
+		{"empty", gwv1.RouteReasonResolvedRefs, "", 0, 0, 0},
+		{"omitted", gwv1.RouteReasonResolvedRefs, "", 0, 0, 0},
 	} {
 		parents := res.Gateway.Routes[routeRef("default", tc.route)]
 		if len(parents) != 1 {

@@ -80,6 +80,11 @@ func parseRoute(r *gwv1.HTTPRoute, x *index, opts Options, problems *[]model.Pro
 	}
 	for i, rule := range r.Spec.Rules {
 		b := x.rulePool(r, i, rule.BackendRefs, opts)
+		if len(rule.BackendRefs) == 0 && !answersItself(rule.Filters) {
+			// Nothing to forward to and nothing that answers: 500,
+			// as the spec asks (the suite's HTTPRouteNoBackendRefs).
+			b.pool = nil
+		}
 		if b.unresolved != "" {
 			*problems = append(*problems, routeProblem(r, model.SeverityWarning, b.unresolved,
 				fmt.Sprintf("spec.rules[%d].backendRefs", i), b.detail+": that backend gets no requests"))
@@ -231,4 +236,15 @@ func (p *parsedGateway) addEntries(l *gwListener, hosts []string, pr *parsedRout
 			}
 		}
 	}
+}
+
+// answersItself reports whether a rule's filters answer the request
+// themselves (a RequestRedirect), so it needs no backend.
+func answersItself(filters []gwv1.HTTPRouteFilter) bool {
+	for _, f := range filters {
+		if f.Type == gwv1.HTTPRouteFilterRequestRedirect {
+			return true
+		}
+	}
+	return false
 }
