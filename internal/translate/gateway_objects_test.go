@@ -54,6 +54,12 @@ metadata: {name: all-bad}
 spec:
   gatewayClassName: pier
   listeners: [{name: udp, port: 53, protocol: UDP}]
+---
+kind: Gateway
+metadata: {name: unresolved-only}
+spec:
+  gatewayClassName: pier
+  listeners: [{name: tls, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: missing}]}}]
 `
 	res := Gateways(gatewaySnap(t, docs), gatewayOpts())
 	classes := res.Gateway.Classes
@@ -79,8 +85,20 @@ spec:
 	if c := gwCond("all-bad"); c.Status != metav1.ConditionFalse || c.Reason != string(gwv1.GatewayReasonListenersNotValid) {
 		t.Errorf("all-bad: %s/%s", c.Status, c.Reason)
 	}
-	if c := gwCond("mixed"); c.Status != metav1.ConditionTrue {
+	// Some listeners not valid: accepted, the reason says so (the
+	// upstream suite's GatewayListenerUnsupportedProtocol).
+	if c := gwCond("mixed"); c.Status != metav1.ConditionTrue || c.Reason != string(gwv1.GatewayReasonListenersNotValid) {
 		t.Errorf("mixed: %s/%s", c.Status, c.Reason)
+	}
+	// A listener whose certificate does not resolve is accepted: so is
+	// the Gateway, but it has nothing to serve.
+	if c := gwCond("unresolved-only"); c.Status != metav1.ConditionTrue || c.Reason != string(gwv1.GatewayReasonAccepted) {
+		t.Errorf("unresolved-only: %s/%s", c.Status, c.Reason)
+	}
+	for _, lb := range res.LoadBalancers {
+		if lb.Sources[0].Name == "unresolved-only" {
+			t.Error("unresolved-only got a load balancer, with no usable listener")
+		}
 	}
 	for _, name := range []string{"addresses", "all-bad"} {
 		if _, ok := res.Accepted[gatewayRef("default", name)]; ok {
