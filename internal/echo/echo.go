@@ -11,12 +11,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/net/websocket"
 )
 
 // DefaultListen is the address used when Config.Listen is empty: the
@@ -25,6 +28,10 @@ const DefaultListen = ":3000"
 
 // HealthPath answers 200 "ok" instead of echoing, for readiness probes.
 const HealthPath = "/health"
+
+// WebSocketPath with an Upgrade: websocket request is a WebSocket echo
+// (the Gateway API echo's); without one it is echoed as JSON.
+const WebSocketPath = "/ws"
 
 // shutdownTimeout bounds how long Run waits for in-flight requests.
 const shutdownTimeout = 10 * time.Second
@@ -85,6 +92,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if r.URL.Path == WebSocketPath && strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		// The Gateway echo's WebSocket endpoint: frames echoed back until
+		// the client closes. Any origin (the suite sends a made-up one).
+		websocket.Server{Handler: func(ws *websocket.Conn) { _, _ = io.Copy(ws, ws) }}.ServeHTTP(w, r)
+		return
+	}
 	if code, ok := statusPath(r.URL.Path); ok {
 		w.WriteHeader(code)
 		return

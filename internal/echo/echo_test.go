@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/net/websocket"
 )
 
 var testIdentity = Config{Namespace: "ns-1", Ingress: "ing-1", Service: "svc-1", Pod: "pod-1"}
@@ -243,5 +245,37 @@ func TestGatewayEchoProtocol(t *testing.T) {
 		if resp, _ := do(t, ts, "GET", "/"+q, "", nil); resp.StatusCode != http.StatusInternalServerError {
 			t.Errorf("%s: %d, want 500", q, resp.StatusCode)
 		}
+	}
+}
+
+// TestWebSocketEcho: /ws with Upgrade: websocket echoes frames (the
+// Gateway suite's HTTPRouteBackendProtocolWebSocket); /ws without it is
+// echoed as JSON like any path.
+func TestWebSocketEcho(t *testing.T) {
+	ts := httptest.NewServer(NewServer(testIdentity, nil))
+	t.Cleanup(ts.Close)
+	ws, err := websocket.Dial("ws"+strings.TrimPrefix(ts.URL, "http")+WebSocketPath, "", "ws://gateway/test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if err := websocket.Message.Send(ws, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	var reply string
+	if err := websocket.Message.Receive(ws, &reply); err != nil || reply != "hello" {
+		t.Fatalf("reply %q, %v", reply, err)
+	}
+	bin := []byte{1, 2, 3}
+	var binReply []byte
+	if err := websocket.Message.Send(ws, bin); err != nil {
+		t.Fatal(err)
+	}
+	if err := websocket.Message.Receive(ws, &binReply); err != nil || string(binReply) != string(bin) {
+		t.Fatalf("binary reply %v, %v", binReply, err)
+	}
+	resp, body := do(t, ts, "GET", WebSocketPath, "", nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"path":"/ws"`) {
+		t.Errorf("/ws without Upgrade: %d %s", resp.StatusCode, body)
 	}
 }
