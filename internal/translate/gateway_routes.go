@@ -3,6 +3,8 @@ package translate
 import (
 	"fmt"
 	"net/http"
+	"strconv"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -84,6 +86,9 @@ func parseRoute(r *gwv1.HTTPRoute, x *index, opts Options, problems *[]model.Pro
 			// Nothing to forward to and nothing that answers: 500,
 			// as the spec asks (the suite's HTTPRouteNoBackendRefs).
 			b.pool = nil
+		}
+		if d := ruleTimeout(rule.Timeouts); d > 0 && b.pool != nil {
+			b.pool = withServerTimeout(b.pool, d)
 		}
 		if b.unresolved != "" {
 			*problems = append(*problems, routeProblem(r, model.SeverityWarning, b.unresolved,
@@ -247,4 +252,44 @@ func answersItself(filters []gwv1.HTTPRouteFilter) bool {
 		}
 	}
 	return false
+}
+
+// maxRuleTimeout is render's bound on a pool timeout.
+const maxRuleTimeout = 24 * time.Hour
+
+// ruleTimeout is the shorter of a rule's non-zero timeouts.request and
+// timeouts.backendRequest ("0s" disables one), as HAProxy's server
+// timeout: a backend silent that long gets the request a 504. The CRD's
+// pattern (1-5 digits of h, m, s or ms, up to four times) always parses
+// to whole milliseconds; a value above 24 h is held to 24 h.
+func ruleTimeout(t *gwv1.HTTPRouteTimeouts) time.Duration {
+	if t == nil {
+		return 0
+	}
+	var out time.Duration
+	for _, v := range []*gwv1.Duration{t.Request, t.BackendRequest} {
+		if v == nil {
+			continue
+		}
+		d, err := time.ParseDuration(string(*v))
+		if err != nil || d <= 0 {
+			continue
+		}
+		d = min(d.Truncate(time.Millisecond), maxRuleTimeout)
+		if d > 0 && (out == 0 || d < out) {
+			out = d
+		}
+	}
+	return out
+}
+
+// withServerTimeout is a rule's own copy of its pool with a server
+// timeout: the Service's pool is shared with other routes, which keep
+// the default.
+func withServerTimeout(p *model.Pool, d time.Duration) *model.Pool {
+	c := *p
+	c.ID = model.ID("gateway-timeout", p.ID, strconv.FormatInt(d.Milliseconds(), 10))
+	c.Name = p.Namespace + "_timeout_" + c.ID[:8]
+	c.ServerTimeout = d
+	return &c
 }
