@@ -71,7 +71,7 @@ const (
 )
 
 // supportedFeatures are the features pier declares: the GATEWAY-HTTP
-// profile's core ones, and the extended ones that pass (15 features, 17
+// profile's core ones, and the extended ones that pass (17 features, 19
 // tests, at v1.6.3; docs/gateway-api.md lists the others and why).
 var supportedFeatures = []features.FeatureName{
 	features.SupportGateway,
@@ -93,6 +93,8 @@ var supportedFeatures = []features.FeatureName{
 	features.SupportHTTPRoute307RedirectStatusCode,
 	features.SupportHTTPRoute308RedirectStatusCode,
 	features.SupportHTTPRouteBackendProtocolWebSocket,
+	features.SupportHTTPRouteRequestTimeout,
+	features.SupportHTTPRouteBackendTimeout,
 }
 
 // skipTests are the suite's tests that fail against pier today, each
