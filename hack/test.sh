@@ -47,7 +47,7 @@ fi
 
 # The upstream Gateway API conformance suite (v1.6.3, unmodified): a Go
 # module of its own, so its k8s.io/* v0.36 stays out of pier's go.mod, and
-# so outside `./...` above. About 1.5 min here (36 core and 17 extended
+# so outside `./...` above. About 1.5 min here (36 core and 19 extended
 # tests, all passing), a few more on a first run (its modules' build).
 # The report goes to a temporary file, not over docs/conformance/.
 echo "== Gateway API conformance (test/gatewayconformance)" >&2
