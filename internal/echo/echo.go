@@ -11,11 +11,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+
+	"golang.org/x/net/websocket"
 )
 
 // DefaultListen is the address used when Config.Listen is empty: the
@@ -24,6 +28,10 @@ const DefaultListen = ":3000"
 
 // HealthPath answers 200 "ok" instead of echoing, for readiness probes.
 const HealthPath = "/health"
+
+// WebSocketPath with an Upgrade: websocket request is a WebSocket echo
+// (the Gateway API echo's); without one it is echoed as JSON.
+const WebSocketPath = "/ws"
 
 // shutdownTimeout bounds how long Run waits for in-flight requests.
 const shutdownTimeout = 10 * time.Second
@@ -84,6 +92,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if r.URL.Path == WebSocketPath && strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		// The Gateway echo's WebSocket endpoint: frames echoed back until
+		// the client closes. Any origin (the suite sends a made-up one).
+		websocket.Server{Handler: func(ws *websocket.Conn) { _, _ = io.Copy(ws, ws) }}.ServeHTTP(w, r)
+		return
+	}
+	if code, ok := statusPath(r.URL.Path); ok {
+		w.WriteHeader(code)
+		return
+	}
+	if err := delay(r.Context(), r.URL.Query().Get("delay")); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+
 	body, err := json.Marshal(Response{
 		Path:      r.RequestURI,
 		Host:      r.Host,
@@ -105,6 +128,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	s.log.Debug("echo", "method", r.Method, "uri", r.RequestURI, "host", r.Host, "remote", r.RemoteAddr)
 	h := w.Header()
+	setEchoHeaders(h, r.Header["X-Echo-Set-Header"])
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
 	// Explicit, so a large header echo is not sent chunked: the conformance
@@ -112,6 +136,75 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
+}
+
+// maxDelay bounds ?delay=: a test backend never holds a request longer.
+const maxDelay = time.Minute
+
+// statusPath answers the Gateway API echo's /status/<code>: that status,
+// no body. Any other path is echoed.
+func statusPath(path string) (int, bool) {
+	rest, ok := strings.CutPrefix(path, "/status/")
+	if !ok || len(rest) != 3 {
+		return 0, false
+	}
+	code, err := strconv.Atoi(rest)
+	if err != nil || code < 200 || code > 599 {
+		return 0, false
+	}
+	return code, true
+}
+
+// delay waits for the duration of the Gateway API echo's ?delay= (e.g.
+// 10ms, 2s; at most maxDelay), or until the request ends.
+func delay(ctx context.Context, v string) error {
+	if v == "" {
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d > maxDelay {
+		return fmt.Errorf("delay %q: want a duration up to %s", v, maxDelay)
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// setEchoHeaders applies the Gateway API echo's X-Echo-Set-Header request
+// headers: each a comma-separated list of "Name: value" set on the
+// response (a name seen twice gets its values joined by commas), so a test
+// can see what a proxy does to response headers. Names are kept as sent;
+// one that is not a valid header name is skipped.
+func setEchoHeaders(h http.Header, lists []string) {
+	for _, list := range lists {
+		for kv := range strings.SplitSeq(list, ",") {
+			name, value, _ := strings.Cut(strings.TrimSpace(kv), ":")
+			name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+			if !validHeaderName(name) {
+				continue
+			}
+			if len(h[name]) == 0 {
+				h[name] = []string{value}
+			} else {
+				h[name][0] += "," + value
+			}
+		}
+	}
+}
+
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // Run listens on cfg.Listen (DefaultListen if empty) and serves until ctx

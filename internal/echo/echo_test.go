@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/net/websocket"
 )
 
 var testIdentity = Config{Namespace: "ns-1", Ingress: "ing-1", Service: "svc-1", Pod: "pod-1"}
@@ -197,5 +199,83 @@ func assertHeaders(t *testing.T, resp *http.Response, bodyLen int) {
 	}
 	if cl := resp.Header.Get("Content-Length"); cl != strconv.Itoa(bodyLen) {
 		t.Errorf("Content-Length %q, want %d", cl, bodyLen)
+	}
+}
+
+// TestGatewayEchoProtocol: what the Gateway API suite's echo-basic adds
+// to the Ingress echo: X-Echo-Set-Header response headers, /status/<code>
+// and ?delay=.
+func TestGatewayEchoProtocol(t *testing.T) {
+	ts := httptest.NewServer(NewServer(testIdentity, nil))
+	t.Cleanup(ts.Close)
+
+	resp, _ := do(t, ts, "GET", "/", "", http.Header{"X-Echo-Set-Header": {"X-Header-Set: set-value, X-Multi: a", "x-multi:b,bad name: x"}})
+	if got := resp.Header.Get("X-Header-Set"); got != "set-value" {
+		t.Errorf("X-Header-Set %q, want set-value", got)
+	}
+	// Names keep their case as sent (two lines here, which Go's client
+	// reads as one canonical name).
+	if got := resp.Header.Values("X-Multi"); len(got) != 2 || got[0] != "a" || got[1] != "b" {
+		t.Errorf("X-Multi %q, want [a b]", got)
+	}
+	for k := range resp.Header {
+		if strings.Contains(k, " ") {
+			t.Errorf("invalid name %q set", k)
+		}
+	}
+
+	resp, body := do(t, ts, "GET", "/status/503", "", nil)
+	if resp.StatusCode != http.StatusServiceUnavailable || len(body) != 0 {
+		t.Errorf("/status/503: %d %q", resp.StatusCode, body)
+	}
+	for _, uri := range []string{"/status/", "/status/5033", "/status/abc", "/status/099"} {
+		if resp, _ := do(t, ts, "GET", uri, "", nil); resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: %d, want the echo", uri, resp.StatusCode)
+		}
+	}
+
+	start := time.Now()
+	if resp, _ := do(t, ts, "GET", "/?delay=200ms", "", nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("?delay=200ms: %d", resp.StatusCode)
+	}
+	if d := time.Since(start); d < 200*time.Millisecond {
+		t.Errorf("?delay=200ms answered after %s", d)
+	}
+	for _, q := range []string{"?delay=x", "?delay=-1s", "?delay=2h"} {
+		if resp, _ := do(t, ts, "GET", "/"+q, "", nil); resp.StatusCode != http.StatusInternalServerError {
+			t.Errorf("%s: %d, want 500", q, resp.StatusCode)
+		}
+	}
+}
+
+// TestWebSocketEcho: /ws with Upgrade: websocket echoes frames (the
+// Gateway suite's HTTPRouteBackendProtocolWebSocket); /ws without it is
+// echoed as JSON like any path.
+func TestWebSocketEcho(t *testing.T) {
+	ts := httptest.NewServer(NewServer(testIdentity, nil))
+	t.Cleanup(ts.Close)
+	ws, err := websocket.Dial("ws"+strings.TrimPrefix(ts.URL, "http")+WebSocketPath, "", "ws://gateway/test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if err := websocket.Message.Send(ws, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	var reply string
+	if err := websocket.Message.Receive(ws, &reply); err != nil || reply != "hello" {
+		t.Fatalf("reply %q, %v", reply, err)
+	}
+	bin := []byte{1, 2, 3}
+	var binReply []byte
+	if err := websocket.Message.Send(ws, bin); err != nil {
+		t.Fatal(err)
+	}
+	if err := websocket.Message.Receive(ws, &binReply); err != nil || string(binReply) != string(bin) {
+		t.Fatalf("binary reply %v, %v", binReply, err)
+	}
+	resp, body := do(t, ts, "GET", WebSocketPath, "", nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"path":"/ws"`) {
+		t.Errorf("/ws without Upgrade: %d %s", resp.StatusCode, body)
 	}
 }

@@ -41,9 +41,9 @@ type weighted struct {
 // for the requests a ref that does not resolve would have had: when every
 // weighted ref fails, the pool is nil and the rule answers 500
 // (FIXED_RESPONSE); when some do, the pool answers 500 for their share of
-// the weights (Pool.FailWeight of FailTotal). A rule without refs, or
-// whose refs all weigh 0, gets an empty pool, which HAProxy answers with
-// 503.
+// the weights (Pool.FailWeight of FailTotal). A rule whose refs all weigh
+// 0 gets an empty pool, which HAProxy answers with 503; a rule without
+// refs gets 500 from its caller unless a RequestRedirect answers it.
 func (x *index) rulePool(r *gwv1.HTTPRoute, rule int, refs []gwv1.HTTPBackendRef, opts Options) backendResult {
 	var res backendResult
 	var ok []weighted

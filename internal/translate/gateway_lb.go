@@ -148,9 +148,9 @@ func gatewayPolicies(entries []gwEntry) []model.L7Policy {
 // loadBalancer is the Gateway's load balancer: one model listener per
 // port of its usable listeners (several Gateway listeners on one port
 // share it, told apart by host rules), its routes' policies and pools.
-// nil when the Gateway is not accepted.
+// nil when the Gateway is not accepted or has no usable listener.
 func (p *parsedGateway) loadBalancer() *model.LoadBalancer {
-	if p.refusal != "" {
+	if p.refusal != "" || !anyUsable(p.listeners) {
 		return nil
 	}
 	lb := &model.LoadBalancer{

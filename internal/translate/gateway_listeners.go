@@ -79,7 +79,11 @@ func parseGateway(gw *gwv1.Gateway, x *index, opts Options, problems *[]model.Pr
 		p.listeners = append(p.listeners, l)
 	}
 	markConflicts(p.listeners)
-	if p.refusal == "" && !anyUsable(p.listeners) {
+	// Refused only when no listener is accepted; one whose references do
+	// not resolve keeps the Gateway accepted (its routes still count in
+	// attachedRoutes), but a Gateway without a usable listener has no
+	// load balancer.
+	if p.refusal == "" && !anyValid(p.listeners) {
 		p.refusal, p.refusalMessage = string(gwv1.GatewayReasonListenersNotValid), "no listener is valid"
 	}
 	return p
@@ -97,6 +101,18 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
+}
+
+// valid: accepted and not in conflict.
+func (l *gwListener) valid() bool { return l.notAccepted == "" && l.conflicted == "" }
+
+func anyValid(ls []*gwListener) bool {
+	for _, l := range ls {
+		if l.valid() {
+			return true
+		}
+	}
+	return false
 }
 
 func anyUsable(ls []*gwListener) bool {
@@ -280,8 +296,16 @@ func (p *parsedGateway) status() gwv1.GatewayStatus {
 			condition(gen, string(gwv1.GatewayConditionProgrammed), false, string(gwv1.GatewayReasonInvalid), "the Gateway is not served"),
 		}
 	} else {
+		reason, message := string(gwv1.GatewayReasonAccepted), ""
+		for _, l := range p.listeners {
+			if !l.valid() {
+				// Accepted, with the reason saying not all of it is.
+				reason, message = string(gwv1.GatewayReasonListenersNotValid), "listener "+string(l.name)+" is not valid"
+				break
+			}
+		}
 		st.Conditions = []metav1.Condition{
-			condition(gen, string(gwv1.GatewayConditionAccepted), true, string(gwv1.GatewayReasonAccepted), ""),
+			condition(gen, string(gwv1.GatewayConditionAccepted), true, reason, message),
 			condition(gen, string(gwv1.GatewayConditionProgrammed), false, string(gwv1.GatewayReasonPending), "waiting for HAProxy to serve it"),
 		}
 	}

@@ -2,6 +2,7 @@ package translate
 
 import (
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -54,6 +55,12 @@ metadata: {name: all-bad}
 spec:
   gatewayClassName: pier
   listeners: [{name: udp, port: 53, protocol: UDP}]
+---
+kind: Gateway
+metadata: {name: unresolved-only}
+spec:
+  gatewayClassName: pier
+  listeners: [{name: tls, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: missing}]}}]
 `
 	res := Gateways(gatewaySnap(t, docs), gatewayOpts())
 	classes := res.Gateway.Classes
@@ -79,8 +86,20 @@ spec:
 	if c := gwCond("all-bad"); c.Status != metav1.ConditionFalse || c.Reason != string(gwv1.GatewayReasonListenersNotValid) {
 		t.Errorf("all-bad: %s/%s", c.Status, c.Reason)
 	}
-	if c := gwCond("mixed"); c.Status != metav1.ConditionTrue {
+	// Some listeners not valid: accepted, the reason says so (the
+	// upstream suite's GatewayListenerUnsupportedProtocol).
+	if c := gwCond("mixed"); c.Status != metav1.ConditionTrue || c.Reason != string(gwv1.GatewayReasonListenersNotValid) {
 		t.Errorf("mixed: %s/%s", c.Status, c.Reason)
+	}
+	// A listener whose certificate does not resolve is accepted: so is
+	// the Gateway, but it has nothing to serve.
+	if c := gwCond("unresolved-only"); c.Status != metav1.ConditionTrue || c.Reason != string(gwv1.GatewayReasonAccepted) {
+		t.Errorf("unresolved-only: %s/%s", c.Status, c.Reason)
+	}
+	for _, lb := range res.LoadBalancers {
+		if lb.Sources[0].Name == "unresolved-only" {
+			t.Error("unresolved-only got a load balancer, with no usable listener")
+		}
 	}
 	for _, name := range []string{"addresses", "all-bad"} {
 		if _, ok := res.Accepted[gatewayRef("default", name)]; ok {
@@ -151,6 +170,11 @@ spec:
 	docs += route("partial", "[{name: a, port: 80}, {name: nope, port: 80}]")
 	docs += route("partial-split", "[{name: a, port: 80, weight: 3}, {name: b, port: 80, weight: 1}, {kind: Bucket, group: x.io, name: c, weight: 2}]")
 	docs += route("unresolved-zero", "[{name: a, port: 80}, {name: nope, port: 80, weight: 0}]")
+	docs += route("empty", "[]")
+	// No backendRefs: 500, unless a redirect answers.
+	docs += "---\nkind: HTTPRoute\nmetadata: {name: omitted}\nspec:\n  parentRefs: [{name: gw}]\n  hostnames: [omitted.example]\n  rules: [{}]\n"
+	docs += "---\nkind: HTTPRoute\nmetadata: {name: redirect}\nspec:\n  parentRefs: [{name: gw}]\n  hostnames: [redirect.example]\n" +
+		"  rules: [{filters: [{type: RequestRedirect, requestRedirect: {hostname: r.example}}]}]\n"
 	snap := gatewaySnap(t, docs)
 	a, aes := backend("default", "a", "", 80, 1)
 	b, bes := backend("default", "bb", "", 80, 2) // two endpoints, another address range
@@ -161,6 +185,9 @@ spec:
 	res := Gateways(snap, gatewayOpts())
 	lb := res.LoadBalancers[0]
 
+	if p := routePolicy(t, lb, "redirect"); p.Action == model.ActionFixedResponse || p.Options.Redirect == nil {
+		t.Errorf("redirect without backendRefs: policy %+v, want the redirect", p)
+	}
 	// Unresolved backends answer 500 for their share (the spec): all of
 	// a rule's (a FIXED_RESPONSE policy, no pool), or the share of their
 	// weights (the pool's fail weight of its total).
@@ -180,6 +207,8 @@ spec:
 		{"partial", gwv1.RouteReasonBackendNotFound, "a", 1, 1, 2},
 		{"partial-split", gwv1.RouteReasonInvalidKind, "a+b", 3, 2, 6},
 		{"unresolved-zero", gwv1.RouteReasonBackendNotFound, "a", 1, 0, 0},
+		{"empty", gwv1.RouteReasonResolvedRefs, "", 0, 0, 0},
+		{"omitted", gwv1.RouteReasonResolvedRefs, "", 0, 0, 0},
 	} {
 		parents := res.Gateway.Routes[routeRef("default", tc.route)]
 		if len(parents) != 1 {
@@ -269,5 +298,55 @@ spec:
 	}
 	if got := gatewayRoute(t, res.LoadBalancers[0], 443, gwRequest{host: "any.example", path: "/"}); got != "404" {
 		t.Errorf("any.example: %s (the route attached to the shop listener only)", got)
+	}
+}
+
+// TestGatewayRuleTimeouts: a rule's timeouts.request and backendRequest
+// become the server timeout of a pool of its own (the shorter non-zero
+// one; "0s" disables), so the Service's shared pool keeps the default
+// (the suite's HTTPRouteRequestTimeout, HTTPRouteBackendTimeout).
+func TestGatewayRuleTimeouts(t *testing.T) {
+	docs := gatewayClassDoc + `
+---
+kind: Gateway
+metadata: {name: gw}
+spec:
+  gatewayClassName: pier
+  listeners: [{name: http, port: 80, protocol: HTTP}]
+`
+	route := func(name, timeouts string) string {
+		return "---\nkind: HTTPRoute\nmetadata: {name: " + name + "}\nspec:\n  parentRefs: [{name: gw}]\n" +
+			"  hostnames: [" + name + ".example]\n  rules: [{backendRefs: [{name: a, port: 80}]" + timeouts + "}]\n"
+	}
+	docs += route("plain", "")
+	docs += route("request", ", timeouts: {request: 500ms}")
+	docs += route("backend", ", timeouts: {backendRequest: 1s}")
+	docs += route("both", ", timeouts: {request: 2s, backendRequest: 1s500ms}")
+	docs += route("disabled", ", timeouts: {request: 0s}")
+	docs += route("huge", ", timeouts: {request: 99999h}")
+	snap := gatewaySnap(t, docs)
+	a, aes := backend("default", "a", "", 80, 1)
+	snap.Services = append(snap.Services, a)
+	snap.EndpointSlices = append(snap.EndpointSlices, aes)
+	lb := Gateways(snap, gatewayOpts()).LoadBalancers[0]
+	shared := model.ID("pool", "default", "a", "80")
+	for _, tc := range []struct {
+		route string
+		want  time.Duration
+	}{
+		{"plain", 0}, {"request", 500 * time.Millisecond}, {"backend", time.Second},
+		{"both", 1500 * time.Millisecond}, {"disabled", 0}, {"huge", 24 * time.Hour},
+	} {
+		p := routePolicy(t, lb, tc.route)
+		pool := lb.Pool(p.PoolID)
+		if pool == nil {
+			t.Fatalf("%s: no pool", tc.route)
+		}
+		if pool.ServerTimeout != tc.want || len(pool.Members) != 1 {
+			t.Errorf("%s: server timeout %s, %d members, want %s", tc.route, pool.ServerTimeout, len(pool.Members), tc.want)
+		}
+		if (pool.ID == shared) != (tc.want == 0) {
+			t.Errorf("%s: pool %s; the Service's shared pool only without a timeout", tc.route, pool.ID)
+		}
 	}
 }

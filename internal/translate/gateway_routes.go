@@ -113,6 +113,12 @@ func parseRoute(r *gwv1.HTTPRoute, x *index, opts Options, problems *[]model.Pro
 	}
 	for i, rule := range r.Spec.Rules {
 		b := x.rulePool(r, i, rule.BackendRefs, opts)
+		if len(rule.BackendRefs) == 0 && !answersItself(rule.Filters) {
+			// Nothing to forward to and nothing that answers: 500,
+			// as the spec asks (the suite's HTTPRouteNoBackendRefs).
+			b.pool = nil
+		}
+		// timeouts, retry and sessionPersistence: a pool of the rule's own.
 		b.pool = pr.rules[i].settings.applyTo(b.pool)
 		if b.unresolved != "" {
 			*problems = append(*problems, routeProblem(r, model.SeverityWarning, b.unresolved,
@@ -153,8 +159,9 @@ func gatewayRefOf(p gwv1.ParentReference, routeNS string) model.ObjectRef {
 
 // attach applies the spec's attachment rules for one parentRef: the
 // listeners it selects (sectionName, port), those whose allowedRoutes
-// take the route (counted in attachedRoutes, valid or not), then
-// hostname intersection. It returns the Accepted condition.
+// take the route (counted in attachedRoutes, valid or not, when their
+// hostnames intersect, even on a listener with unresolved references),
+// then hostname intersection. It returns the Accepted condition.
 func (p *parsedGateway) attach(pr *parsedRoute, parent gwv1.ParentReference, nsLabels map[string]string) (bool, string, string) {
 	if p.refusal != "" {
 		return false, string(gwv1.RouteReasonNoMatchingParent), "the Gateway is not accepted"
@@ -174,11 +181,17 @@ func (p *parsedGateway) attach(pr *parsedRoute, parent gwv1.ParentReference, nsL
 	}
 	var allowed []*gwListener
 	for _, l := range selected {
-		if l.usable() && p.allows(l, pr.r.Namespace, nsLabels) {
-			if !pr.counted[l] {
-				pr.counted[l] = true
-				l.attached++
-			}
+		if len(l.kinds) == 0 || !p.allows(l, pr.r.Namespace, nsLabels) {
+			continue
+		}
+		// attachedRoutes counts a route on a listener with unresolved
+		// references too, but not on one none of whose hostnames the
+		// route's intersect (the suite's GatewayWithAttachedRoutes).
+		if !pr.counted[l] && len(intersectHosts(l.host, pr.hosts)) > 0 {
+			pr.counted[l] = true
+			l.attached++
+		}
+		if l.usable() {
 			allowed = append(allowed, l)
 		}
 	}
@@ -258,4 +271,15 @@ func (p *parsedGateway) addEntries(l *gwListener, hosts []string, pr *parsedRout
 			}
 		}
 	}
+}
+
+// answersItself reports whether a rule's filters answer the request
+// themselves (a RequestRedirect), so it needs no backend.
+func answersItself(filters []gwv1.HTTPRouteFilter) bool {
+	for _, f := range filters {
+		if f.Type == gwv1.HTTPRouteFilterRequestRedirect {
+			return true
+		}
+	}
+	return false
 }

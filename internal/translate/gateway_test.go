@@ -165,6 +165,7 @@ spec:
     protocol: HTTP
     allowedRoutes: {namespaces: {from: Selector, selector: {matchLabels: {kubernetes.io/metadata.name: other}}}}
   - {name: kinds, port: 8082, protocol: HTTP, allowedRoutes: {kinds: [{kind: GRPCRoute}]}}
+  - {name: unresolved, port: 8443, protocol: HTTPS, tls: {certificateRefs: [{name: missing}]}}
 ---
 kind: Gateway
 metadata: {name: theirs}
@@ -198,6 +199,7 @@ func TestGatewayAttachment(t *testing.T) {
 		{"default", "kinds", "{name: gw, sectionName: kinds}", "", "/", gwv1.RouteReasonNotAllowedByListeners},
 		{"default", "host", "{name: gw, sectionName: same}", "other.example", "/", gwv1.RouteReasonNoMatchingListenerHostname},
 		{"default", "invalid", "{name: gw, sectionName: all}", "", "/a b", gwv1.RouteReasonUnsupportedValue},
+		{"default", "to-unresolved", "{name: gw, sectionName: unresolved}", "", "/", gwv1.RouteReasonNotAllowedByListeners},
 	}
 	for _, c := range cases {
 		docs += attachRouteDoc(c.ns, c.name, c.parent, c.hostnames, c.path)
@@ -235,8 +237,10 @@ func TestGatewayAttachment(t *testing.T) {
 		t.Error("another controller's Gateway is marked ours")
 	}
 	// attachedRoutes counts what allowedRoutes and parentRefs select,
-	// valid or not, whatever the hostnames.
-	attached := map[gwv1.SectionName]int32{"same": 2, "all": 3, "sel": 2, "byname": 1, "kinds": 0}
+	// valid or not, on a listener with unresolved references too, but not
+	// a route none of whose hostnames the listener's intersects (the
+	// upstream suite's GatewayWithAttachedRoutes).
+	attached := map[gwv1.SectionName]int32{"same": 1, "all": 3, "sel": 2, "byname": 1, "kinds": 0, "unresolved": 1}
 	st := res.Gateway.Gateways[gatewayRef("default", "gw")]
 	for _, l := range st.Listeners {
 		if l.AttachedRoutes != attached[l.Name] {
