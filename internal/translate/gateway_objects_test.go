@@ -2,7 +2,6 @@ package translate
 
 import (
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -298,55 +297,5 @@ spec:
 	}
 	if got := gatewayRoute(t, res.LoadBalancers[0], 443, gwRequest{host: "any.example", path: "/"}); got != "404" {
 		t.Errorf("any.example: %s (the route attached to the shop listener only)", got)
-	}
-}
-
-// TestGatewayRuleTimeouts: a rule's timeouts.request and backendRequest
-// become the server timeout of a pool of its own (the shorter non-zero
-// one; "0s" disables), so the Service's shared pool keeps the default
-// (the suite's HTTPRouteRequestTimeout, HTTPRouteBackendTimeout).
-func TestGatewayRuleTimeouts(t *testing.T) {
-	docs := gatewayClassDoc + `
----
-kind: Gateway
-metadata: {name: gw}
-spec:
-  gatewayClassName: pier
-  listeners: [{name: http, port: 80, protocol: HTTP}]
-`
-	route := func(name, timeouts string) string {
-		return "---\nkind: HTTPRoute\nmetadata: {name: " + name + "}\nspec:\n  parentRefs: [{name: gw}]\n" +
-			"  hostnames: [" + name + ".example]\n  rules: [{backendRefs: [{name: a, port: 80}]" + timeouts + "}]\n"
-	}
-	docs += route("plain", "")
-	docs += route("request", ", timeouts: {request: 500ms}")
-	docs += route("backend", ", timeouts: {backendRequest: 1s}")
-	docs += route("both", ", timeouts: {request: 2s, backendRequest: 1s500ms}")
-	docs += route("disabled", ", timeouts: {request: 0s}")
-	docs += route("huge", ", timeouts: {request: 99999h}")
-	snap := gatewaySnap(t, docs)
-	a, aes := backend("default", "a", "", 80, 1)
-	snap.Services = append(snap.Services, a)
-	snap.EndpointSlices = append(snap.EndpointSlices, aes)
-	lb := Gateways(snap, gatewayOpts()).LoadBalancers[0]
-	shared := model.ID("pool", "default", "a", "80")
-	for _, tc := range []struct {
-		route string
-		want  time.Duration
-	}{
-		{"plain", 0}, {"request", 500 * time.Millisecond}, {"backend", time.Second},
-		{"both", 1500 * time.Millisecond}, {"disabled", 0}, {"huge", 24 * time.Hour},
-	} {
-		p := routePolicy(t, lb, tc.route)
-		pool := lb.Pool(p.PoolID)
-		if pool == nil {
-			t.Fatalf("%s: no pool", tc.route)
-		}
-		if pool.ServerTimeout != tc.want || len(pool.Members) != 1 {
-			t.Errorf("%s: server timeout %s, %d members, want %s", tc.route, pool.ServerTimeout, len(pool.Members), tc.want)
-		}
-		if (pool.ID == shared) != (tc.want == 0) {
-			t.Errorf("%s: pool %s; the Service's shared pool only without a timeout", tc.route, pool.ID)
-		}
 	}
 }
