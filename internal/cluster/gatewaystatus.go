@@ -5,10 +5,12 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"pier.dev/pier/internal/gatewayfeatures"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
 	"pier.dev/pier/internal/status"
@@ -85,16 +87,32 @@ func (w *statusWriter) writeClass(ctx context.Context, cached *gwv1.GatewayClass
 		},
 		func(c *gwv1.GatewayClass) bool {
 			merged := status.MergeConditions(c.Status.Conditions, want, now)
-			if status.SameGatewayAPIStatus(merged, c.Status.Conditions) {
+			features := classFeatures(want)
+			if status.SameGatewayAPIStatus(merged, c.Status.Conditions) &&
+				status.SameGatewayAPIStatus(features, c.Status.SupportedFeatures) {
 				return false
 			}
-			c.Status.Conditions = merged
+			c.Status.Conditions, c.Status.SupportedFeatures = merged, features
 			return true
 		},
 		func(ctx context.Context, c *gwv1.GatewayClass) error {
 			_, err := classes.UpdateStatus(ctx, c, metav1.UpdateOptions{FieldManager: "pier"})
 			return err
 		})
+}
+
+// classFeatures is a class's status.supportedFeatures: what pier
+// declares (package gatewayfeatures, sorted as the spec requires) for a
+// class it accepts, nothing for one it refuses.
+func classFeatures(conditions []metav1.Condition) []gwv1.SupportedFeature {
+	if !meta.IsStatusConditionTrue(conditions, string(gwv1.GatewayClassConditionStatusAccepted)) {
+		return nil
+	}
+	var out []gwv1.SupportedFeature
+	for _, name := range gatewayfeatures.Supported() {
+		out = append(out, gwv1.SupportedFeature{Name: gwv1.FeatureName(name)})
+	}
+	return out
 }
 
 func (w *statusWriter) writeGateway(ctx context.Context, cached *gwv1.Gateway, want gwv1.GatewayStatus, now metav1.Time) (bool, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
 
+	"pier.dev/pier/internal/gatewayfeatures"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
 	"pier.dev/pier/internal/status"
@@ -88,6 +90,13 @@ func TestGatewayStatusWritten(t *testing.T) {
 	if cs := gotClass.Status.Conditions; len(cs) != 1 || cs[0].Status != metav1.ConditionTrue || cs[0].ObservedGeneration != 1 ||
 		cs[0].LastTransitionTime.IsZero() || cs[0].LastTransitionTime.Equal(&epoch) {
 		t.Errorf("class conditions %+v, want Accepted=True alone, dated now", cs)
+	}
+	var features []string
+	for _, f := range gotClass.Status.SupportedFeatures {
+		features = append(features, string(f.Name))
+	}
+	if want := gatewayfeatures.Supported(); !slices.Equal(features, want) {
+		t.Errorf("class supportedFeatures %v, want %v (sorted)", features, want)
 	}
 	gotGW, _ := client.GatewayV1().Gateways("default").Get(ctx, "gw", metav1.GetOptions{})
 	if len(gotGW.Status.Addresses) != 1 || gotGW.Status.Addresses[0].Value != "10.0.0.1" ||

@@ -29,6 +29,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -57,6 +58,7 @@ import (
 	"sigs.k8s.io/gateway-api/conformance/utils/suite"
 	"sigs.k8s.io/gateway-api/pkg/features"
 
+	"pier.dev/pier/internal/gatewayfeatures"
 	"pier.dev/pier/test/kubeapi"
 	"pier.dev/pier/test/netns"
 	"pier.dev/pier/test/nodesim"
@@ -70,33 +72,6 @@ const (
 	reportPath        = "../../docs/conformance/v1.6.3-pier-report.yaml"
 )
 
-// supportedFeatures are the features pier declares: the GATEWAY-HTTP
-// profile's core ones, and the extended ones that pass (17 features, 19
-// tests, at v1.6.3; docs/gateway-api.md lists the others and why).
-var supportedFeatures = []features.FeatureName{
-	features.SupportGateway,
-	features.SupportReferenceGrant,
-	features.SupportHTTPRoute,
-
-	features.SupportGatewayPort8080,
-	features.SupportHTTPRouteParentRefPort,
-	features.SupportHTTPRouteNamedRouteRule,
-	features.SupportHTTPRouteQueryParamMatching,
-	features.SupportHTTPRouteMethodMatching,
-	features.SupportHTTPRouteResponseHeaderModification,
-	features.SupportHTTPRouteHostRewrite,
-	features.SupportHTTPRoutePathRewrite,
-	features.SupportHTTPRoutePathRedirect,
-	features.SupportHTTPRoutePortRedirect,
-	features.SupportHTTPRouteSchemeRedirect,
-	features.SupportHTTPRoute303RedirectStatusCode,
-	features.SupportHTTPRoute307RedirectStatusCode,
-	features.SupportHTTPRoute308RedirectStatusCode,
-	features.SupportHTTPRouteBackendProtocolWebSocket,
-	features.SupportHTTPRouteRequestTimeout,
-	features.SupportHTTPRouteBackendTimeout,
-}
-
 // skipTests are the suite's tests that fail against pier today, each
 // with its reason in docs/gateway-api.md ("The conformance suite").
 var skipTests = []string{}
@@ -108,6 +83,9 @@ func TestMain(m *testing.M) {
 
 func TestGatewayConformance(t *testing.T) {
 	if os.Getenv("PIER_KUBE_APISERVER") == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("PIER_KUBE_APISERVER is not set: CI must run the suite (hack/test.sh sets it)")
+		}
 		t.Skip("PIER_KUBE_APISERVER is not set (hack/test-apiserver.sh prints it)")
 	}
 	srv := kubeapi.Shared(t)
@@ -167,7 +145,6 @@ func TestGatewayConformance(t *testing.T) {
 			GatewayClassName:     className,
 			CleanupBaseResources: true,
 			CleanupTestResources: true,
-			SupportedFeatures:    supportedFeatures,
 			SkipTests:            skipTests,
 			TimeoutConfig:        timeouts,
 			ConformanceProfiles:  []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName},
@@ -185,12 +162,22 @@ func TestGatewayConformance(t *testing.T) {
 		Clientset:  cs,
 		RestConfig: cfg,
 	}
+	// The features tested are those pier publishes in the class's
+	// status.supportedFeatures: the suite infers them from the class
+	// (its report says "Inferred"), so the class says exactly what passes.
+	// Running one test or trying more features turns inference off, so
+	// they are passed by hand then, from the same status.
+	declared := waitClassFeatures(ctx, t, c)
 	// GATEWAY_CONFORMANCE_TRY_FEATURES (comma-separated) tries features
 	// not declared yet, to see whether they pass.
+	var try []features.FeatureName
 	for _, f := range strings.Split(os.Getenv("GATEWAY_CONFORMANCE_TRY_FEATURES"), ",") {
 		if f = strings.TrimSpace(f); f != "" {
-			opts.SupportedFeatures = append(opts.SupportedFeatures, features.FeatureName(f))
+			try = append(try, features.FeatureName(f))
 		}
+	}
+	if opts.RunTest != "" || len(try) > 0 {
+		opts.SupportedFeatures = append(declared, try...)
 	}
 	if path, ok := os.LookupEnv("GATEWAY_CONFORMANCE_REPORT"); ok {
 		opts.ReportOutputPath = path // CI: not over the committed report
@@ -200,6 +187,40 @@ func TestGatewayConformance(t *testing.T) {
 	}
 	conformance.RunConformanceWithOptions(t, opts)
 	t.Logf("suite done %s after the harness started", time.Since(start).Round(time.Second))
+}
+
+// waitClassFeatures waits for pier to accept the class and publish its
+// status.supportedFeatures, and checks they are what pier declares
+// (package gatewayfeatures), sorted as the spec requires.
+func waitClassFeatures(ctx context.Context, t *testing.T, c client.Client) []features.FeatureName {
+	t.Helper()
+	want := gatewayfeatures.Supported()
+	var got []string
+	for {
+		var class gwv1.GatewayClass
+		if err := c.Get(ctx, client.ObjectKey{Name: className}, &class); err == nil {
+			got = got[:0]
+			for _, f := range class.Status.SupportedFeatures {
+				got = append(got, string(f.Name))
+			}
+			if len(got) > 0 {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("GatewayClass %s: no status.supportedFeatures published: %v", className, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("GatewayClass %s publishes supportedFeatures %v, want %v", className, got, want)
+	}
+	out := make([]features.FeatureName, len(got))
+	for i, f := range got {
+		out[i] = features.FeatureName(f)
+	}
+	return out
 }
 
 // version is what the pier binary under test says it is (`pier
