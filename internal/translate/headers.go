@@ -114,13 +114,10 @@ func parseCustomHeaders(v string) (string, error) {
 	return v, nil
 }
 
-// ConfigMapRef names a ConfigMap an Ingress's annotations read.
-type ConfigMapRef struct{ Namespace, Name string }
-
 // NamedConfigMaps are the ConfigMaps ing's annotations name that pier
 // reads (custom-headers of the Ingress's own namespace): what the
 // sources watch and the pipeline rebuilds on.
-func NamedConfigMaps(ing *networkingv1.Ingress) []ConfigMapRef {
+func NamedConfigMaps(ing *networkingv1.Ingress) []NamedObject {
 	v, ok := ing.Annotations[keyOf(ing.Annotations, "custom-headers")]
 	if !ok {
 		return nil
@@ -135,7 +132,7 @@ func NamedConfigMaps(ing *networkingv1.Ingress) []ConfigMapRef {
 	if ns != ing.Namespace {
 		return nil
 	}
-	return []ConfigMapRef{{Namespace: ns, Name: name}}
+	return []NamedObject{{Namespace: ns, Name: name}}
 }
 
 // resolveCustomHeaders reads custom-headers' ConfigMap: each data entry

@@ -105,7 +105,7 @@ func TestSnippetNamesHeaderAnnotations(t *testing.T) {
 
 // NamedConfigMaps: only a valid name of the Ingress's own namespace.
 func TestNamedConfigMaps(t *testing.T) {
-	for v, want := range map[string][]ConfigMapRef{"hdrs": {{"ns", "hdrs"}}, "ns/hdrs": {{"ns", "hdrs"}}, "other/hdrs": nil, "a;b": nil} {
+	for v, want := range map[string][]NamedObject{"hdrs": {{"ns", "hdrs"}}, "ns/hdrs": {{"ns", "hdrs"}}, "other/hdrs": nil, "a;b": nil} {
 		ing := simpleIngress(t, "ns", "a", 0, map[string]string{NginxPrefix + "custom-headers": v}, "a.example", "/")
 		if got := NamedConfigMaps(ing); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: %v", v, got)

@@ -96,19 +96,20 @@ func ProxySSLSecret(ing *networkingv1.Ingress) (namespace, name string, ok bool)
 	return ns, name, ns == ing.Namespace
 }
 
-// SecretRef names a Secret.
-type SecretRef struct{ Namespace, Name string }
+// NamedObject is a Secret or ConfigMap an Ingress's annotations name,
+// which the sources watch by name (NamedSecrets, NamedConfigMaps).
+type NamedObject struct{ Namespace, Name string }
 
 // NamedSecrets are the Secrets other than TLS ones that ing's annotations
 // name and pier reads (auth-secret, proxy-ssl-secret): what the sources
 // watch and the pipeline rebuilds on.
-func NamedSecrets(ing *networkingv1.Ingress) []SecretRef {
-	var out []SecretRef
+func NamedSecrets(ing *networkingv1.Ingress) []NamedObject {
+	var out []NamedObject
 	if ns, name, ok := AuthSecret(ing); ok {
-		out = append(out, SecretRef{ns, name})
+		out = append(out, NamedObject{ns, name})
 	}
 	if ns, name, ok := ProxySSLSecret(ing); ok {
-		out = append(out, SecretRef{ns, name})
+		out = append(out, NamedObject{ns, name})
 	}
 	return out
 }

@@ -149,7 +149,7 @@ func TestProxySSL(t *testing.T) {
 	}
 	// The sources watch the Secret only in the Ingress's own namespace.
 	ing := simpleIngress(t, "ns", "x", 0, with("proxy-ssl-secret", "ns/upstream"), "a.example", "/")
-	if refs := NamedSecrets(ing); len(refs) != 1 || refs[0] != (SecretRef{"ns", "upstream"}) {
+	if refs := NamedSecrets(ing); len(refs) != 1 || refs[0] != (NamedObject{"ns", "upstream"}) {
 		t.Errorf("named secrets %v", refs)
 	}
 	ing.Annotations[NginxPrefix+"proxy-ssl-secret"] = "other/upstream"

@@ -173,10 +173,10 @@ func (s *Source) Run(ctx context.Context, onChange func(*source.Snapshot)) error
 		endpointSlices: func() ([]*discoveryv1.EndpointSlice, error) { return eps.Lister().List(labels.Everything()) },
 		secrets:        func() ([]*corev1.Secret, error) { return sec.Lister().List(labels.Everything()) },
 		authSecrets: func(ings []*networkingv1.Ingress) []*corev1.Secret {
-			return auth.secrets(ctx, ings)
+			return auth.objects(ctx, ings)
 		},
 		configMaps: func(ings []*networkingv1.Ingress) []*corev1.ConfigMap {
-			return maps.configMaps(ctx, ings)
+			return maps.objects(ctx, ings)
 		},
 		nodes:          func() ([]*corev1.Node, error) { return nodes.Lister().List(s.opts.NodeSelector) },
 		leases:         func() ([]*coordinationv1.Lease, error) { return leases.Lister().List(labels.Everything()) },

@@ -31,7 +31,7 @@ func TestConfigMapsFollowIngresses(t *testing.T) {
 	n := newNamedConfigMaps(client, changed, slog.New(slog.DiscardHandler))
 	defer n.stop()
 	ctx := t.Context()
-	got := n.configMaps(ctx, []*networkingv1.Ingress{headersIngress("shop", "site", "headers"),
+	got := n.objects(ctx, []*networkingv1.Ingress{headersIngress("shop", "site", "headers"),
 		headersIngress("shop", "sneaky", "kube-system/headers"), {ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "plain"}}})
 	if len(got) != 1 || got[0].Namespace != "shop" || got[0].Name != "headers" || len(n.watches) != 1 {
 		t.Fatalf("config maps %v, %d watches", got, len(n.watches))
@@ -47,7 +47,7 @@ func TestConfigMapsFollowIngresses(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no notification for the watched ConfigMap's update")
 	}
-	if got := n.configMaps(ctx, nil); len(got) != 0 || len(n.watches) != 0 {
+	if got := n.objects(ctx, nil); len(got) != 0 || len(n.watches) != 0 {
 		t.Fatalf("after the Ingress went: config maps %v, %d watches", got, len(n.watches))
 	}
 }

@@ -32,7 +32,7 @@ func TestAuthSecretsFollowIngresses(t *testing.T) {
 	a := newAuthSecrets(client, changed, slog.New(slog.DiscardHandler))
 	defer a.stop()
 	ctx := t.Context()
-	got := a.secrets(ctx, []*networkingv1.Ingress{authIngress("shop", "admin", "users"),
+	got := a.objects(ctx, []*networkingv1.Ingress{authIngress("shop", "admin", "users"),
 		authIngress("shop", "sneaky", "kube-system/users"), {ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "plain"}}})
 	if len(got) != 1 || got[0].Namespace != "shop" || got[0].Name != "users" {
 		t.Fatalf("secrets %v", names(got))
@@ -52,7 +52,7 @@ func TestAuthSecretsFollowIngresses(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no notification for the watched Secret's update")
 	}
-	if got := a.secrets(ctx, nil); len(got) != 0 || len(a.watches) != 0 {
+	if got := a.objects(ctx, nil); len(got) != 0 || len(a.watches) != 0 {
 		t.Fatalf("after the Ingress went: secrets %v, %d watches", names(got), len(a.watches))
 	}
 }
@@ -85,7 +85,7 @@ func TestProxySSLSecretsWatched(t *testing.T) {
 		return &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, Annotations: map[string]string{
 			"nginx.ingress.kubernetes.io/backend-protocol": "HTTPS", "nginx.ingress.kubernetes.io/proxy-ssl-secret": secret}}}
 	}
-	got := a.secrets(t.Context(), []*networkingv1.Ingress{ing("api", "shop/upstream-ca"), ing("sneaky", "kube-system/upstream-ca")})
+	got := a.objects(t.Context(), []*networkingv1.Ingress{ing("api", "shop/upstream-ca"), ing("sneaky", "kube-system/upstream-ca")})
 	if len(got) != 1 || got[0].Namespace != "shop" || got[0].Name != "upstream-ca" || len(a.watches) != 1 {
 		t.Fatalf("secrets %v, %d watches", names(got), len(a.watches))
 	}
