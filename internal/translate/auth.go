@@ -39,23 +39,38 @@ func parseAuthType(v string) (bool, error) {
 	return true, nil
 }
 
-// parseAuthSecret accepts "name" or "namespace/name", each a DNS-1123
-// name (Secret names are subdomains). Whether the namespace is the
-// Ingress's is checked once the Ingress is known.
-func parseAuthSecret(v string) (string, error) {
+// parseAuthSecret accepts "name" or "namespace/name" (parseObjectName).
+func parseAuthSecret(v string) (string, error) { return parseObjectName("auth-secret", v) }
+
+// parseObjectName accepts the value of an annotation naming a Secret or
+// ConfigMap: "name" or "namespace/name", each a DNS-1123 name (object
+// names are subdomains). Whether the namespace is the Ingress's is
+// checked once the Ingress is known (ownNamespaceObject).
+func parseObjectName(annotation, v string) (string, error) {
 	ns, name, cross := strings.Cut(v, "/")
 	if !cross {
 		ns, name = "", v
 	}
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return "", fmt.Errorf("auth-secret %s: %s", quoteForMessage(v), strings.Join(errs, "; "))
+		return "", fmt.Errorf("%s %s: %s", annotation, quoteForMessage(v), strings.Join(errs, "; "))
 	}
 	if cross {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-			return "", fmt.Errorf("auth-secret %s: namespace: %s", quoteForMessage(v), strings.Join(errs, "; "))
+			return "", fmt.Errorf("%s %s: namespace: %s", annotation, quoteForMessage(v), strings.Join(errs, "; "))
 		}
 	}
 	return v, nil
+}
+
+// ownNamespaceObject is the object a valid parseObjectName value v of
+// ing names, as namespace and name, and whether it is in the Ingress's
+// own namespace (the only ones pier reads).
+func ownNamespaceObject(ing *networkingv1.Ingress, v string) (namespace, name string, ok bool) {
+	ns, name, cross := strings.Cut(v, "/")
+	if !cross {
+		return ing.Namespace, v, true
+	}
+	return ns, name, ns == ing.Namespace
 }
 
 func parseAuthSecretType(v string) (string, error) {
@@ -92,11 +107,7 @@ func AuthSecret(ing *networkingv1.Ingress) (namespace, name string, ok bool) {
 	if _, err := parseAuthSecret(v); err != nil {
 		return "", "", false
 	}
-	ns, name, cross := strings.Cut(v, "/")
-	if !cross {
-		return ing.Namespace, v, true
-	}
-	return ns, name, ns == ing.Namespace
+	return ownNamespaceObject(ing, v)
 }
 
 // resolveAuth reads the Secret of auth-type: basic from the snapshot

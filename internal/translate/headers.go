@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/model"
@@ -96,23 +95,9 @@ func headerSet(name, value string) (model.HeaderOp, error) {
 }
 
 // parseCustomHeaders accepts custom-headers: a ConfigMap name, or
-// "namespace/name" (only the Ingress's own namespace is read, as
-// ingress-nginx documents); checked once the Ingress is known.
-func parseCustomHeaders(v string) (string, error) {
-	ns, name, cross := strings.Cut(v, "/")
-	if !cross {
-		ns, name = "", v
-	}
-	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return "", fmt.Errorf("custom-headers %s: %s", quoteForMessage(v), strings.Join(errs, "; "))
-	}
-	if cross {
-		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-			return "", fmt.Errorf("custom-headers %s: namespace: %s", quoteForMessage(v), strings.Join(errs, "; "))
-		}
-	}
-	return v, nil
-}
+// "namespace/name" (parseObjectName; only the Ingress's own namespace is
+// read, as ingress-nginx documents).
+func parseCustomHeaders(v string) (string, error) { return parseObjectName("custom-headers", v) }
 
 // NamedConfigMaps are the ConfigMaps ing's annotations name that pier
 // reads (custom-headers of the Ingress's own namespace): what the
@@ -125,11 +110,8 @@ func NamedConfigMaps(ing *networkingv1.Ingress) []NamedObject {
 	if _, err := parseCustomHeaders(v); err != nil {
 		return nil
 	}
-	ns, name, cross := strings.Cut(v, "/")
-	if !cross {
-		ns, name = ing.Namespace, v
-	}
-	if ns != ing.Namespace {
+	ns, name, ok := ownNamespaceObject(ing, v)
+	if !ok {
 		return nil
 	}
 	return []NamedObject{{Namespace: ns, Name: name}}

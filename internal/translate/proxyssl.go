@@ -3,7 +3,6 @@ package translate
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,13 +49,8 @@ func parseProxySSLName(v string) (string, error) {
 	return h.String(), nil
 }
 
-// parseProxySSLSecret accepts "name" or "namespace/name", as auth-secret.
-func parseProxySSLSecret(v string) (string, error) {
-	if _, err := parseAuthSecret(v); err != nil {
-		return "", errors.New("proxy-" + strings.TrimPrefix(err.Error(), "auth-"))
-	}
-	return v, nil
-}
+// parseProxySSLSecret accepts "name" or "namespace/name" (parseObjectName).
+func parseProxySSLSecret(v string) (string, error) { return parseObjectName("proxy-ssl-secret", v) }
 
 // tlsProtocol: the pool speaks TLS to its members.
 func tlsProtocol(p model.BackendProtocol) bool {
@@ -89,11 +83,7 @@ func ProxySSLSecret(ing *networkingv1.Ingress) (namespace, name string, ok bool)
 	if _, err := parseProxySSLSecret(v); err != nil {
 		return "", "", false
 	}
-	ns, name, cross := strings.Cut(v, "/")
-	if !cross {
-		return ing.Namespace, v, true
-	}
-	return ns, name, ns == ing.Namespace
+	return ownNamespaceObject(ing, v)
 }
 
 // NamedObject is a Secret or ConfigMap an Ingress's annotations name,
