@@ -81,18 +81,13 @@ func writeCustomErrors(c *encode.Config, name encode.Word, p *customErrorsProfil
 	c.Line(append(words, closeBrace)...)
 }
 
-// writeErrorFrontends renders one internal frontend per error pool, as
-// writeAuthFrontends does; a server's answer is marked (x-pier-page),
+// writeErrorFrontends renders one internal frontend per error pool
+// (writeLuaFrontend); a server's answer is marked (x-pier-page),
 // HAProxy's own (no usable server: 503) is not, so that the action
 // keeps the original answer then.
 func writeErrorFrontends(c *encode.Config, s *sections) {
+	mark := []encode.Word{encode.Lit("http-response"), encode.Lit("set-header"), encode.Lit("x-pier-page"), encode.Lit("1")}
 	for _, id := range sortedSet(s.errorPools) {
-		c.Blank()
-		c.Section(encode.Lit("frontend"), encode.Concat(encode.ID("fe_", s.uuid), encode.Lit("_errors_"), encode.ID("", id)))
-		c.Line(encode.Lit("mode"), encode.Lit("http"))
-		c.Line(encode.Lit("bind"), errorsDst(s.uuid, id))
-		c.Line(encode.Lit("http-response"), encode.Lit("set-header"), encode.Lit("x-pier-page"), encode.Lit("1"))
-		c.Line(encode.Lit("default_backend"), backendName(s.uuid, id))
-		drainRule(c) // every frontend has it (drain_test.go)
+		writeLuaFrontend(c, s.uuid, id, encode.Lit("_errors_"), errorsDst(s.uuid, id), mark)
 	}
 }

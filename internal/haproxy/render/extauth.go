@@ -140,18 +140,28 @@ func writeAuthHead(c *encode.Config, lua encode.Word) {
 	c.Line(encode.Lit("lua-load"), lua)
 }
 
-// writeAuthFrontends renders one internal frontend per auth pool on an
-// abstract socket, which the Lua action sends its request to: the pool's
-// backend balances and checks as for any route.
+// writeAuthFrontends renders one internal frontend per auth pool
+// (writeLuaFrontend).
 func writeAuthFrontends(c *encode.Config, s *sections) {
 	for _, id := range sortedSet(s.authPools) {
-		c.Blank()
-		c.Section(encode.Lit("frontend"), encode.Concat(encode.ID("fe_", s.uuid), encode.Lit("_auth_"), encode.ID("", id)))
-		c.Line(encode.Lit("mode"), encode.Lit("http"))
-		c.Line(encode.Lit("bind"), authDst(s.uuid, id))
-		c.Line(encode.Lit("default_backend"), backendName(s.uuid, id))
-		drainRule(c) // every frontend has it (drain_test.go)
+		writeLuaFrontend(c, s.uuid, id, encode.Lit("_auth_"), authDst(s.uuid, id))
 	}
+}
+
+// writeLuaFrontend renders the internal frontend fe_<uuid><role><id>
+// that a Lua action sends its request for pool id to, bound on the
+// abstract socket dst: the pool's backend balances and checks as for any
+// route. extra lines come before the backend.
+func writeLuaFrontend(c *encode.Config, uuid, id string, role, dst encode.Word, extra ...[]encode.Word) {
+	c.Blank()
+	c.Section(encode.Lit("frontend"), encode.Concat(encode.ID("fe_", uuid), role, encode.ID("", id)))
+	c.Line(encode.Lit("mode"), encode.Lit("http"))
+	c.Line(encode.Lit("bind"), dst)
+	for _, words := range extra {
+		c.Line(words...)
+	}
+	c.Line(encode.Lit("default_backend"), backendName(uuid, id))
+	drainRule(c) // every frontend has it (drain_test.go)
 }
 
 func sortedSet(m map[string]bool) []string {
