@@ -96,12 +96,20 @@ func writeDefaults(c *encode.Config, t Timeouts) {
 	// underscores: "X_Forwarded_For" must not reach a backend that maps
 	// "_" to "-".
 	c.Line(encode.Lit("option"), encode.Lit("http-restrict-req-hdr-names"), encode.Lit("delete"))
+	writeTimeouts(c, t, true)
+}
+
+// writeTimeouts writes a defaults section's timeouts; the HTTP ones
+// (request, keep-alive) only for HTTP proxies.
+func writeTimeouts(c *encode.Config, t Timeouts, http bool) {
 	timeout := func(name encode.Word, d encode.Word) { c.Line(encode.Lit("timeout"), name, d) }
 	timeout(encode.Lit("connect"), encode.Millis(t.Connect))
 	timeout(encode.Lit("client"), encode.Millis(t.Client))
 	timeout(encode.Lit("server"), encode.Millis(t.Server))
-	timeout(encode.Lit("http-request"), encode.Millis(t.HTTPRequest))
-	timeout(encode.Lit("http-keep-alive"), encode.Millis(t.KeepAlive))
+	if http {
+		timeout(encode.Lit("http-request"), encode.Millis(t.HTTPRequest))
+		timeout(encode.Lit("http-keep-alive"), encode.Millis(t.KeepAlive))
+	}
 	timeout(encode.Lit("queue"), encode.Millis(t.Queue))
 	timeout(encode.Lit("tunnel"), encode.Millis(t.Tunnel))
 }
@@ -119,10 +127,5 @@ func writeTCPDefaults(c *encode.Config, t Timeouts) {
 	c.Line(encode.Lit("mode"), encode.Lit("tcp"))
 	c.Line(encode.Lit("option"), encode.Lit("redispatch"))
 	c.Line(encode.Lit("retries"), encode.Num(3))
-	timeout := func(name encode.Word, d encode.Word) { c.Line(encode.Lit("timeout"), name, d) }
-	timeout(encode.Lit("connect"), encode.Millis(t.Connect))
-	timeout(encode.Lit("client"), encode.Millis(t.Client))
-	timeout(encode.Lit("server"), encode.Millis(t.Server))
-	timeout(encode.Lit("queue"), encode.Millis(t.Queue))
-	timeout(encode.Lit("tunnel"), encode.Millis(t.Tunnel))
+	writeTimeouts(c, t, false)
 }
