@@ -7,6 +7,12 @@
 #   bench/run.sh                     # the full run
 #   PIER_BENCH_QUICK=1 bench/run.sh  # seconds-long smoke run: checks the
 #                                    # harness works, its numbers mean nothing
+#   bench/run.sh scale               # only the scale set (section 9): 100,
+#                                    # 1,000 and 3,000 Ingresses, endpoint
+#                                    # changes, new Ingresses; writes
+#                                    # bench/results/<time>-<rev>-scale.md,
+#                                    # .json and the charts in docs/benchmarks/
+#                                    # (PIER_BENCH_SCALE=1 does the same)
 #
 # Installs only what hack/deps.sh installs, plus wrk from Debian if missing.
 # Builds into bench/.cache; raw results go to a temporary folder, removed
@@ -33,16 +39,46 @@ trap 'rm -rf "$raw"' EXIT
 date +%s >"$raw/start"
 cat /proc/loadavg >"$raw/loadavg-start"
 
+mode=all
+if [ "${1:-}" = scale ] || [ "${PIER_BENCH_SCALE:-}" = 1 ]; then
+  mode=scale
+fi
+
 count=5 benchtime=1s suffix=""
 if [ "${PIER_BENCH_QUICK:-}" = 1 ]; then
   count=1 benchtime=1x suffix="-quick"
 fi
+
+# scale_run is `bench/run.sh scale` (issue 9, section 9 of
+# docs/benchmarks.md): with `pier run --haproxy-processes 4` and 100,
+# 1,000 and 3,000 Ingresses present (PIER_BENCH_SCALE_SIZES), a Service's
+# member replaced (50 samples, up to 1,000 Ingresses, 0 reloads checked),
+# a new Ingress and a new Ingress joining a shared group (20 samples
+# each). About 6 minutes on 2 cores. The charts: new-Ingress latency from
+# this run, routing req/s from the newest routing results committed.
+scale_run() {
+  echo "== 9. scale: endpoint change, new Ingress, group join at ${PIER_BENCH_SCALE_SIZES:-100,1000,3000} Ingresses (about 6 minutes)" >&2
+  (cd bench && PIER_BIN="$cache/pier" PIER_BENCH_OUT="$raw" "$cache/bench.test" \
+    -test.run '^TestScale$' -test.v -test.timeout 30m) >&2
+  local out routing
+  out="bench/results/$(date -u +%Y%m%dT%H%M%SZ)-$(git rev-parse --short HEAD 2>/dev/null || echo norev)-scale$suffix"
+  routing="$(ls bench/results/*-routing.json 2>/dev/null | sort | tail -n 1)"
+  echo "== report and charts (routing chart from ${routing:-nothing})" >&2
+  local charts=docs/benchmarks
+  [ "${PIER_BENCH_QUICK:-}" = 1 ] && charts="$raw/charts" # a smoke run's charts mean nothing: not kept
+  "$cache/report" -scale "$raw/scale.json" -out "$out" ${routing:+-routing "$routing"} -charts "$charts"
+}
 
 echo "== build (into bench/.cache)" >&2
 mkdir -p "$cache" bench/results
 go build -trimpath -o "$cache/pier" ./cmd/pier
 go test -c -o "$cache/bench.test" ./bench
 go build -o "$cache/report" ./bench/report
+
+if [ "$mode" = scale ]; then
+  scale_run
+  exit 0
+fi
 
 echo "== 2. control plane: Go benchmarks, -count $count (about a minute)" >&2
 (cd bench && "$cache/bench.test" -test.run '^$' -test.bench . -test.benchmem \

@@ -4,6 +4,14 @@
 // nothing itself; docs/benchmarks.md explains the numbers.
 //
 //	go run ./bench/report -in RAW_DIR -out bench/results/20260101-abc1234
+//
+// With -scale (the scale.json of TestScale) it reports that alone, and
+// with -charts it draws PNG charts: new-Ingress latency against the
+// number of Ingresses (-scale) and routing req/s (-routing, a
+// routing.json of TestRouting):
+//
+//	go run ./bench/report -scale RAW_DIR/scale.json -out bench/results/X-scale \
+//	  -routing bench/results/Y-routing.json -charts docs/benchmarks
 package main
 
 import (
@@ -24,7 +32,17 @@ import (
 func main() {
 	in := flag.String("in", "", "folder with the raw results (controlplane.txt, dataplane.json, reload.json, memory.json, start)")
 	out := flag.String("out", "", "output path without extension: writes OUT.md and OUT.json")
+	scale := flag.String("scale", "", "scale.json of TestScale (bench/run.sh scale): report it alone, with -out and/or -charts")
+	routing := flag.String("routing", "", "routing.json of TestRouting: chart its req/s into -charts")
+	charts := flag.String("charts", "", "folder for the PNG charts (new-ingress-latency.png from -scale, routing-rps.png from -routing)")
 	flag.Parse()
+	if *scale != "" || *routing != "" || *charts != "" {
+		if err := scaleReport(*scale, *routing, *out, *charts); err != nil {
+			fmt.Fprintln(os.Stderr, "report:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *in == "" || *out == "" {
 		fmt.Fprintln(os.Stderr, "usage: report -in RAW_DIR -out PATH_WITHOUT_EXTENSION")
 		os.Exit(2)
