@@ -3,6 +3,10 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"pier.dev/pier/internal/source"
@@ -107,5 +111,49 @@ func TestDataPlaneFixture(t *testing.T) {
 		if a, b := linesStarting(httpConf, word), linesStarting(ref, word); fmt.Sprint(a) != fmt.Sprint(b) {
 			t.Errorf("%s lines differ:\npier:      %q\nreference: %q", word, a, b)
 		}
+	}
+}
+
+// TestRoutingNginxFixture checks the nginx reference of the routing
+// measurement: every route of the fixture has its location, the catch-all
+// is the default server's, and nginx (when installed) accepts the file.
+func TestRoutingNginxFixture(t *testing.T) {
+	dir := t.TempDir()
+	_, lb, err := RoutingConfig(120, 8080, 8081, 18080, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf, err := RoutingNginx(lb, "127.0.0.1:18082", "127.0.0.1:8080", "127.0.0.1:8081", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(conf)
+	for _, want := range []string{
+		"server_name " + RoutingFirstHost + ";\n        location = /health { proxy_pass http://be_target; }",
+		"listen 127.0.0.1:18082 default_server;\n        server_name _;\n        location / { proxy_pass http://be_target; }",
+		"location = /api/v1 { proxy_pass http://be_decoy_",
+		"location /api/v1/ { proxy_pass http://be_decoy_",
+		"upstream be_target { server 127.0.0.1:8080; keepalive 64; }",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("nginx config lacks %q", want)
+		}
+	}
+	// The first route and the catch-all, then 118 Prefix routes cycling
+	// through /api/v1, /api, /static and /: two locations each but for
+	// the 29 "/".
+	if n, want := strings.Count(s, "location "), 2+(118-29)*2+29; n != want {
+		t.Errorf("%d locations, want %d", n, want)
+	}
+	if _, err := exec.LookPath("nginx"); err != nil {
+		t.Log("nginx not installed: its check of the file skipped")
+		return
+	}
+	cfg := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(cfg, conf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("nginx", "-t", "-q", "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", cfg).CombinedOutput(); err != nil {
+		t.Errorf("nginx -t: %v\n%s", err, out)
 	}
 }

@@ -161,3 +161,102 @@ frontend fe_ref
 	}
 	return []byte(c.String()), nil
 }
+
+// RoutingNginx is the same routing as lb written for nginx, the way an
+// nginx user would: a server block per host, `location =` for an Exact
+// path, `location = /p` plus `location /p/` for an element-wise Prefix
+// /p, and a default server for the host-less rules. Upstreams keep
+// connections alive (HAProxy reuses its server connections too), access
+// logs are off (pier's HAProxy logs nothing either), and nginx runs one
+// worker per CPU (HAProxy 2.6 one thread per CPU). Everything it writes
+// (pid, logs, temp files) stays in dir.
+func RoutingNginx(lb *model.LoadBalancer, listen, target, decoy, dir string) ([]byte, error) {
+	type server struct {
+		locations []string
+	}
+	servers := map[string]*server{} // by host; "" is the default server
+	var hosts []string
+	upstreams := map[string]string{}
+	for _, p := range lb.Listeners[0].Policies {
+		pool := lb.Pool(p.PoolID)
+		up := "be_" + strings.ReplaceAll(pool.Service, "-", "_")
+		upstreams[up] = decoy
+		if pool.Service == DataPlaneTarget {
+			upstreams[up] = target
+		}
+		var host, path string
+		exact := false
+		for _, r := range p.Rules {
+			if r.Type == model.RuleHostName {
+				if r.Compare != model.CompareEqualTo {
+					return nil, fmt.Errorf("nginx reference: wildcard hosts are not in the fixture")
+				}
+				host = r.Value
+			} else {
+				path, exact = r.Value, r.Compare == model.CompareEqualTo
+			}
+		}
+		s := servers[host]
+		if s == nil {
+			s = &server{}
+			servers[host] = s
+			hosts = append(hosts, host)
+		}
+		pass := " { proxy_pass http://" + up + "; }"
+		switch {
+		case exact:
+			s.locations = append(s.locations, "location = "+path+pass)
+		case path == "" || path == "/":
+			s.locations = append(s.locations, "location /"+pass)
+		default:
+			p := strings.TrimRight(path, "/")
+			s.locations = append(s.locations, "location = "+p+pass, "location "+p+"/"+pass)
+		}
+	}
+	var c strings.Builder
+	fmt.Fprintf(&c, `# bench reference: the same routing in nginx, server blocks per host
+worker_processes 2;
+pid %[1]s/nginx.pid;
+error_log %[1]s/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path %[1]s/client_body;
+    proxy_temp_path %[1]s/proxy;
+    fastcgi_temp_path %[1]s/fastcgi;
+    uwsgi_temp_path %[1]s/uwsgi;
+    scgi_temp_path %[1]s/scgi;
+    server_names_hash_max_size 8192;
+    server_names_hash_bucket_size 128;
+    keepalive_timeout 10s;
+    keepalive_requests 10000000;
+    proxy_http_version 1.1;
+    proxy_set_header Connection "";
+    proxy_connect_timeout 5s;
+    proxy_read_timeout 50s;
+`, dir)
+	for _, up := range slices.Sorted(maps.Keys(upstreams)) {
+		fmt.Fprintf(&c, "    upstream %s { server %s; keepalive 64; }\n", up, upstreams[up])
+	}
+	if servers[""] == nil {
+		return nil, fmt.Errorf("nginx reference: the fixture has no host-less rule")
+	}
+	slices.Sort(hosts) // "" first: the default server
+	for _, h := range hosts {
+		name := "server_name " + h + ";"
+		if h == "" {
+			name = "server_name _;"
+		}
+		directive := "listen " + listen
+		if h == "" {
+			directive += " default_server"
+		}
+		fmt.Fprintf(&c, "    server {\n        %s;\n        %s\n", directive, name)
+		for _, l := range servers[h].locations {
+			fmt.Fprintf(&c, "        %s\n", l)
+		}
+		c.WriteString("    }\n")
+	}
+	c.WriteString("}\n")
+	return []byte(c.String()), nil
+}

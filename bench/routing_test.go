@@ -2,12 +2,15 @@ package bench
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -81,6 +84,13 @@ func TestRouting(t *testing.T) {
 		return dir
 	}
 	sizes := []int{120, 2000}
+	// nginx (Debian's) is the third reference when installed: bench/run.sh
+	// installs it.
+	_, err := exec.LookPath("nginx")
+	withNginx := err == nil
+	if !withNginx {
+		t.Log("nginx not found: routing measured against the hand-written HAProxy config only")
+	}
 	var pier120 []byte
 	var pier120Port int
 	for _, n := range sizes {
@@ -97,7 +107,18 @@ func TestRouting(t *testing.T) {
 		}
 		start(fmt.Sprintf("pier/%d", n), conf, pdir, pport)
 		start(fmt.Sprintf("reference/%d", n), ref, rdir, rport)
-		writeJSON(t, out, fmt.Sprintf("routing-%d-configs.json", n), map[string]string{"pier": string(conf), "reference": string(ref)})
+		configs := map[string]string{"pier": string(conf), "reference": string(ref)}
+		if withNginx {
+			ndir, nport := mkdir(fmt.Sprintf("n%d", n)), harness.FreePort(t)
+			nconf, err := RoutingNginx(lb, "127.0.0.1:"+strconv.Itoa(nport), "127.0.0.1:"+strconv.Itoa(target),
+				"127.0.0.1:"+strconv.Itoa(decoy), ndir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			insts[fmt.Sprintf("nginx/%d", n)] = instance{port: nport, master: startNginx(t, ndir, nconf, nport)}
+			configs["nginx"] = string(nconf)
+		}
+		writeJSON(t, out, fmt.Sprintf("routing-%d-configs.json", n), configs)
 		if n == 120 {
 			pier120, pier120Port = conf, pport
 		}
@@ -129,8 +150,12 @@ func TestRouting(t *testing.T) {
 				t.Fatalf("%s %s route: GET %s: %q %v, want ok from the target", key, route, DataPlanePath, body, err)
 			}
 		}
-		if code, _, _, err := harness.Get(client, "127.0.0.1", in.port, "r00001.bench.example", "/api/v1"); err != nil || code != 503 {
-			t.Fatalf("%s: a decoy route answered %d %v, want 503", key, code, err)
+		want := 503 // HAProxy: no server up
+		if strings.HasPrefix(key, "nginx/") {
+			want = 502 // nginx: the upstream refused the connection
+		}
+		if code, _, _, err := harness.Get(client, "127.0.0.1", in.port, "r00001.bench.example", "/api/v1"); err != nil || code != want {
+			t.Fatalf("%s: a decoy route answered %d %v, want %d", key, code, err, want)
 		}
 	}
 
@@ -161,6 +186,9 @@ func TestRouting(t *testing.T) {
 				// Alternate which config goes first, so neither always
 				// follows the other.
 				configs := []string{"pier", "reference"}
+				if withNginx {
+					configs = append(configs, "nginx")
+				}
 				if round%2 == 0 {
 					slices.Reverse(configs)
 				}
@@ -183,6 +211,45 @@ func TestRouting(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(out, "routing.md"), []byte(md), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// startNginx runs nginx with conf (listening on port) in dir, in the
+// foreground of a child process, until the end of the test, and returns
+// its master's pid.
+func startNginx(t *testing.T, dir string, conf []byte, port int) func() int {
+	t.Helper()
+	cfg := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(cfg, conf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("nginx", "-t", "-q", "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", cfg).CombinedOutput(); err != nil {
+		t.Fatalf("nginx -t %s: %v\n%s", cfg, err, out)
+	}
+	cmd := exec.Command("nginx", "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", cfg, "-g", "daemon off;")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGQUIT) // graceful: the workers finish and exit
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+			t.Errorf("nginx in %s did not stop within 20 s of SIGQUIT", dir)
+		}
+	})
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	harness.WaitFor(t, 10*time.Second, "nginx to listen on "+addr, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return func() int { return cmd.Process.Pid }
 }
 
 // withoutLine drops the one line of conf that contains s.
@@ -269,11 +336,27 @@ func routingMarkdown(runs []routingRun, sizes []int) string {
 				med(pr, func(r routingRun) float64 { return r.LoadAvg }))
 		}
 	}
+	if len(pick(sizes[0], "first", "nginx")) > 0 {
+		p("\n| routes | route | pier req/s | nginx req/s | pier ÷ nginx req/s (min–max) | pier CPU/req | nginx CPU/req | pier ÷ nginx CPU (min–max) |\n")
+		p("|---:|---|---:|---:|---:|---:|---:|---:|\n")
+		for _, n := range sizes {
+			for _, route := range []string{"first", "last"} {
+				pr, nr := pick(n, route, "pier"), pick(n, route, "nginx")
+				r, rlo, rhi := ratio(pr, nr, rps)
+				c, clo, chi := ratio(pr, nr, cpu)
+				p("| %d | %s | %.0f | %.0f | **%.2f** (%.2f–%.2f) | %.1f µs | %.1f µs | **%.2f** (%.2f–%.2f) |\n",
+					n, route, med(pr, rps), med(nr, rps), r, rlo, rhi, med(pr, cpu), med(nr, cpu), c, clo, chi)
+			}
+		}
+	}
 	p("\n| routes | config | first req/s | last req/s | last ÷ first (min–max) | first CPU/req | last CPU/req |\n")
 	p("|---:|---|---:|---:|---:|---:|---:|\n")
 	for _, n := range sizes {
-		for _, c := range []string{"pier", "reference"} {
+		for _, c := range []string{"pier", "reference", "nginx"} {
 			f, l := pick(n, "first", c), pick(n, "last", c)
+			if len(f) == 0 {
+				continue
+			}
 			r, lo, hi := ratio(l, f, rps)
 			p("| %d | %s | %.0f | %.0f | **%.2f** (%.2f–%.2f) | %.1f µs | %.1f µs |\n", n, c, med(f, rps), med(l, rps), r, lo, hi, med(f, cpu), med(l, cpu))
 		}
