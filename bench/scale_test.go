@@ -379,14 +379,14 @@ func (f *scaleFixture) runtimeUpdates() float64 {
 	return f.p.Metric("pier_haproxy_runtime_updates_total", `result="ok"`)
 }
 
-// finish waits for pier to log that it applied the change (applied is
-// the message), fills the sample's log-derived times and counters, and
+// finish waits for pier to log that it applied the change (applied are
+// the messages that say so), fills the sample's log-derived times and counters, and
 // lets pier settle so that the next change is not merged with this one.
-func (f *scaleFixture) finish(t *testing.T, c changeStart, s *scaleSample, applied string) {
+func (f *scaleFixture) finish(t *testing.T, c changeStart, s *scaleSample, applied ...string) {
 	t.Helper()
 	var m logMarks
-	harness.WaitFor(t, 30*time.Second, "pier to log "+applied, func() bool {
-		m = logTimes(f.p.LogPath, c.logOffset, applied)
+	harness.WaitFor(t, 30*time.Second, "pier to log "+strings.Join(applied, " or "), func() bool {
+		m = logTimes(f.p.LogPath, c.logOffset, applied...)
 		return !m.applied.IsZero()
 	})
 	since := func(at time.Time) float64 {
@@ -441,7 +441,9 @@ func (f *scaleFixture) endpointSeries(t *testing.T, samples int) scaleSeries {
 		smp.EndToEndMs, smp.Polls = poll(t, c, "endpoint change", func() bool {
 			return f.servedBy(f.flipVIP, flipHost, flipMembers[next].pod)
 		})
-		f.finish(t, c, &smp, "members updated without reload")
+		// A reload instead of a runtime update is recorded, and fails the
+		// test at the end, rather than waited for in vain.
+		f.finish(t, c, &smp, "members updated without reload", "haproxy reloaded")
 		smp.BareCheckMs = f.bareCheck(t, flipNS+"/flip")
 		cur = next
 		s.Samples = append(s.Samples, smp)
@@ -606,8 +608,8 @@ type logMarks struct {
 
 // logTimes reads pier's log from offset and returns the time of the first
 // "manifests changed" line, of the first "load balancer stored" after it
-// and of the first line whose message is applied after that.
-func logTimes(path string, offset int64, applied string) logMarks {
+// and of the first line after that whose message is one of applied.
+func logTimes(path string, offset int64, applied ...string) logMarks {
 	var m logMarks
 	b, err := os.ReadFile(path)
 	if err != nil || int64(len(b)) < offset {
@@ -629,9 +631,13 @@ func logTimes(path string, offset int64, applied string) logMarks {
 			}
 		case m.stored.IsZero() && bytes.Contains(line, []byte(`msg="load balancer stored"`)):
 			m.stored = at
-		case bytes.Contains(line, []byte(`msg="`+applied+`"`)):
-			m.applied, m.appliedLine = at, string(line)
-			return m
+		default:
+			for _, a := range applied {
+				if bytes.Contains(line, []byte(`msg="`+a+`"`)) {
+					m.applied, m.appliedLine = at, string(line)
+					return m
+				}
+			}
 		}
 	}
 	return m
