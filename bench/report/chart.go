@@ -18,6 +18,10 @@ type barChart struct {
 	Title  string
 	YLabel string // written above the y axis
 	Note   string // small print at the bottom: where the figures come from
+	// Log draws the y axis on a logarithmic scale (ticks 1, 2, 5 × 10^k),
+	// for figures that span orders of magnitude, such as latencies against
+	// their targets.
+	Log    bool
 	Groups []string
 	Series []barSeries
 	Lines  []refLine
@@ -77,16 +81,36 @@ func (c barChart) draw() *image.RGBA {
 		x += 20 + textWidth(s.Name, textScale) + 30
 	}
 
-	top2 := c.maxValue()
-	step := niceStep(top2 / 5)
-	yMax := math.Ceil(top2/step) * step
-	if yMax == 0 {
-		yMax, step = 1, 0.2
+	var y func(float64) int
+	var ticks []float64
+	if c.Log {
+		lo, hi := c.logRange()
+		span := math.Log10(hi) - math.Log10(lo)
+		y = func(v float64) int {
+			v = math.Max(v, lo)
+			return bottom - int(math.Round((math.Log10(v)-math.Log10(lo))/span*float64(bottom-top)))
+		}
+		for p := lo; p <= hi*1.001; p *= 10 {
+			for _, m := range []float64{1, 2, 5} {
+				if m*p <= hi*1.001 {
+					ticks = append(ticks, m*p)
+				}
+			}
+		}
+	} else {
+		step := niceStep(c.maxValue() / 5)
+		yMax := math.Ceil(c.maxValue()/step) * step
+		if yMax == 0 {
+			yMax, step = 1, 0.2
+		}
+		y = func(v float64) int { return bottom - int(math.Round(v/yMax*float64(bottom-top))) }
+		for v := 0.0; v <= yMax+step/2; v += step {
+			ticks = append(ticks, v)
+		}
 	}
-	y := func(v float64) int { return bottom - int(math.Round(v/yMax*float64(bottom-top))) }
 
 	// Grid and y ticks.
-	for v := 0.0; v <= yMax+step/2; v += step {
+	for _, v := range ticks {
 		yy := y(v)
 		fill(img, image.Rect(left, yy, right, yy+1), grid)
 		label := tickLabel(v)
@@ -116,18 +140,41 @@ func (c barChart) draw() *image.RGBA {
 		}
 	}
 
-	// Reference lines, dashed, labelled at the right end.
+	// Reference lines, dashed, over the bars, each labelled at the left
+	// end on a white patch.
 	for _, l := range c.Lines {
-		if l.Value > yMax {
+		yy := y(l.Value)
+		if yy < top {
 			continue
 		}
-		yy := y(l.Value)
 		for xx := left; xx < right; xx += 12 {
 			fill(img, image.Rect(xx, yy-1, min(xx+7, right), yy+1), l.Color)
 		}
-		drawText(img, l.Label, right-textWidth(l.Label, textScale), yy-18, textScale, l.Color)
+		w := textWidth(l.Label, textScale)
+		fill(img, image.Rect(left+6, yy-20, left+14+w, yy-3), white)
+		drawText(img, l.Label, left+10, yy-18, textScale, l.Color)
 	}
 	return img
+}
+
+// logRange is the powers of ten below the smallest and above the largest
+// value or line.
+func (c barChart) logRange() (lo, hi float64) {
+	lo, hi = math.Inf(1), 0
+	for _, s := range c.Series {
+		for _, v := range s.Values {
+			if !math.IsNaN(v) && v > 0 {
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
+			}
+		}
+	}
+	for _, l := range c.Lines {
+		lo, hi = math.Min(lo, l.Value), math.Max(hi, l.Value)
+	}
+	if hi == 0 {
+		return 1, 10
+	}
+	return math.Pow(10, math.Floor(math.Log10(lo))), math.Pow(10, math.Ceil(math.Log10(hi)))
 }
 
 func (c barChart) maxValue() float64 {

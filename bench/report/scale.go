@@ -57,6 +57,14 @@ func readScale(path string) ([]scaleRun, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// TestScale's scale.json is the list of runs; a results file of
+	// bench/run.sh scale holds it under "scale".
+	var wrapped struct {
+		Scale json.RawMessage `json:"scale"`
+	}
+	if json.Unmarshal(b, &wrapped) == nil && len(wrapped.Scale) > 0 {
+		b = wrapped.Scale
+	}
 	var runs []scaleRun
 	if err := json.Unmarshal(b, &runs); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
@@ -105,7 +113,7 @@ func scaleMarkdown(runs []scaleRun) string {
 // number present, for a load balancer of its own and for joining a
 // shared group, with the targets as lines.
 func newIngressChart(runs []scaleRun, path string) barChart {
-	c := barChart{Title: "New Ingress: manifest write to first 200 (4 shards)", YLabel: "MS", Note: "bench/results/" + filepath.Base(path)}
+	c := barChart{Title: "New Ingress: manifest write to first 200 (4 shards)", YLabel: "MS (LOG)", Note: "bench/results/" + filepath.Base(path), Log: true}
 	vals := map[string][]float64{}
 	kinds := []string{"new-ingress p50", "new-ingress p99", "group-join p50", "group-join p99"}
 	for _, r := range runs {
