@@ -116,7 +116,7 @@ func (c barChart) draw() *image.RGBA {
 		label := tickLabel(v)
 		drawText(img, label, left-10-textWidth(label, textScale), yy-7, textScale, ink)
 	}
-	drawText(img, c.YLabel, 10, top-28, textScale, ink)
+	drawText(img, c.YLabel, 10, top-22, textScale, ink) // below the legend
 	fill(img, image.Rect(left, top, left+1, bottom+1), ink)
 	fill(img, image.Rect(left, bottom, right, bottom+1), ink)
 
