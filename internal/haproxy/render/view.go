@@ -28,6 +28,8 @@ type view struct {
 	sections *sections
 	// authLuaPath is where the auth-url Lua file goes, or "".
 	authLuaPath string
+	// backendMaxConn is Options.BackendMaxConn (negative: no bound).
+	backendMaxConn int
 }
 
 type listenerView struct {
@@ -102,7 +104,7 @@ func newView(lb *model.LoadBalancer, opts Options, prev Slots) (*view, error) {
 	if lb.Provider != model.ProviderHAProxy {
 		return nil, fmt.Errorf("provider %s is not rendered by HAProxy", encode.Printable(string(lb.Provider)))
 	}
-	v := &view{uuid: lb.UUID}
+	v := &view{uuid: lb.UUID, backendMaxConn: opts.BackendMaxConn}
 	if err := encode.ID("", lb.UUID).Err(); err != nil {
 		return nil, fmt.Errorf("uuid: %w", err)
 	}
