@@ -37,7 +37,7 @@ type Options struct {
 	// take every connection of its process from the other routes and load
 	// balancers there. Negative: no bound.
 	BackendMaxConn int
-	Timeouts Timeouts
+	Timeouts       Timeouts
 	// User and Group make HAProxy drop privileges; empty keeps them.
 	User, Group string
 	// MaxConfigBytes caps haproxy.conf (DefaultMaxConfigBytes, 16 MiB).
