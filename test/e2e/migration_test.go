@@ -430,4 +430,3 @@ func migrationGet(addr string, port int, c migrationCheck) (migrationAnswer, err
 	}
 	return a, nil
 }
-
