@@ -30,7 +30,7 @@ type routingRun struct {
 // one variant, to give each its cost. The header guard stays in pier;
 // this only measures it.
 var extras = []struct{ name, line string }{
-	{"header guard (req.hdrs,hex -m reg)", "req.hdrs,hex -m reg"},
+	{"header guard (req.hdrs -m reg, control bytes)", "req.hdrs -m reg"},
 	{"X-Forwarded-Proto", "set-header X-Forwarded-Proto"},
 	{"X-Forwarded-For (option forwardfor)", "option forwardfor"},
 	{"header-name restriction", "option http-restrict-req-hdr-names"},
