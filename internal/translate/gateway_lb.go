@@ -156,6 +156,10 @@ func (p *parsedGateway) loadBalancer() *model.LoadBalancer {
 	lb := &model.LoadBalancer{
 		UUID: p.uuid, Name: "gateway:" + p.gw.Namespace + "/" + p.gw.Name, Provider: model.ProviderHAProxy,
 		Sources: []model.Source{{Kind: model.KindGateway, Namespace: p.gw.Namespace, Name: p.gw.Name, UID: validUID(string(p.gw.UID))}},
+		// IPAM grants the pinned address or refuses it, as an Ingress's
+		// pier.dev/external-ip; CreatedAt makes the older object win
+		// when two new ones ask for the same address.
+		RequestedFIP: p.address.pin, CreatedAt: p.gw.CreationTimestamp.Time.UTC(),
 	}
 	byPort := map[int]*model.Listener{}
 	var ports []int

@@ -30,7 +30,7 @@ kind: Gateway
 metadata: {name: addresses}
 spec:
   gatewayClassName: pier
-  addresses: [{type: IPAddress, value: 192.0.2.1}]
+  addresses: [{type: Hostname, value: lb.example.com}]
   listeners: [{name: http, port: 80, protocol: HTTP}]
 ---
 kind: Gateway
