@@ -167,7 +167,8 @@ const (
 	ActionReject         PolicyAction = "REJECT"
 	// ActionFixedResponse answers StatusCode itself (Octavia has no such
 	// action): an HTTPRoute rule whose backendRefs all fail to resolve
-	// answers 500, as the Gateway API asks.
+	// answers 500, as the Gateway API asks; a request a Gateway listener
+	// owns that none of its routes match, 404 (listener isolation).
 	ActionFixedResponse PolicyAction = "FIXED_RESPONSE"
 )
 
@@ -182,8 +183,9 @@ type L7Policy struct {
 	// Options are the per-Ingress behaviours of a REDIRECT_TO_POOL
 	// policy (annotations); nil for none, which renders as before.
 	Options *PolicyOptions `json:"options,omitempty"`
-	// StatusCode is what a FIXED_RESPONSE policy answers (5xx); 0 for
-	// the other actions.
+	// StatusCode is what a FIXED_RESPONSE policy answers (500-504, or
+	// 404 for a Gateway listener's isolation entry); 0 for the other
+	// actions.
 	StatusCode int `json:"statusCode,omitempty"`
 }
 

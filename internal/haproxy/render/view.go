@@ -221,7 +221,7 @@ func policyOf(p *model.L7Policy, pools map[string]bool, lv *listenerView, lists 
 		}
 	case model.ActionFixedResponse:
 		if !fixedStatuses[p.StatusCode] {
-			return pv, fmt.Errorf("status %d is not one a FIXED_RESPONSE answers (500-504)", p.StatusCode)
+			return pv, fmt.Errorf("status %d is not one a FIXED_RESPONSE answers (404, 500-504)", p.StatusCode)
 		}
 		pv.status = p.StatusCode
 		if p.Options != nil {
