@@ -15,7 +15,10 @@ import "slices"
 // status.supportedFeatures.
 var supported = []string{
 	"Gateway",
+	"GatewayAddressEmpty",
+	"GatewayHTTPListenerIsolation",
 	"GatewayPort8080",
+	"GatewayStaticAddresses",
 	"HTTPRoute",
 	"HTTPRoute303RedirectStatusCode",
 	"HTTPRoute307RedirectStatusCode",
