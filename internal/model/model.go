@@ -130,6 +130,14 @@ type Listener struct {
 	StrictSNI bool `json:"strictSni,omitempty"`
 	// Policies are ordered: the first policy whose rules all match wins.
 	Policies []L7Policy `json:"policies,omitempty"`
+	// ListenerHosts, on a TERMINATED_HTTPS listener that several Gateway
+	// listeners share, are their hostnames ("" for one without, "*.x" a
+	// wildcard of one or more labels). A request belongs to the most
+	// specific one its name matches; one whose Host belongs to another
+	// than its TLS SNI does answers 421 Misdirected Request (the Gateway
+	// API's GatewayHTTPSListenerDetectMisdirectedRequests). Empty: no
+	// check.
+	ListenerHosts []string `json:"listenerHosts,omitempty"`
 	// Passthrough, on a TERMINATED_HTTPS listener, sends TLS connections
 	// whose SNI is one of its hosts to a TCP pool untouched, before any
 	// termination (ingress-nginx's ssl-passthrough); other connections

@@ -124,6 +124,9 @@ spec:
 	withServices(snap, "default", "svc")
 	lb := Gateways(snap, gatewayOpts()).LoadBalancers[0]
 	for _, l := range lb.Listeners {
+		if l.ListenerHosts != nil {
+			t.Errorf("listener %s: listener hosts %q on HTTP (421 is for TLS, whose SNI chose a listener)", l.Name, l.ListenerHosts)
+		}
 		for _, p := range l.Policies {
 			if p.Action == model.ActionFixedResponse {
 				t.Errorf("listener %s: isolation entry %+v, but no listener shadows another", l.Name, p.Rules)

@@ -184,11 +184,19 @@ func (p *parsedGateway) loadBalancer() *model.LoadBalancer {
 			ports = append(ports, l.port)
 		}
 		ml.Certificates = appendCerts(ml.Certificates, l.certs)
+		if l.protocol == model.ProtocolTerminatedHTTPS {
+			ml.ListenerHosts = append(ml.ListenerHosts, l.host)
+		}
 	}
 	sort.Ints(ports)
 	used := map[string]bool{}
 	for _, port := range ports {
 		ml := byPort[port]
+		// Misdirected requests are told apart only between listeners.
+		if len(ml.ListenerHosts) < 2 {
+			ml.ListenerHosts = nil
+		}
+		sort.Strings(ml.ListenerHosts)
 		entries := append(append([]gwEntry(nil), p.entries[port]...), p.isolationEntries(port)...)
 		ml.Policies = gatewayPolicies(entries, lb.Sources[0])
 		for _, pol := range ml.Policies {

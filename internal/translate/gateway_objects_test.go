@@ -298,4 +298,9 @@ spec:
 	if got := gatewayRoute(t, res.LoadBalancers[0], 443, gwRequest{host: "any.example", path: "/"}); got != "404" {
 		t.Errorf("any.example: %s (the route attached to the shop listener only)", got)
 	}
+	// The two listeners' hostnames, for render's 421 to a request whose
+	// Host belongs to another listener than its SNI.
+	if got := l[0].ListenerHosts; len(got) != 2 || got[0] != "" || got[1] != "shop.example" {
+		t.Errorf("listener hosts %q, want [\"\" shop.example]", got)
+	}
 }

@@ -45,6 +45,9 @@ type listenerView struct {
 	// by host; passthroughMap is their map file, once named.
 	passthrough    []passthroughView
 	passthroughMap string
+	// misdirect are the Gateway listener hostnames sharing this TLS
+	// port, most specific first (misdirect.go); nil: no 421 check.
+	misdirect []misdirectHost
 }
 
 type policyView struct {
@@ -177,6 +180,12 @@ func listenerOf(l *model.Listener, pools map[string]bool, lists *sections) (list
 		}
 	default:
 		return lv, fmt.Errorf("unknown protocol %s", encode.Printable(string(l.Protocol)))
+	}
+	if lv.tls && len(l.ListenerHosts) > 0 {
+		if lv.misdirect, err = misdirectHosts(l.ListenerHosts); err != nil {
+			return lv, err
+		}
+		lv.needHost = true
 	}
 	if lv.passthrough, err = passthroughViews(l); err != nil {
 		return lv, err
