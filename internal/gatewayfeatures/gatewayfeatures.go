@@ -17,6 +17,7 @@ var supported = []string{
 	"Gateway",
 	"GatewayAddressEmpty",
 	"GatewayHTTPListenerIsolation",
+	"GatewayHTTPSListenerDetectMisdirectedRequests",
 	"GatewayPort8080",
 	"GatewayStaticAddresses",
 	"HTTPRoute",
