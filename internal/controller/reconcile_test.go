@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -175,5 +176,38 @@ func TestAddressRefusedHoldsBack(t *testing.T) {
 	}
 	if _, ok := res.Accepted[model.ObjectRef{Kind: model.KindGateway, Namespace: "ns", Name: "served"}]; !ok {
 		t.Fatal("the served Gateway left Accepted: its addresses would be unpublished")
+	}
+}
+
+// A Gateway's pinned address goes into quarantine for its name when the
+// Gateway is deleted, as an Ingress's does: another Gateway asking for
+// it is refused (AddressNotUsable, "reserved"), the same Gateway
+// re-created (a new UID) gets it back.
+func TestGatewayAddressQuarantine(t *testing.T) {
+	r, st := newReconciler(t, "10.0.0.0/24", "192.0.2.0/24")
+	r.IPAM.SetQuarantine(time.Hour)
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := r.Apply(ctx, result(gatewayLB("aaaa-gw", "gw", t0, "192.0.2.7")), nodes); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Apply(ctx, result(), nodes); err != nil { // the Gateway is deleted
+		t.Fatal(err)
+	}
+	other := gatewayLB("bbbb-other", "other", t0, "192.0.2.7")
+	problems, err := r.Apply(ctx, result(other), nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(problems) != 1 || problems[0].Reason != "AddressNotUsable" || !strings.Contains(problems[0].Message, "reserved") {
+		t.Fatalf("problems %+v, want other refused: reserved for gw", problems)
+	}
+	again := gatewayLB("cccc-gw", "gw", t0.Add(time.Hour), "192.0.2.7")
+	problems, err = r.Apply(ctx, result(again), nodes)
+	if err != nil || len(problems) != 0 {
+		t.Fatalf("re-created: %v, problems %+v", err, problems)
+	}
+	if got, err := st.Get(ctx, "cccc-gw"); err != nil || got.FIP != "192.0.2.7" {
+		t.Fatalf("re-created Gateway: %+v, %v", got, err)
 	}
 }
