@@ -15,7 +15,11 @@ import "slices"
 // status.supportedFeatures.
 var supported = []string{
 	"Gateway",
+	"GatewayAddressEmpty",
+	"GatewayHTTPListenerIsolation",
+	"GatewayHTTPSListenerDetectMisdirectedRequests",
 	"GatewayPort8080",
+	"GatewayStaticAddresses",
 	"HTTPRoute",
 	"HTTPRoute303RedirectStatusCode",
 	"HTTPRoute307RedirectStatusCode",

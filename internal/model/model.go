@@ -130,6 +130,14 @@ type Listener struct {
 	StrictSNI bool `json:"strictSni,omitempty"`
 	// Policies are ordered: the first policy whose rules all match wins.
 	Policies []L7Policy `json:"policies,omitempty"`
+	// ListenerHosts, on a TERMINATED_HTTPS listener that several Gateway
+	// listeners share, are their hostnames ("" for one without, "*.x" a
+	// wildcard of one or more labels). A request belongs to the most
+	// specific one its name matches; one whose Host belongs to another
+	// than its TLS SNI does answers 421 Misdirected Request (the Gateway
+	// API's GatewayHTTPSListenerDetectMisdirectedRequests). Empty: no
+	// check.
+	ListenerHosts []string `json:"listenerHosts,omitempty"`
 	// Passthrough, on a TERMINATED_HTTPS listener, sends TLS connections
 	// whose SNI is one of its hosts to a TCP pool untouched, before any
 	// termination (ingress-nginx's ssl-passthrough); other connections
@@ -167,7 +175,8 @@ const (
 	ActionReject         PolicyAction = "REJECT"
 	// ActionFixedResponse answers StatusCode itself (Octavia has no such
 	// action): an HTTPRoute rule whose backendRefs all fail to resolve
-	// answers 500, as the Gateway API asks.
+	// answers 500, as the Gateway API asks; a request a Gateway listener
+	// owns that none of its routes match, 404 (listener isolation).
 	ActionFixedResponse PolicyAction = "FIXED_RESPONSE"
 )
 
@@ -182,8 +191,9 @@ type L7Policy struct {
 	// Options are the per-Ingress behaviours of a REDIRECT_TO_POOL
 	// policy (annotations); nil for none, which renders as before.
 	Options *PolicyOptions `json:"options,omitempty"`
-	// StatusCode is what a FIXED_RESPONSE policy answers (5xx); 0 for
-	// the other actions.
+	// StatusCode is what a FIXED_RESPONSE policy answers (500-504, or
+	// 404 for a Gateway listener's isolation entry); 0 for the other
+	// actions.
 	StatusCode int `json:"statusCode,omitempty"`
 }
 

@@ -254,6 +254,7 @@ func (p *parsedGateway) listenerSpec(name gwv1.SectionName) *gwv1.Listener {
 
 // addEntries records every (host, rule, match) of a route on a listener.
 func (p *parsedGateway) addEntries(l *gwListener, hosts []string, pr *parsedRoute) {
+	hosts = p.ownedHosts(l, hosts) // listener isolation
 	for ri, rule := range pr.rules {
 		pool, poolID, status := pr.backends[ri].pool, "", http.StatusInternalServerError
 		if pool != nil {

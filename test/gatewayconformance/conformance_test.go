@@ -72,6 +72,20 @@ const (
 	reportPath        = "../../docs/conformance/v1.6.3-pier-report.yaml"
 )
 
+// The controller's pools (--internal-pool, --public-pool) and the
+// addresses GatewayStaticAddresses asks for: the last of the public pool,
+// which no other Gateway of the suite takes first (pier hands out the
+// lowest free one), and one inside the namespace's routes but outside
+// both pools.
+const (
+	internalPool    = "10.250.2.0/24"
+	publicPool      = "10.250.3.0/24"
+	usableAddress   = "10.250.3.254"
+	unusableAddress = "10.250.9.1"
+)
+
+func ptrTo[T any](v T) *T { return &v }
+
 // skipTests are the suite's tests that fail against pier today, each
 // with its reason in docs/gateway-api.md ("The conformance suite").
 var skipTests = []string{}
@@ -130,7 +144,7 @@ func TestGatewayConformance(t *testing.T) {
 	})
 	ctl := startPier(t, "controller", "ctl", func(api, _ string) []string {
 		return []string{"--kubeconfig", ctlKube, "--api-addr", api, "--identity", "ctl",
-			"--internal-pool", "10.250.2.0/24", "--public-pool", "10.250.3.0/24",
+			"--internal-pool", internalPool, "--public-pool", publicPool,
 			"--node-selector", "kubernetes.io/hostname=" + activeNode, "--watch-namespace", "",
 			"--lease-namespace", leaseNS, "--lease-name", "pier-gateway-conformance",
 			"--allow-loopback-endpoints"}
@@ -150,6 +164,11 @@ func TestGatewayConformance(t *testing.T) {
 			ConformanceProfiles:  []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName},
 			ReportOutputPath:     reportPath,
 			RunTest:              os.Getenv("GATEWAY_CONFORMANCE_RUN_TEST"),
+			// GatewayStaticAddresses: an address of the controller's public
+			// pool, which pier binds, and one outside both pools, which it
+			// refuses (Programmed=False/AddressNotUsable).
+			UsableNetworkAddresses:   []gwv1.GatewaySpecAddress{{Type: ptrTo(gwv1.IPAddressType), Value: usableAddress}},
+			UnusableNetworkAddresses: []gwv1.GatewaySpecAddress{{Type: ptrTo(gwv1.IPAddressType), Value: unusableAddress}},
 			Implementation: confv1.Implementation{
 				Organization: "pier",
 				Project:      "pier",

@@ -42,6 +42,9 @@ func writeFrontend(c *encode.Config, v *view, l *listenerView, at layout.LB) {
 			if l.strictSNI {
 				words = append(words, encode.Lit("strict-sni"))
 			}
+			if len(l.misdirect) > 0 {
+				words = append(words, encode.Lit("alpn"), encode.Lit("h2,http/1.1"))
+			}
 		}
 		c.Line(words...)
 	}
@@ -66,6 +69,7 @@ func writeFrontend(c *encode.Config, v *view, l *listenerView, at layout.LB) {
 	c.Line(httpRequest, encode.Lit("set-header"), encode.Lit("X-Forwarded-Proto"), proto)
 	refuseAmbiguous(c, l)
 	hostVars(c, l)
+	writeMisdirect(c, l)
 	if l.routes != nil {
 		writeRoutes(c, l, at)
 	} else {

@@ -61,8 +61,9 @@ import (
 var rejectValue = encode.Lit("pier_reject")
 
 // fixedStatuses are the statuses a FIXED_RESPONSE answers: HAProxy 2.6
-// has an error page for each.
-var fixedStatuses = map[int]bool{500: true, 501: true, 502: true, 503: true, 504: true}
+// has an error page for each. 404 is a Gateway listener's isolation
+// entry (a request its routes do not match).
+var fixedStatuses = map[int]bool{404: true, 500: true, 501: true, 502: true, 503: true, 504: true}
 
 // statusValue is the map value of a FIXED_RESPONSE policy.
 func statusValue(status int) encode.Word {

@@ -47,6 +47,9 @@ type listenerView struct {
 	// by host; passthroughMap is their map file, once named.
 	passthrough    []passthroughView
 	passthroughMap string
+	// misdirect are the Gateway listener hostnames sharing this TLS
+	// port, most specific first (misdirect.go); nil: no 421 check.
+	misdirect []misdirectHost
 }
 
 type policyView struct {
@@ -180,6 +183,12 @@ func listenerOf(l *model.Listener, pools map[string]bool, lists *sections) (list
 	default:
 		return lv, fmt.Errorf("unknown protocol %s", encode.Printable(string(l.Protocol)))
 	}
+	if lv.tls && len(l.ListenerHosts) > 0 {
+		if lv.misdirect, err = misdirectHosts(l.ListenerHosts); err != nil {
+			return lv, err
+		}
+		lv.needHost = true
+	}
 	if lv.passthrough, err = passthroughViews(l); err != nil {
 		return lv, err
 	}
@@ -223,7 +232,7 @@ func policyOf(p *model.L7Policy, pools map[string]bool, lv *listenerView, lists 
 		}
 	case model.ActionFixedResponse:
 		if !fixedStatuses[p.StatusCode] {
-			return pv, fmt.Errorf("status %d is not one a FIXED_RESPONSE answers (500-504)", p.StatusCode)
+			return pv, fmt.Errorf("status %d is not one a FIXED_RESPONSE answers (404, 500-504)", p.StatusCode)
 		}
 		pv.status = p.StatusCode
 		if p.Options != nil {
