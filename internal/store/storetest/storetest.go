@@ -96,7 +96,7 @@ func Sample(uuid string) *model.LoadBalancer {
 					AllowSources: []string{"10.0.0.0/8"}, DenySources: []string{"10.6.0.0/16"}, MaxBodyBytes: 1 << 33,
 					RedirectPrefix: "https://c.example", AppRoot: "/app", UpstreamHost: "in.example", RewritePath: "/v2/", StripPrefix: "/v1", ForwardedPrefix: "/v2",
 					CORS: &model.CORS{AllowOrigins: []string{"https://a.example"}, AllowMethods: []string{"GET"},
-						AllowHeaders: []string{"X-A"}, ExposeHeaders: []string{"X-E"}, AllowCredentials: true, MaxAgeSeconds: 600},
+						AllowHeaders: []string{"X-A"}, ExposeHeaders: []string{"X-E"}, EchoRequestMethod: true, EchoRequestHeaders: true, RefuseOtherPreflights: true, AllowCredentials: true, MaxAgeSeconds: 600},
 					BasicAuth: &model.BasicAuth{Realm: "Staff only", Namespace: "default", Secret: "users",
 						Type: "auth-map", SHA256: "cd"},
 					RateLimit:      &model.RateLimit{RequestsPerSecond: 5, RequestsPerMinute: 100, Connections: 2},
