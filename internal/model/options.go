@@ -90,6 +90,25 @@ type PolicyOptions struct {
 	// Canary, when set, sends some requests of the policy to another
 	// pool (a canary Ingress with the same host and path).
 	Canary *Canary `json:"canary,omitempty"`
+	// Split, when set, sends each request of the policy to one of its
+	// pools, chosen at random by weight (an HTTPRoute rule whose
+	// backendRefs carry filters: a pool for each). It comes where the
+	// Canary does; the policy's own pool is the first.
+	Split *Split `json:"split,omitempty"`
+}
+
+// Split is a weighted choice of pools. FailWeight of every total (the
+// pools' weights and FailWeight) requests are answered 500 (backendRefs
+// that do not resolve, as Pool.FailWeight).
+type Split struct {
+	Pools      []PoolShare `json:"pools"`
+	FailWeight int         `json:"failWeight,omitempty"`
+}
+
+// PoolShare is one pool of a Split and its weight (1-1,000,000).
+type PoolShare struct {
+	PoolID string `json:"poolId"`
+	Weight int    `json:"weight"`
 }
 
 // ExternalAuth is ingress-nginx's auth-url: each request is first sent,
