@@ -294,6 +294,11 @@ type Pool struct {
 	// share the spec wants answered 500); 0 for none.
 	FailWeight int `json:"failWeight,omitempty"`
 	FailTotal  int `json:"failTotal,omitempty"`
+	// RequestHeaders are applied in order to every request sent to this
+	// pool, after the policy's (an HTTPRoute backendRef's
+	// RequestHeaderModifier). A pool with them is one of its own, never
+	// a Service's pool that others share.
+	RequestHeaders []HeaderOp `json:"requestHeaders,omitempty"`
 }
 
 // UpstreamTLS is a pool's TLS towards its members. The CA and the client

@@ -201,6 +201,11 @@ func (p *parsedGateway) loadBalancer() *model.LoadBalancer {
 		ml.Policies = gatewayPolicies(entries, lb.Sources[0])
 		for _, pol := range ml.Policies {
 			used[pol.PoolID] = true
+			if pol.Options != nil && pol.Options.Split != nil {
+				for _, share := range pol.Options.Split.Pools {
+					used[share.PoolID] = true
+				}
+			}
 		}
 		// Certificates in a fixed order: the first is the fallback for
 		// clients without SNI, so it must not depend on map order.

@@ -17,8 +17,10 @@
 //	PIER_BIN=$PWD/../../bin/pier PIER_KUBE_APISERVER=... go test -count=1 -timeout 20m .
 //
 // GATEWAY_CONFORMANCE_RUN_TEST runs one test of the suite (its ShortName);
-// GATEWAY_CONFORMANCE_TRY_FEATURES adds features to try (neither writes the
-// report); GATEWAY_CONFORMANCE_REPORT writes it elsewhere (CI).
+// GATEWAY_CONFORMANCE_TRY_FEATURES adds features to try;
+// GATEWAY_CONFORMANCE_CHANNEL=experimental installs the experimental CRDs
+// (none of the three writes the report); GATEWAY_CONFORMANCE_REPORT
+// writes it elsewhere (CI).
 package gatewayconformance
 
 import (
@@ -201,7 +203,7 @@ func TestGatewayConformance(t *testing.T) {
 	if path, ok := os.LookupEnv("GATEWAY_CONFORMANCE_REPORT"); ok {
 		opts.ReportOutputPath = path // CI: not over the committed report
 	}
-	if opts.RunTest != "" || os.Getenv("GATEWAY_CONFORMANCE_TRY_FEATURES") != "" {
+	if opts.RunTest != "" || os.Getenv("GATEWAY_CONFORMANCE_TRY_FEATURES") != "" || os.Getenv("GATEWAY_CONFORMANCE_CHANNEL") != "" {
 		opts.ReportOutputPath = "" // not the report of what pier declares
 	}
 	conformance.RunConformanceWithOptions(t, opts)
@@ -254,16 +256,25 @@ func version() string {
 
 // installGatewayCRDs applies the standard-channel CRDs of the
 // sigs.k8s.io/gateway-api version this module requires (the suite's),
-// from the module cache.
+// from the module cache; GATEWAY_CONFORMANCE_CHANNEL=experimental applies
+// the experimental channel's instead (HTTPRoute retry, for one, is only
+// there in v1.6.3; the suite refuses a mix of channels).
 func installGatewayCRDs(ctx context.Context, t *testing.T, cfg *rest.Config) {
 	t.Helper()
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api").Output()
 	if err != nil {
 		t.Fatalf("go list -m sigs.k8s.io/gateway-api: %v", err)
 	}
-	files, err := filepath.Glob(filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard", "gateway.networking.k8s.io_*.yaml"))
+	channel := "standard"
+	if c := os.Getenv("GATEWAY_CONFORMANCE_CHANNEL"); c != "" {
+		if c != "standard" && c != "experimental" {
+			t.Fatalf("GATEWAY_CONFORMANCE_CHANNEL=%q: standard or experimental", c)
+		}
+		channel = c
+	}
+	files, err := filepath.Glob(filepath.Join(strings.TrimSpace(string(out)), "config", "crd", channel, "gateway.networking.k8s.io_*.yaml"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no standard CRDs in the module cache (%v)", err)
+		t.Fatalf("no %s CRDs in the module cache (%v)", channel, err)
 	}
 	if err := kubeapi.ApplyFiles(ctx, cfg, files...); err != nil {
 		t.Fatalf("install the Gateway API CRDs: %v", err)

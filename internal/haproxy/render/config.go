@@ -236,6 +236,15 @@ func writeBackend(c *encode.Config, uuid string, p *poolView, maxConn int) {
 			openBrace, encode.Concat(encode.Lit("rand("), encode.Num(p.failTotal), encode.Lit(")")),
 			encode.Lit("-m"), encode.Lit("int"), encode.Lit("lt"), encode.Num(p.fail), closeBrace)
 	}
+	// The pool's own header changes: a backend's http-request rules run
+	// after the frontend's, so after the policy's changes.
+	for _, h := range p.reqHeaders {
+		words := []encode.Word{httpRequest, h.action, h.name}
+		if h.value.Err() == nil {
+			words = append(words, h.value)
+		}
+		c.Line(words...)
+	}
 	for i, s := range p.slots {
 		words := []encode.Word{encode.Lit("server"), serverName(i), encode.AddrPort(s.addr, s.port),
 			encode.Lit("weight"), encode.Num(s.weight)}

@@ -185,6 +185,7 @@ func policies(c *encode.Config, uuid string, l *listenerView) {
 	writeProfiles(c, l.profiles)
 	writeFallbackBackend(c, l.profiles)
 	writeCanaryBackend(c, l.profiles)
+	writeSplitBackend(c, l.profiles)
 	for i, p := range l.policies {
 		if !p.reject && p.status == 0 {
 			c.Line(append([]encode.Word{encode.Lit("use_backend"), backendName(uuid, p.pool)}, matched(i)...)...)

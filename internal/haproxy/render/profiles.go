@@ -50,6 +50,7 @@ type profile struct {
 	extAuth          *extAuthProfile      // nil without auth-url
 	limit            *limitProfile        // nil without rate limits
 	canary           *canaryProfile       // nil without a canary
+	split            *splitProfile        // nil without a split of pools
 	fallback         *fallbackProfile     // nil without default-backend
 	customErrors     *customErrorsProfile // nil without custom-http-errors
 }
@@ -107,6 +108,12 @@ func profileOf(o *model.PolicyOptions, tls bool, lists *sections, pools map[stri
 	if p.canary, err = canaryOf(o.Canary, lists.uuid, pools); err != nil {
 		return nil, err
 	}
+	if p.split, err = splitOf(o.Split, lists.uuid, pools); err != nil {
+		return nil, err
+	}
+	if p.split != nil && p.canary != nil {
+		return nil, errors.New("a canary and a split of pools exclude each other")
+	}
 	if p.fallback, err = fallbackOf(o.DefaultBackend, lists.uuid, pools); err != nil {
 		return nil, err
 	}
@@ -121,7 +128,7 @@ func profileOf(o *model.PolicyOptions, tls bool, lists *sections, pools map[stri
 	}
 	if !p.httpsRedirect && p.redirectCode == 0 && len(p.allow) == 0 && len(p.deny) == 0 && p.maxBody == 0 &&
 		!p.hasAppRoot && !p.hasUpstream && !p.hasRewrite && !p.hasPrefix && p.cors == nil && p.auth == nil && p.limit == nil && p.canary == nil &&
-		p.fallback == nil && p.extAuth == nil && p.customErrors == nil && !p.hasGatewayFilters() {
+		p.split == nil && p.fallback == nil && p.extAuth == nil && p.customErrors == nil && !p.hasGatewayFilters() {
 		return nil, nil // empty options render as none
 	}
 	return p, nil
@@ -384,6 +391,9 @@ func writeProfiles(c *encode.Config, ps []*profile) {
 		}
 		if p.canary != nil {
 			writeCanary(c, name, p.canary)
+		}
+		if p.split != nil {
+			writeSplit(c, name, p.split)
 		}
 		if p.fallback != nil {
 			writeFallback(c, name, p.fallback)

@@ -379,6 +379,7 @@ func writeRoutes(c *encode.Config, l *listenerView, at layout.LB) {
 	writeProfiles(c, l.profiles)
 	writeFallbackBackend(c, l.profiles)
 	writeCanaryBackend(c, l.profiles)
+	writeSplitBackend(c, l.profiles)
 	c.Line(encode.Lit("use_backend"), encode.Lit("%[var(txn.pier_be)]"), ifWord, routedACL)
 }
 

@@ -87,6 +87,9 @@ type poolView struct {
 	retryOn []encode.Word
 	// fail of every failTotal requests are answered 500 (model.Pool).
 	fail, failTotal int
+	// reqHeaders change every request sent to the pool (model.Pool's
+	// RequestHeaders), after the policy's.
+	reqHeaders []headerOp
 }
 
 // slot is one pre-declared server. An unused slot is a disabled
