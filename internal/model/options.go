@@ -60,6 +60,12 @@ type PolicyOptions struct {
 	// "<prefix>(/|$)(.*)"): /prefix/rest becomes RewritePath + "rest". A
 	// path of letters, digits and ._~/- not ending with "/".
 	StripPrefix string `json:"stripPrefix,omitempty"`
+	// RewriteRegex, when set (instead of StripPrefix), makes RewritePath
+	// a target holding $1 to $9, the capture groups of RewriteRegex (the
+	// route's PATH REGEX value): the whole path matching it is replaced
+	// by RewritePath with the groups expanded, the query string kept
+	// (rewrite-target with use-regex).
+	RewriteRegex string `json:"rewriteRegex,omitempty"`
 	// ForwardedPrefix, when set, is sent to the backend as the
 	// X-Forwarded-Prefix header (x-forwarded-prefix), replacing any the
 	// client sent; a path of letters, digits and ._~/- only.

@@ -94,7 +94,7 @@ func Sample(uuid string) *model.LoadBalancer {
 				Rules: []model.L7Rule{{Type: model.RulePath, Compare: model.CompareStartsWith, Value: "/api"}},
 				Options: &model.PolicyOptions{HTTPSRedirect: true, RedirectURL: "https://b.example/", RedirectCode: 308,
 					AllowSources: []string{"10.0.0.0/8"}, DenySources: []string{"10.6.0.0/16"}, MaxBodyBytes: 1 << 33,
-					RedirectPrefix: "https://c.example", AppRoot: "/app", UpstreamHost: "in.example", RewritePath: "/v2/", StripPrefix: "/v1", ForwardedPrefix: "/v2",
+					RedirectPrefix: "https://c.example", AppRoot: "/app", UpstreamHost: "in.example", RewritePath: "/v2/", StripPrefix: "/v1", RewriteRegex: "/api/v[0-9]+/(.*)", ForwardedPrefix: "/v2",
 					CORS: &model.CORS{AllowOrigins: []string{"https://a.example"}, AllowMethods: []string{"GET"},
 						AllowHeaders: []string{"X-A"}, ExposeHeaders: []string{"X-E"}, AllowCredentials: true, MaxAgeSeconds: 600},
 					BasicAuth: &model.BasicAuth{Realm: "Staff only", Namespace: "default", Secret: "users",
