@@ -87,7 +87,8 @@ const nClasses = len(classNames)
 type route struct {
 	class hostClass
 	host  string // "" for classAny; the suffix without "*." for classSuffix
-	exact bool   // Exact path; otherwise Prefix
+	exact bool   // Exact path; otherwise Prefix, or regex
+	regex bool   // a PATH REGEX: path is the expression (regexLookup)
 	path  string // Prefix: without trailing "/", "" for "/"
 	// conds are the method, header and query rules (matches.go), in
 	// cond order; none for an Ingress.
@@ -111,18 +112,35 @@ func routeOf(p *model.L7Policy) (r route, ok bool) {
 			r.exact, r.path, paths = true, rule.Value, paths+1
 		case rule.Type == model.RulePath && rule.Compare == model.CompareStartsWith:
 			r.exact, r.path, paths = false, strings.TrimRight(rule.Value, "/"), paths+1
+		case rule.Type == model.RulePath && rule.Compare == model.CompareRegex:
+			r.regex, r.path, paths = true, rule.Value, paths+1
 		case isCond(rule):
 			r.conds = append(r.conds, cond{typ: rule.Type, key: rule.Key, value: rule.Value})
 		default:
 			return r, false
 		}
 	}
-	return r, hosts <= 1 && paths <= 1 && sortConds(r.conds)
+	// A regular expression is an Ingress's: never with HTTPRoute
+	// matches or a Gateway wildcard, which its lookup does not test.
+	regexOK := !r.regex || (len(r.conds) == 0 && r.class != classSuffix)
+	return r, hosts <= 1 && paths <= 1 && regexOK && sortConds(r.conds)
+}
+
+// pathRank orders a class's lookups: Exact, then the regular
+// expressions, then Prefix (the longest first) and the catch-all.
+func (r route) pathRank() int {
+	switch {
+	case r.exact:
+		return 0
+	case r.regex:
+		return 1
+	}
+	return 2
 }
 
 // before compares two routes in the precedence the lookups implement:
-// class (a Gateway wildcard's longer suffix first), Exact before Prefix,
-// longer Prefix first, then (HTTPRoute
+// class (a Gateway wildcard's longer suffix first), Exact before regular
+// expressions before Prefix, longer ones first, then (HTTPRoute
 // matches, translate's gatewayEntryBefore) for one host and path a method
 // before none, more headers, more query parameters. Two routes it calls
 // equal never match the same request unless they are the same entry, or
@@ -136,11 +154,8 @@ func before(a, b route) int {
 		// more labels, and its level runs first (suffixLevel).
 		return cmp.Compare(len(b.host), len(a.host))
 	}
-	if a.exact != b.exact {
-		if a.exact {
-			return -1
-		}
-		return 1
+	if c := cmp.Compare(a.pathRank(), b.pathRank()); c != 0 {
+		return c
 	}
 	if !a.exact {
 		if c := cmp.Compare(len(b.path), len(a.path)); c != 0 {
@@ -168,6 +183,16 @@ type routeTable struct {
 	// levels are the label counts of the suffix class's suffixes, most
 	// first: one round of lookups each (suffixLevel).
 	levels []int
+	// regex are each class's PATH REGEX routes, in policy order: one
+	// rule each, after the class's Exact lookup (regexLookup).
+	regex [nClasses][]regexRoute
+}
+
+// regexRoute is one regular-expression route as a lookup rule.
+type regexRoute struct {
+	host  encode.Word // the host rule's value; zero for classAny
+	re    encode.Word // the anchored expression
+	value encode.Word
 }
 
 // mappable reports whether policies, in their order, are what the
@@ -241,6 +266,10 @@ func routeEntries(uuid string, ps []policyView, t *routeTable) []*entry {
 			}
 		}
 		r := p.route
+		if r.regex {
+			t.regex[r.class] = append(t.regex[r.class], regexRoute{host: r.hostWord(), re: pathRegexWord(r.path), value: value})
+			continue
+		}
 		kind, id, anyRoot := 0, "any", false
 		var key encode.Word
 		switch {
@@ -339,10 +368,13 @@ func writeRoutes(c *encode.Config, l *listenerView, at layout.LB) {
 	}
 	c.Line(encode.Lit("acl"), routedACL, encode.Lit("var(txn.pier_be)"), encode.Lit("-m"), encode.Lit("found"))
 	first := true
-	lookup := func(expr encode.Word) {
+	lookup := func(expr encode.Word, cond ...encode.Word) {
 		words := []encode.Word{httpRequest, routeVar, expr}
 		if !first {
-			words = append(words, ifWord, encode.Lit("!pier_routed"))
+			cond = append([]encode.Word{encode.Lit("!pier_routed")}, cond...)
+		}
+		if len(cond) > 0 {
+			words = append(append(words, ifWord), cond...)
 		}
 		first = false
 		c.Line(words...)
@@ -383,10 +415,13 @@ func writeRoutes(c *encode.Config, l *listenerView, at layout.LB) {
 
 // classLookups are the lookups of one class (of one suffix level), then
 // its groups' stage 2.
-func classLookups(c *encode.Config, t *routeTable, class hostClass, lookup func(encode.Word), key encode.Word, hosts [3]encode.Word) {
+func classLookups(c *encode.Config, t *routeTable, class hostClass, lookup func(encode.Word, ...encode.Word), key encode.Word, hosts [3]encode.Word) {
 	file := func(kind int) encode.Word { return encode.FilePath(t.paths[class][kind]) }
 	if t.exact[class] {
 		lookup(encode.Concat(key, encode.Lit(",map_str("), file(0), encode.Lit(")")))
+	}
+	for _, r := range t.regex[class] {
+		regexLookup(r, lookup, hosts)
 	}
 	if len(t.files[class][1]) > 0 {
 		lookup(encode.Concat(key, encode.Lit(",map_beg("), file(1), encode.Lit(")")))
@@ -413,4 +448,45 @@ func suffixLevel(c *encode.Config, n int) {
 		encode.Concat(encode.Lit("var(txn.pier_host),field(-1,.,"), encode.Num(n), encode.Lit(")")),
 		ifWord, unrouted, openBrace, encode.Concat(encode.Lit("var(txn.pier_host),field(-"), encode.Num(n+1), encode.Lit(",.)")),
 		encode.Lit("-m"), encode.Lit("found"), closeBrace)
+}
+
+// regexLookup is one regular-expression route: tried, in policy order,
+// only while nothing matched, after the class's Exact lookup and before
+// its Prefix one (nginx tries its regex locations after the exact ones
+// and before falling back to the longest prefix). The host comparison
+// comes first, so a request for another host never runs the
+// expression; it pays one string comparison per regex route, and a
+// listener without regex routes pays nothing.
+func regexLookup(r regexRoute, lookup func(encode.Word, ...encode.Word), hosts [3]encode.Word) {
+	var cond []encode.Word
+	if r.host.String() != "" {
+		hostVar := hosts[classHost]
+		if strings.HasPrefix(r.host.String(), "*.") {
+			hostVar = hosts[classWildcard]
+		}
+		cond = append(cond, openBrace, hostVar, encode.Lit("-m"), encode.Lit("str"), r.host, closeBrace)
+	}
+	cond = append(cond, openBrace, encode.Lit("path"), encode.Lit("-m"), encode.Lit("reg"), r.re, closeBrace)
+	lookup(encode.Concat(encode.Lit("str("), r.value, encode.Lit(")")), cond...)
+}
+
+// hostWord is the route's host as a word for its lookup rule (zero for
+// classAny). ruleACLs has validated it; an invalid one would carry its
+// error to the line.
+func (r route) hostWord() encode.Word {
+	switch r.class {
+	case classHost:
+		h, _ := encode.Host(r.host)
+		return h.Word()
+	case classWildcard:
+		h, _ := encode.WildcardHost(r.host)
+		return h.Word()
+	}
+	return encode.Word{}
+}
+
+// pathRegexWord is a PATH REGEX value as HAProxy matches it.
+func pathRegexWord(value string) encode.Word {
+	re, _ := encode.ParsePathRegex(value)
+	return re.Word()
 }
