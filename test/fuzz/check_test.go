@@ -105,6 +105,13 @@ func rulesWant(r model.L7Rule) []aclWant {
 		return []aclWant{{"path", "str", r.Value}}
 	case r.Type == model.RulePath && r.Compare == model.CompareStartsWith && r.Value != "/":
 		return []aclWant{{"path", "str", r.Value}, {"path", "beg", r.Value + "/"}}
+	case r.Type == model.RulePath && r.Compare == model.CompareRegex:
+		// HAProxy gets the expression re-written from Go's parse tree.
+		re, err := encode.ParsePathRegex(r.Value)
+		if err != nil {
+			return []aclWant{{"path", "reg", "(refused: " + err.Error() + ")"}}
+		}
+		return []aclWant{{"path", "reg", re.String()}}
 	}
 	return nil // "/" prefix: always_true, no value to carry
 }
@@ -118,6 +125,15 @@ func checkConfig(t testing.TB, cfg []byte, maps []render.MapFile, lb *model.Load
 	for _, words := range checkLines(t, cfg) {
 		if words[0] == "acl" {
 			byValue[words[len(words)-1]] = append(byValue[words[len(words)-1]], words)
+		}
+		// A regular-expression route of the maps is a rule whose
+		// anonymous ACLs ("{ <fetch> -m <match> <value> }") carry the
+		// host and expression: read each as an acl line.
+		for i := 0; i+5 < len(words); i++ {
+			if words[i] == "{" && words[i+2] == "-m" && words[i+5] == "}" {
+				acl := []string{"acl", "-", words[i+1], "-m", words[i+3], words[i+4]}
+				byValue[words[i+4]] = append(byValue[words[i+4]], acl)
+			}
 		}
 	}
 	keys := checkMaps(t, maps)
@@ -174,6 +190,11 @@ func mapKeyWant(p model.L7Policy) (string, bool) {
 			host = r.Value
 		case model.RulePath:
 			path, exact = r.Value, r.Compare == model.CompareEqualTo
+		}
+	}
+	for _, r := range p.Rules {
+		if r.Type == model.RulePath && r.Compare == model.CompareRegex {
+			return "", false // a rule of its own, not a map key
 		}
 	}
 	if !exact && path == "/" {
