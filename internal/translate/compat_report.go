@@ -1,8 +1,11 @@
 package translate
 
 import (
+	"fmt"
 	"sort"
 	"strings"
+
+	networkingv1 "k8s.io/api/networking/v1"
 )
 
 // snippetAlternatives names, for each raw-configuration annotation of
@@ -106,4 +109,41 @@ func ReportAnnotations(ann map[string]string) []AnnotationReport {
 // isPrecedenceNote: the temporal-over-permanent note is not a failure.
 func isPrecedenceNote(is annotationIssue) bool {
 	return strings.HasPrefix(is.message, "temporal-redirect is also set")
+}
+
+// ReportIngress is ReportAnnotations plus what needs the Ingress's paths:
+// with use-regex, or a rewrite-target naming capture groups, a path
+// outside the regular-expression subset, or with fewer groups than the
+// target names, refuses the Ingress. The annotation that made the paths
+// regular expressions (use-regex, else rewrite-target) is then reported
+// unsupported with the first such path's reason.
+func ReportIngress(ing *networkingv1.Ingress) []AnnotationReport {
+	out := ReportAnnotations(ing.Annotations)
+	s, _ := parseAnnotations(ing.Annotations)
+	p := &parsedIngress{ing: ing, settings: s}
+	p.checkStripForm()
+	if !p.regexPaths() {
+		return out
+	}
+	key := keyOf(ing.Annotations, "use-regex")
+	if !s.useRegex {
+		key = keyOf(ing.Annotations, "rewrite-target")
+	}
+	for i, rule := range ing.Spec.Rules {
+		if rule.HTTP == nil {
+			continue
+		}
+		for j, hp := range rule.HTTP.Paths {
+			if _, _, err := p.routePath(hp); err != nil {
+				for k := range out {
+					if out[k].Key == key && out[k].Status != Unsupported {
+						out[k].Status = Unsupported
+						out[k].Note = fmt.Sprintf("the Ingress is refused: spec.rules[%d].http.paths[%d]: %v", i, j, err)
+					}
+				}
+				return out
+			}
+		}
+	}
+	return out
 }
