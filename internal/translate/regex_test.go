@@ -139,3 +139,26 @@ func FuzzRegexRewriteTarget(f *testing.F) {
 		}
 	})
 }
+
+// TestRegexPathsCanary: a canary of a regular-expression path joins the
+// main route when it sets use-regex too; without it, it has no main route.
+func TestRegexPathsCanary(t *testing.T) {
+	regex := map[string]string{NginxPrefix + "use-regex": "true"}
+	for _, tc := range []struct {
+		canaryRegex bool
+		attached    bool
+	}{{true, true}, {false, false}} {
+		main := simpleIngress(t, "ns", "main", 0, regex, "a.example", "/api/(.*)")
+		ann := map[string]string{NginxPrefix + "canary": "true", NginxPrefix + "canary-weight": "50"}
+		if tc.canaryRegex {
+			ann[NginxPrefix+"use-regex"] = "true"
+		}
+		canary := simpleIngress(t, "ns", "canary", 1, ann, "a.example", "/api/(.*)")
+		canary.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name = "svc2"
+		res := Ingresses(snapshotOf(main, canary), DefaultOptions())
+		p := onlyLB(t, res).Listeners[0].Policies[0]
+		if attached := p.Options != nil && p.Options.Canary != nil; attached != tc.attached {
+			t.Errorf("canary use-regex %v: attached %v, problems %+v", tc.canaryRegex, attached, res.Problems)
+		}
+	}
+}
