@@ -24,8 +24,9 @@ const (
 	MaxPathRegexUnbounded = 6
 )
 
-// PathRegex is a validated path regular expression: the subset that Go's
-// RE2 (this validator) and HAProxy's PCRE2 (the matcher) read alike.
+// PathRegex is a validated regular expression (a path's, or a header
+// value's): the subset that Go's RE2 (this validator) and HAProxy's
+// PCRE2 (the matcher) read alike.
 type PathRegex struct {
 	source string // as written
 	canon  string // ^ + the expression re-written from Go's parse tree
@@ -35,10 +36,10 @@ type PathRegex struct {
 // Groups is the number of capture groups.
 func (r PathRegex) Groups() int { return r.groups }
 
-// String is the anchored expression HAProxy gets.
+// String is the expression HAProxy gets (anchored for a path).
 func (r PathRegex) String() string { return r.canon }
 
-// Word is the anchored expression, single-quoted (the config parser
+// Word is that expression, single-quoted (the config parser
 // interprets nothing between single quotes, and it holds none).
 func (r PathRegex) Word() Word {
 	if r.canon == "" {
@@ -65,27 +66,44 @@ func (r PathRegex) Word() Word {
 // class as explicit ranges, each literal punctuation escaped), not the
 // text: what HAProxy matches is what Go checked.
 func ParsePathRegex(s string) (PathRegex, error) {
-	const k = "path regex"
+	return parseRegex("path regex", s, true)
+}
+
+// ParseValueRegex validates s, a regular expression searched for
+// anywhere in a header value (ingress-nginx's canary-by-header-pattern,
+// ngx.re.match without anchor): the subset of ParsePathRegex, except
+// that it need not start with "/", a top-level "|" is allowed (a search
+// reads it alike in both engines) and nothing is anchored for it.
+func ParseValueRegex(s string) (PathRegex, error) {
+	return parseRegex("value regex", s, false)
+}
+
+func parseRegex(k, s string, path bool) (PathRegex, error) {
 	if len(s) > MaxPathRegexBytes {
 		return PathRegex{}, refuse(k, "length", s, "longer than "+itoa(MaxPathRegexBytes)+" bytes")
 	}
-	if !strings.HasPrefix(s, "/") {
+	if path && !strings.HasPrefix(s, "/") {
 		return PathRegex{}, refuse(k, "syntax", s, `must start with "/"`)
+	}
+	if s == "" {
+		return PathRegex{}, refuse(k, "syntax", s, "must not be empty")
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] <= ' ' || s[i] >= 0x7f {
 			return PathRegex{}, refuse(k, "charset", s, "contains "+describeByte(s[i])+"; only printable ASCII without spaces")
 		}
 	}
-	if err := regexText(s); err != nil {
+	if err := regexText(k, s, path); err != nil {
 		return PathRegex{}, err
 	}
 	re, err := syntax.Parse(s, syntax.Perl)
 	if err != nil {
 		return PathRegex{}, refuse(k, "syntax", s, "not a regular expression: "+err.Error())
 	}
-	w := &regexWriter{src: s}
-	w.b.WriteByte('^')
+	w := &regexWriter{kind: k, src: s}
+	if path {
+		w.b.WriteByte('^')
+	}
 	if err := w.node(re, false); err != nil {
 		return PathRegex{}, err
 	}
@@ -102,8 +120,7 @@ func ParsePathRegex(s string) (PathRegex, error) {
 // could read otherwise: escapes other than punctuation and \d \D \w \W
 // (\s, \b, \p{..}, \x.., octal, \Q..\E), groups other than "(?:", and
 // "{," counts.
-func regexText(s string) error {
-	const k = "path regex"
+func regexText(k, s string, path bool) error {
 	depth, class := 0, -1 // class: where the open class's items start, or -1
 	for i := 0; i < len(s); i++ {
 		switch {
@@ -122,7 +139,7 @@ func regexText(s string) error {
 			depth++
 		case class < 0 && s[i] == ')':
 			depth--
-		case class < 0 && s[i] == '|' && depth == 0:
+		case class < 0 && s[i] == '|' && depth == 0 && path:
 			// Go factors "/a|/b" into "/[ab]", so the tree no longer shows it.
 			return refuse(k, "alternation", s, "| at the top level: ingress-nginx anchors only its first branch; group the branches, (/a|/b)")
 		}
@@ -151,14 +168,14 @@ func isPunct(c byte) bool {
 
 // regexWriter re-writes a parse tree in the syntax both engines share.
 type regexWriter struct {
-	src       string
+	kind, src string
 	b         strings.Builder
 	groups    int
 	unbounded int
 	weight    int // how many times the current node repeats (counted repetitions)
 }
 
-func (w *regexWriter) refuse(rule, msg string) error { return refuse("path regex", rule, w.src, msg) }
+func (w *regexWriter) refuse(rule, msg string) error { return refuse(w.kind, rule, w.src, msg) }
 
 // node writes re. repeated says it is inside an unbounded repetition,
 // which may hold neither a repetition nor an alternation.

@@ -250,3 +250,59 @@ func TestPathRegexHAProxy(t *testing.T) {
 		t.Fatalf("haproxy -c: %v\n%s\n%s", err, out, cfg)
 	}
 }
+
+// TestParseValueRegex: the same subset, searched rather than anchored:
+// no leading "/" needed, a top-level "|" allowed, no "^" added.
+func TestParseValueRegex(t *testing.T) {
+	for _, tc := range []struct{ in, canon string }{
+		{`^(beta|alpha)$`, `^(beta|alpha)$`},
+		{`v2|v3`, `v[23]`},
+		{`user-[0-9]+`, `user\-[0-9]+`},
+		{`.*`, `.*`},
+	} {
+		r, err := ParseValueRegex(tc.in)
+		if err != nil || r.String() != tc.canon {
+			t.Errorf("%s: got %s, %v; want %s", tc.in, r.String(), err, tc.canon)
+		}
+	}
+	for _, in := range []string{"", "a b", `(?i)beta`, `(a+)+`, `\bx`, "x'\n"} {
+		if r, err := ParseValueRegex(in); err == nil {
+			t.Errorf("%q accepted as %s", in, r.String())
+		}
+	}
+}
+
+// FuzzValueRegex: any accepted value regex compiles in Go, finds what
+// its input finds, and renders as one word.
+func FuzzValueRegex(f *testing.F) {
+	for _, tc := range acceptedPathRegexes {
+		f.Add(tc.in)
+	}
+	for _, s := range []string{`^(beta|alpha)$`, `v2|v3`, `a|`, `|`, `x';evil`, `%[src]`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := ParseValueRegex(s)
+		if err != nil {
+			return
+		}
+		orig, err := regexp.Compile(s)
+		if err != nil {
+			t.Fatalf("%q: accepted but Go does not compile it: %v", s, err)
+		}
+		canon, err := regexp.Compile(r.String())
+		if err != nil {
+			t.Fatalf("%q: re-written %s does not compile: %v", s, r.String(), err)
+		}
+		for _, v := range samplePaths(s) {
+			if orig.MatchString(v) != canon.MatchString(v) || orig.NumSubexp() != canon.NumSubexp() {
+				t.Fatalf("%q on %q: re-written %s reads otherwise", s, v, r.String())
+			}
+		}
+		line, err := ConfigLine(Lit("acl"), Lit("r"), Lit("req.hdr(x)"), Lit("-m"), Lit("reg"), r.Word())
+		if err != nil {
+			t.Fatalf("%q: config line: %v", s, err)
+		}
+		assertTokens(t, line, "acl", "r", "req.hdr(x)", "-m", "reg", r.String())
+	})
+}
