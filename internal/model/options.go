@@ -155,7 +155,11 @@ type Canary struct {
 	WeightTotal int    `json:"weightTotal"`
 	Header      string `json:"header,omitempty"`
 	HeaderValue string `json:"headerValue,omitempty"`
-	Cookie      string `json:"cookie,omitempty"`
+	// HeaderPattern, when set (never with HeaderValue), is a regular
+	// expression (encode.ParseValueRegex's subset) searched in Header's
+	// value: a match sends the request to the canary.
+	HeaderPattern string `json:"headerPattern,omitempty"`
+	Cookie        string `json:"cookie,omitempty"`
 	// Source is the canary Ingress.
 	Source Source `json:"source"`
 }

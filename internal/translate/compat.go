@@ -271,6 +271,10 @@ var compatAnnotations = map[string]compatAnnotation{
 		s.canary.headerValue, err = parseCanaryHeaderValue(v)
 		return err
 	}, difference: "letters, digits, spaces and ._~:/+=@- only, compared exactly (ingress-nginx accepts more)"},
+	"canary-by-header-pattern": {parse: func(s *ingressSettings, v string) (err error) {
+		s.canary.headerPattern, err = parseCanaryHeaderPattern(v)
+		return err
+	}, difference: "a regular expression of the subset use-regex accepts (no spaces, flags, \\b or \\s; docs/migration.md), searched in each comma-separated value of the header, case-sensitive as in ingress-nginx; another expression refuses the Ingress"},
 	"canary-by-cookie": {parse: func(s *ingressSettings, v string) (err error) {
 		s.canary.cookie, err = parseCanaryCookie(v)
 		return err

@@ -21,11 +21,10 @@ var snippetAlternatives = map[string]string{
 	"modsecurity-snippet":   "a WAF in front of pier; pier has no ModSecurity",
 	"server-alias":          "one more host in spec.rules",
 	// Not snippets: what pier does instead.
-	"proxy-set-headers":        "pier.dev/request-headers (typed \"Name: value\" lines on the Ingress itself)",
-	"proxy-next-upstream":      "proxy-next-upstream-tries; pier retries on connection failures and empty responses only (HAProxy's retry-on), not on timeouts or 5xx",
-	"canary-by-header-pattern": "canary-by-header-value (one exact value); pier matches no regular expressions",
-	"limit-burst-multiplier":   "a higher limit-rps or limit-rpm (pier counts accepted requests over a sliding second or minute, with no burst on top)",
-	"proxy-ssl-verify-depth":   "a ca.crt holding only the CAs to trust: HAProxy 2.6 has no verify depth for servers, so proxy-ssl-verify on accepts any chain length to ca.crt",
+	"proxy-set-headers":      "pier.dev/request-headers (typed \"Name: value\" lines on the Ingress itself)",
+	"proxy-next-upstream":    "proxy-next-upstream-tries; pier retries on connection failures and empty responses only (HAProxy's retry-on), not on timeouts or 5xx",
+	"limit-burst-multiplier": "a higher limit-rps or limit-rpm (pier counts accepted requests over a sliding second or minute, with no burst on top)",
+	"proxy-ssl-verify-depth": "a ca.crt holding only the CAs to trust: HAProxy 2.6 has no verify depth for servers, so proxy-ssl-verify on accepts any chain length to ca.crt",
 }
 
 // plannedNginx are the other ingress-nginx annotations issue 11 lists:
@@ -106,9 +105,11 @@ func ReportAnnotations(ann map[string]string) []AnnotationReport {
 	return out
 }
 
-// isPrecedenceNote: the temporal-over-permanent note is not a failure.
+// isPrecedenceNote: the temporal-over-permanent and value-over-pattern
+// notes are not failures.
 func isPrecedenceNote(is annotationIssue) bool {
-	return strings.HasPrefix(is.message, "temporal-redirect is also set")
+	return strings.HasPrefix(is.message, "temporal-redirect is also set") ||
+		strings.HasPrefix(is.message, "canary-by-header-value is also set and wins")
 }
 
 // ReportIngress is ReportAnnotations plus what needs the Ingress's paths:

@@ -31,7 +31,7 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 		"limit-rps": "10", "limit-rpm": "600", "limit-connections": "5",
 		"service-upstream": "true", "proxy-next-upstream-tries": "3", "x-forwarded-prefix": "/api",
 		"canary": "true", "canary-weight": "10", "canary-weight-total": "100", "canary-by-header": "X-Canary",
-		"canary-by-header-value": "v2", "canary-by-cookie": "canary", "default-backend": attackerErrorsName,
+		"canary-by-header-value": "v2", "canary-by-header-pattern": "^v[23]$|beta", "canary-by-cookie": "canary", "default-backend": attackerErrorsName,
 		"auth-url": "http://web." + attackerNS + ".svc/oauth2/auth", "auth-signin": "https://login.example/start",
 		"auth-response-headers": "X-Auth-Request-User, X-Auth-Request-Email", "auth-method": "HEAD",
 		"proxy-ssl-verify": "on", "proxy-ssl-secret": "upstream", "proxy-ssl-name": "api.internal",

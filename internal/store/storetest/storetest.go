@@ -105,7 +105,7 @@ func Sample(uuid string) *model.LoadBalancer {
 						Ingress: "web", Service: "web", ServicePort: "http"},
 					ExternalAuth: &model.ExternalAuth{PoolID: "p1", Host: "auth.default.svc", Path: "/auth", Method: "GET",
 						SigninURL: "https://login.example/start", ResponseHeaders: []string{"X-User"}},
-					Canary: &model.Canary{PoolID: "p1", Weight: 10, WeightTotal: 100, Header: "X-Canary", HeaderValue: "v2",
+					Canary: &model.Canary{PoolID: "p1", Weight: 10, WeightTotal: 100, Header: "X-Canary", HeaderValue: "v2", HeaderPattern: "^v[23]$",
 						Cookie: "canary", Source: model.Source{Kind: "Ingress", Namespace: "default", Name: "canary"}},
 					Redirect: &model.Redirect{Scheme: "https", Host: "d.example", Port: 8443, FullPath: "/to", Code: 301,
 						PrefixRewrite: &model.PrefixRewrite{Prefix: "/a", Replacement: "/b"}},
