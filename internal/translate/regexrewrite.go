@@ -10,12 +10,14 @@ import (
 	"pier.dev/pier/internal/model"
 )
 
-// The prefix-strip idiom of ingress-nginx, the one form of capture groups
-// pier serves: paths "P(/|$)(.*)" with rewrite-target "T$2" send
-// /P/rest to the backend as T + rest (and /P as T). As a regular
-// expression, ^P(/|$)(.*) matches exactly the paths pathType Prefix P
-// matches (P itself, or P then "/"); pier routes it as that Prefix path
-// and rewrites with replace-path ^P(/|$)(.*) T\2.
+// The prefix-strip idiom of ingress-nginx, the capture-group form pier
+// routes without a regular expression: paths "P(/|$)(.*)" with
+// rewrite-target "T$2" send /P/rest to the backend as T + rest (and /P
+// as T). As a regular expression, ^P(/|$)(.*) matches exactly the paths
+// pathType Prefix P matches (P itself, or P then "/"); pier routes it as
+// that Prefix path and rewrites with replace-path ^P(/|$)(.*) T\2. Other
+// paths of a use-regex Ingress, or of one whose target names groups,
+// are PATH REGEX rules (routePath).
 const (
 	stripSuffix = "(/|$)(.*)"
 	tailGroup   = "$2"

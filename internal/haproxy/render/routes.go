@@ -190,7 +190,8 @@ type routeTable struct {
 
 // regexRoute is one regular-expression route as a lookup rule.
 type regexRoute struct {
-	host  encode.Word // the host rule's value; zero for classAny
+	class hostClass
+	host  encode.Word // the host rule's value; unused for classAny
 	re    encode.Word // the anchored expression
 	value encode.Word
 }
@@ -267,7 +268,7 @@ func routeEntries(uuid string, ps []policyView, t *routeTable) []*entry {
 		}
 		r := p.route
 		if r.regex {
-			t.regex[r.class] = append(t.regex[r.class], regexRoute{host: r.hostWord(), re: pathRegexWord(r.path), value: value})
+			t.regex[r.class] = append(t.regex[r.class], regexRoute{class: r.class, host: r.hostWord(), re: pathRegexWord(r.path), value: value})
 			continue
 		}
 		kind, id, anyRoot := 0, "any", false
@@ -459,20 +460,16 @@ func suffixLevel(c *encode.Config, n int) {
 // listener without regex routes pays nothing.
 func regexLookup(r regexRoute, lookup func(encode.Word, ...encode.Word), hosts [3]encode.Word) {
 	var cond []encode.Word
-	if r.host.String() != "" {
-		hostVar := hosts[classHost]
-		if strings.HasPrefix(r.host.String(), "*.") {
-			hostVar = hosts[classWildcard]
-		}
-		cond = append(cond, openBrace, hostVar, encode.Lit("-m"), encode.Lit("str"), r.host, closeBrace)
+	if r.class == classHost || r.class == classWildcard {
+		cond = append(cond, openBrace, hosts[r.class], encode.Lit("-m"), encode.Lit("str"), r.host, closeBrace)
 	}
 	cond = append(cond, openBrace, encode.Lit("path"), encode.Lit("-m"), encode.Lit("reg"), r.re, closeBrace)
 	lookup(encode.Concat(encode.Lit("str("), r.value, encode.Lit(")")), cond...)
 }
 
 // hostWord is the route's host as a word for its lookup rule (zero for
-// classAny). ruleACLs has validated it; an invalid one would carry its
-// error to the line.
+// classAny). ruleACLs has validated it; an invalid one carries its error
+// to the line, which then fails.
 func (r route) hostWord() encode.Word {
 	switch r.class {
 	case classHost:
