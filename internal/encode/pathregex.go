@@ -104,7 +104,9 @@ func parseRegex(k, s string, path bool) (PathRegex, error) {
 	if path {
 		w.b.WriteByte('^')
 	}
-	if err := w.node(re, false); err != nil {
+	// Anchored, a top-level alternation would anchor only its first
+	// branch: grouped (the text check refuses one, this keeps it so).
+	if err := w.operand(re, path && re.Op == syntax.OpAlternate, false); err != nil {
 		return PathRegex{}, err
 	}
 	if w.unbounded > MaxPathRegexUnbounded {
