@@ -209,7 +209,44 @@ func FuzzPathRegex(f *testing.F) {
 			t.Fatalf("%q: config line: %v", s, err)
 		}
 		assertTokens(t, line, "acl", "r", "path", "-m", "reg", r.String())
+		for _, host := range []string{"", "a.example", "*.foo.com"} {
+			ml, err := MapLine(RegexRouteKey(host, r), ID("be_", "0123abcd"))
+			if err != nil {
+				t.Fatalf("%q: map line: %v", s, err)
+			}
+			key, val, ok := parseMapLine(ml)
+			if !ok || key != RegexRouteKey(host, r).String() || val != "be_0123abcd" {
+				t.Fatalf("%q: map line %s read back as %q %q %v", s, Printable(ml), key, val, ok)
+			}
+		}
 	})
+}
+
+func TestRegexRouteKey(t *testing.T) {
+	r, err := ParsePathRegex(`/api/v[0-9]+/(.*)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for host, want := range map[string]string{"": `^/api/v[0-9]+/(.*)`, "a.example": `^a\.example/api/v[0-9]+/(.*)`,
+		"*.foo.com": `^\*\.foo\.com/api/v[0-9]+/(.*)`} {
+		if got := RegexRouteKey(host, r); got.Err() != nil || got.String() != want {
+			t.Errorf("%q: %q (%v), want %q", host, got.String(), got.Err(), want)
+		}
+		// The key matches the host then the path, and nothing else.
+		re := regexp.MustCompile(RegexRouteKey(host, r).String())
+		h := host // the wildcard class keys by txn.pier_hwild, "*.foo.com" itself
+		if !re.MatchString(h+"/api/v1/users") || re.MatchString(h+"/x/api/v1/") || (host != "" && re.MatchString("b.example/api/v1/")) {
+			t.Errorf("%q: key %s matches otherwise", host, re)
+		}
+	}
+	for _, host := range []string{"a b", "a/b", "A.example", "a.example;evil"} {
+		if got := RegexRouteKey(host, r); got.Err() == nil {
+			t.Errorf("host %q accepted: %q", host, got.String())
+		}
+	}
+	if got := RegexRouteKey("a.example", PathRegex{}); got.Err() == nil {
+		t.Errorf("zero PathRegex accepted: %q", got.String())
+	}
 }
 
 // TestPathRegexHAProxy: HAProxy (PCRE2) compiles every accepted regex,

@@ -126,15 +126,6 @@ func checkConfig(t testing.TB, cfg []byte, maps []render.MapFile, lb *model.Load
 		if words[0] == "acl" {
 			byValue[words[len(words)-1]] = append(byValue[words[len(words)-1]], words)
 		}
-		// A regular-expression route of the maps is a rule whose
-		// anonymous ACLs ("{ <fetch> -m <match> <value> }") carry the
-		// host and expression: read each as an acl line.
-		for i := 0; i+5 < len(words); i++ {
-			if words[i] == "{" && words[i+2] == "-m" && words[i+5] == "}" {
-				acl := []string{"acl", "-", words[i+1], "-m", words[i+3], words[i+4]}
-				byValue[words[i+4]] = append(byValue[words[i+4]], acl)
-			}
-		}
 	}
 	keys := checkMaps(t, maps)
 	for _, l := range lb.Listeners {
@@ -165,7 +156,7 @@ func checkMaps(t testing.TB, maps []render.MapFile) map[string]bool {
 		for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
 			words := strings.Split(line, " ")
 			ok := len(words) == 2 && words[0] != "" && words[0][0] != '#' &&
-				(strings.HasPrefix(words[1], "be_") || words[1] == "pier_reject")
+				(strings.HasPrefix(words[1], "be_") || words[1] == "pier_reject" || words[1] == "pier_regex")
 			for i := 0; ok && i < len(line); i++ {
 				ok = line[i] > ' ' && line[i] < 0x7f || line[i] == ' '
 			}
@@ -194,7 +185,13 @@ func mapKeyWant(p model.L7Policy) (string, bool) {
 	}
 	for _, r := range p.Rules {
 		if r.Type == model.RulePath && r.Compare == model.CompareRegex {
-			return "", false // a rule of its own, not a map key
+			// A map_reg key: "^", the host escaped, the re-written
+			// expression after its "^".
+			re, err := encode.ParsePathRegex(r.Value)
+			if err != nil {
+				return "", false
+			}
+			return encode.RegexRouteKey(host, re).String(), true
 		}
 	}
 	if !exact && path == "/" {

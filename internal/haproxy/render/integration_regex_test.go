@@ -122,17 +122,29 @@ func TestRegexRevalidated(t *testing.T) {
 }
 
 // TestRegexWordsQuoted: a path regex holding "'", ";", "%" and "#" is
-// one single-quoted word, "'" written \x27 and the rest escaped
-// (TestGoldenHAProxyCheck has HAProxy read it: regex-paths.cfg).
+// one map_reg key, "'" written \x27 and the rest escaped, and in the
+// ACL rules one single-quoted word (TestGoldenHAProxyCheck has HAProxy
+// read both: regex-paths.cfg and regex-paths-acl.cfg).
 func TestRegexWordsQuoted(t *testing.T) {
 	app := pool("app", member("10.0.0.1", 80))
-	lb := newLB([]model.Listener{httpListener("", routes(toPool(app, hostIs("a.example"), pathRegex("/a';evil%[src]#x"))))}, app)
-	res, err := Render(lb, lbAt(fixtureDir), nil, fixtureOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := ` { path -m reg '^/a\x27\;evil\%[crs]\#x' }` // [src] is a class, re-written sorted
-	if !strings.Contains(string(res.Fragment), want) {
-		t.Fatalf("config lacks %s:\n%s", want, res.Fragment)
+	const re = `\x27\;evil\%[crs]\#x` // [src] is a class, re-written sorted
+	for _, unsorted := range []bool{false, true} {
+		ps := []model.L7Policy{toPool(app, hostIs("a.example"), pathRegex("/a';evil%[src]#x"))}
+		if unsorted {
+			ps = append(ps, toPool(app, hostIs("a.example"), pathIs("/x")))
+		}
+		res, err := Render(newLB([]model.Listener{httpListener("", routes(ps...))}, app), lbAt(fixtureDir), nil, fixtureOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var maps []string
+		for _, m := range res.Maps {
+			maps = append(maps, string(m.Data))
+		}
+		inMap := strings.Contains(strings.Join(maps, ""), "^a\\.example/a"+re+" be_")
+		inACL := strings.Contains(string(res.Fragment), " path -m reg '^/a"+re+"'\n")
+		if inMap == unsorted || inACL != unsorted {
+			t.Fatalf("unsorted %v: in a map %v, in an acl %v:\n%s\n%s", unsorted, inMap, inACL, res.Fragment, maps)
+		}
 	}
 }

@@ -168,32 +168,43 @@ func before(a, b route) int {
 	return condsBefore(a.conds, b.conds)
 }
 
+// Map file kinds of a class.
+const (
+	kindExact      = iota
+	kindPrefix     // map_beg
+	kindRegex      // map_reg: regular-expression routes (regexLookup)
+	kindRegexHosts // map_str: the hosts that have regular-expression routes
+	nKinds
+)
+
 // routeTable is a listener's routing as maps.
 type routeTable struct {
-	files  [nClasses][2][]byte // class, kind (0 exact, 1 prefix): map file contents
-	paths  [nClasses][2]string // where they go (routeMapFiles)
-	exact  [nClasses]bool      // class has Exact entries
-	root   [nClasses]bool      // class has a catch-all
-	any    encode.Word         // value of the catch-all with no host, if root[classAny]
-	reject bool                // some value is rejectValue
-	status []int               // the statusValues some value is, sorted
+	files  [nClasses][nKinds][]byte // class, kind: map file contents
+	paths  [nClasses][nKinds]string // where they go (routeMapFiles)
+	exact  [nClasses]bool           // class has Exact entries
+	root   [nClasses]bool           // class has a catch-all
+	any    encode.Word              // value of the catch-all with no host, if root[classAny]
+	reject bool                     // some value is rejectValue
+	status []int                    // the statusValues some value is, sorted
 	// grouped says which classes have groups; match is their stage 2.
 	grouped [nClasses]bool
 	match   *matchMaps
 	// levels are the label counts of the suffix class's suffixes, most
 	// first: one round of lookups each (suffixLevel).
 	levels []int
-	// regex are each class's PATH REGEX routes, in policy order: one
-	// rule each, after the class's Exact lookup (regexLookup).
-	regex [nClasses][]regexRoute
+	// regexHosts are the hosts of each class's regular-expression
+	// routes, once each (their kindRegexHosts file).
+	regexHosts [nClasses]map[string]bool
 }
 
-// regexRoute is one regular-expression route as a lookup rule.
-type regexRoute struct {
-	class hostClass
-	host  encode.Word // the host rule's value; unused for classAny
-	re    encode.Word // the anchored expression
-	value encode.Word
+// hasRegex: some class has regular-expression routes.
+func (t *routeTable) hasRegex() bool {
+	for class := range t.files {
+		if len(t.files[class][kindRegex]) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // mappable reports whether policies, in their order, are what the
@@ -213,7 +224,10 @@ func mappable(ps []policyView) bool {
 // when stage 2 cannot decide as the policies do: the ACL rules stay.
 func buildRoutes(uuid string, ps []policyView) (*routeTable, error) {
 	t := &routeTable{}
-	entries := routeEntries(uuid, ps, t)
+	entries, err := routeEntries(uuid, ps, t)
+	if err != nil {
+		return nil, err
+	}
 	for _, e := range entries {
 		value := e.plain
 		if len(e.conds) > 0 {
@@ -246,8 +260,9 @@ func buildRoutes(uuid string, ps []policyView) (*routeTable, error) {
 }
 
 // routeEntries collects the stage-1 keys in the order of their first
-// policy, each with its policies.
-func routeEntries(uuid string, ps []policyView, t *routeTable) []*entry {
+// policy, each with its policies; regular-expression routes go to their
+// map_reg file, in policy order.
+func routeEntries(uuid string, ps []policyView, t *routeTable) ([]*entry, error) {
 	byID := map[string]*entry{}
 	var out []*entry
 	for _, p := range ps {
@@ -268,7 +283,9 @@ func routeEntries(uuid string, ps []policyView, t *routeTable) []*entry {
 		}
 		r := p.route
 		if r.regex {
-			t.regex[r.class] = append(t.regex[r.class], regexRoute{class: r.class, host: r.hostWord(), re: pathRegexWord(r.path), value: value})
+			if err := addRegexRoute(t, r, value); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		kind, id, anyRoot := 0, "any", false
@@ -302,12 +319,12 @@ func routeEntries(uuid string, ps []policyView, t *routeTable) []*entry {
 			e.conds = append(e.conds, matchPolicy{conds: r.conds, value: value})
 		}
 	}
-	return out
+	return out, nil
 }
 
 // mapName is the table name of a class and kind in layout.RouteMap.
 func mapName(class hostClass, kind int) string {
-	return classNames[class] + [...]string{".exact", ".prefix"}[kind]
+	return classNames[class] + [...]string{".exact", ".prefix", ".regex", ".rxhosts"}[kind]
 }
 
 // MapFile is one routing map to write beside the fragment.
@@ -326,7 +343,7 @@ func routeMapFiles(v *view, at layout.LB) ([]MapFile, error) {
 			continue
 		}
 		for c := classHost; c <= classAny; c++ {
-			for kind := range 2 {
+			for kind := range nKinds {
 				data := l.routes.files[c][kind]
 				if len(data) == 0 {
 					continue
@@ -366,6 +383,9 @@ func writeRoutes(c *encode.Config, l *listenerView, at layout.LB) {
 	}
 	if needPath { // a host's catch-all alone needs no path key
 		c.Line(httpRequest, encode.Lit("set-var(txn.pier_path)"), encode.Lit("path,concat(/)"))
+	}
+	if t.hasRegex() { // the regex key's path, without the "/" appended
+		c.Line(httpRequest, encode.Lit("set-var(txn.pier_rpath)"), encode.Lit("path"))
 	}
 	c.Line(encode.Lit("acl"), routedACL, encode.Lit("var(txn.pier_be)"), encode.Lit("-m"), encode.Lit("found"))
 	first := true
@@ -421,8 +441,8 @@ func classLookups(c *encode.Config, t *routeTable, class hostClass, lookup func(
 	if t.exact[class] {
 		lookup(encode.Concat(key, encode.Lit(",map_str("), file(0), encode.Lit(")")))
 	}
-	for _, r := range t.regex[class] {
-		regexLookup(r, lookup, hosts)
+	if len(t.files[class][kindRegex]) > 0 {
+		regexLookup(class, lookup, file, hosts)
 	}
 	if len(t.files[class][1]) > 0 {
 		lookup(encode.Concat(key, encode.Lit(",map_beg("), file(1), encode.Lit(")")))
@@ -451,39 +471,55 @@ func suffixLevel(c *encode.Config, n int) {
 		encode.Lit("-m"), encode.Lit("found"), closeBrace)
 }
 
-// regexLookup is one regular-expression route: tried, in policy order,
-// only while nothing matched, after the class's Exact lookup and before
-// its Prefix one (nginx tries its regex locations after the exact ones
-// and before falling back to the longest prefix). The host comparison
-// comes first, so a request for another host never runs the
-// expression; it pays one string comparison per regex route, and a
-// listener without regex routes pays nothing.
-func regexLookup(r regexRoute, lookup func(encode.Word, ...encode.Word), hosts [3]encode.Word) {
-	var cond []encode.Word
-	if r.class == classHost || r.class == classWildcard {
-		cond = append(cond, openBrace, hosts[r.class], encode.Lit("-m"), encode.Lit("str"), r.host, closeBrace)
+// addRegexRoute adds a regular-expression route to its class's map_reg
+// file, keyed by the host then the expression (encode.RegexRouteKey),
+// and its host to the class's host list.
+func addRegexRoute(t *routeTable, r route, value encode.Word) error {
+	re, err := encode.ParsePathRegex(r.path)
+	if err != nil {
+		return err
 	}
-	cond = append(cond, openBrace, encode.Lit("path"), encode.Lit("-m"), encode.Lit("reg"), r.re, closeBrace)
-	lookup(encode.Concat(encode.Lit("str("), r.value, encode.Lit(")")), cond...)
+	line, err := encode.MapLine(encode.RegexRouteKey(r.host, re), value)
+	if err != nil {
+		return err
+	}
+	t.files[r.class][kindRegex] = append(t.files[r.class][kindRegex], line...)
+	if r.class == classAny || t.regexHosts[r.class][r.host] {
+		return nil
+	}
+	if t.regexHosts[r.class] == nil {
+		t.regexHosts[r.class] = map[string]bool{}
+	}
+	t.regexHosts[r.class][r.host] = true
+	line, err = encode.MapLine(encode.RouteKey(r.host, ""), regexHostValue)
+	if err != nil {
+		return err
+	}
+	t.files[r.class][kindRegexHosts] = append(t.files[r.class][kindRegexHosts], line...)
+	return nil
 }
 
-// hostWord is the route's host as a word for its lookup rule (zero for
-// classAny). ruleACLs has validated it; an invalid one carries its error
-// to the line, which then fails.
-func (r route) hostWord() encode.Word {
-	switch r.class {
-	case classHost:
-		h, _ := encode.Host(r.host)
-		return h.Word()
-	case classWildcard:
-		h, _ := encode.WildcardHost(r.host)
-		return h.Word()
-	}
-	return encode.Word{}
-}
+// regexHostValue is the value of a kindRegexHosts entry (only its
+// presence is tested).
+var regexHostValue = encode.Lit("pier_regex")
 
-// pathRegexWord is a PATH REGEX value as HAProxy matches it.
-func pathRegexWord(value string) encode.Word {
-	re, _ := encode.ParsePathRegex(value)
-	return re.Word()
+// regexLookup is a class's regular-expression routes: one map_reg lookup
+// of the host then the raw path (txn.pier_rpath), only while nothing
+// matched, after the class's Exact lookup and before its Prefix one
+// (nginx tries its regex locations after the exact ones and before
+// falling back to the longest prefix). map_reg returns the first entry
+// that matches, in file order: policy order, the longest expression
+// first. A host without regular expressions pays one map_str lookup
+// (the guard); only a host with them runs the expressions, each failing
+// at once on another host's prefix. A listener without regex routes
+// renders as before.
+func regexLookup(class hostClass, lookup func(encode.Word, ...encode.Word), file func(int) encode.Word, hosts [3]encode.Word) {
+	key := encode.Lit("var(txn.pier_rpath)")
+	var guard []encode.Word
+	if class != classAny {
+		key = encode.Concat(hosts[class], encode.Lit(",concat(,txn.pier_rpath)"))
+		guard = []encode.Word{openBrace, encode.Concat(hosts[class], encode.Lit(",map_str("), file(kindRegexHosts), encode.Lit(")")),
+			encode.Lit("-m"), encode.Lit("found"), closeBrace}
+	}
+	lookup(encode.Concat(key, encode.Lit(",map_reg("), file(kindRegex), encode.Lit(")")), guard...)
 }
