@@ -33,6 +33,7 @@ func regexFixture(api, users, plain, catchAll model.Pool, unsorted bool) *model.
 		toPool(plain, hostIs("app.test"), pathPrefix("/docs")),
 		other,
 		toPool(catchAll, hostIs("app.test"), pathPrefix("/")),
+		toPool(users, hostWild("*.wild.test"), pathRegex("/w[0-9]/(.*)")),
 	}
 	if unsorted {
 		ps = append([]model.L7Policy{other}, slices.DeleteFunc(ps, func(p model.L7Policy) bool { return p.Rules[0].Value == "other.test" })...)
@@ -79,6 +80,7 @@ func TestIntegrationRegexPaths(t *testing.T) {
 			{"app.test", "/API/v1/users", "catch-all", "/API/v1/users"},
 			{"app.test", "/x/api/v1/users", "catch-all", "/x/api/v1/users"},
 			{"other.test", "/api/v1/users/42", "plain", "/api/v1/users/42"},
+			{"a.wild.test", "/w1/x", "users", "/w1/x"},
 		} {
 			resp := rawRequest(t, addr, "127.0.0.1", "GET "+tc.uri+" HTTP/1.1\r\nHost: "+tc.host+"\r\n\r\n")
 			if resp.StatusCode != 200 || resp.Header.Get("X-Backend") != tc.backend || resp.Header.Get("X-Seen-URI") != tc.seen {
