@@ -225,6 +225,11 @@ const (
 //   - PATH STARTS_WITH: element-wise prefix (pathType Prefix): Value has no
 //     trailing slash, and the path equals Value or starts with Value + "/".
 //     Value "/" matches every path.
+//   - PATH REGEX: Value is a regular expression of encode.ParsePathRegex's
+//     subset (ingress-nginx use-regex), matched case-sensitively against
+//     the path from its start (a match need not reach the end). Between
+//     the two above in precedence: Exact, then REGEX (longer Value
+//     first), then Prefix.
 type CompareType string
 
 const (
@@ -232,6 +237,7 @@ const (
 	CompareStartsWith CompareType = "STARTS_WITH"
 	CompareWildcard   CompareType = "WILDCARD"
 	CompareSuffix     CompareType = "SUFFIX"
+	CompareRegex      CompareType = "REGEX"
 )
 
 // L7Rule is one condition of an L7Policy. Value has been validated by

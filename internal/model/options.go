@@ -60,6 +60,12 @@ type PolicyOptions struct {
 	// "<prefix>(/|$)(.*)"): /prefix/rest becomes RewritePath + "rest". A
 	// path of letters, digits and ._~/- not ending with "/".
 	StripPrefix string `json:"stripPrefix,omitempty"`
+	// RewriteRegex, when set (instead of StripPrefix), makes RewritePath
+	// a target holding $1 to $9, the capture groups of RewriteRegex (the
+	// route's PATH REGEX value): the whole path matching it is replaced
+	// by RewritePath with the groups expanded, the query string kept
+	// (rewrite-target with use-regex).
+	RewriteRegex string `json:"rewriteRegex,omitempty"`
 	// ForwardedPrefix, when set, is sent to the backend as the
 	// X-Forwarded-Prefix header (x-forwarded-prefix), replacing any the
 	// client sent; a path of letters, digits and ._~/- only.
@@ -168,7 +174,11 @@ type Canary struct {
 	WeightTotal int    `json:"weightTotal"`
 	Header      string `json:"header,omitempty"`
 	HeaderValue string `json:"headerValue,omitempty"`
-	Cookie      string `json:"cookie,omitempty"`
+	// HeaderPattern, when set (never with HeaderValue), is a regular
+	// expression (encode.ParseValueRegex's subset) searched in Header's
+	// value: a match sends the request to the canary.
+	HeaderPattern string `json:"headerPattern,omitempty"`
+	Cookie        string `json:"cookie,omitempty"`
 	// Source is the canary Ingress.
 	Source Source `json:"source"`
 }

@@ -159,6 +159,8 @@ func fixtures() []fixture {
 		{"canary", canaryFixture(web1, web2)},
 		{"default-backend", fallbackFixture(pool("empty"), web1, web2)},
 		{"rewrite-strip", stripFixture(web1, web2)},
+		{"regex-paths", regexFixture(web1, web2, exact, fooPrefix, false)},
+		{"regex-paths-acl", regexFixture(web1, web2, exact, fooPrefix, true)},
 		{"external-auth", extAuthFixture(web1, web2, pool("oauth2-proxy", member("10.0.0.9", 4180)))},
 		{"upstream-tls", upstreamTLSFixture(web1, web2)},
 		{"ssl-passthrough", passthroughFixture(web1, web2, true)},

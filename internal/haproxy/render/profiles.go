@@ -33,7 +33,7 @@ type profile struct {
 	upstreamHost     encode.Word // valid when hasUpstream
 	rewritePath      encode.Word // valid when hasRewrite
 	stripRegex       encode.Word // valid when hasStrip: ^P(/|$)(.*), and rewritePath is T\2
-	hasStrip         bool
+	hasStrip         bool        // also for RewriteRegex: stripRegex is the route's expression, rewritePath the target with \1-\9
 	forwardedPrefix  encode.Word // valid when hasPrefix
 	hasPrefix        bool
 	hasAppRoot       bool
@@ -200,6 +200,17 @@ const rewriteChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345
 func rewriteOf(p *profile, o *model.PolicyOptions) error {
 	var err error
 	switch {
+	case o.RewriteRegex != "" && o.StripPrefix != "":
+		return errors.New("rewrite regex and strip prefix are exclusive")
+	case o.RewriteRegex != "":
+		re, err := encode.ParsePathRegex(o.RewriteRegex)
+		if err != nil {
+			return fmt.Errorf("rewrite regex: %w", err)
+		}
+		if p.rewritePath, err = encode.RegexTarget(o.RewritePath, re.Groups()); err != nil {
+			return fmt.Errorf("rewrite path: %w", err)
+		}
+		p.stripRegex, p.hasRewrite, p.hasStrip = re.Word(), true, true
 	case o.StripPrefix != "":
 		if p.stripRegex, err = encode.StripPrefixRegex(o.StripPrefix); err != nil {
 			return fmt.Errorf("strip prefix: %w", err)

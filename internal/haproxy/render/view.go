@@ -291,6 +291,11 @@ func ruleACLs(name encode.Word, r model.L7Rule, lv *listenerView) ([][]encode.Wo
 		return [][]encode.Word{acl(encode.Lit("path"), m, str, p.Word())}, err
 	case r.Type == model.RulePath && r.Compare == model.CompareStartsWith:
 		return prefixACLs(r.Value, acl)
+	case r.Type == model.RulePath && r.Compare == model.CompareRegex:
+		// Re-validated here: the store may be a custom resource anyone
+		// with write access edits; HAProxy gets the re-written form.
+		re, err := encode.ParsePathRegex(r.Value)
+		return [][]encode.Word{acl(encode.Lit("path"), m, encode.Lit("reg"), re.Word())}, err
 	case isCond(r):
 		return condACLs(r, acl)
 	}
