@@ -9,12 +9,14 @@
 // `pier agent` processes under deploy/rbac.yaml, all inside a network
 // namespace of its own (test/netns) where VIPs and pod IPs are local.
 //
-// It is a Go module of its own so that the suite's k8s.io/* v0.36 never
-// reaches pier's go.mod: pier is driven as a process (PIER_BIN), and only
-// the harness packages are compiled here, against the suite's versions.
+// It is a Go module of its own so that the suite's k8s.io/* v0.37 and Go
+// 1.27 never reach pier's go.mod: pier is driven as a process (PIER_BIN),
+// and only the harness packages are compiled here, against the suite's
+// versions. pier's Go is 1.26, so GOTOOLCHAIN names the newer one (the go
+// command fetches it from the module proxy on first use):
 //
 //	cd test/gatewayconformance
-//	PIER_BIN=$PWD/../../bin/pier PIER_KUBE_APISERVER=... go test -count=1 -timeout 20m .
+//	GOTOOLCHAIN=go1.27.3 PIER_BIN=$PWD/../../bin/pier PIER_KUBE_APISERVER=... go test -count=1 -timeout 20m .
 //
 // GATEWAY_CONFORMANCE_RUN_TEST runs one test of the suite (its ShortName);
 // GATEWAY_CONFORMANCE_TRY_FEATURES adds features to try;
@@ -71,7 +73,7 @@ const (
 	gatewayController = "pier.dev/gateway-controller"
 	leaseNS           = "pier-system"
 	activeNode        = "node-a"
-	reportPath        = "../../docs/conformance/v1.6.3-pier-report.yaml"
+	reportPath        = "../../docs/conformance/v1.7.0-pier-report.yaml"
 )
 
 // The controller's pools (--internal-pool, --public-pool) and the
