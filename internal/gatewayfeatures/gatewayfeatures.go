@@ -38,6 +38,7 @@ var supported = []string{
 	"HTTPRouteQueryParamMatching",
 	"HTTPRouteRequestTimeout",
 	"HTTPRouteResponseHeaderModification",
+	"HTTPRouteRetryConnectionError",
 	"HTTPRouteSchemeRedirect",
 	"ReferenceGrant",
 }
