@@ -125,8 +125,8 @@ func Sample(uuid string) *model.LoadBalancer {
 
 // GatewaySample is Sample with what HTTPRoutes add: a header and a query
 // rule (Key), a FIXED_RESPONSE policy, a pool's fail share, a split of
-// pools, a pool's request header changes and the Gateway listener
-// hostnames of a shared port. Apart from
+// pools, a pool's request header changes, the Gateway listener
+// hostnames of a shared port and strict SNI. Apart from
 // Sample so that the pages drawn from Sample stay as they are.
 func GatewaySample(uuid string) *model.LoadBalancer {
 	lb := Sample(uuid)
@@ -138,6 +138,7 @@ func GatewaySample(uuid string) *model.LoadBalancer {
 		Rules: []model.L7Rule{{Type: model.RulePath, Compare: model.CompareStartsWith, Value: "/broken"}}})
 	lb.Pools[0].FailWeight, lb.Pools[0].FailTotal = 1, 4
 	l.ListenerHosts = []string{"", "*.wild.example", "a.example"}
+	l.StrictSNI = true
 	lb.Pools[0].RequestHeaders = []model.HeaderOp{{Op: model.HeaderSet, Name: "Backend", Value: "v1"}, {Op: model.HeaderRemove, Name: "X-R"}}
 	l.Policies[0].Options.Split = &model.Split{Pools: []model.PoolShare{{PoolID: "p1", Weight: 3}, {PoolID: "p0", Weight: 1}}, FailWeight: 2}
 	return lb
