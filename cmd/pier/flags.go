@@ -74,7 +74,7 @@ func (t *translateFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&t.opts.MaxHTTPRoutes, "max-httproutes", t.opts.MaxHTTPRoutes, "refuse HTTPRoutes attached to pier's Gateways beyond this many (newest first)")
 	fs.IntVar(&t.opts.MaxPathsPerIngress, "max-paths-per-ingress", t.opts.MaxPathsPerIngress, "refuse an Ingress with more paths than this")
 	fs.BoolVar(&t.opts.GatewayExtendedMatches, "gateway-extended-matches", t.opts.GatewayExtendedMatches, "route HTTPRoute header, query-parameter and method matches; false refuses such routes with a reason (while agents of a version that cannot render them still run)")
-	fs.Var((*commaList)(&t.opts.ExternalIPNamespaces), "external-ip-namespaces", "comma-separated namespaces whose Ingresses may pin an address with pier.dev/external-ip (repeatable); empty: every namespace")
+	fs.Var((*commaList)(&t.opts.ExternalIPNamespaces), "external-ip-namespaces", "comma-separated namespaces whose Ingresses may pin an address with pier.dev/external-ip (Services with spec.loadBalancerIP, Gateways with spec.addresses) (repeatable); empty: every namespace")
 	fs.Var(sharedGroupsFlag{&t.opts.SharedGroups}, "shared-load-balancer", "GROUP=NS1,NS2,…: let these namespaces share the pier.dev/load-balancer group GROUP (one load balancer, one address); \"*\" for every namespace. Repeatable. Without it a group is per namespace")
 }
 
@@ -150,12 +150,14 @@ func (s *statusFlags) value() status.Addresses {
 
 // haproxyFlags run HAProxy (pier run and the agent).
 type haproxyFlags struct {
-	binary    string
-	slots     int
-	hardStop  time.Duration
-	user      string
-	processes int
-	applies   int
+	binary         string
+	slots          int
+	hardStop       time.Duration
+	user           string
+	processes      int
+	applies        int
+	backendMaxConn int
+	maxConn        int
 }
 
 func (h *haproxyFlags) register(fs *flag.FlagSet) {
@@ -164,6 +166,8 @@ func (h *haproxyFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&h.hardStop, "hard-stop-after", time.Minute, "how long an old HAProxy worker may drain connections after a reload")
 	fs.StringVar(&h.user, "haproxy-user", "haproxy", "when pier runs as root, HAProxy's workers (which parse client traffic) run as this user and its group; the master stays root to bind and reload. Debian's haproxy package creates the user. Empty: workers stay root")
 	fs.IntVar(&h.processes, "haproxy-processes", agent.DefaultHAProxyProcesses, "pack the load balancers of this node into at most this many HAProxy processes (shards; a change reloads only its shard, endpoint changes reload nothing); 0 runs one HAProxy process per load balancer, the most isolation at about 19 MiB per load balancer")
+	fs.IntVar(&h.maxConn, "haproxy-maxconn", 4096, "connections each HAProxy process accepts at once (its global maxconn; with shards, shared by the load balancers of the shard); more wait in the kernel's accept queue. HAProxy raises its file-descriptor limit to match (pier runs it as root)")
+	fs.IntVar(&h.backendMaxConn, "max-connections-per-backend", render.DefaultBackendMaxConn, "requests one backend (a Service port's members) may hold at once, queued ones included; the next gets 503 at once, so a slow or looping backend cannot take every connection of its HAProxy process from the other routes and load balancers there. 0: no bound")
 	fs.IntVar(&h.applies, "apply-concurrency", 0, fmt.Sprintf("how many load balancers the agent applies at once, each at most once at a time, so that a slow one (thousands of paths) holds up no other; 0: %d with shards, where the applies waiting for one process are loaded with one reload, or %d with --haproxy-processes 0", agent.PackedApplyConcurrency, agent.DefaultApplyConcurrency))
 }
 
@@ -172,7 +176,16 @@ func (h *haproxyFlags) register(fs *flag.FlagSet) {
 // `haproxy -c`; without root HAProxy cannot change user, so the flag is
 // then ignored (logged).
 func (h *haproxyFlags) render(logger *slog.Logger) (render.Options, error) {
-	opts := render.Options{MinSlots: h.slots, HardStopAfter: h.hardStop}
+	opts := render.Options{MinSlots: h.slots, HardStopAfter: h.hardStop, MaxConn: h.maxConn, BackendMaxConn: h.backendMaxConn}
+	if h.maxConn < 1 {
+		return opts, fmt.Errorf("--haproxy-maxconn %d: want at least 1", h.maxConn)
+	}
+	switch {
+	case h.backendMaxConn < 0:
+		return opts, fmt.Errorf("--max-connections-per-backend %d: want 0 (no bound) or more", h.backendMaxConn)
+	case h.backendMaxConn == 0:
+		opts.BackendMaxConn = -1 // render's "no bound"; its zero is the default
+	}
 	if h.user == "" {
 		return opts, nil
 	}

@@ -127,7 +127,7 @@ func lint(snap *source.Snapshot) lintReport {
 	r := lintReport{Ingresses: []lintIngress{}}
 	for _, ing := range snap.Ingresses {
 		li := lintIngress{Namespace: ing.Namespace, Name: ing.Name,
-			Annotations: translate.ReportAnnotations(ing.Annotations)}
+			Annotations: translate.ReportIngress(ing)}
 		if li.Annotations == nil {
 			li.Annotations = []translate.AnnotationReport{}
 		}

@@ -82,6 +82,16 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []s
 	// the older Ingress gets it, whatever their UUIDs.
 	for _, want := range oldestFirst(res.LoadBalancers, existing) {
 		old := existing[want.UUID]
+		if res.AddressRefused[want.UUID] {
+			// Translation refused the addresses it asks for and said
+			// why: as for an address IPAM refuses, what serves stays.
+			if old == nil {
+				for _, src := range want.Sources {
+					delete(res.Accepted, src.Ref())
+				}
+			}
+			continue
+		}
 		var err error
 		if old == nil {
 			err = r.Quota.admit(used, want, r.IPAM.HasPublicPool() || want.RequestedFIP != "")
@@ -243,6 +253,10 @@ func problemsForSources(lb *model.LoadBalancer, err error) []model.Problem {
 	}
 	var out []model.Problem
 	for _, src := range lb.Sources {
+		reason := reason
+		if src.Kind == model.KindGateway {
+			reason = gatewayReason(err)
+		}
 		out = append(out, model.Problem{
 			Kind: src.Kind, Namespace: src.Namespace, Name: src.Name,
 			Severity: model.SeverityError, Reason: reason,
@@ -250,4 +264,18 @@ func problemsForSources(lb *model.LoadBalancer, err error) []model.Problem {
 		})
 	}
 	return out
+}
+
+// gatewayReason is the Gateway API's reason for the Programmed condition
+// of a Gateway whose load balancer could not get its addresses or nodes
+// (the spec's GatewayConditionReason values), which the problem carries
+// so that the status pass can set it (translate.GatewayStatus.NotProgrammed).
+func gatewayReason(err error) string {
+	switch {
+	case errors.Is(err, ipam.ErrAddressInUse), errors.Is(err, ipam.ErrOutsidePool), errors.Is(err, ipam.ErrInvalidAddress):
+		return "AddressNotUsable"
+	case errors.Is(err, ipam.ErrPoolExhausted):
+		return "AddressNotAssigned"
+	}
+	return "NoResources"
 }

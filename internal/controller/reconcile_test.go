@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,5 +94,120 @@ func TestSamePinGoesToTheOlder(t *testing.T) {
 	}
 	if _, ok := res.Accepted[model.IngressRef("ns", "newer")]; ok {
 		t.Fatal("the refused Ingress is still accepted")
+	}
+}
+
+func gatewayLB(uuid, name string, created time.Time, pin string) *model.LoadBalancer {
+	return &model.LoadBalancer{UUID: uuid, Name: "gateway:ns/" + name, Provider: model.ProviderHAProxy,
+		RequestedFIP: pin, CreatedAt: created,
+		Sources: []model.Source{{Kind: model.KindGateway, Namespace: "ns", Name: name}}}
+}
+
+// A Gateway's spec.addresses goes through the same IPAM as an Ingress's
+// pier.dev/external-ip: an Ingress and a Gateway created in one pass
+// asking for one address, the older (the Gateway) gets it and the newer is
+// refused; an address outside the pools refuses the Gateway with the
+// spec's AddressNotUsable, an exhausted pool AddressNotAssigned.
+func TestGatewayAddressThroughIPAM(t *testing.T) {
+	r, st := newReconciler(t, "10.0.0.0/30", "192.0.2.0/24")
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	gw := gatewayLB("ffff-gw", "gw", t0, "192.0.2.7")
+	ing := lbFor("0000-ing", "ing", t0.Add(time.Minute), "192.0.2.7")
+	outside := gatewayLB("aaaa-outside", "outside", t0, "198.51.100.1")
+	res := result(gw, ing, outside)
+	problems, err := r.Apply(ctx, res, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.Get(ctx, "ffff-gw"); err != nil || got.FIP != "192.0.2.7" {
+		t.Fatalf("gateway: %+v, %v", got, err)
+	}
+	reasons := map[string]string{}
+	for _, p := range problems {
+		reasons[p.Kind+"/"+p.Name] = p.Reason
+	}
+	want := map[string]string{"Ingress/ing": "ExternalIPInUse", "Gateway/outside": "AddressNotUsable"}
+	if len(reasons) != len(want) || reasons["Ingress/ing"] != want["Ingress/ing"] || reasons["Gateway/outside"] != want["Gateway/outside"] {
+		t.Fatalf("problems %v, want %v", reasons, want)
+	}
+	// The Ingress, newer, asking for the Gateway's address.
+	if _, ok := res.Accepted[model.IngressRef("ns", "ing")]; ok {
+		t.Fatal("the newer Ingress is still accepted")
+	}
+
+	// The internal pool holds two VIPs: a third load balancer gets none.
+	more := result(gw, gatewayLB("bbbb-second", "second", t0, ""), gatewayLB("cccc-third", "third", t0.Add(time.Hour), ""))
+	problems, err = r.Apply(ctx, more, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(problems) != 1 || problems[0].Name != "third" || problems[0].Reason != "AddressNotAssigned" {
+		t.Fatalf("problems %+v, want third AddressNotAssigned", problems)
+	}
+}
+
+// A load balancer whose addresses translation refused (AddressRefused)
+// is held back: a new one is not created and leaves Accepted, a stored one
+// keeps its spec (and address) while the refused change waits.
+func TestAddressRefusedHoldsBack(t *testing.T) {
+	r, st := newReconciler(t, "10.0.0.0/24", "192.0.2.0/24")
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := r.Apply(ctx, result(gatewayLB("aaaa-served", "served", t0, "192.0.2.7")), nodes); err != nil {
+		t.Fatal(err)
+	}
+	changed := gatewayLB("aaaa-served", "served", t0, "192.0.2.8")
+	fresh := gatewayLB("bbbb-new", "new", t0, "")
+	res := result(changed, fresh)
+	res.AddressRefused = map[string]bool{"aaaa-served": true, "bbbb-new": true}
+	problems, err := r.Apply(ctx, res, nodes)
+	if err != nil || len(problems) != 0 {
+		t.Fatalf("apply: %v, problems %+v (translation reports them)", err, problems)
+	}
+	if got, err := st.Get(ctx, "aaaa-served"); err != nil || got.FIP != "192.0.2.7" || got.RequestedFIP != "192.0.2.7" {
+		t.Fatalf("served: %+v, %v; want it unchanged", got, err)
+	}
+	if _, err := st.Get(ctx, "bbbb-new"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("new load balancer created: %v", err)
+	}
+	if _, ok := res.Accepted[model.ObjectRef{Kind: model.KindGateway, Namespace: "ns", Name: "new"}]; ok {
+		t.Fatal("the held-back new Gateway is still accepted")
+	}
+	if _, ok := res.Accepted[model.ObjectRef{Kind: model.KindGateway, Namespace: "ns", Name: "served"}]; !ok {
+		t.Fatal("the served Gateway left Accepted: its addresses would be unpublished")
+	}
+}
+
+// A Gateway's pinned address goes into quarantine for its name when the
+// Gateway is deleted, as an Ingress's does: another Gateway asking for
+// it is refused (AddressNotUsable, "reserved"), the same Gateway
+// re-created (a new UID) gets it back.
+func TestGatewayAddressQuarantine(t *testing.T) {
+	r, st := newReconciler(t, "10.0.0.0/24", "192.0.2.0/24")
+	r.IPAM.SetQuarantine(time.Hour)
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := r.Apply(ctx, result(gatewayLB("aaaa-gw", "gw", t0, "192.0.2.7")), nodes); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Apply(ctx, result(), nodes); err != nil { // the Gateway is deleted
+		t.Fatal(err)
+	}
+	other := gatewayLB("bbbb-other", "other", t0, "192.0.2.7")
+	problems, err := r.Apply(ctx, result(other), nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(problems) != 1 || problems[0].Reason != "AddressNotUsable" || !strings.Contains(problems[0].Message, "reserved") {
+		t.Fatalf("problems %+v, want other refused: reserved for gw", problems)
+	}
+	again := gatewayLB("cccc-gw", "gw", t0.Add(time.Hour), "192.0.2.7")
+	problems, err = r.Apply(ctx, result(again), nodes)
+	if err != nil || len(problems) != 0 {
+		t.Fatalf("re-created: %v, problems %+v", err, problems)
+	}
+	if got, err := st.Get(ctx, "cccc-gw"); err != nil || got.FIP != "192.0.2.7" {
+		t.Fatalf("re-created Gateway: %+v, %v", got, err)
 	}
 }

@@ -15,8 +15,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/net/websocket"
@@ -68,8 +70,9 @@ type Response struct {
 // http.ServeMux so that no path is cleaned or redirected: the proxy under
 // test must see exactly what the client sent, and so must the client.
 type Server struct {
-	cfg Config
-	log *slog.Logger
+	cfg     Config
+	log     *slog.Logger
+	retries retryCounts
 }
 
 // NewServer returns a Server reporting the identity in cfg. A nil logger
@@ -99,6 +102,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if code, ok := statusPath(r.URL.Path); ok {
+		w.WriteHeader(code)
+		return
+	}
+	if code, ok := s.retries.fail(r.URL.Query()); ok {
 		w.WriteHeader(code)
 		return
 	}
@@ -136,6 +143,41 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
+}
+
+// maxRetryIDs bounds the retry simulation's memory: past it, the counts
+// start over (a test sends a fresh uuid per probe).
+const maxRetryIDs = 10000
+
+// retryCounts is the Gateway API echo's retry simulation: a request with
+// ?uuid=<id>&responseCode=<code>&succeedAfter=<n> is answered <code>
+// (500-599) the first n times its uuid is seen, then echoed, so a test
+// can tell how many attempts a proxy made (the suite's HTTPRouteRetry).
+type retryCounts struct {
+	mu   sync.Mutex
+	seen map[string]int
+}
+
+// fail counts one attempt of the request and returns the status to
+// answer while it has not had its n failures; false for a request
+// without the simulation's parameters (or with invalid ones).
+func (c *retryCounts) fail(q url.Values) (int, bool) {
+	id := q.Get("uuid")
+	code, err1 := strconv.Atoi(q.Get("responseCode"))
+	n, err2 := strconv.Atoi(q.Get("succeedAfter"))
+	if id == "" || len(id) > 64 || err1 != nil || err2 != nil || code < 500 || code > 599 || n < 0 || n > 100 {
+		return 0, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen == nil || len(c.seen) >= maxRetryIDs {
+		c.seen = map[string]int{}
+	}
+	c.seen[id]++
+	if c.seen[id] <= n {
+		return code, true
+	}
+	return 0, false
 }
 
 // maxDelay bounds ?delay=: a test backend never holds a request longer.

@@ -248,6 +248,28 @@ func TestGatewayEchoProtocol(t *testing.T) {
 	}
 }
 
+// TestRetrySimulation: ?uuid=&responseCode=&succeedAfter= answers the
+// code n times per uuid, then echoes (the Gateway suite's
+// HTTPRouteRetry); another uuid counts apart; invalid parameters echo.
+func TestRetrySimulation(t *testing.T) {
+	ts := httptest.NewServer(NewServer(testIdentity, nil))
+	t.Cleanup(ts.Close)
+	for i, want := range []int{502, 502, 200, 200} {
+		if resp, _ := do(t, ts, "GET", "/retry/x?uuid=a&responseCode=502&succeedAfter=2", "", nil); resp.StatusCode != want {
+			t.Errorf("attempt %d: %d, want %d", i+1, resp.StatusCode, want)
+		}
+	}
+	if resp, _ := do(t, ts, "GET", "/retry/x?uuid=b&responseCode=500&succeedAfter=1", "", nil); resp.StatusCode != 500 {
+		t.Errorf("another uuid: %d, want 500", resp.StatusCode)
+	}
+	for _, q := range []string{"?uuid=c&responseCode=200&succeedAfter=1", "?uuid=c&responseCode=x&succeedAfter=1",
+		"?responseCode=500&succeedAfter=1", "?uuid=c&responseCode=500&succeedAfter=-1"} {
+		if resp, _ := do(t, ts, "GET", "/retry/x"+q, "", nil); resp.StatusCode != 200 {
+			t.Errorf("%s: %d, want the echo", q, resp.StatusCode)
+		}
+	}
+}
+
 // TestWebSocketEcho: /ws with Upgrade: websocket echoes frames (the
 // Gateway suite's HTTPRouteBackendProtocolWebSocket); /ws without it is
 // echoed as JSON like any path.

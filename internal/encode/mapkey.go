@@ -45,3 +45,28 @@ func RouteKey(host, path string) Word {
 	}
 	return Word{s: key, kind: kindUser, quote: true}
 }
+
+// RegexRouteKey makes the key of one map_reg routing entry (render's
+// regular-expression routes): the request key is the host then the raw
+// path (no host for a host-less route), so the key is "^", the host with
+// its "." and "*" escaped, then re without its leading "^" (it starts
+// with "/", which no host holds). re comes from ParsePathRegex: no
+// space, no control byte; it starts with "^", never with "#".
+func RegexRouteKey(host string, re PathRegex) Word {
+	bad := func(err error) Word { return Word{err: err} }
+	switch {
+	case strings.HasPrefix(host, "*"):
+		if _, err := WildcardHost(host); err != nil {
+			return bad(err)
+		}
+	case host != "":
+		if _, err := Host(host); err != nil {
+			return bad(err)
+		}
+	}
+	if !strings.HasPrefix(re.canon, "^/") {
+		return bad(refuse("regex route key", "syntax", re.canon, "not a path regex"))
+	}
+	escaped := strings.NewReplacer(".", `\.`, "*", `\*`).Replace(host)
+	return Word{s: "^" + escaped + re.canon[1:], kind: kindUser, quote: true}
+}

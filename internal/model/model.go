@@ -130,6 +130,14 @@ type Listener struct {
 	StrictSNI bool `json:"strictSni,omitempty"`
 	// Policies are ordered: the first policy whose rules all match wins.
 	Policies []L7Policy `json:"policies,omitempty"`
+	// ListenerHosts, on a TERMINATED_HTTPS listener that several Gateway
+	// listeners share, are their hostnames ("" for one without, "*.x" a
+	// wildcard of one or more labels). A request belongs to the most
+	// specific one its name matches; one whose Host belongs to another
+	// than its TLS SNI does answers 421 Misdirected Request (the Gateway
+	// API's GatewayHTTPSListenerDetectMisdirectedRequests). Empty: no
+	// check.
+	ListenerHosts []string `json:"listenerHosts,omitempty"`
 	// Passthrough, on a TERMINATED_HTTPS listener, sends TLS connections
 	// whose SNI is one of its hosts to a TCP pool untouched, before any
 	// termination (ingress-nginx's ssl-passthrough); other connections
@@ -167,7 +175,8 @@ const (
 	ActionReject         PolicyAction = "REJECT"
 	// ActionFixedResponse answers StatusCode itself (Octavia has no such
 	// action): an HTTPRoute rule whose backendRefs all fail to resolve
-	// answers 500, as the Gateway API asks.
+	// answers 500, as the Gateway API asks; a request a Gateway listener
+	// owns that none of its routes match, 404 (listener isolation).
 	ActionFixedResponse PolicyAction = "FIXED_RESPONSE"
 )
 
@@ -182,8 +191,9 @@ type L7Policy struct {
 	// Options are the per-Ingress behaviours of a REDIRECT_TO_POOL
 	// policy (annotations); nil for none, which renders as before.
 	Options *PolicyOptions `json:"options,omitempty"`
-	// StatusCode is what a FIXED_RESPONSE policy answers (5xx); 0 for
-	// the other actions.
+	// StatusCode is what a FIXED_RESPONSE policy answers (500-504, or
+	// 404 for a Gateway listener's isolation entry); 0 for the other
+	// actions.
 	StatusCode int `json:"statusCode,omitempty"`
 }
 
@@ -215,6 +225,11 @@ const (
 //   - PATH STARTS_WITH: element-wise prefix (pathType Prefix): Value has no
 //     trailing slash, and the path equals Value or starts with Value + "/".
 //     Value "/" matches every path.
+//   - PATH REGEX: Value is a regular expression of encode.ParsePathRegex's
+//     subset (ingress-nginx use-regex), matched case-sensitively against
+//     the path from its start (a match need not reach the end). Between
+//     the two above in precedence: Exact, then REGEX (longer Value
+//     first), then Prefix.
 type CompareType string
 
 const (
@@ -222,6 +237,7 @@ const (
 	CompareStartsWith CompareType = "STARTS_WITH"
 	CompareWildcard   CompareType = "WILDCARD"
 	CompareSuffix     CompareType = "SUFFIX"
+	CompareRegex      CompareType = "REGEX"
 )
 
 // L7Rule is one condition of an L7Policy. Value has been validated by
@@ -284,6 +300,11 @@ type Pool struct {
 	// share the spec wants answered 500); 0 for none.
 	FailWeight int `json:"failWeight,omitempty"`
 	FailTotal  int `json:"failTotal,omitempty"`
+	// RequestHeaders are applied in order to every request sent to this
+	// pool, after the policy's (an HTTPRoute backendRef's
+	// RequestHeaderModifier). A pool with them is one of its own, never
+	// a Service's pool that others share.
+	RequestHeaders []HeaderOp `json:"requestHeaders,omitempty"`
 }
 
 // UpstreamTLS is a pool's TLS towards its members. The CA and the client

@@ -60,6 +60,12 @@ type PolicyOptions struct {
 	// "<prefix>(/|$)(.*)"): /prefix/rest becomes RewritePath + "rest". A
 	// path of letters, digits and ._~/- not ending with "/".
 	StripPrefix string `json:"stripPrefix,omitempty"`
+	// RewriteRegex, when set (instead of StripPrefix), makes RewritePath
+	// a target holding $1 to $9, the capture groups of RewriteRegex (the
+	// route's PATH REGEX value): the whole path matching it is replaced
+	// by RewritePath with the groups expanded, the query string kept
+	// (rewrite-target with use-regex).
+	RewriteRegex string `json:"rewriteRegex,omitempty"`
 	// ForwardedPrefix, when set, is sent to the backend as the
 	// X-Forwarded-Prefix header (x-forwarded-prefix), replacing any the
 	// client sent; a path of letters, digits and ._~/- only.
@@ -90,6 +96,25 @@ type PolicyOptions struct {
 	// Canary, when set, sends some requests of the policy to another
 	// pool (a canary Ingress with the same host and path).
 	Canary *Canary `json:"canary,omitempty"`
+	// Split, when set, sends each request of the policy to one of its
+	// pools, chosen at random by weight (an HTTPRoute rule whose
+	// backendRefs carry filters: a pool for each). It comes where the
+	// Canary does; the policy's own pool is the first.
+	Split *Split `json:"split,omitempty"`
+}
+
+// Split is a weighted choice of pools. FailWeight of every total (the
+// pools' weights and FailWeight) requests are answered 500 (backendRefs
+// that do not resolve, as Pool.FailWeight).
+type Split struct {
+	Pools      []PoolShare `json:"pools"`
+	FailWeight int         `json:"failWeight,omitempty"`
+}
+
+// PoolShare is one pool of a Split and its weight (1-1,000,000).
+type PoolShare struct {
+	PoolID string `json:"poolId"`
+	Weight int    `json:"weight"`
 }
 
 // ExternalAuth is ingress-nginx's auth-url: each request is first sent,
@@ -149,7 +174,11 @@ type Canary struct {
 	WeightTotal int    `json:"weightTotal"`
 	Header      string `json:"header,omitempty"`
 	HeaderValue string `json:"headerValue,omitempty"`
-	Cookie      string `json:"cookie,omitempty"`
+	// HeaderPattern, when set (never with HeaderValue), is a regular
+	// expression (encode.ParseValueRegex's subset) searched in Header's
+	// value: a match sends the request to the canary.
+	HeaderPattern string `json:"headerPattern,omitempty"`
+	Cookie        string `json:"cookie,omitempty"`
 	// Source is the canary Ingress.
 	Source Source `json:"source"`
 }
@@ -191,10 +220,24 @@ type CORS struct {
 	AllowMethods []string `json:"allowMethods"`
 	AllowHeaders []string `json:"allowHeaders"`
 	// ExposeHeaders, header names, are sent as
-	// Access-Control-Expose-Headers on responses to an allowed origin
-	// (Gateway API CORS exposeHeaders); AllowHeaders may then be empty,
+	// Access-Control-Expose-Headers on responses to an allowed origin and
+	// on preflights (Gateway API CORS exposeHeaders); AllowHeaders may then be empty,
 	// which leaves Access-Control-Allow-Headers out.
 	ExposeHeaders []string `json:"exposeHeaders,omitempty"`
+	// EchoRequestMethod and EchoRequestHeaders (Gateway API CORS "*"
+	// in allowMethods or allowHeaders) answer a preflight with the
+	// method and headers it asks for (Access-Control-Request-Method and
+	// -Headers, when they are well-formed tokens) rather than the lists,
+	// which the spec wants with credentials, where "*" is no wildcard.
+	// AllowMethods stays the whole list (what an agent that does not
+	// know these fields answers); AllowHeaders may be empty.
+	EchoRequestMethod  bool `json:"echoRequestMethod,omitempty"`
+	EchoRequestHeaders bool `json:"echoRequestHeaders,omitempty"`
+	// RefuseOtherPreflights answers 403, without CORS headers, a
+	// preflight (OPTIONS with Origin and Access-Control-Request-Method)
+	// from an origin not allowed (Gateway API CORS); without it that
+	// preflight goes to the pool, as ingress-nginx's enable-cors does.
+	RefuseOtherPreflights bool `json:"refuseOtherPreflights,omitempty"`
 	// AllowCredentials sends Access-Control-Allow-Credentials: true.
 	AllowCredentials bool `json:"allowCredentials,omitempty"`
 	// MaxAgeSeconds is the preflight's Access-Control-Max-Age.

@@ -283,6 +283,7 @@ func (p *Pipeline) rebuild(ctx context.Context, snap *source.Snapshot, reason st
 	if err != nil {
 		return err
 	}
+	res.Gateway.NotProgrammed(ipamProblems)
 	problems := append(res.Problems, ipamProblems...)
 	fresh := p.Book.Update(problems)
 	if p.Problems != nil {

@@ -86,12 +86,12 @@ func Decide(res *translate.Result, lbs map[string]*model.LoadBalancer, prev Publ
 		case len(prev[key]) == 0 && lb.Serving():
 			// First publication: only once an agent runs this very spec,
 			// so an address never answers before its routes do.
-			out[key] = addressesOf(lb, cfg)
+			out[key] = addressesOf(key, lb, cfg)
 		case len(prev[key]) > 0 && (lb.Status.State == model.StateActive || lb.Status.State == model.StateError):
 			// Already published: an update in flight, or one that failed
 			// while the previous config keeps serving, changes nothing
 			// unless the addresses themselves change.
-			out[key] = addressesOf(lb, cfg)
+			out[key] = addressesOf(key, lb, cfg)
 		case len(prev[key]) > 0:
 			out[key] = prev[key]
 		}
@@ -99,9 +99,16 @@ func Decide(res *translate.Result, lbs map[string]*model.LoadBalancer, prev Publ
 	return out
 }
 
-func addressesOf(lb *model.LoadBalancer, cfg Addresses) []networkingv1.IngressLoadBalancerIngress {
+// addressesOf is what key publishes: the static list, else the VIP and
+// FIP; a Gateway that asked for an address (spec.addresses) publishes
+// that one only, as the spec's status.addresses lists what was asked.
+func addressesOf(key model.ObjectRef, lb *model.LoadBalancer, cfg Addresses) []networkingv1.IngressLoadBalancerIngress {
 	list := cfg.Static
-	if len(list) == 0 {
+	switch {
+	case len(list) > 0:
+	case key.Kind == model.KindGateway && lb.RequestedFIP != "":
+		list = []string{lb.FIP}
+	default:
 		list = []string{lb.VIP, lb.FIP}
 	}
 	var out []networkingv1.IngressLoadBalancerIngress

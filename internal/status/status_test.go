@@ -101,3 +101,35 @@ func ownAddresses(t *testing.T, kind string) {
 		t.Fatalf("got %v", got[ref])
 	}
 }
+
+// A Gateway that asked for an address (spec.addresses, the load
+// balancer's RequestedFIP) publishes that address only, once served; one
+// that did not, its VIP and FIP; a pinned Ingress still both.
+func TestDecideGatewayPinned(t *testing.T) {
+	gw := func(name string) model.ObjectRef {
+		return model.ObjectRef{Kind: model.KindGateway, Namespace: "ns", Name: name}
+	}
+	res := &translate.Result{
+		Ours:     map[model.ObjectRef]bool{gw("pinned"): true, gw("pooled"): true, model.IngressRef("ns", "ing"): true},
+		Accepted: map[model.ObjectRef]string{gw("pinned"): "u1", gw("pooled"): "u2", model.IngressRef("ns", "ing"): "u3"},
+	}
+	lbs := map[string]*model.LoadBalancer{
+		"u1": {UUID: "u1", VIP: "10.0.0.1", FIP: "192.0.2.7", RequestedFIP: "192.0.2.7"},
+		"u2": {UUID: "u2", VIP: "10.0.0.2", FIP: "192.0.2.1"},
+		"u3": {UUID: "u3", VIP: "10.0.0.3", FIP: "192.0.2.9", RequestedFIP: "192.0.2.9"},
+	}
+	for _, lb := range lbs {
+		lb.Status = model.Status{State: model.StateActive, SpecHash: lb.SpecHash()}
+	}
+	got := Decide(res, lbs, nil, Addresses{})
+	want := Published{
+		gw("pinned"):                  {{IP: "192.0.2.7"}},
+		gw("pooled"):                  {{IP: "10.0.0.2"}, {IP: "192.0.2.1"}},
+		model.IngressRef("ns", "ing"): {{IP: "10.0.0.3"}, {IP: "192.0.2.9"}},
+	}
+	for k, v := range want {
+		if !Equal(got[k], v) {
+			t.Errorf("%s: got %v, want %v", k, got[k], v)
+		}
+	}
+}

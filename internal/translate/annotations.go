@@ -88,6 +88,7 @@ type ingressSettings struct {
 	rewriteTarget, forwardedPrefix           string
 	useRegex                                 bool
 	rewriteTail                              bool // rewrite-target is <path>/$2
+	rewriteGroups                            int  // the highest $N of rewrite-target, 0 for none
 	cors                                     corsSettings
 	affinity                                 affinitySettings
 	auth                                     authSettings
@@ -172,21 +173,6 @@ func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue
 		if err != nil {
 			issues = append(issues, annotationIssue{key: k, message: err.Error(), fatal: true})
 		}
-	}
-	// Regular-expression paths are not implemented: alone, use-regex
-	// only changes how paths match (they are served as their pathType
-	// says, as before, with a warning); with rewrite-target it would
-	// rewrite other paths than ingress-nginx, so the Ingress is refused.
-	switch {
-	case s.useRegex && s.rewriteTail:
-		// the prefix-strip form: its paths are checked in parseRules.
-	case s.useRegex && hasRewriteTarget(ann):
-		issues = append(issues, annotationIssue{key: useRegexKey(ann), fatal: true,
-			message: "use-regex is not supported with rewrite-target: pier matches paths by their pathType and " +
-				"cannot expand capture groups, so the Ingress is refused rather than rewritten otherwise than ingress-nginx would"})
-	case s.useRegex:
-		issues = append(issues, annotationIssue{key: useRegexKey(ann),
-			message: "regular-expression paths are not supported: paths are matched by their pathType, use-regex ignored"})
 	}
 	issues = append(issues, canaryIssues(s.canary, ann)...)
 	issues = append(issues, extAuthIssues(s.extAuth, ann)...)

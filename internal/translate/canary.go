@@ -18,6 +18,7 @@ type canarySettings struct {
 	enabled                     bool
 	weight, total               int
 	header, headerValue, cookie string
+	headerPattern               string // as written: encode.ParseValueRegex's subset
 }
 
 func parseCanaryWeight(name, v string, min int) (int, error) {
@@ -44,6 +45,13 @@ func parseCanaryHeaderValue(v string) (string, error) {
 	return h.String(), nil
 }
 
+func parseCanaryHeaderPattern(v string) (string, error) {
+	if _, err := encode.ParseValueRegex(v); err != nil {
+		return "", fmt.Errorf("canary-by-header-pattern: %w", err)
+	}
+	return v, nil
+}
+
 func parseCanaryCookie(v string) (string, error) {
 	c, err := encode.CookieName(v)
 	if err != nil {
@@ -65,8 +73,17 @@ func canaryIssues(c canarySettings, ann map[string]string) []annotationIssue {
 		out = append(out, annotationIssue{key: keyOf(ann, "canary-by-header-value"),
 			message: "canary-by-header-value without canary-by-header (the header it is compared with) does nothing, as in ingress-nginx"})
 	}
+	switch {
+	case c.headerPattern != "" && c.header == "":
+		out = append(out, annotationIssue{key: keyOf(ann, "canary-by-header-pattern"),
+			message: "canary-by-header-pattern without canary-by-header (the header it is matched against) does nothing, as in ingress-nginx"})
+	case c.headerPattern != "" && c.headerValue != "":
+		out = append(out, annotationIssue{key: keyOf(ann, "canary-by-header-pattern"),
+			message: "canary-by-header-value is also set and wins: the pattern is ignored, as in ingress-nginx"})
+	}
 	if !c.enabled {
-		for _, name := range []string{"canary-weight", "canary-weight-total", "canary-by-header", "canary-by-header-value", "canary-by-cookie"} {
+		for _, name := range []string{"canary-weight", "canary-weight-total", "canary-by-header", "canary-by-header-value",
+			"canary-by-header-pattern", "canary-by-cookie"} {
 			if _, set := ann[keyOf(ann, name)]; set {
 				out = append(out, annotationIssue{key: keyOf(ann, name), message: name + " without canary \"true\" does nothing, as in ingress-nginx"})
 			}
@@ -126,6 +143,9 @@ func attachCanary(k *keptRoute, index map[string][]*canaryRef, pools map[string]
 		Cookie: s.cookie, Source: c.p.source}
 	if s.header != "" {
 		k.canary.HeaderValue = s.headerValue
+		if s.headerValue == "" {
+			k.canary.HeaderPattern = s.headerPattern
+		}
 	}
 	addPool(pools, c.p.pools[c.r.poolID])
 	if !sources[c.p.source.Key()] {

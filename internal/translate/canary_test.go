@@ -97,4 +97,34 @@ func TestCanary(t *testing.T) {
 			t.Errorf("canary-by-header-value %q accepted", v)
 		}
 	}
+	bad(map[string]string{NginxPrefix + "canary": "true", NginxPrefix + "canary-by-header-pattern": "^v2$"}, false, "without canary-by-header")
+	bad(map[string]string{NginxPrefix + "canary": "true", NginxPrefix + "canary-by-header": "X", NginxPrefix + "canary-by-header-value": "v2",
+		NginxPrefix + "canary-by-header-pattern": "^v2$"}, false, "pattern is ignored")
+	bad(map[string]string{NginxPrefix + "canary-by-header-pattern": "^v2$"}, false, "without canary")
+	for _, v := range []string{"v2 ;evil", "(?i)v2", "(a+)+", `\bv2`, "a\nb", "", "v2'\n"} {
+		if _, err := parseCanaryHeaderPattern(v); err == nil {
+			t.Errorf("canary-by-header-pattern %q accepted", v)
+		}
+	}
+}
+
+// TestCanaryHeaderPattern: the pattern reaches the model, unless a header
+// value wins over it.
+func TestCanaryHeaderPattern(t *testing.T) {
+	for _, tc := range []struct {
+		value, want string
+	}{{"", "^v[23]$"}, {"v2", ""}} {
+		main := simpleIngress(t, "ns", "main", 0, nil, "a.example", "/")
+		ann := map[string]string{NginxPrefix + "canary": "true", NginxPrefix + "canary-by-header": "X-Version",
+			NginxPrefix + "canary-by-header-pattern": "^v[23]$"}
+		if tc.value != "" {
+			ann[NginxPrefix+"canary-by-header-value"] = tc.value
+		}
+		canary := simpleIngress(t, "ns", "canary", 1, ann, "a.example", "/")
+		canary.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name = "svc2"
+		p := onlyLB(t, Ingresses(snapshotOf(main, canary), DefaultOptions())).Listeners[0].Policies[0]
+		if p.Options == nil || p.Options.Canary == nil || p.Options.Canary.HeaderPattern != tc.want || p.Options.Canary.HeaderValue != tc.value {
+			t.Errorf("value %q: options %+v", tc.value, p.Options)
+		}
+	}
 }

@@ -178,13 +178,15 @@ var compatAnnotations = map[string]compatAnnotation{
 		return err
 	}, difference: "on sends proxy-ssl-name (default <service>.<namespace>.svc) as SNI, health checks included"},
 	"rewrite-target": {parse: func(s *ingressSettings, v string) (err error) {
-		s.rewriteTarget, s.rewriteTail, err = parseRewriteTarget(v)
+		s.rewriteTarget, s.rewriteTail, s.rewriteGroups, err = parseRewriteTarget(v)
 		return err
 	}, difference: rewriteDifference},
 	"use-regex": {parse: func(s *ingressSettings, v string) (err error) {
 		s.useRegex, err = parseNginxBool(v)
 		return err
-	}, difference: "true is supported only for the prefix-strip form (paths <prefix>(/|$)(.*), rewrite-target <path>/$2); otherwise paths match by their pathType: true is ignored alone, and refuses the Ingress with another rewrite-target"},
+	}, difference: "true makes this Ingress's paths regular expressions anchored at the start, whatever their pathType: case-sensitive (ingress-nginx: case-insensitive), " +
+		"of a subset read alike by RE2 and PCRE2 (docs/migration.md; another expression refuses the Ingress), tried after Exact and before Prefix paths, longest first; " +
+		"other Ingresses of the host keep their pathType (ingress-nginx makes every path of the host a regular expression)"},
 	"default-backend": {parse: func(s *ingressSettings, v string) (err error) {
 		s.defaultBackend, err = parseDefaultBackendName(v)
 		return err
@@ -269,6 +271,10 @@ var compatAnnotations = map[string]compatAnnotation{
 		s.canary.headerValue, err = parseCanaryHeaderValue(v)
 		return err
 	}, difference: "letters, digits, spaces and ._~:/+=@- only, compared exactly (ingress-nginx accepts more)"},
+	"canary-by-header-pattern": {parse: func(s *ingressSettings, v string) (err error) {
+		s.canary.headerPattern, err = parseCanaryHeaderPattern(v)
+		return err
+	}, difference: "a regular expression of the subset use-regex accepts (no spaces, flags, \\b or \\s; docs/migration.md), searched in each comma-separated value of the header, case-sensitive as in ingress-nginx; another expression refuses the Ingress"},
 	"canary-by-cookie": {parse: func(s *ingressSettings, v string) (err error) {
 		s.canary.cookie, err = parseCanaryCookie(v)
 		return err
@@ -424,12 +430,13 @@ func parseRedirectCode(v string) (int, error) {
 }
 
 // rewriteDifference is how rewrite-target differs from ingress-nginx.
-const rewriteDifference = "the path is matched as its pathType says (case-sensitive, Prefix by path element), " +
-	"not as ingress-nginx's case-insensitive regular expression; the only capture groups are the prefix-strip form " +
-	"(paths <prefix>(/|$)(.*) with <path>/$2, routed as Prefix <prefix>): other regular-expression paths refuse the Ingress"
+const rewriteDifference = "without use-regex or $1-$9 the path is matched as its pathType says (case-sensitive, Prefix by path element), " +
+	"and a path holding regular-expression characters refuses the Ingress; with them paths are case-sensitive regular expressions " +
+	"of a subset read alike by RE2 and PCRE2 (docs/migration.md), $N needs N capture groups in every path, and the prefix-strip form " +
+	"(paths <prefix>(/|$)(.*) with <path>/$2) is routed as Prefix <prefix>"
 
-// rewriteChars are the bytes a rewrite-target may hold: a plain path. No
-// "$" (capture groups need use-regex, which pier does not implement), no
+// rewriteChars are the bytes a plain rewrite-target may hold. No "$"
+// (capture groups are read by parseRewriteTarget), no
 // "?" (the query string is kept as it came), no "%" (a log-format
 // directive in set-path), no escapes.
 const rewriteChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._~/-"
@@ -453,19 +460,3 @@ func plainPath(what, v string) (string, error) {
 // "~* ^<path>"). "." is left out: as a regular expression it also
 // matches itself, so pier's literal match is a subset, not another set.
 const regexPathChars = "*+?()[]{}|^$\\"
-
-// useRegexKey is the key use-regex was read under, for its problem.
-func useRegexKey(ann map[string]string) string {
-	if _, ok := ann[AnnotationPrefix+"use-regex"]; ok {
-		return AnnotationPrefix + "use-regex"
-	}
-	return NginxPrefix + "use-regex"
-}
-
-// hasRewriteTarget: rewrite-target is set, valid or not (an invalid one
-// refuses the Ingress already; use-regex then says why too).
-func hasRewriteTarget(ann map[string]string) bool {
-	_, nginx := ann[NginxPrefix+"rewrite-target"]
-	_, pier := ann[AnnotationPrefix+"rewrite-target"]
-	return nginx || pier
-}

@@ -1,8 +1,11 @@
 package translate
 
 import (
+	"fmt"
 	"sort"
 	"strings"
+
+	networkingv1 "k8s.io/api/networking/v1"
 )
 
 // snippetAlternatives names, for each raw-configuration annotation of
@@ -18,11 +21,10 @@ var snippetAlternatives = map[string]string{
 	"modsecurity-snippet":   "a WAF in front of pier; pier has no ModSecurity",
 	"server-alias":          "one more host in spec.rules",
 	// Not snippets: what pier does instead.
-	"proxy-set-headers":        "pier.dev/request-headers (typed \"Name: value\" lines on the Ingress itself)",
-	"proxy-next-upstream":      "proxy-next-upstream-tries; pier retries on connection failures and empty responses only (HAProxy's retry-on), not on timeouts or 5xx",
-	"canary-by-header-pattern": "canary-by-header-value (one exact value); pier matches no regular expressions",
-	"limit-burst-multiplier":   "a higher limit-rps or limit-rpm (pier counts accepted requests over a sliding second or minute, with no burst on top)",
-	"proxy-ssl-verify-depth":   "a ca.crt holding only the CAs to trust: HAProxy 2.6 has no verify depth for servers, so proxy-ssl-verify on accepts any chain length to ca.crt",
+	"proxy-set-headers":      "pier.dev/request-headers (typed \"Name: value\" lines on the Ingress itself)",
+	"proxy-next-upstream":    "proxy-next-upstream-tries; pier retries on connection failures and empty responses only (HAProxy's retry-on), not on timeouts or 5xx",
+	"limit-burst-multiplier": "a higher limit-rps or limit-rpm (pier counts accepted requests over a sliding second or minute, with no burst on top)",
+	"proxy-ssl-verify-depth": "a ca.crt holding only the CAs to trust: HAProxy 2.6 has no verify depth for servers, so proxy-ssl-verify on accepts any chain length to ca.crt",
 }
 
 // plannedNginx are the other ingress-nginx annotations issue 11 lists:
@@ -103,7 +105,46 @@ func ReportAnnotations(ann map[string]string) []AnnotationReport {
 	return out
 }
 
-// isPrecedenceNote: the temporal-over-permanent note is not a failure.
+// isPrecedenceNote: the temporal-over-permanent and value-over-pattern
+// notes are not failures.
 func isPrecedenceNote(is annotationIssue) bool {
-	return strings.HasPrefix(is.message, "temporal-redirect is also set")
+	return strings.HasPrefix(is.message, "temporal-redirect is also set") ||
+		strings.HasPrefix(is.message, "canary-by-header-value is also set and wins")
+}
+
+// ReportIngress is ReportAnnotations plus what needs the Ingress's paths:
+// with use-regex, or a rewrite-target naming capture groups, a path
+// outside the regular-expression subset, or with fewer groups than the
+// target names, refuses the Ingress. The annotation that made the paths
+// regular expressions (use-regex, else rewrite-target) is then reported
+// unsupported with the first such path's reason.
+func ReportIngress(ing *networkingv1.Ingress) []AnnotationReport {
+	out := ReportAnnotations(ing.Annotations)
+	s, _ := parseAnnotations(ing.Annotations)
+	p := &parsedIngress{ing: ing, settings: s}
+	p.checkStripForm()
+	if !p.regexPaths() {
+		return out
+	}
+	key := keyOf(ing.Annotations, "use-regex")
+	if !s.useRegex {
+		key = keyOf(ing.Annotations, "rewrite-target")
+	}
+	for i, rule := range ing.Spec.Rules {
+		if rule.HTTP == nil {
+			continue
+		}
+		for j, hp := range rule.HTTP.Paths {
+			if _, _, err := p.routePath(hp); err != nil {
+				for k := range out {
+					if out[k].Key == key && out[k].Status != Unsupported {
+						out[k].Status = Unsupported
+						out[k].Note = fmt.Sprintf("the Ingress is refused: spec.rules[%d].http.paths[%d]: %v", i, j, err)
+					}
+				}
+				return out
+			}
+		}
+	}
+	return out
 }

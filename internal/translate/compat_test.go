@@ -62,6 +62,7 @@ var validCompat = map[string]string{
 	"canary-weight-total":       "100",
 	"canary-by-header":          "X-Canary",
 	"canary-by-header-value":    "v2",
+	"canary-by-header-pattern":  "^v[23]$",
 	"canary-by-cookie":          "canary",
 	"default-backend":           "errors",
 	"auth-url":                  "http://oauth2-proxy.ns.svc/oauth2/auth",
@@ -94,6 +95,13 @@ func TestCompatAnnotationsAreAnchored(t *testing.T) {
 					name == "canary-by-header" || name == "canary-by-header-value" || name == "canary-by-cookie" ||
 					name == "default-backend" || name == "auth-url" || name == "auth-response-headers" || name == "proxy-ssl-secret" || name == "custom-headers") && bad == valid+"X" {
 					continue // a path, method, header or cookie name with one more letter is another valid one
+				}
+				if name == "canary-by-header-pattern" && (bad == valid+"X" || bad == valid+";evil" || bad == valid+"'") {
+					// A regular expression with more literal characters is
+					// another valid one; HAProxy gets it re-written, each
+					// punctuation escaped and "'" as \x27, in one word
+					// (encode.FuzzValueRegex).
+					continue
 				}
 				if _, issues := parseAnnotations(map[string]string{key: bad}); !hasFatal(issues) {
 					t.Errorf("%s=%q accepted", key, bad)
@@ -509,14 +517,16 @@ func TestRewriteTarget(t *testing.T) {
 			t.Errorf("%s: options %+v", key, o)
 		}
 	}
-	// use-regex false changes nothing; use-regex alone is still only a warning.
+	// use-regex false changes nothing; use-regex alone makes the path a
+	// regular expression, without options.
 	o := onlyLB(t, lbOf(map[string]string{NginxPrefix + "rewrite-target": "/api/", NginxPrefix + "use-regex": "false"}, "/foo")).
 		Listeners[0].Policies[0].Options
 	if o == nil || o.RewritePath != "/api/" {
 		t.Errorf("use-regex false: options %+v", o)
 	}
-	if lb := onlyLB(t, lbOf(map[string]string{NginxPrefix + "use-regex": "true"}, "/foo")); lb.Listeners[0].Policies[0].Options != nil {
-		t.Errorf("use-regex alone: options %+v", lb.Listeners[0].Policies[0].Options)
+	lb := onlyLB(t, lbOf(map[string]string{NginxPrefix + "use-regex": "true"}, "/foo"))
+	if p := lb.Listeners[0].Policies[0]; p.Options != nil || p.Rules[1].Compare != model.CompareRegex || p.Rules[1].Value != "/foo" {
+		t.Errorf("use-regex alone: policy %+v", p)
 	}
 	refused := func(name string, ann map[string]string, path, reason, field, text string) {
 		t.Helper()
@@ -532,22 +542,32 @@ func TestRewriteTarget(t *testing.T) {
 			t.Errorf("%s: problems %+v, want %s on %s with %q", name, res.Problems, reason, field, text)
 		}
 	}
-	refused("use-regex true", map[string]string{NginxPrefix + "rewrite-target": "/", NginxPrefix + "use-regex": "true"},
-		"/foo", "InvalidAnnotation", "use-regex", "use-regex is not supported with rewrite-target")
 	refused("use-regex invalid", map[string]string{NginxPrefix + "rewrite-target": "/", NginxPrefix + "use-regex": "yes;evil"},
 		"/foo", "InvalidAnnotation", "use-regex", "use-regex")
-	refused("capture group", map[string]string{NginxPrefix + "rewrite-target": "/$1"},
-		"/foo", "InvalidAnnotation", "rewrite-target", "capture groups")
-	refused("strip form, other path", map[string]string{NginxPrefix + "rewrite-target": "/$2"},
-		"/foo", "InvalidIngress", "spec.rules", "prefix-strip form")
-	refused("strip form, use-regex, other regex", map[string]string{NginxPrefix + "rewrite-target": "/$2", NginxPrefix + "use-regex": "true"},
-		"/foo/(.*)", "InvalidIngress", "spec.rules", "prefix-strip form")
-	refused("regex path", map[string]string{NginxPrefix + "rewrite-target": "/"},
-		"/foo(.*)", "InvalidIngress", "spec.rules", "regular expression")
-	for _, bad := range []string{"", "api", "/a?b=1", "/a%20b", "/a//b", "/a/../b", "/$1", "/a;evil", "/a b", "/a'b",
-		"/a\nb", "https://x.example/", "/a\\b", "/a%[src]", "/a$2", "/$2$2", "$2", "/$1$2", "/a/$2;evil", "/a/$2/", "/a;evil/$2", "/$20"} {
-		if _, _, err := parseRewriteTarget(bad); err == nil {
+	refused("capture group, no group in the path", map[string]string{NginxPrefix + "rewrite-target": "/$1"},
+		"/foo", "InvalidIngress", "spec.rules", "spec.rules[0].http.paths[0]: path \"/foo\" has 0 capture groups, rewrite-target \"/$1\" uses $1")
+	refused("strip target, other path", map[string]string{NginxPrefix + "rewrite-target": "/$2"},
+		"/foo", "InvalidIngress", "spec.rules", "capture groups")
+	refused("strip target, use-regex, one group", map[string]string{NginxPrefix + "rewrite-target": "/$2", NginxPrefix + "use-regex": "true"},
+		"/foo/(.*)", "InvalidIngress", "spec.rules", "has 1 capture groups")
+	refused("regex path without use-regex", map[string]string{NginxPrefix + "rewrite-target": "/"},
+		"/foo(.*)", "InvalidIngress", "spec.rules", "use-regex")
+	refused("regex path outside the subset", map[string]string{NginxPrefix + "use-regex": "true"},
+		"/(a+)+", "InvalidIngress", "spec.rules", "backtrack")
+	for _, bad := range []string{"", "api", "/a?b=1", "/a%20b", "/a//b", "/a/../b", "/a;evil", "/a b", "/a'b",
+		"/a\nb", "https://x.example/", "/a\\b", "/a%[src]", "$2", "/a/$2;evil", "/a;evil/$2", "/$0", "/$", "/$a", "/$1%[src]", "/$1'"} {
+		if _, _, _, err := parseRewriteTarget(bad); err == nil {
 			t.Errorf("rewrite-target %q accepted", bad)
+		}
+	}
+	for _, tc := range []struct {
+		in     string
+		tail   bool
+		groups int
+	}{{"/$1", false, 1}, {"/a/$2", true, 2}, {"/a$2", false, 2}, {"/$1/$3", false, 3}, {"/$2$2", false, 2}, {"/x", false, 0}} {
+		_, tail, groups, err := parseRewriteTarget(tc.in)
+		if err != nil || tail != tc.tail || groups != tc.groups {
+			t.Errorf("rewrite-target %q: tail %v groups %d err %v", tc.in, tail, groups, err)
 		}
 	}
 }

@@ -37,7 +37,7 @@ type GatewayStatus struct {
 // into its policies and pools. An invalid listener or route is refused
 // with its condition; every other one is translated.
 func Gateways(snap *source.Snapshot, opts Options) *Result {
-	res := &Result{Accepted: map[model.ObjectRef]string{}, Ours: map[model.ObjectRef]bool{}}
+	res := &Result{Accepted: map[model.ObjectRef]string{}, Ours: map[model.ObjectRef]bool{}, AddressRefused: map[string]bool{}}
 	st := &GatewayStatus{
 		Classes:  map[string][]metav1.Condition{},
 		Gateways: map[model.ObjectRef]gwv1.GatewayStatus{},
@@ -79,6 +79,9 @@ func Gateways(snap *source.Snapshot, opts Options) *Result {
 		if lb := p.loadBalancer(); lb != nil {
 			res.LoadBalancers = append(res.LoadBalancers, lb)
 			res.Accepted[p.ref] = lb.UUID
+			if p.address.notUsable != "" {
+				res.AddressRefused[lb.UUID] = true
+			}
 		}
 	}
 	sort.Slice(res.LoadBalancers, func(i, j int) bool { return res.LoadBalancers[i].UUID < res.LoadBalancers[j].UUID })
@@ -148,4 +151,33 @@ func namespaceLabels(in []*corev1.Namespace) map[string]map[string]string {
 		out[n.Name] = n.Labels
 	}
 	return out
+}
+
+// NotProgrammed records, on each Gateway of ours the controller could not
+// give a load balancer (problems from controller.Reconciler.Apply: an
+// address IPAM refused, no node, a quota), Programmed=False with the
+// problem's reason (the spec's AddressNotUsable, AddressNotAssigned or
+// NoResources) and message. A Gateway that was served keeps its previous
+// load balancer, so its addresses stay published.
+func (st *GatewayStatus) NotProgrammed(problems []model.Problem) {
+	if st == nil {
+		return
+	}
+	for _, pr := range problems {
+		if pr.Kind != model.KindGateway {
+			continue
+		}
+		ref := model.ObjectRef{Kind: model.KindGateway, Namespace: pr.Namespace, Name: pr.Name}
+		gs, ok := st.Gateways[ref]
+		if !ok {
+			continue
+		}
+		for i := range gs.Conditions {
+			c := &gs.Conditions[i]
+			if c.Type == string(gwv1.GatewayConditionProgrammed) {
+				c.Status, c.Reason, c.Message = metav1.ConditionFalse, pr.Reason, pr.Message
+			}
+		}
+		st.Gateways[ref] = gs
+	}
 }

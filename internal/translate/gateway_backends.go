@@ -20,6 +20,10 @@ import (
 type backendResult struct {
 	pool               *model.Pool
 	unresolved, detail string
+	// split, when backendRefs carry filters and there are several (or
+	// some fail), chooses among pools, each ref's own: the first is pool.
+	split *model.Split
+	pools []*model.Pool
 }
 
 // maxRefWeight is the largest backendRef weight (the CRD's maximum).
@@ -35,6 +39,7 @@ type weighted struct {
 	port    int
 	weight  int32
 	members []model.Member
+	headers []model.HeaderOp // the ref's RequestHeaderModifier
 }
 
 // rulePool resolves a rule's backendRefs to one pool. The spec wants 500
@@ -44,7 +49,11 @@ type weighted struct {
 // the weights (Pool.FailWeight of FailTotal). A rule whose refs all weigh
 // 0 gets an empty pool, which HAProxy answers with 503; a rule without
 // refs gets 500 from its caller unless a RequestRedirect answers it.
-func (x *index) rulePool(r *gwv1.HTTPRoute, rule int, refs []gwv1.HTTPBackendRef, opts Options) backendResult {
+//
+// refHeaders (nil, or one per ref) are the refs' header changes: a ref
+// with some gets a pool of its own, and a rule of several refs a split
+// of pools rather than one pool of all their members.
+func (x *index) rulePool(r *gwv1.HTTPRoute, rule int, refs []gwv1.HTTPBackendRef, refHeaders [][]model.HeaderOp, opts Options) backendResult {
 	var res backendResult
 	var ok []weighted
 	var fail, total int64
@@ -59,12 +68,20 @@ func (x *index) rulePool(r *gwv1.HTTPRoute, rule int, refs []gwv1.HTTPBackendRef
 			}
 			continue
 		}
+		if refHeaders != nil {
+			w.headers = refHeaders[i]
+		}
 		if w.weight > 0 {
 			ok = append(ok, w)
 			total += int64(w.weight)
 		}
 	}
 	if fail > 0 && fail == total {
+		return res
+	}
+	if anyHeaders(ok) && (len(ok) > 1 || fail > 0) {
+		res.split, res.pools = splitOfWeighted(ok, int(fail)) // at most 16 refs: no overflow
+		res.pool = res.pools[0]
 		return res
 	}
 	for total > maxFailTotal { // thousands of refs: keep the ratio
@@ -147,13 +164,9 @@ func poolOfWeighted(r *gwv1.HTTPRoute, rule int, ws []weighted, fail, total int)
 		return pool
 	case 1:
 		// The Service's namespace, which a ReferenceGrant may make
-		// another than the route's: the same pool as its own routes'.
-		port, ns := strconv.Itoa(ws[0].port), ws[0].ns
-		pool.ID = model.ID("pool", ns, ws[0].svc, port)
-		pool.Namespace = ns
-		pool.Name, pool.Service, pool.Port = ns+"_"+ws[0].svc+"_"+port, ws[0].svc, port
-		pool.Members = ws[0].members
-		return pool
+		// another than the route's: the same pool as its own routes'
+		// (one of its own with the ref's header changes).
+		return servicePool(ws[0])
 	}
 	parts := make([]string, 0, len(ws))
 	var svcs, ports []string

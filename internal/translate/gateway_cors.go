@@ -18,9 +18,10 @@ const (
 	defaultGatewayMaxAge  = 5 // the CRD's default
 )
 
-// allMethods is what allowMethods "*" becomes: every method the CRD
-// names, listed, which a browser reads as "*" and which stays valid with
-// credentials (where "*" is not a wildcard).
+// allMethods is what allowMethods "*" lists: every method the CRD
+// names. Render answers a preflight with the method it asks for
+// (model.CORS.EchoRequestMethod); the list is what an agent that does
+// not know that field answers.
 var allMethods = []string{"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}
 
 // safelistedMethods are what a CORS filter without allowMethods allows
@@ -31,12 +32,15 @@ var safelistedMethods = []string{"GET", "HEAD", "POST"}
 // exact origins, methods, headers, expose headers, credentials, max age.
 // Wildcard origins ("https://*.example.com") match by regex; "*" with
 // credentials becomes "http://*" and "https://*", so the request's
-// origin is echoed as the spec wants. Refused: "*" in allowHeaders or
-// exposeHeaders (render lists names; with credentials the spec wants
-// the request's headers echoed).
+// origin is echoed as the spec wants. "*" in allowMethods or
+// allowHeaders answers a preflight with the method and headers it asks
+// for (valid with credentials too, where the spec wants them echoed).
+// Refused: "*" in exposeHeaders (render lists names).
 func parseCORS(f *gwv1.HTTPCORSFilter) (*model.CORS, error) {
 	credentials := f.AllowCredentials != nil && *f.AllowCredentials
-	c := &model.CORS{AllowCredentials: credentials, MaxAgeSeconds: int(f.MaxAge)}
+	// A preflight from an origin not allowed is answered 403 by HAProxy
+	// (the spec: 204 or 403, without CORS headers), not by the backend.
+	c := &model.CORS{AllowCredentials: credentials, MaxAgeSeconds: int(f.MaxAge), RefuseOtherPreflights: true}
 	if len(f.AllowOrigins) == 0 {
 		return nil, fmt.Errorf("allowOrigins: no origin allowed")
 	}
@@ -65,7 +69,12 @@ func parseCORS(f *gwv1.HTTPCORSFilter) (*model.CORS, error) {
 	if c.AllowMethods, err = corsMethods(f.AllowMethods); err != nil {
 		return nil, err
 	}
-	if c.AllowHeaders, err = corsHeaders("allowHeaders", f.AllowHeaders); err != nil {
+	c.EchoRequestMethod = slices.Contains(f.AllowMethods, "*")
+	if c.EchoRequestHeaders = slices.Contains(f.AllowHeaders, "*"); c.EchoRequestHeaders {
+		if len(f.AllowHeaders) > 1 {
+			return nil, fmt.Errorf("allowHeaders: \"*\" alongside other headers")
+		}
+	} else if c.AllowHeaders, err = corsHeaders("allowHeaders", f.AllowHeaders); err != nil {
 		return nil, err
 	}
 	if c.ExposeHeaders, err = corsHeaders("exposeHeaders", f.ExposeHeaders); err != nil {

@@ -38,19 +38,25 @@ func TestGatewayCORSFilter(t *testing.T) {
     backendRefs: [{name: svc, port: 80}]
   - matches: [{path: {value: /cred}}]
     filters: [{type: CORS, cors: {allowOrigins: ["*"], allowCredentials: true}}]
+    backendRefs: [{name: svc, port: 80}]
+  - matches: [{path: {value: /echo}}]
+    filters: [{type: CORS, cors: {allowOrigins: ["*"], allowMethods: ["*"], allowHeaders: ["*"], allowCredentials: true}}]
     backendRefs: [{name: svc, port: 80}]`)
 	assertAccepted(t, res)
 	opts := routeOptions(t, res, 80)
 	for path, want := range map[string]*model.CORS{
 		"STARTS_WITH /exact": {AllowOrigins: []string{"https://app.example", "http://a.example:8080", "http://b.example"},
-			AllowMethods:  []string{"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"},
-			AllowHeaders:  []string{"X-Token", "Content-Type"},
-			ExposeHeaders: []string{"X-Request-Id"}, AllowCredentials: true, MaxAgeSeconds: 600},
-		"STARTS_WITH /any": {AllowOrigins: []string{"*"}, AllowMethods: []string{"GET", "HEAD", "POST"}, MaxAgeSeconds: 5},
+			AllowMethods:      []string{"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"},
+			EchoRequestMethod: true,
+			AllowHeaders:      []string{"X-Token", "Content-Type"},
+			ExposeHeaders:     []string{"X-Request-Id"}, AllowCredentials: true, MaxAgeSeconds: 600, RefuseOtherPreflights: true},
+		"STARTS_WITH /any": {AllowOrigins: []string{"*"}, AllowMethods: []string{"GET", "HEAD", "POST"}, MaxAgeSeconds: 5, RefuseOtherPreflights: true},
 		"STARTS_WITH /wild": {AllowOrigins: []string{"https://*.example.com", "http://*"}, AllowMethods: []string{"GET", "HEAD", "POST"},
-			MaxAgeSeconds: 5},
+			MaxAgeSeconds: 5, RefuseOtherPreflights: true},
 		"STARTS_WITH /cred": {AllowOrigins: []string{"http://*", "https://*"}, AllowMethods: []string{"GET", "HEAD", "POST"},
-			AllowCredentials: true, MaxAgeSeconds: 5},
+			AllowCredentials: true, MaxAgeSeconds: 5, RefuseOtherPreflights: true},
+		"STARTS_WITH /echo": {AllowOrigins: []string{"http://*", "https://*"}, AllowMethods: allMethods,
+			EchoRequestMethod: true, EchoRequestHeaders: true, AllowCredentials: true, MaxAgeSeconds: 5, RefuseOtherPreflights: true},
 	} {
 		o := opts[path]
 		if o == nil || !reflect.DeepEqual(o.CORS, want) {
@@ -87,7 +93,7 @@ func TestGatewayCORSRefusals(t *testing.T) {
 		{"origin with path", `{allowOrigins: ["https://a.example/x"]}`, "allowOrigins[0]"},
 		{"origin ;evil", `{allowOrigins: ["https://a.example;evil"]}`, "allowOrigins[0]"},
 		{"origin quote", `{allowOrigins: ["https://a.example'x"]}`, "allowOrigins[0]"},
-		{"header star", `{allowOrigins: ["*"], allowHeaders: ["*"]}`, "allowHeaders[0]"},
+		{"header star with others", `{allowOrigins: ["*"], allowHeaders: [X-A, "*"]}`, "allowHeaders: \"*\" alongside"},
 		{"header ;evil", `{allowOrigins: ["*"], allowHeaders: ["X-A;evil"]}`, "allowHeaders[0]"},
 		{"expose star", `{allowOrigins: ["*"], exposeHeaders: ["*"]}`, "exposeHeaders[0]"},
 		{"expose space", `{allowOrigins: ["*"], exposeHeaders: ["X A"]}`, "exposeHeaders[0]"},

@@ -237,8 +237,18 @@ func TestGatewayFilterRefusals(t *testing.T) {
 		{"mirror", `{filters: [{type: RequestMirror, requestMirror: {backendRef: {name: svc, port: 80}}}]}`, rule0, "not supported"},
 		{"extension ref", `{filters: [{type: ExtensionRef, extensionRef: {group: x.example, kind: X, name: x}}]}`, rule0, "not supported"},
 		{"unknown type", `{filters: [{type: Teleport}]}`, rule0, "not supported"},
-		{"backend filters", `{backendRefs: [{name: svc, port: 80, filters: [{type: RequestHeaderModifier, requestHeaderModifier: {remove: [X-A]}}]}]}`,
-			"spec.rules[0].backendRefs[0].filters", "backendRef"},
+		{"backend response filter", `{backendRefs: [{name: svc, port: 80, filters: [{type: ResponseHeaderModifier, responseHeaderModifier: {remove: [X-A]}}]}]}`,
+			"spec.rules[0].backendRefs[0].filters[0]", "not supported on a backendRef"},
+		{"backend redirect", `{backendRefs: [{name: svc, port: 80}, {name: svc, port: 80, filters: [{type: RequestRedirect, requestRedirect: {}}]}]}`,
+			"spec.rules[0].backendRefs[1].filters[0]", "not supported on a backendRef"},
+		{"backend header CRLF", `{backendRefs: [{name: svc, port: 80, filters: [{type: RequestHeaderModifier, requestHeaderModifier: {set: [{name: X-A, value: "v\r\nX-Evil: y"}]}}]}]}`,
+			"spec.rules[0].backendRefs[0].filters[0].requestHeaderModifier", "set[0].value"},
+		{"backend header host", `{backendRefs: [{name: svc, port: 80, filters: [{type: RequestHeaderModifier, requestHeaderModifier: {set: [{name: Host, value: a.example}]}}]}]}`,
+			"spec.rules[0].backendRefs[0].filters[0].requestHeaderModifier", "set[0].name"},
+		{"backend two modifiers", `{backendRefs: [{name: svc, port: 80, filters: [{type: RequestHeaderModifier, requestHeaderModifier: {remove: [X-A]}}, ` +
+			`{type: RequestHeaderModifier, requestHeaderModifier: {remove: [X-B]}}]}]}`, "spec.rules[0].backendRefs[0].filters[1]", "second"},
+		{"backend modifier without settings", `{backendRefs: [{name: svc, port: 80, filters: [{type: RequestHeaderModifier}]}]}`,
+			"spec.rules[0].backendRefs[0].filters[0]", "without its settings"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rule := tc.rule

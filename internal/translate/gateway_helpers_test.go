@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -102,9 +103,13 @@ func gatewayRoute(t *testing.T, lb *model.LoadBalancer, port int, r gwRequest) s
 			continue
 		}
 		for _, p := range l.Policies {
-			if gatewayRulesMatch(p.Rules, r) {
-				return lb.Pool(p.PoolID).Service
+			if !gatewayRulesMatch(p.Rules, r) {
+				continue
 			}
+			if p.Action == model.ActionFixedResponse {
+				return strconv.Itoa(p.StatusCode)
+			}
+			return lb.Pool(p.PoolID).Service
 		}
 		return "404"
 	}

@@ -21,6 +21,9 @@ type gwEntry struct {
 	index  int // index of the match in the rule
 	// options are the rule's filters for this match and listener.
 	options *model.PolicyOptions
+	// isolation marks a listener's 404 entry (gateway_isolation.go):
+	// no route; it comes after every route entry of its host and path.
+	isolation bool
 }
 
 // gatewayEntryBefore is the Gateway API's precedence, which HAProxy's
@@ -58,6 +61,9 @@ func gatewayEntryBefore(a, b gwEntry) bool {
 	}
 	if len(a.match.queries) != len(b.match.queries) {
 		return len(a.match.queries) > len(b.match.queries)
+	}
+	if a.isolation != b.isolation {
+		return b.isolation
 	}
 	if a.route != b.route {
 		return olderObject(a.route, b.route)
@@ -116,7 +122,7 @@ func ruleKey(rules []model.L7Rule) string {
 }
 
 // policies orders a listener's entries into L7Policies.
-func gatewayPolicies(entries []gwEntry) []model.L7Policy {
+func gatewayPolicies(entries []gwEntry, gateway model.Source) []model.L7Policy {
 	sorted := append([]gwEntry(nil), entries...)
 	sort.SliceStable(sorted, func(i, j int) bool { return gatewayEntryBefore(sorted[i], sorted[j]) })
 	seen := map[string]bool{}
@@ -128,6 +134,10 @@ func gatewayPolicies(entries []gwEntry) []model.L7Policy {
 			continue
 		}
 		seen[key] = true
+		source := gateway // an isolation entry is the Gateway's own
+		if e.route != nil {
+			source = model.Source{Kind: model.KindHTTPRoute, Namespace: e.route.Namespace, Name: e.route.Name, UID: validUID(string(e.route.UID))}
+		}
 		p := model.L7Policy{
 			ID:       model.ID("gateway-policy", key),
 			Position: len(out) + 1,
@@ -135,7 +145,7 @@ func gatewayPolicies(entries []gwEntry) []model.L7Policy {
 			PoolID:   e.poolID,
 			Rules:    rules,
 			Options:  e.options,
-			Source:   model.Source{Kind: model.KindHTTPRoute, Namespace: e.route.Namespace, Name: e.route.Name, UID: validUID(string(e.route.UID))},
+			Source:   source,
 		}
 		if e.status != 0 {
 			p.Action, p.StatusCode = model.ActionFixedResponse, e.status
@@ -156,6 +166,10 @@ func (p *parsedGateway) loadBalancer() *model.LoadBalancer {
 	lb := &model.LoadBalancer{
 		UUID: p.uuid, Name: "gateway:" + p.gw.Namespace + "/" + p.gw.Name, Provider: model.ProviderHAProxy,
 		Sources: []model.Source{{Kind: model.KindGateway, Namespace: p.gw.Namespace, Name: p.gw.Name, UID: validUID(string(p.gw.UID))}},
+		// IPAM grants the pinned address or refuses it, as an Ingress's
+		// pier.dev/external-ip; CreatedAt makes the older object win
+		// when two new ones ask for the same address.
+		RequestedFIP: p.address.pin, CreatedAt: p.gw.CreationTimestamp.Time.UTC(),
 	}
 	byPort := map[int]*model.Listener{}
 	var ports []int
@@ -170,14 +184,28 @@ func (p *parsedGateway) loadBalancer() *model.LoadBalancer {
 			ports = append(ports, l.port)
 		}
 		ml.Certificates = appendCerts(ml.Certificates, l.certs)
+		if l.protocol == model.ProtocolTerminatedHTTPS {
+			ml.ListenerHosts = append(ml.ListenerHosts, l.host)
+		}
 	}
 	sort.Ints(ports)
 	used := map[string]bool{}
 	for _, port := range ports {
 		ml := byPort[port]
-		ml.Policies = gatewayPolicies(p.entries[port])
+		// Misdirected requests are told apart only between listeners.
+		if len(ml.ListenerHosts) < 2 {
+			ml.ListenerHosts = nil
+		}
+		sort.Strings(ml.ListenerHosts)
+		entries := append(append([]gwEntry(nil), p.entries[port]...), p.isolationEntries(port)...)
+		ml.Policies = gatewayPolicies(entries, lb.Sources[0])
 		for _, pol := range ml.Policies {
 			used[pol.PoolID] = true
+			if pol.Options != nil && pol.Options.Split != nil {
+				for _, share := range pol.Options.Split.Pools {
+					used[share.PoolID] = true
+				}
+			}
 		}
 		// Certificates in a fixed order: the first is the fallback for
 		// clients without SNI, so it must not depend on map order.

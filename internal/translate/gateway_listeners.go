@@ -21,7 +21,9 @@ type parsedGateway struct {
 	// refusal, when set, is why the Gateway is not served at all
 	// (Accepted=False with this reason).
 	refusal, refusalMessage string
-	listeners               []*gwListener
+	// address is what spec.addresses asks of IPAM.
+	address   gwAddress
+	listeners []*gwListener
 	// entries are the routes' matches, by model listener port.
 	entries map[int][]gwEntry
 	pools   map[string]*model.Pool
@@ -58,11 +60,13 @@ func parseGateway(gw *gwv1.Gateway, x *index, opts Options, problems *[]model.Pr
 	if p.uuid == "" {
 		p.uuid = nameUUID("gateway", gw.Namespace, gw.Name)
 	}
-	if len(gw.Spec.Addresses) > 0 {
-		// Addresses come from pier's pools; pinning one is the next step
-		// (issue 16), refused until IPAM takes it.
-		p.refusal, p.refusalMessage = string(gwv1.GatewayReasonUnsupportedAddress), "spec.addresses is not supported yet: pier assigns the address"
+	p.address = gatewayAddress(gw, opts)
+	switch {
+	case p.address.unsupported != "":
+		p.refusal, p.refusalMessage = string(gwv1.GatewayReasonUnsupportedAddress), p.address.unsupported
 		*problems = append(*problems, gatewayProblem(gw, p.refusal, "spec.addresses", p.refusalMessage))
+	case p.address.notUsable != "":
+		*problems = append(*problems, gatewayProblem(gw, string(gwv1.GatewayReasonAddressNotUsable), "spec.addresses", p.address.notUsable))
 	}
 	names := map[gwv1.SectionName]bool{}
 	for i := range gw.Spec.Listeners {
@@ -304,9 +308,13 @@ func (p *parsedGateway) status() gwv1.GatewayStatus {
 				break
 			}
 		}
+		programmed := condition(gen, string(gwv1.GatewayConditionProgrammed), false, string(gwv1.GatewayReasonPending), "waiting for HAProxy to serve it")
+		if p.address.notUsable != "" {
+			programmed = condition(gen, string(gwv1.GatewayConditionProgrammed), false, string(gwv1.GatewayReasonAddressNotUsable), p.address.notUsable)
+		}
 		st.Conditions = []metav1.Condition{
 			condition(gen, string(gwv1.GatewayConditionAccepted), true, reason, message),
-			condition(gen, string(gwv1.GatewayConditionProgrammed), false, string(gwv1.GatewayReasonPending), "waiting for HAProxy to serve it"),
+			programmed,
 		}
 	}
 	for _, l := range p.listeners {

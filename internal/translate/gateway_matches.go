@@ -33,6 +33,9 @@ type gwRule struct {
 	matches  []gwMatch
 	filters  gwFilters
 	settings ruleSettings
+	// refHeaders are the backendRefs' RequestHeaderModifiers, one per
+	// ref; nil when no ref has filters.
+	refHeaders [][]model.HeaderOp
 }
 
 // routeRefusal is why a whole HTTPRoute is not served: the field and
@@ -65,11 +68,8 @@ func parseRouteSpec(r *gwv1.HTTPRoute, opts Options) ([]string, []gwRule, *route
 		if out.settings, refusal = parseRuleSettings(field, rule, r, i); refusal != nil {
 			return nil, nil, refusal
 		}
-		for j, b := range rule.BackendRefs {
-			if len(b.Filters) > 0 {
-				return nil, nil, &routeRefusal{fmt.Sprintf("%s.backendRefs[%d].filters", field, j),
-					"filters on a backendRef are not supported (put them on the rule)"}
-			}
+		if out.refHeaders, refusal = parseRuleRefFilters(field, rule.BackendRefs); refusal != nil {
+			return nil, nil, refusal
 		}
 		specs := rule.Matches
 		if len(specs) == 0 {

@@ -30,7 +30,7 @@ kind: Gateway
 metadata: {name: addresses}
 spec:
   gatewayClassName: pier
-  addresses: [{type: IPAddress, value: 192.0.2.1}]
+  addresses: [{type: Hostname, value: lb.example.com}]
   listeners: [{name: http, port: 80, protocol: HTTP}]
 ---
 kind: Gateway
@@ -297,5 +297,10 @@ spec:
 	}
 	if got := gatewayRoute(t, res.LoadBalancers[0], 443, gwRequest{host: "any.example", path: "/"}); got != "404" {
 		t.Errorf("any.example: %s (the route attached to the shop listener only)", got)
+	}
+	// The two listeners' hostnames, for render's 421 to a request whose
+	// Host belongs to another listener than its SNI.
+	if got := l[0].ListenerHosts; len(got) != 2 || got[0] != "" || got[1] != "shop.example" {
+		t.Errorf("listener hosts %q, want [\"\" shop.example]", got)
 	}
 }

@@ -112,14 +112,19 @@ func parseRoute(r *gwv1.HTTPRoute, x *index, opts Options, problems *[]model.Pro
 		return pr
 	}
 	for i, rule := range r.Spec.Rules {
-		b := x.rulePool(r, i, rule.BackendRefs, opts)
+		b := x.rulePool(r, i, rule.BackendRefs, pr.rules[i].refHeaders, opts)
 		if len(rule.BackendRefs) == 0 && !answersItself(rule.Filters) {
 			// Nothing to forward to and nothing that answers: 500,
 			// as the spec asks (the suite's HTTPRouteNoBackendRefs).
 			b.pool = nil
 		}
-		// timeouts, retry and sessionPersistence: a pool of the rule's own.
+		// timeouts, retry and sessionPersistence: a pool of the rule's own
+		// (each pool of a split).
 		b.pool = pr.rules[i].settings.applyTo(b.pool)
+		for j := range b.pools {
+			b.pools[j] = pr.rules[i].settings.applyTo(b.pools[j])
+			b.split.Pools[j].PoolID = b.pools[j].ID
+		}
 		if b.unresolved != "" {
 			*problems = append(*problems, routeProblem(r, model.SeverityWarning, b.unresolved,
 				fmt.Sprintf("spec.rules[%d].backendRefs", i), b.detail+": that backend gets no requests"))
@@ -254,19 +259,26 @@ func (p *parsedGateway) listenerSpec(name gwv1.SectionName) *gwv1.Listener {
 
 // addEntries records every (host, rule, match) of a route on a listener.
 func (p *parsedGateway) addEntries(l *gwListener, hosts []string, pr *parsedRoute) {
+	hosts = p.ownedHosts(l, hosts) // listener isolation
 	for ri, rule := range pr.rules {
-		pool, poolID, status := pr.backends[ri].pool, "", http.StatusInternalServerError
+		b := pr.backends[ri]
+		pool, poolID, status := b.pool, "", http.StatusInternalServerError
 		if pool != nil {
 			if _, ok := p.pools[pool.ID]; !ok {
 				p.pools[pool.ID] = pool
 			}
 			poolID, status = pool.ID, 0
 		}
+		for _, sp := range b.pools {
+			if _, ok := p.pools[sp.ID]; !ok {
+				p.pools[sp.ID] = sp
+			}
+		}
 		for mi, m := range rule.matches {
 			for _, h := range hosts {
 				p.entries[l.port] = append(p.entries[l.port], gwEntry{
 					host: h, match: m, poolID: poolID, status: status, route: pr.r, rule: ri, index: mi,
-					options: rule.filters.options(m, l.protocol, l.port),
+					options: withSplit(rule.filters.options(m, l.protocol, l.port), b.split),
 				})
 			}
 		}

@@ -141,10 +141,13 @@ func (s *ruleSettings) parseRetry(field string, r *gwv1.HTTPRouteRetry, request,
 		return nil
 	}
 	if r.Attempts != nil {
-		if *r.Attempts < 0 || *r.Attempts > maxRetryAttempts {
-			return &routeRefusal{field + ".attempts", fmt.Sprintf("%d retries is outside 0-%d", *r.Attempts, maxRetryAttempts)}
+		if *r.Attempts < 0 {
+			return &routeRefusal{field + ".attempts", fmt.Sprintf("%d retries is negative", *r.Attempts)}
 		}
-		s.Tries = *r.Attempts + 1
+		// attempts is a most: more than pier's bound is served as the
+		// bound (one request never costs more than 11 connections),
+		// rather than refusing a route whose author meant "keep trying".
+		s.Tries = min(*r.Attempts, maxRetryAttempts) + 1
 	}
 	if r.Backoff != nil {
 		d, err := parseGEPDuration(*r.Backoff)

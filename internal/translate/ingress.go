@@ -18,6 +18,9 @@ type parsedIngress struct {
 	source   model.Source
 	settings ingressSettings
 	routes   []route
+	// stripForm: rewrite-target "<path>/$2" with every path
+	// "P(/|$)(.*)", routed as Prefix P (regexrewrite.go).
+	stripForm bool
 	// defaultPool is spec.defaultBackend's pool, or nil.
 	defaultPool *model.Pool
 	// fallbackPool is the default-backend annotation's pool, or nil.
@@ -138,6 +141,7 @@ func (p *parsedIngress) backendPool(b *networkingv1.IngressBackend, field string
 
 func (p *parsedIngress) parseRules(x *index, opts Options, problems *[]model.Problem) error {
 	paths := 0
+	p.checkStripForm()
 	for i, rule := range p.ing.Spec.Rules {
 		field := fmt.Sprintf("spec.rules[%d]", i)
 		hostMatch, err := checkHost(rule.Host)
@@ -157,11 +161,12 @@ func (p *parsedIngress) parseRules(x *index, opts Options, problems *[]model.Pro
 				return fmt.Errorf("%s: %w", pfield, err)
 			}
 			// With rewrite-target, ingress-nginx reads the path as a
-			// regular expression: refuse one that would match otherwise
-			// than pier's literal path.
-			if p.settings.rewriteTarget != "" && !p.settings.rewriteTail && strings.ContainsAny(hp.Path, regexPathChars) {
-				return fmt.Errorf("%s.path %s: with rewrite-target, ingress-nginx reads it as a regular expression, "+
-					"which pier does not support", pfield, quoteForMessage(hp.Path))
+			// regular expression: without use-regex pier matches it by
+			// its pathType, so refuse one that would match otherwise.
+			if p.settings.rewriteTarget != "" && pathMatch != model.CompareRegex && !p.stripForm &&
+				strings.ContainsAny(hp.Path, regexPathChars) {
+				return fmt.Errorf("%s.path %s: with rewrite-target, ingress-nginx reads it as a regular expression: "+
+					"set use-regex: \"true\" for pier to read it so too", pfield, quoteForMessage(hp.Path))
 			}
 			pool, err := p.backendPool(&hp.Backend, pfield+".backend", x, opts, problems)
 			if err != nil {

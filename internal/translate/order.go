@@ -20,8 +20,9 @@ type keptRoute struct {
 // (and of the Gateway API where Ingress is silent):
 //
 //  1. a specific host before a wildcard host before rules with no host;
-//  2. Exact paths before Prefix paths;
-//  3. longer Prefix paths before shorter ones ("/" last);
+//  2. Exact paths before regular-expression paths before Prefix paths;
+//  3. longer paths before shorter ones ("/" last; for regular
+//     expressions the length as written, as ingress-nginx sorts them);
 //  4. then path, host and the owning Ingress's age, only for determinism.
 //
 // http says the policies are for the HTTP listener, where ssl-redirect
@@ -60,11 +61,16 @@ func hostRank(c model.CompareType) int {
 	return 2
 }
 
+// pathRank: Exact, then regular expressions (nginx tries them after its
+// exact locations and before its prefix ones), then Prefix.
 func pathRank(c model.CompareType) int {
-	if c == model.CompareEqualTo {
+	switch c {
+	case model.CompareEqualTo:
 		return 0
+	case model.CompareRegex:
+		return 1
 	}
-	return 1
+	return 2
 }
 
 func routeBefore(a, b keptRoute) bool {

@@ -6,43 +6,48 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 
+	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/model"
 )
 
-// The prefix-strip idiom of ingress-nginx, the one form of capture groups
-// pier serves: paths "P(/|$)(.*)" with rewrite-target "T$2" send
-// /P/rest to the backend as T + rest (and /P as T). As a regular
-// expression, ^P(/|$)(.*) matches exactly the paths pathType Prefix P
-// matches (P itself, or P then "/"); pier routes it as that Prefix path
-// and rewrites with replace-path ^P(/|$)(.*) T\2.
+// The prefix-strip idiom of ingress-nginx, the capture-group form pier
+// routes without a regular expression: paths "P(/|$)(.*)" with
+// rewrite-target "T$2" send /P/rest to the backend as T + rest (and /P
+// as T). As a regular expression, ^P(/|$)(.*) matches exactly the paths
+// pathType Prefix P matches (P itself, or P then "/"); pier routes it as
+// that Prefix path and rewrites with replace-path ^P(/|$)(.*) T\2. Other
+// paths of a use-regex Ingress, or of one whose target names groups,
+// are PATH REGEX rules (routePath).
 const (
 	stripSuffix = "(/|$)(.*)"
 	tailGroup   = "$2"
 )
 
-// parseRewriteTarget accepts what ingress-nginx's rewrite-target becomes
-// without capture groups: the path every request of the route is sent
+// parseRewriteTarget accepts what ingress-nginx's rewrite-target becomes:
+// without capture groups, the path every request of the route is sent
 // to the backend with (ingress-nginx: rewrite "(?i)<path>" <target>
 // break, which replaces the whole path and keeps the query string), an
-// absolute path of letters, digits and ._~/- only; or that path ending
-// with "/" followed by "$2", the prefix-strip idiom (tail true), whose
+// absolute path of letters, digits and ._~/- only; with capture groups,
+// such a path holding $1 to $9 (groups is the highest N, which every
+// path of the Ingress must have). tail says the target may be the
+// prefix-strip form, <path ending with />$2 with no other group, whose
 // paths parseStripPath checks.
-func parseRewriteTarget(v string) (target string, tail bool, err error) {
-	if t, ok := strings.CutSuffix(v, tailGroup); ok && !strings.Contains(t, "$") {
-		if !strings.HasSuffix(t, "/") {
-			return "", false, fmt.Errorf("rewrite-target %s: capture groups: only the prefix-strip form "+
-				"<path ending with />$2 is supported (with paths <prefix>(/|$)(.*))", quoteForMessage(v))
+func parseRewriteTarget(v string) (target string, tail bool, groups int, err error) {
+	if !strings.Contains(v, "$") {
+		t, err := plainPath("rewrite-target", v)
+		return t, false, 0, err
+	}
+	if _, err := encode.RegexTarget(v, encode.MaxPathRegexGroups); err != nil {
+		return "", false, 0, fmt.Errorf("rewrite-target %s: a path of letters, digits and ._~/- with capture groups $1 to $9: %w",
+			quoteForMessage(v), err)
+	}
+	for i := 0; i+1 < len(v); i++ {
+		if v[i] == '$' {
+			groups = max(groups, int(v[i+1]-'0'))
 		}
-		t, err := plainPath("rewrite-target", t)
-		return t, err == nil, err
 	}
-	if strings.Contains(v, "$") {
-		return "", false, fmt.Errorf("rewrite-target %s: capture groups: only the prefix-strip form "+
-			"<path ending with />$2 is supported (with paths <prefix>(/|$)(.*)); write the target path without them, or in that form",
-			quoteForMessage(v))
-	}
-	t, err := plainPath("rewrite-target", v)
-	return t, false, err
+	t, ok := strings.CutSuffix(v, tailGroup)
+	return v, ok && !strings.Contains(t, "$") && strings.HasSuffix(t, "/"), groups, nil
 }
 
 // parseStripPath reads a path of an Ingress whose rewrite-target is
@@ -60,25 +65,91 @@ func parseStripPath(path string) (string, error) {
 	return plainPath("path prefix", p)
 }
 
-// routePath is a rule path as pier routes it: as its pathType says, or,
-// with rewrite-target "T$2", the prefix of "P(/|$)(.*)" as Prefix.
-func (p *parsedIngress) routePath(hp networkingv1.HTTPIngressPath) (string, model.CompareType, error) {
+// regexPaths: the Ingress's paths are regular expressions, as
+// ingress-nginx reads them with use-regex or a rewrite-target holding
+// capture groups (its location becomes ~* "^<path>", whatever the
+// pathType), unless every path has the prefix-strip form, which is
+// routed as Prefix (stripForm).
+func (p *parsedIngress) regexPaths() bool {
+	return (p.settings.useRegex || p.settings.rewriteGroups > 0) && !p.stripForm
+}
+
+// checkStripForm sets stripForm when rewrite-target is "<path>/$2" and
+// every path of the Ingress is "P(/|$)(.*)": then ^P(/|$)(.*) matches
+// exactly the paths pathType Prefix P does, and the route is served as
+// that Prefix (see the top of this file).
+func (p *parsedIngress) checkStripForm() {
 	if !p.settings.rewriteTail {
-		return checkPath(hp.Path, hp.PathType)
+		return
 	}
-	prefix, err := parseStripPath(hp.Path)
-	if err != nil {
-		return "", "", err
+	for _, rule := range p.ing.Spec.Rules {
+		if rule.HTTP == nil {
+			continue
+		}
+		for _, hp := range rule.HTTP.Paths {
+			if _, err := parseStripPath(hp.Path); err != nil {
+				return
+			}
+		}
 	}
-	prefixType := networkingv1.PathTypePrefix
-	return checkPath(prefix, &prefixType)
+	p.stripForm = true
+}
+
+// routePath is a rule path as pier routes it: as its pathType says; with
+// the prefix-strip form, the prefix of "P(/|$)(.*)" as Prefix; with
+// regular-expression paths, the path as a PATH REGEX (whatever its
+// pathType, as ingress-nginx), with at least the groups rewrite-target
+// names.
+func (p *parsedIngress) routePath(hp networkingv1.HTTPIngressPath) (string, model.CompareType, error) {
+	switch {
+	case p.stripForm:
+		prefix, err := parseStripPath(hp.Path)
+		if err != nil {
+			return "", "", err
+		}
+		prefixType := networkingv1.PathTypePrefix
+		return checkPath(prefix, &prefixType)
+	case p.regexPaths():
+		if hp.PathType == nil {
+			return "", "", fmt.Errorf("pathType is required")
+		}
+		re, err := encode.ParsePathRegex(hp.Path)
+		if err != nil {
+			return "", "", fmt.Errorf("path %s: as a regular expression (use-regex): %w", quoteForMessage(hp.Path), err)
+		}
+		if n := p.settings.rewriteGroups; re.Groups() < n {
+			return "", "", fmt.Errorf("path %s has %d capture groups, rewrite-target %s uses $%d",
+				quoteForMessage(hp.Path), re.Groups(), quoteForMessage(p.settings.rewriteTarget), n)
+		}
+		return hp.Path, model.CompareRegex, nil
+	}
+	return checkPath(hp.Path, hp.PathType)
 }
 
 // stripPrefixOf is the route's StripPrefix: its path, when the Ingress
 // uses the prefix-strip form (a from-to-www route has no rewrite).
-func stripPrefixOf(s *ingressSettings, r route) string {
-	if !s.rewriteTail || r.wwwTo != "" {
+func stripPrefixOf(p *parsedIngress, r route) string {
+	if !p.stripForm || r.wwwTo != "" {
 		return ""
 	}
 	return r.path
+}
+
+// rewriteRegexOf is the route's RewriteRegex: its regular expression,
+// when rewrite-target names capture groups and the route is not served
+// in the prefix-strip form.
+func rewriteRegexOf(p *parsedIngress, r route) string {
+	if p.settings.rewriteGroups == 0 || r.pathMatch != model.CompareRegex || r.wwwTo != "" {
+		return ""
+	}
+	return r.path
+}
+
+// rewritePathOf is the RewritePath of the Ingress's routes: the target,
+// without its "$2" in the prefix-strip form (StripPrefix adds the rest).
+func rewritePathOf(p *parsedIngress) string {
+	if p.stripForm {
+		return strings.TrimSuffix(p.settings.rewriteTarget, tailGroup)
+	}
+	return p.settings.rewriteTarget
 }

@@ -92,6 +92,12 @@ func (r *Result) Merge(o *Result) {
 	if o.Gateway != nil {
 		r.Gateway = o.Gateway
 	}
+	for k, v := range o.AddressRefused {
+		if r.AddressRefused == nil {
+			r.AddressRefused = map[string]bool{}
+		}
+		r.AddressRefused[k] = v
+	}
 }
 
 func ownsService(svc *corev1.Service, opts Options) bool {

@@ -125,6 +125,12 @@ type Result struct {
 	// Gateway is the status of the Gateway API objects of our classes;
 	// nil when Gateways were not translated.
 	Gateway *GatewayStatus
+	// AddressRefused holds the UUIDs of load balancers whose requested
+	// addresses translation already refused (a Gateway asking for more
+	// than pier binds): the reconciler treats them as IPAM refusals,
+	// keeping what the store holds and creating no new one. nil or
+	// missing: none.
+	AddressRefused map[string]bool
 }
 
 // Ingresses translates every Ingress of our class in snap.

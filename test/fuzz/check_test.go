@@ -105,6 +105,13 @@ func rulesWant(r model.L7Rule) []aclWant {
 		return []aclWant{{"path", "str", r.Value}}
 	case r.Type == model.RulePath && r.Compare == model.CompareStartsWith && r.Value != "/":
 		return []aclWant{{"path", "str", r.Value}, {"path", "beg", r.Value + "/"}}
+	case r.Type == model.RulePath && r.Compare == model.CompareRegex:
+		// HAProxy gets the expression re-written from Go's parse tree.
+		re, err := encode.ParsePathRegex(r.Value)
+		if err != nil {
+			return []aclWant{{"path", "reg", "(refused: " + err.Error() + ")"}}
+		}
+		return []aclWant{{"path", "reg", re.String()}}
 	}
 	return nil // "/" prefix: always_true, no value to carry
 }
@@ -149,7 +156,7 @@ func checkMaps(t testing.TB, maps []render.MapFile) map[string]bool {
 		for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
 			words := strings.Split(line, " ")
 			ok := len(words) == 2 && words[0] != "" && words[0][0] != '#' &&
-				(strings.HasPrefix(words[1], "be_") || words[1] == "pier_reject")
+				(strings.HasPrefix(words[1], "be_") || words[1] == "pier_reject" || words[1] == "pier_regex")
 			for i := 0; ok && i < len(line); i++ {
 				ok = line[i] > ' ' && line[i] < 0x7f || line[i] == ' '
 			}
@@ -174,6 +181,17 @@ func mapKeyWant(p model.L7Policy) (string, bool) {
 			host = r.Value
 		case model.RulePath:
 			path, exact = r.Value, r.Compare == model.CompareEqualTo
+		}
+	}
+	for _, r := range p.Rules {
+		if r.Type == model.RulePath && r.Compare == model.CompareRegex {
+			// A map_reg key: "^", the host escaped, the re-written
+			// expression after its "^".
+			re, err := encode.ParsePathRegex(r.Value)
+			if err != nil {
+				return "", false
+			}
+			return encode.RegexRouteKey(host, re).String(), true
 		}
 	}
 	if !exact && path == "/" {

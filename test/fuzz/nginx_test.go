@@ -31,7 +31,7 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 		"limit-rps": "10", "limit-rpm": "600", "limit-connections": "5",
 		"service-upstream": "true", "proxy-next-upstream-tries": "3", "x-forwarded-prefix": "/api",
 		"canary": "true", "canary-weight": "10", "canary-weight-total": "100", "canary-by-header": "X-Canary",
-		"canary-by-header-value": "v2", "canary-by-cookie": "canary", "default-backend": attackerErrorsName,
+		"canary-by-header-value": "v2", "canary-by-header-pattern": "^v[23]$|beta", "canary-by-cookie": "canary", "default-backend": attackerErrorsName,
 		"auth-url": "http://web." + attackerNS + ".svc/oauth2/auth", "auth-signin": "https://login.example/start",
 		"auth-response-headers": "X-Auth-Request-User, X-Auth-Request-Email", "auth-method": "HEAD",
 		"proxy-ssl-verify": "on", "proxy-ssl-secret": "upstream", "proxy-ssl-name": "api.internal",
@@ -61,11 +61,12 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 			}
 		}
 	}
-	// rewrite-target beside use-regex (refused when true), and the
+	// rewrite-target beside use-regex (capture groups need as many in the
+	// path, which is "/"), and the
 	// capture-group and log-format forms a target must not carry.
 	regex := uint8(slices.Index(names, "use-regex"))
 	rewrite := uint8(slices.Index(names, "rewrite-target"))
-	for _, v := range []string{"/", "/api/", "/$1", "/$2", "/v2/$2", "/v2$2", "/$2;evil", "/%[src]/$2", "/\\2/$2", "/%[src]", "/a?b=1", "/a\\b", "https://evil.example/", "/a;evil"} {
+	for _, v := range []string{"/", "/api/", "/$1", "/$2", "/v2/$2", "/v2$2", "/$2;evil", "/x/$1", "/$1;evil", "/$1%[src]", "/$1'", "/$3$1", "/%[src]/$2", "/\\2/$2", "/%[src]", "/a?b=1", "/a\\b", "https://evil.example/", "/a;evil"} {
 		f.Add(rewrite, v, regex, "true")
 		f.Add(rewrite, v, regex+128, "false")
 	}
@@ -141,6 +142,9 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 			a.extra[prefix+names[int(kv.k)%len(names)]] = kv.v
 			if strings.HasSuffix(kv.v, "$2") {
 				a.path = "/app(/|$)(.*)" // the path form a prefix-strip target needs
+			}
+			if strings.HasSuffix(kv.v, "$1") {
+				a.path = "/api/v[0-9]+/(.*)" // a regular-expression path with one group
 			}
 		}
 		checkAttack(t, &a, baseline)

@@ -133,7 +133,12 @@ func checkModelHolds(t *testing.T, a *attack, lb *model.LoadBalancer, problems [
 	if p, ok := strings.CutSuffix(path, "(/|$)(.*)"); ok && mine[0].Options != nil && mine[0].Options.StripPrefix != "" {
 		path, cmp = p, model.CompareStartsWith
 	}
-	if a.pathType != "Exact" || cmp == model.CompareStartsWith {
+	// use-regex, or a target naming groups, makes the path a regular
+	// expression, as written.
+	switch {
+	case mine[0].Rules[len(mine[0].Rules)-1].Compare == model.CompareRegex && askedForRegex(a):
+		cmp = model.CompareRegex
+	case a.pathType != "Exact" || cmp == model.CompareStartsWith:
 		cmp = model.CompareStartsWith
 		if path = strings.TrimRight(path, "/"); path == "" {
 			path = "/"
@@ -156,6 +161,20 @@ func checkModelHolds(t *testing.T, a *attack, lb *model.LoadBalancer, problems [
 		}
 	}
 	t.Fatalf("TLS host %s accepted but on no certificate", encode.Printable(a.tlsHost))
+}
+
+// askedForRegex: the attacker set use-regex, or a rewrite-target with
+// capture groups.
+func askedForRegex(a *attack) bool {
+	for k, v := range a.extra {
+		switch {
+		case strings.HasSuffix(k, "/use-regex") && v != "false":
+			return true
+		case strings.HasSuffix(k, "/rewrite-target") && strings.Contains(v, "$"):
+			return true
+		}
+	}
+	return false
 }
 
 func rulesEqual(a, b []model.L7Rule) bool {

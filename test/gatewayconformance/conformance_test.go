@@ -9,16 +9,20 @@
 // `pier agent` processes under deploy/rbac.yaml, all inside a network
 // namespace of its own (test/netns) where VIPs and pod IPs are local.
 //
-// It is a Go module of its own so that the suite's k8s.io/* v0.36 never
-// reaches pier's go.mod: pier is driven as a process (PIER_BIN), and only
-// the harness packages are compiled here, against the suite's versions.
+// It is a Go module of its own so that the suite's k8s.io/* v0.37 and Go
+// 1.27 never reach pier's go.mod: pier is driven as a process (PIER_BIN),
+// and only the harness packages are compiled here, against the suite's
+// versions. pier's Go is 1.26, so GOTOOLCHAIN names the newer one (the go
+// command fetches it from the module proxy on first use):
 //
 //	cd test/gatewayconformance
-//	PIER_BIN=$PWD/../../bin/pier PIER_KUBE_APISERVER=... go test -count=1 -timeout 20m .
+//	GOTOOLCHAIN=go1.27.3 PIER_BIN=$PWD/../../bin/pier PIER_KUBE_APISERVER=... go test -count=1 -timeout 20m .
 //
 // GATEWAY_CONFORMANCE_RUN_TEST runs one test of the suite (its ShortName);
-// GATEWAY_CONFORMANCE_TRY_FEATURES adds features to try (neither writes the
-// report); GATEWAY_CONFORMANCE_REPORT writes it elsewhere (CI).
+// GATEWAY_CONFORMANCE_TRY_FEATURES adds features to try;
+// GATEWAY_CONFORMANCE_CHANNEL=experimental installs the experimental CRDs
+// (none of the three writes the report); GATEWAY_CONFORMANCE_REPORT
+// writes it elsewhere (CI).
 package gatewayconformance
 
 import (
@@ -69,8 +73,22 @@ const (
 	gatewayController = "pier.dev/gateway-controller"
 	leaseNS           = "pier-system"
 	activeNode        = "node-a"
-	reportPath        = "../../docs/conformance/v1.6.3-pier-report.yaml"
+	reportPath        = "../../docs/conformance/v1.7.0-pier-report.yaml"
 )
+
+// The controller's pools (--internal-pool, --public-pool) and the
+// addresses GatewayStaticAddresses asks for: the last of the public pool,
+// which no other Gateway of the suite takes first (pier hands out the
+// lowest free one), and one inside the namespace's routes but outside
+// both pools.
+const (
+	internalPool    = "10.250.2.0/24"
+	publicPool      = "10.250.3.0/24"
+	usableAddress   = "10.250.3.254"
+	unusableAddress = "10.250.9.1"
+)
+
+func ptrTo[T any](v T) *T { return &v }
 
 // skipTests are the suite's tests that fail against pier today, each
 // with its reason in docs/gateway-api.md ("The conformance suite").
@@ -130,7 +148,7 @@ func TestGatewayConformance(t *testing.T) {
 	})
 	ctl := startPier(t, "controller", "ctl", func(api, _ string) []string {
 		return []string{"--kubeconfig", ctlKube, "--api-addr", api, "--identity", "ctl",
-			"--internal-pool", "10.250.2.0/24", "--public-pool", "10.250.3.0/24",
+			"--internal-pool", internalPool, "--public-pool", publicPool,
 			"--node-selector", "kubernetes.io/hostname=" + activeNode, "--watch-namespace", "",
 			"--lease-namespace", leaseNS, "--lease-name", "pier-gateway-conformance",
 			"--allow-loopback-endpoints"}
@@ -150,6 +168,11 @@ func TestGatewayConformance(t *testing.T) {
 			ConformanceProfiles:  []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName},
 			ReportOutputPath:     reportPath,
 			RunTest:              os.Getenv("GATEWAY_CONFORMANCE_RUN_TEST"),
+			// GatewayStaticAddresses: an address of the controller's public
+			// pool, which pier binds, and one outside both pools, which it
+			// refuses (Programmed=False/AddressNotUsable).
+			UsableNetworkAddresses:   []gwv1.GatewaySpecAddress{{Type: ptrTo(gwv1.IPAddressType), Value: usableAddress}},
+			UnusableNetworkAddresses: []gwv1.GatewaySpecAddress{{Type: ptrTo(gwv1.IPAddressType), Value: unusableAddress}},
 			Implementation: confv1.Implementation{
 				Organization: "pier",
 				Project:      "pier",
@@ -182,7 +205,7 @@ func TestGatewayConformance(t *testing.T) {
 	if path, ok := os.LookupEnv("GATEWAY_CONFORMANCE_REPORT"); ok {
 		opts.ReportOutputPath = path // CI: not over the committed report
 	}
-	if opts.RunTest != "" || os.Getenv("GATEWAY_CONFORMANCE_TRY_FEATURES") != "" {
+	if opts.RunTest != "" || os.Getenv("GATEWAY_CONFORMANCE_TRY_FEATURES") != "" || os.Getenv("GATEWAY_CONFORMANCE_CHANNEL") != "" {
 		opts.ReportOutputPath = "" // not the report of what pier declares
 	}
 	conformance.RunConformanceWithOptions(t, opts)
@@ -235,16 +258,25 @@ func version() string {
 
 // installGatewayCRDs applies the standard-channel CRDs of the
 // sigs.k8s.io/gateway-api version this module requires (the suite's),
-// from the module cache.
+// from the module cache; GATEWAY_CONFORMANCE_CHANNEL=experimental applies
+// the experimental channel's instead (HTTPRoute retry, for one, is only
+// there in v1.6.3; the suite refuses a mix of channels).
 func installGatewayCRDs(ctx context.Context, t *testing.T, cfg *rest.Config) {
 	t.Helper()
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api").Output()
 	if err != nil {
 		t.Fatalf("go list -m sigs.k8s.io/gateway-api: %v", err)
 	}
-	files, err := filepath.Glob(filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard", "gateway.networking.k8s.io_*.yaml"))
+	channel := "standard"
+	if c := os.Getenv("GATEWAY_CONFORMANCE_CHANNEL"); c != "" {
+		if c != "standard" && c != "experimental" {
+			t.Fatalf("GATEWAY_CONFORMANCE_CHANNEL=%q: standard or experimental", c)
+		}
+		channel = c
+	}
+	files, err := filepath.Glob(filepath.Join(strings.TrimSpace(string(out)), "config", "crd", channel, "gateway.networking.k8s.io_*.yaml"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no standard CRDs in the module cache (%v)", err)
+		t.Fatalf("no %s CRDs in the module cache (%v)", channel, err)
 	}
 	if err := kubeapi.ApplyFiles(ctx, cfg, files...); err != nil {
 		t.Fatalf("install the Gateway API CRDs: %v", err)

@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
@@ -149,6 +150,7 @@ func TestGatewayAPI(t *testing.T) {
 	t.Logf("cross-namespace backend served %s after its ReferenceGrant", time.Since(granted).Round(time.Millisecond))
 	checkTraffic(t, vip, "good.example", 5)
 
+	e.checkGatewayAddresses(gw, className, vip, fip)
 	e.checkForeignParentKept(gw, "good")
 	if n := ctl.count("Gateway API support is off"); n != 0 {
 		t.Errorf("the controller said %d times that Gateway API support is off, with the CRDs installed", n)
@@ -443,4 +445,76 @@ func status(t *testing.T, ip, host string) int {
 		t.Fatalf("GET http://%s/ Host %s: %v", ip, host, err)
 	}
 	return code
+}
+
+// checkGatewayAddresses: a second Gateway asking (spec.addresses) for the
+// first one's floating IP is Programmed=False/AddressNotUsable with a
+// Warning Event while the first keeps serving; moved to a free address of
+// the public pool, it is Programmed and publishes that address only,
+// where HAProxy answers.
+func (e *env) checkGatewayAddresses(gw gwclient.Interface, class gwv1.ObjectName, vip, taken string) {
+	t := e.t
+	ctx := t.Context()
+	ipType := gwv1.IPAddressType
+	g := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "pinned"},
+		Spec: gwv1.GatewaySpec{GatewayClassName: class,
+			Addresses: []gwv1.GatewaySpecAddress{{Type: &ipType, Value: taken}},
+			Listeners: []gwv1.Listener{{Name: "http", Port: echoPort, Protocol: gwv1.HTTPProtocolType}}}}
+	created, err := gw.GatewayV1().Gateways(e.ns).Create(ctx, g, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "Gateway pinned: Programmed=False/AddressNotUsable", func() error {
+		g, err := gw.GatewayV1().Gateways(e.ns).Get(ctx, "pinned", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if err := onlyCondition(g.Status.Conditions, "Accepted", metav1.ConditionTrue, created.Generation); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(g.Status.Conditions, "Programmed")
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != string(gwv1.GatewayReasonAddressNotUsable) ||
+			!strings.Contains(c.Message, taken) || len(g.Status.Addresses) != 0 {
+			return fmt.Errorf("Programmed %+v, addresses %+v", c, g.Status.Addresses)
+		}
+		return nil
+	})
+	e.waitGatewayEvent("Gateway", "pinned", string(gwv1.GatewayReasonAddressNotUsable))
+	checkTraffic(t, vip, "good.example", 5)
+	checkTraffic(t, taken, "good.example", 5)
+
+	free := addr(e.public, 200)
+	g, err = gw.GatewayV1().Gateways(e.ns).Get(ctx, "pinned", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Spec.Addresses[0].Value = free
+	updated, err := gw.GatewayV1().Gateways(e.ns).Update(ctx, g, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "Gateway pinned Programmed on "+free, func() error {
+		g, err := gw.GatewayV1().Gateways(e.ns).Get(ctx, "pinned", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if err := onlyCondition(g.Status.Conditions, "Programmed", metav1.ConditionTrue, updated.Generation); err != nil {
+			return err
+		}
+		if len(g.Status.Addresses) != 1 || g.Status.Addresses[0].Value != free {
+			return fmt.Errorf("addresses %+v, want only %s", g.Status.Addresses, free)
+		}
+		return nil
+	})
+	// No route: HAProxy itself answers 404 on the pinned address.
+	eventually(t, 30*time.Second, "HAProxy answering on "+free, func() error {
+		code, _, _, err := harness.Get(httpClient(), free, echoPort, "good.example", "/")
+		if err != nil || code != http.StatusNotFound {
+			return fmt.Errorf("%v, status %d", err, code)
+		}
+		return nil
+	})
+	if err := gw.GatewayV1().Gateways(e.ns).Delete(ctx, "pinned", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }

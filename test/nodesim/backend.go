@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -49,9 +51,22 @@ func (s *Sim) startBackend(pod *corev1.Pod, node simNode) (*backend, error) {
 		}
 		b.ip, b.pooled = ip, true
 	}
-	cfg, err := s.echoConfig(pod, b.ip, node.ip)
+	env, err := s.podEnv(pod, b.ip, node.ip)
 	if err == nil {
-		err = s.serve(b, cfg, pod)
+		if port, ok := tcpEchoPort(env); ok {
+			// Upstream's echo-basic with TCP_ECHO_SERVER set serves a
+			// plain TCP echo on TCP_PORT and no HTTP at all: a Pod the
+			// Gateway suite uses as a member that refuses connections on
+			// its Service's port (HTTPRouteRetryConnectionError). Such a
+			// Pod has no readiness probe upstream, so it is Ready at once.
+			b.port = port
+			if err = s.serveTCPEcho(b, pod); err != nil {
+				s.releaseAddr(b)
+				return nil, err
+			}
+			return b, nil
+		}
+		err = s.serve(b, echoConfig(pod, env), pod)
 	}
 	if err != nil {
 		s.releaseAddr(b)
@@ -64,15 +79,63 @@ func (s *Sim) startBackend(pod *corev1.Pod, node simNode) (*backend, error) {
 	return b, nil
 }
 
-func (s *Sim) echoConfig(pod *corev1.Pod, podIP, hostIP netip.Addr) (echo.Config, error) {
+// podEnv is the first container's environment, resolved.
+func (s *Sim) podEnv(pod *corev1.Pod, podIP, hostIP netip.Addr) (map[string]string, error) {
 	if len(pod.Spec.Containers) == 0 {
-		return echo.Config{}, configError{errors.New("pod has no containers")}
+		return nil, configError{errors.New("pod has no containers")}
 	}
 	env, err := containerEnv(pod, &pod.Spec.Containers[0], podAddrs{podIP: podIP.String(), hostIP: hostIP.String()})
 	if err != nil {
-		return echo.Config{}, configError{err}
+		return nil, configError{err}
 	}
-	return echoConfig(pod, env), nil
+	return env, nil
+}
+
+// tcpEchoPort is TCP_PORT when TCP_ECHO_SERVER is set (echo-basic's TCP
+// mode).
+func tcpEchoPort(env map[string]string) (int, bool) {
+	if env["TCP_ECHO_SERVER"] == "" {
+		return 0, false
+	}
+	port, err := strconv.Atoi(env["TCP_PORT"])
+	if err != nil || port < 1 || port > 65535 {
+		return 0, false
+	}
+	return port, true
+}
+
+// serveTCPEcho echoes every byte back on b's address and port until the
+// backend stops.
+func (s *Sim) serveTCPEcho(b *backend, pod *corev1.Pod) error {
+	addr := netip.AddrPortFrom(b.ip, uint16(b.port)).String()
+	var lc net.ListenConfig
+	ln, err := lc.Listen(s.ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	b.cancel, b.done, b.started = cancel, make(chan struct{}), time.Now()
+	go func() {
+		<-ctx.Done()
+		ln.Close()
+	}()
+	go func() {
+		defer close(b.done)
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				stop := context.AfterFunc(ctx, func() { conn.Close() })
+				defer stop()
+				_, _ = io.Copy(conn, conn)
+			}()
+		}
+	}()
+	s.log.Debug("nodesim: TCP echo", "namespace", pod.Namespace, "pod", pod.Name, "addr", addr)
+	return nil
 }
 
 func (s *Sim) serve(b *backend, cfg echo.Config, pod *corev1.Pod) error {

@@ -126,3 +126,23 @@ func TestUnsupportedEnvSources(t *testing.T) {
 		}
 	}
 }
+
+// TestTCPEchoPort: echo-basic's TCP mode is TCP_ECHO_SERVER set with a
+// valid TCP_PORT; anything else serves HTTP as usual.
+func TestTCPEchoPort(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		port int
+		ok   bool
+	}{
+		{map[string]string{"TCP_ECHO_SERVER": "1", "TCP_PORT": "3333"}, 3333, true},
+		{map[string]string{"TCP_PORT": "3333"}, 0, false},
+		{map[string]string{"TCP_ECHO_SERVER": "1"}, 0, false},
+		{map[string]string{"TCP_ECHO_SERVER": "1", "TCP_PORT": "70000"}, 0, false},
+		{map[string]string{"TCP_ECHO_SERVER": "1", "TCP_PORT": "x"}, 0, false},
+	} {
+		if port, ok := tcpEchoPort(tc.env); port != tc.port || ok != tc.ok {
+			t.Errorf("%v: %d %v, want %d %v", tc.env, port, ok, tc.port, tc.ok)
+		}
+	}
+}

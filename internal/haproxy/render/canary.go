@@ -17,6 +17,8 @@ type canaryProfile struct {
 	weight, total int
 	header        encode.Word // req.hdr(<name>), valid when hasHeader
 	headerValue   encode.Word // valid when hasValue
+	headerPattern encode.Word // valid when hasPattern: a re-written value regex
+	hasPattern    bool
 	cookie        encode.Word // req.cook(<name>), valid when hasCookie
 	hasHeader     bool
 	hasValue      bool
@@ -47,6 +49,13 @@ func canaryOf(c *model.Canary, uuid string, pools map[string]bool) (*canaryProfi
 		}
 		p.headerValue, p.hasValue = v.Word(), true
 	}
+	if c.HeaderPattern != "" {
+		re, err := encode.ParseValueRegex(c.HeaderPattern)
+		if err != nil || !p.hasHeader || p.hasValue {
+			return nil, errors.Join(errors.New("canary header pattern without a valid header, or with a header value"), err)
+		}
+		p.headerPattern, p.hasPattern = re.Word(), true
+	}
 	if c.Cookie != "" {
 		if p.cookie = encode.CookieSample(c.Cookie); p.cookie.Err() != nil {
 			return nil, fmt.Errorf("canary cookie: %w", p.cookie.Err())
@@ -64,7 +73,7 @@ var (
 
 // writeCanary decides, as ingress-nginx does, whether a request of the
 // profile goes to the canary: by header ("always", or the header value
-// when one is set; "never" keeps it on the main pool), else by cookie
+// or pattern when one is set; "never" keeps it on the main pool), else by cookie
 // ("always" / "never"), else by weight (rand(total) below weight). The
 // choice is txn.pier_cy (1 canary, 0 main), and txn.pier_canary names the
 // canary backend, which writeCanaryBackend's use_backend reads first.
@@ -80,6 +89,8 @@ func writeCanary(c *encode.Config, name encode.Word, p *canaryProfile) {
 	switch {
 	case p.hasValue:
 		choose(1, is(p.header, p.headerValue)...)
+	case p.hasPattern:
+		choose(1, openBrace, p.header, encode.Lit("-m"), encode.Lit("reg"), p.headerPattern, closeBrace)
 	case p.hasHeader:
 		choose(1, is(p.header, encode.Lit("always"))...)
 		choose(0, is(p.header, encode.Lit("never"))...)

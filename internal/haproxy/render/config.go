@@ -163,7 +163,7 @@ func renderFragment(v *view, at layout.LB, opts Options) ([]byte, error) {
 		}
 	}
 	for i := range v.pools {
-		writeBackend(&c, v.uuid, &v.pools[i])
+		writeBackend(&c, v.uuid, &v.pools[i], v.backendMaxConn)
 	}
 	writeAuthFrontends(&c, v.sections)
 	writeErrorFrontends(&c, v.sections)
@@ -203,7 +203,7 @@ func skeletonOf(fragment []byte) [sha256.Size]byte {
 	return sha256.Sum256(bytes.Join(kept, nil))
 }
 
-func writeBackend(c *encode.Config, uuid string, p *poolView) {
+func writeBackend(c *encode.Config, uuid string, p *poolView, maxConn int) {
 	c.Blank()
 	if p.tcp {
 		c.Section(encode.Lit("backend"), backendName(uuid, p.id), encode.Lit("from"), tcpDefaults)
@@ -227,11 +227,23 @@ func writeBackend(c *encode.Config, uuid string, p *poolView) {
 	if p.cookie != nil {
 		writeCookie(c, p.cookie)
 	}
+	if maxConn > 0 {
+		writeBackendBound(c, p.tcp, maxConn)
+	}
 	if p.fail > 0 {
 		// rand(n) is uniform in 0..n-1: fail of failTotal requests.
 		c.Line(encode.Lit("http-request"), encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(500), ifWord,
 			openBrace, encode.Concat(encode.Lit("rand("), encode.Num(p.failTotal), encode.Lit(")")),
 			encode.Lit("-m"), encode.Lit("int"), encode.Lit("lt"), encode.Num(p.fail), closeBrace)
+	}
+	// The pool's own header changes: a backend's http-request rules run
+	// after the frontend's, so after the policy's changes.
+	for _, h := range p.reqHeaders {
+		words := []encode.Word{httpRequest, h.action, h.name}
+		if h.value.Err() == nil {
+			words = append(words, h.value)
+		}
+		c.Line(words...)
 	}
 	for i, s := range p.slots {
 		words := []encode.Word{encode.Lit("server"), serverName(i), encode.AddrPort(s.addr, s.port),
@@ -252,4 +264,18 @@ func writeBackend(c *encode.Config, uuid string, p *poolView) {
 		}
 		c.Line(words...)
 	}
+}
+
+// writeBackendBound refuses a request when its backend already holds
+// maxConn others. be_conn counts the streams assigned to the backend,
+// queued ones and the one being evaluated included, so "gt" lets exactly
+// maxConn through. HTTP gets a 503 that says why; TCP is closed.
+func writeBackendBound(c *encode.Config, tcp bool, maxConn int) {
+	full := []encode.Word{ifWord, openBrace, encode.Lit("be_conn"), encode.Lit("gt"), encode.Num(maxConn), closeBrace}
+	if tcp {
+		c.Line(append([]encode.Word{encode.Lit("tcp-request"), encode.Lit("content"), encode.Lit("reject")}, full...)...)
+		return
+	}
+	c.Line(append([]encode.Word{encode.Lit("http-request"), encode.Lit("return"), encode.Lit("status"), encode.Num(503),
+		encode.Lit("content-type"), encode.Lit("text/plain"), encode.Lit("string"), encode.Lit("backend at its connection limit")}, full...)...)
 }

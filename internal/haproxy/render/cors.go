@@ -21,6 +21,9 @@ type corsProfile struct {
 	hasExpose   bool
 	credentials bool
 	maxAge      int
+	echoMethod  bool // answer a preflight with the method it asks for
+	echoHeaders bool // and with the headers it asks for
+	refuseOther bool // 403 to a preflight from an origin not allowed
 }
 
 // Bounds as translation's.
@@ -34,7 +37,8 @@ func corsOf(c *model.CORS) (*corsProfile, error) {
 	if c == nil {
 		return nil, nil
 	}
-	p := &corsProfile{credentials: c.AllowCredentials, maxAge: c.MaxAgeSeconds}
+	p := &corsProfile{credentials: c.AllowCredentials, maxAge: c.MaxAgeSeconds,
+		echoMethod: c.EchoRequestMethod, echoHeaders: c.EchoRequestHeaders, refuseOther: c.RefuseOtherPreflights}
 	if c.MaxAgeSeconds < 0 || c.MaxAgeSeconds > maxCORSMaxAge {
 		return nil, fmt.Errorf("cors max age %d is outside 0-%d", c.MaxAgeSeconds, maxCORSMaxAge)
 	}
@@ -102,13 +106,23 @@ func corsList(items []string, check func(string) (encode.Value, error)) (encode.
 	return w, w.Err()
 }
 
+// Preflight request headers echoed (Gateway API CORS "*"), only when
+// well-formed: a method token, and a list of header names.
+var (
+	requestMethodSample  = encode.Lit("req.fhdr(access-control-request-method)")
+	requestHeadersSample = encode.Lit("req.fhdr(access-control-request-headers)")
+	requestMethodRegex   = encode.Lit(`^[A-Z]{1,32}$`)
+	requestHeadersRegex  = encode.Lit(`^[A-Za-z0-9_-]{1,64}( *, *[A-Za-z0-9_-]{1,64}){0,63}$`)
+)
+
 // writeCORS renders a profile's CORS. With exact origins, the request
 // must carry exactly one Origin header line, equal to one of them; it is
 // kept in txn.pier_cors for the response. A preflight (OPTIONS) from an
 // allowed origin is answered 204 by HAProxy; other requests go on, and
 // their responses get Access-Control-Allow-Origin (and -Credentials).
 // A request from another origin is served without any CORS header, as
-// ingress-nginx does.
+// ingress-nginx does. The preflight's answer carries the exposed headers
+// too (the Gateway API suite asks for them there).
 func writeCORS(c *encode.Config, name encode.Word, id string, p *corsProfile) {
 	origin := encode.Lit("*")
 	cond := []encode.Word{ifWord, name}
@@ -129,19 +143,44 @@ func writeCORS(c *encode.Config, name encode.Word, id string, p *corsProfile) {
 		origin = encode.Lit("%[var(txn.pier_cors)]")
 		respCond = append(respCond, openBrace, encode.Lit("var(txn.pier_cors)"), encode.Lit("-m"), encode.Lit("found"), closeBrace)
 	}
+	preflight := append(append([]encode.Word{}, cond...), encode.Lit("METH_OPTIONS"))
+	methods, headers := p.methods, p.headers
+	if p.echoMethod {
+		// The list, unless the preflight asks for a well-formed method.
+		c.Line(append([]encode.Word{httpRequest, encode.Lit("set-var-fmt(txn.pier_corsm)"), p.methods}, preflight...)...)
+		c.Line(append(append([]encode.Word{httpRequest, encode.Lit("set-var(txn.pier_corsm)"), requestMethodSample}, preflight...),
+			openBrace, requestMethodSample, encode.Lit("-m"), encode.Lit("reg"), requestMethodRegex, closeBrace)...)
+		methods = encode.Lit("%[var(txn.pier_corsm)]")
+	}
+	if p.echoHeaders {
+		// Unset (no header line: HAProxy leaves an empty one out) unless
+		// the preflight asks for well-formed header names.
+		c.Line(append(append([]encode.Word{httpRequest, encode.Lit("set-var(txn.pier_corsh)"), requestHeadersSample}, preflight...),
+			openBrace, requestHeadersSample, encode.Lit("-m"), encode.Lit("reg"), requestHeadersRegex, closeBrace)...)
+		headers = encode.Lit("%[var(txn.pier_corsh)]")
+	}
 	hdr := encode.Lit("hdr")
 	ret := []encode.Word{httpRequest, encode.Lit("return"), encode.Lit("status"), encode.Num(204),
 		hdr, encode.Lit("Access-Control-Allow-Origin"), origin}
 	if p.credentials {
 		ret = append(ret, hdr, encode.Lit("Access-Control-Allow-Credentials"), encode.Lit("true"))
 	}
-	ret = append(ret, hdr, encode.Lit("Access-Control-Allow-Methods"), p.methods)
-	if p.hasHeaders {
-		ret = append(ret, hdr, encode.Lit("Access-Control-Allow-Headers"), p.headers)
+	ret = append(ret, hdr, encode.Lit("Access-Control-Allow-Methods"), methods)
+	if p.hasHeaders || p.echoHeaders {
+		ret = append(ret, hdr, encode.Lit("Access-Control-Allow-Headers"), headers)
+	}
+	if p.hasExpose {
+		ret = append(ret, hdr, encode.Lit("Access-Control-Expose-Headers"), p.expose)
 	}
 	ret = append(ret, hdr, encode.Lit("Access-Control-Max-Age"), encode.Num(p.maxAge))
-	ret = append(ret, cond...)
-	c.Line(append(ret, encode.Lit("METH_OPTIONS"))...)
+	c.Line(append(ret, preflight...)...)
+	if p.refuseOther && !p.any {
+		// What the line above did not answer: another origin, or more
+		// than one Origin line.
+		c.Line(httpRequest, encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(403), ifWord, name, encode.Lit("METH_OPTIONS"),
+			openBrace, encode.Lit("req.hdr(origin)"), encode.Lit("-m"), encode.Lit("found"), closeBrace,
+			openBrace, requestMethodSample, encode.Lit("-m"), encode.Lit("found"), closeBrace)
+	}
 	resp := encode.Lit("http-response")
 	c.Line(append([]encode.Word{resp, encode.Lit("set-header"), encode.Lit("Access-Control-Allow-Origin"), origin}, respCond...)...)
 	if p.credentials {

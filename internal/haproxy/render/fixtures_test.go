@@ -159,6 +159,8 @@ func fixtures() []fixture {
 		{"canary", canaryFixture(web1, web2)},
 		{"default-backend", fallbackFixture(pool("empty"), web1, web2)},
 		{"rewrite-strip", stripFixture(web1, web2)},
+		{"regex-paths", regexFixture(web1, web2, exact, fooPrefix, false)},
+		{"regex-paths-acl", regexFixture(web1, web2, exact, fooPrefix, true)},
 		{"external-auth", extAuthFixture(web1, web2, pool("oauth2-proxy", member("10.0.0.9", 4180)))},
 		{"upstream-tls", upstreamTLSFixture(web1, web2)},
 		{"ssl-passthrough", passthroughFixture(web1, web2, true)},
@@ -168,6 +170,7 @@ func fixtures() []fixture {
 		{"gateway-filters", gatewayFiltersFixture(web1, web2)},
 		{"gateway-rule-settings", ruleSettingsFixture(web1, web2)},
 		{"gateway-cors", gatewayCORSFixture(web1, web2)},
+		{"gateway-backend-headers", splitFixture(web1, web2)},
 		{"ingress-headers", ingressHeadersFixture()},
 		{"custom-errors", customErrorsFixture(web1, pool("error-pages", member("10.0.0.9", 8080)))},
 	}

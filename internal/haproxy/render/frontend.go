@@ -42,18 +42,25 @@ func writeFrontend(c *encode.Config, v *view, l *listenerView, at layout.LB) {
 			if l.strictSNI {
 				words = append(words, encode.Lit("strict-sni"))
 			}
+			if len(l.misdirect) > 0 {
+				words = append(words, encode.Lit("alpn"), encode.Lit("h2,http/1.1"))
+			}
 		}
 		c.Line(words...)
 	}
 	// HAProxy 2.6 accepts and forwards NUL and the other control bytes
 	// inside a header value (test/rawhttp pins it); a backend that stops
 	// at a NUL or splits at a VT or FF would see other headers than our
-	// rules did. req.hdrs is "name: value" lines joined by CRLF, so as
-	// hex it holds a control byte other than HTAB, CR and LF at an even
-	// offset exactly when a value carries one (RFC 9110 5.5: reject).
+	// rules did. req.hdrs is "name: value" lines joined by CRLF, so it
+	// holds a control byte other than HTAB, CR and LF exactly when a value
+	// carries one (RFC 9110 5.5: reject). PCRE2 matches the sample by its
+	// length, NUL included, and the class is single-quoted so that PCRE2,
+	// not HAProxy's parser, reads the \x escapes. One character class
+	// over the raw block costs a fraction of the hex-encoded form pier
+	// used before (docs/benchmarks.md, "6. Routing").
 	c.Line(httpRequest, encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(400), ifWord,
-		openBrace, encode.Lit("req.hdrs,hex"), encode.Lit("-m"), encode.Lit("reg"),
-		encode.Lit("^(?:[0-9A-F]{2})*?(?:0[0-8BCEF]|1[0-9A-F]|7F)"), closeBrace)
+		openBrace, encode.Lit("req.hdrs"), encode.Lit("-m"), encode.Lit("reg"),
+		encode.Lit(`[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]`), closeBrace)
 	proto := encode.Lit("http")
 	if l.tls {
 		proto = encode.Lit("https")
@@ -62,6 +69,7 @@ func writeFrontend(c *encode.Config, v *view, l *listenerView, at layout.LB) {
 	c.Line(httpRequest, encode.Lit("set-header"), encode.Lit("X-Forwarded-Proto"), proto)
 	refuseAmbiguous(c, l)
 	hostVars(c, l)
+	writeMisdirect(c, l)
 	if l.routes != nil {
 		writeRoutes(c, l, at)
 	} else {
@@ -177,6 +185,7 @@ func policies(c *encode.Config, uuid string, l *listenerView) {
 	writeProfiles(c, l.profiles)
 	writeFallbackBackend(c, l.profiles)
 	writeCanaryBackend(c, l.profiles)
+	writeSplitBackend(c, l.profiles)
 	for i, p := range l.policies {
 		if !p.reject && p.status == 0 {
 			c.Line(append([]encode.Word{encode.Lit("use_backend"), backendName(uuid, p.pool)}, matched(i)...)...)

@@ -17,6 +17,8 @@ func canaryFixture(main, canary model.Pool) *model.LoadBalancer {
 			PoolID: canary.ID, Weight: 50, WeightTotal: 100, Header: "X-Canary", Cookie: "canary", Source: src}}),
 		with(toPool(main, hostIs("beta.test"), pathPrefix("/")), model.PolicyOptions{Canary: &model.Canary{
 			PoolID: canary.ID, WeightTotal: 100, Header: "X-Version", HeaderValue: "v2 beta", Source: src}}),
+		with(toPool(main, hostIs("pattern.test"), pathPrefix("/")), model.PolicyOptions{Canary: &model.Canary{
+			PoolID: canary.ID, WeightTotal: 100, Header: "X-Version", HeaderPattern: "^v[23]$|^beta", Source: src}}),
 		toPool(main, hostIs("other.test"), pathPrefix("/")),
 	))}, main, canary)
 }
@@ -32,6 +34,11 @@ func TestCanaryRevalidated(t *testing.T) {
 		"value quote":    {PoolID: canary.ID, WeightTotal: 100, Header: "X", HeaderValue: "a'b"},
 		"value alone":    {PoolID: canary.ID, WeightTotal: 100, HeaderValue: "a"},
 		"cookie evil":    {PoolID: canary.ID, WeightTotal: 100, Cookie: "c;evil"},
+		"pattern alone":  {PoolID: canary.ID, WeightTotal: 100, HeaderPattern: "^v2$"},
+		"pattern+value":  {PoolID: canary.ID, WeightTotal: 100, Header: "X", HeaderValue: "a", HeaderPattern: "^v2$"},
+		"pattern flags":  {PoolID: canary.ID, WeightTotal: 100, Header: "X", HeaderPattern: "(?i)v2"},
+		"pattern nested": {PoolID: canary.ID, WeightTotal: 100, Header: "X", HeaderPattern: "(a+)+$"},
+		"pattern space":  {PoolID: canary.ID, WeightTotal: 100, Header: "X", HeaderPattern: "a b"},
 	} {
 		lb := newLB([]model.Listener{httpListener("", routes(toPool(main, hostIs("a.example"), pathPrefix("/"))))}, main, canary)
 		lb.Listeners[0].Policies[0].Options = &model.PolicyOptions{Canary: &c}
@@ -45,8 +52,9 @@ func TestCanaryRevalidated(t *testing.T) {
 // of 100 sends 500 ± 50 of 1,000 requests to the canary; the header
 // "always" / "never" and the cookie "always" / "never" decide alone (the
 // header first); a header value other than the configured one falls
-// back to the weight (0 here: the main pool); another host's route to
-// the same pool never reaches the canary.
+// back to the weight (0 here: the main pool), as does a value the header
+// pattern (^v[23]$|^beta, case-sensitive) does not match; another
+// host's route to the same pool never reaches the canary.
 func TestIntegrationCanary(t *testing.T) {
 	bin := haproxyBin(t)
 	if testing.Short() {
@@ -87,6 +95,13 @@ func TestIntegrationCanary(t *testing.T) {
 		{"beta.test", "X-Version: v1\r\n", 0},
 		{"beta.test", "X-Version: always\r\n", 0},
 		{"beta.test", "", 0},
+		{"pattern.test", "X-Version: v2\r\n", 20},
+		{"pattern.test", "X-Version: v3\r\n", 20},
+		{"pattern.test", "X-Version: beta-7\r\n", 20},
+		{"pattern.test", "X-Version: v23\r\n", 0},
+		{"pattern.test", "X-Version: V2\r\n", 0},
+		{"pattern.test", "X-Version: always\r\n", 0},
+		{"pattern.test", "", 0},
 		{"other.test", "X-Canary: always\r\nCookie: canary=always\r\n", 0},
 	} {
 		if got := count(tc.host, tc.headers, 20); got != tc.want {

@@ -12,10 +12,16 @@ import (
 // returns the address.
 func serveLB(t *testing.T, bin string, lb *model.LoadBalancer) string {
 	t.Helper()
+	return serveLBWith(t, bin, lb, Options{MinSlots: 4, Users: fixtureUsers})
+}
+
+// serveLBWith is serveLB with other options (opts.Dir is set here).
+func serveLBWith(t *testing.T, bin string, lb *model.LoadBalancer, opts Options) string {
+	t.Helper()
 	port := freePort()
 	lb.Listeners[0].Port, lb.VIP, lb.FIP = port, "127.0.0.1", ""
 	dir := t.TempDir()
-	opts := Options{Dir: dir, MinSlots: 4, Users: fixtureUsers}
+	opts.Dir = dir
 	cfg, err := Config(lb, opts)
 	if err != nil {
 		t.Fatal(err)

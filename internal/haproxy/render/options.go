@@ -30,8 +30,14 @@ type Options struct {
 	// HardStopAfter bounds how long old workers drain after a reload (60s).
 	HardStopAfter time.Duration
 	// MaxConn is the process-wide connection limit (4096).
-	MaxConn  int
-	Timeouts Timeouts
+	MaxConn int
+	// BackendMaxConn bounds the requests one backend (a Service port's
+	// pool) holds at once, queued ones included (DefaultBackendMaxConn);
+	// the next one gets 503 at once. A slow or looping backend then cannot
+	// take every connection of its process from the other routes and load
+	// balancers there. Negative: no bound.
+	BackendMaxConn int
+	Timeouts       Timeouts
 	// User and Group make HAProxy drop privileges; empty keeps them.
 	User, Group string
 	// MaxConfigBytes caps haproxy.conf (DefaultMaxConfigBytes, 16 MiB).
@@ -45,6 +51,11 @@ type Options struct {
 	// that ask for basic auth then answer 401 to everyone.
 	Users UserLookup
 }
+
+// DefaultBackendMaxConn is Options.BackendMaxConn when unset: a quarter
+// of the default process limit, so that one backend leaves at least three
+// quarters of a process to everything else it serves.
+const DefaultBackendMaxConn = 1024
 
 // Timeouts of the defaults section. Zero fields take the defaults below.
 type Timeouts struct {
@@ -79,6 +90,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxConfigBytes == 0 {
 		o.MaxConfigBytes = DefaultMaxConfigBytes
+	}
+	if o.BackendMaxConn == 0 {
+		o.BackendMaxConn = DefaultBackendMaxConn
 	}
 	def(&o.HardStopAfter, 60*time.Second)
 	t := &o.Timeouts

@@ -87,6 +87,12 @@ func poolOf(p *model.Pool, minSlots int, prev []netip.AddrPort) (poolView, error
 		}
 		pv.fail, pv.failTotal = p.FailWeight, p.FailTotal
 	}
+	if pv.reqHeaders, err = headerOpsOf("pool request headers", p.RequestHeaders); err != nil {
+		return pv, err
+	}
+	if p.TCP && len(pv.reqHeaders) > 0 {
+		return pv, errors.New("a TCP pool has no request headers to change")
+	}
 	balance, ok := algorithms[p.Algorithm]
 	if !ok {
 		return pv, fmt.Errorf("unknown algorithm %s", encode.Printable(string(p.Algorithm)))

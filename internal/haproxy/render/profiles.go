@@ -33,7 +33,7 @@ type profile struct {
 	upstreamHost     encode.Word // valid when hasUpstream
 	rewritePath      encode.Word // valid when hasRewrite
 	stripRegex       encode.Word // valid when hasStrip: ^P(/|$)(.*), and rewritePath is T\2
-	hasStrip         bool
+	hasStrip         bool        // also for RewriteRegex: stripRegex is the route's expression, rewritePath the target with \1-\9
 	forwardedPrefix  encode.Word // valid when hasPrefix
 	hasPrefix        bool
 	hasAppRoot       bool
@@ -50,6 +50,7 @@ type profile struct {
 	extAuth          *extAuthProfile      // nil without auth-url
 	limit            *limitProfile        // nil without rate limits
 	canary           *canaryProfile       // nil without a canary
+	split            *splitProfile        // nil without a split of pools
 	fallback         *fallbackProfile     // nil without default-backend
 	customErrors     *customErrorsProfile // nil without custom-http-errors
 }
@@ -107,6 +108,12 @@ func profileOf(o *model.PolicyOptions, tls bool, lists *sections, pools map[stri
 	if p.canary, err = canaryOf(o.Canary, lists.uuid, pools); err != nil {
 		return nil, err
 	}
+	if p.split, err = splitOf(o.Split, lists.uuid, pools); err != nil {
+		return nil, err
+	}
+	if p.split != nil && p.canary != nil {
+		return nil, errors.New("a canary and a split of pools exclude each other")
+	}
 	if p.fallback, err = fallbackOf(o.DefaultBackend, lists.uuid, pools); err != nil {
 		return nil, err
 	}
@@ -121,7 +128,7 @@ func profileOf(o *model.PolicyOptions, tls bool, lists *sections, pools map[stri
 	}
 	if !p.httpsRedirect && p.redirectCode == 0 && len(p.allow) == 0 && len(p.deny) == 0 && p.maxBody == 0 &&
 		!p.hasAppRoot && !p.hasUpstream && !p.hasRewrite && !p.hasPrefix && p.cors == nil && p.auth == nil && p.limit == nil && p.canary == nil &&
-		p.fallback == nil && p.extAuth == nil && p.customErrors == nil && !p.hasGatewayFilters() {
+		p.split == nil && p.fallback == nil && p.extAuth == nil && p.customErrors == nil && !p.hasGatewayFilters() {
 		return nil, nil // empty options render as none
 	}
 	return p, nil
@@ -193,6 +200,17 @@ const rewriteChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345
 func rewriteOf(p *profile, o *model.PolicyOptions) error {
 	var err error
 	switch {
+	case o.RewriteRegex != "" && o.StripPrefix != "":
+		return errors.New("rewrite regex and strip prefix are exclusive")
+	case o.RewriteRegex != "":
+		re, err := encode.ParsePathRegex(o.RewriteRegex)
+		if err != nil {
+			return fmt.Errorf("rewrite regex: %w", err)
+		}
+		if p.rewritePath, err = encode.RegexTarget(o.RewritePath, re.Groups()); err != nil {
+			return fmt.Errorf("rewrite path: %w", err)
+		}
+		p.stripRegex, p.hasRewrite, p.hasStrip = re.Word(), true, true
 	case o.StripPrefix != "":
 		if p.stripRegex, err = encode.StripPrefixRegex(o.StripPrefix); err != nil {
 			return fmt.Errorf("strip prefix: %w", err)
@@ -384,6 +402,9 @@ func writeProfiles(c *encode.Config, ps []*profile) {
 		}
 		if p.canary != nil {
 			writeCanary(c, name, p.canary)
+		}
+		if p.split != nil {
+			writeSplit(c, name, p.split)
 		}
 		if p.fallback != nil {
 			writeFallback(c, name, p.fallback)

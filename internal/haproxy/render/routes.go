@@ -61,8 +61,9 @@ import (
 var rejectValue = encode.Lit("pier_reject")
 
 // fixedStatuses are the statuses a FIXED_RESPONSE answers: HAProxy 2.6
-// has an error page for each.
-var fixedStatuses = map[int]bool{500: true, 501: true, 502: true, 503: true, 504: true}
+// has an error page for each. 404 is a Gateway listener's isolation
+// entry (a request its routes do not match).
+var fixedStatuses = map[int]bool{404: true, 500: true, 501: true, 502: true, 503: true, 504: true}
 
 // statusValue is the map value of a FIXED_RESPONSE policy.
 func statusValue(status int) encode.Word {
@@ -87,7 +88,8 @@ const nClasses = len(classNames)
 type route struct {
 	class hostClass
 	host  string // "" for classAny; the suffix without "*." for classSuffix
-	exact bool   // Exact path; otherwise Prefix
+	exact bool   // Exact path; otherwise Prefix, or regex
+	regex bool   // a PATH REGEX: path is the expression (regexLookup)
 	path  string // Prefix: without trailing "/", "" for "/"
 	// conds are the method, header and query rules (matches.go), in
 	// cond order; none for an Ingress.
@@ -111,18 +113,35 @@ func routeOf(p *model.L7Policy) (r route, ok bool) {
 			r.exact, r.path, paths = true, rule.Value, paths+1
 		case rule.Type == model.RulePath && rule.Compare == model.CompareStartsWith:
 			r.exact, r.path, paths = false, strings.TrimRight(rule.Value, "/"), paths+1
+		case rule.Type == model.RulePath && rule.Compare == model.CompareRegex:
+			r.regex, r.path, paths = true, rule.Value, paths+1
 		case isCond(rule):
 			r.conds = append(r.conds, cond{typ: rule.Type, key: rule.Key, value: rule.Value})
 		default:
 			return r, false
 		}
 	}
-	return r, hosts <= 1 && paths <= 1 && sortConds(r.conds)
+	// A regular expression is an Ingress's: never with HTTPRoute
+	// matches or a Gateway wildcard, which its lookup does not test.
+	regexOK := !r.regex || (len(r.conds) == 0 && r.class != classSuffix)
+	return r, hosts <= 1 && paths <= 1 && regexOK && sortConds(r.conds)
+}
+
+// pathRank orders a class's lookups: Exact, then the regular
+// expressions, then Prefix (the longest first) and the catch-all.
+func (r route) pathRank() int {
+	switch {
+	case r.exact:
+		return 0
+	case r.regex:
+		return 1
+	}
+	return 2
 }
 
 // before compares two routes in the precedence the lookups implement:
-// class (a Gateway wildcard's longer suffix first), Exact before Prefix,
-// longer Prefix first, then (HTTPRoute
+// class (a Gateway wildcard's longer suffix first), Exact before regular
+// expressions before Prefix, longer ones first, then (HTTPRoute
 // matches, translate's gatewayEntryBefore) for one host and path a method
 // before none, more headers, more query parameters. Two routes it calls
 // equal never match the same request unless they are the same entry, or
@@ -136,11 +155,8 @@ func before(a, b route) int {
 		// more labels, and its level runs first (suffixLevel).
 		return cmp.Compare(len(b.host), len(a.host))
 	}
-	if a.exact != b.exact {
-		if a.exact {
-			return -1
-		}
-		return 1
+	if c := cmp.Compare(a.pathRank(), b.pathRank()); c != 0 {
+		return c
 	}
 	if !a.exact {
 		if c := cmp.Compare(len(b.path), len(a.path)); c != 0 {
@@ -153,21 +169,43 @@ func before(a, b route) int {
 	return condsBefore(a.conds, b.conds)
 }
 
+// Map file kinds of a class.
+const (
+	kindExact      = iota
+	kindPrefix     // map_beg
+	kindRegex      // map_reg: regular-expression routes (regexLookup)
+	kindRegexHosts // map_str: the hosts that have regular-expression routes
+	nKinds
+)
+
 // routeTable is a listener's routing as maps.
 type routeTable struct {
-	files  [nClasses][2][]byte // class, kind (0 exact, 1 prefix): map file contents
-	paths  [nClasses][2]string // where they go (routeMapFiles)
-	exact  [nClasses]bool      // class has Exact entries
-	root   [nClasses]bool      // class has a catch-all
-	any    encode.Word         // value of the catch-all with no host, if root[classAny]
-	reject bool                // some value is rejectValue
-	status []int               // the statusValues some value is, sorted
+	files  [nClasses][nKinds][]byte // class, kind: map file contents
+	paths  [nClasses][nKinds]string // where they go (routeMapFiles)
+	exact  [nClasses]bool           // class has Exact entries
+	root   [nClasses]bool           // class has a catch-all
+	any    encode.Word              // value of the catch-all with no host, if root[classAny]
+	reject bool                     // some value is rejectValue
+	status []int                    // the statusValues some value is, sorted
 	// grouped says which classes have groups; match is their stage 2.
 	grouped [nClasses]bool
 	match   *matchMaps
 	// levels are the label counts of the suffix class's suffixes, most
 	// first: one round of lookups each (suffixLevel).
 	levels []int
+	// regexHosts are the hosts of each class's regular-expression
+	// routes, once each (their kindRegexHosts file).
+	regexHosts [nClasses]map[string]bool
+}
+
+// hasRegex: some class has regular-expression routes.
+func (t *routeTable) hasRegex() bool {
+	for class := range t.files {
+		if len(t.files[class][kindRegex]) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // mappable reports whether policies, in their order, are what the
@@ -187,7 +225,10 @@ func mappable(ps []policyView) bool {
 // when stage 2 cannot decide as the policies do: the ACL rules stay.
 func buildRoutes(uuid string, ps []policyView) (*routeTable, error) {
 	t := &routeTable{}
-	entries := routeEntries(uuid, ps, t)
+	entries, err := routeEntries(uuid, ps, t)
+	if err != nil {
+		return nil, err
+	}
 	for _, e := range entries {
 		value := e.plain
 		if len(e.conds) > 0 {
@@ -220,8 +261,9 @@ func buildRoutes(uuid string, ps []policyView) (*routeTable, error) {
 }
 
 // routeEntries collects the stage-1 keys in the order of their first
-// policy, each with its policies.
-func routeEntries(uuid string, ps []policyView, t *routeTable) []*entry {
+// policy, each with its policies; regular-expression routes go to their
+// map_reg file, in policy order.
+func routeEntries(uuid string, ps []policyView, t *routeTable) ([]*entry, error) {
 	byID := map[string]*entry{}
 	var out []*entry
 	for _, p := range ps {
@@ -241,6 +283,12 @@ func routeEntries(uuid string, ps []policyView, t *routeTable) []*entry {
 			}
 		}
 		r := p.route
+		if r.regex {
+			if err := addRegexRoute(t, r, value); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		kind, id, anyRoot := 0, "any", false
 		var key encode.Word
 		switch {
@@ -272,12 +320,12 @@ func routeEntries(uuid string, ps []policyView, t *routeTable) []*entry {
 			e.conds = append(e.conds, matchPolicy{conds: r.conds, value: value})
 		}
 	}
-	return out
+	return out, nil
 }
 
 // mapName is the table name of a class and kind in layout.RouteMap.
 func mapName(class hostClass, kind int) string {
-	return classNames[class] + [...]string{".exact", ".prefix"}[kind]
+	return classNames[class] + [...]string{".exact", ".prefix", ".regex", ".rxhosts"}[kind]
 }
 
 // MapFile is one routing map to write beside the fragment.
@@ -296,7 +344,7 @@ func routeMapFiles(v *view, at layout.LB) ([]MapFile, error) {
 			continue
 		}
 		for c := classHost; c <= classAny; c++ {
-			for kind := range 2 {
+			for kind := range nKinds {
 				data := l.routes.files[c][kind]
 				if len(data) == 0 {
 					continue
@@ -337,12 +385,18 @@ func writeRoutes(c *encode.Config, l *listenerView, at layout.LB) {
 	if needPath { // a host's catch-all alone needs no path key
 		c.Line(httpRequest, encode.Lit("set-var(txn.pier_path)"), encode.Lit("path,concat(/)"))
 	}
+	if t.hasRegex() { // the regex key's path, without the "/" appended
+		c.Line(httpRequest, encode.Lit("set-var(txn.pier_rpath)"), encode.Lit("path"))
+	}
 	c.Line(encode.Lit("acl"), routedACL, encode.Lit("var(txn.pier_be)"), encode.Lit("-m"), encode.Lit("found"))
 	first := true
-	lookup := func(expr encode.Word) {
+	lookup := func(expr encode.Word, cond ...encode.Word) {
 		words := []encode.Word{httpRequest, routeVar, expr}
 		if !first {
-			words = append(words, ifWord, encode.Lit("!pier_routed"))
+			cond = append([]encode.Word{encode.Lit("!pier_routed")}, cond...)
+		}
+		if len(cond) > 0 {
+			words = append(append(words, ifWord), cond...)
 		}
 		first = false
 		c.Line(words...)
@@ -378,15 +432,19 @@ func writeRoutes(c *encode.Config, l *listenerView, at layout.LB) {
 	writeProfiles(c, l.profiles)
 	writeFallbackBackend(c, l.profiles)
 	writeCanaryBackend(c, l.profiles)
+	writeSplitBackend(c, l.profiles)
 	c.Line(encode.Lit("use_backend"), encode.Lit("%[var(txn.pier_be)]"), ifWord, routedACL)
 }
 
 // classLookups are the lookups of one class (of one suffix level), then
 // its groups' stage 2.
-func classLookups(c *encode.Config, t *routeTable, class hostClass, lookup func(encode.Word), key encode.Word, hosts [3]encode.Word) {
+func classLookups(c *encode.Config, t *routeTable, class hostClass, lookup func(encode.Word, ...encode.Word), key encode.Word, hosts [3]encode.Word) {
 	file := func(kind int) encode.Word { return encode.FilePath(t.paths[class][kind]) }
 	if t.exact[class] {
 		lookup(encode.Concat(key, encode.Lit(",map_str("), file(0), encode.Lit(")")))
+	}
+	if len(t.files[class][kindRegex]) > 0 {
+		regexLookup(class, lookup, file, hosts)
 	}
 	if len(t.files[class][1]) > 0 {
 		lookup(encode.Concat(key, encode.Lit(",map_beg("), file(1), encode.Lit(")")))
@@ -413,4 +471,57 @@ func suffixLevel(c *encode.Config, n int) {
 		encode.Concat(encode.Lit("var(txn.pier_host),field(-1,.,"), encode.Num(n), encode.Lit(")")),
 		ifWord, unrouted, openBrace, encode.Concat(encode.Lit("var(txn.pier_host),field(-"), encode.Num(n+1), encode.Lit(",.)")),
 		encode.Lit("-m"), encode.Lit("found"), closeBrace)
+}
+
+// addRegexRoute adds a regular-expression route to its class's map_reg
+// file, keyed by the host then the expression (encode.RegexRouteKey),
+// and its host to the class's host list.
+func addRegexRoute(t *routeTable, r route, value encode.Word) error {
+	re, err := encode.ParsePathRegex(r.path)
+	if err != nil {
+		return err
+	}
+	line, err := encode.MapLine(encode.RegexRouteKey(r.host, re), value)
+	if err != nil {
+		return err
+	}
+	t.files[r.class][kindRegex] = append(t.files[r.class][kindRegex], line...)
+	if r.class == classAny || t.regexHosts[r.class][r.host] {
+		return nil
+	}
+	if t.regexHosts[r.class] == nil {
+		t.regexHosts[r.class] = map[string]bool{}
+	}
+	t.regexHosts[r.class][r.host] = true
+	line, err = encode.MapLine(encode.RouteKey(r.host, ""), regexHostValue)
+	if err != nil {
+		return err
+	}
+	t.files[r.class][kindRegexHosts] = append(t.files[r.class][kindRegexHosts], line...)
+	return nil
+}
+
+// regexHostValue is the value of a kindRegexHosts entry (only its
+// presence is tested).
+var regexHostValue = encode.Lit("pier_regex")
+
+// regexLookup is a class's regular-expression routes: one map_reg lookup
+// of the host then the raw path (txn.pier_rpath), only while nothing
+// matched, after the class's Exact lookup and before its Prefix one
+// (nginx tries its regex locations after the exact ones and before
+// falling back to the longest prefix). map_reg returns the first entry
+// that matches, in file order: policy order, the longest expression
+// first. A host without regular expressions pays one map_str lookup
+// (the guard); only a host with them runs the expressions, each failing
+// at once on another host's prefix. A listener without regex routes
+// renders as before.
+func regexLookup(class hostClass, lookup func(encode.Word, ...encode.Word), file func(int) encode.Word, hosts [3]encode.Word) {
+	key := encode.Lit("var(txn.pier_rpath)")
+	var guard []encode.Word
+	if class != classAny {
+		key = encode.Concat(hosts[class], encode.Lit(",concat(,txn.pier_rpath)"))
+		guard = []encode.Word{openBrace, encode.Concat(hosts[class], encode.Lit(",map_str("), file(kindRegexHosts), encode.Lit(")")),
+			encode.Lit("-m"), encode.Lit("found"), closeBrace}
+	}
+	lookup(encode.Concat(key, encode.Lit(",map_reg("), file(kindRegex), encode.Lit(")")), guard...)
 }

@@ -28,6 +28,8 @@ type view struct {
 	sections *sections
 	// authLuaPath is where the auth-url Lua file goes, or "".
 	authLuaPath string
+	// backendMaxConn is Options.BackendMaxConn (negative: no bound).
+	backendMaxConn int
 }
 
 type listenerView struct {
@@ -45,6 +47,9 @@ type listenerView struct {
 	// by host; passthroughMap is their map file, once named.
 	passthrough    []passthroughView
 	passthroughMap string
+	// misdirect are the Gateway listener hostnames sharing this TLS
+	// port, most specific first (misdirect.go); nil: no 421 check.
+	misdirect []misdirectHost
 }
 
 type policyView struct {
@@ -82,6 +87,9 @@ type poolView struct {
 	retryOn []encode.Word
 	// fail of every failTotal requests are answered 500 (model.Pool).
 	fail, failTotal int
+	// reqHeaders change every request sent to the pool (model.Pool's
+	// RequestHeaders), after the policy's.
+	reqHeaders []headerOp
 }
 
 // slot is one pre-declared server. An unused slot is a disabled
@@ -102,7 +110,7 @@ func newView(lb *model.LoadBalancer, opts Options, prev Slots) (*view, error) {
 	if lb.Provider != model.ProviderHAProxy {
 		return nil, fmt.Errorf("provider %s is not rendered by HAProxy", encode.Printable(string(lb.Provider)))
 	}
-	v := &view{uuid: lb.UUID}
+	v := &view{uuid: lb.UUID, backendMaxConn: opts.BackendMaxConn}
 	if err := encode.ID("", lb.UUID).Err(); err != nil {
 		return nil, fmt.Errorf("uuid: %w", err)
 	}
@@ -178,6 +186,12 @@ func listenerOf(l *model.Listener, pools map[string]bool, lists *sections) (list
 	default:
 		return lv, fmt.Errorf("unknown protocol %s", encode.Printable(string(l.Protocol)))
 	}
+	if lv.tls && len(l.ListenerHosts) > 0 {
+		if lv.misdirect, err = misdirectHosts(l.ListenerHosts); err != nil {
+			return lv, err
+		}
+		lv.needHost = true
+	}
 	if lv.passthrough, err = passthroughViews(l); err != nil {
 		return lv, err
 	}
@@ -221,7 +235,7 @@ func policyOf(p *model.L7Policy, pools map[string]bool, lv *listenerView, lists 
 		}
 	case model.ActionFixedResponse:
 		if !fixedStatuses[p.StatusCode] {
-			return pv, fmt.Errorf("status %d is not one a FIXED_RESPONSE answers (500-504)", p.StatusCode)
+			return pv, fmt.Errorf("status %d is not one a FIXED_RESPONSE answers (404, 500-504)", p.StatusCode)
 		}
 		pv.status = p.StatusCode
 		if p.Options != nil {
@@ -277,6 +291,11 @@ func ruleACLs(name encode.Word, r model.L7Rule, lv *listenerView) ([][]encode.Wo
 		return [][]encode.Word{acl(encode.Lit("path"), m, str, p.Word())}, err
 	case r.Type == model.RulePath && r.Compare == model.CompareStartsWith:
 		return prefixACLs(r.Value, acl)
+	case r.Type == model.RulePath && r.Compare == model.CompareRegex:
+		// Re-validated here: the store may be a custom resource anyone
+		// with write access edits; HAProxy gets the re-written form.
+		re, err := encode.ParsePathRegex(r.Value)
+		return [][]encode.Word{acl(encode.Lit("path"), m, encode.Lit("reg"), re.Word())}, err
 	case isCond(r):
 		return condACLs(r, acl)
 	}

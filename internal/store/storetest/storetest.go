@@ -94,9 +94,9 @@ func Sample(uuid string) *model.LoadBalancer {
 				Rules: []model.L7Rule{{Type: model.RulePath, Compare: model.CompareStartsWith, Value: "/api"}},
 				Options: &model.PolicyOptions{HTTPSRedirect: true, RedirectURL: "https://b.example/", RedirectCode: 308,
 					AllowSources: []string{"10.0.0.0/8"}, DenySources: []string{"10.6.0.0/16"}, MaxBodyBytes: 1 << 33,
-					RedirectPrefix: "https://c.example", AppRoot: "/app", UpstreamHost: "in.example", RewritePath: "/v2/", StripPrefix: "/v1", ForwardedPrefix: "/v2",
+					RedirectPrefix: "https://c.example", AppRoot: "/app", UpstreamHost: "in.example", RewritePath: "/v2/", StripPrefix: "/v1", RewriteRegex: "/api/v[0-9]+/(.*)", ForwardedPrefix: "/v2",
 					CORS: &model.CORS{AllowOrigins: []string{"https://a.example"}, AllowMethods: []string{"GET"},
-						AllowHeaders: []string{"X-A"}, ExposeHeaders: []string{"X-E"}, AllowCredentials: true, MaxAgeSeconds: 600},
+						AllowHeaders: []string{"X-A"}, ExposeHeaders: []string{"X-E"}, EchoRequestMethod: true, EchoRequestHeaders: true, RefuseOtherPreflights: true, AllowCredentials: true, MaxAgeSeconds: 600},
 					BasicAuth: &model.BasicAuth{Realm: "Staff only", Namespace: "default", Secret: "users",
 						Type: "auth-map", SHA256: "cd"},
 					RateLimit:      &model.RateLimit{RequestsPerSecond: 5, RequestsPerMinute: 100, Connections: 2},
@@ -105,7 +105,7 @@ func Sample(uuid string) *model.LoadBalancer {
 						Ingress: "web", Service: "web", ServicePort: "http"},
 					ExternalAuth: &model.ExternalAuth{PoolID: "p1", Host: "auth.default.svc", Path: "/auth", Method: "GET",
 						SigninURL: "https://login.example/start", ResponseHeaders: []string{"X-User"}},
-					Canary: &model.Canary{PoolID: "p1", Weight: 10, WeightTotal: 100, Header: "X-Canary", HeaderValue: "v2",
+					Canary: &model.Canary{PoolID: "p1", Weight: 10, WeightTotal: 100, Header: "X-Canary", HeaderValue: "v2", HeaderPattern: "^v[23]$",
 						Cookie: "canary", Source: model.Source{Kind: "Ingress", Namespace: "default", Name: "canary"}},
 					Redirect: &model.Redirect{Scheme: "https", Host: "d.example", Port: 8443, FullPath: "/to", Code: 301,
 						PrefixRewrite: &model.PrefixRewrite{Prefix: "/a", Replacement: "/b"}},
@@ -124,7 +124,9 @@ func Sample(uuid string) *model.LoadBalancer {
 }
 
 // GatewaySample is Sample with what HTTPRoutes add: a header and a query
-// rule (Key), a FIXED_RESPONSE policy and a pool's fail share. Apart from
+// rule (Key), a FIXED_RESPONSE policy, a pool's fail share, a split of
+// pools, a pool's request header changes, the Gateway listener
+// hostnames of a shared port and strict SNI. Apart from
 // Sample so that the pages drawn from Sample stay as they are.
 func GatewaySample(uuid string) *model.LoadBalancer {
 	lb := Sample(uuid)
@@ -135,6 +137,10 @@ func GatewaySample(uuid string) *model.LoadBalancer {
 	l.Policies = append(l.Policies, model.L7Policy{ID: "l2", Position: 2, Action: model.ActionFixedResponse, StatusCode: 500,
 		Rules: []model.L7Rule{{Type: model.RulePath, Compare: model.CompareStartsWith, Value: "/broken"}}})
 	lb.Pools[0].FailWeight, lb.Pools[0].FailTotal = 1, 4
+	l.ListenerHosts = []string{"", "*.wild.example", "a.example"}
+	l.StrictSNI = true
+	lb.Pools[0].RequestHeaders = []model.HeaderOp{{Op: model.HeaderSet, Name: "Backend", Value: "v1"}, {Op: model.HeaderRemove, Name: "X-R"}}
+	l.Policies[0].Options.Split = &model.Split{Pools: []model.PoolShare{{PoolID: "p1", Weight: 3}, {PoolID: "p0", Weight: 1}}, FailWeight: 2}
 	return lb
 }
 
