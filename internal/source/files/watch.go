@@ -16,6 +16,12 @@ import (
 )
 
 const (
+	// settleDelay is the wait after a lone event, the first since the
+	// last reload more than debounceDelay ago: a single rename or small
+	// write is read at once (an endpoint change is served about 100 ms
+	// sooner than with debounceDelay), and any further event within it
+	// turns the wait into a burst's.
+	settleDelay = 10 * time.Millisecond
 	// debounceDelay lets a burst of events (an editor's write, rename and
 	// chmod; a tool writing many files) settle into one reload.
 	debounceDelay = 100 * time.Millisecond
@@ -51,10 +57,12 @@ type watcher struct {
 	onChange func(*source.Snapshot, []Problem)
 	roots    []string // absolute named paths
 
-	fs      *fsnotify.Watcher
-	timer   *time.Timer
-	pending bool
-	first   time.Time // first event of the pending burst
+	fs       *fsnotify.Watcher
+	timer    *time.Timer
+	pending  bool
+	first    time.Time // first event of the pending burst
+	events   int       // events of the pending burst
+	reloaded time.Time // when the last reload began
 }
 
 func watch(ctx context.Context, paths []string, logger *slog.Logger,
@@ -120,7 +128,7 @@ func (w *watcher) run(ctx context.Context) error {
 			w.log.Warn("watching manifests", "error", err)
 			w.schedule()
 		case <-w.timer.C:
-			w.pending = false
+			w.pending, w.events, w.reloaded = false, 0, time.Now()
 			w.reload()
 			if !w.syncWatches() {
 				return w.poll(ctx)
@@ -129,14 +137,19 @@ func (w *watcher) run(ctx context.Context) error {
 	}
 }
 
-// schedule (re)arms the debounce timer: debounceDelay after the last
-// event, but no later than debounceMax after the first of the burst.
+// schedule (re)arms the debounce timer: settleDelay after a lone event
+// that follows a quiet spell, else debounceDelay after the last event,
+// but no later than debounceMax after the first of the burst.
 func (w *watcher) schedule() {
 	now := time.Now()
 	if !w.pending {
 		w.pending, w.first = true, now
 	}
+	w.events++
 	delay := min(debounceDelay, max(w.first.Add(debounceMax).Sub(now), 0))
+	if w.events == 1 && now.Sub(w.reloaded) > debounceDelay {
+		delay = settleDelay
+	}
 	w.timer.Reset(delay)
 }
 
