@@ -201,17 +201,16 @@ func endpointsAt(n, max, samples int) int {
 
 // scaleFixture is what one size's pier run serves.
 type scaleFixture struct {
-	dir        string // the manifests folder
-	flipPort   int    // both flip members listen on this port, at 127.0.0.1 and 127.0.0.2
-	freshPort  int    // the backend of every new Ingress
-	appPort    int    // the backend of the Ingresses present
-	present    int
-	p          *harness.Pier
-	state      string
-	client     *http.Client
-	flipVIP    string
-	groupVIP   string
-	lastLogOff int64
+	dir       string // the manifests folder
+	flipPort  int    // both flip members listen on this port, at 127.0.0.1 and 127.0.0.2
+	freshPort int    // the backend of every new Ingress
+	appPort   int    // the backend of the Ingresses present
+	present   int
+	p         *harness.Pier
+	state     string
+	client    *http.Client
+	flipVIP   string
+	groupVIP  string
 }
 
 func scaleAt(t *testing.T, n, endpoints, newIngresses, joins int) scaleRun {
