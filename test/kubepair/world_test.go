@@ -77,6 +77,8 @@ type world struct {
 	// agents (AS nodeASN) peer with it (bgp_test.go).
 	routerASN uint32
 	bird      *bird
+	// gateway: the app is a Gateway and an HTTPRoute (gateway_test.go).
+	gateway bool
 }
 
 // need returns the pier binary, or skips (fails under CI) when something
@@ -89,14 +91,26 @@ func need(t *testing.T) string {
 // newWorld builds everything and returns once the Ingress is placed on
 // both nodes. Cleanups stop the processes and remove the lab whatever
 // happens; the API objects go with the control plane (kubeapi.Main).
-func newWorld(t *testing.T) *world { return newWorldWith(t, 0) }
+func newWorld(t *testing.T) *world { return newWorldOf(t, worldOptions{}) }
 
 // newWorldWith builds a world whose addresses move with BGP, the client
 // host routing with AS routerASN, or with VRRP when routerASN is 0.
 func newWorldWith(t *testing.T, routerASN uint32) *world {
+	return newWorldOf(t, worldOptions{routerASN: routerASN})
+}
+
+// worldOptions: routerASN as for newWorldWith; gateway serves the app
+// through a Gateway and an HTTPRoute instead of an Ingress.
+type worldOptions struct {
+	routerASN uint32
+	gateway   bool
+}
+
+func newWorldOf(t *testing.T, o worldOptions) *world {
 	t.Helper()
 	w := &world{t: t, bin: need(t), agents: map[string]*proc{}, states: map[string]string{},
-		nodes: map[string]*lab.Host{}, kube: map[string]string{}, routerASN: routerASN}
+		nodes: map[string]*lab.Host{}, kube: map[string]string{}, routerASN: o.routerASN, gateway: o.gateway}
+	routerASN := o.routerASN
 	w.srv = kubeapi.Shared(t)
 	w.dir = t.TempDir()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
@@ -252,6 +266,9 @@ func (w *world) createApp(ctx context.Context) error {
 	if _, err := w.cs.DiscoveryV1().EndpointSlices(appNS).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
 		return err
 	}
+	if w.gateway {
+		return w.createGateway(ctx)
+	}
 	prefix, class := networkingv1.PathTypePrefix, className
 	ing := &networkingv1.Ingress{
 		ObjectMeta: metav1.ObjectMeta{Name: ingName},
@@ -274,6 +291,9 @@ func (w *world) deleteObjects() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = w.cs.NetworkingV1().Ingresses(appNS).Delete(ctx, ingName, metav1.DeleteOptions{})
+	if w.gateway {
+		w.deleteGateway(ctx)
+	}
 	_ = w.cs.CoreV1().Services(appNS).Delete(ctx, "echo", metav1.DeleteOptions{})
 	_ = w.cs.DiscoveryV1().EndpointSlices(appNS).Delete(ctx, "echo-1", metav1.DeleteOptions{})
 	for name := range w.nodes {
