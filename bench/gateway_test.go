@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -61,11 +60,7 @@ func TestGatewayRouting(t *testing.T) {
 	target := harness.StartEcho(t, DataPlaneTarget, "target-pod")
 	decoy := harness.FreePort(t) // nothing listens: a decoy route answers 503
 	root := harness.ShortTempDir(t)
-	type instance struct {
-		port   int
-		master func() int
-	}
-	insts := map[string]instance{} // "<config>/<rules>"
+	insts := map[string]proxyInstance{} // "<config>/<rules>"
 	sizes := []int{10, 2000}
 	for _, n := range sizes {
 		for _, config := range []string{"gateway", "ingress"} {
@@ -87,7 +82,7 @@ func TestGatewayRouting(t *testing.T) {
 				t.Fatal(err)
 			}
 			inst := startHAProxy(t, dir, cfg)
-			insts[fmt.Sprintf("%s/%d", config, n)] = instance{port: port, master: inst.PID}
+			insts[fmt.Sprintf("%s/%d", config, n)] = proxyInstance{port: port, master: inst.PID}
 		}
 	}
 	hosts := map[string]string{"first": RoutingFirstHost, "last": RoutingLastHost}
@@ -119,19 +114,10 @@ func TestGatewayRouting(t *testing.T) {
 		}
 	}
 	measure := func(round, n int, route, config string) routingRun {
-		in := insts[config+"/"+strconv.Itoa(n)]
-		before := cpuTicks(in.master())
-		r := runWrkHeaders(t, "http://127.0.0.1:"+strconv.Itoa(in.port)+DataPlanePath, hosts[route], headers, d)
-		ms := float64(cpuTicks(in.master())-before) * 10 // USER_HZ is 100
-		run := routingRun{Round: round, Routes: n, Route: route, Config: config, wrkResult: r, CPUms: ms, LoadAvg: loadAvg()}
-		if r.Requests > 0 {
-			run.CPUPerReqU = ms * 1000 / float64(r.Requests)
-		}
+		run := measureRun(t, insts[config+"/"+strconv.Itoa(n)], DataPlanePath, hosts[route], headers, d)
+		run.Round, run.Routes, run.Route, run.Config = round, n, route, config
 		t.Logf("round %d %4d rules %-5s %-8s %8.0f req/s  %5.1f µs CPU/req  non-2xx %d  load %.2f",
-			round, n, route, config, r.RPS, run.CPUPerReqU, r.Non2xx, run.LoadAvg)
-		if r.Non2xx > 0 || r.SocketErrors > 0 {
-			t.Errorf("%s %d %s round %d: %d non-2xx, %d socket errors", config, n, route, round, r.Non2xx, r.SocketErrors)
-		}
+			round, n, route, config, run.RPS, run.CPUPerReqU, run.Non2xx, run.LoadAvg)
 		return run
 	}
 	for _, in := range insts {
@@ -160,25 +146,6 @@ func TestGatewayRouting(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(out, "gateway-routing.md"), []byte(md), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// runWrkHeaders is runWrk (keep-alive) with extra request headers.
-func runWrkHeaders(t *testing.T, url, host string, headers []string, d time.Duration) wrkResult {
-	t.Helper()
-	args := []string{"-t2", "-c50", "-d" + strconv.Itoa(int(d.Seconds())) + "s", "--latency", "-H", "Host: " + host}
-	for _, h := range headers {
-		args = append(args, "-H", h)
-	}
-	args = append(args, url)
-	out, err := exec.Command("wrk", args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("wrk %v: %v\n%s", args, err, out)
-	}
-	r, err := parseWrk(string(out))
-	if err != nil {
-		t.Fatalf("wrk %v: %v\n%s", args, err, out)
-	}
-	return r
 }
 
 // gatewayRoutingMarkdown: medians per (rules, route, config), and the

@@ -55,11 +55,7 @@ func TestHeaderGuard(t *testing.T) {
 		rounds, d = 1, time.Second
 	}
 	root := harness.ShortTempDir(t)
-	type instance struct {
-		port   int
-		master func() int
-	}
-	insts := map[string]instance{}
+	insts := map[string]proxyInstance{}
 	for i, g := range guards {
 		dir := filepath.Join(root, strconv.Itoa(i))
 		if err := os.Mkdir(dir, 0o700); err != nil {
@@ -73,9 +69,9 @@ func TestHeaderGuard(t *testing.T) {
 			t.Fatal(err)
 		}
 		inst := startHAProxy(t, dir, cfg)
-		insts[g.name] = instance{port: port, master: inst.PID}
+		insts[g.name] = proxyInstance{port: port, master: inst.PID}
 	}
-	url := func(in instance) string { return "http://127.0.0.1:" + strconv.Itoa(in.port) + "/" }
+	url := func(in proxyInstance) string { return "http://127.0.0.1:" + strconv.Itoa(in.port) + "/" }
 	for _, g := range guards {
 		runWrkHeaders(t, url(insts[g.name]), "shop.example", browserHeaders, time.Second)
 	}
@@ -86,18 +82,9 @@ func TestHeaderGuard(t *testing.T) {
 			slices.Reverse(order)
 		}
 		for _, g := range order {
-			in := insts[g.name]
-			before := cpuTicks(in.master())
-			r := runWrkHeaders(t, url(in), "shop.example", browserHeaders, d)
-			ms := float64(cpuTicks(in.master())-before) * 10
-			run := routingRun{Round: round, Config: g.name, wrkResult: r, CPUms: ms, LoadAvg: loadAvg()}
-			if r.Requests > 0 {
-				run.CPUPerReqU = ms * 1000 / float64(r.Requests)
-			}
-			if r.Non2xx > 0 || r.SocketErrors > 0 {
-				t.Errorf("%s round %d: %d non-2xx, %d socket errors", g.name, round, r.Non2xx, r.SocketErrors)
-			}
-			t.Logf("round %d %-22s %8.0f req/s %5.2f µs CPU/req load %.2f", round, g.name, r.RPS, run.CPUPerReqU, run.LoadAvg)
+			run := measureRun(t, insts[g.name], "/", "shop.example", browserHeaders, d)
+			run.Round, run.Config = round, g.name
+			t.Logf("round %d %-22s %8.0f req/s %5.2f µs CPU/req load %.2f", round, g.name, run.RPS, run.CPUPerReqU, run.LoadAvg)
 			runs = append(runs, run)
 		}
 	}

@@ -127,13 +127,49 @@ type wrkResult struct {
 	SocketErrors int     `json:"socket_errors"`
 }
 
+// proxyInstance is one HAProxy (or nginx) process of a side-by-side
+// measurement: the port it serves and its master's pid, whose CPU time
+// (with its workers') is what a run costs.
+type proxyInstance struct {
+	port   int
+	master func() int
+}
+
+// measureRun runs wrk (keep-alive) for d against in with host and
+// headers, and returns the run with the proxy's CPU per request; any
+// non-2xx answer or socket error fails the test.
+func measureRun(t *testing.T, in proxyInstance, path, host string, headers []string, d time.Duration) routingRun {
+	t.Helper()
+	before := cpuTicks(in.master())
+	r := runWrkHeaders(t, "http://127.0.0.1:"+strconv.Itoa(in.port)+path, host, headers, d)
+	ms := float64(cpuTicks(in.master())-before) * 10 // USER_HZ is 100
+	run := routingRun{wrkResult: r, CPUms: ms, LoadAvg: loadAvg()}
+	if r.Requests > 0 {
+		run.CPUPerReqU = ms * 1000 / float64(r.Requests)
+	}
+	if r.Non2xx > 0 || r.SocketErrors > 0 {
+		t.Errorf("%s: %d non-2xx, %d socket errors", host, r.Non2xx, r.SocketErrors)
+	}
+	return run
+}
+
 // runWrk runs wrk -t2 -c50 --latency for d against url with a Host
 // header and, when closeConn, "Connection: close" on every request.
 func runWrk(t *testing.T, url, host string, closeConn bool, d time.Duration) wrkResult {
 	t.Helper()
-	args := []string{"-t2", "-c50", "-d" + strconv.Itoa(int(d.Seconds())) + "s", "--latency", "-H", "Host: " + host}
+	var headers []string
 	if closeConn {
-		args = append(args, "-H", "Connection: close")
+		headers = []string{"Connection: close"}
+	}
+	return runWrkHeaders(t, url, host, headers, d)
+}
+
+// runWrkHeaders is runWrk with extra request headers.
+func runWrkHeaders(t *testing.T, url, host string, headers []string, d time.Duration) wrkResult {
+	t.Helper()
+	args := []string{"-t2", "-c50", "-d" + strconv.Itoa(int(d.Seconds())) + "s", "--latency", "-H", "Host: " + host}
+	for _, h := range headers {
+		args = append(args, "-H", h)
 	}
 	args = append(args, url)
 	out, err := exec.Command("wrk", args...).CombinedOutput()

@@ -16,17 +16,11 @@ var routeKeyChars = charset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxy
 // map file unchecked could add a line or a second key.
 func RouteKey(host, path string) Word {
 	bad := func(err error) Word { return Word{err: err} }
-	switch {
-	case host == "" && path == "":
+	if host == "" && path == "" {
 		return bad(refuse("route key", "empty", "", "needs a host or a path"))
-	case strings.HasPrefix(host, "*"):
-		if _, err := WildcardHost(host); err != nil {
-			return bad(err)
-		}
-	case host != "":
-		if _, err := Host(host); err != nil {
-			return bad(err)
-		}
+	}
+	if err := checkKeyHost(host); err != nil {
+		return bad(err)
 	}
 	key := host
 	if path != "" {
@@ -46,6 +40,19 @@ func RouteKey(host, path string) Word {
 	return Word{s: key, kind: kindUser, quote: true}
 }
 
+// checkKeyHost validates a route key's host: a wildcard, an exact host,
+// or none.
+func checkKeyHost(host string) error {
+	var err error
+	switch {
+	case strings.HasPrefix(host, "*"):
+		_, err = WildcardHost(host)
+	case host != "":
+		_, err = Host(host)
+	}
+	return err
+}
+
 // RegexRouteKey makes the key of one map_reg routing entry (render's
 // regular-expression routes): the request key is the host then the raw
 // path (no host for a host-less route), so the key is "^", the host with
@@ -54,15 +61,8 @@ func RouteKey(host, path string) Word {
 // space, no control byte; it starts with "^", never with "#".
 func RegexRouteKey(host string, re PathRegex) Word {
 	bad := func(err error) Word { return Word{err: err} }
-	switch {
-	case strings.HasPrefix(host, "*"):
-		if _, err := WildcardHost(host); err != nil {
-			return bad(err)
-		}
-	case host != "":
-		if _, err := Host(host); err != nil {
-			return bad(err)
-		}
+	if err := checkKeyHost(host); err != nil {
+		return bad(err)
 	}
 	if !strings.HasPrefix(re.canon, "^/") {
 		return bad(refuse("regex route key", "syntax", re.canon, "not a path regex"))

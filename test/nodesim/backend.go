@@ -107,14 +107,10 @@ func tcpEchoPort(env map[string]string) (int, bool) {
 // serveTCPEcho echoes every byte back on b's address and port until the
 // backend stops.
 func (s *Sim) serveTCPEcho(b *backend, pod *corev1.Pod) error {
-	addr := netip.AddrPortFrom(b.ip, uint16(b.port)).String()
-	var lc net.ListenConfig
-	ln, err := lc.Listen(s.ctx, "tcp", addr)
+	ln, ctx, err := s.listen(b)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", addr, err)
+		return err
 	}
-	ctx, cancel := context.WithCancel(s.ctx)
-	b.cancel, b.done, b.started = cancel, make(chan struct{}), time.Now()
 	go func() {
 		<-ctx.Done()
 		ln.Close()
@@ -134,19 +130,29 @@ func (s *Sim) serveTCPEcho(b *backend, pod *corev1.Pod) error {
 			}()
 		}
 	}()
-	s.log.Debug("nodesim: TCP echo", "namespace", pod.Namespace, "pod", pod.Name, "addr", addr)
+	s.log.Debug("nodesim: TCP echo", "namespace", pod.Namespace, "pod", pod.Name, "addr", ln.Addr().String())
 	return nil
 }
 
-func (s *Sim) serve(b *backend, cfg echo.Config, pod *corev1.Pod) error {
+// listen opens b's address and port and arms b's stop: the context its
+// server runs under, cancelled by stopBackend, which then waits for done.
+func (s *Sim) listen(b *backend) (net.Listener, context.Context, error) {
 	addr := netip.AddrPortFrom(b.ip, uint16(b.port)).String()
 	var lc net.ListenConfig
 	ln, err := lc.Listen(s.ctx, "tcp", addr)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", addr, err)
+		return nil, nil, fmt.Errorf("listen %s: %w", addr, err)
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	b.cancel, b.done, b.started = cancel, make(chan struct{}), time.Now()
+	return ln, ctx, nil
+}
+
+func (s *Sim) serve(b *backend, cfg echo.Config, pod *corev1.Pod) error {
+	ln, ctx, err := s.listen(b)
+	if err != nil {
+		return err
+	}
 	log := s.log.With("namespace", pod.Namespace, "pod", pod.Name)
 	go func() {
 		defer close(b.done)
