@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"net/http"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -49,20 +46,6 @@ spec:
           - path: /docs
             pathType: Prefix
             backend: {service: {name: http-svc, port: {number: 80}}}
----
-apiVersion: v1
-kind: Service
-metadata: {name: http-svc, namespace: web}
-spec: {ports: [{name: http, port: 80}]}
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: {name: http-svc-1, namespace: web, labels: {kubernetes.io/service-name: http-svc}}
-addressType: IPv4
-ports: [{name: http, port: PODPORT}]
-endpoints:
-  - addresses: ["127.0.0.1"]
-    conditions: {ready: true}
 `
 
 // TestRegexPaths runs use-regex with a capture-group rewrite through
@@ -70,10 +53,7 @@ endpoints:
 // the plain Ingress's /docs/a is unchanged; /API/v1/users (case-sensitive)
 // and /x/api/v1/users (anchored) are not routed (404).
 func TestRegexPaths(t *testing.T) {
-	manifests, state := harness.ShortTempDir(t), harness.ShortTempDir(t)
-	pod := harness.StartEcho(t, "http-svc", "pod")
-	harness.WriteFile(t, filepath.Join(manifests, "web.yaml"), strings.ReplaceAll(regexManifests, "PODPORT", strconv.Itoa(pod)))
-	p := harness.StartPier(t, harness.Options{Manifests: manifests, State: state})
+	p := startWithHTTPSvc(t, regexManifests)
 	vip := p.Addresses("web", "api")[0]
 	client := &http.Client{Timeout: 5 * time.Second}
 	for path, want := range map[string]string{"/api/v1/users/42?x=1": "/users/42?x=1", "/api/v22/": "/", "/docs/a?b=1": "/docs/a?b=1"} {

@@ -31,7 +31,11 @@ spec:
           - path: /something(/|$)(.*)
             pathType: ImplementationSpecific
             backend: {service: {name: http-svc, port: {number: 80}}}
----
+`
+
+// httpSvcManifests is Service http-svc of namespace web, one ready
+// endpoint at 127.0.0.1:PODPORT: the backend of the rewrite tests.
+const httpSvcManifests = `
 apiVersion: v1
 kind: Service
 metadata: {name: http-svc, namespace: web}
@@ -47,14 +51,22 @@ endpoints:
     conditions: {ready: true}
 `
 
+// startWithHTTPSvc runs `pier run` on ingresses and httpSvcManifests,
+// with an echo backend behind http-svc.
+func startWithHTTPSvc(t *testing.T, ingresses string) *harness.Pier {
+	t.Helper()
+	manifests, state := harness.ShortTempDir(t), harness.ShortTempDir(t)
+	pod := harness.StartEcho(t, "http-svc", "pod")
+	m := strings.ReplaceAll(ingresses+"---"+httpSvcManifests, "PODPORT", strconv.Itoa(pod))
+	harness.WriteFile(t, filepath.Join(manifests, "web.yaml"), m)
+	return harness.StartPier(t, harness.Options{Manifests: manifests, State: state})
+}
+
 // TestRewriteStripPrefix runs the ingress-nginx docs' rewrite example
 // through `pier run`: /something, /something/ and /something/new reach
 // the backend as /, / and /new (a query string is kept); /somethingelse is not routed (404).
 func TestRewriteStripPrefix(t *testing.T) {
-	manifests, state := harness.ShortTempDir(t), harness.ShortTempDir(t)
-	pod := harness.StartEcho(t, "http-svc", "pod")
-	harness.WriteFile(t, filepath.Join(manifests, "web.yaml"), strings.ReplaceAll(stripManifests, "PODPORT", strconv.Itoa(pod)))
-	p := harness.StartPier(t, harness.Options{Manifests: manifests, State: state})
+	p := startWithHTTPSvc(t, stripManifests)
 	vip := p.Addresses("web", "rewrite")[0]
 	client := &http.Client{Timeout: 5 * time.Second}
 	for path, want := range map[string]string{"/something": "/", "/something/": "/", "/something/new": "/new",

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -160,3 +162,20 @@ func established(crd *unstructured.Unstructured) bool {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// GatewayCRDFiles are the standard-channel Gateway API CRDs (GatewayClass,
+// Gateway, HTTPRoute, ReferenceGrant) of the sigs.k8s.io/gateway-api
+// version the module under test requires, read from the module cache: the
+// repository keeps no copy.
+func GatewayCRDFiles() ([]string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api").Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list -m sigs.k8s.io/gateway-api: %w", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard")
+	var files []string
+	for _, kind := range []string{"gatewayclasses", "gateways", "httproutes", "referencegrants"} {
+		files = append(files, filepath.Join(dir, "gateway.networking.k8s.io_"+kind+".yaml"))
+	}
+	return files, nil
+}

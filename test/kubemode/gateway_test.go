@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -218,14 +216,9 @@ func (e *env) checkGatewayAPIOffLogged(ctl *proc) {
 // module cache (no copy in the repository).
 func installGatewayCRDs(t *testing.T, e *env) {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api").Output()
+	files, err := kubeapi.GatewayCRDFiles()
 	if err != nil {
-		t.Fatalf("go list -m sigs.k8s.io/gateway-api: %v", err)
-	}
-	dir := filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard")
-	var files []string
-	for _, kind := range []string{"gatewayclasses", "gateways", "httproutes", "referencegrants"} {
-		files = append(files, filepath.Join(dir, "gateway.networking.k8s.io_"+kind+".yaml"))
+		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()

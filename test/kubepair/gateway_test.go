@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -56,14 +54,9 @@ func TestKubePairGateway(t *testing.T) {
 // module cache) and applies a GatewayClass of pier's, a Gateway with an
 // HTTP listener on port 80 and an HTTPRoute for host to the echo Service.
 func (w *world) createGateway(ctx context.Context) error {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api").Output()
+	crds, err := kubeapi.GatewayCRDFiles()
 	if err != nil {
-		return fmt.Errorf("go list -m sigs.k8s.io/gateway-api: %w", err)
-	}
-	dir := filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard")
-	var crds []string
-	for _, kind := range []string{"gatewayclasses", "gateways", "httproutes", "referencegrants"} {
-		crds = append(crds, filepath.Join(dir, "gateway.networking.k8s.io_"+kind+".yaml"))
+		return err
 	}
 	if err := kubeapi.ApplyFiles(ctx, w.srv.Config(), crds...); err != nil {
 		return fmt.Errorf("install the Gateway API CRDs: %w", err)

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -325,28 +324,10 @@ func TestCustomErrorsPacked(t *testing.T) {
 				t.Errorf("%s: the Lua file does not register %s", uuid, action)
 			}
 		}
-		for _, m := range r.Maps {
-			writeFile(t, m.Path, m.Data)
-		}
+		writeMaps(t, r.Maps, "")
 		writeFile(t, r.AuthLuaPath, r.AuthLua)
 		writeFile(t, at.Config(), r.Fragment)
 		fragments = append(fragments, at.Config())
 	}
-	global, err := Global(fixtureOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	proc, err := ProcessConf(procAt(dir), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(dir, "global.conf"), global)
-	writeFile(t, procAt(dir).Conf(), proc)
-	args := []string{"-c", "-dW", "-f", filepath.Join(dir, "global.conf"), "-f", procAt(dir).Conf()}
-	for _, f := range fragments {
-		args = append(args, "-f", f)
-	}
-	if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
-		t.Fatalf("haproxy -c -dW of two packed fragments with auth-url and custom-http-errors: %v\n%s", err, out)
-	}
+	checkFiles(t, bin, dir, fragments...)
 }

@@ -4,7 +4,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -201,30 +200,12 @@ func TestExtAuthPacked(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range r.Maps {
-			writeFile(t, m.Path, m.Data)
-		}
+		writeMaps(t, r.Maps, "")
 		writeFile(t, r.AuthLuaPath, r.AuthLua)
 		writeFile(t, at.Config(), r.Fragment)
 		fragments = append(fragments, at.Config())
 	}
-	global, err := Global(fixtureOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	proc, err := ProcessConf(procAt(dir), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(dir, "global.conf"), global)
-	writeFile(t, procAt(dir).Conf(), proc)
-	args := []string{"-c", "-dW", "-f", filepath.Join(dir, "global.conf"), "-f", procAt(dir).Conf()}
-	for _, f := range fragments {
-		args = append(args, "-f", f)
-	}
-	if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
-		t.Fatalf("haproxy -c -dW of two packed fragments with auth-url: %v\n%s", err, out)
-	}
+	checkFiles(t, bin, dir, fragments...)
 }
 
 // TestIntegrationExtAuthSlow: the auth request is bounded by the auth
