@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"sync"
 
 	"pier.dev/pier/internal/model"
@@ -64,9 +65,15 @@ func (b *ProblemBook) Update(problems []model.Problem) []model.Problem {
 }
 
 func (b *ProblemBook) log(pr model.Problem) {
-	level, msg := slog.LevelWarn, "ingress warning"
+	// The message names the kind ("ingress refused", "httproute
+	// refused"), so an operator searching the log for one kind finds it.
+	kind := strings.ToLower(pr.Kind)
+	if kind == "" {
+		kind = "ingress"
+	}
+	level, msg := slog.LevelWarn, kind+" warning"
 	if pr.Severity == model.SeverityError {
-		level, msg = slog.LevelError, "ingress refused"
+		level, msg = slog.LevelError, kind+" refused"
 	}
 	what := "ingress"
 	name := pr.Namespace + "/" + pr.Name

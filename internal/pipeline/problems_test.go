@@ -34,6 +34,13 @@ func TestSameNameDifferentKinds(t *testing.T) {
 	if n := strings.Count(logs.String(), "level=ERROR"); n != 2 {
 		t.Errorf("%d error lines, want 2:\n%s", n, logs.String())
 	}
+	// The message names the kind, so a refused Service is not logged as
+	// a refused Ingress.
+	for _, want := range []string{`msg="ingress refused" ingress=ns/web`, `msg="service refused" object="Service ns/web"`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("no %q in the log:\n%s", want, logs.String())
+		}
+	}
 	// A new message for one of them is new; the other stays reported.
 	ing.Message = "m3"
 	if fresh := book.Update([]model.Problem{ing, svc}); len(fresh) != 1 || fresh[0].Kind != model.KindIngress {
