@@ -152,7 +152,9 @@ func TestIntegrationCustomErrors(t *testing.T) {
 		for k, v := range hdr {
 			req.Header.Set(k, v)
 		}
-		resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+		// A bound, so that a stuck Lua action fails the test with its
+		// request instead of hanging the package until go test's timeout.
+		resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 30 * time.Second}).Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
