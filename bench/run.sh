@@ -54,9 +54,10 @@ fi
 # 1,000 and 3,000 Ingresses present (PIER_BENCH_SCALE_SIZES), a Service's
 # member replaced (50 samples, up to 1,000 Ingresses, 0 reloads checked),
 # a new Ingress and a new Ingress joining a shared group (20 samples
-# each). About 4 minutes on 2 quiet cores (7.6 at load 6-19), plus the
-# build. The charts: new-Ingress latency from
-# this run, routing req/s from the newest routing results committed.
+# each), after requests through one of them, pier against a hand-written
+# HAProxy config and direct (keep-alive and close). About 7 minutes on 2
+# quiet cores, plus the build. The charts: new-Ingress latency from this
+# run, routing req/s from the newest routing results committed.
 scale_run() {
   echo "== 9. scale: endpoint change, new Ingress, group join at ${PIER_BENCH_SCALE_SIZES:-100,1000,3000} Ingresses (about 4 minutes)" >&2
   (cd bench && PIER_BIN="$cache/pier" PIER_BENCH_OUT="$raw" "$cache/bench.test" \

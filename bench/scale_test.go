@@ -114,6 +114,9 @@ type scaleRun struct {
 	LoadStart  float64       `json:"load_avg_start"`
 	LoadEnd    float64       `json:"load_avg_end"`
 	Series     []scaleSeries `json:"series"`
+	// Traffic is the data plane with these Ingresses present
+	// (scaletraffic_test.go).
+	Traffic []scaleTraffic `json:"traffic,omitempty"`
 }
 
 const (
@@ -172,13 +175,14 @@ func TestScale(t *testing.T) {
 	endpoints := scaleCount(t, "PIER_BENCH_SCALE_ENDPOINT_SAMPLES", 50)
 	newIngresses := scaleCount(t, "PIER_BENCH_SCALE_NEW_SAMPLES", 20)
 	joins := scaleCount(t, "PIER_BENCH_SCALE_JOIN_SAMPLES", 20)
-	endpointMax := scaleCount(t, "PIER_BENCH_SCALE_ENDPOINT_MAX", 1000) // endpoint series only up to this size
+	endpointMax := scaleCount(t, "PIER_BENCH_SCALE_ENDPOINT_MAX", 1000)  // endpoint series only up to this size
+	trafficRounds := scaleCount(t, "PIER_BENCH_SCALE_TRAFFIC_ROUNDS", 3) // 0: no traffic measurement
 	if quick() {
-		endpoints, newIngresses, joins = 5, 3, 3
+		endpoints, newIngresses, joins, trafficRounds = 5, 3, 3, min(trafficRounds, 1)
 	}
 	var runs []scaleRun
 	for _, n := range scaleSizes(t) {
-		r := scaleAt(t, n, endpointsAt(n, endpointMax, endpoints), newIngresses, joins)
+		r := scaleAt(t, n, endpointsAt(n, endpointMax, endpoints), newIngresses, joins, trafficRounds)
 		runs = append(runs, r)
 		writeJSON(t, out, "scale.json", runs) // after each size: a later failure keeps the earlier ones
 	}
@@ -213,7 +217,7 @@ type scaleFixture struct {
 	groupVIP  string
 }
 
-func scaleAt(t *testing.T, n, endpoints, newIngresses, joins int) scaleRun {
+func scaleAt(t *testing.T, n, endpoints, newIngresses, joins, trafficRounds int) scaleRun {
 	f := &scaleFixture{dir: harness.ShortTempDir(t), state: harness.ShortTempDir(t),
 		client: &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}}
 	f.appPort = harness.StartEcho(t, "app", "app-pod")
@@ -241,6 +245,10 @@ func scaleAt(t *testing.T, n, endpoints, newIngresses, joins int) scaleRun {
 	r.ServingSec = time.Since(start).Seconds()
 	t.Logf("%d Ingresses present: all serving in %.1f s (load %.1f)", f.present, r.ServingSec, loadAvg())
 	time.Sleep(2 * time.Second) // let the status passes of the start settle
+
+	if trafficRounds > 0 {
+		r.Traffic = f.trafficSeries(t, n, trafficRounds)
+	}
 
 	if endpoints > 0 {
 		r.Series = append(r.Series, f.endpointSeries(t, endpoints))

@@ -19,6 +19,19 @@ type scaleRun struct {
 	LoadStart  float64       `json:"load_avg_start"`
 	LoadEnd    float64       `json:"load_avg_end"`
 	Series     []scaleSeries `json:"series"`
+	Traffic    []trafficRun  `json:"traffic"`
+}
+
+// trafficRun is one wrk run of TestScale's traffic measurement
+// (bench/scaletraffic_test.go).
+type trafficRun struct {
+	Round       int     `json:"round"`
+	Mode        string  `json:"mode"`
+	Target      string  `json:"target"` // pier, reference or direct
+	RPS         float64 `json:"rps"`
+	P50ms       float64 `json:"p50_ms"`
+	P99ms       float64 `json:"p99_ms"`
+	CPUPerReqUs float64 `json:"cpu_per_req_us"`
 }
 
 type scaleSeries struct {
@@ -106,6 +119,69 @@ func scaleMarkdown(runs []scaleRun) string {
 		}
 	}
 	b.WriteString("\n")
+	return b.String()
+}
+
+// trafficMarkdown is the data plane with n Ingresses present: medians
+// over the rounds for pier, the hand-written reference and direct, and
+// pier ÷ reference per round (median, smallest–largest).
+func trafficMarkdown(runs []scaleRun) string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	p("| Ingresses present | connections | req/s pier / reference / direct | pier ÷ reference req/s | p50 ms pier / reference / direct | p99 ms pier / reference / direct | CPU µs/request pier / reference | pier ÷ reference CPU |\n")
+	p("|---:|---|---|---|---|---|---|---|\n")
+	found := false
+	for _, r := range runs {
+		for _, mode := range []string{"keep-alive", "close"} {
+			by := map[string]map[int]trafficRun{}
+			for _, tr := range r.Traffic {
+				if tr.Mode != mode {
+					continue
+				}
+				if by[tr.Target] == nil {
+					by[tr.Target] = map[int]trafficRun{}
+				}
+				by[tr.Target][tr.Round] = tr
+			}
+			if len(by["pier"]) == 0 {
+				continue
+			}
+			found = true
+			med := func(target string, f func(trafficRun) float64) float64 {
+				var xs []float64
+				for _, tr := range by[target] {
+					xs = append(xs, f(tr))
+				}
+				return median(xs)
+			}
+			ratio := func(f func(trafficRun) float64) string {
+				var xs []float64
+				for round, pt := range by["pier"] {
+					if rt, ok := by["reference"][round]; ok && f(rt) > 0 {
+						xs = append(xs, f(pt)/f(rt))
+					}
+				}
+				if len(xs) == 0 {
+					return "–"
+				}
+				return fmt.Sprintf("**%.2f** (%.2f–%.2f)", median(xs), minOf(xs), maxOf(xs))
+			}
+			rps := func(tr trafficRun) float64 { return tr.RPS }
+			p50 := func(tr trafficRun) float64 { return tr.P50ms }
+			p99 := func(tr trafficRun) float64 { return tr.P99ms }
+			cpu := func(tr trafficRun) float64 { return tr.CPUPerReqUs }
+			p("| %s | %s | %s / %s / %s | %s | %.2f / %.2f / %.2f | %.2f / %.2f / %.2f | %.1f / %.1f | %s |\n",
+				thousands(float64(r.Ingresses)), mode,
+				thousands(med("pier", rps)), thousands(med("reference", rps)), thousands(med("direct", rps)), ratio(rps),
+				med("pier", p50), med("reference", p50), med("direct", p50),
+				med("pier", p99), med("reference", p99), med("direct", p99),
+				med("pier", cpu), med("reference", cpu), ratio(cpu))
+		}
+	}
+	if !found {
+		return ""
+	}
+	p("\nwrk -t2 -c50 to the last Ingress present: through pier (its shard packs about a quarter of the load balancers), through a hand-written HAProxy config routing that one host to the same backend, and direct to the backend (a Go echo server); interleaved in each round. pier's CPU is every HAProxy process of the node, less the idle rate (the shards' health checks) measured just before.\n")
 	return b.String()
 }
 
@@ -226,6 +302,9 @@ func scaleReport(scalePath, routingPath, out, chartsDir string) error {
 		m := meta(filepath.Dir(scalePath))
 		md := fmt.Sprintf("# pier at scale, %s, %s\n\nMachine: %s, %d CPUs, Linux %s; load average %s at the start, %s at the end; %s; %s. The run took %.0f s. `pier run --haproxy-processes %d`; docs/benchmarks.md section 9 explains the figures.\n\n",
 			m.Date, m.GitRev, m.CPU, m.CPUs, m.Kernel, m.LoadStart, m.LoadEnd, m.Go, m.HAProxy, m.DurationSec, runs[0].Processes) + scaleMarkdown(runs)
+		if tm := trafficMarkdown(runs); tm != "" {
+			md += "\n## Requests with these Ingresses present\n\n" + tm
+		}
 		js, err := json.MarshalIndent(struct {
 			Meta  Meta            `json:"meta"`
 			Scale json.RawMessage `json:"scale"`
