@@ -59,7 +59,7 @@ fi
 # quiet cores, plus the build. The charts: new-Ingress latency from this
 # run, routing req/s from the newest routing results committed.
 scale_run() {
-  echo "== 9. scale: endpoint change, new Ingress, group join at ${PIER_BENCH_SCALE_SIZES:-100,1000,3000} Ingresses (about 4 minutes)" >&2
+  echo "== 9. scale: endpoint change, new Ingress, group join at ${PIER_BENCH_SCALE_SIZES:-100,1000,3000} Ingresses (about 7 minutes)" >&2
   (cd bench && PIER_BIN="$cache/pier" PIER_BENCH_OUT="$raw" "$cache/bench.test" \
     -test.run '^TestScale$' -test.v -test.timeout 30m) >&2
   local out routing
