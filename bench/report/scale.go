@@ -108,7 +108,7 @@ func scaleMarkdown(runs []scaleRun) string {
 				thousands(s.Reloads), tg.reloads, s.LoadedP50, s.StoredP50, s.AppliedP50, check, r.LoadStart, r.LoadEnd)
 		}
 	}
-	p("\nTimes from the manifest's rename into the watched folder; \"manifests read\", \"stored\" and \"applied\" are medians of the times of pier's log lines `manifests changed`, `load balancer stored` and `members updated without reload` / `haproxy reloaded` (millisecond resolution; a reload is logged after `show proc` confirms it, so it can come after the first 200). p99 is the nearest rank, so below 100 samples it is the largest sample.\n")
+	p("\nTimes from the manifest's rename into the watched folder; \"manifests read\", \"stored\" and \"applied\" are medians of the times of pier's log lines `manifests changed`, `load balancer stored` and `members updated without reload`, `routes updated without reload` or `haproxy reloaded` (millisecond resolution; a reload is logged after `show proc` confirms it, so it can come after the first 200). p99 is the nearest rank, so below 100 samples it is the largest sample.\n")
 	for _, r := range runs {
 		p("\n%s Ingresses: all serving %.1f s after pier started.", thousands(float64(r.Ingresses)), r.ServingSec)
 		for _, s := range r.Series {

@@ -54,6 +54,46 @@ func emitAll(t *testing.T, v Value) {
 	if _, err := NewCommand(Lit("get"), Lit("map"), v.Word()); err == nil {
 		t.Fatalf("runtime command accepted a user value")
 	}
+	// A map command takes a user value only within the runtime
+	// allow-list, and the CLI then reads exactly the intended words.
+	if cmd, err := AddMap(FilePath("/x/routes.map"), v.Word(), ID("be_", "0123abcd")); err != nil {
+		checkMessage(t, err)
+	} else if words, ok := cliWords(cmd); !ok || !slices.Equal(words, []string{"add", "map", "/x/routes.map", v.s, "be_0123abcd"}) {
+		t.Fatalf("map command %s: %q", Printable(cmd.line), words)
+	}
+}
+
+// Map commands: route keys of the allow-list pass whole; anything the
+// CLI would split, escape or cut is refused; a map is named by its file.
+func TestMapCommands(t *testing.T) {
+	file := FilePath("/var/lib/pier/haproxy/u/routes-80-host.exact-0123.map")
+	key := RouteKey("www.example.com", "/api/v1")
+	cmd, err := AddMap(file, key, ID("be_", "abc"))
+	if err != nil || cmd.String() != "add map /var/lib/pier/haproxy/u/routes-80-host.exact-0123.map www.example.com/api/v1/ be_abc" {
+		t.Fatalf("add map: %q %v", cmd.String(), err)
+	}
+	if cmd, err := DelMap(file, key); err != nil || cmd.String() != "del map /var/lib/pier/haproxy/u/routes-80-host.exact-0123.map www.example.com/api/v1/" {
+		t.Fatalf("del map: %q %v", cmd.String(), err)
+	}
+	if cmd, err := SetMap(file, key, ID("be_", "def")); err != nil || !strings.HasPrefix(cmd.String(), "set map ") {
+		t.Fatalf("set map: %q %v", cmd.String(), err)
+	}
+	// Valid paths (RouteKey takes them) the CLI must not see.
+	for _, path := range []string{"/a;b", "/a~b", "/a%41", "/a+b", "/a=b", "/a@b", "/a!b"} {
+		k := RouteKey("", path)
+		if k.Err() != nil {
+			t.Fatalf("path %q: %v", path, k.Err())
+		}
+		if cmd, err := AddMap(file, k, ID("be_", "abc")); err == nil {
+			t.Errorf("path %q: accepted as %q", path, cmd.String())
+		}
+	}
+	if _, err := AddMap(Lit("/x/routes.map"), key, ID("be_", "abc")); err == nil {
+		t.Error("a map named by a literal, not a file path, was accepted")
+	}
+	if _, err := AddMap(FilePath("/x/a b.map"), key, ID("be_", "abc")); err == nil {
+		t.Error("a map file with a space was accepted")
+	}
 }
 
 // parseMapLine models pat_ref_read_from_file_smp (src/pattern.c): one

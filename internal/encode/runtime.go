@@ -90,3 +90,46 @@ func SetServerWeight(backend, server Word, weight int) (Command, error) {
 	}
 	return NewCommand(Lit("set"), Lit("server"), Concat(backend, Lit("/"), server), Lit("weight"), Num(weight))
 }
+
+// AddMap: "add map <file> <key> <value>"; SetMap: "set map <file> <key>
+// <value>"; DelMap: "del map <file> <key>". A map is named by the file
+// the running configuration loaded it from. Route keys come from users'
+// hosts and paths, so unlike other commands these take user words, held
+// to the same allow-list as every runtime word (R9: no space, ';', '\',
+// '#', control byte or quote can reach the CLI): a key outside it is
+// refused, and its change goes through a reload instead.
+func AddMap(file, key, value Word) (Command, error) {
+	return mapCommand("add", file, key, value)
+}
+
+// SetMap: see AddMap.
+func SetMap(file, key, value Word) (Command, error) {
+	return mapCommand("set", file, key, value)
+}
+
+// DelMap: see AddMap.
+func DelMap(file, key Word) (Command, error) {
+	return mapCommand("del", file, key)
+}
+
+func mapCommand(verb string, file Word, entry ...Word) (Command, error) {
+	if file.err == nil && file.kind != kindFile {
+		return Command{}, errors.New("encode: a map is named by its file: " + Printable(file.s))
+	}
+	parts := []string{verb, "map"}
+	for _, w := range append([]Word{file}, entry...) {
+		if err := w.Err(); err != nil {
+			return Command{}, err
+		}
+		if w.s == "" {
+			return Command{}, errors.New("encode: empty word in a map command")
+		}
+		for j := 0; j < len(w.s); j++ {
+			if !cliChars[w.s[j]] {
+				return Command{}, errors.New("encode: map command word contains " + describeByte(w.s[j]) + ": " + Printable(w.s))
+			}
+		}
+		parts = append(parts, w.s)
+	}
+	return Command{strings.Join(parts, " ")}, nil
+}

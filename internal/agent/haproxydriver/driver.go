@@ -177,6 +177,7 @@ func (d *Driver) Apply(ctx context.Context, lb *model.LoadBalancer) (driver.Appl
 	hash := hashOf(append(r.Fragment, certificateDigests(lb)...))
 	if inst != nil && inst.hash == hash && inst.sh.proc.Running() && !inst.restarted() {
 		d.mu.Lock()
+		r.RunsAs(inst.result)
 		inst.result = r
 		d.mu.Unlock()
 		return driver.Applied{ConfigHash: hash}, nil

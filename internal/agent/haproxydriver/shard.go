@@ -109,6 +109,9 @@ func (d *Driver) loaded(sh *shard) {
 	for _, inst := range d.lbs {
 		if inst.sh == sh {
 			inst.reloads = restarts
+			if inst.result != nil {
+				inst.result.Reloaded() // it knows the maps by the files it just read
+			}
 		}
 	}
 	d.mu.Unlock()

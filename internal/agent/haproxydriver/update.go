@@ -281,6 +281,7 @@ func (d *Driver) runtimeOnly(ctx context.Context, c *change) bool {
 		d.cfg.Logger.Warn("runtime update failed; reloading instead", "lb", c.lb.Name, "error", err)
 		return false
 	}
+	c.r.RunsWith(plan) // the process knows the maps by the names it loaded
 	if err := <-checked; err != nil {
 		d.takeBack(ctx, inst, c)
 		c.out, c.err = inst, err
@@ -290,7 +291,11 @@ func (d *Driver) runtimeOnly(ctx context.Context, c *change) bool {
 	d.mu.Lock()
 	inst.stats.RuntimeUpdates++
 	d.mu.Unlock()
-	d.cfg.Logger.Info("members updated without reload", "lb", c.lb.Name, "commands", len(plan.Commands))
+	if plan.Routes {
+		d.cfg.Logger.Info("routes updated without reload", "lb", c.lb.Name, "commands", len(plan.Commands))
+	} else {
+		d.cfg.Logger.Info("members updated without reload", "lb", c.lb.Name, "commands", len(plan.Commands))
+	}
 	if err := d.install(c); err != nil {
 		d.cfg.Logger.Warn("could not install the updated fragment", "lb", c.lb.Name, "error", err)
 	}
@@ -306,7 +311,9 @@ func (d *Driver) runtimeOnly(ctx context.Context, c *change) bool {
 func (d *Driver) takeBack(ctx context.Context, inst *instance, c *change) {
 	back, err := render.PlanUpdate(c.r, inst.result)
 	if err == nil && !back.Reload {
-		err = d.runtimeUpdate(ctx, inst, back)
+		if err = d.runtimeUpdate(ctx, inst, back); err == nil {
+			inst.result.RunsWith(back)
+		}
 	} else if err == nil {
 		err = fmt.Errorf("taking back needs a reload: %s", back.Reason)
 	}

@@ -38,6 +38,12 @@ type Result struct {
 
 	view     *view
 	skeleton [sha256.Size]byte // the fragment without its server lines
+	// routeSkeleton is skeleton with the exact and prefix maps named by
+	// label, not digest (mapupdate.go).
+	routeSkeleton [sha256.Size]byte
+	// mapNames are the names the running HAProxy knows maps by where
+	// they are not this result's files (RunsWith); by label.
+	mapNames map[string]string
 }
 
 // Render validates lb and renders its fragment and crt-list for the
@@ -95,6 +101,7 @@ func Render(lb *model.LoadBalancer, at layout.LB, prev Slots, opts Options) (*Re
 		return nil, err
 	}
 	r.skeleton = skeletonOf(r.Fragment)
+	r.routeSkeleton = routeSkeletonOf(r.Fragment, v)
 	return r, nil
 }
 

@@ -20,12 +20,20 @@ type Plan struct {
 	Reload   bool
 	Reason   string
 	Commands []encode.Command
+	// Routes: some commands change route maps (mapupdate.go).
+	Routes bool
+	// MapNames are the names the running HAProxy knows the new result's
+	// maps by once the commands ran: pass the plan to the new result's
+	// RunsWith.
+	MapNames map[string]string
 }
 
 // PlanUpdate compares old (what runs, nil if nothing does) with new, two
-// results of Render. Only members may change without a reload, and only
-// while every pool keeps its number of slots. (Named PlanUpdate because
-// Go does not allow a function and a type both called Plan.)
+// results of Render. Members may change without a reload while every
+// pool keeps its number of slots, and so may the entries of a mapped
+// listener's exact and prefix maps while the pools stay the same
+// (mapupdate.go); anything else reloads. (Named PlanUpdate because Go
+// does not allow a function and a type both called Plan.)
 func PlanUpdate(old, new *Result) (Plan, error) {
 	if new == nil || new.view == nil {
 		return Plan{}, errors.New("plan: no rendered load balancer")
@@ -34,26 +42,41 @@ func PlanUpdate(old, new *Result) (Plan, error) {
 		return Plan{Reload: true, Reason: "first start"}, nil
 	}
 	ov, nv := old.view, new.view
-	if reason := reloadReason(ov, nv); reason != "" {
-		return Plan{Reload: true, Reason: reason}, nil
+	var plan Plan
+	var routeCmds []encode.Command // after the members: a route may name a pool just filled
+	reason := reloadReason(ov, nv, true)
+	if reason == "" && old.skeleton != new.skeleton {
+		reason = "configuration changed"
 	}
-	if old.skeleton != new.skeleton {
-		return Plan{Reload: true, Reason: "configuration changed"}, nil
+	if reason != "" {
+		// Perhaps only routes changed, in map entries the runtime API
+		// can set.
+		if reloadReason(ov, nv, false) != "" || old.routeSkeleton != new.routeSkeleton {
+			return Plan{Reload: true, Reason: reason}, nil
+		}
+		cmds, names, why := routeCommands(old, new)
+		if why != "" {
+			return Plan{Reload: true, Reason: reason + " (" + why + ")"}, nil
+		}
+		plan.Routes, plan.MapNames, routeCmds = true, names, cmds
+	} else {
+		plan.MapNames = old.mapNames // the maps are the same files
 	}
-	var cmds []encode.Command
 	for i := range nv.pools {
 		pc, err := slotCommands(nv.uuid, &ov.pools[i], &nv.pools[i])
 		if err != nil {
 			return Plan{}, fmt.Errorf("plan %s: %w", encode.Printable(nv.uuid), err)
 		}
-		cmds = append(cmds, pc...)
+		plan.Commands = append(plan.Commands, pc...)
 	}
-	return Plan{Commands: cmds}, nil
+	plan.Commands = append(plan.Commands, routeCmds...)
+	return plan, nil
 }
 
-// reloadReason returns "" when old and new differ in members only, else
-// the first difference found, in words an operator understands.
-func reloadReason(ov, nv *view) string {
+// reloadReason returns "" when old and new differ in members only (and,
+// unless routes, in their routing rules), else the first difference
+// found, in words an operator understands.
+func reloadReason(ov, nv *view, routes bool) string {
 	switch {
 	case ov.uuid != nv.uuid:
 		return "load balancer uuid changed"
@@ -62,7 +85,7 @@ func reloadReason(ov, nv *view) string {
 	case ov.fip != nv.fip:
 		return "fip changed " + fipString(ov) + "→" + fipString(nv)
 	}
-	if r := listenerReason(ov.listeners, nv.listeners); r != "" {
+	if r := listenerReason(ov.listeners, nv.listeners, routes); r != "" {
 		return r
 	}
 	return poolReason(ov.pools, nv.pools)
@@ -75,7 +98,7 @@ func fipString(v *view) string {
 	return v.fip.String()
 }
 
-func listenerReason(ol, nl []listenerView) string {
+func listenerReason(ol, nl []listenerView, routes bool) string {
 	ports := func(ls []listenerView) string {
 		out := make([]string, len(ls))
 		for i, l := range ls {
@@ -95,7 +118,7 @@ func listenerReason(ol, nl []listenerView) string {
 		case !slices.EqualFunc(o.certs, n.certs, sameCert):
 			// Same file names, new contents: HAProxy must load them again.
 			what = " certificates changed"
-		case o.defaultPool != n.defaultPool || !slices.EqualFunc(o.policies, n.policies, samePolicy):
+		case o.defaultPool != n.defaultPool || (routes && !slices.EqualFunc(o.policies, n.policies, samePolicy)):
 			what = " routing rules changed"
 		case !slices.Equal(o.passthrough, n.passthrough):
 			what = " passthrough hosts changed"

@@ -77,7 +77,11 @@ func TestPlanReloads(t *testing.T) {
 			lb.Listeners = append(lb.Listeners, l)
 		}), "listeners changed [80]→[80 8080]"},
 		{"slots", base, planFixture(members(17)...), "pool " + webID + " slots 16→32"},
-		{"rule", base, mod(func(lb *model.LoadBalancer) { lb.Listeners[0].Policies[0].Rules[0].Value = "b.example" }), "listener 80 routing rules changed"},
+		{"rule to a new pool", base, func() *model.LoadBalancer {
+			web, api := pool("web", members(3)...), pool("api", members(1)...)
+			return newLB([]model.Listener{httpListener(web.ID, routes(toPool(web, hostIs("a.example")), toPool(api, hostIs("b.example"))))}, web, api)
+		}(), "listener 80 routing rules changed"},
+
 		{"check", base, mod(func(lb *model.LoadBalancer) { lb.Pools[0].HealthCheck = false }), "pool " + webID + " settings changed"},
 		{"default pool", base, mod(func(lb *model.LoadBalancer) { lb.Listeners[0].DefaultPoolID = "" }), "listener 80 routing rules changed"},
 	} {
@@ -211,4 +215,70 @@ func applyCommand(t *testing.T, state []string, cmd string) {
 		return
 	}
 	t.Fatalf("command for unknown server: %s", cmd)
+}
+
+// A routes-only change (a host re-pointed, added or removed, to pools
+// that exist) goes through map commands on the map the process loaded,
+// also after earlier runtime updates renamed its file, until a reload.
+func TestPlanRoutesOnly(t *testing.T) {
+	web, api := pool("web", members(2)...), pool("api", members(1)...)
+	lbWith := func(hosts ...string) *model.LoadBalancer {
+		var ps []model.L7Policy // translate's order: prefixes before a host's catch-all
+		for _, h := range hosts {
+			ps = append(ps, toPool(api, hostIs(h), pathPrefix("/v1")))
+		}
+		ps = append(ps, toPool(web, hostIs("a.example")))
+		return newLB([]model.Listener{httpListener(web.ID, routes(ps...))}, web, api)
+	}
+	p, first, second := planResults(t, lbWith("b.example"), lbWith("c.example", "d.example"))
+	loaded := first.Maps[len(first.Maps)-1].Path // the prefix map: b.example/v1/
+	if !strings.Contains(loaded, "host.prefix") {
+		t.Fatalf("maps %v", first.Maps)
+	}
+	be := "be_" + fixtureUUID + "_" + api.ID
+	want := []string{
+		"add map " + loaded + " c.example/v1/ " + be,
+		"add map " + loaded + " d.example/v1/ " + be,
+		"del map " + loaded + " b.example/v1/",
+	}
+	if p.Reload || !p.Routes || !slices.Equal(commands(p), want) {
+		t.Fatalf("plan %+v\nwant commands %q", p, want)
+	}
+	// A key outside the runtime allow-list (valid in a map file) reloads.
+	semi := lbWith("b.example")
+	semi.Listeners[0].Policies[0].Rules[1] = pathPrefix("/v1;x")
+	if p := mustPlan(t, lbWith("b.example"), semi); !p.Reload || !strings.Contains(p.Reason, "contains ';'") {
+		t.Fatalf("a path with ';': %+v, want a reload", p)
+	}
+	// The new result's prefix map is another file; the process knows
+	// it by the one it loaded.
+	second.RunsWith(p)
+	third := mustRender(t, lbWith("d.example"), second.Slots)
+	p2, err := PlanUpdate(second, third)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"del map " + loaded + " c.example/v1/"}; p2.Reload || !slices.Equal(commands(p2), want) {
+		t.Fatalf("second plan %+v, want %q", p2, want)
+	}
+	// A members-only change keeps the names.
+	third.RunsWith(p2)
+	moved := lbWith("d.example")
+	for i := range moved.Pools {
+		if moved.Pools[i].ID == api.ID {
+			moved.Pools[i].Members[0].Address = "10.0.0.7"
+		}
+	}
+	fourth := mustRender(t, moved, third.Slots)
+	p3, err := PlanUpdate(third, fourth)
+	if err != nil || p3.Reload || p3.Routes || p3.MapNames["80 host.prefix"] != loaded {
+		t.Fatalf("members-only plan %+v %v: names %v", p3, err, p3.MapNames)
+	}
+	// Once reloaded, the process knows the files of what it loaded.
+	fourth.Reloaded()
+	fifth := mustRender(t, lbWith("d.example", "e.example"), fourth.Slots)
+	p5, err := PlanUpdate(fourth, fifth)
+	if err != nil || p5.Reload || len(p5.Commands) != 1 || strings.Contains(p5.Commands[0].String(), loaded) {
+		t.Fatalf("after a reload: %+v %v, want one command on the file fourth loaded", p5, err)
+	}
 }

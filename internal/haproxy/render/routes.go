@@ -180,13 +180,16 @@ const (
 
 // routeTable is a listener's routing as maps.
 type routeTable struct {
-	files  [nClasses][nKinds][]byte // class, kind: map file contents
-	paths  [nClasses][nKinds]string // where they go (routeMapFiles)
-	exact  [nClasses]bool           // class has Exact entries
-	root   [nClasses]bool           // class has a catch-all
-	any    encode.Word              // value of the catch-all with no host, if root[classAny]
-	reject bool                     // some value is rejectValue
-	status []int                    // the statusValues some value is, sorted
+	files [nClasses][nKinds][]byte // class, kind: map file contents
+	paths [nClasses][nKinds]string // where they go (routeMapFiles)
+	// entries are the exact and prefix files' lines as words, which a
+	// routes-only change turns into runtime commands (mapupdate.go).
+	entries [nClasses][kindRegex][]mapEntry
+	exact   [nClasses]bool // class has Exact entries
+	root    [nClasses]bool // class has a catch-all
+	any     encode.Word    // value of the catch-all with no host, if root[classAny]
+	reject  bool           // some value is rejectValue
+	status  []int          // the statusValues some value is, sorted
 	// grouped says which classes have groups; match is their stage 2.
 	grouped [nClasses]bool
 	match   *matchMaps
@@ -244,6 +247,7 @@ func buildRoutes(uuid string, ps []policyView) (*routeTable, error) {
 			return nil, err
 		}
 		t.files[e.r.class][e.kind] = append(t.files[e.r.class][e.kind], line...)
+		t.entries[e.r.class][e.kind] = append(t.entries[e.r.class][e.kind], mapEntry{key: e.key, value: value})
 		if n := strings.Count(e.r.host, ".") + 1; e.r.class == classSuffix && !slices.Contains(t.levels, n) {
 			t.levels = append(t.levels, n)
 		}

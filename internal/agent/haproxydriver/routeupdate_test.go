@@ -1,0 +1,122 @@
+package haproxydriver
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"pier.dev/pier/internal/model"
+	"pier.dev/pier/test/harness"
+)
+
+// getHost returns the body lb serves for host, or "" on any error or a
+// status other than 200.
+func getHost(lb *model.LoadBalancer, host string) string {
+	c := http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	req, _ := http.NewRequest("GET", "http://"+net.JoinHostPort(lb.VIP, strconv.Itoa(lb.Listeners[0].Port))+"/", nil)
+	req.Host = host
+	resp, err := c.Do(req)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		return ""
+	}
+	return string(b)
+}
+
+// Hosts joining and leaving a load balancer, to pools it has, change its
+// route maps through the runtime API: no reload. That still holds after
+// another load balancer's join reloads the shard (the process then knows
+// the maps by the files it read), and a new pool still reloads.
+func TestShardsRoutesWithoutReload(t *testing.T) {
+	needHAProxy(t)
+	d := newSharded(t, harness.ShortTempDir(t), 1)
+	t.Cleanup(func() { d.Close(true) })
+	one, two := memberAt(echo(t, "127.0.0.1:0", "one")), memberAt(echo(t, "127.0.0.1:0", "two"))
+	base := lbWith(1, freePort(t), one)
+	base.Listeners[0].DefaultPoolID = ""
+	base.Pools = append(base.Pools, model.Pool{ID: "p2", Name: "ns_api_80", Members: []model.Member{two}})
+	hostTo := func(host, pool string) model.L7Policy {
+		return model.L7Policy{ID: "r-" + strings.ReplaceAll(host, ".", "-"), Action: model.ActionRedirectToPool, PoolID: pool,
+			Rules: []model.L7Rule{{Type: model.RuleHostName, Compare: model.CompareEqualTo, Value: host}}}
+	}
+	version := func(ps ...model.L7Policy) *model.LoadBalancer {
+		lb := base.Clone()
+		for i := range ps {
+			ps[i].Position = i + 1
+		}
+		lb.Listeners[0].Policies = ps
+		return lb
+	}
+	apply := func(lb *model.LoadBalancer) {
+		t.Helper()
+		if _, err := d.Apply(t.Context(), lb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The shard's reloads (whichever load balancer caused them) and this
+	// load balancer's runtime updates.
+	reloads := func() (float64, uint64) {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return testutil.ToFloat64(d.cfg.Metrics.Reloads.WithLabelValues("ok")), d.lbs[base.UUID].stats.RuntimeUpdates
+	}
+	expect := func(stage string, lb *model.LoadBalancer, want map[string]string) {
+		t.Helper()
+		for host, body := range want {
+			if got := getHost(lb, host); got != body {
+				t.Errorf("%s: %s answered %q, want %q", stage, host, got, body)
+			}
+		}
+	}
+
+	v1 := version(hostTo("a.example", "p1"))
+	apply(v1)
+	expect("v1", v1, map[string]string{"a.example": "one", "b.example": ""})
+	r0, u0 := reloads()
+
+	v2 := version(hostTo("a.example", "p1"), hostTo("b.example", "p2"))
+	apply(v2)
+	expect("b joined", v2, map[string]string{"a.example": "one", "b.example": "two"})
+	v3 := version(hostTo("b.example", "p2"), hostTo("c.example", "p1"))
+	apply(v3)
+	expect("a left, c joined", v3, map[string]string{"a.example": "", "b.example": "two", "c.example": "one"})
+	if r, u := reloads(); r != r0 || u != u0+2 {
+		t.Fatalf("route changes: %v reloads and %d runtime updates since v1, want 0 and 2", r-r0, u-u0)
+	}
+
+	// Another load balancer joins the shard: one reload, after which the
+	// process knows this one's maps by their current files.
+	other := lbWith(2, freePort(t), one)
+	apply(other)
+	if r, _ := reloads(); r != r0+1 {
+		t.Fatalf("a join reloaded the shard %v times, want once", r-r0)
+	}
+	v4 := version(hostTo("b.example", "p2"), hostTo("d.example", "p2"))
+	apply(v4)
+	expect("after the shard reloaded, d joined", v4, map[string]string{"b.example": "two", "c.example": "", "d.example": "two"})
+	if r, u := reloads(); r != r0+1 || u != u0+3 {
+		t.Fatalf("after the shard reload: %v reloads and %d runtime updates since v1, want 1 and 3", r-r0, u-u0)
+	}
+
+	// A route to a pool the load balancer did not have needs its backend:
+	// a reload.
+	v5 := v4.Clone()
+	v5.Pools = append(v5.Pools, model.Pool{ID: "p3", Name: "ns_new_80", Members: []model.Member{one}})
+	v5.Listeners[0].Policies = append(v5.Listeners[0].Policies, hostTo("e.example", "p3"))
+	v5.Listeners[0].Policies[2].Position = 3
+	apply(v5)
+	expect("a new pool", v5, map[string]string{"e.example": "one", "d.example": "two"})
+	if r, _ := reloads(); r != r0+2 {
+		t.Fatalf("a new pool: %v reloads since v1, want 2", r-r0)
+	}
+}
