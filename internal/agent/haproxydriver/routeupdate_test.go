@@ -120,3 +120,48 @@ func TestShardsRoutesWithoutReload(t *testing.T) {
 		t.Fatalf("a new pool: %v reloads since v1, want 2", r-r0)
 	}
 }
+
+// An Ingress group's load balancer takes a pool it did not have (a
+// joining Ingress with a new Service) in a spare backend: no reload.
+func TestShardsGroupJoinsWithoutReload(t *testing.T) {
+	needHAProxy(t)
+	d := newSharded(t, harness.ShortTempDir(t), 1)
+	t.Cleanup(func() { d.Close(true) })
+	one, two := memberAt(echo(t, "127.0.0.1:0", "one")), memberAt(echo(t, "127.0.0.1:0", "two"))
+	group := lbWith(3, freePort(t), one)
+	group.Name = "group:shop"
+	group.Listeners[0].DefaultPoolID = ""
+	group.Listeners[0].Policies = []model.L7Policy{{ID: "r-a", Position: 1, Action: model.ActionRedirectToPool, PoolID: "p1",
+		Rules: []model.L7Rule{{Type: model.RuleHostName, Compare: model.CompareEqualTo, Value: "a.example"}}}}
+	if _, err := d.Apply(t.Context(), group); err != nil {
+		t.Fatal(err)
+	}
+	reloads := func() float64 { return testutil.ToFloat64(d.cfg.Metrics.Reloads.WithLabelValues("ok")) }
+	before := reloads()
+	joined := group.Clone()
+	joined.Pools = append(joined.Pools, model.Pool{ID: "p2", Name: "ns_api_80", Algorithm: model.AlgorithmRoundRobin, HealthCheck: true,
+		Members: []model.Member{two}})
+	joined.Listeners[0].Policies = append([]model.L7Policy{{ID: "r-b", Position: 1, Action: model.ActionRedirectToPool, PoolID: "p2",
+		Rules: []model.L7Rule{{Type: model.RuleHostName, Compare: model.CompareEqualTo, Value: "b.example"}}}}, joined.Listeners[0].Policies...)
+	joined.Listeners[0].Policies[1].Position = 2
+	if _, err := d.Apply(t.Context(), joined); err != nil {
+		t.Fatal(err)
+	}
+	if got := getHost(joined, "b.example"); got != "two" {
+		t.Fatalf("b.example answered %q, want two (the new pool)", got)
+	}
+	if got := getHost(joined, "a.example"); got != "one" {
+		t.Fatalf("a.example answered %q, want one", got)
+	}
+	if r := reloads(); r != before {
+		t.Fatalf("the join reloaded %v times, want none", r-before)
+	}
+	// The agent reads the new pool's members through the spare's name.
+	if err := d.RefreshMembers(t.Context(), joined.UUID); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool {
+		_ = d.RefreshMembers(t.Context(), joined.UUID)
+		return d.Stats(joined.UUID).MembersUp == 2
+	})
+}

@@ -41,9 +41,9 @@ type Result struct {
 	// routeSkeleton is skeleton with the exact and prefix maps named by
 	// label, not digest (mapupdate.go).
 	routeSkeleton [sha256.Size]byte
-	// mapNames are the names the running HAProxy knows maps by where
-	// they are not this result's files (RunsWith); by label.
-	mapNames map[string]string
+	// names are the names the running HAProxy knows maps and pools by
+	// where they are not this result's own (RunsWith).
+	names runningNames
 }
 
 // Render validates lb and renders its fragment and crt-list for the
@@ -171,6 +171,9 @@ func renderFragment(v *view, at layout.LB, opts Options) ([]byte, error) {
 	}
 	for i := range v.pools {
 		writeBackend(&c, v.uuid, &v.pools[i], v.backendMaxConn)
+	}
+	for i := range v.spares {
+		writeBackend(&c, v.uuid, &v.spares[i], v.backendMaxConn)
 	}
 	writeAuthFrontends(&c, v.sections)
 	writeErrorFrontends(&c, v.sections)

@@ -22,11 +22,15 @@ import (
 // map by the file it loaded it from. After a runtime update the fragment
 // names the new file while the process still knows the old name, so a
 // Result records, per map, the name the running process knows it by
-// (mapNames), until the next load of the fragment (Reloaded).
+// (runningNames, spares.go), until the next load of the fragment
+// (Reloaded).
 
-// mapEntry is one line of an exact or prefix map file.
+// mapEntry is one line of an exact or prefix map file. pool is set when
+// the value is that pool's backend name, which a pool running in a
+// spare replaces by the spare's.
 type mapEntry struct {
 	key, value encode.Word
+	pool       string
 }
 
 // mapLabel names a map of a listener independently of its digest.
@@ -51,47 +55,49 @@ func routeSkeletonOf(fragment []byte, v *view) [sha256.Size]byte {
 			}
 		}
 	}
-	return skeletonOf(fragment)
+	return skeletonOf(withoutSpareFits(fragment, v))
 }
 
 // runningMapName is the name the running HAProxy knows a map by.
 func (r *Result) runningMapName(label, path string) string {
-	if name, ok := r.mapNames[label]; ok {
+	if name, ok := r.names.maps[label]; ok {
 		return name
 	}
 	return path
 }
 
 // RunsWith records that HAProxy runs r after p's runtime commands: its
-// maps keep the names the process loaded them by.
+// maps and pools keep the names the process knows them by.
 func (r *Result) RunsWith(p Plan) {
-	r.mapNames = p.MapNames
+	r.names = p.names
 }
 
 // RunsAs records that r runs where old ran, unchanged (the same
-// fragment): the process knows its maps by the names it knew old's by.
+// fragment): the process knows its maps and pools by old's names.
 func (r *Result) RunsAs(old *Result) {
 	if old != nil {
-		r.mapNames = old.mapNames
+		r.names = old.names
 	}
 }
 
 // Reloaded records that HAProxy loaded r's fragment: it knows every map
-// by r's own file names.
+// and pool by r's own names.
 func (r *Result) Reloaded() {
-	r.mapNames = nil
+	r.names = runningNames{}
 }
 
 // routeCommands turns the map entries old runs with into new's, or says
 // why that needs a reload. The caller has checked that the two differ
-// in members and map entries only (route skeletons equal). names are the
-// maps' running names for new (see RunsWith).
-func routeCommands(old, new *Result) (cmds []encode.Command, names map[string]string, why string) {
+// in members, pools that fit spares and map entries only (route
+// skeletons equal), and has given new pools their spares in names,
+// where it also records the maps' running names for new (see RunsWith).
+func routeCommands(old, new *Result, names *runningNames) ([]encode.Command, string) {
 	ov, nv := old.view, new.view
+	var cmds []encode.Command
 	for i := range nv.listeners {
 		ol, nl := &ov.listeners[i], &nv.listeners[i]
 		if ol.routes == nil || nl.routes == nil {
-			return nil, nil, "listener " + strconv.Itoa(nl.port) + " routes by rules, not maps"
+			return nil, "listener " + strconv.Itoa(nl.port) + " routes by rules, not maps"
 		}
 		for c := range nClasses {
 			for kind := range kindRegex {
@@ -101,29 +107,36 @@ func routeCommands(old, new *Result) (cmds []encode.Command, names map[string]st
 					continue // neither has the map (equal skeletons)
 				}
 				if name != nl.routes.paths[c][kind] {
-					if names == nil {
-						names = map[string]string{}
+					if names.maps == nil {
+						names.maps = map[string]string{}
 					}
-					names[label] = name
+					names.maps[label] = name
 				}
 				if bytes.Equal(ol.routes.files[c][kind], nl.routes.files[c][kind]) {
 					continue
 				}
-				mc, err := entryCommands(encode.FilePath(name), ol.routes.entries[c][kind], nl.routes.entries[c][kind])
+				mc, err := entryCommands(encode.FilePath(name), ol.routes.entries[c][kind], nl.routes.entries[c][kind],
+					func(e mapEntry) encode.Word {
+						if e.pool != "" {
+							return names.backend(nv.uuid, e.pool)
+						}
+						return e.value
+					})
 				if err != nil {
-					return nil, nil, err.Error()
+					return nil, err.Error()
 				}
 				cmds = append(cmds, mc...)
 			}
 		}
 	}
-	return cmds, names, ""
+	return cmds, ""
 }
 
 // entryCommands moves a map from the entries was to now: new keys are
-// added, changed ones set, gone ones deleted. Each key appears once in a
-// map file (buildRoutes keeps a key's first policy).
-func entryCommands(file encode.Word, was, now []mapEntry) ([]encode.Command, error) {
+// added, changed ones set, gone ones deleted, each with the value
+// running gives it. Each key appears once in a map file (buildRoutes
+// keeps a key's first policy).
+func entryCommands(file encode.Word, was, now []mapEntry, running func(mapEntry) encode.Word) ([]encode.Command, error) {
 	before := make(map[string]mapEntry, len(was))
 	for _, e := range was {
 		before[e.key.String()] = e
@@ -143,9 +156,9 @@ func entryCommands(file encode.Word, was, now []mapEntry) ([]encode.Command, err
 		var err error
 		switch {
 		case !ok:
-			err = add(encode.AddMap(file, e.key, e.value))
+			err = add(encode.AddMap(file, e.key, running(e)))
 		case prev.value.String() != e.value.String():
-			err = add(encode.SetMap(file, e.key, e.value))
+			err = add(encode.SetMap(file, e.key, running(e)))
 		}
 		if err != nil {
 			return nil, err

@@ -136,6 +136,8 @@ type entry struct {
 	conds    []matchPolicy
 	plain    encode.Word // value of the first policy without conds
 	hasPlain bool
+	// plainPool is the pool whose backend name plain is, or "".
+	plainPool string
 }
 
 // matchPolicy is a conditioned policy: its conds and its map value.

@@ -46,6 +46,10 @@ type Options struct {
 	// group cannot make the agent write, check and reload without bound
 	// (RELIABILITY R13); the running configuration stays as it is.
 	MaxConfigBytes int
+	// SparePools is how many empty backends a shared load balancer (an
+	// Ingress group, a Gateway) keeps for pools that join it without a
+	// reload (DefaultSparePools; negative: none).
+	SparePools int
 	// Users returns the users of a policy's basic auth (the agent reads
 	// them from the Secret). Nil renders every userlist empty: the routes
 	// that ask for basic auth then answer 401 to everyone.
@@ -93,6 +97,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.BackendMaxConn == 0 {
 		o.BackendMaxConn = DefaultBackendMaxConn
+	}
+	if o.SparePools == 0 {
+		o.SparePools = DefaultSparePools
 	}
 	def(&o.HardStopAfter, 60*time.Second)
 	t := &o.Timeouts

@@ -20,20 +20,22 @@ type Plan struct {
 	Reload   bool
 	Reason   string
 	Commands []encode.Command
-	// Routes: some commands change route maps (mapupdate.go).
+	// Routes: some commands change route maps or fill spare pools
+	// (mapupdate.go, spares.go).
 	Routes bool
-	// MapNames are the names the running HAProxy knows the new result's
-	// maps by once the commands ran: pass the plan to the new result's
-	// RunsWith.
-	MapNames map[string]string
+	// names are the names the running HAProxy knows the new result's
+	// maps and pools by once the commands ran: pass the plan to the new
+	// result's RunsWith.
+	names runningNames
 }
 
 // PlanUpdate compares old (what runs, nil if nothing does) with new, two
 // results of Render. Members may change without a reload while every
-// pool keeps its number of slots, and so may the entries of a mapped
-// listener's exact and prefix maps while the pools stay the same
-// (mapupdate.go); anything else reloads. (Named PlanUpdate because Go
-// does not allow a function and a type both called Plan.)
+// pool keeps its number of slots; so may the entries of a mapped
+// listener's exact and prefix maps (mapupdate.go), and pools of the
+// common shape may join a shared load balancer in its spares
+// (spares.go); anything else reloads. (Named PlanUpdate because Go does
+// not allow a function and a type both called Plan.)
 func PlanUpdate(old, new *Result) (Plan, error) {
 	if new == nil || new.view == nil {
 		return Plan{}, errors.New("plan: no rendered load balancer")
@@ -42,28 +44,38 @@ func PlanUpdate(old, new *Result) (Plan, error) {
 		return Plan{Reload: true, Reason: "first start"}, nil
 	}
 	ov, nv := old.view, new.view
-	var plan Plan
-	var routeCmds []encode.Command // after the members: a route may name a pool just filled
+	plan := Plan{names: old.names.forPools(nv)}
+	var spareCmds, routeCmds []encode.Command // spares filled first, routes to them last
 	reason := reloadReason(ov, nv, true)
 	if reason == "" && old.skeleton != new.skeleton {
 		reason = "configuration changed"
 	}
 	if reason != "" {
 		// Perhaps only routes changed, in map entries the runtime API
-		// can set.
+		// can set, and pools that fit spares came or went.
 		if reloadReason(ov, nv, false) != "" || old.routeSkeleton != new.routeSkeleton {
 			return Plan{Reload: true, Reason: reason}, nil
 		}
-		cmds, names, why := routeCommands(old, new)
+		var why string
+		if spareCmds, why = takeSpares(old, new, &plan.names); why == "" {
+			routeCmds, why = routeCommands(old, new, &plan.names)
+		}
 		if why != "" {
 			return Plan{Reload: true, Reason: reason + " (" + why + ")"}, nil
 		}
-		plan.Routes, plan.MapNames, routeCmds = true, names, cmds
-	} else {
-		plan.MapNames = old.mapNames // the maps are the same files
+		plan.Routes = true
+	}
+	plan.Commands = spareCmds
+	was := make(map[string]*poolView, len(ov.pools))
+	for i := range ov.pools {
+		was[ov.pools[i].id] = &ov.pools[i]
 	}
 	for i := range nv.pools {
-		pc, err := slotCommands(nv.uuid, &ov.pools[i], &nv.pools[i])
+		o := was[nv.pools[i].id]
+		if o == nil {
+			continue // took a spare
+		}
+		pc, err := slotCommands(plan.names.backend(nv.uuid, nv.pools[i].id), o, &nv.pools[i])
 		if err != nil {
 			return Plan{}, fmt.Errorf("plan %s: %w", encode.Printable(nv.uuid), err)
 		}
@@ -74,8 +86,8 @@ func PlanUpdate(old, new *Result) (Plan, error) {
 }
 
 // reloadReason returns "" when old and new differ in members only (and,
-// unless routes, in their routing rules), else the first difference
-// found, in words an operator understands.
+// unless routes, in their routing rules and which pools they have), else
+// the first difference found, in words an operator understands.
 func reloadReason(ov, nv *view, routes bool) string {
 	switch {
 	case ov.uuid != nv.uuid:
@@ -88,7 +100,7 @@ func reloadReason(ov, nv *view, routes bool) string {
 	if r := listenerReason(ov.listeners, nv.listeners, routes); r != "" {
 		return r
 	}
-	return poolReason(ov.pools, nv.pools)
+	return poolReason(ov.pools, nv.pools, routes)
 }
 
 func fipString(v *view) string {
@@ -150,18 +162,26 @@ func samePolicy(a, b policyView) bool {
 	return true
 }
 
-func poolReason(op, np []poolView) string {
+// poolReason compares the pools; unless sameSet, only those both have.
+func poolReason(op, np []poolView, sameSet bool) string {
 	ids := func(ps []poolView) (out []string) {
 		for _, p := range ps {
 			out = append(out, p.id)
 		}
 		return out
 	}
-	if !slices.Equal(ids(op), ids(np)) {
+	if sameSet && !slices.Equal(ids(op), ids(np)) {
 		return "pools added or removed"
 	}
+	was := make(map[string]*poolView, len(op))
+	for i := range op {
+		was[op[i].id] = &op[i]
+	}
 	for i := range np {
-		o, n := &op[i], &np[i]
+		o, n := was[np[i].id], &np[i]
+		if o == nil {
+			continue
+		}
 		switch {
 		case len(o.slots) != len(n.slots):
 			return "pool " + encode.Printable(n.id) + " slots " + strconv.Itoa(len(o.slots)) + "→" + strconv.Itoa(len(n.slots))
@@ -177,9 +197,8 @@ func poolReason(op, np []poolView) string {
 // address and weight before "ready", so it never serves with stale
 // values; emptying one sets "maint" first, then parks it on the
 // placeholder so the state matches the rendered file.
-func slotCommands(uuid string, o, n *poolView) ([]encode.Command, error) {
+func slotCommands(be encode.Word, o, n *poolView) ([]encode.Command, error) {
 	var cmds []encode.Command
-	be := backendName(uuid, n.id)
 	for i := range n.slots {
 		was, now := o.slots[i], n.slots[i]
 		if was == now {

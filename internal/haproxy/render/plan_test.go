@@ -271,8 +271,8 @@ func TestPlanRoutesOnly(t *testing.T) {
 	}
 	fourth := mustRender(t, moved, third.Slots)
 	p3, err := PlanUpdate(third, fourth)
-	if err != nil || p3.Reload || p3.Routes || p3.MapNames["80 host.prefix"] != loaded {
-		t.Fatalf("members-only plan %+v %v: names %v", p3, err, p3.MapNames)
+	if err != nil || p3.Reload || p3.Routes || p3.names.maps["80 host.prefix"] != loaded {
+		t.Fatalf("members-only plan %+v %v: names %v", p3, err, p3.names)
 	}
 	// Once reloaded, the process knows the files of what it loaded.
 	fourth.Reloaded()

@@ -247,7 +247,11 @@ func buildRoutes(uuid string, ps []policyView) (*routeTable, error) {
 			return nil, err
 		}
 		t.files[e.r.class][e.kind] = append(t.files[e.r.class][e.kind], line...)
-		t.entries[e.r.class][e.kind] = append(t.entries[e.r.class][e.kind], mapEntry{key: e.key, value: value})
+		me := mapEntry{key: e.key, value: value}
+		if len(e.conds) == 0 {
+			me.pool = e.plainPool
+		}
+		t.entries[e.r.class][e.kind] = append(t.entries[e.r.class][e.kind], me)
 		if n := strings.Count(e.r.host, ".") + 1; e.r.class == classSuffix && !slices.Contains(t.levels, n) {
 			t.levels = append(t.levels, n)
 		}
@@ -320,6 +324,9 @@ func routeEntries(uuid string, ps []policyView, t *routeTable) ([]*entry, error)
 		case e.hasPlain: // the plain policy before matches all this one would
 		case len(r.conds) == 0:
 			e.plain, e.hasPlain = value, true
+			if !p.reject && p.status == 0 && p.profile == nil {
+				e.plainPool = p.pool // the value is the pool's backend name
+			}
 		default:
 			e.conds = append(e.conds, matchPolicy{conds: r.conds, value: value})
 		}

@@ -102,7 +102,7 @@ func (r *Result) MembersStateCommands() ([]encode.Command, error) {
 		if !used {
 			continue
 		}
-		c, err := encode.ShowServersState(backendName(r.UUID, p.id))
+		c, err := encode.ShowServersState(r.names.backend(r.UUID, p.id))
 		if err != nil {
 			return nil, err
 		}
@@ -117,7 +117,7 @@ func (r *Result) MembersStateCommands() ([]encode.Command, error) {
 func (r *Result) Members() []Server {
 	var out []Server
 	for _, p := range r.view.pools {
-		be := backendName(r.UUID, p.id).String()
+		be := r.names.backend(r.UUID, p.id).String()
 		for i, s := range p.slots {
 			if s.used {
 				out = append(out, Server{Backend: be, Name: serverName(i).String()})

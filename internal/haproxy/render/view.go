@@ -21,7 +21,10 @@ type view struct {
 	vip, fip  netip.Addr // fip is the zero Addr when there is none
 	listeners []listenerView
 	pools     []poolView
-	need404   bool
+	// spares are empty backends a new pool can take without a reload
+	// (spares.go); only on a shared load balancer.
+	spares  []poolView
+	need404 bool
 	// crtListPath is the crt-list the TLS binds load (Result.CrtListPath).
 	crtListPath string
 	// sections are the userlists and stick tables the profiles use.
@@ -125,6 +128,11 @@ func newView(lb *model.LoadBalancer, opts Options, prev Slots) (*view, error) {
 	}
 	if v.pools, err = poolViews(lb.Pools, opts.MinSlots, prev); err != nil {
 		return nil, err
+	}
+	if sharedLB(lb) && opts.SparePools > 0 {
+		if v.spares, err = spareViews(opts.SparePools, opts.MinSlots, v.pools); err != nil {
+			return nil, fmt.Errorf("spare pools: %w", err)
+		}
 	}
 	pools := map[string]bool{}
 	for _, p := range v.pools {
