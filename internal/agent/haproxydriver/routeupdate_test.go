@@ -139,7 +139,7 @@ func TestShardsGroupJoinsWithoutReload(t *testing.T) {
 	reloads := func() float64 { return testutil.ToFloat64(d.cfg.Metrics.Reloads.WithLabelValues("ok")) }
 	before := reloads()
 	joined := group.Clone()
-	joined.Pools = append(joined.Pools, model.Pool{ID: "p2", Name: "ns_api_80", Algorithm: model.AlgorithmRoundRobin, HealthCheck: true,
+	joined.Pools = append(joined.Pools, model.Pool{ID: "p2", Name: "ns_api_80", // the shape of p1: a spare fits it
 		Members: []model.Member{two}})
 	joined.Listeners[0].Policies = append([]model.L7Policy{{ID: "r-b", Position: 1, Action: model.ActionRedirectToPool, PoolID: "p2",
 		Rules: []model.L7Rule{{Type: model.RuleHostName, Compare: model.CompareEqualTo, Value: "b.example"}}}}, joined.Listeners[0].Policies...)

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -13,8 +14,8 @@ import (
 // a Service a load balancer did not route to before needed a reload of
 // its shard. A shared load balancer (an Ingress group, a Gateway), which
 // is where such routes come and go, keeps a few empty backends of the
-// common shape (round robin, health checks, the backend bound, nothing
-// else): a new pool of that shape takes one through the runtime API (its
+// shape most of its pools have (spareTemplate): a new pool of that shape
+// takes one through the runtime API (its
 // members set in the spare's server slots, its routes' map entries naming
 // the spare). The new fragment on disk names the pool's own backend, so
 // the next load of the shard runs it there and the spares are empty
@@ -42,9 +43,13 @@ func sharedLB(lb *model.LoadBalancer) bool {
 	return false
 }
 
-// spareViews are n empty pools of the common shape, with minSlots slots
-// each; none if a pool of lb already has a spare's id.
-func spareViews(n, minSlots int, pools []poolView) ([]poolView, error) {
+// spareViews are n empty pools of the load balancer's common shape, with
+// minSlots slots each; none if a pool of lb already has a spare's id.
+func spareViews(n, minSlots int, pools []poolView, maxConn int) ([]poolView, error) {
+	template, err := spareTemplate(pools, minSlots, maxConn)
+	if err != nil {
+		return nil, err
+	}
 	var out []poolView
 	for k := 1; k <= n; k++ {
 		for _, p := range pools {
@@ -52,13 +57,42 @@ func spareViews(n, minSlots int, pools []poolView) ([]poolView, error) {
 				return nil, nil
 			}
 		}
-		pv, err := poolOf(&model.Pool{ID: spareID(k), Algorithm: model.AlgorithmRoundRobin, HealthCheck: true}, minSlots, nil)
-		if err != nil {
-			return nil, err
-		}
+		pv := template
+		pv.id = spareID(k)
+		pv.slots = slices.Clone(template.slots)
 		out = append(out, pv)
 	}
 	return out, nil
+}
+
+// spareTemplate is an empty pool of the shape most of the load
+// balancer's plain pools have (the first by id on a tie): a joining
+// Ingress's pool gets the settings of the group's annotations, which
+// its members likely share. Plain pools have no affinity, upstream TLS,
+// fault injection or header changes, whose lines name files or differ
+// per pool. Without one, the shape of a pool with translate's defaults.
+func spareTemplate(pools []poolView, minSlots, maxConn int) (poolView, error) {
+	count := map[string]int{}
+	best, bestCount := -1, 0
+	for i := range pools {
+		p := &pools[i]
+		if p.cookie != nil || p.tcp || p.upstream != (model.UpstreamTLS{}) || p.fail != 0 || len(p.reqHeaders) > 0 {
+			continue
+		}
+		shape := poolShape(p, maxConn)
+		count[shape]++
+		if count[shape] > bestCount {
+			best, bestCount = i, count[shape]
+		}
+	}
+	empty := slices.Repeat([]slot{placeholder}, slotCount(0, minSlots))
+	if best < 0 {
+		pv, err := poolOf(&model.Pool{ID: "spare", Algorithm: model.AlgorithmRoundRobin}, minSlots, nil)
+		return pv, err
+	}
+	pv := pools[best]
+	pv.slots = empty
+	return pv, nil
 }
 
 // poolShape is p's backend section with another name and one empty

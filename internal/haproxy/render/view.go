@@ -130,7 +130,7 @@ func newView(lb *model.LoadBalancer, opts Options, prev Slots) (*view, error) {
 		return nil, err
 	}
 	if sharedLB(lb) && opts.SparePools > 0 {
-		if v.spares, err = spareViews(opts.SparePools, opts.MinSlots, v.pools); err != nil {
+		if v.spares, err = spareViews(opts.SparePools, opts.MinSlots, v.pools, opts.BackendMaxConn); err != nil {
 			return nil, fmt.Errorf("spare pools: %w", err)
 		}
 	}
