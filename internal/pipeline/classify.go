@@ -59,6 +59,7 @@ func classify(prev, next *source.Snapshot, refs references, statusService string
 		return effect{rebuild: ReasonInitial, status: true}
 	}
 	var e effect
+	prevSlices, nextSlices := refs.slices(prev.EndpointSlices), refs.slices(next.EndpointSlices)
 	switch {
 	case changed(prev.IngressClasses, next.IngressClasses, sameClass):
 		e.rebuild = ReasonClass
@@ -69,7 +70,7 @@ func classify(prev, next *source.Snapshot, refs references, statusService string
 	case changed(filterNamed(refs.services, prev.Services), filterNamed(refs.services, next.Services), sameService),
 		changed(loadBalancerServices(prev.Services), loadBalancerServices(next.Services), sameService):
 		e.rebuild = ReasonService
-	case changed(refs.slices(prev.EndpointSlices), refs.slices(next.EndpointSlices), sameSlice):
+	case changed(prevSlices, nextSlices, sameSlice):
 		e.rebuild = ReasonEndpoints
 	case changed(filterNamed(refs.secrets, prev.Secrets), filterNamed(refs.secrets, next.Secrets), sameSecret):
 		e.rebuild = ReasonSecret
@@ -81,7 +82,7 @@ func classify(prev, next *source.Snapshot, refs references, statusService string
 	if e.rebuild == ReasonEndpoints && !changed(filterNamed(refs.secrets, prev.Secrets), filterNamed(refs.secrets, next.Secrets), sameSecret) &&
 		!changed(filterNamed(refs.configMaps, prev.ConfigMaps), filterNamed(refs.configMaps, next.ConfigMaps), sameConfigMap) &&
 		reflect.DeepEqual(prev.Nodes, next.Nodes) {
-		e.endpoints = slicesServices(refs.slices(prev.EndpointSlices), refs.slices(next.EndpointSlices))
+		e.endpoints = slicesServices(prevSlices, nextSlices)
 	}
 	if e.rebuild != "" {
 		e.status = true

@@ -315,7 +315,12 @@ func (p *Pipeline) rebuild(ctx context.Context, snap *source.Snapshot, reason st
 	if p.Problems != nil {
 		p.Problems.Report(ctx, snap, fresh)
 	}
-	p.result, p.refs = res, referencesOf(snap, res.Ours)
+	p.result = res
+	// An incremental rebuild changed nothing references are made of
+	// (Ingresses, Gateway API objects, what is ours).
+	if !incremental {
+		p.refs = referencesOf(snap, res.Ours)
+	}
 	p.mu.Lock()
 	p.ready = true
 	p.mu.Unlock()

@@ -40,7 +40,7 @@ func EndpointMembers(prev *Result, snap *source.Snapshot, changed map[string]boo
 	if prev == nil || !membersOnly(snap, changed, opts) {
 		return nil, false
 	}
-	idx := newIndex(snap)
+	idx := changedIndex(snap, changed)
 	res = &Result{LoadBalancers: slices.Clone(prev.LoadBalancers), Problems: prev.Problems,
 		Accepted: maps.Clone(prev.Accepted), Ours: prev.Ours, Gateway: prev.Gateway, AddressRefused: prev.AddressRefused}
 	for i, lb := range res.LoadBalancers {
@@ -51,6 +51,23 @@ func EndpointMembers(prev *Result, snap *source.Snapshot, changed map[string]boo
 		res.LoadBalancers[i] = patched
 	}
 	return res, true
+}
+
+// changedIndex is the translation index of the changed Services only:
+// all patchMembers looks up, without indexing every Service and slice.
+func changedIndex(snap *source.Snapshot, changed map[string]bool) *index {
+	part := &source.Snapshot{}
+	for _, svc := range snap.Services {
+		if changed[svc.Namespace+"/"+svc.Name] {
+			part.Services = append(part.Services, svc)
+		}
+	}
+	for _, es := range snap.EndpointSlices {
+		if changed[es.Namespace+"/"+es.Labels[discoveryv1.LabelServiceName]] {
+			part.EndpointSlices = append(part.EndpointSlices, es)
+		}
+	}
+	return newIndex(part)
 }
 
 // membersOnly checks, before any pool is touched, that members are all an
