@@ -39,7 +39,8 @@ type Reconciler struct {
 
 	replayed bool
 	// last is what the last Apply made of each load balancer it placed,
-	// and lastNodes the nodes it placed them on; see sameAsLast.
+	// and lastNodes the nodes it placed them on (nil after an Apply that
+	// failed): Apply skips preparing again what it would prepare the same.
 	last      map[string]applied
 	lastNodes []source.Node
 	prepared  int // load balancers prepared, for tests
