@@ -38,6 +38,18 @@ type Reconciler struct {
 	Logger *slog.Logger
 
 	replayed bool
+	// last is what the last Apply made of each load balancer it placed,
+	// and lastNodes the nodes it placed them on (nil after an Apply that
+	// failed): Apply skips preparing again what it would prepare the same.
+	last      map[string]applied
+	lastNodes []source.Node
+	prepared  int // load balancers prepared, for tests
+}
+
+// applied pairs a translated load balancer with the index entry Apply
+// left for it (stored, or found unchanged).
+type applied struct {
+	want, stored *model.LoadBalancer
 }
 
 // Apply makes the store match res, placing load balancers on nodes (the
@@ -48,6 +60,8 @@ type Reconciler struct {
 // that case, so a refused change never disturbs what serves. It reads
 // nothing from the store.
 func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []source.Node) ([]model.Problem, error) {
+	last, sameNodes := r.last, r.lastNodes != nil && reflect.DeepEqual(r.lastNodes, nodes)
+	r.last, r.lastNodes = map[string]applied{}, nil // until this Apply completes
 	stored := r.Index.List()
 	r.replay(stored)
 	existing := map[string]*model.LoadBalancer{}
@@ -92,6 +106,15 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []s
 			}
 			continue
 		}
+		if a, ok := last[want.UUID]; ok && sameNodes && a.want == want && a.stored == old {
+			// The very load balancer placed last time, on the same nodes,
+			// and the index still holds what was left for it (an
+			// endpoint change leaves every other one so): preparing it
+			// again would give the same. It saves a copy and two hashes
+			// per load balancer on every endpoint change.
+			r.last[want.UUID] = a
+			continue
+		}
 		var err error
 		if old == nil {
 			err = r.Quota.admit(used, want, r.IPAM.HasPublicPool() || want.RequestedFIP != "")
@@ -113,16 +136,19 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []s
 			used.add(lb)
 		}
 		if old != nil && unchanged(old, lb) {
+			r.last[want.UUID] = applied{want: want, stored: old}
 			continue
 		}
 		if err := r.Store.PutSpec(ctx, lb); err != nil {
 			return problems, fmt.Errorf("store load balancer %s: %w", lb.Name, err)
 		}
 		r.Index.put(lb)
+		r.last[want.UUID] = applied{want: want, stored: r.Index.lbs[want.UUID]}
 		r.Logger.Info("load balancer stored", "lb", lb.Name, "uuid", lb.UUID, "vip", lb.VIP, "fip", lb.FIP,
 			"active", lb.Placement.Active, "standby", lb.Placement.Standby, "router_id", lb.Placement.RouterID,
 			"created", old == nil)
 	}
+	r.lastNodes = append([]source.Node{}, nodes...)
 	return problems, nil
 }
 
@@ -175,6 +201,7 @@ func nodesOf(nodes []source.Node) clusterNodes {
 // router id. The scheduler stays pure: ids and node addresses are the
 // controller's, filled in after it placed.
 func (r *Reconciler) prepare(want, old *model.LoadBalancer, nodes clusterNodes, load scheduler.Load) (*model.LoadBalancer, error) {
+	r.prepared++
 	lb := want.Clone()
 	if old != nil {
 		lb.VIP, lb.FIP, lb.Placement = old.VIP, old.FIP, old.Placement

@@ -211,3 +211,66 @@ func TestGatewayAddressQuarantine(t *testing.T) {
 		t.Fatalf("re-created Gateway: %+v, %v", got, err)
 	}
 }
+
+// A pass given the very load balancers of the last one (an endpoint
+// change patches one and keeps the others' pointers) skips preparing the
+// others, and still stores the patched one, puts back one changed behind
+// its back, and moves them all when the nodes change.
+func TestApplySkipsWhatItPlacedLastTime(t *testing.T) {
+	r, st := newReconciler(t, "10.0.0.0/24", "")
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a, b := lbFor("a-uuid", "a", t0, ""), lbFor("b-uuid", "b", t0, "")
+	if _, err := r.Apply(ctx, result(a, b), nodes); err != nil {
+		t.Fatal(err)
+	}
+	placed := r.last["a-uuid"]
+	if placed.want != a || placed.stored == nil {
+		t.Fatalf("last pass not recorded: %+v", placed)
+	}
+
+	patched := *b
+	patched.Pools = []model.Pool{{ID: "p", Name: "ns_web_80", Members: []model.Member{{Address: "10.244.0.9", Port: 80, Weight: 1}}}}
+	before := r.prepared
+	if _, err := r.Apply(ctx, result(a, &patched), nodes); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.prepared - before; n != 1 || r.last["a-uuid"] != placed {
+		t.Errorf("%d load balancers prepared, want 1 (the patched one)", n)
+	}
+	if got, err := st.Get(ctx, "b-uuid"); err != nil || len(got.Pools) != 1 {
+		t.Fatalf("patched load balancer not stored: %+v, %v", got, err)
+	}
+
+	// Someone changes a behind our back, after the echo of our write:
+	// the index's entry is another.
+	echo, err := st.Get(ctx, "a-uuid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Index.Apply(store.Event{Type: store.EventPut, LoadBalancer: echo})
+	behind := echo.Clone()
+	behind.Pools = []model.Pool{{ID: "x", Name: "ns_evil_80"}}
+	if err := st.PutSpec(ctx, behind); err != nil {
+		t.Fatal(err)
+	}
+	r.Index.Apply(store.Event{Type: store.EventPut, LoadBalancer: behind})
+	if _, err := r.Apply(ctx, result(a, &patched), nodes); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.Get(ctx, "a-uuid"); err != nil || len(got.Pools) != 0 {
+		t.Fatalf("load balancer changed behind our back not put back: %+v, %v", got, err)
+	}
+
+	// The node goes, another comes: both move, though translation gave
+	// the same pointers.
+	moved := []source.Node{{Name: "n2", Ready: true}}
+	if _, err := r.Apply(ctx, result(a, &patched), moved); err != nil {
+		t.Fatal(err)
+	}
+	for _, uuid := range []string{"a-uuid", "b-uuid"} {
+		if got, err := st.Get(ctx, uuid); err != nil || got.Placement.Active != "n2" {
+			t.Errorf("%s after its node went: %+v, %v", uuid, got.Placement, err)
+		}
+	}
+}

@@ -38,6 +38,11 @@ const (
 type effect struct {
 	rebuild string // a Reason, or empty: no rebuild
 	status  bool   // a status pass (implied by a rebuild)
+	// endpoints, when the rebuild is for endpoints and nothing else
+	// translation reads changed, are the Services ("namespace/name")
+	// whose EndpointSlices did: only their members need translating
+	// again (translate.EndpointMembers).
+	endpoints nameSet
 }
 
 // classify compares the snapshot last seen with the next one and says
@@ -54,6 +59,7 @@ func classify(prev, next *source.Snapshot, refs references, statusService string
 		return effect{rebuild: ReasonInitial, status: true}
 	}
 	var e effect
+	prevSlices, nextSlices := refs.slices(prev.EndpointSlices), refs.slices(next.EndpointSlices)
 	switch {
 	case changed(prev.IngressClasses, next.IngressClasses, sameClass):
 		e.rebuild = ReasonClass
@@ -64,7 +70,7 @@ func classify(prev, next *source.Snapshot, refs references, statusService string
 	case changed(filterNamed(refs.services, prev.Services), filterNamed(refs.services, next.Services), sameService),
 		changed(loadBalancerServices(prev.Services), loadBalancerServices(next.Services), sameService):
 		e.rebuild = ReasonService
-	case changed(refs.slices(prev.EndpointSlices), refs.slices(next.EndpointSlices), sameSlice):
+	case changed(prevSlices, nextSlices, sameSlice):
 		e.rebuild = ReasonEndpoints
 	case changed(filterNamed(refs.secrets, prev.Secrets), filterNamed(refs.secrets, next.Secrets), sameSecret):
 		e.rebuild = ReasonSecret
@@ -72,6 +78,11 @@ func classify(prev, next *source.Snapshot, refs references, statusService string
 		e.rebuild = ReasonConfigMap
 	case !reflect.DeepEqual(prev.Nodes, next.Nodes):
 		e.rebuild = ReasonNode
+	}
+	if e.rebuild == ReasonEndpoints && !changed(filterNamed(refs.secrets, prev.Secrets), filterNamed(refs.secrets, next.Secrets), sameSecret) &&
+		!changed(filterNamed(refs.configMaps, prev.ConfigMaps), filterNamed(refs.configMaps, next.ConfigMaps), sameConfigMap) &&
+		reflect.DeepEqual(prev.Nodes, next.Nodes) {
+		e.endpoints = slicesServices(prevSlices, nextSlices)
 	}
 	if e.rebuild != "" {
 		e.status = true
@@ -344,6 +355,36 @@ func namesOurGateway(route *gwv1.HTTPRoute, ours map[model.ObjectRef]bool) bool 
 		}
 	}
 	return false
+}
+
+// slicesServices are the Services ("namespace/name", by the service-name
+// label) of the slices that differ between prev and next: added,
+// removed or changed, under their old label and their new one.
+func slicesServices(prev, next []*discoveryv1.EndpointSlice) nameSet {
+	out := nameSet{}
+	service := func(es *discoveryv1.EndpointSlice) string {
+		return es.Namespace + "/" + es.Labels[discoveryv1.LabelServiceName]
+	}
+	before := make(map[[2]string]*discoveryv1.EndpointSlice, len(prev))
+	for _, es := range prev {
+		before[[2]string{es.Namespace, es.Name}] = es
+	}
+	for _, es := range next {
+		key := [2]string{es.Namespace, es.Name}
+		old, ok := before[key]
+		delete(before, key)
+		switch {
+		case !ok:
+			out[service(es)] = true
+		case old == es || (old.ResourceVersion != "" && old.ResourceVersion == es.ResourceVersion):
+		case !sameSlice(old, es):
+			out[service(old)], out[service(es)] = true, true
+		}
+	}
+	for _, old := range before {
+		out[service(old)] = true
+	}
+	return out
 }
 
 // slices returns the EndpointSlices of referenced Services.

@@ -89,6 +89,11 @@ type Pipeline struct {
 	reconciler *controller.Reconciler
 	result     *translate.Result
 	refs       references
+	// translated is the last rebuild's translation as translation left
+	// it, for an endpoint change to patch (translate.EndpointMembers);
+	// nil when reconciling it changed what the status pass reads
+	// (refusals), which only a full translation gives back.
+	translated *translate.Result
 	// storeChangedBehindUs: someone else changed or deleted a load
 	// balancer since the last rebuild.
 	storeChangedBehindUs bool
@@ -257,7 +262,7 @@ func (p *Pipeline) take(ctx context.Context, snap *source.Snapshot) error {
 	effect := "none"
 	switch {
 	case e.rebuild != "":
-		effect, err = "rebuild", p.rebuild(ctx, snap, e.rebuild)
+		effect, err = "rebuild", p.rebuild(ctx, snap, e.rebuild, e.endpoints)
 	case e.status:
 		effect, err = "status", p.statusPass(ctx, snap, "source")
 	}
@@ -271,17 +276,38 @@ func (p *Pipeline) take(ctx context.Context, snap *source.Snapshot) error {
 	return err
 }
 
-func (p *Pipeline) rebuild(ctx context.Context, snap *source.Snapshot, reason string) error {
+// rebuild translates snap and reconciles the store with it. endpoints,
+// when set, are the only Services whose endpoints changed since the last
+// rebuild, and nothing else did: their members are patched into the
+// last translation instead of translating everything again, when that
+// gives the same result (see translate.EndpointMembers).
+func (p *Pipeline) rebuild(ctx context.Context, snap *source.Snapshot, reason string, endpoints nameSet) error {
 	start := time.Now()
+	behind := p.storeChangedBehindUs
 	p.storeChangedBehindUs = false
 	opts := p.Translate
 	opts.Now = start
-	res := translate.Ingresses(snap, opts)
-	res.Merge(translate.Services(snap, opts))
-	res.Merge(translate.Gateways(snap, opts))
+	var res *translate.Result
+	incremental := false
+	if endpoints != nil && !behind && p.translated != nil {
+		res, incremental = translate.EndpointMembers(p.translated, snap, endpoints, opts)
+	}
+	if !incremental {
+		res = translate.Ingresses(snap, opts)
+		res.Merge(translate.Services(snap, opts))
+		res.Merge(translate.Gateways(snap, opts))
+	}
+	translated := len(res.Accepted)
 	ipamProblems, err := p.reconciler.Apply(ctx, res, snap.Nodes)
 	if err != nil {
+		p.translated = nil
 		return err
+	}
+	// Reconciling refuses load balancers by changing res (Accepted, the
+	// Gateway status): such a result is no base for a patch.
+	p.translated = nil
+	if len(ipamProblems) == 0 && len(res.Accepted) == translated {
+		p.translated = res
 	}
 	res.Gateway.NotProgrammed(ipamProblems)
 	problems := append(res.Problems, ipamProblems...)
@@ -289,14 +315,19 @@ func (p *Pipeline) rebuild(ctx context.Context, snap *source.Snapshot, reason st
 	if p.Problems != nil {
 		p.Problems.Report(ctx, snap, fresh)
 	}
-	p.result, p.refs = res, referencesOf(snap, res.Ours)
+	p.result = res
+	// An incremental rebuild changed nothing references are made of
+	// (Ingresses, Gateway API objects, what is ours).
+	if !incremental {
+		p.refs = referencesOf(snap, res.Ours)
+	}
 	p.mu.Lock()
 	p.ready = true
 	p.mu.Unlock()
 	p.Metrics.Rebuilds.WithLabelValues(reason).Inc()
 	p.Metrics.RebuildSeconds.Observe(time.Since(start).Seconds())
 	countProblems(p.Metrics, problems)
-	p.Logger.Debug("rebuilt", "reason", reason, "ingresses", len(res.Ours), "accepted", len(res.Accepted),
+	p.Logger.Debug("rebuilt", "reason", reason, "incremental", incremental, "ingresses", len(res.Ours), "accepted", len(res.Accepted),
 		"load_balancers", len(res.LoadBalancers), "problems", len(problems), "took", time.Since(start))
 	return p.statusPass(ctx, snap, "rebuild")
 }

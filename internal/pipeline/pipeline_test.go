@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -112,6 +114,25 @@ type harness struct {
 	m     *metrics.Metrics
 	sink  *memorySink
 	snaps int // snapshots offered
+	logs  *lockedBuffer
+}
+
+// lockedBuffer is the pipeline's log, read by tests while it runs.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func newHarness(t *testing.T) *harness {
@@ -125,9 +146,10 @@ func newHarness(t *testing.T) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, st: &countingStore{Store: raw, inject: make(chan store.Event)}, raw: raw, m: metrics.New(), sink: &memorySink{}}
+	h := &harness{t: t, st: &countingStore{Store: raw, inject: make(chan store.Event)}, raw: raw, m: metrics.New(),
+		sink: &memorySink{}, logs: &lockedBuffer{}}
 	h.p = &Pipeline{Store: h.st, IPAM: alloc, Translate: translate.DefaultOptions(), Status: h.sink,
-		Metrics: h.m, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		Metrics: h.m, Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- h.p.Run(ctx) }()
@@ -400,5 +422,57 @@ func TestRestartKeepsAddresses(t *testing.T) {
 	first := run(false)
 	if second := run(true); first == "" || second != first {
 		t.Fatalf("VIP of ns/web: %q then %q", first, second)
+	}
+}
+
+// An endpoint change, and nothing else, patches the members of the last
+// translation instead of translating everything: the store ends as a
+// full rebuild of the same snapshot leaves it. With anything else
+// changed too, the rebuild is a full one.
+func TestEndpointChangeIsIncremental(t *testing.T) {
+	h := newHarness(t)
+	snap := world()
+	h.offer(snap)
+
+	next := clone(snap)
+	es := snap.EndpointSlices[0].DeepCopy()
+	es.ResourceVersion = "2"
+	es.Endpoints[0].Addresses = []string{"10.244.0.2"}
+	next.EndpointSlices[0] = es
+	h.offer(next)
+	if h.rebuilds(ReasonEndpoints) != 1 {
+		t.Fatalf("endpoint rebuilds = %v, want 1", h.rebuilds(ReasonEndpoints))
+	}
+	if !strings.Contains(h.logs.String(), `reason=endpoints incremental=true`) {
+		t.Errorf("the endpoint change was translated in full:\n%s", h.logs.String())
+	}
+	patched, err := h.raw.List(context.Background())
+	if err != nil || len(patched) != 1 {
+		t.Fatalf("stored: %v, %v", patched, err)
+	}
+	if m := patched[0].Pools[0].Members; len(m) != 1 || m[0].Address != "10.244.0.2" {
+		t.Fatalf("members after the endpoint change: %+v", m)
+	}
+	full := newHarness(t)
+	full.offer(next)
+	fresh, err := full.raw.List(context.Background())
+	if err != nil || len(fresh) != 1 {
+		t.Fatalf("stored by a full rebuild: %v, %v", fresh, err)
+	}
+	if !reflect.DeepEqual(patched[0].Pools, fresh[0].Pools) || !reflect.DeepEqual(patched[0].Listeners, fresh[0].Listeners) ||
+		!reflect.DeepEqual(patched[0].Sources, fresh[0].Sources) {
+		t.Errorf("incremental and full rebuilds differ:\n%+v\n%+v", patched[0], fresh[0])
+	}
+
+	// The endpoints and a node change together: a full rebuild.
+	snap, next = next, clone(next)
+	es = snap.EndpointSlices[0].DeepCopy()
+	es.ResourceVersion = "3"
+	es.Endpoints[0].Addresses = []string{"10.244.0.3"}
+	next.EndpointSlices[0] = es
+	next.Nodes = append(next.Nodes, source.Node{Name: "n2", Ready: true})
+	h.offer(next)
+	if got := strings.Count(h.logs.String(), `reason=endpoints incremental=false`); got != 1 {
+		t.Errorf("endpoints and a node changed: %d full endpoint rebuilds, want 1", got)
 	}
 }

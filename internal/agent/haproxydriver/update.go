@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"pier.dev/pier/internal/haproxy/layout"
 	"pier.dev/pier/internal/haproxy/process"
@@ -244,8 +245,9 @@ func (d *Driver) startShard(ctx context.Context, sh *shard, cs []*change, certsC
 	return true, nil
 }
 
-// runtimeOnly applies c through the runtime API when only members
-// changed within the server slots, and reports whether it dealt with c
+// runtimeOnly applies c through the runtime API when PlanUpdate allows
+// it (members within the server slots, route map entries, new pools in
+// spares), and reports whether it dealt with c
 // (applied, or refused by the check); anything else (or a refused
 // command) needs a load.
 func (d *Driver) runtimeOnly(ctx context.Context, c *change) bool {
@@ -255,6 +257,7 @@ func (d *Driver) runtimeOnly(ctx context.Context, c *change) bool {
 		// which may predate runtime updates: reload the current file.
 		return false
 	}
+	start := time.Now()
 	plan, err := render.PlanUpdate(inst.result, c.r)
 	if err != nil || plan.Reload {
 		if err == nil {
@@ -262,44 +265,45 @@ func (d *Driver) runtimeOnly(ctx context.Context, c *change) bool {
 		}
 		return false
 	}
-	// In a shard the fragment joins a list other load balancers reload
-	// with, so it is checked alone. The check (57 ms at 25 load balancers
-	// a shard) runs beside the commands rather than before them: it was
-	// most of the time an endpoint change took to serve. The fragment
-	// differs from the one that runs only in its server lines (PlanUpdate
-	// compared the rest); should HAProxy refuse it all the same, the
-	// commands are taken back and the change is rejected.
-	checked := make(chan error, 1)
-	if d.packs() {
-		go func() { checked <- d.checkAlone(ctx, inst.sh, c) }()
-	} else {
-		checked <- nil
-	}
+	planned := time.Since(start)
 	if err := d.runtimeUpdate(ctx, inst, plan); err != nil {
-		<-checked
 		d.cfg.Metrics.RuntimeUpdates.WithLabelValues("failed").Inc()
 		d.cfg.Logger.Warn("runtime update failed; reloading instead", "lb", c.lb.Name, "error", err)
 		return false
 	}
-	c.r.RunsWith(plan) // the process knows the maps by the names it loaded
-	if err := <-checked; err != nil {
-		d.takeBack(ctx, inst, c)
-		c.out, c.err = inst, err
-		return true
+	sent := time.Since(start)
+	c.r.RunsWith(plan) // the process knows the maps and pools by the names it loaded
+	// The new members and routes serve from here. In a shard the fragment
+	// joins a list other load balancers reload with, so it is checked
+	// alone; the check (57 ms at 25 load balancers a shard) runs after the
+	// commands rather than before or beside them: before, it was most of
+	// the time an endpoint change took to serve, and beside, its haproxy
+	// -c took the CPU the commands needed. The fragment differs from the
+	// one that runs only in what PlanUpdate allows at runtime; should
+	// HAProxy refuse it all the same, the commands are taken back and the
+	// change is rejected.
+	if d.packs() {
+		if err := d.checkAlone(ctx, inst.sh, c); err != nil {
+			d.takeBack(ctx, inst, c)
+			c.out, c.err = inst, err
+			return true
+		}
 	}
+	checked := time.Since(start)
 	d.cfg.Metrics.RuntimeUpdates.WithLabelValues("ok").Inc()
 	d.mu.Lock()
 	inst.stats.RuntimeUpdates++
 	d.mu.Unlock()
-	if plan.Routes {
-		d.cfg.Logger.Info("routes updated without reload", "lb", c.lb.Name, "commands", len(plan.Commands))
-	} else {
-		d.cfg.Logger.Info("members updated without reload", "lb", c.lb.Name, "commands", len(plan.Commands))
-	}
 	if err := d.install(c); err != nil {
 		d.cfg.Logger.Warn("could not install the updated fragment", "lb", c.lb.Name, "error", err)
 	}
 	d.restage(ctx, inst, c.lb)
+	msg := "members updated without reload"
+	if plan.Routes {
+		msg = "routes updated without reload"
+	}
+	d.cfg.Logger.Info(msg, "lb", c.lb.Name, "commands", len(plan.Commands),
+		"plan_took", planned, "commands_took", sent-planned, "check_took", checked-sent, "install_took", time.Since(start)-checked)
 	c.out = inst
 	return true
 }

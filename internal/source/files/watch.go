@@ -16,11 +16,12 @@ import (
 )
 
 const (
-	// settleDelay is the wait after a lone event, the first since the
-	// last reload more than debounceDelay ago: a single rename or small
-	// write is read at once (an endpoint change is served about 100 ms
-	// sooner than with debounceDelay), and any further event within it
-	// turns the wait into a burst's.
+	// settleDelay is the wait after a lone event that may leave a file
+	// half written (a write in place, a truncation, a removal or rename
+	// that may be the first half of a replacement), the first since the
+	// last reload more than debounceDelay ago: any further event within
+	// it turns the wait into a burst's. An event that puts a whole file
+	// in place (leadingEvent) is read at once instead.
 	settleDelay = 10 * time.Millisecond
 	// debounceDelay lets a burst of events (an editor's write, rename and
 	// chmod; a tool writing many files) settle into one reload.
@@ -61,7 +62,6 @@ type watcher struct {
 	timer    *time.Timer
 	pending  bool
 	first    time.Time // first event of the pending burst
-	events   int       // events of the pending burst
 	reloaded time.Time // when the last reload began
 }
 
@@ -118,7 +118,7 @@ func (w *watcher) run(ctx context.Context) error {
 			}
 			if w.relevant(ev.Name) {
 				w.log.Debug("manifest event", "file", ev.Name, "op", ev.Op.String())
-				w.schedule()
+				w.schedule(leadingEvent(ev))
 			}
 		case err, ok := <-w.fs.Errors:
 			if !ok {
@@ -126,31 +126,72 @@ func (w *watcher) run(ctx context.Context) error {
 			}
 			// An overflow loses events; rescanning recovers from any error.
 			w.log.Warn("watching manifests", "error", err)
-			w.schedule()
+			w.schedule(false)
 		case <-w.timer.C:
-			w.pending, w.events, w.reloaded = false, 0, time.Now()
-			w.reload()
-			if !w.syncWatches() {
-				return w.poll(ctx)
-			}
+			w.fire()
+		}
+		if w.fs == nil {
+			return w.poll(ctx)
 		}
 	}
 }
 
-// schedule (re)arms the debounce timer: settleDelay after a lone event
-// that follows a quiet spell, else debounceDelay after the last event,
-// but no later than debounceMax after the first of the burst.
-func (w *watcher) schedule() {
-	now := time.Now()
+// fire ends the pending burst: it reloads and watches the folders the
+// load walked. If fsnotify became unusable, w.fs is nil afterwards.
+func (w *watcher) fire() {
+	w.timer.Stop()
+	w.pending, w.reloaded = false, time.Now()
+	w.reload()
+	if !w.syncWatches() {
+		w.fs = nil
+	}
+}
+
+// schedule counts an event, then reloads at once or (re)arms the debounce
+// timer, as wait decides.
+func (w *watcher) schedule(leading bool) {
+	delay, readNow := w.wait(time.Now(), leading)
+	if readNow {
+		w.fire()
+		return
+	}
+	w.timer.Reset(delay)
+}
+
+// wait counts an event at now and says how long to wait before reading:
+// not at all (readNow) for a lone leading event (see leadingEvent) after
+// a quiet spell of debounceDelay since the last reload; settleDelay after
+// another lone event after a quiet spell; else debounceDelay after the
+// last event, but no later than debounceMax after the first of the
+// burst. Events right after a reload, the leading one's included, are
+// the burst it began: they wait as a burst does.
+func (w *watcher) wait(now time.Time, leading bool) (delay time.Duration, readNow bool) {
+	quiet := !w.pending && now.Sub(w.reloaded) > debounceDelay
 	if !w.pending {
 		w.pending, w.first = true, now
 	}
-	w.events++
-	delay := min(debounceDelay, max(w.first.Add(debounceMax).Sub(now), 0))
-	if w.events == 1 && now.Sub(w.reloaded) > debounceDelay {
-		delay = settleDelay
+	switch {
+	case quiet && leading:
+		return 0, true
+	case quiet:
+		return settleDelay, false
 	}
-	w.timer.Reset(delay)
+	return min(debounceDelay, max(w.first.Add(debounceMax).Sub(now), 0)), false
+}
+
+// leadingEvent reports an event after which the file it names is whole,
+// so that it can be read without waiting: a manifest file (or the ..data
+// link of a mounted ConfigMap) created in place, which an atomic rename
+// into the folder does with the complete file. A file created empty and
+// then written is read early too, but it can only add objects, and its
+// writes are the burst that follows, read once they settle. Writes in
+// place, removals and renames away are not leading: a truncated file, or
+// an editor's rename of the file aside before writing the new one, would
+// remove objects that are only being replaced.
+func leadingEvent(ev fsnotify.Event) bool {
+	name := filepath.Base(ev.Name)
+	return ev.Has(fsnotify.Create) &&
+		(name == "..data" || (!strings.HasPrefix(name, ".") && isManifestName(name)))
 }
 
 // relevant drops events outside the named paths (the parent folders are
@@ -210,7 +251,7 @@ func (w *watcher) syncWatches() bool {
 		}
 	}
 	if added {
-		w.schedule()
+		w.schedule(false)
 	}
 	return true
 }

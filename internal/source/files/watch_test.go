@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
+
 	"pier.dev/pier/internal/source"
 )
 
@@ -274,4 +276,60 @@ func TestWatchConfigMapSwap(t *testing.T) {
 		t.Fatal(err)
 	}
 	await(t, updates, applyWithin, "default/b")
+}
+
+func TestLeadingEvent(t *testing.T) {
+	tests := []struct {
+		name string
+		op   fsnotify.Op
+		want bool
+	}{
+		{"/m/s.yaml", fsnotify.Create, true}, // an atomic rename's target, or a new file
+		{"/m/s.json", fsnotify.Create, true},
+		{"/m/..data", fsnotify.Create, true}, // a mounted ConfigMap's swap
+		{"/m/s.yaml", fsnotify.Write, false}, // may be half written, or truncated
+		{"/m/s.yaml", fsnotify.Remove, false},
+		{"/m/s.yaml", fsnotify.Rename, false}, // may be an editor's first half of a save
+		{"/m/s.yaml", fsnotify.Chmod, false},
+		{"/m/.s.yaml", fsnotify.Create, false}, // a tool's hidden temporary file
+		{"/m/notes.txt", fsnotify.Create, false},
+		{"/m/sub", fsnotify.Create, false},
+	}
+	for _, tt := range tests {
+		if got := leadingEvent(fsnotify.Event{Name: tt.name, Op: tt.op}); got != tt.want {
+			t.Errorf("leadingEvent(%s %s) = %v, want %v", tt.op, tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestWatchWait walks the debounce through its cases: a leading event
+// after a quiet spell is read at once, another lone event settles, and
+// what follows a reload is a burst, bounded by debounceMax.
+func TestWatchWait(t *testing.T) {
+	t0 := time.Now()
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	w := &watcher{reloaded: t0.Add(-time.Hour)}
+	check := func(step string, now time.Time, leading bool, wantDelay time.Duration, wantNow bool) {
+		t.Helper()
+		delay, readNow := w.wait(now, leading)
+		if readNow != wantNow || (!readNow && delay != wantDelay) {
+			t.Errorf("%s: wait = %v, read now %v; want %v, read now %v", step, delay, readNow, wantDelay, wantNow)
+		}
+	}
+	fired := func(now time.Time) { w.pending, w.reloaded = false, now }
+
+	check("rename into place after a quiet spell", t0, true, 0, true)
+	fired(t0)
+	check("a write right after the leading read", at(time.Millisecond), false, debounceDelay, false)
+	check("more of that burst", at(50*time.Millisecond), true, debounceDelay, false)
+	fired(at(150 * time.Millisecond))
+
+	check("a write in place after a quiet spell", at(time.Second), false, settleDelay, false)
+	check("another event within the settle", at(time.Second+5*time.Millisecond), true, debounceDelay, false)
+	fired(at(time.Second + 105*time.Millisecond))
+
+	check("a create too soon after a reload", at(time.Second+150*time.Millisecond), true, debounceDelay, false)
+	check("a steady stream near debounceMax", at(time.Second+150*time.Millisecond+debounceMax-time.Millisecond),
+		false, time.Millisecond, false)
+	check("a steady stream past debounceMax", at(time.Second+150*time.Millisecond+debounceMax), false, 0, false)
 }

@@ -2,9 +2,11 @@
 // IngressClass, Service, EndpointSlice, TLS Secret, the Secrets Ingresses
 // name in auth-secret, Node, the agents' heartbeat Leases, and the Gateway
 // API's GatewayClass, Gateway, HTTPRoute and ReferenceGrant when its CRDs
-// are installed) for the controller. Events are coalesced (Contour's rule: wait 100 ms for quiet,
-// at most 500 ms) into one snapshot per burst, so a rolling update does not
-// cause one rebuild per endpoint.
+// are installed) for the controller. The first event after a quiet spell
+// is taken at once (an endpoint change is served without waiting); the
+// events that follow it within the quiet time are a burst, coalesced
+// (Contour's rule: wait 100 ms for quiet, at most 500 ms) into one more
+// snapshot, so a rolling update does not cause one rebuild per endpoint.
 package kube
 
 import (
@@ -204,7 +206,9 @@ func (s *Source) loop(ctx context.Context, changed, leaseChanged <-chan struct{}
 		}
 		return o.judge(leases, time.Now()), nil
 	}
+	var emitted time.Time // when the last snapshot was handed over
 	emit := func() error {
+		defer func() { emitted = time.Now() }()
 		lv, err := judge()
 		if err != nil {
 			return err
@@ -239,7 +243,7 @@ func (s *Source) loop(ctx context.Context, changed, leaseChanged <-chan struct{}
 				continue
 			}
 		}
-		if !debounce(ctx, changed, s.opts.Quiet, s.opts.MaxDelay) {
+		if !leadingEdge(emitted, time.Now(), s.opts.Quiet) && !debounce(ctx, changed, s.opts.Quiet, s.opts.MaxDelay) {
 			return nil
 		}
 		if err := emit(); err != nil {
@@ -270,6 +274,14 @@ func (s *Source) logLiveness(before, now liveness) {
 			s.logger.Warn("agent heartbeat expired or gone: node no longer placed on", "node", node)
 		}
 	}
+}
+
+// leadingEdge reports whether a change at now is the first after a quiet
+// spell: no snapshot for longer than quiet. It is taken at once; a change
+// sooner is part of the burst the last snapshot began, and waits for it to
+// settle (debounce).
+func leadingEdge(emitted, now time.Time, quiet time.Duration) bool {
+	return now.Sub(emitted) > quiet
 }
 
 // debounce waits until no change arrived for quiet, or maxDelay passed
