@@ -345,7 +345,12 @@ func (d *Driver) restoreFragment(inst *instance) {
 // restart or a new agent starts from. If it fails, HAProxy serves the
 // right state anyway; only a later restart or adoption reloads.
 func (d *Driver) restage(ctx context.Context, inst *instance, lb *model.LoadBalancer) {
-	if err := inst.sh.proc.Restage(ctx); err != nil {
+	restage := inst.sh.proc.Restage
+	if d.packs() {
+		// The fragment, the only file that changed, was checked alone.
+		restage = inst.sh.proc.RestageChecked
+	}
+	if err := restage(ctx); err != nil {
 		d.cfg.Logger.Warn("could not record the updated config as last-known-good", "lb", lb.Name, "error", err)
 	}
 }

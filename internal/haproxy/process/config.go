@@ -188,9 +188,28 @@ func (i *Instance) ConfigChanged() (bool, error) {
 // change and reload for nothing. A set that fails the check is not
 // activated; the running HAProxy is untouched either way.
 func (i *Instance) Restage(ctx context.Context) error {
+	return i.restage(ctx, true)
+}
+
+// RestageChecked is Restage without haproxy -c of the whole set, for a
+// caller that has checked every file that differs from the set last
+// activated (a shard's fragment, checked alone with the process files
+// after a runtime update): a check of the whole set parses every load
+// balancer of the shard (0.7 s at 750), in the lane of the next change.
+func (i *Instance) RestageChecked(ctx context.Context) error {
+	return i.restage(ctx, false)
+}
+
+func (i *Instance) restage(ctx context.Context, check bool) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	staged, err := i.stageAndCheck(ctx)
+	var staged string
+	var err error
+	if check {
+		staged, err = i.stageAndCheck(ctx)
+	} else {
+		staged, err = i.stage()
+	}
 	if err != nil {
 		return err
 	}

@@ -453,4 +453,19 @@ func TestRestage(t *testing.T) {
 	if changed, _ := i.ConfigChanged(); !changed {
 		t.Fatal("a refused set was taken")
 	}
+	// RestageChecked trusts its caller's checks: it takes the set as it
+	// is, without a reload.
+	e.write(e.config("d", ""))
+	if err := i.RestageChecked(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := i.ConfigChanged(); err != nil || changed {
+		t.Fatalf("after RestageChecked: changed %v, %v", changed, err)
+	}
+	if s := i.Stats(); s.ReloadsOK != 0 || s.ChecksFailed != 1 {
+		t.Fatalf("RestageChecked reloaded or checked: %+v", s)
+	}
+	if got := get(t, e.url("/")); got != "a" {
+		t.Fatalf("serving %q: RestageChecked must not reload", got)
+	}
 }
