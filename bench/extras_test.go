@@ -34,7 +34,10 @@ type extrasVariant struct {
 // of them, and the hand-written reference, plain and with the two
 // X-Forwarded-* headers every ingress controller sets.
 func extrasVariants() []extrasVariant {
-	vs := []extrasVariant{{"pier", func(_ *testing.T, pier, _ []byte) []byte { return pier }}}
+	vs := []extrasVariant{{"pier", func(_ *testing.T, pier, _ []byte) []byte { return pier }},
+		// The control: the same config in another process. What it
+		// "saves" is the method's own bias and noise.
+		{controlName, func(_ *testing.T, pier, _ []byte) []byte { return pier }}}
 	for _, e := range extras {
 		vs = append(vs, extrasVariant{"without " + e.name, func(t *testing.T, pier, _ []byte) []byte {
 			return withoutLine(t, pier, e.line)
@@ -65,7 +68,9 @@ func extrasVariants() []extrasVariant {
 	}
 	if only := os.Getenv("PIER_BENCH_EXTRAS_ONLY"); only != "" {
 		re := regexp.MustCompile(only)
-		vs = slices.DeleteFunc(vs, func(v extrasVariant) bool { return v.name != "pier" && !re.MatchString(v.name) })
+		vs = slices.DeleteFunc(vs, func(v extrasVariant) bool {
+			return v.name != "pier" && v.name != controlName && !re.MatchString(v.name)
+		})
 	}
 	return vs
 }
@@ -142,6 +147,9 @@ func withCopies(t *testing.T, conf []byte, s string, n int) []byte {
 	return []byte(strings.Join(out, "\n"))
 }
 
+// controlName is pier's own config in a second process.
+const controlName = "pier again (control: the same config)"
+
 // refForwarded is the hand-written reference plus X-Forwarded-For and
 // X-Forwarded-Proto: what an operator writes when the applications behind
 // read them, as they do behind any ingress controller.
@@ -205,8 +213,10 @@ func TestExtrasCost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	const pierPort, refPort = "127.0.0.1:1", "127.0.0.1:2" // placeholders, replaced per variant
-	pier, lb, err := RoutingConfig(120, int32(target), int32(decoy), 1, pdir)
+	// Placeholder listeners, each variant binds its own port. (Not
+	// 127.0.0.1:1: render parks its empty server slots there.)
+	const pierPort, refPort = "127.0.0.1:3", "127.0.0.1:2"
+	pier, lb, err := RoutingConfig(120, int32(target), int32(decoy), 3, pdir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,8 +234,11 @@ func TestExtrasCost(t *testing.T) {
 		}
 		port := harness.FreePort(t)
 		conf := string(v.edit(t, pier, ref))
-		conf = strings.ReplaceAll(conf, pierPort+" ", "127.0.0.1:"+strconv.Itoa(port)+" ")
-		conf = strings.ReplaceAll(conf, refPort+"\n", "127.0.0.1:"+strconv.Itoa(port)+"\n")
+		conf = strings.Replace(conf, "bind "+pierPort+" ", "bind 127.0.0.1:"+strconv.Itoa(port)+" ", 1)
+		conf = strings.Replace(conf, "bind "+refPort+"\n", "bind 127.0.0.1:"+strconv.Itoa(port)+"\n", 1)
+		if !strings.Contains(conf, "bind 127.0.0.1:"+strconv.Itoa(port)) {
+			t.Fatalf("%s: no bind line to move to port %d", v.name, port)
+		}
 		conf = pinnedGlobal(t, conf, proxyCPU)
 		configs[v.name] = conf
 		cfg := filepath.Join(dir, "haproxy.conf")
