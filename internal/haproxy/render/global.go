@@ -91,9 +91,10 @@ func writeDefaults(c *encode.Config, o Options) {
 	// already have acted on (a POST that timed out is not safe to resend).
 	// empty-response (a kept-alive server connection closed as the request
 	// went out, as a member that shuts down does) makes HAProxy keep a
-	// copy of every request; conn-failure alone needs none. The copy costs
-	// about 1 µs a request (docs/benchmarks.md, "The extras, priced"), so
-	// an operator may trade the retry for it (--retry-empty-response).
+	// copy of every request; conn-failure alone needs none. The copy is
+	// the dearest of pier's extras, 2-3.4 µs a request, about a tenth of
+	// the proxy's CPU (docs/benchmarks.md, "The extras, priced"), so an
+	// operator may trade the retry for it (--retry-empty-response).
 	retryOn := []encode.Word{encode.Lit("retry-on"), encode.Lit("conn-failure")}
 	if !o.NoEmptyResponseRetry {
 		retryOn = append(retryOn, encode.Lit("empty-response"))
