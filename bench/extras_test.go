@@ -294,6 +294,16 @@ func TestExtrasCost(t *testing.T) {
 	}
 }
 
+// extraNamed is the name of the extra whose line contains s.
+func extraNamed(s string) string {
+	for _, e := range extras {
+		if strings.Contains(e.line, s) {
+			return e.name
+		}
+	}
+	panic("no extra with " + s)
+}
+
 // measurePair loads pier and x at the same time for d, each with its own
 // wrk, and returns each one's run. Both proxies share one CPU and meet
 // the same neighbours in the same second, so what the machine's other
@@ -376,6 +386,21 @@ func extrasMarkdown(runs []extrasRun, variants []extrasVariant, rounds int, d ti
 		m1, s1 := cell("minimal", v.name)
 		b1, s2 := cell("browser", v.name)
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", v.name, m1, s1, b1, s2)
+	}
+	b.WriteString("\npier ÷ config, CPU per request in the same pair: median (min–max).\n\n")
+	b.WriteString("| config | minimal headers | browser headers |\n|---|---:|---:|\n")
+	ratio := func(hs, config string) string {
+		xs, pier := pairs(hs, config)
+		var rs []float64
+		for i := range xs {
+			if xs[i] > 0 {
+				rs = append(rs, pier[i]/xs[i])
+			}
+		}
+		return span(rs, "%.2f×")
+	}
+	for _, c := range []string{refExtras, refForwarded, withoutAll, "without " + extraNamed("retry-on"), controlName} {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", c, ratio("minimal", c), ratio("browser", c))
 	}
 	b.WriteString("\nOther forms of an extra, same verdicts: CPU per request, and what they save against pier's form measured at the same time.\n\n")
 	b.WriteString("| form | minimal headers: CPU/req | saved vs pier (min–max) | browser headers: CPU/req | saved vs pier (min–max) |\n|---|---:|---:|---:|---:|\n")
