@@ -13,6 +13,9 @@
 #                                    # bench/results/<time>-<rev>-scale.md,
 #                                    # .json and the charts in docs/benchmarks/
 #                                    # (PIER_BENCH_SCALE=1 does the same)
+#   bench/run.sh extras              # only the extras' prices (section 6):
+#                                    # bench/results/<time>-<rev>-extras.md
+#                                    # and .json (about 8 minutes)
 #
 # Installs only what hack/deps.sh installs, plus wrk from Debian if missing.
 # Builds into bench/.cache; raw results go to a temporary folder, removed
@@ -43,6 +46,9 @@ mode=all
 if [ "${1:-}" = scale ] || [ "${PIER_BENCH_SCALE:-}" = 1 ]; then
   mode=scale
 fi
+if [ "${1:-}" = extras ]; then
+  mode=extras
+fi
 
 count=5 benchtime=1s suffix=""
 if [ "${PIER_BENCH_QUICK:-}" = 1 ]; then
@@ -71,6 +77,21 @@ scale_run() {
   "$cache/report" -scale "$raw/scale.json" -out "$out" ${routing:+-routing "$routing"} -charts "$charts"
 }
 
+# extras_run prices each of pier's per-request extras (issue 9, section 6
+# of docs/benchmarks.md): HAProxy one thread on one CPU, wrk and the
+# backend on the other, pier and each variant loaded at the same time,
+# 9 rounds (1 in a quick run). About 8 minutes; needs 2 CPUs.
+extras_run() {
+  local out="$1"
+  echo "== 6b. the extras, priced (about 8 minutes)" >&2
+  (cd bench && PIER_BENCH_OUT="$raw" "$cache/bench.test" \
+    -test.run '^TestExtrasCost$' -test.v -test.timeout 30m) >&2
+  if [ -f "$raw/extras.json" ]; then # not written when skipped (one CPU)
+    cp "$raw/extras.md" "$out-extras.md"
+    cp "$raw/extras.json" "$out-extras.json"
+  fi
+}
+
 echo "== build (into bench/.cache)" >&2
 mkdir -p "$cache" bench/results
 go build -trimpath -o "$cache/pier" ./cmd/pier
@@ -79,6 +100,10 @@ go build -o "$cache/report" ./bench/report
 
 if [ "$mode" = scale ]; then
   scale_run
+  exit 0
+fi
+if [ "$mode" = extras ]; then
+  extras_run "bench/results/$(date -u +%Y%m%dT%H%M%SZ)-$(git rev-parse --short HEAD 2>/dev/null || echo norev)$suffix"
   exit 0
 fi
 
@@ -118,3 +143,5 @@ shards=${PIER_BENCH_SHARDS_N:-3000}
 (cd bench && PIER_BIN="$cache/pier" PIER_BENCH_OUT="$raw" PIER_BENCH_SHARDS_N="$shards" "$cache/bench.test" \
   -test.run '^TestShards$' -test.v -test.timeout 20m) >&2
 cp "$raw/shards.json" "$out-shards.json"
+
+extras_run "$out"

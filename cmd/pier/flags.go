@@ -158,6 +158,7 @@ type haproxyFlags struct {
 	applies        int
 	backendMaxConn int
 	maxConn        int
+	retryEmpty     bool
 }
 
 func (h *haproxyFlags) register(fs *flag.FlagSet) {
@@ -168,6 +169,7 @@ func (h *haproxyFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&h.processes, "haproxy-processes", agent.DefaultHAProxyProcesses, "pack the load balancers of this node into at most this many HAProxy processes (shards; a change reloads only its shard, endpoint changes reload nothing); 0 runs one HAProxy process per load balancer, the most isolation at about 19 MiB per load balancer")
 	fs.IntVar(&h.maxConn, "haproxy-maxconn", 4096, "connections each HAProxy process accepts at once (its global maxconn; with shards, shared by the load balancers of the shard); more wait in the kernel's accept queue. HAProxy raises its file-descriptor limit to match (pier runs it as root)")
 	fs.IntVar(&h.backendMaxConn, "max-connections-per-backend", render.DefaultBackendMaxConn, "requests one backend (a Service port's members) may hold at once, queued ones included; the next gets 503 at once, so a slow or looping backend cannot take every connection of its HAProxy process from the other routes and load balancers there. 0: no bound")
+	fs.BoolVar(&h.retryEmpty, "retry-empty-response", true, "retry, on another member, a request whose kept-alive server connection closed without an answer (a member shutting down); HAProxy then keeps a copy of every request, about a tenth of its CPU per request. false: retry connection failures only")
 	fs.IntVar(&h.applies, "apply-concurrency", 0, fmt.Sprintf("how many load balancers the agent applies at once, each at most once at a time, so that a slow one (thousands of paths) holds up no other; 0: %d with shards, where the applies waiting for one process are loaded with one reload, or %d with --haproxy-processes 0", agent.PackedApplyConcurrency, agent.DefaultApplyConcurrency))
 }
 
@@ -176,7 +178,8 @@ func (h *haproxyFlags) register(fs *flag.FlagSet) {
 // `haproxy -c`; without root HAProxy cannot change user, so the flag is
 // then ignored (logged).
 func (h *haproxyFlags) render(logger *slog.Logger) (render.Options, error) {
-	opts := render.Options{MinSlots: h.slots, HardStopAfter: h.hardStop, MaxConn: h.maxConn, BackendMaxConn: h.backendMaxConn}
+	opts := render.Options{MinSlots: h.slots, HardStopAfter: h.hardStop, MaxConn: h.maxConn, BackendMaxConn: h.backendMaxConn,
+		NoEmptyResponseRetry: !h.retryEmpty}
 	if h.maxConn < 1 {
 		return opts, fmt.Errorf("--haproxy-maxconn %d: want at least 1", h.maxConn)
 	}

@@ -20,7 +20,7 @@ func Global(opts Options) ([]byte, error) {
 		encode.Lit("every"), encode.Lit("haproxy"), encode.Lit("process"))
 	c.Comment(encode.Lit("generated;"), encode.Lit("do"), encode.Lit("not"), encode.Lit("edit"))
 	writeGlobal(&c, opts)
-	writeDefaults(&c, opts.Timeouts)
+	writeDefaults(&c, opts)
 	out, err := c.Bytes()
 	if err != nil {
 		return nil, fmt.Errorf("render global: %w", err)
@@ -76,7 +76,8 @@ func writeGlobal(c *encode.Config, o Options) {
 	c.Line(encode.Lit("ssl-default-bind-options"), encode.Lit("ssl-min-ver"), encode.Lit("TLSv1.2"), encode.Lit("no-tls-tickets"))
 }
 
-func writeDefaults(c *encode.Config, t Timeouts) {
+func writeDefaults(c *encode.Config, o Options) {
+	t := o.Timeouts
 	writeTCPDefaults(c, t)
 	c.Blank()
 	c.Section(encode.Lit("defaults"))
@@ -88,7 +89,17 @@ func writeDefaults(c *encode.Config, t Timeouts) {
 	c.Line(encode.Lit("retries"), encode.Num(3))
 	// No response-timeout: it would replay a request the server may
 	// already have acted on (a POST that timed out is not safe to resend).
-	c.Line(encode.Lit("retry-on"), encode.Lit("conn-failure"), encode.Lit("empty-response"))
+	// empty-response (a kept-alive server connection closed as the request
+	// went out, as a member that shuts down does) makes HAProxy keep a
+	// copy of every request; conn-failure alone needs none. The copy is
+	// the dearest of pier's extras, 2-3.4 µs a request, about a tenth of
+	// the proxy's CPU (docs/benchmarks.md, "The extras, priced"), so an
+	// operator may trade the retry for it (--retry-empty-response).
+	retryOn := []encode.Word{encode.Lit("retry-on"), encode.Lit("conn-failure")}
+	if !o.NoEmptyResponseRetry {
+		retryOn = append(retryOn, encode.Lit("empty-response"))
+	}
+	c.Line(retryOn...)
 	// Measured: with it, keep-alive clients see no error across reloads.
 	c.Line(encode.Lit("option"), encode.Lit("idle-close-on-response"))
 	c.Line(encode.Lit("option"), encode.Lit("forwardfor"))

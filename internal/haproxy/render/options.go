@@ -38,6 +38,11 @@ type Options struct {
 	// balancers there. Negative: no bound.
 	BackendMaxConn int
 	Timeouts       Timeouts
+	// NoEmptyResponseRetry leaves empty-response out of the defaults'
+	// retry-on: only connection failures are retried, and HAProxy keeps
+	// no copy of each request for a retry. A pool's own retry-on (an
+	// HTTPRoute retry, proxy-next-upstream-tries) is not changed.
+	NoEmptyResponseRetry bool
 	// User and Group make HAProxy drop privileges; empty keeps them.
 	User, Group string
 	// MaxConfigBytes caps haproxy.conf (DefaultMaxConfigBytes, 16 MiB).
