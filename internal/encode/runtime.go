@@ -90,3 +90,79 @@ func SetServerWeight(backend, server Word, weight int) (Command, error) {
 	}
 	return NewCommand(Lit("set"), Lit("server"), Concat(backend, Lit("/"), server), Lit("weight"), Num(weight))
 }
+
+// mapKeyCLIChars is what a map key sent on the runtime API may hold: a
+// route key's characters (RouteKey) without ';', which the CLI reads as
+// a command separator. The CLI has no quoting, and none of the others is
+// special to it (HAProxy 2.6 stores "a.b/x~!$&()*+,=:@%-_./" as sent).
+var mapKeyCLIChars = charset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~!$&()*+,=:@%/-")
+
+// AddMap: "add map <file> <key> <value>", one entry appended to a map a
+// running process loaded from file (its reference on the CLI). key is a
+// landing route key (LandingKey) or a pier identifier or address; value
+// is a pier identifier. A key with ';' is refused: the caller takes
+// another way for it.
+func AddMap(file, key, value Word) (Command, error) {
+	ref, err := cliMapRef(file)
+	if err != nil {
+		return Command{}, err
+	}
+	k, err := cliMapKey(key)
+	if err != nil {
+		return Command{}, err
+	}
+	v, err := NewCommand(value)
+	if err != nil {
+		return Command{}, err
+	}
+	return Command{"add map " + ref + " " + k + " " + v.line}, nil
+}
+
+// DelMap: "del map <file> <key>", every entry of key.
+func DelMap(file, key Word) (Command, error) {
+	ref, err := cliMapRef(file)
+	if err != nil {
+		return Command{}, err
+	}
+	k, err := cliMapKey(key)
+	if err != nil {
+		return Command{}, err
+	}
+	return Command{"del map " + ref + " " + k}, nil
+}
+
+// ClearMap: "clear map <file>", every entry.
+func ClearMap(file Word) (Command, error) {
+	ref, err := cliMapRef(file)
+	if err != nil {
+		return Command{}, err
+	}
+	return Command{"clear map " + ref}, nil
+}
+
+// cliMapRef is a map file path as a CLI word: FilePath's characters are
+// all plain on the CLI.
+func cliMapRef(file Word) (string, error) {
+	if err := file.Err(); err != nil {
+		return "", err
+	}
+	if file.kind != kindFile {
+		return "", errors.New("encode: map reference is not a file path: " + Printable(file.s))
+	}
+	return file.s, nil
+}
+
+func cliMapKey(key Word) (string, error) {
+	if err := key.Err(); err != nil {
+		return "", err
+	}
+	if key.kind == kindFile || key.s == "" || key.s[0] == '#' {
+		return "", errors.New("encode: not a map key: " + Printable(key.s))
+	}
+	for i := 0; i < len(key.s); i++ {
+		if !mapKeyCLIChars[key.s[i]] {
+			return "", errors.New("encode: map key on the runtime API contains " + describeByte(key.s[i]) + ": " + Printable(key.s))
+		}
+	}
+	return key.s, nil
+}

@@ -155,8 +155,13 @@ func poolReason(op, np []poolView) string {
 // values; emptying one sets "maint" first, then parks it on the
 // placeholder so the state matches the rendered file.
 func slotCommands(uuid string, o, n *poolView) ([]encode.Command, error) {
+	return slotCommandsFor(backendName(uuid, n.id), o, n)
+}
+
+// slotCommandsFor is slotCommands for the slots of backend be (a landing
+// process's spare backends hold another load balancer's pool).
+func slotCommandsFor(be encode.Word, o, n *poolView) ([]encode.Command, error) {
 	var cmds []encode.Command
-	be := backendName(uuid, n.id)
 	for i := range n.slots {
 		was, now := o.slots[i], n.slots[i]
 		if was == now {
