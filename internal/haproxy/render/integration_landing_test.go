@@ -14,13 +14,13 @@ import (
 	"pier.dev/pier/internal/model"
 )
 
-// startLanding starts a landing process on a free port with backends
-// spare backends of 4 slots, and returns its folder and port.
-func startLanding(t *testing.T, bin string, backends int) (layout.Process, LandingOptions) {
+// startLanding starts a landing process on port with backends spare
+// backends of 4 slots, and returns its folder and options.
+func startLanding(t *testing.T, bin string, backends, port int) (layout.Process, LandingOptions) {
 	t.Helper()
 	dir := t.TempDir()
 	at := layout.Process{Dir: dir, Global: filepath.Join(dir, "global.conf")}
-	o := LandingOptions{Port: freePort(), Backends: backends, Slots: 4, BackendMaxConn: DefaultBackendMaxConn}
+	o := LandingOptions{Port: port, Backends: backends, Slots: 4, BackendMaxConn: DefaultBackendMaxConn}
 	writeLandingFiles(t, at, o)
 	global, err := Global(Options{})
 	if err != nil {
@@ -39,7 +39,20 @@ func startLanding(t *testing.T, bin string, backends int) (layout.Process, Landi
 	all := filepath.Join(dir, "all.conf")
 	writeFile(t, all, append(append(append(global, '\n'), proc...), cfg...))
 	startHAProxy(t, bin, all, o.Port)
-	return at, o
+	// The port may be another process's already (a shard on 127.0.0.1):
+	// the landing is up once its runtime socket answers.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		conn, err := net.Dial("unix", at.Socket())
+		if err == nil {
+			conn.Close()
+			return at, o
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("landing socket: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // land renders lb (listener port and addresses already set) and sends
@@ -73,11 +86,14 @@ func TestLandingListenerPreference(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts HAProxy")
 	}
-	at, o := startLanding(t, bin, 2)
+	// The shard first: once the landing listens, a connection to any
+	// address of the port succeeds, so startHAProxy could not tell that
+	// the shard listens.
 	shardPool := landingPool("shard", memberAt(startBackend(t, "shard")))
 	shardLB := newLB([]model.Listener{httpListener(shardPool.ID, nil)}, shardPool)
-	shardLB.Listeners[0].Port, shardLB.VIP, shardLB.FIP = o.Port, "127.0.0.1", ""
+	shardLB.Listeners[0].Port, shardLB.VIP, shardLB.FIP = freePort(), "127.0.0.1", ""
 	serveOn(t, bin, shardLB)
+	at, o := startLanding(t, bin, 2, shardLB.Listeners[0].Port)
 	landedPool := landingPool("landed", memberAt(startBackend(t, "landed")))
 	landed := newLB([]model.Listener{httpListener(landedPool.ID, nil)}, landedPool)
 	landed.UUID = "6f0c6a9e-0d7e-4b1a-9c51-2b7c1e0a4d11"
@@ -206,7 +222,7 @@ func TestLandingEquivalence(t *testing.T) {
 		"GET /x HTTP/1.1\r\nHost: a/b.example\r\n\r\n",
 		"GET /x HTTP/1.1\r\nHost: any.example\r\nX-Bad: a\x01b\r\n\r\n",
 	}
-	at, o := startLanding(t, bin, 16)
+	at, o := startLanding(t, bin, 16, freePort())
 	spare := 0
 	for i, f := range fixtures {
 		own := f.lb.Clone()
