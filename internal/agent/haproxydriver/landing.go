@@ -266,9 +266,9 @@ func (d *Driver) settle(ctx context.Context, sh *shard, c *change, lb *landed, c
 		return
 	}
 	sh.lbs[c.at.UUID] = c.at
-	sh.landed[c.at.UUID] = true
-	sh.proc.SetConfigFiles(sh.files())
 	c.out = &instance{at: c.at, sh: sh, landed: true}
+	sh.landed[c.at.UUID] = c.out
+	sh.proc.SetConfigFiles(sh.files())
 	d.cfg.Metrics.Landings.WithLabelValues("landed").Inc()
 	d.landing.mu.Lock()
 	free := len(d.landing.free)
@@ -411,11 +411,12 @@ func (d *Driver) unland(sh *shard) {
 		sh.foldTimer = nil
 	}
 	sh.foldFirst = time.Time{}
+	// The instances themselves, not d.lbs's: Apply records a new one
+	// there only after its commit, and a reload of the same batch may
+	// fold it in before.
 	d.mu.Lock()
-	for uuid := range sh.landed {
-		if inst := d.lbs[uuid]; inst != nil {
-			inst.landed = false
-		}
+	for _, inst := range sh.landed {
+		inst.landed = false
 	}
 	d.mu.Unlock()
 	uuids := make([]string, 0, len(sh.landed))

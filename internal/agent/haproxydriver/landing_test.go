@@ -226,3 +226,53 @@ func firstServed(lb *model.LoadBalancer) <-chan time.Time {
 	}()
 	return out
 }
+
+// TestLandingBurst: new load balancers applied at once into one shard
+// with two spare backends: some land, the rest reload the shard (which
+// folds the landed ones in, even those of the same batch). Once all are
+// folded, none counts as landed any more, so a member change of each is
+// a runtime update, not a reload.
+func TestLandingBurst(t *testing.T) {
+	needHAProxy(t)
+	d, port, first := newLanded(t, 2)
+	sh := d.lbs[first.UUID].sh
+	var lbs []*model.LoadBalancer
+	for n := 2; n <= 7; n++ {
+		lbs = append(lbs, landingLB(t, n, port))
+	}
+	errs := make(chan error, len(lbs))
+	for _, lb := range lbs {
+		go func() {
+			_, err := d.Apply(context.Background(), lb)
+			errs <- err
+		}()
+	}
+	for range lbs {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	serveAll(t, append(lbs, first)...)
+	if n := testutil.ToFloat64(d.cfg.Metrics.Landings.WithLabelValues("landed")); n == 0 {
+		t.Fatal("nothing landed")
+	}
+	waitUntil(t, func() bool {
+		for _, lb := range lbs {
+			if isLanded(d, lb.UUID) {
+				return false
+			}
+		}
+		return true
+	})
+	reloads := sh.proc.Stats().ReloadsOK
+	for _, lb := range lbs {
+		next := lb.Clone()
+		next.Pools[0].Members = append(next.Pools[0].Members, memberAt(echo(t, "127.0.0.1:0", lb.Name)))
+		if _, err := d.Apply(context.Background(), next); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := sh.proc.Stats().ReloadsOK - reloads; got != 0 {
+		t.Fatalf("member changes after fold-in reloaded the shard %d times", got)
+	}
+}

@@ -36,7 +36,7 @@ type shard struct {
 	// landed are the load balancers in lbs that the landing serves until
 	// the shard loads them (landing.go); foldTimer fires that load, and
 	// foldFirst is when the first of them landed.
-	landed    map[string]bool
+	landed    map[string]*instance
 	foldTimer *time.Timer
 	foldFirst time.Time
 }
@@ -97,7 +97,7 @@ func (d *Driver) shardFor(at layout.LB, log *slog.Logger) *shard {
 }
 
 func (d *Driver) newShard(pa layout.Process, log *slog.Logger) *shard {
-	return &shard{at: pa, lbs: map[string]layout.LB{}, landed: map[string]bool{}, proc: process.New(process.Config{
+	return &shard{at: pa, lbs: map[string]layout.LB{}, landed: map[string]*instance{}, proc: process.New(process.Config{
 		Binary: d.cfg.Binary,
 		Dir:    pa.Dir,
 		Netns:  d.cfg.Netns,
