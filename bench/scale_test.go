@@ -224,8 +224,6 @@ type scaleFixture struct {
 	client    *http.Client
 	flipVIP   string
 	groupVIP  string
-	// appliedLine is the log line finish last found.
-	appliedLine string
 }
 
 func scaleAt(t *testing.T, n, endpoints, newIngresses, joins int) scaleRun {
@@ -410,7 +408,6 @@ func (f *scaleFixture) finish(t *testing.T, c changeStart, s *scaleSample, appli
 		return ms(at.Sub(c.at))
 	}
 	s.LoadedMs, s.StoredMs, s.AppliedMs = since(m.loaded), since(m.stored), since(m.applied)
-	f.appliedLine = m.appliedLine
 	if took := tookPattern.FindStringSubmatch(m.appliedLine); took != nil {
 		check, _ := time.ParseDuration(took[1])
 		reload, _ := time.ParseDuration(took[2])
@@ -516,10 +513,23 @@ func (f *scaleFixture) newIngressSeries(t *testing.T, samples int) scaleSeries {
 			return f.servedBy(addr, host, "fresh-pod")
 		})
 		smp.ReloadsBeforeServed = f.reloads() - c.reloads
-		f.finish(t, c, &smp, "load balancer landed without reload", "haproxy reloaded")
-		smp.Landed = strings.Contains(f.appliedLine, `msg="load balancer landed without reload"`)
+		// Its own line: a fold-in reload of another shard may be logged
+		// ("haproxy reloaded", by the process) before the landing is.
+		lb := " lb=" + ns + "/" + name + " "
+		harness.WaitFor(t, 30*time.Second, "pier to log that "+name+" landed or reloaded", func() bool {
+			return logHas(f.p.LogPath, c.logOffset, `msg="load balancer landed without reload"`, lb) ||
+				logHas(f.p.LogPath, c.logOffset, `msg="haproxy reloaded"`, lb)
+		})
+		smp.Landed = logHas(f.p.LogPath, c.logOffset, `msg="load balancer landed without reload"`, lb)
+		if smp.Landed {
+			f.finish(t, c, &smp, "load balancer landed without reload")
+		} else {
+			f.finish(t, c, &smp, "haproxy reloaded")
+		}
 		if smp.Landed {
 			s.Landed++
+		} else {
+			t.Logf("new Ingress %s did not land: %s", name, landingLines(f.p.LogPath, c.logOffset))
 		}
 		s.Samples = append(s.Samples, smp)
 	}
@@ -683,4 +693,42 @@ func scaleLogLevel() string {
 		return l
 	}
 	return "info"
+}
+
+// landingLines are pier's log lines since offset that say why a new load
+// balancer did not land, or what held it up.
+func landingLines(path string, offset int64) string {
+	b, err := os.ReadFile(path)
+	if err != nil || int64(len(b)) < offset {
+		return ""
+	}
+	var out []string
+	for _, line := range strings.Split(string(b[offset:]), "\n") {
+		for _, m := range []string{"does not land", "landing", "haproxy reloaded", "landed"} {
+			if strings.Contains(line, m) {
+				out = append(out, line)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// logHas reports whether one of pier's log lines since offset holds
+// every one of parts.
+func logHas(path string, offset int64, parts ...string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil || int64(len(b)) < offset {
+		return false
+	}
+	for _, line := range strings.Split(string(b[offset:]), "\n") {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }
