@@ -3,6 +3,7 @@ package haproxydriver
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -373,35 +374,80 @@ func (d *Driver) foldAllNow() {
 	}
 }
 
-// foldIn reloads sh if it has landed load balancers: loaded then unlands
-// them. A failed reload is tried again foldMax later.
+// foldIn reloads sh if it has landed load balancers, and then unlands
+// them. The reload runs outside sh's lane, which it holds only to take
+// the file list and to account for the result: a reload of a large shard
+// takes seconds, and new load balancers of the shard must land meanwhile
+// (they join the next fold-in). process.Instance serialises the reload
+// with any other of the shard, and stages the files when it starts. A
+// failed reload is tried again foldMax later.
 func (d *Driver) foldIn(sh *shard) {
-	defer d.enterLane(sh.at.Dir)()
+	leave := d.enterLane(sh.at.Dir)
 	d.mu.Lock()
 	current := d.shards[sh.at.Dir] == sh
 	d.mu.Unlock()
-	if !current || len(sh.landed) == 0 {
+	if !current || len(sh.landed) == 0 || sh.folding != nil {
+		leave()
 		return
 	}
-	n := len(sh.landed)
+	if sh.foldTimer != nil {
+		sh.foldTimer.Stop()
+		sh.foldTimer = nil
+	}
+	sh.foldFirst = time.Time{}
+	sh.folding = maps.Clone(sh.landed)
+	sh.proc.SetConfigFiles(sh.files())
+	leave()
+
 	start := time.Now()
-	if err := d.reloadShard(context.Background(), sh); err != nil {
-		d.cfg.Logger.Warn("fold-in reload failed; the landing keeps serving, trying again later", "dir", sh.at.Dir, "landed", n, "error", err)
-		sh.foldFirst = time.Now()
-		if sh.foldTimer != nil {
-			sh.foldTimer.Stop()
-		}
-		sh.foldTimer = time.AfterFunc(d.landing.most, func() { d.foldIn(sh) })
+	err := sh.proc.Reload(context.Background())
+
+	defer d.enterLane(sh.at.Dir)()
+	folding := sh.folding
+	sh.folding = nil
+	d.mu.Lock()
+	current = d.shards[sh.at.Dir] == sh
+	d.mu.Unlock()
+	if !current {
 		return
 	}
-	d.cfg.Logger.Info("haproxy reloaded: landed load balancers folded into their shard", "dir", sh.at.Dir, "folded", n,
+	if err != nil {
+		d.cfg.Metrics.Reloads.WithLabelValues("failed").Inc()
+		d.cfg.Logger.Warn("fold-in reload failed; the landing keeps serving, trying again later", "dir", sh.at.Dir, "landed", len(folding), "error", err)
+		if len(sh.landed) > 0 {
+			sh.foldFirst = time.Now()
+			sh.foldTimer = time.AfterFunc(d.landing.most, func() { d.foldIn(sh) })
+		}
+		return
+	}
+	d.cfg.Metrics.Reloads.WithLabelValues("ok").Inc()
+	sh.started = true
+	restarts := sh.proc.Stats().Restarts
+	d.mu.Lock()
+	for _, inst := range d.lbs {
+		if inst.sh == sh {
+			inst.reloads = restarts
+		}
+	}
+	d.mu.Unlock()
+	// Only those the reload loaded: others may have landed meanwhile, or
+	// been loaded (and unlanded) by a reload of a change since.
+	var folded []string
+	for uuid, inst := range folding {
+		if sh.landed[uuid] == inst {
+			folded = append(folded, uuid)
+		}
+	}
+	d.unlandSome(sh, folded)
+	if len(sh.landed) > 0 {
+		d.scheduleFold(sh, false)
+	}
+	d.cfg.Logger.Info("haproxy reloaded: landed load balancers folded into their shard", "dir", sh.at.Dir, "folded", len(folded),
 		"lbs", len(sh.lbs), "took", time.Since(start).Round(time.Millisecond))
 }
 
 // unland runs when sh has loaded its file list (loaded): the load
-// balancers it had landed are its own now. Their addresses leave the
-// landing at once, their routes and servers after foldGrace. It runs in
-// sh's lane.
+// balancers it had landed are its own now. It runs in sh's lane.
 func (d *Driver) unland(sh *shard) {
 	if d.landing == nil || len(sh.landed) == 0 {
 		return
@@ -411,19 +457,30 @@ func (d *Driver) unland(sh *shard) {
 		sh.foldTimer = nil
 	}
 	sh.foldFirst = time.Time{}
-	// The instances themselves, not d.lbs's: Apply records a new one
-	// there only after its commit, and a reload of the same batch may
-	// fold it in before.
-	d.mu.Lock()
-	for _, inst := range sh.landed {
-		inst.landed = false
-	}
-	d.mu.Unlock()
 	uuids := make([]string, 0, len(sh.landed))
 	for uuid := range sh.landed {
 		uuids = append(uuids, uuid)
 	}
-	clear(sh.landed)
+	d.unlandSome(sh, uuids)
+}
+
+// unlandSome takes load balancers sh now runs out of the landing: their
+// addresses at once, their routes and servers after foldGrace. It runs
+// in sh's lane.
+func (d *Driver) unlandSome(sh *shard, uuids []string) {
+	// The instances themselves, not d.lbs's: Apply records a new one
+	// there only after its commit, and a reload of the same batch may
+	// fold it in before.
+	d.mu.Lock()
+	for _, uuid := range uuids {
+		if inst := sh.landed[uuid]; inst != nil {
+			inst.landed = false
+		}
+	}
+	d.mu.Unlock()
+	for _, uuid := range uuids {
+		delete(sh.landed, uuid)
+	}
 	d.dropLanded(uuids, "folded")
 }
 

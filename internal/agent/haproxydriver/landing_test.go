@@ -4,6 +4,9 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
@@ -21,7 +24,16 @@ import (
 // (which starts the shard, and the landing beside it).
 func newLanded(t *testing.T, backends int) (*Driver, int, *model.LoadBalancer) {
 	t.Helper()
+	return newLandedWith(t, backends, "")
+}
+
+// newLandedWith is newLanded running binary (empty: haproxy).
+func newLandedWith(t *testing.T, backends int, binary string) (*Driver, int, *model.LoadBalancer) {
+	t.Helper()
 	d := newSharded(t, harness.ShortTempDir(t), 1)
+	if binary != "" {
+		d.cfg.Binary = binary
+	}
 	port := freePort(t)
 	d.cfg.Landing = render.LandingOptions{Port: port, Backends: backends}
 	d.landing = newLanding(d.cfg, d.layout)
@@ -275,4 +287,40 @@ func TestLandingBurst(t *testing.T) {
 	if got := sh.proc.Stats().ReloadsOK - reloads; got != 0 {
 		t.Fatalf("member changes after fold-in reloaded the shard %d times", got)
 	}
+}
+
+// TestLandingDuringFoldIn: a shard's fold-in reload does not hold up the
+// next landing in the shard. Every `haproxy -c` takes 2 s here (a large
+// shard's check and reload take that long), so the fold-in reload runs
+// for over 2 s; a new load balancer applied meanwhile serves well before
+// it ends.
+func TestLandingDuringFoldIn(t *testing.T) {
+	needHAProxy(t)
+	real, _ := exec.LookPath("haproxy")
+	slow := filepath.Join(harness.ShortTempDir(t), "slow-haproxy")
+	script := "#!/bin/sh\ncase \" $* \" in *\" -c \"*) sleep 2;; esac\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(slow, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d, port, first := newLandedWith(t, 4, slow)
+	d.landing.quiet = 10 * time.Millisecond
+	sh := d.lbs[first.UUID].sh
+	reloads := sh.proc.Stats().ReloadsOK
+	a := landingLB(t, 2, port)
+	applyAll(t, d, a) // returns after its fragment's 2 s check; the fold-in starts 10 ms later
+	time.Sleep(200 * time.Millisecond)
+	b := landingLB(t, 3, port)
+	served := firstServed(b)
+	start := time.Now()
+	applyAll(t, d, b)
+	took := (<-served).Sub(start)
+	t.Logf("landed %s after the apply began, during a fold-in reload", took.Round(time.Millisecond))
+	if took > time.Second {
+		t.Fatalf("the landing waited %s for the fold-in reload", took)
+	}
+	waitUntil(t, func() bool { return !isLanded(d, a.UUID) && !isLanded(d, b.UUID) })
+	if got := sh.proc.Stats().ReloadsOK - reloads; got < 1 || got > 2 {
+		t.Fatalf("%d fold-in reloads, want 1 or 2", got)
+	}
+	serveAll(t, first, a, b)
 }

@@ -39,6 +39,9 @@ type shard struct {
 	landed    map[string]*instance
 	foldTimer *time.Timer
 	foldFirst time.Time
+	// folding are the landed ones a fold-in reload under way loads
+	// (foldIn runs it outside the lane); nil when none runs.
+	folding map[string]*instance
 }
 
 // files is what the shard loads: global.conf, process.conf, then the

@@ -112,7 +112,9 @@ func (d *Driver) Remove(uuid string) {
 	}
 	delete(d.lbs, uuid)
 	d.mu.Unlock()
-	if inst.landed {
+	if inst.landed && sh.folding[uuid] == nil {
+		// Its shard never loaded it. (One a fold-in under way loads takes
+		// the reload below, which also takes it out of the landing.)
 		d.unlandRemoved(sh, inst)
 		if len(sh.lbs) == 0 {
 			d.mu.Lock()
