@@ -254,6 +254,13 @@ func scaleAt(t *testing.T, n, endpoints, newIngresses, joins int) scaleRun {
 	r.ServingSec = time.Since(start).Seconds()
 	t.Logf("%d Ingresses present: all serving in %.1f s (load %.1f)", f.present, r.ServingSec, loadAvg())
 	time.Sleep(2 * time.Second) // let the status passes of the start settle
+	// Load balancers that landed during the start (their shard was
+	// already running) are loaded by deferred fold-in reloads, at most
+	// 10 s later: part of the start, not of the first series.
+	harness.WaitFor(t, time.Minute, "the landed load balancers of the start to be folded in", func() bool {
+		landed := f.p.Metric("pier_haproxy_landings_total", `result="landed"`)
+		return landed == f.folded()+f.p.Metric("pier_haproxy_landings_total", `result="removed"`)
+	})
 
 	if endpoints > 0 {
 		r.Series = append(r.Series, f.endpointSeries(t, endpoints))
