@@ -73,6 +73,13 @@ type scaleSample struct {
 	// pier_haproxy_runtime_updates_total{result="ok"} over the sample.
 	Reloads        float64 `json:"reloads"`
 	RuntimeUpdates float64 `json:"runtime_updates"`
+	// Landed (new Ingress): pier logged "load balancer landed without
+	// reload": the landing process served it, and its shard loads it
+	// later with a deferred reload (counted in the series' FoldReloads,
+	// not here). ReloadsBeforeServed are the reloads pier counted between
+	// the rename and the first 200.
+	Landed              bool    `json:"landed,omitempty"`
+	ReloadsBeforeServed float64 `json:"reloads_before_first_200"`
 }
 
 // scaleSeries is the samples of one kind at one size, summarised.
@@ -103,6 +110,12 @@ type scaleSeries struct {
 	WorkersBefore []int   `json:"haproxy_workers_before,omitempty"`
 	WorkersAfter  []int   `json:"haproxy_workers_after,omitempty"`
 	DurationSec   float64 `json:"duration_s"`
+	// Landed is how many samples the landing process served (new
+	// Ingress); FoldReloads the reloads pier counted from the series'
+	// first change until every landed load balancer was folded into its
+	// shard: the deferred reloads that replace one reload per Ingress.
+	Landed      int     `json:"landed,omitempty"`
+	FoldReloads float64 `json:"fold_reloads,omitempty"`
 }
 
 // scaleRun is one `pier run` start with Ingresses present and the
@@ -245,6 +258,13 @@ func scaleAt(t *testing.T, n, endpoints, newIngresses, joins, trafficRounds int)
 	r.ServingSec = time.Since(start).Seconds()
 	t.Logf("%d Ingresses present: all serving in %.1f s (load %.1f)", f.present, r.ServingSec, loadAvg())
 	time.Sleep(2 * time.Second) // let the status passes of the start settle
+	// Load balancers that landed during the start (their shard was
+	// already running) are loaded by deferred fold-in reloads, at most
+	// 10 s later: part of the start, not of the first series.
+	harness.WaitFor(t, time.Minute, "the landed load balancers of the start to be folded in", func() bool {
+		landed := f.p.Metric("pier_haproxy_landings_total", `result="landed"`)
+		return landed == f.folded()+f.p.Metric("pier_haproxy_landings_total", `result="removed"`)
+	})
 
 	if trafficRounds > 0 {
 		r.Traffic = f.trafficSeries(t, n, trafficRounds)
@@ -489,6 +509,7 @@ func (f *scaleFixture) bareCheck(t *testing.T, lb string) float64 {
 func (f *scaleFixture) newIngressSeries(t *testing.T, samples int) scaleSeries {
 	s := scaleSeries{Kind: kindNewIngress}
 	began := time.Now()
+	reloadsBefore, foldedBefore := f.reloads(), f.folded()
 	for i := 1; i <= samples; i++ {
 		ns, name := "fresh", fmt.Sprintf("new-%03d", i)
 		host := name + ".fresh.bench.example"
@@ -506,14 +527,44 @@ func (f *scaleFixture) newIngressSeries(t *testing.T, samples int) scaleSeries {
 			}
 			return f.servedBy(addr, host, "fresh-pod")
 		})
-		f.finish(t, c, &smp, "haproxy reloaded")
+		smp.ReloadsBeforeServed = f.reloads() - c.reloads
+		// Its own line: a fold-in reload of another shard may be logged
+		// ("haproxy reloaded", by the process) before the landing is.
+		lb := " lb=" + ns + "/" + name + " "
+		harness.WaitFor(t, 30*time.Second, "pier to log that "+name+" landed or reloaded", func() bool {
+			return logHas(f.p.LogPath, c.logOffset, `msg="load balancer landed without reload"`, lb) ||
+				logHas(f.p.LogPath, c.logOffset, `msg="haproxy reloaded"`, lb)
+		})
+		smp.Landed = logHas(f.p.LogPath, c.logOffset, `msg="load balancer landed without reload"`, lb)
+		if smp.Landed {
+			f.finish(t, c, &smp, "load balancer landed without reload")
+		} else {
+			f.finish(t, c, &smp, "haproxy reloaded")
+		}
+		if smp.Landed {
+			s.Landed++
+		} else {
+			t.Logf("new Ingress %s did not land: %s", name, landingLines(f.p.LogPath, c.logOffset))
+		}
 		s.Samples = append(s.Samples, smp)
 	}
 	s.DurationSec = time.Since(began).Seconds()
+	// The landed ones are loaded by their shards' deferred reloads (1 s
+	// after the last landing): wait for them, so that the reloads they
+	// cost are counted here, not in the next series.
+	harness.WaitFor(t, 30*time.Second, "landed load balancers folded into their shards", func() bool {
+		return f.folded()-foldedBefore >= float64(s.Landed)
+	})
+	s.FoldReloads = f.reloads() - reloadsBefore
 	s.summarise()
-	t.Logf("%d Ingresses, new Ingress → first 200: p50 %.1f ms, p99 %.1f ms (p50 marks: manifests read %.1f ms, stored %.1f ms, reload logged %.1f ms; shard check %.0f ms, reload %.0f ms); %v reloads in %d samples",
-		f.present, s.P50ms, s.P99ms, s.LoadedP50ms, s.StoredP50ms, s.AppliedP50ms, s.CheckP50ms, s.ReloadP50ms, s.Reloads, len(s.Samples))
+	t.Logf("%d Ingresses, new Ingress → first 200: p50 %.1f ms, p99 %.1f ms (p50 marks: manifests read %.1f ms, stored %.1f ms, landed or reload logged %.1f ms; shard check %.0f ms, reload %.0f ms); %d of %d samples landed without a reload, %v reloads counted within samples, %v reloads in all including the deferred fold-ins",
+		f.present, s.P50ms, s.P99ms, s.LoadedP50ms, s.StoredP50ms, s.AppliedP50ms, s.CheckP50ms, s.ReloadP50ms, s.Landed, len(s.Samples), s.Reloads, s.FoldReloads)
 	return s
+}
+
+// folded is pier's count of landed load balancers loaded by their shard.
+func (f *scaleFixture) folded() float64 {
+	return f.p.Metric("pier_haproxy_landings_total", `result="folded"`)
 }
 
 // groupJoinSeries adds Ingresses to the shared load balancer, one file
@@ -659,4 +710,42 @@ func scaleLogLevel() string {
 		return l
 	}
 	return "info"
+}
+
+// landingLines are pier's log lines since offset that say why a new load
+// balancer did not land, or what held it up.
+func landingLines(path string, offset int64) string {
+	b, err := os.ReadFile(path)
+	if err != nil || int64(len(b)) < offset {
+		return ""
+	}
+	var out []string
+	for _, line := range strings.Split(string(b[offset:]), "\n") {
+		for _, m := range []string{"does not land", "landing", "haproxy reloaded", "landed"} {
+			if strings.Contains(line, m) {
+				out = append(out, line)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// logHas reports whether one of pier's log lines since offset holds
+// every one of parts.
+func logHas(path string, offset int64, parts ...string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil || int64(len(b)) < offset {
+		return false
+	}
+	for _, line := range strings.Split(string(b[offset:]), "\n") {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }

@@ -51,6 +51,11 @@ type scaleSeries struct {
 	RuntimeUpdates float64           `json:"runtime_updates"`
 	WorkersBefore  []int             `json:"haproxy_workers_before"`
 	WorkersAfter   []int             `json:"haproxy_workers_after"`
+	Landed         int               `json:"landed"`
+	FoldReloads    float64           `json:"fold_reloads"`
+	// BeforeServed are the reloads counted between each change and its
+	// first 200, summed over the samples (readScale).
+	BeforeServed float64 `json:"-"`
 }
 
 // scaleTargets are issue 9's targets for each kind of change: p50 and
@@ -83,6 +88,19 @@ func readScale(path string) ([]scaleRun, []byte, error) {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	sort.Slice(runs, func(i, j int) bool { return runs[i].Ingresses < runs[j].Ingresses })
+	for _, r := range runs {
+		for i := range r.Series {
+			s := &r.Series[i]
+			for _, raw := range s.Samples {
+				var smp struct {
+					ReloadsBeforeServed float64 `json:"reloads_before_first_200"`
+				}
+				if json.Unmarshal(raw, &smp) == nil {
+					s.BeforeServed += smp.ReloadsBeforeServed
+				}
+			}
+		}
+	}
 	return runs, b, nil
 }
 
@@ -108,13 +126,17 @@ func scaleMarkdown(runs []scaleRun) string {
 				thousands(s.Reloads), tg.reloads, s.LoadedP50, s.StoredP50, s.AppliedP50, check, r.LoadStart, r.LoadEnd)
 		}
 	}
-	p("\nTimes from the manifest's rename into the watched folder; \"manifests read\", \"stored\" and \"applied\" are medians of the times of pier's log lines `manifests changed`, `load balancer stored` and `members updated without reload`, `routes updated without reload` or `haproxy reloaded` (millisecond resolution; a reload is logged after `show proc` confirms it, so it can come after the first 200). p99 is the nearest rank, so below 100 samples it is the largest sample.\n")
+	p("\nTimes from the manifest's rename into the watched folder; \"manifests read\", \"stored\" and \"applied\" are medians of the times of pier's log lines `manifests changed`, `load balancer stored` and `members updated without reload`, `routes updated without reload`, `load balancer landed without reload` or `haproxy reloaded` (millisecond resolution; a reload is logged after `show proc` confirms it, so it can come after the first 200). p99 is the nearest rank, so below 100 samples it is the largest sample.\n")
 	for _, r := range runs {
 		p("\n%s Ingresses: all serving %.1f s after pier started.", thousands(float64(r.Ingresses)), r.ServingSec)
 		for _, s := range r.Series {
 			if s.Kind == "endpoint" {
 				p(" Endpoint changes: %s reloads counted by pier, %s runtime updates, HAProxy workers %v before and %v after (a reload would replace a shard's worker).",
 					thousands(s.Reloads), thousands(s.RuntimeUpdates), s.WorkersBefore, s.WorkersAfter)
+			}
+			if s.Kind == "new-ingress" && s.Landed > 0 {
+				p(" New Ingresses: %d of %d served by the landing process without a reload; %s reloads counted between a change and its first 200; %s deferred fold-in reloads loaded them into their shards afterwards (the reloads column counts those that fell within a sample).",
+					s.Landed, len(s.Samples), thousands(s.BeforeServed), thousands(s.FoldReloads))
 			}
 		}
 	}

@@ -77,5 +77,10 @@ Flags:
 	if cfg.Render, err = haproxy.render(logger); err != nil {
 		return err
 	}
+	// In Kubernetes mode the HTTP listeners are on translate's default
+	// port.
+	if cfg.HAProxyLanding, err = haproxy.landingOptions(80); err != nil {
+		return err
+	}
 	return cluster.RunAgent(ctx, cfg, logger.With("node", cfg.Node))
 }

@@ -148,6 +148,18 @@ func (s *statusFlags) value() status.Addresses {
 	return status.Addresses{Static: s.static, Service: s.service}
 }
 
+// DefaultLandingBackends is --haproxy-landing-backends's default: room
+// for 64 pools of new load balancers between two fold-ins.
+const DefaultLandingBackends = 64
+
+// landing returns the landing options for the HTTP port port.
+func (h *haproxyFlags) landingOptions(port int) (render.LandingOptions, error) {
+	if h.landing < 0 || h.landing > 4096 {
+		return render.LandingOptions{}, fmt.Errorf("--haproxy-landing-backends %d: want 0 (no landing) to 4096", h.landing)
+	}
+	return render.LandingOptions{Port: port, Backends: h.landing, Slots: h.slots}, nil
+}
+
 // haproxyFlags run HAProxy (pier run and the agent).
 type haproxyFlags struct {
 	binary         string
@@ -159,6 +171,7 @@ type haproxyFlags struct {
 	backendMaxConn int
 	maxConn        int
 	retryEmpty     bool
+	landing        int
 }
 
 func (h *haproxyFlags) register(fs *flag.FlagSet) {
@@ -167,6 +180,7 @@ func (h *haproxyFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&h.hardStop, "hard-stop-after", time.Minute, "how long an old HAProxy worker may drain connections after a reload")
 	fs.StringVar(&h.user, "haproxy-user", "haproxy", "when pier runs as root, HAProxy's workers (which parse client traffic) run as this user and its group; the master stays root to bind and reload. Debian's haproxy package creates the user. Empty: workers stay root")
 	fs.IntVar(&h.processes, "haproxy-processes", agent.DefaultHAProxyProcesses, "pack the load balancers of this node into at most this many HAProxy processes (shards; a change reloads only its shard, endpoint changes reload nothing); 0 runs one HAProxy process per load balancer, the most isolation at about 19 MiB per load balancer")
+	fs.IntVar(&h.landing, "haproxy-landing-backends", DefaultLandingBackends, "with shards, a landing HAProxy process bound on the HTTP port's wildcard address serves a new load balancer within milliseconds, through its runtime API, until its shard's deferred reload loads it (plain HTTP Ingresses without annotations); this many spare backends, one per pool of a landed load balancer. 0: no landing, a new load balancer waits for its shard's reload")
 	fs.IntVar(&h.maxConn, "haproxy-maxconn", 4096, "connections each HAProxy process accepts at once (its global maxconn; with shards, shared by the load balancers of the shard); more wait in the kernel's accept queue. HAProxy raises its file-descriptor limit to match (pier runs it as root)")
 	fs.IntVar(&h.backendMaxConn, "max-connections-per-backend", render.DefaultBackendMaxConn, "requests one backend (a Service port's members) may hold at once, queued ones included; the next gets 503 at once, so a slow or looping backend cannot take every connection of its HAProxy process from the other routes and load balancers there. 0: no bound")
 	fs.BoolVar(&h.retryEmpty, "retry-empty-response", true, "retry, on another member, a request whose kept-alive server connection closed without an answer (a member shutting down); HAProxy then keeps a copy of every request, about a tenth of its CPU per request. false: retry connection failures only")

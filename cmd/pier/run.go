@@ -92,5 +92,8 @@ Flags:
 	if cfg.Render, err = haproxy.render(logger); err != nil {
 		return err
 	}
+	if cfg.HAProxyLanding, err = haproxy.landingOptions(tr.opts.HTTPPort); err != nil {
+		return err
+	}
 	return standalone.Run(ctx, cfg, logger)
 }

@@ -44,7 +44,11 @@ type Config struct {
 	// load balancer. The command line's default is
 	// DefaultHAProxyProcesses.
 	HAProxyProcesses int
-	Render           render.Options
+	// HAProxyLanding sizes the landing process that serves a new load
+	// balancer before its shard reloads (haproxydriver.Config.Landing);
+	// Backends 0 runs none. Only with HAProxyProcesses.
+	HAProxyLanding render.LandingOptions
+	Render         render.Options
 
 	// VRRP, when set, makes the agent hold the addresses of the load
 	// balancers placed here with keepalived (package vrrp): MASTER where
@@ -197,7 +201,7 @@ func New(cfg Config) *Agent {
 	}
 	if len(cfg.Drivers) == 0 {
 		d, err := haproxydriver.New(haproxydriver.Config{StateDir: cfg.StateDir, Binary: cfg.HAProxyBinary, Netns: cfg.Netns, Processes: cfg.HAProxyProcesses,
-			Render: cfg.Render, Secrets: cfg.Secrets, Metrics: cfg.Metrics, Logger: cfg.Logger})
+			Landing: cfg.HAProxyLanding, Render: cfg.Render, Secrets: cfg.Secrets, Metrics: cfg.Metrics, Logger: cfg.Logger})
 		if err != nil {
 			a.err = fmt.Errorf("haproxy driver: %w", err)
 			return a

@@ -37,6 +37,9 @@ type AgentConfig struct {
 	// HAProxyProcesses packs the node's load balancers into at most this
 	// many HAProxy processes; 0 runs one per load balancer.
 	HAProxyProcesses int
+	// HAProxyLanding sizes the landing process
+	// (agent.Config.HAProxyLanding).
+	HAProxyLanding render.LandingOptions
 	// ApplyConcurrency bounds the load balancers applied at once
 	// (agent.Config.ApplyConcurrency).
 	ApplyConcurrency int
@@ -121,7 +124,7 @@ func RunAgent(ctx context.Context, cfg AgentConfig, logger *slog.Logger) error {
 	m := metrics.New()
 	a := agent.New(agent.Config{
 		Node: cfg.Node, StateDir: stateDir, Store: st, Secrets: apiSecrets{client},
-		HAProxyBinary: cfg.HAProxyBinary, HAProxyProcesses: cfg.HAProxyProcesses, ApplyConcurrency: cfg.ApplyConcurrency, Render: cfg.Render, Metrics: m, Logger: logger,
+		HAProxyBinary: cfg.HAProxyBinary, HAProxyProcesses: cfg.HAProxyProcesses, HAProxyLanding: cfg.HAProxyLanding, ApplyConcurrency: cfg.ApplyConcurrency, Render: cfg.Render, Metrics: m, Logger: logger,
 		VRRP: cfg.vrrp(), BGP: cfg.BGP, Heartbeats: peers, DrainOnExit: cfg.DrainOnExit,
 	})
 	hb := newHeartbeat(client, cfg, logger)

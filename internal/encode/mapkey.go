@@ -70,3 +70,31 @@ func RegexRouteKey(host string, re PathRegex) Word {
 	escaped := strings.NewReplacer(".", `\.`, "*", `\*`).Replace(host)
 	return Word{s: "^" + escaped + re.canon[1:], kind: kindUser, quote: true}
 }
+
+// LandingKey makes the key of a landing process's routing entry (render's
+// landing.go): the load balancer's landing id, ":", then its own route
+// key (RouteKey). ":" ends the id, so no key of id 1 is a prefix of one
+// of id 12, and the entries of many load balancers share one map.
+func LandingKey(id int, routeKey Word) Word {
+	if err := routeKey.Err(); err != nil {
+		return Word{err: err}
+	}
+	if routeKey.kind != kindUser {
+		return Word{err: refuse("landing key", "kind", routeKey.s, "not a route key")}
+	}
+	w := LandingRoot(id)
+	if w.err == nil {
+		w.s += routeKey.s
+	}
+	return w
+}
+
+// LandingRoot is the key of a load balancer's host-less catch-all in a
+// landing process, "<id>:", which no path key equals (those go on with
+// "/").
+func LandingRoot(id int) Word {
+	if id < 0 {
+		return Word{err: refuse("landing key", "range", itoa(id), "id must not be negative")}
+	}
+	return Word{s: itoa(id) + ":", kind: kindUser, quote: true}
+}

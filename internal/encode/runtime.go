@@ -91,45 +91,96 @@ func SetServerWeight(backend, server Word, weight int) (Command, error) {
 	return NewCommand(Lit("set"), Lit("server"), Concat(backend, Lit("/"), server), Lit("weight"), Num(weight))
 }
 
-// AddMap: "add map <file> <key> <value>"; SetMap: "set map <file> <key>
-// <value>"; DelMap: "del map <file> <key>". A map is named by the file
-// the running configuration loaded it from. Route keys come from users'
-// hosts and paths, so unlike other commands these take user words, held
-// to the same allow-list as every runtime word (R9: no space, ';', '\',
-// '#', control byte or quote can reach the CLI): a key outside it is
-// refused, and its change goes through a reload instead.
+// mapKeyCLIChars is what a map key sent on the runtime API may hold: a
+// route key's characters (RouteKey) without ';', which the CLI reads as
+// a command separator. The CLI has no quoting, and none of the others is
+// special to it (HAProxy 2.6 stores "a.b/x~!$&()*+,=:@%-_./" as sent).
+var mapKeyCLIChars = charset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~!$&()*+,=:@%/-")
+
+// AddMap: "add map <file> <key> <value>", one entry appended to a map a
+// running process loaded from file (its reference on the CLI). key is a
+// route key (RouteKey, LandingKey) or a pier identifier or address;
+// value is a pier identifier. A key with ';' is refused: the caller takes
+// another way for it.
 func AddMap(file, key, value Word) (Command, error) {
-	return mapCommand("add", file, key, value)
+	ref, err := cliMapRef(file)
+	if err != nil {
+		return Command{}, err
+	}
+	k, err := cliMapKey(key)
+	if err != nil {
+		return Command{}, err
+	}
+	v, err := NewCommand(value)
+	if err != nil {
+		return Command{}, err
+	}
+	return Command{"add map " + ref + " " + k + " " + v.line}, nil
 }
 
-// SetMap: see AddMap.
+// SetMap: "set map <file> <key> <value>", the value of key's entries;
+// key and value as for AddMap.
 func SetMap(file, key, value Word) (Command, error) {
-	return mapCommand("set", file, key, value)
+	ref, err := cliMapRef(file)
+	if err != nil {
+		return Command{}, err
+	}
+	k, err := cliMapKey(key)
+	if err != nil {
+		return Command{}, err
+	}
+	v, err := NewCommand(value)
+	if err != nil {
+		return Command{}, err
+	}
+	return Command{"set map " + ref + " " + k + " " + v.line}, nil
 }
 
-// DelMap: see AddMap.
+// DelMap: "del map <file> <key>", every entry of key.
 func DelMap(file, key Word) (Command, error) {
-	return mapCommand("del", file, key)
+	ref, err := cliMapRef(file)
+	if err != nil {
+		return Command{}, err
+	}
+	k, err := cliMapKey(key)
+	if err != nil {
+		return Command{}, err
+	}
+	return Command{"del map " + ref + " " + k}, nil
 }
 
-func mapCommand(verb string, file Word, entry ...Word) (Command, error) {
-	if file.err == nil && file.kind != kindFile {
-		return Command{}, errors.New("encode: a map is named by its file: " + Printable(file.s))
+// ClearMap: "clear map <file>", every entry.
+func ClearMap(file Word) (Command, error) {
+	ref, err := cliMapRef(file)
+	if err != nil {
+		return Command{}, err
 	}
-	parts := []string{verb, "map"}
-	for _, w := range append([]Word{file}, entry...) {
-		if err := w.Err(); err != nil {
-			return Command{}, err
-		}
-		if w.s == "" {
-			return Command{}, errors.New("encode: empty word in a map command")
-		}
-		for j := 0; j < len(w.s); j++ {
-			if !cliChars[w.s[j]] {
-				return Command{}, errors.New("encode: map command word contains " + describeByte(w.s[j]) + ": " + Printable(w.s))
-			}
-		}
-		parts = append(parts, w.s)
+	return Command{"clear map " + ref}, nil
+}
+
+// cliMapRef is a map file path as a CLI word: FilePath's characters are
+// all plain on the CLI.
+func cliMapRef(file Word) (string, error) {
+	if err := file.Err(); err != nil {
+		return "", err
 	}
-	return Command{strings.Join(parts, " ")}, nil
+	if file.kind != kindFile {
+		return "", errors.New("encode: map reference is not a file path: " + Printable(file.s))
+	}
+	return file.s, nil
+}
+
+func cliMapKey(key Word) (string, error) {
+	if err := key.Err(); err != nil {
+		return "", err
+	}
+	if key.kind == kindFile || key.s == "" || key.s[0] == '#' {
+		return "", errors.New("encode: not a map key: " + Printable(key.s))
+	}
+	for i := 0; i < len(key.s); i++ {
+		if !mapKeyCLIChars[key.s[i]] {
+			return "", errors.New("encode: map key on the runtime API contains " + describeByte(key.s[i]) + ": " + Printable(key.s))
+		}
+	}
+	return key.s, nil
 }

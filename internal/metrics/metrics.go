@@ -19,6 +19,7 @@ type Metrics struct {
 	RebuildSeconds  prometheus.Histogram
 	Reloads         *prometheus.CounterVec
 	RuntimeUpdates  *prometheus.CounterVec
+	Landings        *prometheus.CounterVec
 	ConfigRejected  prometheus.Counter
 	ApplySeconds    prometheus.Histogram
 	HAProxyRestarts prometheus.Counter
@@ -59,6 +60,10 @@ func New() *Metrics {
 		RuntimeUpdates: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pier_haproxy_runtime_updates_total", Help: "Member changes applied through the runtime API without a reload, by result.",
 		}, []string{"result"}),
+		Landings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pier_haproxy_landings_total",
+			Help: "New load balancers served by the landing process without a reload (landed), later loaded by their shard's deferred reload (folded), or whose landing failed and took the reload (failed).",
+		}, []string{"result"}),
 		ConfigRejected: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pier_haproxy_config_rejected_total", Help: "Rendered configs that haproxy -c refused; the previous config kept serving.",
 		}),
@@ -80,7 +85,7 @@ func New() *Metrics {
 		}, []string{"preferred"}),
 	}
 	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.LoadBalancers, m.IngressProblems, m.Rebuilds, m.StatusPasses, m.Snapshots, m.RebuildSeconds, m.Reloads, m.RuntimeUpdates,
+		m.LoadBalancers, m.IngressProblems, m.Rebuilds, m.StatusPasses, m.Snapshots, m.RebuildSeconds, m.Reloads, m.RuntimeUpdates, m.Landings,
 		m.ConfigRejected, m.ApplySeconds, m.HAProxyRestarts, m.SourceProblems, m.BGPSessionUp, m.BGPRoutes)
 	return m
 }

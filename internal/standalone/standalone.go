@@ -49,6 +49,9 @@ type Config struct {
 	// HAProxyProcesses packs each node's load balancers into at most this
 	// many HAProxy processes; 0 runs one per load balancer.
 	HAProxyProcesses int
+	// HAProxyLanding sizes each node's landing process
+	// (agent.Config.HAProxyLanding).
+	HAProxyLanding render.LandingOptions
 	// ApplyConcurrency bounds the load balancers each agent applies at
 	// once (agent.Config.ApplyConcurrency).
 	ApplyConcurrency int
@@ -98,7 +101,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	// options; each has its node, folder and (with --nodes) namespace.
 	newAgent := func(ac agent.Config) *agent.Agent {
 		ac.Store, ac.Secrets, ac.HAProxyBinary, ac.Render = st, v, cfg.HAProxyBinary, cfg.Render
-		ac.HAProxyProcesses, ac.ApplyConcurrency = cfg.HAProxyProcesses, cfg.ApplyConcurrency
+		ac.HAProxyProcesses, ac.HAProxyLanding, ac.ApplyConcurrency = cfg.HAProxyProcesses, cfg.HAProxyLanding, cfg.ApplyConcurrency
 		ac.StopOnExit, ac.Metrics = true, m
 		return agent.New(ac)
 	}

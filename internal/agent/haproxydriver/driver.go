@@ -58,8 +58,12 @@ type Config struct {
 	// into at most this many (shards). 0 runs one process per load
 	// balancer.
 	Processes int
-	Metrics   *metrics.Metrics
-	Logger    *slog.Logger
+	// Landing sizes the landing process (landing.go) that serves a new
+	// load balancer without reloading its shard; Backends 0 runs none.
+	// Only with shards (Processes > 0). Slots 0 takes Render.MinSlots.
+	Landing render.LandingOptions
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
 }
 
 // Driver is the HAProxy driver. Applies and removals of load balancers
@@ -95,6 +99,8 @@ type Driver struct {
 	// draining is the drain switch (Drain): process.conf starts every
 	// process with it, so one that starts or reloads keeps draining.
 	draining bool
+	// landing is the landing process, nil when there is none.
+	landing *landing
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -122,7 +128,7 @@ func New(cfg Config) (*Driver, error) {
 	}
 	return &Driver{cfg: cfg, layout: l, lbs: map[string]*instance{}, shards: map[string]*shard{},
 		lanes: map[string]*lane{}, waiting: map[string][]*change{}, stopping: map[string]chan struct{}{},
-		handover: map[string]layout.LB{}}, nil
+		handover: map[string]layout.LB{}, landing: newLanding(cfg, l)}, nil
 }
 
 // Provider is model.ProviderHAProxy.
@@ -137,6 +143,8 @@ type instance struct {
 	result  *render.Result // what runs now
 	hash    string
 	reloads uint64 // supervisor restarts already accounted for by a reload
+	// landed: the landing serves it until its shard loads it (landing.go).
+	landed bool
 	// stats counts reloads and runtime updates, and holds the members up
 	// as of the last RefreshMembers (Members is computed when asked).
 	stats driver.Stats
@@ -247,6 +255,9 @@ func (d *Driver) Drifted() []string {
 			d.cfg.Metrics.HAProxyRestarts.Add(float64(n - sh.counted))
 			sh.counted = n
 		}
+	}
+	if d.landing != nil {
+		go d.checkLanding()
 	}
 	var out []string
 	for uuid, inst := range d.lbs {

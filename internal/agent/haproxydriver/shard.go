@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sort"
+	"time"
 
 	"pier.dev/pier/internal/haproxy/layout"
 	"pier.dev/pier/internal/haproxy/process"
@@ -32,6 +33,15 @@ type shard struct {
 	gone    []layout.LB
 	started bool   // Start succeeded: later changes reload
 	counted uint64 // supervisor restarts already counted in metrics
+	// landed are the load balancers in lbs that the landing serves until
+	// the shard loads them (landing.go); foldTimer fires that load, and
+	// foldFirst is when the first of them landed.
+	landed    map[string]*instance
+	foldTimer *time.Timer
+	foldFirst time.Time
+	// folding are the landed ones a fold-in reload under way loads
+	// (foldIn runs it outside the lane); nil when none runs.
+	folding map[string]*instance
 }
 
 // files is what the shard loads: global.conf, process.conf, then the
@@ -90,7 +100,7 @@ func (d *Driver) shardFor(at layout.LB, log *slog.Logger) *shard {
 }
 
 func (d *Driver) newShard(pa layout.Process, log *slog.Logger) *shard {
-	return &shard{at: pa, lbs: map[string]layout.LB{}, proc: process.New(process.Config{
+	return &shard{at: pa, lbs: map[string]layout.LB{}, landed: map[string]*instance{}, proc: process.New(process.Config{
 		Binary: d.cfg.Binary,
 		Dir:    pa.Dir,
 		Netns:  d.cfg.Netns,
@@ -121,6 +131,7 @@ func (d *Driver) loaded(sh *shard) {
 		}
 	}
 	sh.gone = nil
+	d.unland(sh)
 }
 
 // reloadShard reloads the shard's HAProxy with its current file list.
@@ -144,6 +155,11 @@ func (d *Driver) checkAlone(ctx context.Context, sh *shard, c *change) error {
 	if err := d.writeProcessFiles(sh.at); err != nil {
 		return err
 	}
+	return d.checkCandidate(ctx, sh, c)
+}
+
+// checkCandidate is checkAlone once the process files are written.
+func (d *Driver) checkCandidate(ctx context.Context, sh *shard, c *change) error {
 	err := process.Check(ctx, d.cfg.Binary, []string{sh.at.Global, sh.at.Conf(), c.at.Candidate()})
 	if err != nil {
 		_ = os.Remove(c.at.Candidate())

@@ -46,11 +46,15 @@ func (d *Driver) RefreshMembers(ctx context.Context, uuid string) error {
 		d.mu.Unlock()
 		return nil
 	}
-	result, sh := inst.result, inst.sh
+	result, sh, landed := inst.result, inst.sh, inst.landed
 	d.mu.Unlock()
 	members := result.Members()
 	up := 0
-	if sh.proc.Running() && len(members) > 0 {
+	if landed {
+		// The landing's servers have no health checks (render.Landable):
+		// every member is up, and the shard does not know them yet.
+		up = len(members)
+	} else if sh.proc.Running() && len(members) > 0 {
 		cmds, err := result.MembersStateCommands()
 		if err != nil {
 			return err

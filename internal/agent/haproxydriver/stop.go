@@ -112,6 +112,17 @@ func (d *Driver) Remove(uuid string) {
 	}
 	delete(d.lbs, uuid)
 	d.mu.Unlock()
+	if inst.landed && sh.folding[uuid] == nil {
+		// Its shard never loaded it. (One a fold-in under way loads takes
+		// the reload below, which also takes it out of the landing.)
+		d.unlandRemoved(sh, inst)
+		if len(sh.lbs) == 0 {
+			d.mu.Lock()
+			d.stopShard(sh, true)
+			d.mu.Unlock()
+		}
+		return
+	}
 	delete(sh.lbs, uuid)
 	sh.gone = append(sh.gone, inst.at)
 	if len(sh.lbs) == 0 {
@@ -131,7 +142,13 @@ func (d *Driver) Remove(uuid string) {
 // Close stops every HAProxy process (stop) or leaves them serving, and
 // waits for the stops under way.
 func (d *Driver) Close(stop bool) []string {
+	d.closeLanding(stop)
 	d.mu.Lock()
+	for _, sh := range d.shards {
+		if sh.foldTimer != nil {
+			sh.foldTimer.Stop()
+		}
+	}
 	var stopped []string
 	if stop {
 		for uuid := range d.lbs {

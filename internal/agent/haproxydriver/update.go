@@ -63,11 +63,31 @@ func (d *Driver) commit(ctx context.Context, pa layout.Process, c *change) {
 func (d *Driver) loadBatch(ctx context.Context, batch []*change) {
 	sh := d.shardFor(batch[0].at, d.cfg.Logger.With("lb", batch[0].lb.Name, "uuid", batch[0].lb.UUID))
 	var loads []*change
+	checks := d.landingChecks(ctx, sh, batch)
+	var landings []*change
+	landedAs := map[*change]*landed{}
 	for _, c := range batch {
-		if c.inst != nil && d.runtimeOnly(ctx, c) {
+		// A landed load balancer is not in its shard's running config yet:
+		// any change to it loads it (and so folds it in).
+		if c.inst != nil && !c.inst.landed && d.runtimeOnly(ctx, c) {
 			continue
 		}
+		if checked := checks[c]; checked != nil {
+			if lb := d.land(ctx, sh, c); lb != nil {
+				landings, landedAs[c] = append(landings, c), lb
+				continue
+			}
+			// The load installs the fragment: it must pass the check.
+			if err := <-checked; err != nil {
+				c.err = err
+				continue
+			}
+		}
 		loads = append(loads, c)
+	}
+	// Every landing of the batch serves by now; the checks end it.
+	for _, c := range landings {
+		d.settle(ctx, sh, c, landedAs[c], <-checks[c])
 	}
 	if len(loads) == 0 {
 		return
@@ -228,12 +248,14 @@ func (d *Driver) startShard(ctx context.Context, sh *shard, cs []*change, certsC
 		d.cfg.Metrics.Reloads.WithLabelValues("started").Inc()
 		log.Info("haproxy running", "vip", first.VIP, "fip", first.FIP)
 		d.loaded(sh)
+		d.startLandingSoon()
 		return false, nil
 	}
 	changed, err := sh.proc.ConfigChanged()
 	if err == nil && !changed && !certsChanged {
 		log.Info("adopted running haproxy; config unchanged, no reload")
 		d.loaded(sh)
+		d.startLandingSoon()
 		return false, nil
 	}
 	// Start adopted a master that a previous agent left running with an
@@ -242,6 +264,7 @@ func (d *Driver) startShard(ctx context.Context, sh *shard, cs []*change, certsC
 		return false, fmt.Errorf("adopted: %w", err)
 	}
 	log.Info("adopted running haproxy and reloaded it: its config was older")
+	d.startLandingSoon()
 	return true, nil
 }
 

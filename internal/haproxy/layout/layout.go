@@ -109,6 +109,20 @@ func (l Layout) Shard(k int) Process {
 	return l.process(filepath.Join(l.root, ShardPrefix+strconv.Itoa(k)))
 }
 
+// LandingDir names the landing process's folder (haproxydriver's
+// landing.go): it is neither a load balancer's nor a shard's, so Recover
+// leaves it alone.
+const LandingDir = "landing"
+
+// Landing returns the folder of the landing process, the one HAProxy per
+// node that serves new load balancers until their shard loads them.
+func (l Layout) Landing() Process { return l.process(filepath.Join(l.root, LandingDir)) }
+
+// LandingMap is the path of one of the landing process's runtime maps
+// (name: "vips", "lbs", "host.exact", ...). They start empty: the
+// agent fills them through the runtime API.
+func (p Process) LandingMap(name string) string { return filepath.Join(p.Dir, name+".map") }
+
 func (l Layout) process(dir string) Process {
 	return Process{Dir: dir, Global: l.Global()}
 }

@@ -105,6 +105,10 @@ func Render(lb *model.LoadBalancer, at layout.LB, prev Slots, opts Options) (*Re
 	return r, nil
 }
 
+// Pools is the number of the load balancer's pools (each takes a spare
+// backend when it lands, PlanLanding).
+func (r *Result) Pools() int { return len(r.view.pools) }
+
 // Config renders lb as one self-contained file for a process of its own
 // in opts.Dir: global.conf, process.conf and the fragment, with no slot
 // history. The agent does not use it; tests and benchmarks do.

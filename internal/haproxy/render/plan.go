@@ -196,7 +196,9 @@ func poolReason(op, np []poolView, sameSet bool) string {
 // slotCommands turns old slot contents into new ones. Filling a slot sets
 // address and weight before "ready", so it never serves with stale
 // values; emptying one sets "maint" first, then parks it on the
-// placeholder so the state matches the rendered file.
+// placeholder so the state matches the rendered file. be is the backend
+// whose slots they are: the pool's own, a spare of its load balancer
+// (spares.go), or a landing process's spare (landing.go).
 func slotCommands(be encode.Word, o, n *poolView) ([]encode.Command, error) {
 	var cmds []encode.Command
 	for i := range n.slots {
