@@ -122,7 +122,9 @@ func TestStatsReported(t *testing.T) {
 	due()
 	start := time.Now()
 	a.refreshStats(ctx)
-	if took, n := time.Since(start), d.refreshes(); n != 2 || took > statsBudget+40*time.Millisecond {
+	// The bound on took only catches a tick that reads on without end:
+	// a loaded machine (CI beside other work) adds 60 ms and more.
+	if took, n := time.Since(start), d.refreshes(); n != 2 || took > statsBudget+200*time.Millisecond {
 		t.Fatalf("slow reads: %d in one tick of %s, want 2 within the budget", n, took)
 	}
 	a.refreshStats(ctx)

@@ -128,8 +128,8 @@ func (b *bench) entries(t testing.TB) map[string]bool {
 			return err
 		}
 		rel, _ := filepath.Rel(b.state, path)
-		if rel == "." || path == b.p.LogPath {
-			return nil
+		if rel == "." || path == b.p.LogPath || inShard(rel) {
+			return nil // HAProxy processes' folders change with every reload
 		}
 		out[rel] = true
 		return nil
@@ -170,12 +170,14 @@ func (b *bench) checkEntries(t testing.TB, extraLBs int) {
 
 // inShard: a state entry of a shard's HAProxy process
 // (haproxy/shard-<k>/...), whose load balancers may share it with the
-// victim: its sockets and checked config copies change with every reload
-// an attacker's load balancer causes, which is the point of a shard.
-// What belongs to a load balancer stays in the load balancer's folder.
+// victim, or of the landing process (haproxy/landing/..., which new load
+// balancers pass through): its sockets and checked config copies change
+// with every reload an attacker's load balancer causes, which is the
+// point of a shard. What belongs to a load balancer stays in the load
+// balancer's folder.
 func inShard(entry string) bool {
 	parts := strings.Split(entry, string(filepath.Separator))
-	return len(parts) >= 2 && parts[0] == "haproxy" && strings.HasPrefix(parts[1], "shard-")
+	return len(parts) >= 2 && parts[0] == "haproxy" && (strings.HasPrefix(parts[1], "shard-") || parts[1] == "landing")
 }
 
 // checkVictimUntouched checks the victim's config and pier's private
@@ -224,11 +226,15 @@ func (b *bench) checkMarkers(t testing.TB, markers []string, everywhere bool) {
 }
 
 // reloads reads pier_haproxy_reloads_total by result.
-type reloads struct{ started, ok, failed float64 }
+// reloads are pier's HAProxy load counters; landed counts the new load
+// balancers the landing process served before their shard's deferred
+// reload loaded them.
+type reloads struct{ started, ok, failed, landed float64 }
 
 func (b *bench) reloads() reloads {
 	m := "pier_haproxy_reloads_total"
-	return reloads{b.p.Metric(m, `result="started"`), b.p.Metric(m, `result="ok"`), b.p.Metric(m, `result="failed"`)}
+	return reloads{b.p.Metric(m, `result="started"`), b.p.Metric(m, `result="ok"`), b.p.Metric(m, `result="failed"`),
+		b.p.Metric("pier_haproxy_landings_total", `result="landed"`)}
 }
 
 // logLine is the part of pier's JSON log lines the tests read.

@@ -80,8 +80,9 @@ func (b *bench) applyTimes(t *testing.T, after time.Time, lb string) (seen, runn
 		case l.Time.Before(after.Add(-time.Second)):
 		case l.Msg == "manifests changed" && seen.IsZero():
 			seen = l.Time
-		case (l.Msg == "haproxy running" || l.Msg == "haproxy reloaded") && l.LB == lb:
-			// A load balancer starts its shard or joins it with a reload.
+		case (l.Msg == "haproxy running" || l.Msg == "haproxy reloaded" || l.Msg == "load balancer landed without reload") && l.LB == lb && running.IsZero():
+			// A load balancer starts its shard, joins it with a reload or
+			// lands in the landing process first (its fold-in comes later).
 			running = l.Time
 		}
 	}

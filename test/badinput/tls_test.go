@@ -198,7 +198,7 @@ func (b *bench) otherLBDirs(t *testing.T) []string {
 	dirs, _ := filepath.Glob(filepath.Join(b.state, "haproxy", "*"))
 	var out []string
 	for _, d := range dirs {
-		if fi, err := os.Stat(d); err == nil && fi.IsDir() && d != filepath.Dir(b.victimConf) && !strings.HasPrefix(filepath.Base(d), "shard-") {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() && d != filepath.Dir(b.victimConf) && !strings.HasPrefix(filepath.Base(d), "shard-") && filepath.Base(d) != "landing" {
 			out = append(out, d)
 		}
 	}
