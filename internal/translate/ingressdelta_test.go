@@ -115,7 +115,6 @@ func randomIngress(rng *rand.Rand, name string, step int) *networkingv1.Ingress 
 	return ing
 }
 
-
 // checkUntouchedKept: a load balancer none of whose Ingresses changed,
 // before or after, is the previous result's pointer.
 func checkUntouchedKept(t *testing.T, prev, got *Result, prevSnap, snap *source.Snapshot) {
@@ -175,4 +174,3 @@ func TestIngressChangesFallsBack(t *testing.T) {
 		t.Errorf("an added Ingress: ok %v", ok)
 	}
 }
-
