@@ -54,7 +54,7 @@ func BenchmarkEndpointChange(b *testing.B) {
 // benchPipeline is a pipeline with n Ingresses stored, driven by take
 // directly (no Run loop, no store watch): the first grouped of them share
 // one load balancer (group "shared"), the others have one each.
-func benchPipeline(b *testing.B, n, grouped int) (*Pipeline, *source.Snapshot) {
+func benchPipeline(b testing.TB, n, grouped int) (*Pipeline, *source.Snapshot) {
 	b.Helper()
 	st, err := bolt.Open(filepath.Join(b.TempDir(), "pier.db"))
 	if err != nil {
