@@ -2,6 +2,7 @@ package translate
 
 import (
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -70,9 +71,8 @@ func IngressChanges(prev *Result, prevSnap, snap *source.Snapshot, opts Options)
 }
 
 // changedIngresses are the Ingresses of prevSnap and snap that differ:
-// added, removed, or with a different object (neither the same pointer
-// nor the same resourceVersion), each the next version or nil when
-// removed. ok is false when a full translation is needed.
+// added, removed, or with a different object (sameIngressObject), each
+// the next version or nil when removed. ok is false when a full translation is needed.
 func changedIngresses(prevSnap, snap *source.Snapshot, classes classSet, opts Options) (map[model.ObjectRef]*networkingv1.Ingress, bool) {
 	before := make(map[model.ObjectRef]*networkingv1.Ingress, len(prevSnap.Ingresses))
 	for _, ing := range prevSnap.Ingresses {
@@ -118,8 +118,23 @@ func changedIngresses(prevSnap, snap *source.Snapshot, classes classSet, opts Op
 	return changed, true
 }
 
+// sameIngressObject: b is what translation read as a. Unchanged objects
+// are usually the very same pointer (the informer's cache, the files
+// source's decode of an unchanged file) or carry the same resourceVersion;
+// otherwise everything but the status and the bookkeeping is compared (a
+// status write, pier's own coming back, changes nothing translation reads;
+// one edited Ingress in a file of many re-decodes them all).
 func sameIngressObject(a, b *networkingv1.Ingress) bool {
-	return a != nil && b != nil && (a == b || (a.ResourceVersion != "" && a.ResourceVersion == b.ResourceVersion))
+	if a == nil || b == nil {
+		return false
+	}
+	if a == b || (a.ResourceVersion != "" && a.ResourceVersion == b.ResourceVersion) {
+		return true
+	}
+	ma, mb := a.ObjectMeta, b.ObjectMeta
+	ma.ResourceVersion, mb.ResourceVersion = "", ""
+	ma.ManagedFields, mb.ManagedFields = nil, nil
+	return reflect.DeepEqual(ma, mb) && reflect.DeepEqual(a.Spec, b.Spec)
 }
 
 // mayBeCanary errs on the side of a full translation: any annotation
