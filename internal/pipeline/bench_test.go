@@ -140,59 +140,73 @@ func BenchmarkIngressChange(b *testing.B) {
 	}
 }
 
-// BenchmarkIngressChangeParts times each step of a full rebuild after a
-// new Ingress separately (ms/op of each, as custom metrics): where the
-// time of BenchmarkIngressChange/full goes.
+// BenchmarkIngressChangeParts times each step of a rebuild after a new
+// Ingress separately (ms/op of each, as custom metrics): where the time of
+// BenchmarkIngressChange goes, translating everything ("full") or only
+// the changed Ingresses' load balancers ("incremental").
 func BenchmarkIngressChangeParts(b *testing.B) {
 	for _, n := range []int{1000, 3000} {
 		for _, kind := range []string{"own", "group"} {
-			b.Run(fmt.Sprintf("%d/%s", n, kind), func(b *testing.B) {
-				p, snap := benchPipeline(b, n, 100)
-				ctx := context.Background()
-				var parts [5]time.Duration
-				step := func(k int, f func()) {
-					start := time.Now()
-					f()
-					parts[k] += time.Since(start)
+			for _, mode := range []string{"incremental", "full"} {
+				b.Run(fmt.Sprintf("%d/%s/%s", n, kind, mode), func(b *testing.B) {
+					benchParts(b, n, kind == "group", mode == "incremental")
+				})
+			}
+		}
+	}
+}
+
+func benchParts(b *testing.B, n int, group, incremental bool) {
+	p, snap := benchPipeline(b, n, 100)
+	ctx := context.Background()
+	var parts [5]time.Duration
+	step := func(k int, f func()) {
+		start := time.Now()
+		f()
+		parts[k] += time.Since(start)
+	}
+	for i := range b.N {
+		for _, next := range []*source.Snapshot{clone(snap), snap} {
+			if next != snap {
+				next.Ingresses = append(next.Ingresses, benchNewIngress(snap, i, group))
+			}
+			p.mu.Lock()
+			prev := p.snap
+			p.mu.Unlock()
+			var e effect
+			var res *translate.Result
+			step(0, func() { e = classify(prev, next, p.refs, "") })
+			step(1, func() {
+				ok := false
+				if incremental && e.ingresses && p.translated != nil {
+					res, ok = translate.IngressChanges(p.translated, prev, next, p.Translate)
 				}
-				for i := range b.N {
-					for _, next := range []*source.Snapshot{clone(snap), snap} {
-						if next != snap {
-							next.Ingresses = append(next.Ingresses, benchNewIngress(snap, i, kind == "group"))
-						}
-						p.mu.Lock()
-						prev := p.snap
-						p.mu.Unlock()
-						var res *translate.Result
-						step(0, func() { classify(prev, next, p.refs, "") })
-						step(1, func() {
-							res = translate.Ingresses(next, p.Translate)
-							res.Merge(translate.Services(next, p.Translate))
-							res.Merge(translate.Gateways(next, p.Translate))
-						})
-						step(2, func() {
-							if _, err := p.reconciler.Apply(ctx, res, next.Nodes); err != nil {
-								b.Fatal(err)
-							}
-						})
-						p.result = res
-						step(3, func() { p.refs = referencesOf(next, res.Ours) })
-						step(4, func() {
-							if err := p.statusPass(ctx, next, "rebuild"); err != nil {
-								b.Fatal(err)
-							}
-						})
-						p.mu.Lock()
-						p.snap = next
-						p.mu.Unlock()
-					}
-				}
-				// Two rebuilds per iteration (add, remove): per change.
-				for k, name := range []string{"classify", "translate", "apply", "refs", "status"} {
-					b.ReportMetric(float64(parts[k].Microseconds())/1000/float64(2*b.N), name+"-ms/op")
+				if !ok {
+					res = translate.Ingresses(next, p.Translate)
+					res.Merge(translate.Services(next, p.Translate))
+					res.Merge(translate.Gateways(next, p.Translate))
 				}
 			})
+			step(2, func() {
+				if _, err := p.reconciler.Apply(ctx, res, next.Nodes); err != nil {
+					b.Fatal(err)
+				}
+			})
+			p.result, p.translated = res, res
+			step(3, func() { p.refs = referencesOf(next, res.Ours) })
+			step(4, func() {
+				if err := p.statusPass(ctx, next, "rebuild"); err != nil {
+					b.Fatal(err)
+				}
+			})
+			p.mu.Lock()
+			p.snap = next
+			p.mu.Unlock()
 		}
+	}
+	// Two rebuilds per iteration (add, remove): per change.
+	for k, name := range []string{"classify", "translate", "apply", "refs", "status"} {
+		b.ReportMetric(float64(parts[k].Microseconds())/1000/float64(2*b.N), name+"-ms/op")
 	}
 }
 
