@@ -43,6 +43,10 @@ type effect struct {
 	// whose EndpointSlices did: only their members need translating
 	// again (translate.EndpointMembers).
 	endpoints nameSet
+	// ingresses: the rebuild is for Ingresses and nothing else
+	// translation reads changed, so only the load balancers of the
+	// changed Ingresses need translating again (translate.IngressChanges).
+	ingresses bool
 }
 
 // classify compares the snapshot last seen with the next one and says
@@ -84,6 +88,9 @@ func classify(prev, next *source.Snapshot, refs references, statusService string
 		reflect.DeepEqual(prev.Nodes, next.Nodes) {
 		e.endpoints = slicesServices(prevSlices, nextSlices)
 	}
+	if e.rebuild == ReasonIngress {
+		e.ingresses = onlyIngressesChanged(prev, next, refs)
+	}
 	if e.rebuild != "" {
 		e.status = true
 		return e
@@ -95,6 +102,22 @@ func classify(prev, next *source.Snapshot, refs references, statusService string
 		(statusService != "" && changed(named(prev.Services, statusService), named(next.Services, statusService), sameServiceStatus)) ||
 		gatewayAPIStatusChanged(prev, next)
 	return e
+}
+
+// onlyIngressesChanged: of all translation reads, nothing but Ingresses
+// changed between prev and next (the classes are checked before
+// Ingresses). The other objects are compared as classify compares them
+// for a rebuild: the ones the Ingresses of our class referred to at the
+// last rebuild, which are all the load balancers IngressChanges keeps
+// read; the changed Ingresses themselves are translated from next.
+func onlyIngressesChanged(prev, next *source.Snapshot, refs references) bool {
+	return !gatewayAPIChanged(prev, next) &&
+		!changed(filterNamed(refs.services, prev.Services), filterNamed(refs.services, next.Services), sameService) &&
+		!changed(loadBalancerServices(prev.Services), loadBalancerServices(next.Services), sameService) &&
+		!changed(refs.slices(prev.EndpointSlices), refs.slices(next.EndpointSlices), sameSlice) &&
+		!changed(filterNamed(refs.secrets, prev.Secrets), filterNamed(refs.secrets, next.Secrets), sameSecret) &&
+		!changed(filterNamed(refs.configMaps, prev.ConfigMaps), filterNamed(refs.configMaps, next.ConfigMaps), sameConfigMap) &&
+		reflect.DeepEqual(prev.Nodes, next.Nodes)
 }
 
 // gatewayAPIStatusChanged: a status of a GatewayClass, Gateway or

@@ -262,7 +262,7 @@ func (p *Pipeline) take(ctx context.Context, snap *source.Snapshot) error {
 	effect := "none"
 	switch {
 	case e.rebuild != "":
-		effect, err = "rebuild", p.rebuild(ctx, snap, e.rebuild, e.endpoints)
+		effect, err = "rebuild", p.rebuild(ctx, prev, snap, e)
 	case e.status:
 		effect, err = "status", p.statusPass(ctx, snap, "source")
 	}
@@ -276,21 +276,27 @@ func (p *Pipeline) take(ctx context.Context, snap *source.Snapshot) error {
 	return err
 }
 
-// rebuild translates snap and reconciles the store with it. endpoints,
-// when set, are the only Services whose endpoints changed since the last
-// rebuild, and nothing else did: their members are patched into the
-// last translation instead of translating everything again, when that
-// gives the same result (see translate.EndpointMembers).
-func (p *Pipeline) rebuild(ctx context.Context, snap *source.Snapshot, reason string, endpoints nameSet) error {
+// rebuild translates snap and reconciles the store with it. When e says
+// that only the endpoints of some Services changed since prev, their
+// members are patched into the last translation (translate.EndpointMembers);
+// when only Ingresses did, the load balancers of those Ingresses alone
+// are translated again (translate.IngressChanges): either only when that
+// gives the same result as translating everything again.
+func (p *Pipeline) rebuild(ctx context.Context, prev, snap *source.Snapshot, e effect) error {
+	reason := e.rebuild
 	start := time.Now()
 	behind := p.storeChangedBehindUs
 	p.storeChangedBehindUs = false
 	opts := p.Translate
 	opts.Now = start
 	var res *translate.Result
-	incremental := false
-	if endpoints != nil && !behind && p.translated != nil {
-		res, incremental = translate.EndpointMembers(p.translated, snap, endpoints, opts)
+	incremental, endpointsOnly := false, false
+	if e.endpoints != nil && !behind && p.translated != nil {
+		res, incremental = translate.EndpointMembers(p.translated, snap, e.endpoints, opts)
+		endpointsOnly = incremental
+	}
+	if e.ingresses && !behind && p.translated != nil {
+		res, incremental = translate.IngressChanges(p.translated, prev, snap, opts)
 	}
 	if !incremental {
 		res = translate.Ingresses(snap, opts)
@@ -316,9 +322,9 @@ func (p *Pipeline) rebuild(ctx context.Context, snap *source.Snapshot, reason st
 		p.Problems.Report(ctx, snap, fresh)
 	}
 	p.result = res
-	// An incremental rebuild changed nothing references are made of
+	// An endpoint change changed nothing references are made of
 	// (Ingresses, Gateway API objects, what is ours).
-	if !incremental {
+	if !endpointsOnly {
 		p.refs = referencesOf(snap, res.Ours)
 	}
 	p.mu.Lock()
