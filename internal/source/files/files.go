@@ -54,8 +54,6 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"pier.dev/pier/internal/source"
 )
 
@@ -112,7 +110,7 @@ type Loader struct {
 	racy time.Duration
 
 	cache    map[string]*fileEntry
-	created  map[objectKey]metav1.Time
+	winners  map[objectKey]origin // the objects of the last snapshot
 	loaded   bool
 	scanned  []Problem // the scan's problems of the last Load
 	last     *source.Snapshot
@@ -148,7 +146,7 @@ func NewLoader(paths []string, logger *slog.Logger) *Loader {
 		log:     logger,
 		racy:    racyWindow,
 		cache:   map[string]*fileEntry{},
-		created: map[objectKey]metav1.Time{},
+		winners: map[objectKey]origin{},
 		hints:   map[string]bool{},
 	}
 }
@@ -233,17 +231,12 @@ func hinted(hints map[string]bool, abs string) bool {
 func (l *Loader) assemble(sc scanResult, entries map[string]*fileEntry) (*source.Snapshot, []Problem) {
 	snap := &source.Snapshot{}
 	problems := append([]Problem(nil), sc.problems...)
-	type origin struct {
-		file string
-		doc  int
-	}
 	count := 0
 	for _, e := range entries {
 		count += len(e.objects)
 	}
-	// Sized up front: growing these maps was most of the assembly's cost.
+	// Sized up front: growing it was most of the assembly's cost.
 	seen := make(map[objectKey]origin, count)
-	created := make(map[objectKey]metav1.Time, count)
 	for _, f := range sc.files {
 		e := entries[f]
 		problems = append(problems, e.problems...)
@@ -254,15 +247,23 @@ func (l *Loader) assemble(sc scanResult, entries map[string]*fileEntry) (*source
 						o.pos.itemPrefix(), o.key, first.file, first.doc)})
 				continue
 			}
-			seen[o.key] = origin{file: f, doc: o.pos.doc}
-			created[o.key] = o.obj.GetCreationTimestamp()
+			seen[o.key] = origin{file: f, doc: o.pos.doc, obj: o.obj}
 			add(snap, o.obj)
 		}
 	}
-	l.created = created
+	l.winners = seen
 	dropUnreferenced(snap)
 	sortSnapshot(snap)
 	return snap, problems
+}
+
+// origin is where the object of a key in a snapshot came from: the first
+// definition by (file path, document). Its creationTimestamp is the one a
+// new definition of the key is given, as an update keeps it.
+type origin struct {
+	file string
+	doc  int
+	obj  kubeObject
 }
 
 // objectKey identifies an object the way the apiserver does.

@@ -131,7 +131,7 @@ func (l *Loader) readFile(path string, old *fileEntry) *fileEntry {
 		e.id, e.stable = id, stable
 		return &e
 	}
-	d := &fileDecoder{file: path, mtime: metav1.NewTime(info.ModTime()), created: l.created, log: l.log}
+	d := &fileDecoder{file: path, mtime: metav1.NewTime(info.ModTime()), previous: l.winners, log: l.log}
 	d.decodeFile(data, strings.EqualFold(filepath.Ext(path), ".json"))
 	l.log.Debug("decoded manifest file", "file", path,
 		"objects", len(d.objects), "problems", len(d.problems))
