@@ -92,10 +92,10 @@ type kubeObject interface {
 
 // fileDecoder decodes the documents of one file.
 type fileDecoder struct {
-	file    string
-	mtime   metav1.Time
-	created map[objectKey]metav1.Time // timestamps of the previous snapshot
-	log     *slog.Logger
+	file     string
+	mtime    metav1.Time
+	previous map[objectKey]origin // the objects of the previous snapshot
+	log      *slog.Logger
 
 	objects  []object
 	problems []Problem
@@ -341,9 +341,9 @@ func (d *fileDecoder) decodeObject(pos position, strict []byte, h header, gvk sc
 		return
 	}
 	if ct := ko.GetCreationTimestamp(); ct.IsZero() {
-		ts, ok := d.created[key]
-		if !ok {
-			ts = d.mtime
+		ts := d.mtime
+		if prev, ok := d.previous[key]; ok {
+			ts = prev.obj.GetCreationTimestamp()
 		}
 		ko.SetCreationTimestamp(ts)
 	}

@@ -188,6 +188,17 @@ func add(snap *source.Snapshot, obj kubeObject) {
 // no password it does not serve; and the ConfigMaps no Ingress names in
 // custom-headers.
 func dropUnreferenced(snap *source.Snapshot) {
+	// Each looks at every Ingress: skipped when there is nothing to drop.
+	dropUnreferencedSecrets(snap)
+	if len(snap.ConfigMaps) > 0 {
+		dropUnreferencedConfigMaps(snap)
+	}
+}
+
+func dropUnreferencedSecrets(snap *source.Snapshot) {
+	if !slices.ContainsFunc(snap.Secrets, passwordsOnly) {
+		return // every Secret holds a certificate: no need to look at the Ingresses
+	}
 	named := map[string]bool{}
 	for _, ing := range snap.Ingresses {
 		for _, ref := range translate.NamedSecrets(ing) {
@@ -195,10 +206,18 @@ func dropUnreferenced(snap *source.Snapshot) {
 		}
 	}
 	snap.Secrets = slices.DeleteFunc(snap.Secrets, func(sec *corev1.Secret) bool {
-		_, hasCert := sec.Data[corev1.TLSCertKey]
-		_, hasKey := sec.Data[corev1.TLSPrivateKeyKey]
-		return sec.Type == corev1.SecretTypeOpaque && !(hasCert && hasKey) && !named[sec.Namespace+"/"+sec.Name]
+		return passwordsOnly(sec) && !named[sec.Namespace+"/"+sec.Name]
 	})
+}
+
+// passwordsOnly reports an Opaque Secret without a certificate and key.
+func passwordsOnly(sec *corev1.Secret) bool {
+	_, hasCert := sec.Data[corev1.TLSCertKey]
+	_, hasKey := sec.Data[corev1.TLSPrivateKeyKey]
+	return sec.Type == corev1.SecretTypeOpaque && !(hasCert && hasKey)
+}
+
+func dropUnreferencedConfigMaps(snap *source.Snapshot) {
 	namedMaps := map[string]bool{}
 	for _, ing := range snap.Ingresses {
 		for _, ref := range translate.NamedConfigMaps(ing) {

@@ -49,9 +49,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
+	"slices"
 	"strings"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"time"
 
 	"pier.dev/pier/internal/source"
 )
@@ -96,26 +97,42 @@ func Load(paths []string) (*source.Snapshot, []Problem, error) {
 	return snap, problems, nil
 }
 
-// Loader reads manifests again and again, re-decoding only the files whose
-// bytes changed. It is not safe for concurrent use.
+// Loader reads manifests again and again. A file is read again only when
+// its identity (one stat: inode, size, mtime, ctime) changed, when it was
+// modified too recently for its stat to prove anything (racyWindow), when
+// it could not be read last time, or when the caller names it (Reread);
+// and it is decoded again only when its bytes changed. The snapshot is
+// assembled from what each file gave. It is not safe for concurrent use.
 type Loader struct {
 	paths []string
 	log   *slog.Logger
+	// racy is racyWindow; the equality tests shorten it.
+	racy time.Duration
 
-	cache       map[string]*fileEntry
-	created     map[objectKey]metav1.Time
-	fingerprint [sha256.Size]byte
-	loaded      bool
-	last        *source.Snapshot
-	problems    []Problem
-	dirs        []string // folders walked by the last Load, for the watcher
+	cache    map[string]*fileEntry
+	winners  map[objectKey]origin // the objects of the last snapshot
+	loaded   bool
+	scanned  []Problem // the scan's problems of the last Load
+	last     *source.Snapshot
+	problems []Problem
+	dirs     []string // folders walked by the last Load, for the watcher
+	reads    int      // files read by the last Load
+
+	hints     map[string]bool // absolute paths to read on the next Load
+	rereadAll bool
 }
 
-// fileEntry is what one file decoded to, keyed by the hash of its bytes.
+// fileEntry is what one file gave: its decoded objects and problems, the
+// hash of its bytes, and the identity it had when it was read.
 type fileEntry struct {
 	hash     [sha256.Size]byte
 	objects  []object
 	problems []Problem
+	id       identity
+	// stable is set when id proves the bytes unchanged as long as it is
+	// the same: the file was read without error, and it had not been
+	// modified within the racy window before.
+	stable bool
 }
 
 // NewLoader returns a Loader for the given files and folders. A nil logger
@@ -127,15 +144,30 @@ func NewLoader(paths []string, logger *slog.Logger) *Loader {
 	return &Loader{
 		paths:   append([]string(nil), paths...),
 		log:     logger,
+		racy:    racyWindow,
 		cache:   map[string]*fileEntry{},
-		created: map[objectKey]metav1.Time{},
+		winners: map[objectKey]origin{},
+		hints:   map[string]bool{},
 	}
 }
 
-// Load reads every manifest and returns a full snapshot and its problems.
-// changed reports whether any file's bytes (or the set of files) differ
-// from the previous Load; when they do not, the previous snapshot is
-// returned as is. err joins the named paths that are missing or
+// Reread makes the next Load read the file at the absolute path abs, or
+// every file below it if it is a folder, whatever their stat says. The
+// watcher names the paths it had events for: a belt to the stat's braces.
+func (l *Loader) Reread(abs string) {
+	l.hints[filepath.Clean(abs)] = true
+}
+
+// RereadAll makes the next Load read every file, as when events were
+// lost.
+func (l *Loader) RereadAll() {
+	l.rereadAll = true
+}
+
+// Load reads the manifests that changed and returns a full snapshot and its
+// problems. changed reports whether any file's bytes (or the set of files)
+// differ from the previous Load; when they do not, the previous snapshot
+// is returned as is. err joins the named paths that are missing or
 // unreadable; those are also in problems, and the snapshot holds the rest.
 func (l *Loader) Load() (snap *source.Snapshot, problems []Problem, changed bool, err error) {
 	if len(l.paths) == 0 {
@@ -143,28 +175,55 @@ func (l *Loader) Load() (snap *source.Snapshot, problems []Problem, changed bool
 	}
 	sc := scan(l.paths)
 	l.dirs = sc.dirs
+	hints, all := l.hints, l.rereadAll
+	l.hints, l.rereadAll = map[string]bool{}, false
 
-	sum := sha256.New()
-	for _, p := range sc.problems {
-		fmt.Fprintf(sum, "problem\x00%s\x00", p.String())
-	}
+	changed = !l.loaded || len(sc.files) != len(l.cache) || !slices.Equal(sc.problems, l.scanned)
 	entries := make(map[string]*fileEntry, len(sc.files))
+	reads := 0
 	for _, f := range sc.files {
-		e := l.readFile(f)
+		old := l.cache[f]
+		e := old
+		if all || !l.unchanged(f, old, hinted(hints, sc.abs[f])) {
+			e = l.readFile(f, old)
+			reads++
+		}
 		entries[f] = e
-		fmt.Fprintf(sum, "file\x00%s\x00%x\x00", f, e.hash)
+		changed = changed || old == nil || e.hash != old.hash
 	}
-	l.cache = entries
+	l.cache, l.scanned, l.reads = entries, sc.problems, reads
 	err = errors.Join(sc.errs...)
-
-	var fp [sha256.Size]byte
-	copy(fp[:], sum.Sum(nil))
-	if l.loaded && fp == l.fingerprint {
+	if !changed {
 		return l.last, l.problems, false, err
 	}
-	l.loaded, l.fingerprint = true, fp
+	l.loaded = true
 	l.last, l.problems = l.assemble(sc, entries)
 	return l.last, l.problems, true, err
+}
+
+// unchanged reports whether the file at path is known to hold the bytes
+// old was read from, by one stat.
+func (l *Loader) unchanged(path string, old *fileEntry, hinted bool) bool {
+	if old == nil || !old.stable || hinted {
+		return false
+	}
+	id, ok := statIdentity(path)
+	return ok && id == old.id
+}
+
+// hinted reports whether abs, or a folder above it, is in hints.
+func hinted(hints map[string]bool, abs string) bool {
+	if len(hints) == 0 {
+		return false
+	}
+	for p := abs; ; p = filepath.Dir(p) {
+		if hints[p] {
+			return true
+		}
+		if parent := filepath.Dir(p); parent == p {
+			return false
+		}
+	}
 }
 
 // assemble builds the snapshot from decoded files in path order, so that
@@ -172,12 +231,12 @@ func (l *Loader) Load() (snap *source.Snapshot, problems []Problem, changed bool
 func (l *Loader) assemble(sc scanResult, entries map[string]*fileEntry) (*source.Snapshot, []Problem) {
 	snap := &source.Snapshot{}
 	problems := append([]Problem(nil), sc.problems...)
-	type origin struct {
-		file string
-		doc  int
+	count := 0
+	for _, e := range entries {
+		count += len(e.objects)
 	}
-	seen := map[objectKey]origin{}
-	created := map[objectKey]metav1.Time{}
+	// Sized up front: growing it was most of the assembly's cost.
+	seen := make(map[objectKey]origin, count)
 	for _, f := range sc.files {
 		e := entries[f]
 		problems = append(problems, e.problems...)
@@ -188,15 +247,23 @@ func (l *Loader) assemble(sc scanResult, entries map[string]*fileEntry) (*source
 						o.pos.itemPrefix(), o.key, first.file, first.doc)})
 				continue
 			}
-			seen[o.key] = origin{file: f, doc: o.pos.doc}
-			created[o.key] = o.obj.GetCreationTimestamp()
+			seen[o.key] = origin{file: f, doc: o.pos.doc, obj: o.obj}
 			add(snap, o.obj)
 		}
 	}
-	l.created = created
+	l.winners = seen
 	dropUnreferenced(snap)
 	sortSnapshot(snap)
 	return snap, problems
+}
+
+// origin is where the object of a key in a snapshot came from: the first
+// definition by (file path, document). Its creationTimestamp is the one a
+// new definition of the key is given, as an update keeps it.
+type origin struct {
+	file string
+	doc  int
+	obj  kubeObject
 }
 
 // objectKey identifies an object the way the apiserver does.

@@ -6,14 +6,46 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // BenchmarkReloadOneChanged times a reload after one small file changed,
-// beside a file of 1,000 Ingresses with their Services and slices.
+// beside one big file of 1,000 or 3,000 Ingresses with their Services and
+// slices. The big file is older than the racy window, as files present
+// before a change are: a file written less than racyWindow before it was
+// read is read again on every load (and only hashed, not decoded).
 func BenchmarkReloadOneChanged(b *testing.B) {
-	dir := b.TempDir()
-	var docs []string
-	for i := range 1000 {
+	for _, n := range []int{1000, 3000} {
+		b.Run(fmt.Sprintf("ingresses=%d", n), func(b *testing.B) {
+			dir := b.TempDir()
+			writeBigManifest(b, filepath.Join(dir, "00-present.yaml"), n)
+			time.Sleep(racyWindow + 100*time.Millisecond)
+			l := NewLoader([]string{dir}, nil)
+			if _, _, _, err := l.Load(); err != nil {
+				b.Fatal(err)
+			}
+			reads := 0
+			b.ResetTimer()
+			for i := range b.N {
+				if err := os.WriteFile(filepath.Join(dir, "10-flip.yaml"), []byte(svcYAML(fmt.Sprint("s", i%2))), 0o644); err != nil {
+					b.Fatal(err)
+				}
+				if _, _, changed, err := l.Load(); err != nil || !changed {
+					b.Fatal("no change", err)
+				}
+				reads += l.reads
+			}
+			b.ReportMetric(float64(reads)/float64(b.N), "files-read/op")
+		})
+	}
+}
+
+// writeBigManifest writes n Ingresses, each with its Service and
+// EndpointSlice, into one file, as bench/scale_test.go does.
+func writeBigManifest(tb testing.TB, path string, n int) {
+	tb.Helper()
+	docs := make([]string, 0, n)
+	for i := range n {
 		name := fmt.Sprintf("app-%05d", i)
 		docs = append(docs, fmt.Sprintf(`apiVersion: v1
 kind: Service
@@ -36,20 +68,7 @@ spec:
     http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: %[1]s, port: {number: 80}}}}]}
 `, name))
 	}
-	if err := os.WriteFile(filepath.Join(dir, "00-present.yaml"), []byte(strings.Join(docs, "---\n")), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	l := NewLoader([]string{dir}, nil)
-	if _, _, _, err := l.Load(); err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-	for i := range b.N {
-		if err := os.WriteFile(filepath.Join(dir, "10-flip.yaml"), []byte(svcYAML(fmt.Sprint("s", i%2))), 0o644); err != nil {
-			b.Fatal(err)
-		}
-		if _, _, changed, err := l.Load(); err != nil || !changed {
-			b.Fatal("no change", err)
-		}
+	if err := os.WriteFile(path, []byte(strings.Join(docs, "---\n")), 0o644); err != nil {
+		tb.Fatal(err)
 	}
 }

@@ -18,8 +18,9 @@ import (
 
 // scanResult is the set of manifest files found under the named paths.
 type scanResult struct {
-	files    []string // as reached from the named paths, deduplicated, sorted
-	dirs     []string // absolute paths of every folder walked
+	files    []string          // as reached from the named paths, deduplicated, sorted
+	abs      map[string]string // the absolute path of each of files
+	dirs     []string          // absolute paths of every folder walked
 	problems []Problem
 	errs     []error // named paths missing or unreadable
 }
@@ -28,7 +29,7 @@ type scanResult struct {
 // extension, since the user asked for it; inside folders only *.yaml,
 // *.yml and *.json count.
 func scan(paths []string) scanResult {
-	var res scanResult
+	res := scanResult{abs: map[string]string{}}
 	seen := map[string]bool{} // absolute path, so -f dir -f dir/a.yaml reads a.yaml once
 	addFile := func(p string) {
 		abs, err := filepath.Abs(p)
@@ -38,6 +39,7 @@ func scan(paths []string) scanResult {
 		if !seen[abs] {
 			seen[abs] = true
 			res.files = append(res.files, p)
+			res.abs[p] = abs
 		}
 	}
 	for _, p := range paths {
@@ -108,25 +110,32 @@ func isManifestName(name string) bool {
 	return false
 }
 
-// readFile returns what path decodes to, re-using the previous decode when
-// the bytes are the same: an unchanged file then keeps its objects, and
-// their defaulted timestamps, exactly.
-func (l *Loader) readFile(path string) *fileEntry {
-	data, mtime, err := readLimited(path)
+// readFile reads path and returns what it decodes to, re-using old's
+// decode when the bytes are the same: an unchanged file then keeps its
+// objects, and their defaulted timestamps, exactly.
+func (l *Loader) readFile(path string, old *fileEntry) *fileEntry {
+	start := time.Now()
+	data, info, err := readLimited(path)
 	if err != nil {
 		msg := err.Error()
 		return &fileEntry{hash: sha256.Sum256([]byte("error\x00" + msg)),
 			problems: []Problem{{File: path, Message: msg}}}
 	}
+	// The identity is the one before the bytes were read: a write while
+	// reading changes it, and the file is read again next time.
+	id, known := identityOf(info)
+	stable := known && id.newest().Before(start.Add(-l.racy))
 	hash := sha256.Sum256(data)
-	if old, ok := l.cache[path]; ok && old.hash == hash {
-		return old
+	if old != nil && old.hash == hash {
+		e := *old
+		e.id, e.stable = id, stable
+		return &e
 	}
-	d := &fileDecoder{file: path, mtime: metav1.NewTime(mtime), created: l.created, log: l.log}
+	d := &fileDecoder{file: path, mtime: metav1.NewTime(info.ModTime()), previous: l.winners, log: l.log}
 	d.decodeFile(data, strings.EqualFold(filepath.Ext(path), ".json"))
 	l.log.Debug("decoded manifest file", "file", path,
 		"objects", len(d.objects), "problems", len(d.problems))
-	return &fileEntry{hash: hash, objects: d.objects, problems: d.problems}
+	return &fileEntry{hash: hash, objects: d.objects, problems: d.problems, id: id, stable: stable}
 }
 
 // readLimited reads a file of at most MaxFileSize bytes. The limit is also
@@ -134,29 +143,29 @@ func (l *Loader) readFile(path string) *fileEntry {
 // opened without blocking and must be a regular file once open: a FIFO or
 // device swapped in after the scan would otherwise block the loader for
 // good (opening a FIFO waits for a writer).
-func readLimited(path string) ([]byte, time.Time, error) {
+func readLimited(path string) ([]byte, fs.FileInfo, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("open: %w", err)
+		return nil, nil, fmt.Errorf("open: %w", err)
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("stat: %w", err)
+		return nil, nil, fmt.Errorf("stat: %w", err)
 	}
 	if !info.Mode().IsRegular() {
-		return nil, time.Time{}, fmt.Errorf("not a regular file (%s); refused", info.Mode().Type())
+		return nil, nil, fmt.Errorf("not a regular file (%s); refused", info.Mode().Type())
 	}
 	tooBig := fmt.Errorf("file is larger than %d bytes (MaxFileSize); refused", MaxFileSize)
 	if info.Size() > MaxFileSize {
-		return nil, time.Time{}, tooBig
+		return nil, nil, tooBig
 	}
 	buf := bytes.NewBuffer(make([]byte, 0, info.Size()+512))
 	if _, err := buf.ReadFrom(io.LimitReader(f, MaxFileSize+1)); err != nil {
-		return nil, time.Time{}, fmt.Errorf("read: %w", err)
+		return nil, nil, fmt.Errorf("read: %w", err)
 	}
 	if buf.Len() > MaxFileSize {
-		return nil, time.Time{}, tooBig
+		return nil, nil, tooBig
 	}
-	return buf.Bytes(), info.ModTime(), nil
+	return buf.Bytes(), info, nil
 }

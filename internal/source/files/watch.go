@@ -35,7 +35,8 @@ const (
 
 // Watch loads the manifests under paths, calls onChange with the snapshot,
 // then watches the files and calls onChange with a fresh full snapshot
-// whenever their bytes change. A file touched without change causes no
+// whenever their bytes change; only the files that changed are read (see
+// Loader). A file touched without change causes no
 // call. onChange runs on Watch's goroutine, one call at a time; events
 // arriving meanwhile are coalesced into the next reload.
 //
@@ -95,10 +96,12 @@ func watch(ctx context.Context, paths []string, logger *slog.Logger,
 	return w.poll(ctx)
 }
 
-// run is the fsnotify loop. Any event under a named path schedules a full
-// rescan rather than being interpreted: the hash comparison then decides
-// whether anything changed, which handles renames, ConfigMap symlink swaps
-// and new folders alike.
+// run is the fsnotify loop. Any event under a named path schedules a
+// rescan rather than being interpreted: the folders are listed again, and
+// a file is read again if its stat changed or an event named it (or a
+// folder above it); the hash of its bytes then decides whether it
+// changed. That handles renames, ConfigMap symlink swaps and new folders
+// alike.
 func (w *watcher) run(ctx context.Context) error {
 	w.timer = time.NewTimer(time.Hour)
 	w.timer.Stop()
@@ -118,14 +121,17 @@ func (w *watcher) run(ctx context.Context) error {
 			}
 			if w.relevant(ev.Name) {
 				w.log.Debug("manifest event", "file", ev.Name, "op", ev.Op.String())
+				w.loader.Reread(ev.Name)
 				w.schedule(leadingEvent(ev))
 			}
 		case err, ok := <-w.fs.Errors:
 			if !ok {
 				return w.poll(ctx)
 			}
-			// An overflow loses events; rescanning recovers from any error.
+			// An overflow loses events; reading everything recovers from
+			// any error.
 			w.log.Warn("watching manifests", "error", err)
+			w.loader.RereadAll()
 			w.schedule(false)
 		case <-w.timer.C:
 			w.fire()
@@ -269,17 +275,19 @@ func (w *watcher) poll(ctx context.Context) error {
 	}
 }
 
-// reload reads everything again and calls onChange if the bytes changed.
+// reload reads the files that changed and calls onChange if their bytes
+// did.
 func (w *watcher) reload() {
 	snap, problems, changed, err := w.loader.Load()
 	if err != nil {
 		w.log.Warn("manifest path unavailable", "error", err)
 	}
 	if !changed {
-		w.log.Debug("manifests unchanged")
+		w.log.Debug("manifests unchanged", "files", len(w.loader.cache), "read", w.loader.reads)
 		return
 	}
-	w.log.Info("manifests changed", "ingresses", len(snap.Ingresses),
+	w.log.Info("manifests changed", "files", len(w.loader.cache), "read", w.loader.reads,
+		"ingresses", len(snap.Ingresses),
 		"services", len(snap.Services), "endpointSlices", len(snap.EndpointSlices),
 		"secrets", len(snap.Secrets), "ingressClasses", len(snap.IngressClasses),
 		"nodes", len(snap.Nodes), "problems", len(problems))
