@@ -103,24 +103,17 @@ var mapKeyCLIChars = charset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwx
 // value is a pier identifier. A key with ';' is refused: the caller takes
 // another way for it.
 func AddMap(file, key, value Word) (Command, error) {
-	ref, err := cliMapRef(file)
-	if err != nil {
-		return Command{}, err
-	}
-	k, err := cliMapKey(key)
-	if err != nil {
-		return Command{}, err
-	}
-	v, err := NewCommand(value)
-	if err != nil {
-		return Command{}, err
-	}
-	return Command{"add map " + ref + " " + k + " " + v.line}, nil
+	return mapEntryCommand("add", file, key, value)
 }
 
 // SetMap: "set map <file> <key> <value>", the value of key's entries;
 // key and value as for AddMap.
 func SetMap(file, key, value Word) (Command, error) {
+	return mapEntryCommand("set", file, key, value)
+}
+
+// mapEntryCommand is "<verb> map <file> <key> <value>".
+func mapEntryCommand(verb string, file, key, value Word) (Command, error) {
 	ref, err := cliMapRef(file)
 	if err != nil {
 		return Command{}, err
@@ -133,7 +126,7 @@ func SetMap(file, key, value Word) (Command, error) {
 	if err != nil {
 		return Command{}, err
 	}
-	return Command{"set map " + ref + " " + k + " " + v.line}, nil
+	return Command{verb + " map " + ref + " " + k + " " + v.line}, nil
 }
 
 // DelMap: "del map <file> <key>", every entry of key.

@@ -89,19 +89,7 @@ func lbWith(n, port int, members ...model.Member) *model.LoadBalancer {
 }
 
 // get returns the body served on lb's listener, or "" on any error.
-func get(lb *model.LoadBalancer) string {
-	c := http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := c.Get("http://" + net.JoinHostPort(lb.VIP, strconv.Itoa(lb.Listeners[0].Port)) + "/")
-	if err != nil {
-		return ""
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		return ""
-	}
-	return string(b)
-}
+func get(lb *model.LoadBalancer) string { return getHost(lb, "") }
 
 // TestContract runs the driver contract against real HAProxy, one
 // process per load balancer.

@@ -421,15 +421,7 @@ func (d *Driver) foldIn(sh *shard) {
 		return
 	}
 	d.cfg.Metrics.Reloads.WithLabelValues("ok").Inc()
-	sh.started = true
-	restarts := sh.proc.Stats().Restarts
-	d.mu.Lock()
-	for _, inst := range d.lbs {
-		if inst.sh == sh {
-			inst.reloads = restarts
-		}
-	}
-	d.mu.Unlock()
+	d.noteLoad(sh)
 	// Only those the reload loaded: others may have landed meanwhile, or
 	// been loaded (and unlanded) by a reload of a change since.
 	var folded []string

@@ -15,8 +15,8 @@ import (
 	"pier.dev/pier/test/harness"
 )
 
-// getHost returns the body lb serves for host, or "" on any error or a
-// status other than 200.
+// getHost returns the body lb serves for host (empty: the address), or
+// "" on any error or a status other than 200.
 func getHost(lb *model.LoadBalancer, host string) string {
 	c := http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	req, _ := http.NewRequest("GET", "http://"+net.JoinHostPort(lb.VIP, strconv.Itoa(lb.Listeners[0].Port))+"/", nil)

@@ -113,18 +113,7 @@ func (d *Driver) newShard(pa layout.Process, log *slog.Logger) *shard {
 // load balancer in it runs its current files, so a supervisor restart is
 // accounted for them all by this one load (not one reload each).
 func (d *Driver) loaded(sh *shard) {
-	sh.started = true
-	restarts := sh.proc.Stats().Restarts
-	d.mu.Lock()
-	for _, inst := range d.lbs {
-		if inst.sh == sh {
-			inst.reloads = restarts
-			if inst.result != nil {
-				inst.result.Reloaded() // it knows the maps by the files it just read
-			}
-		}
-	}
-	d.mu.Unlock()
+	d.noteLoad(sh)
 	for _, at := range sh.gone {
 		if _, back := sh.lbs[at.UUID]; !back { // applied again since it left
 			d.removeDir(at.Dir)
@@ -132,6 +121,25 @@ func (d *Driver) loaded(sh *shard) {
 	}
 	sh.gone = nil
 	d.unland(sh)
+}
+
+// noteLoad records that the shard's HAProxy just read its file list (a
+// start, a reload, a fold-in): every load balancer in it runs its own
+// files, with the maps and pools of its result named as that result
+// names them, and a supervisor restart is accounted for them all.
+func (d *Driver) noteLoad(sh *shard) {
+	sh.started = true
+	restarts := sh.proc.Stats().Restarts
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, inst := range d.lbs {
+		if inst.sh == sh {
+			inst.reloads = restarts
+			if inst.result != nil {
+				inst.result.Reloaded()
+			}
+		}
+	}
 }
 
 // reloadShard reloads the shard's HAProxy with its current file list.

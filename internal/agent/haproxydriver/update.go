@@ -280,6 +280,13 @@ func (d *Driver) runtimeOnly(ctx context.Context, c *change) bool {
 		// which may predate runtime updates: reload the current file.
 		return false
 	}
+	if inst.sh.folding != nil {
+		// A fold-in reload (landing.go) runs outside the lane with the
+		// files as they were when it began: commands now could reach only
+		// the worker it replaces. The load path reloads after it.
+		d.cfg.Logger.Info("reload needed", "lb", c.lb.Name, "uuid", c.lb.UUID, "reason", "its shard is loading landed load balancers")
+		return false
+	}
 	start := time.Now()
 	plan, err := render.PlanUpdate(inst.result, c.r)
 	if err != nil || plan.Reload {
