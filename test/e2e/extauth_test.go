@@ -72,8 +72,12 @@ spec:
   ingressClassName: pier
   rules:
     - host: more.example
-      http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: app, port: {number: 80}}}}]}
+      http: {paths: [{path: /, pathType: Exact, backend: {service: {name: app, port: {number: 80}}}}]}
 `
+
+// extraIngress's Exact path is the group's first, so its frontend gains
+// a lookup and the shard reloads; a Prefix route to an existing Service
+// would only add a map entry through the runtime API.
 
 // TestExternalAuth runs auth-url through `pier run` against an auth
 // server that lets a request through only with the cookie session=ok:
