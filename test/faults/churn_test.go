@@ -116,13 +116,17 @@ func TestL1ConfigChurn(t *testing.T) {
 // stormIngress is variant v of the L2 Ingress: /a and /b swap Services
 // between odd and even v, and each of four variants has a path of its own,
 // so writes coalesced while a reload runs never add up to the config that
-// already runs (which would leave the agent idle).
+// already runs (which would leave the agent idle). The balance algorithm
+// alternates too: route changes alone go through the runtime API (map
+// entries), a pool's settings need the reload this storm is about.
 func stormIngress(v int) ingress {
 	a, b := "svc-a", "svc-b"
+	balance := "roundrobin"
 	if v%2 == 1 {
 		a, b = b, a
+		balance = "leastconn"
 	}
-	return ingress{name: "storm", rules: []rule{
+	return ingress{name: "storm", balance: balance, rules: []rule{
 		{host: "storm.example", paths: map[string]string{"/a": a, "/b": b, fmt.Sprintf("/v%d", v%4): a}},
 		{host: "stable.example", paths: map[string]string{"/": "stable"}},
 	}}
