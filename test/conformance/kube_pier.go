@@ -180,6 +180,9 @@ func (c *KubeCluster) runningHAProxy() []string {
 		}
 		files, _ := filepath.Glob(filepath.Join(p.stateDir, "haproxy", "*", "haproxy.pid"))
 		for _, f := range files {
+			if filepath.Base(filepath.Dir(f)) == "landing" {
+				continue // the node's landing process runs as long as its agent, not per load balancer
+			}
 			data, err := os.ReadFile(f)
 			pid, perr := strconv.Atoi(strings.TrimSpace(string(data)))
 			if err != nil || perr != nil {
