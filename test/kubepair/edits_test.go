@@ -101,8 +101,14 @@ func (w *world) editIngress(ctx context.Context, extra bool) error {
 		}
 		rules := ing.Spec.Rules[len(ing.Spec.Rules)-1:]
 		if extra {
+			// An Exact path: the first of its host class adds a lookup to
+			// the frontend, a reload (a Prefix route to the same Service
+			// would only add a map entry through the runtime API).
 			r := *rules[0].DeepCopy()
 			r.Host = "extra.example"
+			exact := networkingv1.PathTypeExact
+			r.HTTP.Paths = r.HTTP.Paths[:1]
+			r.HTTP.Paths[0].Path, r.HTTP.Paths[0].PathType = "/extra", &exact
 			rules = append([]networkingv1.IngressRule{r}, rules...)
 		}
 		ing.Spec.Rules = rules
