@@ -103,34 +103,22 @@ var mapKeyCLIChars = charset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwx
 // value is a pier identifier. A key with ';' is refused: the caller takes
 // another way for it.
 func AddMap(file, key, value Word) (Command, error) {
-	return mapEntryCommand("add", file, key, value)
+	return mapCommand("add", file, key, &value)
 }
 
 // SetMap: "set map <file> <key> <value>", the value of key's entries;
 // key and value as for AddMap.
 func SetMap(file, key, value Word) (Command, error) {
-	return mapEntryCommand("set", file, key, value)
-}
-
-// mapEntryCommand is "<verb> map <file> <key> <value>".
-func mapEntryCommand(verb string, file, key, value Word) (Command, error) {
-	ref, err := cliMapRef(file)
-	if err != nil {
-		return Command{}, err
-	}
-	k, err := cliMapKey(key)
-	if err != nil {
-		return Command{}, err
-	}
-	v, err := NewCommand(value)
-	if err != nil {
-		return Command{}, err
-	}
-	return Command{verb + " map " + ref + " " + k + " " + v.line}, nil
+	return mapCommand("set", file, key, &value)
 }
 
 // DelMap: "del map <file> <key>", every entry of key.
 func DelMap(file, key Word) (Command, error) {
+	return mapCommand("del", file, key, nil)
+}
+
+// mapCommand is "<verb> map <file> <key> [<value>]".
+func mapCommand(verb string, file, key Word, value *Word) (Command, error) {
 	ref, err := cliMapRef(file)
 	if err != nil {
 		return Command{}, err
@@ -139,7 +127,15 @@ func DelMap(file, key Word) (Command, error) {
 	if err != nil {
 		return Command{}, err
 	}
-	return Command{"del map " + ref + " " + k}, nil
+	line := verb + " map " + ref + " " + k
+	if value != nil {
+		v, err := NewCommand(*value)
+		if err != nil {
+			return Command{}, err
+		}
+		line += " " + v.line
+	}
+	return Command{line}, nil
 }
 
 // ClearMap: "clear map <file>", every entry.

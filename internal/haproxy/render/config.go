@@ -218,12 +218,18 @@ func skeletonOf(fragment []byte) [sha256.Size]byte {
 }
 
 func writeBackend(c *encode.Config, uuid string, p *poolView, maxConn int) {
+	writeBackendNamed(c, backendName(uuid, p.id), p, maxConn)
+}
+
+// writeBackendNamed is writeBackend under another name (the landing
+// process's spare backends hold other load balancers' pools).
+func writeBackendNamed(c *encode.Config, name encode.Word, p *poolView, maxConn int) {
 	c.Blank()
 	if p.tcp {
-		c.Section(encode.Lit("backend"), backendName(uuid, p.id), encode.Lit("from"), tcpDefaults)
+		c.Section(encode.Lit("backend"), name, encode.Lit("from"), tcpDefaults)
 		c.Line(encode.Lit("mode"), encode.Lit("tcp"))
 	} else {
-		c.Section(encode.Lit("backend"), backendName(uuid, p.id))
+		c.Section(encode.Lit("backend"), name)
 	}
 	c.Line(encode.Lit("balance"), p.balance)
 	if p.connect > 0 {

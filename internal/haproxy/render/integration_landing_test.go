@@ -128,19 +128,7 @@ func TestLandingListenerPreference(t *testing.T) {
 // serveOn starts lb (port and addresses set) as a process of its own.
 func serveOn(t *testing.T, bin string, lb *model.LoadBalancer) {
 	t.Helper()
-	dir := t.TempDir()
-	opts := Options{Dir: dir, MinSlots: 4}
-	cfg, err := Config(lb, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	maps, err := Maps(lb, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeMaps(t, maps, "")
-	writeFile(t, dir+"/haproxy.conf", cfg)
-	startHAProxy(t, bin, dir+"/haproxy.conf", lb.Listeners[0].Port)
+	startLB(t, bin, lb, Options{MinSlots: 4}, nil, lb.Listeners[0].Port)
 }
 
 // answered reports whether a request to addr got any response bytes.

@@ -160,8 +160,17 @@ func serveLBWithFiles(t *testing.T, bin string, lb *model.LoadBalancer, write fu
 	t.Helper()
 	port := freePort()
 	lb.Listeners[0].Port, lb.VIP, lb.FIP = port, "127.0.0.1", ""
+	startLB(t, bin, lb, Options{MinSlots: 4, Users: fixtureUsers}, write, append([]int{port}, more...)...)
+	return "127.0.0.1:" + strconv.Itoa(port)
+}
+
+// startLB runs lb (its ports and addresses set) as a process of its own
+// in a new folder, with its maps and what write puts there, and waits
+// for ports.
+func startLB(t *testing.T, bin string, lb *model.LoadBalancer, opts Options, write func(dir string), ports ...int) {
+	t.Helper()
 	dir := t.TempDir()
-	opts := Options{Dir: dir, MinSlots: 4, Users: fixtureUsers}
+	opts.Dir = dir
 	cfg, err := Config(lb, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -171,8 +180,9 @@ func serveLBWithFiles(t *testing.T, bin string, lb *model.LoadBalancer, write fu
 		t.Fatal(err)
 	}
 	writeMaps(t, maps, "")
-	write(dir)
+	if write != nil {
+		write(dir)
+	}
 	writeFile(t, dir+"/haproxy.conf", cfg)
-	startHAProxy(t, bin, dir+"/haproxy.conf", append([]int{port}, more...)...)
-	return "127.0.0.1:" + strconv.Itoa(port)
+	startHAProxy(t, bin, dir+"/haproxy.conf", ports...)
 }

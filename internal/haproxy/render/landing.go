@@ -3,6 +3,7 @@ package render
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -140,7 +141,7 @@ func LandingConfig(p layout.Process, o LandingOptions) ([]byte, error) {
 	c.Line(encode.Lit("http-after-response"), encode.Lit("set-header"), encode.Lit("Connection"), encode.Lit("close"))
 	spare := poolView{balance: encode.Lit("roundrobin"), slots: parked(o.Slots)}
 	for i := range o.Backends {
-		writeSpareBackend(&c, landingBackend(i), &spare, o.BackendMaxConn)
+		writeBackendNamed(&c, landingBackend(i), &spare, o.BackendMaxConn)
 	}
 	c.Blank()
 	c.Section(encode.Lit("backend"), landing404)
@@ -232,28 +233,9 @@ func landingRoutes(c *encode.Config, p layout.Process) {
 	}
 }
 
-// writeSpareBackend is writeBackend's backend for a pool with nothing
-// but members, named be.
-func writeSpareBackend(c *encode.Config, be encode.Word, p *poolView, maxConn int) {
-	c.Blank()
-	c.Section(encode.Lit("backend"), be)
-	c.Line(encode.Lit("balance"), p.balance)
-	if maxConn > 0 {
-		writeBackendBound(c, false, maxConn)
-	}
-	for i, s := range p.slots {
-		c.Line(encode.Lit("server"), serverName(i), encode.AddrPort(s.addr, s.port),
-			encode.Lit("weight"), encode.Num(s.weight), encode.Lit("disabled"))
-	}
-}
-
 // parked is n free slots, as a spare backend declares them.
 func parked(n int) []slot {
-	out := make([]slot, n)
-	for i := range out {
-		out[i] = placeholder
-	}
-	return out
+	return slices.Repeat([]slot{placeholder}, n)
 }
 
 // Landable reports why the landing cannot serve r exactly as r's own

@@ -2,7 +2,6 @@ package render
 
 import (
 	"bytes"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -59,7 +58,7 @@ func spareViews(n, minSlots int, pools []poolView, maxConn int) ([]poolView, err
 		}
 		pv := template
 		pv.id = spareID(k)
-		pv.slots = slices.Clone(template.slots)
+		pv.slots = parked(len(template.slots))
 		out = append(out, pv)
 	}
 	return out, nil
@@ -85,7 +84,7 @@ func spareTemplate(pools []poolView, minSlots, maxConn int) (poolView, error) {
 			best, bestCount = i, count[shape]
 		}
 	}
-	empty := slices.Repeat([]slot{placeholder}, slotCount(0, minSlots))
+	empty := parked(slotCount(0, minSlots))
 	if best < 0 {
 		pv, err := poolOf(&model.Pool{ID: "spare", Algorithm: model.AlgorithmRoundRobin}, minSlots, nil)
 		return pv, err
