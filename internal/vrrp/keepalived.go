@@ -32,6 +32,15 @@ type Keepalived struct {
 	stopped bool
 	starts  int
 	done    chan struct{} // closed when supervision ends
+
+	// What the agent asked of each instance, and what keepalived says of
+	// it (states.go).
+	gates    map[string]gate // by instance: the last gate written
+	log      stateLog
+	loadedAt time.Time // the last start or reload
+	nudgedAt time.Time // the last reload Reconcile sent
+	nudges   int       // reloads Reconcile sent
+	inRow    int       // of which since the instances last agreed
 }
 
 // NewKeepalived returns a supervisor; Apply starts keepalived. netns names
@@ -72,15 +81,22 @@ func (k *Keepalived) Apply(ctx context.Context, cfg Config) error {
 	if err := Check(ctx, k.binary, out, cfg.Dir); err != nil {
 		return err
 	}
+	var created []string
 	for _, in := range cfg.Instances {
 		if _, err := os.Stat(cfg.TrackFile(in.Name)); errors.Is(err, os.ErrNotExist) {
 			if err := writeAtomic(cfg.TrackFile(in.Name), []byte("1\n")); err != nil {
 				return err
 			}
+			created = append(created, in.Name)
 		}
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	now := time.Now()
+	for _, name := range created {
+		delete(k.gates, name)
+		k.noteGate(name, false, now)
+	}
 	old, _ := os.ReadFile(cfg.confPath())
 	if err := writeAtomic(cfg.confPath(), out); err != nil {
 		return err
@@ -104,6 +120,7 @@ func (k *Keepalived) Apply(ctx context.Context, cfg Config) error {
 	if err := syscall.Kill(k.pid, syscall.SIGHUP); err != nil {
 		return fmt.Errorf("reload keepalived: %w", err)
 	}
+	k.loadedAt = now
 	k.logger.Info("keepalived reloaded", "pid", k.pid, "instances", len(cfg.Instances))
 	return nil
 }
@@ -122,7 +139,13 @@ func (k *Keepalived) SetHealthy(instance string, healthy bool) error {
 	if healthy {
 		content = "0\n"
 	}
-	return writeAtomic(cfg.TrackFile(instance), []byte(content))
+	if err := writeAtomic(cfg.TrackFile(instance), []byte(content)); err != nil {
+		return err
+	}
+	k.mu.Lock()
+	k.noteGate(instance, healthy, time.Now())
+	k.mu.Unlock()
+	return nil
 }
 
 // start launches keepalived in the foreground of its own session, so that
@@ -141,6 +164,9 @@ func (k *Keepalived) start() error {
 		return fmt.Errorf("keepalived log: %w", err)
 	}
 	defer logf.Close()
+	if st, err := logf.Stat(); err == nil {
+		k.log.reset(k.cfg.logPath(), st.Size()) // this run's lines only
+	}
 	args := []string{"--dont-fork", "--log-console", "--log-detail", "--vrrp",
 		"--no-syslog", "-f", k.cfg.confPath(), "-p", k.cfg.pidPath(), "-r", k.cfg.vrrpPidPath()}
 	if k.netns != "" {
@@ -153,6 +179,7 @@ func (k *Keepalived) start() error {
 		return fmt.Errorf("start keepalived: %w", err)
 	}
 	k.starts++
+	k.loadedAt = time.Now()
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	k.pid, k.exited = cmd.Process.Pid, exited
@@ -171,6 +198,9 @@ func (k *Keepalived) watch(pid int) {
 		close(exited)
 	}()
 	k.pid, k.exited = pid, exited
+	// Its states are in its log since its start line (states.go).
+	k.log.reset(k.cfg.logPath(), 0)
+	k.loadedAt = time.Now()
 	k.superviseOnce()
 }
 

@@ -275,11 +275,22 @@ func (e *Env) Stop() {
 	e.Lab.Remove()
 }
 
-// Log returns the tail of pier run's log.
+// Log returns the tail of pier run's log, then of each node's keepalived
+// log: a failed move is explained by what keepalived itself saw.
 func (e *Env) Log() string {
-	b, _ := os.ReadFile(filepath.Join(e.opts.Dir, "pier.log"))
-	if len(b) > 6000 {
-		b = b[len(b)-6000:]
+	var out strings.Builder
+	out.WriteString(tail(filepath.Join(e.opts.Dir, "pier.log"), 6000))
+	kl, _ := filepath.Glob(filepath.Join(e.opts.Dir, "s", "*", "vrrp", "keepalived.log"))
+	for _, p := range kl {
+		fmt.Fprintf(&out, "\n--- %s (tail):\n%s", p, tail(p, 2500))
+	}
+	return out.String()
+}
+
+func tail(path string, n int) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > n {
+		b = b[len(b)-n:]
 	}
 	return strings.TrimSpace(string(b))
 }

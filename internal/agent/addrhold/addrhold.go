@@ -356,6 +356,11 @@ func (h *Holder) Tick(healthy, servedHere func(uuid string) bool) (map[string]mo
 			h.roles[name], h.since[name] = role, now
 		}
 	}
+	// keepalived's own word on each instance must follow the gates
+	// within a moment, or it is reloaded (vrrp/states.go).
+	if err := h.ka.Reconcile(now); err != nil {
+		errs = append(errs, err)
+	}
 	h.tickHandoff(now)
 	if err := h.tickLone(held, now); err != nil {
 		errs = append(errs, err)

@@ -153,6 +153,14 @@ func TestHolderPair(t *testing.T) {
 		t.Fatalf("two holders in %d of %d samples", b, samples.Load())
 	}
 	t.Logf("holders sampled %d times, never two", samples.Load())
+	// keepalived followed every gate within the grace: no repair reload.
+	for i, n := range nodes {
+		n.do(func(h *Holder) {
+			if r := h.ka.Nudges(); r != 0 {
+				t.Errorf("node %d: keepalived disagreed with its gates; %d repair reloads", i, r)
+			}
+		})
+	}
 }
 
 // TestHolderLone: the pair loses a node and the load balancer is placed on
