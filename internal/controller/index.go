@@ -92,8 +92,13 @@ func (x *Index) Apply(ev store.Event) Change {
 
 // put records a spec the reconciler wrote. As the store does, it keeps
 // the status agents reported and the creation time of the first write.
+// The index keeps lb itself: the caller hands over a copy of its own
+// (prepare's), which it only reads afterwards. The index never changes a
+// load balancer it holds (Apply replaces them), so the written spec and
+// the held one can be the same object: a copy of a group's load balancer
+// of a hundred Ingresses costs milliseconds.
 func (x *Index) put(lb *model.LoadBalancer) {
-	next := lb.Clone()
+	next := lb
 	if old := x.lbs[lb.UUID]; old != nil {
 		next.Status = old.Status
 		if !old.CreatedAt.IsZero() {
@@ -103,7 +108,7 @@ func (x *Index) put(lb *model.LoadBalancer) {
 		next.Status.State = model.StatePending
 	}
 	delete(x.deleted, lb.UUID)
-	x.written[lb.UUID] = next.Clone()
+	x.written[lb.UUID] = next
 	x.lbs[lb.UUID] = next
 }
 

@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"time"
 
@@ -62,23 +64,29 @@ type applied struct {
 func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []source.Node) ([]model.Problem, error) {
 	last, sameNodes := r.last, r.lastNodes != nil && reflect.DeepEqual(r.lastNodes, nodes)
 	r.last, r.lastNodes = map[string]applied{}, nil // until this Apply completes
-	stored := r.Index.List()
-	r.replay(stored)
-	existing := map[string]*model.LoadBalancer{}
-	for _, lb := range stored {
-		existing[lb.UUID] = lb
+	if r.RouterIDs == nil || !r.replayed {
+		r.replay(r.Index.List())
 	}
+	// The work below is linear in the load balancers, without a sort of
+	// them all: with thousands stored, one new Ingress must not pay for
+	// ordering every other one (issue 9).
+	existing := maps.Clone(r.Index.ByUUID())
+	load := scheduler.LoadOf(slices.Collect(maps.Values(existing)))
 	// Deletions first: addresses freed by a load balancer that is gone
 	// are available to the ones created in this same pass.
-	desired := map[string]bool{}
+	desired := make(map[string]bool, len(res.LoadBalancers))
 	for _, want := range res.LoadBalancers {
 		desired[want.UUID] = true
 	}
-	for _, uuid := range sortedUUIDs(existing) {
-		lb := existing[uuid]
-		if desired[uuid] {
-			continue
+	var gone []string
+	for uuid := range existing {
+		if !desired[uuid] {
+			gone = append(gone, uuid)
 		}
+	}
+	slices.Sort(gone)
+	for _, uuid := range gone {
+		lb := existing[uuid]
 		if err := r.Store.Delete(ctx, uuid); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return nil, fmt.Errorf("delete load balancer %s: %w", lb.Name, err)
 		}
@@ -88,13 +96,11 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []s
 		delete(existing, uuid)
 		r.Logger.Info("load balancer deleted", "lb", lb.Name, "uuid", uuid, "vip", lb.VIP, "fip", lb.FIP)
 	}
-	load := scheduler.LoadOf(stored)
 	cluster := nodesOf(nodes)
 	used := usageOf(existing)
 	var problems []model.Problem
-	// Oldest first: when two new load balancers pin the same floating IP,
-	// the older Ingress gets it, whatever their UUIDs.
-	for _, want := range oldestFirst(res.LoadBalancers, existing) {
+	var todo []*model.LoadBalancer
+	for _, want := range res.LoadBalancers {
 		old := existing[want.UUID]
 		if res.AddressRefused[want.UUID] {
 			// Translation refused the addresses it asks for and said
@@ -109,12 +115,18 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []s
 		if a, ok := last[want.UUID]; ok && sameNodes && a.want == want && a.stored == old {
 			// The very load balancer placed last time, on the same nodes,
 			// and the index still holds what was left for it (an
-			// endpoint change leaves every other one so): preparing it
-			// again would give the same. It saves a copy and two hashes
-			// per load balancer on every endpoint change.
+			// endpoint change, or an Ingress change elsewhere, leaves
+			// every other one so): preparing it again would give the
+			// same. It saves a copy and two hashes per load balancer.
 			r.last[want.UUID] = a
 			continue
 		}
+		todo = append(todo, want)
+	}
+	// Oldest first: when two new load balancers pin the same floating IP,
+	// the older Ingress gets it, whatever their UUIDs.
+	for _, want := range oldestFirst(todo, existing) {
+		old := existing[want.UUID]
 		var err error
 		if old == nil {
 			err = r.Quota.admit(used, want, r.IPAM.HasPublicPool() || want.RequestedFIP != "")
@@ -226,15 +238,6 @@ func (r *Reconciler) prepare(want, old *model.LoadBalancer, nodes clusterNodes, 
 	}
 	lb.Placement = placement
 	return lb, nil
-}
-
-func sortedUUIDs(m map[string]*model.LoadBalancer) []string {
-	out := make([]string, 0, len(m))
-	for uuid := range m {
-		out = append(out, uuid)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // oldestFirst orders load balancers by creation time (the stored one for

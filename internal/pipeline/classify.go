@@ -142,6 +142,14 @@ func changed[T metav1.Object](prev, next []T, same func(a, b T) bool) bool {
 	if len(prev) != len(next) {
 		return true
 	}
+	// Both sources list objects in a stable order, so the unchanged
+	// lead of the lists is the same pointers in the same places: only
+	// the rest needs a lookup by name.
+	lead := 0
+	for lead < len(prev) && any(prev[lead]) == any(next[lead]) {
+		lead++
+	}
+	prev, next = prev[lead:], next[lead:]
 	byKey := make(map[[2]string]T, len(prev))
 	for _, o := range prev {
 		byKey[[2]string{o.GetNamespace(), o.GetName()}] = o

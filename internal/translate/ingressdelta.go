@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 
 	"pier.dev/pier/internal/model"
@@ -66,8 +68,54 @@ func IngressChanges(prev *Result, prevSnap, snap *source.Snapshot, opts Options)
 			part.Ingresses = append(part.Ingresses, ing)
 		}
 	}
+	part.Services, part.EndpointSlices = servicesNamedBy(part.Ingresses, snap)
 	sub := Ingresses(&part, opts)
 	return mergeIngressChanges(prev, sub, again, affected), true
+}
+
+// servicesNamedBy are the Services of snap that ings can name, and their
+// EndpointSlices: the ones of each Ingress's namespace named by a
+// backend of its rules, its default backend or its default-backend
+// annotation (resolveFallback), the only Services translating an Ingress
+// looks up. Indexing every Service of a cluster again for one new
+// Ingress cost more than translating it.
+func servicesNamedBy(ings []*networkingv1.Ingress, snap *source.Snapshot) ([]*corev1.Service, []*discoveryv1.EndpointSlice) {
+	type name struct{ namespace, name string }
+	named := map[name]bool{}
+	add := func(ns string, b *networkingv1.IngressServiceBackend) {
+		if b != nil {
+			named[name{ns, b.Name}] = true
+		}
+	}
+	for _, ing := range ings {
+		if b := ing.Spec.DefaultBackend; b != nil {
+			add(ing.Namespace, b.Service)
+		}
+		for _, rule := range ing.Spec.Rules {
+			if rule.HTTP == nil {
+				continue
+			}
+			for _, p := range rule.HTTP.Paths {
+				add(ing.Namespace, p.Backend.Service)
+			}
+		}
+		if settings, _ := parseAnnotations(ing.Annotations); settings.defaultBackend != "" {
+			named[name{ing.Namespace, settings.defaultBackend}] = true
+		}
+	}
+	var svcs []*corev1.Service
+	for _, s := range snap.Services {
+		if named[name{s.Namespace, s.Name}] {
+			svcs = append(svcs, s)
+		}
+	}
+	var eps []*discoveryv1.EndpointSlice
+	for _, es := range snap.EndpointSlices {
+		if named[name{es.Namespace, es.Labels[discoveryv1.LabelServiceName]}] {
+			eps = append(eps, es)
+		}
+	}
+	return svcs, eps
 }
 
 // changedIngresses are the Ingresses of prevSnap and snap that differ:
@@ -193,8 +241,16 @@ func mergeIngressChanges(prev, sub *Result, again map[model.ObjectRef]*networkin
 		}
 		res.LoadBalancers = append(res.LoadBalancers, lb)
 	}
-	res.LoadBalancers = append(res.LoadBalancers, sub.LoadBalancers...)
-	slices.SortFunc(res.LoadBalancers, func(a, b *model.LoadBalancer) int { return strings.Compare(a.UUID, b.UUID) })
+	// prev's are in UUID order: the few of sub are put in place rather
+	// than sorting thousands again.
+	byUUID := func(a, b *model.LoadBalancer) int { return strings.Compare(a.UUID, b.UUID) }
+	if !slices.IsSortedFunc(res.LoadBalancers, byUUID) {
+		slices.SortFunc(res.LoadBalancers, byUUID)
+	}
+	for _, lb := range sub.LoadBalancers {
+		i, _ := slices.BinarySearchFunc(res.LoadBalancers, lb, byUUID)
+		res.LoadBalancers = slices.Insert(res.LoadBalancers, i, lb)
+	}
 	for _, pr := range prev.Problems {
 		if _, ok := again[model.IngressRef(pr.Namespace, pr.Name)]; ok && pr.Kind == model.KindIngress {
 			continue

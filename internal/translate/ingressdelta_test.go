@@ -125,6 +125,9 @@ func randomIngress(rng *rand.Rand, name string, step int) *networkingv1.Ingress 
 		ing.Spec.IngressClassName = ptrTo("other")
 	case 2:
 		ing.Annotations[AnnotationLoadBalancer] = "Not A Group"
+	case 3:
+		// Names a Service outside the rules (servicesNamedBy).
+		ing.Annotations[NginxPrefix+"default-backend"] = pick("errors", "web", "missing")
 	}
 	return ing
 }

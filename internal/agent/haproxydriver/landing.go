@@ -417,7 +417,7 @@ func (d *Driver) foldIn(sh *shard) {
 	leave()
 
 	start := time.Now()
-	err := sh.proc.Reload(context.Background())
+	err := sh.proc.ReloadDeferred(context.Background())
 
 	defer d.enterLane(sh.at.Dir)()
 	folding := sh.folding

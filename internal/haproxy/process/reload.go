@@ -18,7 +18,13 @@ import (
 // moved, then requires "[failed: 0]" and a new current worker. Otherwise it
 // returns ErrReloadFailed with HAProxy's output, restores the previous set as
 // the one a restart loads, and the old worker keeps serving.
-func (i *Instance) Reload(ctx context.Context) error {
+func (i *Instance) Reload(ctx context.Context) error { return i.reload(ctx, 0) }
+
+// ReloadDeferred is Reload for a reload nothing waits on (the landing's
+// fold-in): its check runs at a lower CPU priority (deferredNice).
+func (i *Instance) ReloadDeferred(ctx context.Context) error { return i.reload(ctx, deferredNice) }
+
+func (i *Instance) reload(ctx context.Context, nice int) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	m := i.cur.Load()
@@ -26,7 +32,7 @@ func (i *Instance) Reload(ctx context.Context) error {
 		return ErrNotRunning
 	}
 	began := time.Now()
-	staged, err := i.stageAndCheck(ctx)
+	staged, err := i.stageAndCheck(ctx, nice)
 	if err != nil {
 		return fmt.Errorf("reload refused: %w", err)
 	}
