@@ -41,3 +41,40 @@ func TestDeferredCheckIsNiced(t *testing.T) {
 		t.Fatalf("deferred check ran at niceness %s (an ordinary one at %s), want %d", got, base, deferredNice)
 	}
 }
+
+// TestReloadDeferredRestoresPriority: after a deferred reload (as root,
+// where the master's parse is niced too) the master and its new worker
+// serve at niceness 0 again, and the new config serves.
+func TestReloadDeferredRestoresPriority(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the master's priority is lowered only as root")
+	}
+	e := newEnv(t)
+	e.write(e.config("a", ""))
+	i := e.instance()
+	start(t, i)
+	e.write(e.config("b", ""))
+	if err := i.ReloadDeferred(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, e.url("/")); got != "b" {
+		t.Fatalf("serving %q after the deferred reload, want b", got)
+	}
+	st := mustShowProc(t, i)
+	pids := []int{st.master.PID}
+	for _, w := range st.current() {
+		pids = append(pids, w.PID)
+	}
+	for _, pid := range pids {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Fields after the command's closing parenthesis: state is the
+		// first, niceness the 17th.
+		rest := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+		if rest[16] != "0" {
+			t.Errorf("pid %d runs at niceness %s after the deferred reload", pid, rest[16])
+		}
+	}
+}

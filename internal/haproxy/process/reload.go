@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 )
 
@@ -21,8 +22,16 @@ import (
 func (i *Instance) Reload(ctx context.Context) error { return i.reload(ctx, 0) }
 
 // ReloadDeferred is Reload for a reload nothing waits on (the landing's
-// fold-in): its check runs at a lower CPU priority (deferredNice).
-func (i *Instance) ReloadDeferred(ctx context.Context) error { return i.reload(ctx, deferredNice) }
+// fold-in): its check, and the master's parse when pier runs as root,
+// run at a lower CPU priority (deferredNice).
+//
+// All of it runs on a thread at that priority: staging copies the
+// shard's files (thousands at 750 load balancers, mostly the kernel's
+// time creating inodes), which took the CPU from the changes being
+// served as much as the parse did.
+func (i *Instance) ReloadDeferred(ctx context.Context) error {
+	return atNiceness(deferredNice, func() error { return i.reload(ctx, deferredNice) })
+}
 
 func (i *Instance) reload(ctx context.Context, nice int) error {
 	i.mu.Lock()
@@ -52,7 +61,18 @@ func (i *Instance) reload(ctx context.Context, nice int) error {
 	}
 	offset := i.logSize()
 	start := time.Now()
+	// The master re-executes and parses the whole set again, as the
+	// check did. A deferred reload lowers its priority for that; the
+	// worker it forks inherits it, so afterwards the master and every
+	// worker get the normal priority back (which takes root).
+	renice := nice != 0 && os.Geteuid() == 0
+	if renice {
+		_ = syscall.Setpriority(syscall.PRIO_PROCESS, m.pid, nice)
+	}
 	after, err := i.reloadAndConfirm(ctx, m, before)
+	if renice {
+		i.normalPriority(m.pid)
+	}
 	log := i.log.With("master_pid", m.pid, "check_took", checked.Round(time.Millisecond),
 		"reload_took", time.Since(start).Round(time.Millisecond))
 	if err != nil {
@@ -67,6 +87,27 @@ func (i *Instance) reload(ctx context.Context, nice int) error {
 	worker, _ := newWorker(before, after)
 	log.Info("haproxy reloaded", "worker_pid", worker.PID, "old_workers", len(after.workers)-len(after.current()))
 	return nil
+}
+
+// normalPriority puts the master and the workers it lists back at
+// niceness 0 after a deferred reload. A worker left niced would serve
+// behind every other process of the node: that is logged.
+func (i *Instance) normalPriority(master int) {
+	pids := []int{master}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if st, err := showProc(ctx, i.masterSock()); err == nil {
+		for _, w := range st.workers {
+			pids = append(pids, w.PID)
+		}
+	} else {
+		i.log.Warn("after a deferred reload: cannot list the workers to restore their CPU priority", "err", err)
+	}
+	for _, pid := range pids {
+		if err := syscall.Setpriority(syscall.PRIO_PROCESS, pid, 0); err != nil && !errors.Is(err, syscall.ESRCH) {
+			i.log.Warn("after a deferred reload: cannot restore a process's CPU priority", "pid", pid, "err", err)
+		}
+	}
 }
 
 // reloadAndConfirm asks the master to reload and waits for the outcome. The
