@@ -335,6 +335,9 @@ func (p *Pipeline) rebuild(ctx context.Context, prev, snap *source.Snapshot, e e
 	countProblems(p.Metrics, problems)
 	p.Logger.Debug("rebuilt", "reason", reason, "incremental", incremental, "ingresses", len(res.Ours), "accepted", len(res.Accepted),
 		"load_balancers", len(res.LoadBalancers), "problems", len(problems), "took", time.Since(start))
+	if reason == ReasonInitial {
+		p.logFirstTranslation(snap, res, len(problems), time.Since(start))
+	}
 	return p.statusPass(ctx, snap, "rebuild")
 }
 
@@ -419,4 +422,40 @@ type IngressState struct {
 // replica that has not led) it returns nil: not known here.
 func (p *Pipeline) Ingresses() []IngressState {
 	return p.ingresses(func(*networkingv1.Ingress) bool { return true })
+}
+
+// logFirstTranslation says what the first snapshot gave, once: how many
+// Ingresses are ours and served, and, when there are Ingresses but none
+// is ours, why (the most common first-run surprise: no IngressClass of
+// pier's controller, or Ingresses that name none).
+func (p *Pipeline) logFirstTranslation(snap *source.Snapshot, res *translate.Result, problems int, took time.Duration) {
+	ours, accepted := 0, 0
+	for ref := range res.Ours {
+		if ref.Kind == model.KindIngress {
+			ours++
+		}
+	}
+	for ref := range res.Accepted {
+		if ref.Kind == model.KindIngress {
+			accepted++
+		}
+	}
+	p.Logger.Info("first translation", "ingresses", len(snap.Ingresses), "ingresses_ours", ours, "ingresses_accepted", accepted,
+		"load_balancers", len(res.LoadBalancers), "problems", problems, "took", took.Round(time.Millisecond))
+	if len(snap.Ingresses) == 0 || ours > 0 {
+		return
+	}
+	classes, classless := 0, 0
+	for _, c := range snap.IngressClasses {
+		if c.Spec.Controller == p.Translate.ControllerName {
+			classes++
+		}
+	}
+	for _, ing := range snap.Ingresses {
+		if ing.Spec.IngressClassName == nil && ing.Annotations["kubernetes.io/ingress.class"] == "" {
+			classless++
+		}
+	}
+	p.Logger.Warn("none of the Ingresses is of a class pier serves: an Ingress is pier's when its spec.ingressClassName names an IngressClass whose spec.controller is pier's, or when it names no class and such an IngressClass is the default (annotation ingressclass.kubernetes.io/is-default-class: \"true\") or --classless-ingresses is set",
+		"ingresses", len(snap.Ingresses), "without_class", classless, "ingress_classes_of_pier", classes, "controller", p.Translate.ControllerName)
 }
