@@ -42,6 +42,10 @@ const (
 //	(vr1): entering FAULT state (tracked file track_vr1 has status -254)
 var stateLine = regexp.MustCompile(`\(([A-Za-z0-9_.-]+)\):? [Ee]ntering ([A-Za-z]+) (?:STATE|state)`)
 
+// linkLine matches keepalived's word on an interface's link: an
+// instance on an interface that is down is FAULT whatever its gate says.
+var linkLine = regexp.MustCompile(`Netlink reports (\S+) (down|up)`)
+
 // startLine is the first line of each keepalived run in the log.
 var startLine = []byte("Starting Keepalived")
 
@@ -52,11 +56,12 @@ type stateLog struct {
 	offset  int64
 	partial []byte            // a line not yet ended
 	states  map[string]string // instance → BACKUP, MASTER, FAULT, …
+	down    map[string]bool   // interfaces keepalived last saw down
 }
 
 // reset follows path from offset with no state known.
 func (s *stateLog) reset(path string, offset int64) {
-	*s = stateLog{path: path, offset: offset, states: map[string]string{}}
+	*s = stateLog{path: path, offset: offset, states: map[string]string{}, down: map[string]bool{}}
 }
 
 // read takes what keepalived wrote since the last read.
@@ -100,6 +105,11 @@ func (s *stateLog) take(b []byte) {
 	for line := range bytes.SplitSeq(b[:end], []byte{'\n'}) {
 		if bytes.Contains(line, startLine) {
 			clear(s.states) // a new run starts with no instance
+			clear(s.down)
+			continue
+		}
+		if m := linkLine.FindSubmatch(line); m != nil {
+			s.down[string(m[1])] = string(m[2]) == "down"
 			continue
 		}
 		if m := stateLine.FindSubmatch(line); m != nil {
@@ -156,6 +166,9 @@ func (k *Keepalived) Reconcile(now time.Time) error {
 		state := k.log.states[in.Name]
 		if agrees(state, g.open) || now.Sub(later(g.at, k.loadedAt)) < stateGrace {
 			continue
+		}
+		if state == "FAULT" && k.log.down[in.Interface] {
+			continue // its link is down: FAULT is right, a reload cannot help
 		}
 		if state == "" {
 			state = "not running"

@@ -29,6 +29,14 @@ func TestStateLogLines(t *testing.T) {
 	if s.states["vr1"] != "BACKUP" || s.states["vr2"] != "MASTER" {
 		t.Fatalf("states %v, want vr1 BACKUP, vr2 MASTER", s.states)
 	}
+	s.take([]byte("Fri Nov 27 00:54:49 2026: Netlink reports eth0 down\n"))
+	if !s.down["eth0"] {
+		t.Fatal("eth0 reported down, not recorded")
+	}
+	s.take([]byte("Fri Nov 27 00:54:50 2026: Netlink reports eth0 up\n"))
+	if s.down["eth0"] {
+		t.Fatal("eth0 reported up again, still recorded down")
+	}
 	s.take([]byte("Fri Nov 27 00:55:00 2026: Starting Keepalived v2.2.7 (01/16,2022)\n"))
 	if len(s.states) != 0 {
 		t.Fatalf("a new run kept the old states %v", s.states)
@@ -109,5 +117,50 @@ func TestReconcileLostReload(t *testing.T) {
 	}
 	if !agrees(k.State("pair-a-b"), true) || k.Nudges() != 1 {
 		t.Fatalf("after the repair: first instance %q, %d reloads", k.State("pair-a-b"), k.Nudges())
+	}
+}
+
+// TestReconcileLinkDown: an instance whose interface lost its link is
+// FAULT with its gate open, as it should be: Reconcile does not reload
+// keepalived for that, and the instance agrees again once the link is
+// back.
+func TestReconcileLinkDown(t *testing.T) {
+	topo.Skip(t, "keepalived")
+	top := topo.New(t, topo.Options{Nodes: 2})
+	k, err := NewKeepalived("", top.Nodes[0].NS, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k.Stop(t.Context()) })
+	cfg := pairConfig(t.TempDir(), top, 0)
+	if err := k.Apply(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.SetHealthy("pair-a-b", true); err != nil {
+		t.Fatal(err)
+	}
+	reconcile := func() {
+		if err := k.Reconcile(time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the instance running", 3*time.Second, func() bool { reconcile(); return agrees(k.State("pair-a-b"), true) })
+	if err := top.Nodes[0].SetLink(false); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = top.Nodes[0].SetLink(true) })
+	waitFor(t, "keepalived FAULT on the link going down", 3*time.Second, func() bool { reconcile(); return k.State("pair-a-b") == "FAULT" })
+	for end := time.Now().Add(stateGrace + time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		reconcile()
+	}
+	if n := k.Nudges(); n != 0 {
+		t.Fatalf("reloaded keepalived %d times for an instance whose link is down; log:\n%s", n, readLog(cfg))
+	}
+	if err := top.Nodes[0].SetLink(true); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the instance back once the link is", 5*time.Second, func() bool { reconcile(); return agrees(k.State("pair-a-b"), true) })
+	if n := k.Nudges(); n != 0 {
+		t.Fatalf("%d reloads", n)
 	}
 }
