@@ -74,44 +74,26 @@ func IngressChanges(prev *Result, prevSnap, snap *source.Snapshot, opts Options)
 }
 
 // servicesNamedBy are the Services of snap that ings can name, and their
-// EndpointSlices: the ones of each Ingress's namespace named by a
-// backend of its rules, its default backend or its default-backend
-// annotation (resolveFallback), the only Services translating an Ingress
-// looks up. Indexing every Service of a cluster again for one new
-// Ingress cost more than translating it.
+// EndpointSlices: those of the Ingresses' own namespaces. Every Service
+// an Ingress's translation looks up is of its namespace (its backends,
+// the default-backend and auth-url annotations: poolFor, resolveFallback,
+// resolveExtAuth), so this is exact whatever annotation names one.
+// Indexing every Service of a cluster again for one new Ingress cost more
+// than translating it.
 func servicesNamedBy(ings []*networkingv1.Ingress, snap *source.Snapshot) ([]*corev1.Service, []*discoveryv1.EndpointSlice) {
-	type name struct{ namespace, name string }
-	named := map[name]bool{}
-	add := func(ns string, b *networkingv1.IngressServiceBackend) {
-		if b != nil {
-			named[name{ns, b.Name}] = true
-		}
-	}
+	namespaces := map[string]bool{}
 	for _, ing := range ings {
-		if b := ing.Spec.DefaultBackend; b != nil {
-			add(ing.Namespace, b.Service)
-		}
-		for _, rule := range ing.Spec.Rules {
-			if rule.HTTP == nil {
-				continue
-			}
-			for _, p := range rule.HTTP.Paths {
-				add(ing.Namespace, p.Backend.Service)
-			}
-		}
-		if settings, _ := parseAnnotations(ing.Annotations); settings.defaultBackend != "" {
-			named[name{ing.Namespace, settings.defaultBackend}] = true
-		}
+		namespaces[ing.Namespace] = true
 	}
 	var svcs []*corev1.Service
 	for _, s := range snap.Services {
-		if named[name{s.Namespace, s.Name}] {
+		if namespaces[s.Namespace] {
 			svcs = append(svcs, s)
 		}
 	}
 	var eps []*discoveryv1.EndpointSlice
 	for _, es := range snap.EndpointSlices {
-		if named[name{es.Namespace, es.Labels[discoveryv1.LabelServiceName]}] {
+		if namespaces[es.Namespace] {
 			eps = append(eps, es)
 		}
 	}
