@@ -63,7 +63,8 @@ func classify(prev, next *source.Snapshot, refs references, statusService string
 		return effect{rebuild: ReasonInitial, status: true}
 	}
 	var e effect
-	prevSlices, nextSlices := refs.slices(prev.EndpointSlices), refs.slices(next.EndpointSlices)
+	ps, ns := tails(prev.EndpointSlices, next.EndpointSlices)
+	prevSlices, nextSlices := refs.slices(ps), refs.slices(ns)
 	switch {
 	case changed(prev.IngressClasses, next.IngressClasses, sameClass):
 		e.rebuild = ReasonClass
@@ -71,20 +72,20 @@ func classify(prev, next *source.Snapshot, refs references, statusService string
 		e.rebuild = ReasonIngress
 	case gatewayAPIChanged(prev, next):
 		e.rebuild = ReasonGateway
-	case changed(filterNamed(refs.services, prev.Services), filterNamed(refs.services, next.Services), sameService),
-		changed(loadBalancerServices(prev.Services), loadBalancerServices(next.Services), sameService):
+	case changedNamed(refs.services, prev.Services, next.Services, sameService),
+		loadBalancerServicesChanged(prev, next):
 		e.rebuild = ReasonService
 	case changed(prevSlices, nextSlices, sameSlice):
 		e.rebuild = ReasonEndpoints
-	case changed(filterNamed(refs.secrets, prev.Secrets), filterNamed(refs.secrets, next.Secrets), sameSecret):
+	case changedNamed(refs.secrets, prev.Secrets, next.Secrets, sameSecret):
 		e.rebuild = ReasonSecret
-	case changed(filterNamed(refs.configMaps, prev.ConfigMaps), filterNamed(refs.configMaps, next.ConfigMaps), sameConfigMap):
+	case changedNamed(refs.configMaps, prev.ConfigMaps, next.ConfigMaps, sameConfigMap):
 		e.rebuild = ReasonConfigMap
 	case !reflect.DeepEqual(prev.Nodes, next.Nodes):
 		e.rebuild = ReasonNode
 	}
-	if e.rebuild == ReasonEndpoints && !changed(filterNamed(refs.secrets, prev.Secrets), filterNamed(refs.secrets, next.Secrets), sameSecret) &&
-		!changed(filterNamed(refs.configMaps, prev.ConfigMaps), filterNamed(refs.configMaps, next.ConfigMaps), sameConfigMap) &&
+	if e.rebuild == ReasonEndpoints && !changedNamed(refs.secrets, prev.Secrets, next.Secrets, sameSecret) &&
+		!changedNamed(refs.configMaps, prev.ConfigMaps, next.ConfigMaps, sameConfigMap) &&
 		reflect.DeepEqual(prev.Nodes, next.Nodes) {
 		e.endpoints = slicesServices(prevSlices, nextSlices)
 	}
@@ -111,13 +112,42 @@ func classify(prev, next *source.Snapshot, refs references, statusService string
 // last rebuild, which are all the load balancers IngressChanges keeps
 // read; the changed Ingresses themselves are translated from next.
 func onlyIngressesChanged(prev, next *source.Snapshot, refs references) bool {
+	ps, ns := tails(prev.EndpointSlices, next.EndpointSlices)
 	return !gatewayAPIChanged(prev, next) &&
-		!changed(filterNamed(refs.services, prev.Services), filterNamed(refs.services, next.Services), sameService) &&
-		!changed(loadBalancerServices(prev.Services), loadBalancerServices(next.Services), sameService) &&
-		!changed(refs.slices(prev.EndpointSlices), refs.slices(next.EndpointSlices), sameSlice) &&
-		!changed(filterNamed(refs.secrets, prev.Secrets), filterNamed(refs.secrets, next.Secrets), sameSecret) &&
-		!changed(filterNamed(refs.configMaps, prev.ConfigMaps), filterNamed(refs.configMaps, next.ConfigMaps), sameConfigMap) &&
+		!changedNamed(refs.services, prev.Services, next.Services, sameService) &&
+		!loadBalancerServicesChanged(prev, next) &&
+		!changed(refs.slices(ps), refs.slices(ns), sameSlice) &&
+		!changedNamed(refs.secrets, prev.Secrets, next.Secrets, sameSecret) &&
+		!changedNamed(refs.configMaps, prev.ConfigMaps, next.ConfigMaps, sameConfigMap) &&
 		reflect.DeepEqual(prev.Nodes, next.Nodes)
+}
+
+// tails drops the lead two lists share: the same objects in the same
+// places, as both sources list what did not change (the files source in
+// file order, a new file's objects last). What is left is all that can
+// differ, so classify filters and compares a few objects, not thousands.
+func tails[T comparable](prev, next []T) ([]T, []T) {
+	n := 0
+	for n < len(prev) && n < len(next) && prev[n] == next[n] {
+		n++
+	}
+	return prev[n:], next[n:]
+}
+
+// changedNamed: an object of set changed between the two lists.
+func changedNamed[T interface {
+	metav1.Object
+	comparable
+}](set nameSet, prev, next []T, same func(a, b T) bool) bool {
+	p, n := tails(prev, next)
+	return changed(filterNamed(set, p), filterNamed(set, n), same)
+}
+
+// loadBalancerServicesChanged: a Service of type LoadBalancer changed,
+// came or went.
+func loadBalancerServicesChanged(prev, next *source.Snapshot) bool {
+	p, n := tails(prev.Services, next.Services)
+	return changed(loadBalancerServices(p), loadBalancerServices(n), sameService)
 }
 
 // gatewayAPIStatusChanged: a status of a GatewayClass, Gateway or
