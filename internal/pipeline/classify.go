@@ -63,7 +63,7 @@ func classify(prev, next *source.Snapshot, refs references, statusService string
 		return effect{rebuild: ReasonInitial, status: true}
 	}
 	var e effect
-	ps, ns := tails(prev.EndpointSlices, next.EndpointSlices)
+	ps, ns := source.AfterSharedLead(prev.EndpointSlices, next.EndpointSlices)
 	prevSlices, nextSlices := refs.slices(ps), refs.slices(ns)
 	switch {
 	case changed(prev.IngressClasses, next.IngressClasses, sameClass):
@@ -112,7 +112,7 @@ func classify(prev, next *source.Snapshot, refs references, statusService string
 // last rebuild, which are all the load balancers IngressChanges keeps
 // read; the changed Ingresses themselves are translated from next.
 func onlyIngressesChanged(prev, next *source.Snapshot, refs references) bool {
-	ps, ns := tails(prev.EndpointSlices, next.EndpointSlices)
+	ps, ns := source.AfterSharedLead(prev.EndpointSlices, next.EndpointSlices)
 	return !gatewayAPIChanged(prev, next) &&
 		!changedNamed(refs.services, prev.Services, next.Services, sameService) &&
 		!loadBalancerServicesChanged(prev, next) &&
@@ -122,31 +122,19 @@ func onlyIngressesChanged(prev, next *source.Snapshot, refs references) bool {
 		reflect.DeepEqual(prev.Nodes, next.Nodes)
 }
 
-// tails drops the lead two lists share: the same objects in the same
-// places, as both sources list what did not change (the files source in
-// file order, a new file's objects last). What is left is all that can
-// differ, so classify filters and compares a few objects, not thousands.
-func tails[T comparable](prev, next []T) ([]T, []T) {
-	n := 0
-	for n < len(prev) && n < len(next) && prev[n] == next[n] {
-		n++
-	}
-	return prev[n:], next[n:]
-}
-
 // changedNamed: an object of set changed between the two lists.
 func changedNamed[T interface {
 	metav1.Object
 	comparable
 }](set nameSet, prev, next []T, same func(a, b T) bool) bool {
-	p, n := tails(prev, next)
+	p, n := source.AfterSharedLead(prev, next)
 	return changed(filterNamed(set, p), filterNamed(set, n), same)
 }
 
 // loadBalancerServicesChanged: a Service of type LoadBalancer changed,
 // came or went.
 func loadBalancerServicesChanged(prev, next *source.Snapshot) bool {
-	p, n := tails(prev.Services, next.Services)
+	p, n := source.AfterSharedLead(prev.Services, next.Services)
 	return changed(loadBalancerServices(p), loadBalancerServices(n), sameService)
 }
 

@@ -73,3 +73,17 @@ func (s *Snapshot) ConfigMap(namespace, name string) *corev1.ConfigMap {
 	}
 	return nil
 }
+
+// AfterSharedLead drops the lead two versions of a snapshot's list share:
+// the same objects in the same places. Both sources list what did not
+// change that way (the files source in file order, with a new file's
+// objects last), so what is left is all that can differ: a comparison of
+// the rest finds what a comparison of the whole lists finds, at the cost
+// of the few objects that moved, not of thousands.
+func AfterSharedLead[T comparable](prev, next []T) ([]T, []T) {
+	n := 0
+	for n < len(prev) && n < len(next) && prev[n] == next[n] {
+		n++
+	}
+	return prev[n:], next[n:]
+}

@@ -104,17 +104,9 @@ func servicesNamedBy(ings []*networkingv1.Ingress, snap *source.Snapshot) ([]*co
 // added, removed, or with a different object (sameIngressObject), each
 // the next version or nil when removed. ok is false when a full translation is needed.
 func changedIngresses(prevSnap, snap *source.Snapshot, classes classSet, opts Options) (map[model.ObjectRef]*networkingv1.Ingress, bool) {
-	before := make(map[model.ObjectRef]*networkingv1.Ingress, len(prevSnap.Ingresses))
-	for _, ing := range prevSnap.Ingresses {
-		before[model.IngressRef(ing.Namespace, ing.Name)] = ing
-	}
-	changed := map[model.ObjectRef]*networkingv1.Ingress{}
+	// Every Ingress of ours counts for the cap and may be a canary.
 	ours := 0
 	for _, ing := range snap.Ingresses {
-		ref := model.IngressRef(ing.Namespace, ing.Name)
-		if !sameIngressObject(before[ref], ing) {
-			changed[ref] = ing
-		}
 		if !classes.owns(ing, opts) {
 			continue
 		}
@@ -126,9 +118,20 @@ func changedIngresses(prevSnap, snap *source.Snapshot, classes classSet, opts Op
 	if opts.MaxIngresses > 0 && ours >= opts.MaxIngresses {
 		return nil, false
 	}
-	now := make(map[model.ObjectRef]bool, len(snap.Ingresses))
-	for _, ing := range snap.Ingresses {
-		now[model.IngressRef(ing.Namespace, ing.Name)] = true
+	// What changed is after the lead both lists share.
+	prevRest, rest := source.AfterSharedLead(prevSnap.Ingresses, snap.Ingresses)
+	before := make(map[model.ObjectRef]*networkingv1.Ingress, len(prevRest))
+	for _, ing := range prevRest {
+		before[model.IngressRef(ing.Namespace, ing.Name)] = ing
+	}
+	changed := map[model.ObjectRef]*networkingv1.Ingress{}
+	now := make(map[model.ObjectRef]bool, len(rest))
+	for _, ing := range rest {
+		ref := model.IngressRef(ing.Namespace, ing.Name)
+		now[ref] = true
+		if !sameIngressObject(before[ref], ing) {
+			changed[ref] = ing
+		}
 	}
 	for ref, ing := range before {
 		if !now[ref] {
