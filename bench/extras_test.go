@@ -241,12 +241,7 @@ func TestExtrasCost(t *testing.T) {
 		}
 		conf = pinnedGlobal(t, conf, proxyCPU)
 		configs[v.name] = conf
-		cfg := filepath.Join(dir, "haproxy.conf")
-		if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		inst := startHAProxy(t, dir, cfg)
-		insts[v.name] = proxyInstance{port: port, master: inst.PID}
+		insts[v.name] = startConfig(t, dir, []byte(conf), port)
 	}
 	writeJSON(t, out, "extras-configs.json", configs)
 	headerSets := map[string][]string{"minimal": nil, "browser": browserHeaders}
@@ -603,11 +598,7 @@ func startOKBackend(t *testing.T, root string, cpu int) int {
 	port := harness.FreePort(t)
 	conf := fmt.Sprintf("global\n    maxconn 4096\n    nbthread 1\n    cpu-map 1/1 %d\n\n%s\nfrontend ok\n    bind 127.0.0.1:%d\n"+
 		"    http-request return status 200 content-type text/plain string ok\n", cpu, referenceDefaults, port)
-	cfg := filepath.Join(dir, "haproxy.conf")
-	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	startHAProxy(t, dir, cfg)
+	startConfig(t, dir, []byte(conf), port)
 	return port
 }
 

@@ -77,12 +77,7 @@ func TestGatewayRouting(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg := filepath.Join(dir, "haproxy.conf")
-			if err := os.WriteFile(cfg, conf, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			inst := startHAProxy(t, dir, cfg)
-			insts[fmt.Sprintf("%s/%d", config, n)] = proxyInstance{port: port, master: inst.PID}
+			insts[fmt.Sprintf("%s/%d", config, n)] = startConfig(t, dir, conf, port)
 		}
 	}
 	hosts := map[string]string{"first": RoutingFirstHost, "last": RoutingLastHost}

@@ -64,12 +64,7 @@ func TestHeaderGuard(t *testing.T) {
 		port := harness.FreePort(t)
 		conf := fmt.Sprintf("global\n    maxconn 4096\ndefaults\n    mode http\n    timeout connect 5s\n    timeout client 50s\n    timeout server 50s\n"+
 			"frontend f\n    bind 127.0.0.1:%d\n    %s\n    http-request return status 200 content-type text/plain string ok\n", port, g.line)
-		cfg := filepath.Join(dir, "haproxy.conf")
-		if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		inst := startHAProxy(t, dir, cfg)
-		insts[g.name] = proxyInstance{port: port, master: inst.PID}
+		insts[g.name] = startConfig(t, dir, []byte(conf), port)
 	}
 	url := func(in proxyInstance) string { return "http://127.0.0.1:" + strconv.Itoa(in.port) + "/" }
 	for _, g := range guards {

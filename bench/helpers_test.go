@@ -117,6 +117,18 @@ func startHAProxy(t *testing.T, dir, cfg string) *process.Instance {
 	return inst
 }
 
+// startConfig writes conf as dir/haproxy.conf and runs it
+// (startHAProxy); port is the one conf binds.
+func startConfig(t *testing.T, dir string, conf []byte, port int) proxyInstance {
+	t.Helper()
+	cfg := filepath.Join(dir, "haproxy.conf")
+	if err := os.WriteFile(cfg, conf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inst := startHAProxy(t, dir, cfg)
+	return proxyInstance{port: port, master: inst.PID}
+}
+
 // wrkResult is what one wrk run reports.
 type wrkResult struct {
 	RPS          float64 `json:"rps"`

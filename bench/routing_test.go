@@ -66,12 +66,7 @@ func TestRouting(t *testing.T) {
 	root := harness.ShortTempDir(t)
 	insts := map[string]proxyInstance{} // "<config>/<routes>"
 	start := func(key string, conf []byte, dir string, port int) {
-		cfg := filepath.Join(dir, "haproxy.conf")
-		if err := os.WriteFile(cfg, conf, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		inst := startHAProxy(t, dir, cfg)
-		insts[key] = proxyInstance{port: port, master: inst.PID}
+		insts[key] = startConfig(t, dir, conf, port)
 	}
 	mkdir := func(name string) string {
 		dir := filepath.Join(root, name)
