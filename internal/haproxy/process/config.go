@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -22,17 +21,6 @@ const maxOutput = 4096
 // lexical order). A configuration HAProxy refuses yields an error wrapping
 // ErrCheckFailed that carries HAProxy's output.
 func Check(ctx context.Context, binary string, files []string) error {
-	return check(ctx, binary, files, 0)
-}
-
-// deferredNice is the CPU niceness of the check before a deferred reload
-// (ReloadDeferred): such a check parses a whole shard, a second or more
-// of CPU at thousands of load balancers, and must not take the CPU from
-// the changes being served meanwhile. On an idle machine it runs as fast.
-const deferredNice = 10
-
-// check runs `haproxy -c` at the given niceness (0: the caller's).
-func check(ctx context.Context, binary string, files []string, nice int) error {
 	if len(files) == 0 {
 		return errors.New("haproxy check: no configuration file")
 	}
@@ -46,18 +34,7 @@ func check(ctx context.Context, binary string, files []string, nice int) error {
 	cmd := exec.CommandContext(ctx, binary, args...)
 	cmd.Env = minimalEnv()
 	cmd.WaitDelay = time.Second
-	var buf bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	err := cmd.Start()
-	if err == nil {
-		if nice != 0 {
-			// Best effort: a check at the caller's priority is only slower
-			// for the others.
-			_ = syscall.Setpriority(syscall.PRIO_PROCESS, cmd.Process.Pid, nice)
-		}
-		err = cmd.Wait()
-	}
-	out := buf.Bytes()
+	out, err := cmd.CombinedOutput()
 	if err == nil {
 		return nil
 	}
@@ -82,12 +59,12 @@ func trimOutput(out []byte) string {
 
 // stageAndCheck copies the configured files into a new folder in Dir and
 // checks the copy, so what passed the check is byte for byte what loads.
-func (i *Instance) stageAndCheck(ctx context.Context, nice int) (string, error) {
+func (i *Instance) stageAndCheck(ctx context.Context) (string, error) {
 	staged, err := i.stage()
 	if err != nil {
 		return "", err
 	}
-	if err := check(ctx, i.cfg.Binary, []string{staged}, nice); err != nil {
+	if err := Check(ctx, i.cfg.Binary, []string{staged}); err != nil {
 		_ = os.RemoveAll(staged)
 		i.checksFailed.Add(1)
 		i.log.Warn("configuration refused by haproxy -c", "err", err)
@@ -229,7 +206,7 @@ func (i *Instance) restage(ctx context.Context, check bool) error {
 	var staged string
 	var err error
 	if check {
-		staged, err = i.stageAndCheck(ctx, 0)
+		staged, err = i.stageAndCheck(ctx)
 	} else {
 		staged, err = i.stage()
 	}

@@ -206,7 +206,7 @@ func (i *Instance) Start(ctx context.Context) error {
 // startFresh checks and activates the configured files, then starts a master.
 // If the master does not come up, the previously active set is restored.
 func (i *Instance) startFresh(ctx context.Context) (*master, error) {
-	staged, err := i.stageAndCheck(ctx, 0)
+	staged, err := i.stageAndCheck(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -10,21 +10,28 @@ import (
 	"testing"
 )
 
-// TestDeferredCheckIsNiced: the check before a deferred reload runs at
-// deferredNice, an ordinary check at the caller's niceness. The "HAProxy"
-// here is a script that records the niceness it runs at, once the parent
-// had the time to set it.
+// TestDeferredCheckIsNiced: a check run at deferredNice the way a
+// deferred reload runs it (atNiceness) runs at that niceness, an ordinary
+// one at the caller's. The "HAProxy" here is a script that records the
+// niceness it runs at.
 func TestDeferredCheckIsNiced(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "nice")
 	bin := filepath.Join(dir, "fake-haproxy")
-	script := "#!/bin/sh\nsleep 0.3\nawk '{print $19}' /proc/$$/stat > " + out + "\n"
+	script := "#!/bin/sh\nawk '{print $19}' /proc/$$/stat > " + out + "\n"
 	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	niceness := func(nice int) string {
 		t.Helper()
-		if err := check(t.Context(), bin, []string{"x.cfg"}, nice); err != nil {
+		check := func() error { return Check(t.Context(), bin, []string{"x.cfg"}) }
+		var err error
+		if nice == 0 {
+			err = check()
+		} else {
+			err = atNiceness(nice, check)
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 		b, err := os.ReadFile(out)
@@ -39,6 +46,9 @@ func TestDeferredCheckIsNiced(t *testing.T) {
 	}
 	if got := niceness(deferredNice); got != strconv.Itoa(deferredNice) {
 		t.Fatalf("deferred check ran at niceness %s (an ordinary one at %s), want %d", got, base, deferredNice)
+	}
+	if again := niceness(0); again != base {
+		t.Fatalf("an ordinary check after a deferred one ran at niceness %s, want %s: a niced thread went back to the scheduler", again, base)
 	}
 }
 

@@ -21,14 +21,16 @@ import (
 // the one a restart loads, and the old worker keeps serving.
 func (i *Instance) Reload(ctx context.Context) error { return i.reload(ctx, 0) }
 
+// deferredNice is the CPU niceness of a reload nothing waits on: at
+// thousands of load balancers its staging, check and parse are seconds
+// of CPU, which must not come out of the changes served meanwhile. On an
+// idle machine it runs as fast.
+const deferredNice = 10
+
 // ReloadDeferred is Reload for a reload nothing waits on (the landing's
-// fold-in): its check, and the master's parse when pier runs as root,
-// run at a lower CPU priority (deferredNice).
-//
-// All of it runs on a thread at that priority: staging copies the
-// shard's files (thousands at 750 load balancers, mostly the kernel's
-// time creating inodes), which took the CPU from the changes being
-// served as much as the parse did.
+// fold-in), at deferredNice: it runs on an OS thread at that niceness,
+// so the staging and the `haproxy -c` it forks do too, and, when pier
+// runs as root, the master is reniced for its parse.
 func (i *Instance) ReloadDeferred(ctx context.Context) error {
 	return atNiceness(deferredNice, func() error { return i.reload(ctx, deferredNice) })
 }
@@ -41,7 +43,7 @@ func (i *Instance) reload(ctx context.Context, nice int) error {
 		return ErrNotRunning
 	}
 	began := time.Now()
-	staged, err := i.stageAndCheck(ctx, nice)
+	staged, err := i.stageAndCheck(ctx)
 	if err != nil {
 		return fmt.Errorf("reload refused: %w", err)
 	}
