@@ -445,17 +445,7 @@ func (p *Pipeline) logFirstTranslation(snap *source.Snapshot, res *translate.Res
 	if len(snap.Ingresses) == 0 || ours > 0 {
 		return
 	}
-	classes, classless := 0, 0
-	for _, c := range snap.IngressClasses {
-		if c.Spec.Controller == p.Translate.ControllerName {
-			classes++
-		}
-	}
-	for _, ing := range snap.Ingresses {
-		if ing.Spec.IngressClassName == nil && ing.Annotations["kubernetes.io/ingress.class"] == "" {
-			classless++
-		}
-	}
+	classes, classless := translate.ClassUse(snap, p.Translate)
 	p.Logger.Warn("none of the Ingresses is of a class pier serves: an Ingress is pier's when its spec.ingressClassName names an IngressClass whose spec.controller is pier's, or when it names no class and such an IngressClass is the default (annotation ingressclass.kubernetes.io/is-default-class: \"true\") or --classless-ingresses is set",
 		"ingresses", len(snap.Ingresses), "without_class", classless, "ingress_classes_of_pier", classes, "controller", p.Translate.ControllerName)
 }

@@ -2,6 +2,8 @@ package translate
 
 import (
 	networkingv1 "k8s.io/api/networking/v1"
+
+	"pier.dev/pier/internal/source"
 )
 
 const (
@@ -32,6 +34,20 @@ func ourClasses(classes []*networkingv1.IngressClass, opts Options) classSet {
 		}
 	}
 	return set
+}
+
+// ClassUse counts the IngressClasses of snap whose controller is pier's
+// and the Ingresses that name no class at all (neither
+// spec.ingressClassName nor the legacy annotation): what a log needs to
+// say why no Ingress is pier's.
+func ClassUse(snap *source.Snapshot, opts Options) (classes, classless int) {
+	classes = len(ourClasses(snap.IngressClasses, opts).names)
+	for _, ing := range snap.Ingresses {
+		if _, named := ing.Annotations[annotationLegacyClass]; ing.Spec.IngressClassName == nil && !named {
+			classless++
+		}
+	}
+	return classes, classless
 }
 
 // owns applies the Ingress v1 class rules: spec.ingressClassName first,

@@ -68,19 +68,19 @@ func IngressChanges(prev *Result, prevSnap, snap *source.Snapshot, opts Options)
 			part.Ingresses = append(part.Ingresses, ing)
 		}
 	}
-	part.Services, part.EndpointSlices = servicesNamedBy(part.Ingresses, snap)
+	part.Services, part.EndpointSlices = servicesOfNamespaces(part.Ingresses, snap)
 	sub := Ingresses(&part, opts)
 	return mergeIngressChanges(prev, sub, again, affected), true
 }
 
-// servicesNamedBy are the Services of snap that ings can name, and their
+// servicesOfNamespaces are the Services of snap that ings can name, and their
 // EndpointSlices: those of the Ingresses' own namespaces. Every Service
 // an Ingress's translation looks up is of its namespace (its backends,
 // the default-backend and auth-url annotations: poolFor, resolveFallback,
 // resolveExtAuth), so this is exact whatever annotation names one.
 // Indexing every Service of a cluster again for one new Ingress cost more
 // than translating it.
-func servicesNamedBy(ings []*networkingv1.Ingress, snap *source.Snapshot) ([]*corev1.Service, []*discoveryv1.EndpointSlice) {
+func servicesOfNamespaces(ings []*networkingv1.Ingress, snap *source.Snapshot) ([]*corev1.Service, []*discoveryv1.EndpointSlice) {
 	namespaces := map[string]bool{}
 	for _, ing := range ings {
 		namespaces[ing.Namespace] = true

@@ -126,7 +126,7 @@ func randomIngress(rng *rand.Rand, name string, step int) *networkingv1.Ingress 
 	case 2:
 		ing.Annotations[AnnotationLoadBalancer] = "Not A Group"
 	case 3:
-		// Names a Service outside the rules (servicesNamedBy).
+		// Names a Service outside the rules (servicesOfNamespaces).
 		ing.Annotations[NginxPrefix+"default-backend"] = pick("errors", "web", "missing")
 	case 4:
 		// So does auth-url, by host name.
