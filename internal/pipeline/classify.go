@@ -156,18 +156,14 @@ func gatewayAPIStatusChanged(prev, next *source.Snapshot) bool {
 // or in an object same says differs. Objects unchanged since the last
 // snapshot are usually the very same pointer (the informer's cache), or
 // carry the same resourceVersion, and are not compared further.
-func changed[T metav1.Object](prev, next []T, same func(a, b T) bool) bool {
+func changed[T interface {
+	metav1.Object
+	comparable
+}](prev, next []T, same func(a, b T) bool) bool {
 	if len(prev) != len(next) {
 		return true
 	}
-	// Both sources list objects in a stable order, so the unchanged
-	// lead of the lists is the same pointers in the same places: only
-	// the rest needs a lookup by name.
-	lead := 0
-	for lead < len(prev) && any(prev[lead]) == any(next[lead]) {
-		lead++
-	}
-	prev, next = prev[lead:], next[lead:]
+	prev, next = source.AfterSharedLead(prev, next) // only the rest can differ
 	byKey := make(map[[2]string]T, len(prev))
 	for _, o := range prev {
 		byKey[[2]string{o.GetNamespace(), o.GetName()}] = o
