@@ -173,7 +173,7 @@ func changed[T interface {
 		if !ok {
 			return true
 		}
-		if any(o) == any(n) || (o.GetResourceVersion() != "" && o.GetResourceVersion() == n.GetResourceVersion()) {
+		if o == n || (o.GetResourceVersion() != "" && o.GetResourceVersion() == n.GetResourceVersion()) {
 			continue
 		}
 		if !same(o, n) {
