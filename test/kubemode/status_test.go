@@ -37,6 +37,9 @@ func TestStatusWriter(t *testing.T) {
 	e.startController("ctl-service", "--status-service", e.ns+"/"+svc)
 	for _, name := range []string{"ours", "ours2"} {
 		e.waitStatus(name, "203.0.113.5", time.Minute)
+		// The recorder watches: its event for that write can come after
+		// the read above, and would then count as a second update.
+		writes.waitSeen(t, name, "203.0.113.5", 10*time.Second)
 	}
 	before := map[string]int{"ours": len(writes.of("ours")), "ours2": len(writes.of("ours2"))}
 	e.setServiceStatus(svc, "203.0.113.6", "lb2.example")
