@@ -95,13 +95,16 @@ type VRRPConfig struct {
 }
 
 // Heartbeats tells whether the agent of a node is alive (in Kubernetes
-// mode: its Lease was renewed within its duration), and when it last said
-// so.
+// mode: its Lease was renewed within its duration), and how current its
+// status reports are.
 type Heartbeats interface {
 	Alive(node string) bool
-	// RenewedAt is when node's agent last renewed its heartbeat; the zero
-	// time when unknown.
-	RenewedAt(node string) time.Time
+	// ReportsWrittenAt is the time (node's own clock) up to which node's
+	// agent had written every status report it made, as its last
+	// heartbeat says (Agent.ReportsWrittenAt); the zero time when unknown.
+	// A heartbeat renewed after an outage does not make the reports
+	// current: they follow through their own writer, often later.
+	ReportsWrittenAt(node string) time.Time
 }
 
 // DefaultApplyConcurrency is how many load balancers are applied at
@@ -408,6 +411,11 @@ func (a *Agent) queueDrifted() {
 		}
 	}
 }
+
+// ReportsWrittenAt is the time up to which every status report this agent
+// made is in the store: its heartbeat carries it, so that a peer takes
+// this node's reports for its current word only up to then (arbitrate).
+func (a *Agent) ReportsWrittenAt() time.Time { return a.writer.writtenAt() }
 
 // SetDraining starts (on) or ends a planned handover of every address
 // this node holds: the agent of a cordoned node calls it. It returns at

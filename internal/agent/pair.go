@@ -29,10 +29,9 @@ const (
 	// API server's word may fence it: long enough for an active node
 	// whose HAProxy died to report FAULT.
 	fenceGrace = time.Second
-	// fenceConfirm is how long the peer's claim must stand while it is
-	// heard renewing: a node that comes back from a cut renews at once
-	// but still shows the MASTER report it could not update while away;
-	// its status writer publishes its real role within a second or two.
+	// fenceConfirm is how long the peer's current claim must stand: its
+	// Lease (which says how current its reports are) and its reports come
+	// through two watches, and the Lease may arrive first.
 	fenceConfirm = 2 * time.Second
 )
 
@@ -178,9 +177,8 @@ func (a *Agent) tickHolder(ctx context.Context) {
 // arbitrate lets the API server settle a split brain: when the two nodes
 // of a pair cannot hear each other's adverts, both become MASTER. The
 // standby of the pair steps down (its gate closes: "fenced") when the
-// active node's agent says it is MASTER too, and that word is fresh: the
-// active node renewed its heartbeat after this node's own MASTER report
-// reached the API server, and kept saying so for fenceConfirm. A node that
+// active node's agent says it is MASTER too, and that word is current
+// (claim.contested), and kept saying so for fenceConfirm. A node that
 // cannot reach the API server never fences (its MASTER report is never
 // written), and neither does one whose peer went silent: a dead peer's
 // last report is stale, not a claim.
@@ -194,27 +192,25 @@ func (a *Agent) arbitrate() {
 		if in.Active {
 			continue // the active node of the pair is the one that stays
 		}
-		peerMaster := false
-		var myReport time.Time
+		c := claim{role: p.h.InstanceRole(name), heldFor: now.Sub(p.h.Since(name)),
+			peerAlive: hb.Alive(in.Peer), peerWritten: hb.ReportsWrittenAt(in.Peer)}
 		for _, uuid := range in.UUIDs {
 			if lb := a.latest[uuid]; lb != nil {
 				if r, ok := lb.Status.Report(in.Peer); ok && r.VRRP == model.VRRPMaster {
-					peerMaster = true
+					c.peerMaster = true
 				}
 			}
-			if t, ok := p.masterReportedAt[uuid]; ok && (myReport.IsZero() || t.Before(myReport)) {
-				myReport = t
+			if t, ok := p.masterReportedAt[uuid]; ok && (c.myReport.IsZero() || t.Before(c.myReport)) {
+				c.myReport = t
 			}
 		}
-		alive := hb.Alive(in.Peer)
 		if p.h.Fenced(name) {
-			if !peerMaster || !alive {
-				p.h.Fence(name, false)
+			if !c.peerMaster || !c.peerAlive {
+				p.h.Fence(name, false, "peer", in.Peer, "peer_master", c.peerMaster, "peer_alive", c.peerAlive)
 			}
 			continue
 		}
-		if p.h.InstanceRole(name) != model.VRRPMaster || !peerMaster || !alive || myReport.IsZero() ||
-			now.Sub(p.h.Since(name)) < fenceGrace || !hb.RenewedAt(in.Peer).After(myReport) {
+		if !c.contested() {
 			delete(p.claimSince, name)
 			continue
 		}
@@ -225,8 +221,37 @@ func (a *Agent) arbitrate() {
 			continue
 		}
 		delete(p.claimSince, name)
-		p.h.Fence(name, true)
+		p.h.Fence(name, true, "why", "split brain: the active node holds the addresses too", "peer", in.Peer,
+			"master_reported_at", c.myReport, "peer_reports_written_at", c.peerWritten)
 	}
+}
+
+// claim is what the standby node of a pair knows, for one instance, of
+// its own MASTER role and of the active node's.
+type claim struct {
+	role    model.VRRPState // this node's role
+	heldFor time.Duration   // how long it has had that role
+	// myReport is when this node's MASTER report, since written to the
+	// store, was made; zero when none was written.
+	myReport   time.Time
+	peerMaster bool // the active node's report says MASTER
+	peerAlive  bool // its heartbeat is fresh
+	// peerWritten is the time up to which the active node had written its
+	// reports (Heartbeats.ReportsWrittenAt).
+	peerWritten time.Time
+}
+
+// contested reports whether the active node's MASTER claim stands against
+// this node's: both are MASTER at once. The active node's report must be
+// its word from after this node's MASTER report, not one it could not
+// replace yet: an active node coming back from an outage renews its
+// heartbeat at once, while its reports follow through their own writer,
+// seconds later if it had many or its connection hangs. Holding the
+// addresses for fenceGrace first lets an active node whose HAProxy died
+// report FAULT.
+func (c claim) contested() bool {
+	return c.role == model.VRRPMaster && c.peerMaster && c.peerAlive && !c.myReport.IsZero() &&
+		c.heldFor >= fenceGrace && c.peerWritten.After(c.myReport)
 }
 
 // setDraining starts or ends a planned handover. Starting asks every

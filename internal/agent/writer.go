@@ -30,7 +30,12 @@ type statusWriter struct {
 	mu      sync.Mutex
 	pending map[string]model.NodeStatus // newest unwritten report per UUID
 	failing bool                        // the last write failed (logged once)
-	wake    chan struct{}
+	// writtenThrough is when the last pass that left nothing unwritten
+	// began: every report queued before it is in the store (or replaced
+	// by a newer one that is). The heartbeat carries it to the peers:
+	// a peer's report is its current word only up to that time.
+	writtenThrough time.Time
+	wake           chan struct{}
 	// written tells the agent's loop which reports reached the store.
 	written chan writtenReport
 	// writeMu serialises writes between run and flush.
@@ -90,6 +95,7 @@ func (w *statusWriter) flush(timeout time.Duration) {
 func (w *statusWriter) writeAll(ctx context.Context) {
 	w.writeMu.Lock()
 	defer w.writeMu.Unlock()
+	start := time.Now()
 	w.mu.Lock()
 	uuids := make([]string, 0, len(w.pending))
 	for uuid := range w.pending {
@@ -115,6 +121,19 @@ func (w *statusWriter) writeAll(ctx context.Context) {
 			return // the store is away: try again on the next tick
 		}
 	}
+	if ctx.Err() == nil {
+		w.mu.Lock()
+		w.writtenThrough = start
+		w.mu.Unlock()
+	}
+}
+
+// writtenAt is the time up to which every report queued is in the store
+// (statusWriter.writtenThrough); zero before the first pass.
+func (w *statusWriter) writtenAt() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.writtenThrough
 }
 
 // batchSize bounds the reports written in one transaction: large enough

@@ -127,7 +127,7 @@ func RunAgent(ctx context.Context, cfg AgentConfig, logger *slog.Logger) error {
 		HAProxyBinary: cfg.HAProxyBinary, HAProxyProcesses: cfg.HAProxyProcesses, HAProxyLanding: cfg.HAProxyLanding, ApplyConcurrency: cfg.ApplyConcurrency, Render: cfg.Render, Metrics: m, Logger: logger,
 		VRRP: cfg.vrrp(), BGP: cfg.BGP, Heartbeats: peers, DrainOnExit: cfg.DrainOnExit,
 	})
-	hb := newHeartbeat(client, cfg, logger)
+	hb := newHeartbeat(client, cfg, a.ReportsWrittenAt, logger)
 	var background sync.WaitGroup
 	background.Go(func() { hb.run(bg) })
 	background.Go(func() {

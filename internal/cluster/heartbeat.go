@@ -27,15 +27,19 @@ type heartbeat struct {
 	node      string
 	interval  time.Duration
 	timeout   time.Duration
-	logger    *slog.Logger
+	// reportsWritten is the agent's Agent.ReportsWrittenAt, written on
+	// the Lease at each renewal.
+	reportsWritten func() time.Time
+	logger         *slog.Logger
 
 	lease   *coordinationv1.Lease // as last written; nil: read or create it first
 	failing bool                  // the last renewal failed (logged once per outage)
 }
 
-func newHeartbeat(client kubernetes.Interface, cfg AgentConfig, logger *slog.Logger) *heartbeat {
+func newHeartbeat(client kubernetes.Interface, cfg AgentConfig, reportsWritten func() time.Time, logger *slog.Logger) *heartbeat {
 	return &heartbeat{leases: client.CoordinationV1().Leases(cfg.LeaseNamespace), namespace: cfg.LeaseNamespace, node: cfg.Node,
-		interval: cfg.HeartbeatInterval, timeout: cfg.HeartbeatTimeout, logger: logger.With("component", "heartbeat")}
+		interval: cfg.HeartbeatInterval, timeout: cfg.HeartbeatTimeout, reportsWritten: reportsWritten,
+		logger: logger.With("component", "heartbeat")}
 }
 
 // run renews the Lease every interval until ctx ends. A failed renewal is
@@ -78,11 +82,16 @@ func (h *heartbeat) renew(parent context.Context) {
 // write renews the Lease last written, reading or creating it when that
 // is unknown (start, a conflict, someone deleted it).
 func (h *heartbeat) write(ctx context.Context) error {
+	// Read before now: the reports are written through a time no later
+	// than the renewal that carries it.
+	written := h.reportsWritten()
 	now := time.Now()
 	if h.lease == nil {
 		l, err := h.leases.Get(ctx, sourcekube.AgentLeaseName(h.node), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			created, err := h.leases.Create(ctx, sourcekube.NewAgentLease(h.namespace, h.node, h.timeout, now), metav1.CreateOptions{})
+			fresh := sourcekube.NewAgentLease(h.namespace, h.node, h.timeout, now)
+			sourcekube.SetReportsWrittenAt(fresh, written)
+			created, err := h.leases.Create(ctx, fresh, metav1.CreateOptions{})
 			if err != nil {
 				return fmt.Errorf("create lease: %w", err)
 			}
@@ -97,6 +106,7 @@ func (h *heartbeat) write(ctx context.Context) error {
 	}
 	l := h.lease.DeepCopy()
 	sourcekube.RenewAgentLease(l, h.node, h.timeout, now)
+	sourcekube.SetReportsWrittenAt(l, written)
 	updated, err := h.leases.Update(ctx, l, metav1.UpdateOptions{})
 	if err != nil {
 		h.lease = nil
@@ -136,14 +146,15 @@ func (h leaseHeartbeats) Alive(node string) bool {
 	return err == nil && sourcekube.LeaseAlive(l, time.Now())
 }
 
-// RenewedAt is when node's agent last renewed its Lease (its own clock);
-// the zero time when unknown.
-func (h leaseHeartbeats) RenewedAt(node string) time.Time {
+// ReportsWrittenAt is the time up to which node's agent had written its
+// status reports when it last renewed its Lease (its own clock); the zero
+// time when unknown.
+func (h leaseHeartbeats) ReportsWrittenAt(node string) time.Time {
 	l, err := h.leases.Get(sourcekube.AgentLeaseName(node))
-	if err != nil || l.Spec.RenewTime == nil {
+	if err != nil {
 		return time.Time{}
 	}
-	return l.Spec.RenewTime.Time
+	return sourcekube.ReportsWrittenAt(l)
 }
 
 // startLeaseHeartbeats runs the Lease informer until stop ends and waits

@@ -21,7 +21,8 @@ func TestHeartbeatLease(t *testing.T) {
 	ctx := t.Context()
 	client := fake.NewClientset()
 	cfg := AgentConfig{Node: "a", LeaseNamespace: "pier-system", HeartbeatInterval: 100 * time.Millisecond, HeartbeatTimeout: 2 * time.Second}
-	hb := newHeartbeat(client, cfg, quiet)
+	written := time.Date(2026, 11, 27, 4, 0, 0, 123456789, time.UTC)
+	hb := newHeartbeat(client, cfg, func() time.Time { return written }, quiet)
 	leases := client.CoordinationV1().Leases("pier-system")
 	renewTime := func() time.Time {
 		t.Helper()
@@ -59,8 +60,9 @@ func TestHeartbeatLease(t *testing.T) {
 	if !peers.Alive("a") || peers.Alive("b") {
 		t.Errorf("Alive(a)=%v Alive(b)=%v, want a alive, b unknown", peers.Alive("a"), peers.Alive("b"))
 	}
-	if got, want := peers.RenewedAt("a"), renewTime(); !got.Equal(want) || !peers.RenewedAt("b").IsZero() {
-		t.Errorf("RenewedAt(a)=%s, want %s; RenewedAt(b)=%s, want zero", got, want, peers.RenewedAt("b"))
+	if got := peers.ReportsWrittenAt("a"); !got.Equal(written) || !peers.ReportsWrittenAt("b").IsZero() {
+		t.Errorf("ReportsWrittenAt(a)=%s, want %s (to the nanosecond); ReportsWrittenAt(b)=%s, want zero",
+			got, written, peers.ReportsWrittenAt("b"))
 	}
 	hb.remove()
 	deadline := time.Now().Add(5 * time.Second)

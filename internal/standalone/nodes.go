@@ -31,12 +31,20 @@ type node struct {
 
 // localHeartbeats tells the agents of pier run that their peers are
 // alive: they all run in this process, so a peer is alive while pier run
-// is, and its word is always fresh.
-type localHeartbeats struct{}
+// is, and how current its reports are is asked of the peer agent itself.
+// It is filled before any agent runs.
+type localHeartbeats map[string]*agent.Agent
 
-func (localHeartbeats) Alive(string) bool          { return true }
-func (localHeartbeats) RenewedAt(string) time.Time { return time.Now() }
-func (localHeartbeats) String() string             { return "in-process" }
+func (localHeartbeats) Alive(string) bool { return true }
+
+func (h localHeartbeats) ReportsWrittenAt(node string) time.Time {
+	if a := h[node]; a != nil {
+		return a.ReportsWrittenAt()
+	}
+	return time.Time{}
+}
+
+func (localHeartbeats) String() string { return "in-process" }
 
 var _ agent.Heartbeats = localHeartbeats{}
 
@@ -52,6 +60,7 @@ func buildLab(cfg Config, stateDir string, newAgent func(agent.Config) *agent.Ag
 		return nil, nil, fmt.Errorf("--nodes %d: %w", cfg.Nodes, err)
 	}
 	var nodes []*node
+	peers := localHeartbeats{}
 	for _, h := range l.Nodes {
 		n := &node{source: source.Node{Name: h.Name, Ready: true, Address: h.Addr}}
 		n.agent = newAgent(agent.Config{
@@ -59,9 +68,10 @@ func buildLab(cfg Config, stateDir string, newAgent func(agent.Config) *agent.Ag
 			StateDir:   filepath.Join(stateDir, h.Name), // short: HAProxy socket paths live below
 			Netns:      h.NS,
 			VRRP:       &agent.VRRPConfig{Interface: "eth0", KeepalivedBinary: cfg.KeepalivedBinary},
-			Heartbeats: localHeartbeats{},
+			Heartbeats: peers,
 			Logger:     logger.With("component", "agent", "node", h.Name),
 		})
+		peers[h.Name] = n.agent
 		nodes = append(nodes, n)
 	}
 	logger.Info("lab network built: each node is a network namespace on one bridge, with no route out",

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os/exec"
 	"slices"
 	"strings"
 	"syscall"
@@ -123,6 +124,65 @@ func TestKubePair(t *testing.T) {
 		holder, _, _ := w.settled(t, vip)
 		edits(t, w, vip, holder)
 	})
+	// Last: the fenced standby waits in FAULT until the active node fails.
+	t.Run("split brain: the API server arbitrates", func(t *testing.T) {
+		_, _, lb := w.settled(t, vip)
+		// Both nodes hold the addresses until the arbitration settles it.
+		hw.paused.Store(true)
+		defer hw.paused.Store(false)
+		splitBrain(t, w, vip, lb.Placement)
+	})
+}
+
+// splitBrain drops VRRP on the standby node of the pair, so that neither
+// node hears the other while both reach the API server: both become
+// MASTER, and the standby must step down on the API server's word (its
+// heartbeat Lease says its peer's reports are current) and stay down.
+func splitBrain(t *testing.T, w *world, vip netip.Addr, placement model.Placement) {
+	ns := w.nodes[placement.Standby].NS
+	nft := func(stdin string, args ...string) error {
+		cmd := exec.Command("ip", append([]string{"netns", "exec", ns, "nft"}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("nft %v: %w: %s", args, err, out)
+		}
+		return nil
+	}
+	fences := w.agents[placement.Standby].count(fenceLine, "fenced=true")
+	err := nft("table inet kp_split {\n chain in { type filter hook input priority 0; ip protocol vrrp drop; }\n"+
+		" chain out { type filter hook output priority 0; ip protocol vrrp drop; }\n}\n", "-f", "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := nft("", "delete", "table", "inet", "kp_split"); err != nil {
+			t.Error(err)
+		}
+	}()
+	split := time.Now()
+	two := false
+	deadline := split.Add(15 * time.Second)
+	for w.agents[placement.Standby].count(fenceLine, "fenced=true") == fences && time.Now().Before(deadline) {
+		two = two || len(w.lab.Holders(vip)) == 2
+		time.Sleep(20 * time.Millisecond)
+	}
+	if w.agents[placement.Standby].count(fenceLine, "fenced=true") == fences {
+		t.Fatalf("the standby %s was not fenced within 15 s of VRRP being dropped (VIP holders %v; two holders seen: %v)",
+			placement.Standby, w.lab.Holders(vip), two)
+	}
+	fenced := time.Since(split)
+	if !two {
+		t.Errorf("the fence came without a split brain: two holders were never seen")
+	}
+	if _, err := w.waitHolder(placement.Active, vip, 3*time.Second); err != nil || w.holds(placement.Standby, vip) {
+		t.Fatalf("after the fence: VIP holders %v, want the active node %s alone (%v)", w.lab.Holders(vip), placement.Active, err)
+	}
+	t.Logf("split brain: the standby %s fenced %s after VRRP was dropped; %s holds alone",
+		placement.Standby, fenced.Round(time.Millisecond), placement.Active)
+	time.Sleep(2 * time.Second)
+	if h := w.lab.Holders(vip); len(h) != 1 || h[0] != placement.Active {
+		t.Errorf("VIP holders %v 2 s after the fence, want [%s]", h, placement.Active)
+	}
 }
 
 // settled waits until one node holds the VIP, both agents renew their

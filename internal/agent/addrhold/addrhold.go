@@ -274,10 +274,12 @@ func (h *Holder) PrepareDrain() {
 func (h *Holder) Draining() bool { return h.draining }
 
 // Fence closes (on) or reopens the gate of one instance: the API
-// server's arbitration of a split brain (the agent decides).
-func (h *Holder) Fence(instance string, on bool) {
+// server's arbitration of a split brain (the agent decides, and gives
+// why as log attributes).
+func (h *Holder) Fence(instance string, on bool, why ...any) {
 	if h.fenced[instance] != on {
-		h.cfg.Logger.Warn("vrrp instance fenced by the API server's arbitration", "instance", instance, "fenced", on)
+		h.cfg.Logger.Warn("vrrp instance fenced by the API server's arbitration",
+			append([]any{"instance", instance, "fenced", on}, why...)...)
 	}
 	h.fenced[instance] = on
 }

@@ -20,6 +20,12 @@ const (
 	// them (the leader-election Lease lives in the same namespace).
 	LabelHeartbeat = "pier.dev/heartbeat"
 	heartbeatValue = "agent"
+	// AnnotationReportsWrittenAt on an agent's Lease is the time (the
+	// agent's clock, RFC 3339 with nanoseconds) up to which that agent had
+	// written every status report it made when it renewed the Lease. A
+	// peer weighs the agent's reports by it: a Lease renewed right after
+	// an outage says the agent is back, not that its reports are current.
+	AnnotationReportsWrittenAt = "pier.dev/reports-written-at"
 )
 
 // AgentLeaseName is the name of node's heartbeat Lease.
@@ -81,6 +87,30 @@ func livenessAt(leases []*coordinationv1.Lease, now time.Time) liveness {
 // sameAlive: only a node's agent coming or going matters to placement;
 // a renewal that keeps a Lease fresh does not.
 func (lv liveness) sameAlive(other liveness) bool { return maps.Equal(lv.alive, other.alive) }
+
+// SetReportsWrittenAt records on l the time up to which its agent's
+// reports are written (AnnotationReportsWrittenAt); a zero t removes it.
+func SetReportsWrittenAt(l *coordinationv1.Lease, t time.Time) {
+	if t.IsZero() {
+		delete(l.Annotations, AnnotationReportsWrittenAt)
+		return
+	}
+	if l.Annotations == nil {
+		l.Annotations = map[string]string{}
+	}
+	l.Annotations[AnnotationReportsWrittenAt] = t.UTC().Format(time.RFC3339Nano)
+}
+
+// ReportsWrittenAt reads AnnotationReportsWrittenAt from l: the zero time
+// when absent or unreadable (an agent that predates it), which never
+// counts as current.
+func ReportsWrittenAt(l *coordinationv1.Lease) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, l.Annotations[AnnotationReportsWrittenAt])
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
 
 // NewAgentLease is the Lease an agent creates for node.
 func NewAgentLease(namespace, node string, duration time.Duration, now time.Time) *coordinationv1.Lease {
