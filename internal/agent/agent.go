@@ -22,6 +22,7 @@ import (
 	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/store"
+	"pier.dev/pier/internal/vrrp"
 )
 
 // Secrets gives the HAProxy driver the TLS material a Certificate
@@ -278,6 +279,16 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if a.cfg.BGP != nil {
 		a.routes = a.newRouteState()
+	}
+	if a.vrrp != nil {
+		adverts, err := vrrp.ListenAdverts(a.cfg.Netns)
+		if err != nil {
+			a.cfg.Logger.Warn("vrrp: cannot hear the peers' adverts; a standby fenced in a split brain stays fenced "+
+				"until the active node fails or leaves, instead of until the nodes hear each other again", "error", err)
+		} else {
+			a.vrrp.adverts = adverts
+			defer adverts.Close()
+		}
 	}
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()

@@ -10,6 +10,7 @@ import (
 	"pier.dev/pier/internal/agent/addrhold"
 	"pier.dev/pier/internal/agent/driver"
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/vrrp"
 )
 
 // Timers of the active/standby pair (docs/failover.md).
@@ -33,6 +34,11 @@ const (
 	// Lease (which says how current its reports are) and its reports come
 	// through two watches, and the Lease may arrive first.
 	fenceConfirm = 2 * time.Second
+	// healFresh and healConfirm: a fenced standby lifts its fence once
+	// the active node's adverts, one every advert interval (100 ms), have
+	// kept reaching it for healConfirm, none older than healFresh.
+	healFresh   = 500 * time.Millisecond
+	healConfirm = time.Second
 )
 
 // pairState is the agent's side of the address holder.
@@ -52,14 +58,21 @@ type pairState struct {
 	// claimSince is when the peer's MASTER claim was first seen fresh,
 	// per instance (arbitrate).
 	claimSince map[string]time.Time
-	draining   bool
-	drainAt    time.Time // when the gates close in a pending drain
-	lastErr    string
+	// adverts hears the peers' VRRP adverts (nil if it could not
+	// listen); fencedAt is when each fenced instance was fenced, and
+	// healSince when the peer's adverts were first heard again since.
+	adverts   *vrrp.Adverts
+	fencedAt  map[string]time.Time
+	healSince map[string]time.Time
+	draining  bool
+	drainAt   time.Time // when the gates close in a pending drain
+	lastErr   string
 }
 
 func newPairState(h *addrhold.Holder) *pairState {
-	return &pairState{h: h, roles: map[string]model.VRRPState{},
-		served: map[string]bool{}, masterReportedAt: map[string]time.Time{}, claimSince: map[string]time.Time{}}
+	return &pairState{h: h, roles: map[string]model.VRRPState{}, served: map[string]bool{},
+		masterReportedAt: map[string]time.Time{}, claimSince: map[string]time.Time{},
+		fencedAt: map[string]time.Time{}, healSince: map[string]time.Time{}}
 }
 
 // roleOf is this node's VRRP role for a load balancer ("" without VRRP).
@@ -181,7 +194,9 @@ func (a *Agent) tickHolder(ctx context.Context) {
 // (claim.contested), and kept saying so for fenceConfirm. A node that
 // cannot reach the API server never fences (its MASTER report is never
 // written), and neither does one whose peer went silent: a dead peer's
-// last report is stale, not a claim.
+// last report is stale, not a claim. The fence lifts when the active node
+// no longer claims the addresses, or when its adverts reach this node
+// again (healed): the split brain is over.
 func (a *Agent) arbitrate() {
 	p, hb := a.vrrp, a.cfg.Heartbeats
 	if hb == nil {
@@ -205,8 +220,13 @@ func (a *Agent) arbitrate() {
 			}
 		}
 		if p.h.Fenced(name) {
-			if !c.peerMaster || !c.peerAlive {
-				p.h.Fence(name, false, "peer", in.Peer, "peer_master", c.peerMaster, "peer_alive", c.peerAlive)
+			switch {
+			case !c.peerMaster || !c.peerAlive:
+				p.unfence(name, "the active node no longer claims the addresses", "peer", in.Peer,
+					"peer_master", c.peerMaster, "peer_alive", c.peerAlive)
+			case p.healed(name, in, now):
+				p.unfence(name, "the active node's adverts reach this node again: the split brain is over",
+					"peer", in.Peer, "peer_address", in.PeerAddress)
 			}
 			continue
 		}
@@ -223,7 +243,36 @@ func (a *Agent) arbitrate() {
 		delete(p.claimSince, name)
 		p.h.Fence(name, true, "why", "split brain: the active node holds the addresses too", "peer", in.Peer,
 			"master_reported_at", c.myReport, "peer_reports_written_at", c.peerWritten)
+		p.fencedAt[name] = now
 	}
+}
+
+func (p *pairState) unfence(name, why string, attrs ...any) {
+	p.h.Fence(name, false, append([]any{"why", why}, attrs...)...)
+	delete(p.fencedAt, name)
+	delete(p.healSince, name)
+}
+
+// healed reports whether the active node's adverts for fenced instance
+// in have reached this node, through the same input filter keepalived's
+// own socket sees, steadily for healConfirm since the fence: the nodes
+// hear each other again. Unfenced, keepalived here hears the active
+// node's adverts and stays BACKUP, a hot standby again, rather than
+// waiting in FAULT until the active node fails and says so through the
+// API server.
+func (p *pairState) healed(name string, in *addrhold.Instance, now time.Time) bool {
+	if p.adverts == nil || in.RouterID == 0 {
+		return false
+	}
+	heard := p.adverts.LastHeard(in.RouterID, in.PeerAddress)
+	if !heard.After(p.fencedAt[name]) || now.Sub(heard) > healFresh {
+		delete(p.healSince, name)
+		return false
+	}
+	if p.healSince[name].IsZero() {
+		p.healSince[name] = now
+	}
+	return now.Sub(p.healSince[name]) >= healConfirm
 }
 
 // claim is what the standby node of a pair knows, for one instance, of

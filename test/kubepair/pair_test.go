@@ -124,7 +124,6 @@ func TestKubePair(t *testing.T) {
 		holder, _, _ := w.settled(t, vip)
 		edits(t, w, vip, holder)
 	})
-	// Last: the fenced standby waits in FAULT until the active node fails.
 	t.Run("split brain: the API server arbitrates", func(t *testing.T) {
 		_, _, lb := w.settled(t, vip)
 		// Both nodes hold the addresses until the arbitration settles it.
@@ -137,7 +136,8 @@ func TestKubePair(t *testing.T) {
 // splitBrain drops VRRP on the standby node of the pair, so that neither
 // node hears the other while both reach the API server: both become
 // MASTER, and the standby must step down on the API server's word (its
-// heartbeat Lease says its peer's reports are current) and stay down.
+// heartbeat Lease says its peer's reports are current) and stay down
+// until VRRP gets through again, then be the standby again.
 func splitBrain(t *testing.T, w *world, vip netip.Addr, placement model.Placement) {
 	ns := w.nodes[placement.Standby].NS
 	nft := func(stdin string, args ...string) error {
@@ -154,9 +154,12 @@ func splitBrain(t *testing.T, w *world, vip netip.Addr, placement model.Placemen
 	if err != nil {
 		t.Fatal(err)
 	}
+	blocked := true
 	defer func() {
-		if err := nft("", "delete", "table", "inet", "kp_split"); err != nil {
-			t.Error(err)
+		if blocked {
+			if err := nft("", "delete", "table", "inet", "kp_split"); err != nil {
+				t.Error(err)
+			}
 		}
 	}()
 	split := time.Now()
@@ -182,6 +185,25 @@ func splitBrain(t *testing.T, w *world, vip netip.Addr, placement model.Placemen
 	time.Sleep(2 * time.Second)
 	if h := w.lab.Holders(vip); len(h) != 1 || h[0] != placement.Active {
 		t.Errorf("VIP holders %v 2 s after the fence, want [%s]", h, placement.Active)
+	}
+
+	// The split heals: the standby hears the active node's adverts again
+	// and is its hot standby again, the addresses where they are.
+	if err := nft("", "delete", "table", "inet", "kp_split"); err != nil {
+		t.Fatal(err)
+	}
+	blocked = false
+	healed := time.Now()
+	if _, err := w.waitRoles(10*time.Second, map[string]model.VRRPState{placement.Active: model.VRRPMaster,
+		placement.Standby: model.VRRPBackup}); err != nil {
+		t.Fatalf("after the split healed: %v", err)
+	}
+	t.Logf("split brain healed: %s reports BACKUP %s after VRRP got through", placement.Standby, time.Since(healed).Round(time.Millisecond))
+	if w.agents[placement.Standby].count("the split brain is over") == 0 {
+		t.Errorf("%s did not log that its fence lifted because the split brain is over", placement.Standby)
+	}
+	if h := w.lab.Holders(vip); len(h) != 1 || h[0] != placement.Active {
+		t.Errorf("VIP holders %v after the heal, want [%s]", h, placement.Active)
 	}
 }
 

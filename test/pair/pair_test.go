@@ -277,6 +277,40 @@ func TestPair(t *testing.T) {
 		if h2 := env.Holders(); len(h2) != 1 || h2[0] != h[0] {
 			t.Fatalf("holders changed after the arbitration: %v then %v", h, h2)
 		}
+
+		// The split heals: the fenced standby hears the active node's
+		// adverts again, lifts its fence and is a hot standby again
+		// (BACKUP), without a move of the addresses.
+		active, standby := lb.Placement.Active, lb.Placement.Standby
+		if err := block.Command(ctx, "nft", "delete", "table", "inet", "pier_test_split").Run(); err != nil {
+			t.Fatalf("nft delete: %v", err)
+		}
+		healed := time.Now()
+		env.waitRoles(t, map[string]model.VRRPState{active: model.VRRPMaster, standby: model.VRRPBackup})
+		t.Logf("split brain healed: %s reports BACKUP again %s after VRRP got through", standby,
+			time.Since(healed).Round(time.Millisecond))
+		if env.logged("the split brain is over") == 0 {
+			t.Errorf("no log line says the fence lifted because the split brain is over")
+		}
+		if h := env.Holders(); len(h) != 1 || h[0] != active {
+			t.Fatalf("holders after the heal: %v, want [%s]", h, active)
+		}
+		// A hot standby takes over through VRRP, as in F1, not after the
+		// API server heard of the failure.
+		watch.armed.Store(true)
+		fault, _, err := env.KillHAProxy(active)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at, err := env.WaitHolder(ctx, standby, 3*time.Second)
+		if err != nil {
+			t.Fatalf("after the heal, the active HAProxy killed: %v", err)
+		}
+		if took := at.Sub(fault); took > unplannedTarget {
+			t.Errorf("after the heal, the standby took over %s after the active HAProxy was killed, target %s", took, unplannedTarget)
+		} else {
+			t.Logf("after the heal: %s holds %s after the active HAProxy was killed", standby, took.Round(time.Millisecond))
+		}
 	})
 
 	stopWatch()
@@ -368,10 +402,20 @@ func (e *Env) edit(t *testing.T, endpoints, ingresses int) {
 
 // fences counts the arbitration's fences in pier run's log.
 func (e *Env) fences() int {
+	return e.logged("fenced by the API server's arbitration", "fenced=true")
+}
+
+// logged counts the lines of pier run's log that contain every one of
+// parts.
+func (e *Env) logged(parts ...string) int {
 	b, _ := os.ReadFile(filepath.Join(e.opts.Dir, "pier.log"))
 	n := 0
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.Contains(line, "fenced by the API server's arbitration") && strings.Contains(line, "fenced=true") {
+	for line := range strings.SplitSeq(string(b), "\n") {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		if all {
 			n++
 		}
 	}

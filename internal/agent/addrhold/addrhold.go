@@ -68,8 +68,11 @@ type Instance struct {
 	// UUIDs are the load balancers it carries, sorted.
 	UUIDs     []string
 	Addresses []netip.Addr
-	// PeerAddress is the peer's address on the segment.
+	// PeerAddress is the peer's address on the segment, and RouterID the
+	// instance's virtual router id: the peer's adverts come from the one
+	// and carry the other.
 	PeerAddress netip.Addr
+	RouterID    int
 }
 
 // Holder holds the addresses of the load balancers placed on one node.
@@ -171,7 +174,7 @@ func Plan(node, iface string, lbs []*model.LoadBalancer) (instances []vrrp.Insta
 			in = &vrrp.Instance{Name: name, RouterID: p.RouterID, Interface: iface, Priority: prio,
 				Source: src.Unmap(), Peers: []netip.Addr{dst.Unmap()}}
 			byName[name] = in
-			view[name] = &Instance{Name: name, Peer: peerName, Active: p.Active == node, PeerAddress: dst.Unmap()}
+			view[name] = &Instance{Name: name, Peer: peerName, Active: p.Active == node, PeerAddress: dst.Unmap(), RouterID: p.RouterID}
 		}
 		in.Addresses = append(in.Addresses, addrs...)
 		view[name].UUIDs = append(view[name].UUIDs, lb.UUID)
