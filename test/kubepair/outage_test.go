@@ -55,17 +55,20 @@ func (w *world) dropped() outage {
 	host, port, _ := strings.Cut(addr, ":")
 	rules := fmt.Sprintf("table bridge kp_api {\n chain api {\n type filter hook forward priority 0;\n"+
 		" ip daddr %s tcp dport %s drop\n ip saddr %s tcp sport %s drop\n }\n}\n", host, port, host, port)
-	nft := func(stdin string, args ...string) error {
-		cmd := exec.Command("ip", append([]string{"netns", "exec", w.lab.Switch, "nft"}, args...)...)
-		cmd.Stdin = strings.NewReader(stdin)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("nft %v: %w: %s", args, err, out)
-		}
-		return nil
-	}
+	nft := func(stdin string, args ...string) error { return nftIn(w.lab.Switch, stdin, args...) }
 	return outage{name: "packets dropped",
 		cut:     func() error { return nft(rules, "-f", "-") },
 		restore: func() error { return nft("", "delete", "table", "bridge", "kp_api") }}
+}
+
+// nftIn runs nft with args and stdin in network namespace ns.
+func nftIn(ns, stdin string, args ...string) error {
+	cmd := exec.Command("ip", append([]string{"netns", "exec", ns, "nft"}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("nft %v in %s: %w: %s", args, ns, err, out)
+	}
+	return nil
 }
 
 func f4b(t *testing.T, w *world, vip netip.Addr, holder, other string, placement model.Placement, out outage) {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os/exec"
 	"slices"
 	"strings"
 	"syscall"
@@ -139,15 +138,7 @@ func TestKubePair(t *testing.T) {
 // heartbeat Lease says its peer's reports are current) and stay down
 // until VRRP gets through again, then be the standby again.
 func splitBrain(t *testing.T, w *world, vip netip.Addr, placement model.Placement) {
-	ns := w.nodes[placement.Standby].NS
-	nft := func(stdin string, args ...string) error {
-		cmd := exec.Command("ip", append([]string{"netns", "exec", ns, "nft"}, args...)...)
-		cmd.Stdin = strings.NewReader(stdin)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("nft %v: %w: %s", args, err, out)
-		}
-		return nil
-	}
+	nft := func(stdin string, args ...string) error { return nftIn(w.nodes[placement.Standby].NS, stdin, args...) }
 	fences := w.agents[placement.Standby].count(fenceLine, "fenced=true")
 	err := nft("table inet kp_split {\n chain in { type filter hook input priority 0; ip protocol vrrp drop; }\n"+
 		" chain out { type filter hook output priority 0; ip protocol vrrp drop; }\n}\n", "-f", "-")
