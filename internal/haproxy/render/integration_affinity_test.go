@@ -55,8 +55,9 @@ func TestIntegrationAffinity(t *testing.T) {
 	owner := first.Header.Get("X-Backend")
 	for i := range 20 {
 		r := get("sticky.test", "theme=dark; "+cookie)
-		if got := r.Header.Get("X-Backend"); got != owner || r.Header.Get("Set-Cookie") != "" {
-			t.Fatalf("request %d with %q: %q, Set-Cookie %q; want %q and none", i, cookie, got, r.Header.Get("Set-Cookie"), owner)
+		if got, set := r.Header.Get("X-Backend"), r.Header.Get("Set-Cookie"); got != owner || set != "" && !refreshes(set, cookie) {
+			t.Fatalf("request %d with %q: %q, Set-Cookie %q; want %q and none, or the same cookie with its last-seen date moved on",
+				i, cookie, got, set, owner)
 		}
 		if seen := r.Header.Get("X-Seen-Cookie"); seen != "theme=dark" {
 			t.Fatalf("the member saw Cookie %q, want only theme=dark", seen)
@@ -115,4 +116,15 @@ func startCookieBackend(t *testing.T, name string) string {
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
 	return l.Addr().String()
+}
+
+// refreshes reports whether Set-Cookie value set is cookie ("name=server|
+// last-seen|first-seen", as maxlife makes it) with only its last-seen date
+// changed: HAProxy sometimes writes the date again on a request in a
+// later second than the one the cookie records (CI: request 19 of 20 got
+// one; a request 1.1 s later got one in one run of two).
+func refreshes(set, cookie string) bool {
+	value, _, _ := strings.Cut(set, ";")
+	got, want := strings.Split(value, "|"), strings.Split(cookie, "|")
+	return len(got) == 3 && len(want) == 3 && got[0] == want[0] && got[2] == want[2]
 }
