@@ -54,6 +54,9 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+
 	"pier.dev/pier/internal/source"
 )
 
@@ -117,6 +120,10 @@ type Loader struct {
 	problems []Problem
 	dirs     []string // folders walked by the last Load, for the watcher
 	reads    int      // files read by the last Load
+	// patched counts the Loads that patched the previous snapshot;
+	// noPatch makes every Load assemble (the equality tests' reference).
+	patched int
+	noPatch bool
 
 	hints     map[string]bool // absolute paths to read on the next Load
 	rereadAll bool
@@ -178,7 +185,9 @@ func (l *Loader) Load() (snap *source.Snapshot, problems []Problem, changed bool
 	hints, all := l.hints, l.rereadAll
 	l.hints, l.rereadAll = map[string]bool{}, false
 
-	changed = !l.loaded || len(sc.files) != len(l.cache) || !slices.Equal(sc.problems, l.scanned)
+	sameScan := l.loaded && len(sc.files) == len(l.cache) && slices.Equal(sc.problems, l.scanned)
+	changed = !sameScan
+	previous := l.cache
 	entries := make(map[string]*fileEntry, len(sc.files))
 	reads := 0
 	for _, f := range sc.files {
@@ -197,8 +206,99 @@ func (l *Loader) Load() (snap *source.Snapshot, problems []Problem, changed bool
 		return l.last, l.problems, false, err
 	}
 	l.loaded = true
+	if sameScan && !l.noPatch {
+		if snap, ok := l.patch(entries, previous); ok {
+			l.last = snap // the problems are those of the previous Load
+			l.patched++
+			return l.last, l.problems, true, err
+		}
+	}
 	l.last, l.problems = l.assemble(sc, entries)
 	return l.last, l.problems, true, err
+}
+
+// patch returns the previous snapshot with the objects of the files that
+// changed put in place of the ones they replace, when that is all that
+// changed: the same files, and each changed file defines the same
+// Services and EndpointSlices as before, under the same keys, in the same
+// documents, each the one definition that counts (no duplicate), with the
+// same problems. Anything else (an object added, removed or renamed,
+// another kind, a duplicate) is assembled afresh. An endpoint change is
+// such a change: with thousands of objects, patching spares a map of all
+// of them and a sort of every list (1.4 ms at 1,000 Ingresses). The
+// previous snapshot is not modified: the pipeline compares it with the
+// new one.
+func (l *Loader) patch(entries, previous map[string]*fileEntry) (*source.Snapshot, bool) {
+	if l.last == nil || len(entries) != len(previous) {
+		return nil, false
+	}
+	type replacement struct {
+		file string
+		o    object
+	}
+	var todo []replacement
+	for f, e := range entries {
+		old, ok := previous[f]
+		if !ok {
+			return nil, false
+		}
+		if e.hash == old.hash {
+			continue
+		}
+		if len(e.objects) != len(old.objects) || !slices.Equal(e.problems, old.problems) {
+			return nil, false
+		}
+		for i, o := range e.objects {
+			was := old.objects[i]
+			if o.key != was.key || o.pos.doc != was.pos.doc || !patchable(o.obj) {
+				return nil, false
+			}
+			if w, ok := l.winners[o.key]; !ok || w.file != f || w.doc != o.pos.doc {
+				return nil, false
+			}
+			todo = append(todo, replacement{file: f, o: o})
+		}
+	}
+	snap := *l.last
+	snap.Services = slices.Clone(snap.Services)
+	snap.EndpointSlices = slices.Clone(snap.EndpointSlices)
+	for _, r := range todo {
+		var found bool
+		switch obj := r.o.obj.(type) {
+		case *corev1.Service:
+			found = replaceByName(snap.Services, obj)
+		case *discoveryv1.EndpointSlice:
+			found = replaceByName(snap.EndpointSlices, obj)
+		}
+		if !found {
+			return nil, false
+		}
+	}
+	for _, r := range todo {
+		l.winners[r.o.key] = origin{file: r.file, doc: r.o.pos.doc, obj: r.o.obj}
+	}
+	return &snap, true
+}
+
+// patchable: kinds whose objects the snapshot holds as they are, sorted by
+// name, and that nothing else in the assembly depends on (dropUnreferenced
+// reads Ingresses).
+func patchable(obj kubeObject) bool {
+	switch obj.(type) {
+	case *corev1.Service, *discoveryv1.EndpointSlice:
+		return true
+	}
+	return false
+}
+
+// replaceByName puts obj in place of the object of its namespace and name
+// in list, sorted by them; it reports whether there was one.
+func replaceByName[T kubeObject](list []T, obj T) bool {
+	i, found := slices.BinarySearchFunc(list, obj, byName[T])
+	if found {
+		list[i] = obj
+	}
+	return found
 }
 
 // unchanged reports whether the file at path is known to hold the bytes

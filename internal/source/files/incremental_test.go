@@ -44,6 +44,7 @@ func TestLoaderIncrementalEqualsFull(t *testing.T) {
 			for seed := range uint64(4) {
 				tr := newTree(t, seed)
 				ref := NewLoader(tr.paths, nil)
+				ref.noPatch = true
 				inc := NewLoader(tr.paths, nil)
 				inc.racy = v.racy
 				refReads, incReads := 0, 0
@@ -75,11 +76,14 @@ func TestLoaderIncrementalEqualsFull(t *testing.T) {
 							incChanged, incErr, refChanged, refErr)
 					}
 				}
+				if inc.patched == 0 {
+					t.Errorf("seed %d: no Load patched the previous snapshot: the patch path went untested", seed)
+				}
 				if v.name != "default" && incReads >= refReads {
 					t.Errorf("seed %d: the incremental loader read %d files, the full one %d: nothing was saved",
 						seed, incReads, refReads)
 				}
-				t.Logf("seed %d: files read: incremental %d, full %d", seed, incReads, refReads)
+				t.Logf("seed %d: files read: incremental %d, full %d; snapshots patched %d", seed, incReads, refReads, inc.patched)
 			}
 		})
 	}
@@ -97,6 +101,30 @@ type tree struct {
 
 var treeFiles = []string{"a.yaml", "b.yaml", "c.json", "sub/d.yaml", "sub/deeper/e.yml", "z.yaml"}
 
+// endpointsFile holds objects no other file defines, whose contents
+// change under the same names (an endpoint change): the snapshot can be
+// patched, unless an operation on the other files changed something else
+// at the same time.
+const endpointsFile = "ep.yaml"
+
+// endpoints is endpointsFile's content: Service e1 and the EndpointSlices
+// e1-a and e1-b, each with a random port or address; sometimes a broken
+// document after them.
+func (tr *tree) endpoints() string {
+	docs := []string{
+		fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata: {name: e1}\nspec: {ports: [{port: %d}]}\n", 80+tr.rnd.IntN(3)),
+	}
+	for _, name := range []string{"e1-a", "e1-b"} {
+		docs = append(docs, fmt.Sprintf("apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"+
+			"metadata: {name: %s, labels: {kubernetes.io/service-name: e1}}\naddressType: IPv4\n"+
+			"endpoints: [{addresses: [10.0.0.%d]}]\n", name, 1+tr.rnd.IntN(3)))
+	}
+	if tr.rnd.IntN(4) == 0 {
+		docs = append(docs, "kind: [\n")
+	}
+	return strings.Join(docs, "---\n")
+}
+
 func newTree(t *testing.T, seed uint64) *tree {
 	tr := &tree{t: t, rnd: rand.New(rand.NewPCG(seed, 9)), dir: t.TempDir(), outside: t.TempDir()}
 	for _, f := range treeFiles {
@@ -109,6 +137,7 @@ func newTree(t *testing.T, seed uint64) *tree {
 	}
 	named := filepath.Join(tr.outside, "named.yaml")
 	writeFile(t, named, tr.content(named))
+	writeFile(t, filepath.Join(tr.dir, endpointsFile), tr.endpoints())
 	// The folder, a file inside it named again, and a file outside.
 	tr.paths = []string{tr.dir, filepath.Join(tr.dir, "a.yaml"), named}
 	return tr
@@ -148,7 +177,15 @@ func (tr *tree) randomOp(inPlaceOutside bool) (string, []string) {
 	t := tr.t
 	rel := treeFiles[tr.rnd.IntN(len(treeFiles))]
 	path := filepath.Join(tr.dir, rel)
-	switch tr.rnd.IntN(9) {
+	switch tr.rnd.IntN(12) {
+	case 9, 10:
+		ep := filepath.Join(tr.dir, endpointsFile)
+		writeFile(t, ep, tr.endpoints())
+		return "write " + endpointsFile, []string{ep}
+	case 11:
+		ep := filepath.Join(tr.dir, endpointsFile)
+		renameInto(t, ep, tr.endpoints())
+		return "rename into " + endpointsFile, []string{ep}
 	case 0, 1:
 		writeFile(t, path, tr.content(path))
 		return "write " + rel, []string{path}

@@ -14,30 +14,46 @@ import (
 // slices. The big file is older than the racy window, as files present
 // before a change are: a file written less than racyWindow before it was
 // read is read again on every load (and only hashed, not decoded).
+//
+// "renamed" replaces a Service by one of another name (the snapshot is
+// assembled afresh); "endpoint" changes the address of an EndpointSlice
+// under the same name (the previous snapshot is patched).
 func BenchmarkReloadOneChanged(b *testing.B) {
 	for _, n := range []int{1000, 3000} {
-		b.Run(fmt.Sprintf("ingresses=%d", n), func(b *testing.B) {
-			dir := b.TempDir()
-			writeBigManifest(b, filepath.Join(dir, "00-present.yaml"), n)
-			time.Sleep(racyWindow + 100*time.Millisecond)
-			l := NewLoader([]string{dir}, nil)
-			if _, _, _, err := l.Load(); err != nil {
-				b.Fatal(err)
-			}
-			reads := 0
-			b.ResetTimer()
-			for i := range b.N {
-				if err := os.WriteFile(filepath.Join(dir, "10-flip.yaml"), []byte(svcYAML(fmt.Sprint("s", i%2))), 0o644); err != nil {
-					b.Fatal(err)
-				}
-				if _, _, changed, err := l.Load(); err != nil || !changed {
-					b.Fatal("no change", err)
-				}
-				reads += l.reads
-			}
-			b.ReportMetric(float64(reads)/float64(b.N), "files-read/op")
+		b.Run(fmt.Sprintf("ingresses=%d/renamed", n), func(b *testing.B) {
+			benchReload(b, n, func(i int) string { return svcYAML(fmt.Sprint("s", i%2)) })
+		})
+		b.Run(fmt.Sprintf("ingresses=%d/endpoint", n), func(b *testing.B) {
+			benchReload(b, n, func(i int) string {
+				return fmt.Sprintf("apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"+
+					"metadata: {name: flip, labels: {kubernetes.io/service-name: flip}}\naddressType: IPv4\n"+
+					"endpoints: [{addresses: [10.0.0.%d]}]\n", 1+i%2)
+			})
 		})
 	}
+}
+
+func benchReload(b *testing.B, n int, flip func(i int) string) {
+	dir := b.TempDir()
+	writeBigManifest(b, filepath.Join(dir, "00-present.yaml"), n)
+	time.Sleep(racyWindow + 100*time.Millisecond)
+	l := NewLoader([]string{dir}, nil)
+	if _, _, _, err := l.Load(); err != nil {
+		b.Fatal(err)
+	}
+	reads := 0
+	b.ResetTimer()
+	for i := range b.N {
+		if err := os.WriteFile(filepath.Join(dir, "10-flip.yaml"), []byte(flip(i)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		if _, _, changed, err := l.Load(); err != nil || !changed {
+			b.Fatal("no change", err)
+		}
+		reads += l.reads
+	}
+	b.ReportMetric(float64(reads)/float64(b.N), "files-read/op")
+	b.ReportMetric(float64(l.patched)/float64(b.N), "patched/op")
 }
 
 // writeBigManifest writes n Ingresses, each with its Service and
