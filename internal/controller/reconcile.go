@@ -40,18 +40,34 @@ type Reconciler struct {
 	Logger *slog.Logger
 
 	replayed bool
-	// last is what the last Apply made of each load balancer it placed,
-	// and lastNodes the nodes it placed them on (nil after an Apply that
-	// failed): Apply skips preparing again what it would prepare the same.
-	last      map[string]applied
+	// last is what Apply made of each load balancer it placed, and
+	// lastNodes the nodes the last complete Apply placed them on (nil
+	// after one that failed): Apply skips preparing again what it would
+	// prepare the same. An entry counts only if the last complete Apply
+	// left it (its generation is lastGen): entries are kept from one
+	// Apply to the next and marked, not rebuilt, as thousands of them
+	// would cost an endpoint change a map of thousands of writes.
+	last      map[string]*applied
 	lastNodes []source.Node
+	lastGen   int
+	gen       int // of the Apply under way
 	prepared  int // load balancers prepared, for tests
 }
 
 // applied pairs a translated load balancer with the index entry Apply
-// left for it (stored, or found unchanged).
+// left for it (stored, or found unchanged), and the Apply that did.
 type applied struct {
 	want, stored *model.LoadBalancer
+	gen          int
+}
+
+// remember records what this Apply made of want.
+func (r *Reconciler) remember(want, stored *model.LoadBalancer) {
+	if a := r.last[want.UUID]; a != nil {
+		a.want, a.stored, a.gen = want, stored, r.gen
+		return
+	}
+	r.last[want.UUID] = &applied{want: want, stored: stored, gen: r.gen}
 }
 
 // Apply makes the store match res, placing load balancers on nodes (the
@@ -62,8 +78,12 @@ type applied struct {
 // that case, so a refused change never disturbs what serves. It reads
 // nothing from the store.
 func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []source.Node) ([]model.Problem, error) {
-	last, sameNodes := r.last, r.lastNodes != nil && reflect.DeepEqual(r.lastNodes, nodes)
-	r.last, r.lastNodes = map[string]applied{}, nil // until this Apply completes
+	sameNodes := r.lastNodes != nil && reflect.DeepEqual(r.lastNodes, nodes)
+	r.lastNodes = nil // until this Apply completes
+	r.gen++
+	if r.last == nil {
+		r.last = map[string]*applied{}
+	}
 	if r.RouterIDs == nil || !r.replayed {
 		r.replay(r.Index.List())
 	}
@@ -74,30 +94,35 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []s
 	load := scheduler.LoadOf(slices.Collect(maps.Values(existing)))
 	// Deletions first: addresses freed by a load balancer that is gone
 	// are available to the ones created in this same pass.
-	desired := make(map[string]bool, len(res.LoadBalancers))
-	for _, want := range res.LoadBalancers {
-		desired[want.UUID] = true
-	}
 	var gone []string
-	for uuid := range existing {
-		if !desired[uuid] {
-			gone = append(gone, uuid)
+	if stays := countStored(res.LoadBalancers, existing); stays < len(existing) {
+		desired := make(map[string]bool, len(res.LoadBalancers))
+		for _, want := range res.LoadBalancers {
+			desired[want.UUID] = true
 		}
+		for uuid := range existing {
+			if !desired[uuid] {
+				gone = append(gone, uuid)
+			}
+		}
+		slices.Sort(gone)
 	}
-	slices.Sort(gone)
 	for _, uuid := range gone {
 		lb := existing[uuid]
 		if err := r.Store.Delete(ctx, uuid); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return nil, fmt.Errorf("delete load balancer %s: %w", lb.Name, err)
 		}
 		r.Index.remove(uuid)
+		delete(r.last, uuid)
 		r.IPAM.Release(uuid)
 		r.RouterIDs.Release(uuid)
 		delete(existing, uuid)
 		r.Logger.Info("load balancer deleted", "lb", lb.Name, "uuid", uuid, "vip", lb.VIP, "fip", lb.FIP)
 	}
 	cluster := nodesOf(nodes)
-	used := usageOf(existing)
+	// Quota usage matters only to new load balancers: counted once one
+	// comes (a change to existing ones, an endpoint change, skips it).
+	var used *usage
 	var problems []model.Problem
 	var todo []*model.LoadBalancer
 	for _, want := range res.LoadBalancers {
@@ -112,13 +137,13 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []s
 			}
 			continue
 		}
-		if a, ok := last[want.UUID]; ok && sameNodes && a.want == want && a.stored == old {
+		if a := r.last[want.UUID]; a != nil && sameNodes && a.gen == r.lastGen && a.want == want && a.stored == old {
 			// The very load balancer placed last time, on the same nodes,
 			// and the index still holds what was left for it (an
 			// endpoint change, or an Ingress change elsewhere, leaves
 			// every other one so): preparing it again would give the
 			// same. It saves a copy and two hashes per load balancer.
-			r.last[want.UUID] = a
+			a.gen = r.gen
 			continue
 		}
 		todo = append(todo, want)
@@ -129,7 +154,11 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []s
 		old := existing[want.UUID]
 		var err error
 		if old == nil {
-			err = r.Quota.admit(used, want, r.IPAM.HasPublicPool() || want.RequestedFIP != "")
+			if used == nil {
+				u := usageOf(existing)
+				used = &u
+			}
+			err = r.Quota.admit(*used, want, r.IPAM.HasPublicPool() || want.RequestedFIP != "")
 		}
 		var lb *model.LoadBalancer
 		if err == nil {
@@ -145,23 +174,40 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []s
 			continue
 		}
 		if old == nil {
-			used.add(lb)
+			used.add(lb) // counted above: old == nil
 		}
 		if old != nil && unchanged(old, lb) {
-			r.last[want.UUID] = applied{want: want, stored: old}
+			r.remember(want, old)
 			continue
 		}
 		if err := r.Store.PutSpec(ctx, lb); err != nil {
 			return problems, fmt.Errorf("store load balancer %s: %w", lb.Name, err)
 		}
 		r.Index.put(lb)
-		r.last[want.UUID] = applied{want: want, stored: r.Index.lbs[want.UUID]}
+		r.remember(want, r.Index.lbs[want.UUID])
 		r.Logger.Info("load balancer stored", "lb", lb.Name, "uuid", lb.UUID, "vip", lb.VIP, "fip", lb.FIP,
 			"active", lb.Placement.Active, "standby", lb.Placement.Standby, "router_id", lb.Placement.RouterID,
 			"created", old == nil)
 	}
 	r.lastNodes = append([]source.Node{}, nodes...)
+	r.lastGen = r.gen
 	return problems, nil
+}
+
+// countStored counts the UUIDs of lbs (sorted by UUID, as translation
+// gives them) that existing holds: as many as existing has means none of
+// those is gone, without a set of every wanted UUID.
+func countStored(lbs []*model.LoadBalancer, existing map[string]*model.LoadBalancer) int {
+	n := 0
+	for i, lb := range lbs {
+		if i > 0 && lbs[i-1].UUID == lb.UUID {
+			continue
+		}
+		if _, ok := existing[lb.UUID]; ok {
+			n++
+		}
+	}
+	return n
 }
 
 // replay claims, once, what the stored load balancers hold before any new
