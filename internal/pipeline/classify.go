@@ -63,7 +63,7 @@ func classify(prev, next *source.Snapshot, refs references, statusService string
 		return effect{rebuild: ReasonInitial, status: true}
 	}
 	var e effect
-	ps, ns := source.AfterSharedLead(prev.EndpointSlices, next.EndpointSlices)
+	ps, ns := source.Differing(prev.EndpointSlices, next.EndpointSlices)
 	prevSlices, nextSlices := refs.slices(ps), refs.slices(ns)
 	switch {
 	case changed(prev.IngressClasses, next.IngressClasses, sameClass):
@@ -112,7 +112,7 @@ func classify(prev, next *source.Snapshot, refs references, statusService string
 // last rebuild, which are all the load balancers IngressChanges keeps
 // read; the changed Ingresses themselves are translated from next.
 func onlyIngressesChanged(prev, next *source.Snapshot, refs references) bool {
-	ps, ns := source.AfterSharedLead(prev.EndpointSlices, next.EndpointSlices)
+	ps, ns := source.Differing(prev.EndpointSlices, next.EndpointSlices)
 	return !gatewayAPIChanged(prev, next) &&
 		!changedNamed(refs.services, prev.Services, next.Services, sameService) &&
 		!loadBalancerServicesChanged(prev, next) &&
@@ -127,14 +127,14 @@ func changedNamed[T interface {
 	metav1.Object
 	comparable
 }](set nameSet, prev, next []T, same func(a, b T) bool) bool {
-	p, n := source.AfterSharedLead(prev, next)
+	p, n := source.Differing(prev, next)
 	return changed(filterNamed(set, p), filterNamed(set, n), same)
 }
 
 // loadBalancerServicesChanged: a Service of type LoadBalancer changed,
 // came or went.
 func loadBalancerServicesChanged(prev, next *source.Snapshot) bool {
-	p, n := source.AfterSharedLead(prev.Services, next.Services)
+	p, n := source.Differing(prev.Services, next.Services)
 	return changed(loadBalancerServices(p), loadBalancerServices(n), sameService)
 }
 
@@ -163,7 +163,7 @@ func changed[T interface {
 	if len(prev) != len(next) {
 		return true
 	}
-	prev, next = source.AfterSharedLead(prev, next) // only the rest can differ
+	prev, next = source.Differing(prev, next) // only what is between their shared ends can differ
 	byKey := make(map[[2]string]T, len(prev))
 	for _, o := range prev {
 		byKey[[2]string{o.GetNamespace(), o.GetName()}] = o

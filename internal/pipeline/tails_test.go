@@ -7,11 +7,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TestChangedNamedAfterTheLead: comparing only what follows the shared
-// lead finds what a comparison of the whole lists finds: an object of the
-// set added, removed, edited or moved; nothing when the set's objects are
-// the same, whatever else came or went.
-func TestChangedNamedAfterTheLead(t *testing.T) {
+// TestChangedNamedBetweenSharedEnds: comparing only what lies between
+// the ends both lists share finds what a comparison of the whole lists
+// finds: an object of the set added, removed, edited or moved; nothing
+// when the set's objects are the same, whatever else came or went.
+func TestChangedNamedBetweenSharedEnds(t *testing.T) {
 	svc := func(name, rv string) *corev1.Service {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
 	}
@@ -32,6 +32,9 @@ func TestChangedNamedAfterTheLead(t *testing.T) {
 		{"an object of the set removed", []*corev1.Service{a, b, c}, []*corev1.Service{a, c}, true},
 		{"an object of the set removed last", []*corev1.Service{a, b, c}, []*corev1.Service{a, b}, true},
 		{"the set's objects reordered", []*corev1.Service{a, b, c}, []*corev1.Service{a, c, b}, false},
+		{"an object of the set edited in place, the others shared", []*corev1.Service{a, b, c, d}, []*corev1.Service{a, bEdited, c, d}, true},
+		{"an object of the set edited first", []*corev1.Service{b, c, d}, []*corev1.Service{bEdited, c, d}, true},
+		{"another object edited in place", []*corev1.Service{a, b, c}, []*corev1.Service{svc("a", "2"), b, c}, false},
 	} {
 		whole := changed(filterNamed(set, tc.prev), filterNamed(set, tc.next), sameService)
 		if got := changedNamed(set, tc.prev, tc.next, sameService); got != tc.want || whole != tc.want {

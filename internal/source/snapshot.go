@@ -74,16 +74,23 @@ func (s *Snapshot) ConfigMap(namespace, name string) *corev1.ConfigMap {
 	return nil
 }
 
-// AfterSharedLead drops the lead two versions of a snapshot's list share:
-// the same objects in the same places. Both sources list what did not
-// change that way (the files source in file order, with a new file's
-// objects last), so what is left is all that can differ: a comparison of
-// the rest finds what a comparison of the whole lists finds, at the cost
-// of the few objects that moved, not of thousands.
-func AfterSharedLead[T comparable](prev, next []T) ([]T, []T) {
-	n := 0
-	for n < len(prev) && n < len(next) && prev[n] == next[n] {
-		n++
+// Differing drops what two versions of a snapshot's list share at both
+// ends: the same objects in the same places, counted from the start and
+// from the end. Both sources list what did not change that way (the files
+// source in file order, with a new file's objects last, and an endpoint
+// change in place; the Kubernetes source sorted by name), so what is left
+// is all that can differ: a comparison of the rest finds what a
+// comparison of the whole lists finds, at the cost of the few objects
+// that changed or moved, not of thousands.
+func Differing[T comparable](prev, next []T) ([]T, []T) {
+	lead := 0
+	for lead < len(prev) && lead < len(next) && prev[lead] == next[lead] {
+		lead++
 	}
-	return prev[n:], next[n:]
+	prev, next = prev[lead:], next[lead:]
+	tail := 0
+	for tail < len(prev) && tail < len(next) && prev[len(prev)-1-tail] == next[len(next)-1-tail] {
+		tail++
+	}
+	return prev[:len(prev)-tail], next[:len(next)-tail]
 }

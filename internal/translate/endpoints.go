@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -37,14 +38,15 @@ import (
 // or one of its endpoints is one the member policy refuses (the Ingress's
 // warning would change).
 func EndpointMembers(prev *Result, snap *source.Snapshot, changed map[string]bool, opts Options) (res *Result, ok bool) {
-	if prev == nil || !membersOnly(snap, changed, opts) {
+	services := serviceKeys(changed)
+	if prev == nil || !membersOnly(snap, services, opts) {
 		return nil, false
 	}
-	idx := changedIndex(snap, changed)
+	idx := changedIndex(snap, services)
 	res = &Result{LoadBalancers: slices.Clone(prev.LoadBalancers), Problems: prev.Problems,
 		Accepted: maps.Clone(prev.Accepted), Ours: prev.Ours, Gateway: prev.Gateway, AddressRefused: prev.AddressRefused}
 	for i, lb := range res.LoadBalancers {
-		patched, ok := patchMembers(lb, idx, changed, opts)
+		patched, ok := patchMembers(lb, idx, services, opts)
 		if !ok {
 			return nil, false
 		}
@@ -53,17 +55,32 @@ func EndpointMembers(prev *Result, snap *source.Snapshot, changed map[string]boo
 	return res, true
 }
 
+// serviceKey is a Service's namespace and name: looked up for every
+// Service, slice and pool, a pair of strings, where "namespace/name" would
+// be a string built each time.
+type serviceKey [2]string
+
+// serviceKeys turns a set of "namespace/name" into serviceKeys.
+func serviceKeys(names map[string]bool) map[serviceKey]bool {
+	out := make(map[serviceKey]bool, len(names))
+	for n := range names {
+		ns, name, _ := strings.Cut(n, "/")
+		out[serviceKey{ns, name}] = true
+	}
+	return out
+}
+
 // changedIndex is the translation index of the changed Services only:
 // all patchMembers looks up, without indexing every Service and slice.
-func changedIndex(snap *source.Snapshot, changed map[string]bool) *index {
+func changedIndex(snap *source.Snapshot, changed map[serviceKey]bool) *index {
 	part := &source.Snapshot{}
 	for _, svc := range snap.Services {
-		if changed[svc.Namespace+"/"+svc.Name] {
+		if changed[serviceKey{svc.Namespace, svc.Name}] {
 			part.Services = append(part.Services, svc)
 		}
 	}
 	for _, es := range snap.EndpointSlices {
-		if changed[es.Namespace+"/"+es.Labels[discoveryv1.LabelServiceName]] {
+		if changed[serviceKey{es.Namespace, es.Labels[discoveryv1.LabelServiceName]}] {
 			part.EndpointSlices = append(part.EndpointSlices, es)
 		}
 	}
@@ -72,9 +89,9 @@ func changedIndex(snap *source.Snapshot, changed map[string]bool) *index {
 
 // membersOnly checks, before any pool is touched, that members are all an
 // endpoint change of the Services in changed can alter.
-func membersOnly(snap *source.Snapshot, changed map[string]bool, opts Options) bool {
+func membersOnly(snap *source.Snapshot, changed map[serviceKey]bool, opts Options) bool {
 	for _, svc := range snap.Services {
-		if changed[svc.Namespace+"/"+svc.Name] && svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
+		if changed[serviceKey{svc.Namespace, svc.Name}] && svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
 			return false
 		}
 	}
@@ -85,7 +102,7 @@ func membersOnly(snap *source.Snapshot, changed map[string]bool, opts Options) b
 				if b.Namespace != nil {
 					ns = string(*b.Namespace)
 				}
-				if changed[ns+"/"+string(b.Name)] {
+				if changed[serviceKey{ns, string(b.Name)}] {
 					return false
 				}
 			}
@@ -95,7 +112,7 @@ func membersOnly(snap *source.Snapshot, changed map[string]bool, opts Options) b
 	// than translation would look at, which errs on the side of a full
 	// translation.
 	for _, es := range snap.EndpointSlices {
-		if !changed[es.Namespace+"/"+es.Labels[discoveryv1.LabelServiceName]] {
+		if !changed[serviceKey{es.Namespace, es.Labels[discoveryv1.LabelServiceName]}] {
 			continue
 		}
 		for _, p := range es.Ports {
@@ -121,10 +138,10 @@ func refusedMember(policy MemberPolicy, m model.Member) bool {
 // patchMembers returns lb with new members in the pools of the changed
 // Services (a copy; lb itself when it has none). ok is false when lb is
 // not an Ingress's and has such a pool.
-func patchMembers(lb *model.LoadBalancer, idx *index, changed map[string]bool, opts Options) (*model.LoadBalancer, bool) {
+func patchMembers(lb *model.LoadBalancer, idx *index, changed map[serviceKey]bool, opts Options) (*model.LoadBalancer, bool) {
 	var out *model.LoadBalancer
 	for i, pool := range lb.Pools {
-		if !changed[pool.Namespace+"/"+pool.Service] {
+		if !changed[serviceKey{pool.Namespace, pool.Service}] {
 			continue
 		}
 		if !servesIngressesOnly(lb) {

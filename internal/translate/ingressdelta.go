@@ -118,8 +118,8 @@ func changedIngresses(prevSnap, snap *source.Snapshot, classes classSet, opts Op
 	if opts.MaxIngresses > 0 && ours >= opts.MaxIngresses {
 		return nil, false
 	}
-	// What changed is after the lead both lists share.
-	prevRest, rest := source.AfterSharedLead(prevSnap.Ingresses, snap.Ingresses)
+	// What changed is between what both lists share at their ends.
+	prevRest, rest := source.Differing(prevSnap.Ingresses, snap.Ingresses)
 	before := make(map[model.ObjectRef]*networkingv1.Ingress, len(prevRest))
 	for _, ing := range prevRest {
 		before[model.IngressRef(ing.Namespace, ing.Name)] = ing
