@@ -97,6 +97,7 @@ type tree struct {
 	dir     string // the named folder
 	outside string // the symlink's target and the named file live here
 	paths   []string
+	apps    int // applications added (randomOp)
 }
 
 var treeFiles = []string{"a.yaml", "b.yaml", "c.json", "sub/d.yaml", "sub/deeper/e.yml", "z.yaml"}
@@ -138,6 +139,8 @@ func newTree(t *testing.T, seed uint64) *tree {
 	named := filepath.Join(tr.outside, "named.yaml")
 	writeFile(t, named, tr.content(named))
 	writeFile(t, filepath.Join(tr.dir, endpointsFile), tr.endpoints())
+	writeFile(t, filepath.Join(tr.dir, "secrets.yaml"),
+		"apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ntype: Opaque\ndata: {auth: dTokJGFwcjEk}\n")
 	// The folder, a file inside it named again, and a file outside.
 	tr.paths = []string{tr.dir, filepath.Join(tr.dir, "a.yaml"), named}
 	return tr
@@ -177,7 +180,36 @@ func (tr *tree) randomOp(inPlaceOutside bool) (string, []string) {
 	t := tr.t
 	rel := treeFiles[tr.rnd.IntN(len(treeFiles))]
 	path := filepath.Join(tr.dir, rel)
-	switch tr.rnd.IntN(12) {
+	switch tr.rnd.IntN(15) {
+	case 12, 13:
+		// A new application: a file of objects no other file defines (the
+		// snapshot is patched), sometimes with an Ingress that names a
+		// Secret, or a broken document (assembled).
+		tr.apps++
+		name := fmt.Sprintf("app%d", tr.apps)
+		docs := []string{svcYAML(name), ingressDoc(name) + "  ingressClassName: one\n"}
+		switch tr.rnd.IntN(4) {
+		case 0:
+			// Secret s (newTree) is kept only while an Ingress names it.
+			docs[1] = strings.Replace(docs[1], "metadata:",
+				"metadata:\n  annotations: {pier.dev/auth-type: basic, pier.dev/auth-secret: s}", 1)
+		case 1:
+			docs = append(docs, "kind: [\n")
+		}
+		app := filepath.Join(tr.dir, "apps", name+".yaml")
+		if err := os.MkdirAll(filepath.Dir(app), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		renameInto(t, app, strings.Join(docs, "---\n"))
+		return "add " + name, []string{app}
+	case 14:
+		apps, _ := filepath.Glob(filepath.Join(tr.dir, "apps", "*.yaml"))
+		if len(apps) == 0 {
+			return "no application to remove", nil
+		}
+		app := apps[tr.rnd.IntN(len(apps))]
+		_ = os.Remove(app)
+		return "remove " + filepath.Base(app), []string{app}
 	case 9, 10:
 		ep := filepath.Join(tr.dir, endpointsFile)
 		writeFile(t, ep, tr.endpoints())
