@@ -4,7 +4,6 @@ package vrrp
 
 import (
 	"log/slog"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -73,7 +72,7 @@ func TestAdvertsHeard(t *testing.T) {
 
 	nft := func(stdin string, args ...string) {
 		t.Helper()
-		cmd := exec.Command("ip", append([]string{"netns", "exec", top.Nodes[1].NS, "nft"}, args...)...)
+		cmd := top.Nodes[1].Command(t.Context(), "nft", args...)
 		cmd.Stdin = strings.NewReader(stdin)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("nft %v: %v: %s", args, err, out)
