@@ -13,15 +13,16 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 
+	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/source"
 	"pier.dev/pier/internal/translate"
 )
 
-// HAProxy 2.6 limits a config line to 64 words (MAX_LINE_ARGS) and
-// LINESIZE bytes (2048).
+// HAProxy 2.6 limits a config line to 64 words (MAX_LINE_ARGS); its
+// line buffer grows, so the byte bound is pier's own (render.MaxLineBytes).
 const (
 	haproxyMaxWords = 64
-	haproxyMaxLine  = 2048
+	haproxyMaxLine  = render.MaxLineBytes
 )
 
 func manyPaths(ns string, n int) []networkingv1.HTTPIngressPath {

@@ -157,7 +157,10 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 // words; the victim's files never change.
 func FuzzHeaderAnnotationsToConfig(f *testing.F) {
 	for _, v := range []string{"X-A: b", "X-A: b\n-Server\n", "X-A;evil: b", "X-A: b\r\nX-Evil: c",
-		"X-A: b\n    http-request return status 200", "X-A: ' if TRUE #", "X-A: %[src]", "-Host", "Set-Cookie: a=b; Path=/"} {
+		"X-A: b\n    http-request return status 200", "X-A: ' if TRUE #", "X-A: %[src]", "-Host", "Set-Cookie: a=b; Path=/",
+		// The longest value a header may carry (encode.MaxHeaderValueLen)
+		// makes a line longer than HAProxy's first read buffer.
+		"X-B: " + strings.Repeat("6", 4096)} {
 		f.Add(v, "X-B: c")
 		f.Add("X-B: c", v)
 	}

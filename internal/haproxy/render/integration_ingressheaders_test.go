@@ -3,6 +3,7 @@ package render
 import (
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +11,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
 	"pier.dev/pier/internal/translate"
@@ -111,4 +113,49 @@ func ingressHeadersFixture() *model.LoadBalancer {
 	lb := res.LoadBalancers[0]
 	lb.UUID, lb.VIP, lb.FIP = fixtureUUID, "10.96.0.10", "203.0.113.10" // IPAM's part
 	return lb
+}
+
+// TestIntegrationLongestHeaders: the longest header change translation
+// accepts (a 128-byte name, a 4 KiB value: encode.MaxHeaderNameLen and
+// MaxHeaderValueLen) renders, loads in real HAProxy although the line is
+// longer than its 2048-byte first read buffer, and reaches the backend
+// and the client whole. CI's fuzzing found translation accepting such a
+// value that the renderer then refused.
+func TestIntegrationLongestHeaders(t *testing.T) {
+	bin := haproxyBin(t)
+	if testing.Short() {
+		t.Skip("starts HAProxy")
+	}
+	name := "X-" + strings.Repeat("n", encode.MaxHeaderNameLen-2)
+	value := strings.Repeat("v", encode.MaxHeaderValueLen-1) + "!"
+	snap := headersSnapshot()
+	site := snap.Ingresses[0].Annotations
+	site[translate.AnnotationRequestHeaders] = name + ": " + value + "\n"
+	site[translate.AnnotationResponseHeaders] = name + ": " + value + "\n"
+	res := translate.Ingresses(snap, translate.DefaultOptions())
+	if len(res.LoadBalancers) != 1 {
+		t.Fatalf("%d load balancers, problems %+v", len(res.LoadBalancers), res.Problems)
+	}
+	lb := res.LoadBalancers[0]
+	backend := memberAt(startFilterBackend(t, "web"))
+	for i := range lb.Pools {
+		lb.Pools[i].Members = []model.Member{backend}
+	}
+	addr := serveLB(t, bin, lb)
+	out := mustRender(t, lb, nil)
+	longest := 0
+	for _, line := range strings.Split(string(out.Fragment), "\n") {
+		longest = max(longest, len(line))
+	}
+	if longest <= len(name)+len(value) {
+		t.Fatalf("longest line %d bytes: the header change is not in the file", longest)
+	}
+	resp := rawRequest(t, addr, "127.0.0.1", "GET /x HTTP/1.1\r\nHost: site.test\r\n\r\n")
+	if got := resp.Header.Get("X-Req-" + name); got != value {
+		t.Errorf("backend saw %s of %d bytes, want %d", name, len(got), len(value))
+	}
+	if got := resp.Header.Get(name); got != value {
+		t.Errorf("client got %s of %d bytes, want %d", name, len(got), len(value))
+	}
+	t.Logf("longest line %d bytes (HAProxy's first buffer 2048, MaxLineBytes %d)", longest, MaxLineBytes)
 }

@@ -18,13 +18,15 @@ const DefaultMaxConfigBytes = 16 << 20
 // haproxy.conf would exceed Options.MaxConfigBytes (RELIABILITY R13).
 var ErrConfigTooLarge = errors.New("configuration too large")
 
-// MaxLineBytes bounds every line pier writes to haproxy.conf. It is
-// HAProxy's LINESIZE, the buffer readcfgfile starts with. 2.6 doubles the
-// buffer for longer lines (measured: a 1.1 MB line loads), so this is not
-// HAProxy's limit but ours: no rendered line depends on that growth, and
-// the longest one pier can produce (an acl carrying a 1024-byte path, or
-// a policy ANDing 59 ACL names) stays well under it.
-const MaxLineBytes = 2048
+// MaxLineBytes bounds every line pier writes to haproxy.conf. HAProxy
+// 2.6 starts reading with a 2048-byte buffer (LINESIZE) and doubles it
+// for a longer line (measured: a 1.1 MB line loads; TestIntegrationLongestHeaders
+// loads and serves pier's longest), so the bound is ours. It must hold
+// the longest line translation can ask for: a header change carrying a
+// value of encode.MaxHeaderValueLen (4 KiB) with a name of
+// encode.MaxHeaderNameLen, about 4.3 KB. An acl carrying a 1024-byte
+// path, or a policy ANDing 59 ACL names, stays under 4.2 KB.
+const MaxLineBytes = 8192
 
 // checkLimits refuses a rendered file that is too large, or has a line
 // longer than MaxLineBytes. Word counts need no check here: every line

@@ -90,10 +90,16 @@ func TestLineLimits(t *testing.T) {
 		t.Fatalf("60 rules: %v", err)
 	}
 	// A hand-edited store may hold 64-character IDs: 59 ACL names of 69
-	// bytes make a 4 KiB line, which the renderer refuses.
-	if _, err := Config(widest(strings.Repeat("a", 64), 59), fixtureOptions()); err == nil ||
-		!strings.Contains(err.Error(), "the limit is "+strconv.Itoa(MaxLineBytes)) {
-		t.Fatalf("long policy id: %v", err)
+	// bytes make a 4 KiB line, longer than HAProxy's first read buffer
+	// but within MaxLineBytes, and HAProxy loads it.
+	long := mustRender(t, widest(strings.Repeat("a", 64), 59), nil).Fragment
+	assertLinesTokenize(t, long)
+	haproxyCheck(t, long, nil)
+
+	over := append([]byte("global\n    # "), strings.Repeat("x", MaxLineBytes)...)
+	if err := checkLimits(over, DefaultMaxConfigBytes); err == nil ||
+		!strings.Contains(err.Error(), "line 2 is "+strconv.Itoa(MaxLineBytes+6)+" bytes, the limit is "+strconv.Itoa(MaxLineBytes)) {
+		t.Fatalf("a line over the limit: %v", err)
 	}
 }
 
