@@ -21,6 +21,7 @@ type Metrics struct {
 	RuntimeUpdates  *prometheus.CounterVec
 	Landings        *prometheus.CounterVec
 	ConfigRejected  prometheus.Counter
+	FragmentChecks  *prometheus.CounterVec
 	ApplySeconds    prometheus.Histogram
 	HAProxyRestarts prometheus.Counter
 	SourceProblems  prometheus.Gauge
@@ -67,6 +68,10 @@ func New() *Metrics {
 		ConfigRejected: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pier_haproxy_config_rejected_total", Help: "Rendered configs that haproxy -c refused; the previous config kept serving.",
 		}),
+		FragmentChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pier_haproxy_fragment_checks_total",
+			Help: "haproxy -c of one load balancer's fragment alone before it joins its shard's file list, by result (ok, refused), or skipped: a member change whose fragment differs from a checked one only in server addresses, weights and states.",
+		}, []string{"result"}),
 		ApplySeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "pier_apply_duration_seconds", Help: "Time for an agent to render, check and apply one load balancer.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
@@ -85,7 +90,7 @@ func New() *Metrics {
 		}, []string{"preferred"}),
 	}
 	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.LoadBalancers, m.IngressProblems, m.Rebuilds, m.StatusPasses, m.Snapshots, m.RebuildSeconds, m.Reloads, m.RuntimeUpdates, m.Landings,
+		m.LoadBalancers, m.IngressProblems, m.Rebuilds, m.StatusPasses, m.Snapshots, m.RebuildSeconds, m.Reloads, m.RuntimeUpdates, m.Landings, m.FragmentChecks,
 		m.ConfigRejected, m.ApplySeconds, m.HAProxyRestarts, m.SourceProblems, m.BGPSessionUp, m.BGPRoutes)
 	return m
 }

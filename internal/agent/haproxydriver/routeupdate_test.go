@@ -1,9 +1,12 @@
 package haproxydriver
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"pier.dev/pier/internal/agent/driver"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/test/harness"
 )
@@ -164,4 +168,102 @@ func TestShardsGroupJoinsWithoutReload(t *testing.T) {
 		_ = d.RefreshMembers(t.Context(), joined.UUID)
 		return d.Stats(joined.UUID).MembersUp == 2
 	})
+}
+
+// A member change in a shard is applied through the runtime API and not
+// checked again with haproxy -c: its fragment differs from the checked
+// one only in server values (render.MembersOnly). The fragment on disk
+// and the staged set follow it, another load balancer's reload of the
+// shard (which checks the whole set) keeps serving the new member, and
+// a route change is still checked.
+func TestShardsMemberChangeSkipsCheck(t *testing.T) {
+	needHAProxy(t)
+	state := harness.ShortTempDir(t)
+	d := newSharded(t, state, 1)
+	d.cfg.Binary = refusingHAProxy(t, state)
+	t.Cleanup(func() { d.Close(true) })
+	one, two := memberAt(echo(t, "127.0.0.1:0", "one")), memberAt(echo(t, "127.0.0.1:0", "two"))
+	checks := func(result string) float64 {
+		return testutil.ToFloat64(d.cfg.Metrics.FragmentChecks.WithLabelValues(result))
+	}
+	apply := func(lb *model.LoadBalancer) {
+		t.Helper()
+		if _, err := d.Apply(t.Context(), lb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reloads := func() float64 { return testutil.ToFloat64(d.cfg.Metrics.Reloads.WithLabelValues("ok")) }
+
+	route := func(host string) model.L7Policy {
+		return model.L7Policy{ID: "r-" + strings.ReplaceAll(host, ".", "-"), Action: model.ActionRedirectToPool, PoolID: "p1",
+			Rules: []model.L7Rule{{Type: model.RuleHostName, Compare: model.CompareEqualTo, Value: host}}}
+	}
+	v1 := lbWith(1, freePort(t), one)
+	v1.Listeners[0].Policies = []model.L7Policy{route("a.example")}
+	v1.Listeners[0].Policies[0].Position = 1
+	apply(v1)
+	r0, ok0 := reloads(), checks("ok")
+	v2 := v1.Clone()
+	v2.Pools[0].Members = []model.Member{two}
+	apply(v2)
+	if got := getHost(v2, "a.example"); got != "two" {
+		t.Fatalf("after the member change: %q, want two", got)
+	}
+	if reloads() != r0 || checks("skipped") != 1 || checks("ok") != ok0 {
+		t.Fatalf("member change: %v reloads, %v checks skipped, %v run; want 0, 1, 0", reloads()-r0, checks("skipped"), checks("ok")-ok0)
+	}
+	d.mu.Lock()
+	inst := d.lbs[v1.UUID]
+	d.mu.Unlock()
+	onDisk, err := os.ReadFile(inst.at.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf(" %s:%d ", two.Address, two.Port); !strings.Contains(string(onDisk), want) {
+		t.Fatalf("the fragment on disk has no server at%s:\n%s", want, onDisk)
+	}
+
+	// Another load balancer joins: the shard reloads with every fragment,
+	// this one's unchecked member change included, and it still serves two.
+	apply(lbWith(2, freePort(t), one))
+	if reloads() != r0+1 {
+		t.Fatalf("a join: %v reloads, want 1", reloads()-r0)
+	}
+	if got := getHost(v2, "a.example"); got != "two" {
+		t.Fatalf("after the shard's reload: %q, want two", got)
+	}
+
+	// A route is not a member change: a runtime update checked alone.
+	ok1 := checks("ok")
+	v3 := v2.Clone()
+	v3.Listeners[0].Policies = append(v3.Listeners[0].Policies, route("b.example"))
+	v3.Listeners[0].Policies[1].Position = 2
+	apply(v3)
+	if got := getHost(v3, "b.example"); got != "two" {
+		t.Fatalf("after the route change: %q, want two", got)
+	}
+	if reloads() != r0+1 || checks("skipped") != 1 || checks("ok") != ok1+1 {
+		t.Fatalf("route change: %v reloads, %v checks skipped, %v run; want 0, 1 and 1", reloads()-r0-1, checks("skipped"), checks("ok")-ok1)
+	}
+
+	// A route with members HAProxy's check refuses (refusingHAProxy):
+	// the commands are taken back, and the last good spec serves: two,
+	// never one or the refused address (every host falls to p1).
+	bad := v3.Clone()
+	bad.Listeners[0].Policies = append(bad.Listeners[0].Policies, route("c.example"))
+	bad.Listeners[0].Policies[2].Position = 3
+	bad.Pools[0].Members = []model.Member{one, {Address: refusedAddress, Port: one.Port, Weight: 1}}
+	if _, err := d.Apply(t.Context(), bad); !errors.Is(err, driver.ErrRejected) {
+		t.Fatalf("a refused route change: got %v, want ErrRejected", err)
+	}
+	if checks("refused") != 1 || reloads() != r0+1 {
+		t.Fatalf("a refused route change: %v checks refused, %v reloads; want 1 and 0", checks("refused"), reloads()-r0-1)
+	}
+	for _, host := range []string{"a.example", "b.example", "c.example"} {
+		for range 4 { // round robin over both slots, had the refused members stayed
+			if got := getHost(v3, host); got != "two" {
+				t.Fatalf("after the refused change, %s: %q, want two", host, got)
+			}
+		}
+	}
 }

@@ -170,10 +170,13 @@ func (d *Driver) checkAlone(ctx context.Context, sh *shard, c *change) error {
 func (d *Driver) checkCandidate(ctx context.Context, sh *shard, c *change) error {
 	err := process.Check(ctx, d.cfg.Binary, []string{sh.at.Global, sh.at.Conf(), c.at.Candidate()})
 	if err != nil {
+		d.cfg.Metrics.FragmentChecks.WithLabelValues("refused").Inc()
 		_ = os.Remove(c.at.Candidate())
 		d.cfg.Logger.Warn("fragment refused by haproxy -c; its process keeps the last good set", "lb", c.lb.Name, "uuid", c.lb.UUID, "error", err)
+		return err
 	}
-	return err
+	d.cfg.Metrics.FragmentChecks.WithLabelValues("ok").Inc()
+	return nil
 }
 
 func (d *Driver) removeDir(dir string) {

@@ -138,8 +138,11 @@ func TestShardsRejectOneFragment(t *testing.T) {
 	lbs := lbsIn(t, 0, 2, 1, 3)
 	applyAll(t, d, lbs[:2]...)
 
+	// A member change alone is not checked again (render.MembersOnly):
+	// the pool's health check changes with it.
 	bad := lbs[0].Clone()
 	bad.Pools[0].Members[0].Address = refusedAddress
+	bad.Pools[0].HealthCheck = !bad.Pools[0].HealthCheck
 	if _, err := d.Apply(context.Background(), bad); !errors.Is(err, driver.ErrRejected) {
 		t.Fatalf("broken fragment: got %v, want ErrRejected", err)
 	}

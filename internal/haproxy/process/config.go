@@ -194,7 +194,8 @@ func (i *Instance) Restage(ctx context.Context) error {
 // RestageChecked is Restage without haproxy -c of the whole set, for a
 // caller that has checked every file that differs from the set last
 // activated (a shard's fragment, checked alone with the process files
-// after a runtime update): a check of the whole set parses every load
+// after a runtime update, or differing from such a fragment only in
+// member values): a check of the whole set parses every load
 // balancer of the shard (0.7 s at 750), in the lane of the next change.
 func (i *Instance) RestageChecked(ctx context.Context) error {
 	return i.restage(ctx, false)
