@@ -217,6 +217,33 @@ func FuzzHeaderValue(f *testing.F) {
 	})
 }
 
+// FuzzHeaderSetValue: a value accepted for a header change is one word
+// of a set-header line, read back by HAProxy's tokenizer with nothing
+// interpreted and each '%' doubled for log-format; map files and runtime
+// commands refuse it when it holds a single quote.
+func FuzzHeaderSetValue(f *testing.F) {
+	seed(f, "default-src 'self'; img-src *", `{"group":"a","max_age":10}`, "50%", "a#b", `'a" b`, `x\y`, "$HOME", " a")
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := HeaderSetValue(s)
+		if err != nil {
+			checkMessage(t, err)
+			return
+		}
+		if strings.ContainsAny(s, `\$`) || (strings.Contains(s, "'") && strings.Contains(s, `"`)) {
+			t.Fatalf("accepted %s", Printable(s))
+		}
+		w := v.HeaderSetWord()
+		line, err := ConfigLine(Lit("http-response"), Lit("set-header"), Lit("X-A"), w)
+		if err != nil {
+			t.Fatalf("config line refused a validated value %s: %v", Printable(s), err)
+		}
+		assertTokens(t, line, "http-response", "set-header", "X-A", strings.ReplaceAll(s, "%", "%%"))
+		if _, err := MapLine(w, ID("be_", "0123abcd")); err == nil && strings.Contains(s, "'") {
+			t.Fatalf("map line accepted %s", Printable(s))
+		}
+	})
+}
+
 func FuzzURL(f *testing.F) {
 	seed(f, "https://example.com/a?b=c", "http://10.0.0.1:8080/", "https://[2001:db8::1]/x", "http://a/%zz")
 	f.Fuzz(func(t *testing.T, s string) {

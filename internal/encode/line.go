@@ -88,6 +88,15 @@ func ConfigLine(words ...Word) (string, error) {
 }
 
 func configWord(b *strings.Builder, w Word) error {
+	if w.dquote {
+		if err := dquotable(w.s); err != nil {
+			return err
+		}
+		b.WriteByte('"')
+		b.WriteString(w.s)
+		b.WriteByte('"')
+		return nil
+	}
 	if err := quotable(w.s); err != nil {
 		return err
 	}

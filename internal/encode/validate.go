@@ -232,6 +232,30 @@ func HeaderValue(s string) (Value, error) {
 	return Value{s}, nil
 }
 
+// HeaderSetValue validates the value of a header pier sets (a header
+// change: set-header, add-header, written only to config lines through
+// HeaderSetWord). It is HeaderValue with single quotes, double quotes,
+// '#' and '%' allowed, so that a Content-Security-Policy's 'self' or a
+// JSON value can be set; a value may hold single or double quotes but
+// not both, as no quoting writes both without an escape. '\' and '$'
+// stay refused: HAProxy interprets them in double quotes.
+func HeaderSetValue(s string) (Value, error) {
+	const k = "header value"
+	if err := asciiText(k, s, MaxHeaderValueLen); err != nil {
+		return Value{}, err
+	}
+	if s[0] == ' ' || s[len(s)-1] == ' ' {
+		return Value{}, refuse(k, "space", s, "must not start or end with a space")
+	}
+	if i := strings.IndexAny(s, `\$`); i >= 0 {
+		return Value{}, refuse(k, "charset", s, "contains "+describeByte(s[i])+`; \ and $ are refused`)
+	}
+	if strings.Contains(s, "'") && strings.Contains(s, `"`) {
+		return Value{}, refuse(k, "quotes", s, "holds both single and double quotes; use one kind")
+	}
+	return Value{s}, nil
+}
+
 func charset(chars string) (set [256]bool) {
 	for i := 0; i < len(chars); i++ {
 		set[chars[i]] = true

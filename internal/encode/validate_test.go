@@ -242,3 +242,49 @@ func TestRouteKey(t *testing.T) {
 		}
 	}
 }
+
+// TestHeaderSetValue: what a header change may set, and the word each
+// value becomes: single-quoted, or double-quoted when it holds a single
+// quote; '%' doubled for log-format.
+func TestHeaderSetValue(t *testing.T) {
+	for _, tc := range []struct {
+		in, line, refused string
+	}{
+		{in: "max-age=31536000", line: `'max-age=31536000'`},
+		{in: "default-src 'self'; script-src 'self' 'unsafe-inline'", line: `"default-src 'self'; script-src 'self' 'unsafe-inline'"`},
+		{in: `geolocation=(self "https://a.example")`, line: `'geolocation=(self "https://a.example")'`},
+		{in: "50% #1", line: `'50%% #1'`},
+		{in: "it's 100%", line: `"it's 100%%"`},
+		{in: `'a' "b"`, refused: "both single and double quotes"},
+		{in: `a\b`, refused: `\ and $ are refused`},
+		{in: "$HOME", refused: `\ and $ are refused`},
+		{in: "a\r\nb", refused: "control"},
+		{in: " a", refused: "space"},
+		{in: "", refused: "empty"},
+	} {
+		v, err := HeaderSetValue(tc.in)
+		if tc.refused != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.refused) {
+				t.Errorf("%q: %v, want refused for %q", tc.in, err, tc.refused)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tc.in, err)
+			continue
+		}
+		line, err := ConfigLine(v.HeaderSetWord())
+		if err != nil || line != tc.line {
+			t.Errorf("%q: line %s, %v; want %s", tc.in, line, err, tc.line)
+		}
+	}
+	// The double-quoted form is for config lines: the other emitters
+	// refuse a single quote.
+	v, _ := HeaderSetValue("'self'")
+	if _, err := MapLine(v.HeaderSetWord(), ID("be_", "x")); err == nil {
+		t.Error("a map line took a single quote")
+	}
+	if _, err := ConfigLine(v.Word()); err == nil {
+		t.Error("a single-quoted word took a single quote")
+	}
+}

@@ -38,7 +38,10 @@ type Word struct {
 	s     string
 	kind  kind
 	quote bool
-	err   error
+	// dquote: written double-quoted in config lines, the only way to
+	// write a single quote without an escape (HeaderSetWord).
+	dquote bool
+	err    error
 }
 
 // String returns the word's text, unquoted.
@@ -185,6 +188,23 @@ func (v Value) LogFormatWord() Word {
 	return w
 }
 
+// HeaderSetWord makes the word for a HeaderSetValue placed in a
+// log-format argument (set-header, add-header): '%' is doubled, as in
+// LogFormatWord, and the word is single-quoted, or double-quoted when the
+// value holds a single quote. HeaderSetValue refused what double quotes
+// interpret ('"', '\', '$'), so either form reaches HAProxy with no
+// escape or variable. The word is for config lines only: map files, the
+// runtime API and crt-lists refuse a single quote.
+func (v Value) HeaderSetWord() Word {
+	if _, err := HeaderSetValue(v.s); err != nil {
+		return Word{err: err}
+	}
+	w := v.Word()
+	w.s = strings.ReplaceAll(v.s, "%", "%%")
+	w.dquote = strings.Contains(v.s, "'")
+	return w
+}
+
 // AddrPort makes "10.0.0.1:80" or "[2001:db8::1]:80".
 func AddrPort(a netip.Addr, port int) Word {
 	w := Addr(a)
@@ -277,6 +297,22 @@ func quotable(s string) error {
 		c := s[i]
 		if c == '\'' || c < 0x20 || c >= 0x7f {
 			return refuse("word", "quotable", s, "contains "+describeByte(c)+", which cannot be single-quoted")
+		}
+	}
+	return nil
+}
+
+// dquotable reports whether s can be written between double quotes with
+// nothing interpreted: no '"', '\' or '$' (variables), and no control
+// byte or non-ASCII.
+func dquotable(s string) error {
+	if s == "" {
+		return errors.New("encode: empty word")
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '"' || c == '\\' || c == '$' || c < 0x20 || c >= 0x7f {
+			return refuse("word", "quotable", s, "contains "+describeByte(c)+", which cannot be double-quoted")
 		}
 	}
 	return nil

@@ -259,8 +259,9 @@ const (
 
 // HeaderOp is one change to a request's or response's headers. Name is
 // a header name (letters, digits and '-'; matched case-insensitively),
-// Value a header value (printable ASCII without ' " \ # $ %, no
-// leading or trailing space), empty for HeaderRemove. Neither is ever
+// Value a header value (printable ASCII without \ or $, not both kinds
+// of quote, no leading or trailing space: encode.HeaderSetValue), empty
+// for HeaderRemove. Neither is ever
 // interpreted: a value is sent as written. Names that frame the message
 // or the connection (Content-Length, Transfer-Encoding, Connection,
 // Host, ...) are refused.

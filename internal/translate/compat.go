@@ -291,7 +291,7 @@ var compatAnnotations = map[string]compatAnnotation{
 
 // customHeadersDifference is how custom-headers differs from ingress-nginx.
 const customHeadersDifference = "a ConfigMap of the Ingress's namespace; any header but those that frame the message " +
-	"(no global-allowed-response-headers list needed); names of letters, digits and - (no _), values without ' \" \\ # $ %; " +
+	"(no global-allowed-response-headers list needed); names of letters, digits and - (no _), values without \\ or $ and not with both kinds of quote; " +
 	"set on the backend's responses, not on answers pier makes itself (redirects, 403, 503); a change applies at once"
 
 // maxSize bounds proxy-body-size: 1 TiB is far above any upload a proxy

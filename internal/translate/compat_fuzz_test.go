@@ -120,7 +120,9 @@ func FuzzParseProxySSL(f *testing.F) {
 
 // FuzzParseHeaderLines: an accepted header annotation yields changes
 // whose names and values hold no byte that could end a config line or
-// start a sample expression, and that parse again to themselves.
+// that HAProxy interprets in double quotes ('\\', '$'), never both kinds
+// of quote, and that parse again to themselves. ('%' is allowed: the
+// renderer doubles it, and render's integration test sends it literally.)
 func FuzzParseHeaderLines(f *testing.F) {
 	for _, s := range []string{"X-A: b", "X-A: b\n-X-B\n", "X-A;evil: b", "X-A: b\r\nX-Evil: c", "X-A: %[src]", "-Host", "X-A: 'b'", "X-A:  b"} {
 		f.Add(s)
@@ -132,8 +134,9 @@ func FuzzParseHeaderLines(f *testing.F) {
 		}
 		var again []string
 		for _, op := range ops {
-			if strings.ContainsFunc(op.Name+op.Value, func(r rune) bool { return r < 0x20 || r >= 0x7f || strings.ContainsRune("'\"\\#$%", r) }) ||
-				strings.ContainsAny(op.Name, ": ;") {
+			if strings.ContainsFunc(op.Name+op.Value, func(r rune) bool { return r < 0x20 || r >= 0x7f || strings.ContainsRune("\\$", r) }) ||
+				(strings.Contains(op.Value, "'") && strings.Contains(op.Value, `"`)) ||
+				strings.ContainsAny(op.Name, ": ;'\"#%") {
 				t.Fatalf("%q accepted as %+v", v, op)
 			}
 			if op.Op == "remove" {

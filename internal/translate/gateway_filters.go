@@ -110,7 +110,7 @@ func headerOps(f *gwv1.HTTPHeaderFilter) ([]model.HeaderOp, error) {
 			if err := checkHeaderName(seen, l.what, i, string(h.Name)); err != nil {
 				return nil, err
 			}
-			if _, err := encode.HeaderValue(h.Value); err != nil {
+			if _, err := encode.HeaderSetValue(h.Value); err != nil {
 				return nil, fmt.Errorf("%s[%d].value: %w", l.what, i, err)
 			}
 			out = append(out, model.HeaderOp{Op: l.op, Name: string(h.Name), Value: h.Value})

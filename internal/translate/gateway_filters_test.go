@@ -201,8 +201,8 @@ func TestGatewayFilterRefusals(t *testing.T) {
 	}{
 		{"header value CRLF", reqHdr(`{set: [{name: X-A, value: "v\r\nX-Evil: y"}]}`), rule0 + ".requestHeaderModifier", "set[0].value"},
 		{"header value LF", reqHdr(`{add: [{name: X-A, value: "v\nX-Evil: y"}]}`), rule0 + ".requestHeaderModifier", "add[0].value"},
-		{"header value quote", reqHdr(`{set: [{name: X-A, value: "v' if TRUE"}]}`), rule0 + ".requestHeaderModifier", "set[0].value"},
-		{"header value log-format", reqHdr(`{set: [{name: X-A, value: "%[src]"}]}`), rule0 + ".requestHeaderModifier", "set[0].value"},
+		{"header value both quotes", reqHdr(`{set: [{name: X-A, value: "v' \" if TRUE"}]}`), rule0 + ".requestHeaderModifier", "set[0].value"},
+		{"header value variable", reqHdr(`{set: [{name: X-A, value: "${HOME}"}]}`), rule0 + ".requestHeaderModifier", "set[0].value"},
 		{"header name ;evil", reqHdr(`{set: [{name: "X-A;evil", value: v}]}`), rule0 + ".requestHeaderModifier", "set[0].name"},
 		{"header name space", reqHdr(`{remove: ["X-A evil"]}`), rule0 + ".requestHeaderModifier", "remove[0].name"},
 		{"header twice", reqHdr(`{set: [{name: X-A, value: v}, {name: x-a, value: w}]}`), rule0 + ".requestHeaderModifier", "set[1].name"},

@@ -81,13 +81,14 @@ func parseHeaderLine(line string) (model.HeaderOp, error) {
 }
 
 // headerSet validates one header to set: a name pier may change and a
-// value of printable ASCII without ' " \ # $ % (encode.HeaderValue).
+// value of printable ASCII without \ or $, and not holding both single
+// and double quotes (encode.HeaderSetValue).
 func headerSet(name, value string) (model.HeaderOp, error) {
 	n, err := encode.ModifiableHeader(name)
 	if err != nil {
 		return model.HeaderOp{}, err
 	}
-	val, err := encode.HeaderValue(value)
+	val, err := encode.HeaderSetValue(value)
 	if err != nil {
 		return model.HeaderOp{}, fmt.Errorf("header %s: %w", n.String(), err)
 	}

@@ -77,8 +77,9 @@ func TestHeaderAnnotations(t *testing.T) {
 	ch := NginxPrefix + "custom-headers"
 	refused("evil name", map[string]string{AnnotationResponseHeaders: "X-A;evil: b"}, AnnotationResponseHeaders, "line 1")
 	refused("CRLF", map[string]string{AnnotationRequestHeaders: "X-A: b\r\nX-Evil: c"}, AnnotationRequestHeaders, "line 1")
-	refused("quote", map[string]string{AnnotationRequestHeaders: "X-A: b'"}, AnnotationRequestHeaders, "header value")
-	refused("percent", map[string]string{AnnotationRequestHeaders: "X-A: %[src]"}, AnnotationRequestHeaders, "header value")
+	refused("both quotes", map[string]string{AnnotationRequestHeaders: `X-A: 'b' "c"`}, AnnotationRequestHeaders, "header value")
+	refused("dollar", map[string]string{AnnotationRequestHeaders: "X-A: ${HOME}"}, AnnotationRequestHeaders, "header value")
+	refused("backslash", map[string]string{AnnotationRequestHeaders: `X-A: a\nb`}, AnnotationRequestHeaders, "header value")
 	refused("framing", map[string]string{AnnotationResponseHeaders: "Content-Length: 1"}, AnnotationResponseHeaders, "reserved")
 	refused("host", map[string]string{AnnotationRequestHeaders: "Host: b.example"}, AnnotationRequestHeaders, "reserved")
 	refused("twice", map[string]string{AnnotationRequestHeaders: "X-A: 1\nx-a: 2"}, AnnotationRequestHeaders, "twice")
@@ -92,7 +93,7 @@ func TestHeaderAnnotations(t *testing.T) {
 	refused("bad value", map[string]string{ch: "hdrs"}, ch, `ConfigMap key "X-A"`,
 		headersConfigMap("ns", "hdrs", map[string]string{"X-A": "a\r\nX-Evil: 1"}))
 	refused("evil value", map[string]string{ch: "hdrs"}, ch, `ConfigMap key "X-A"`,
-		headersConfigMap("ns", "hdrs", map[string]string{"X-A": "a\"evil"}))
+		headersConfigMap("ns", "hdrs", map[string]string{"X-A": "a\"evil'"}))
 }
 
 // The configuration-snippet refusal names the typed header annotations.

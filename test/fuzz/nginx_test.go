@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"pier.dev/pier/internal/encode"
+	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/translate"
 )
 
@@ -170,5 +172,47 @@ func FuzzHeaderAnnotationsToConfig(f *testing.F) {
 		a.tlsHost = a.host
 		a.extra = map[string]string{translate.AnnotationRequestHeaders: req, translate.AnnotationResponseHeaders: res}
 		checkAttack(t, &a, baseline)
+		checkHeaderValuesIntact(t, &a)
 	})
+}
+
+// checkHeaderValuesIntact: every header the attacker's accepted
+// annotations set is one line of its load balancer's config whose last
+// word, as HAProxy's tokenizer reads it, is the value with each '%'
+// doubled (log-format's literal '%').
+func checkHeaderValuesIntact(t *testing.T, a *attack) {
+	t.Helper()
+	res := translate.Ingresses(snapshot(t, a), translateOptions())
+	uuid, ok := res.Accepted[model.IngressRef(attackerNS, "evil")]
+	if !ok {
+		return
+	}
+	for _, lb := range res.LoadBalancers {
+		if lb.UUID != uuid {
+			continue
+		}
+		r := renderAll(&translate.Result{LoadBalancers: []*model.LoadBalancer{lb}})[uuid]
+		if r.err != nil {
+			t.Fatalf("render: %v", r.err)
+		}
+		lines := checkLines(t, r.cfg)
+		for _, l := range lb.Listeners {
+			for _, p := range l.Policies {
+				if p.Options == nil {
+					continue
+				}
+				for _, op := range append(slices.Clone(p.Options.RequestHeaders), p.Options.ResponseHeaders...) {
+					if op.Op != model.HeaderSet {
+						continue
+					}
+					want := strings.ReplaceAll(op.Value, "%", "%%")
+					if !slices.ContainsFunc(lines, func(ws []string) bool {
+						return len(ws) >= 4 && ws[1] == "set-header" && ws[2] == op.Name && ws[3] == want
+					}) {
+						t.Fatalf("no set-header line carries %s %s intact", op.Name, encode.Printable(op.Value))
+					}
+				}
+			}
+		}
+	}
 }

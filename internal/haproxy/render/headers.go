@@ -48,11 +48,11 @@ func headerOpsOf(what string, ops []model.HeaderOp) ([]headerOp, error) {
 		default:
 			return nil, fmt.Errorf("%s: header operation %s is not set, add or remove", encode.Printable(what), encode.Printable(string(op.Op)))
 		}
-		v, err := encode.HeaderValue(op.Value)
+		v, err := encode.HeaderSetValue(op.Value)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", encode.Printable(what), err)
 		}
-		if h.value = v.LogFormatWord(); h.value.Err() != nil {
+		if h.value = v.HeaderSetWord(); h.value.Err() != nil {
 			return nil, h.value.Err()
 		}
 		out = append(out, h)

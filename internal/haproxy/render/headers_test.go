@@ -39,7 +39,8 @@ func TestGatewayFilterOptionsRefused(t *testing.T) {
 		want string
 	}{
 		{"value CRLF", model.PolicyOptions{RequestHeaders: []model.HeaderOp{{Op: model.HeaderSet, Name: "X-A", Value: "a\r\nb: c"}}}, "header value"},
-		{"value percent", model.PolicyOptions{ResponseHeaders: []model.HeaderOp{{Op: model.HeaderAdd, Name: "X-A", Value: "%[src]"}}}, "header value"},
+		{"value dollar", model.PolicyOptions{ResponseHeaders: []model.HeaderOp{{Op: model.HeaderAdd, Name: "X-A", Value: "${HOME}"}}}, "header value"},
+		{"value with both quotes", model.PolicyOptions{ResponseHeaders: []model.HeaderOp{{Op: model.HeaderAdd, Name: "X-A", Value: `'a' "b"`}}}, "header value"},
 		{"name ;evil", model.PolicyOptions{RequestHeaders: []model.HeaderOp{{Op: model.HeaderRemove, Name: "X-A;evil"}}}, "header name"},
 		{"framing header", model.PolicyOptions{RequestHeaders: []model.HeaderOp{{Op: model.HeaderSet, Name: "transfer-encoding", Value: "chunked"}}}, "frames"},
 		{"unknown op", model.PolicyOptions{RequestHeaders: []model.HeaderOp{{Op: "append", Name: "X-A", Value: "v"}}}, "not set, add or remove"},

@@ -159,3 +159,43 @@ func TestIntegrationLongestHeaders(t *testing.T) {
 	}
 	t.Logf("longest line %d bytes (HAProxy's first buffer 2048, MaxLineBytes %d)", longest, MaxLineBytes)
 }
+
+// TestIntegrationHeaderValuesVerbatim: header values with the characters
+// HAProxy's config syntax and log-format care about (single quotes, as
+// in a Content-Security-Policy, double quotes, as in JSON, '#' and '%',
+// a sample expression's "%[src]" included) reach the backend and the
+// client byte for byte, from pier's header annotations and from a
+// custom-headers ConfigMap.
+func TestIntegrationHeaderValuesVerbatim(t *testing.T) {
+	bin := haproxyBin(t)
+	if testing.Short() {
+		t.Skip("starts HAProxy")
+	}
+	csp := "default-src 'self'; script-src 'self' 'unsafe-inline' https://cdn.example; img-src * data:"
+	reportTo := `{"group":"csp","max_age":10886400,"endpoints":[{"url":"https://r.example/#x"}]}`
+	literal := "%[src] #not-a-comment 100% 'x'"
+	snap := headersSnapshot()
+	site := snap.Ingresses[0].Annotations
+	site[translate.AnnotationRequestHeaders] = "X-Literal: " + literal + "\nX-Json: " + reportTo + "\n"
+	site[translate.AnnotationResponseHeaders] = "Report-To: " + reportTo + "\nX-Literal: " + literal + "\n"
+	snap.ConfigMaps[0].Data["Content-Security-Policy"] = csp
+	res := translate.Ingresses(snap, translate.DefaultOptions())
+	if len(res.LoadBalancers) != 1 || len(res.Problems) != 0 {
+		t.Fatalf("%d load balancers, problems %+v", len(res.LoadBalancers), res.Problems)
+	}
+	lb := res.LoadBalancers[0]
+	backend := memberAt(startFilterBackend(t, "web"))
+	for i := range lb.Pools {
+		lb.Pools[i].Members = []model.Member{backend}
+	}
+	addr := serveLB(t, bin, lb)
+	resp := rawRequest(t, addr, "127.0.0.1", "GET /x HTTP/1.1\r\nHost: site.test\r\n\r\n")
+	for name, want := range map[string]string{
+		"X-Req-X-Literal": literal, "X-Req-X-Json": reportTo, // as the backend saw them
+		"Content-Security-Policy": csp, "Report-To": reportTo, "X-Literal": literal,
+	} {
+		if got := resp.Header.Values(name); len(got) != 1 || got[0] != want {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+}
