@@ -101,8 +101,13 @@ type scaleSeries struct {
 	CheckP50ms     float64 `json:"pier_check_p50_ms,omitempty"`
 	ReloadP50ms    float64 `json:"pier_reload_p50_ms,omitempty"`
 	BareCheckP50ms float64 `json:"bare_check_p50_ms,omitempty"`
-	Reloads        float64 `json:"reloads"`
-	Runtime        float64 `json:"runtime_updates"`
+	// PierCPUPerChangeMs (endpoint) is pier's CPU time over the series,
+	// the `haproxy -c` processes it waited for included (utime, stime,
+	// cutime, cstime), divided by the samples: each change's own work
+	// and pier's background work over its 0.3 s of settling.
+	PierCPUPerChangeMs float64 `json:"pier_cpu_per_change_ms,omitempty"`
+	Reloads            float64 `json:"reloads"`
+	Runtime            float64 `json:"runtime_updates"`
 	// WorkersBefore and WorkersAfter are the HAProxy worker pids below
 	// the state folder before the first and after the last sample: a
 	// reload replaces a shard's worker, so equal lists mean no reload
@@ -457,6 +462,7 @@ func (f *scaleFixture) endpointSeries(t *testing.T, samples int) scaleSeries {
 	s := scaleSeries{Kind: kindEndpoint, WorkersBefore: haproxyWorkers(f.state)}
 	began := time.Now()
 	path := filepath.Join(f.dir, "10-flip-slice.json")
+	cpuBefore := processCPU(t, f.p.Pid())
 	cur := 0
 	for i := 1; i <= samples; i++ {
 		if !f.servedBy(f.flipVIP, flipHost, flipMembers[cur].pod) {
@@ -475,13 +481,39 @@ func (f *scaleFixture) endpointSeries(t *testing.T, samples int) scaleSeries {
 		cur = next
 		s.Samples = append(s.Samples, smp)
 	}
+	s.PierCPUPerChangeMs = ms(processCPU(t, f.p.Pid())-cpuBefore) / float64(samples)
 	s.WorkersAfter = haproxyWorkers(f.state)
 	s.DurationSec = time.Since(began).Seconds()
 	s.summarise()
-	t.Logf("%d Ingresses, endpoint change → new member serving: p50 %.1f ms, p99 %.1f ms (p50 marks: manifests read %.1f ms, stored %.1f ms, runtime update logged %.1f ms; bare haproxy -c of the fragment %.1f ms); %v reloads, %v runtime updates, workers %v → %v",
-		f.present, s.P50ms, s.P99ms, s.LoadedP50ms, s.StoredP50ms, s.AppliedP50ms, s.BareCheckP50ms, s.Reloads, s.Runtime, s.WorkersBefore, s.WorkersAfter)
+	t.Logf("%d Ingresses, endpoint change → new member serving: p50 %.1f ms, p99 %.1f ms (p50 marks: manifests read %.1f ms, stored %.1f ms, runtime update logged %.1f ms; bare haproxy -c of the fragment %.1f ms; pier's CPU per change %.1f ms); %v reloads, %v runtime updates, workers %v → %v",
+		f.present, s.P50ms, s.P99ms, s.LoadedP50ms, s.StoredP50ms, s.AppliedP50ms, s.BareCheckP50ms, s.PierCPUPerChangeMs, s.Reloads, s.Runtime, s.WorkersBefore, s.WorkersAfter)
 	return s
 }
+
+// processCPU is the CPU time of process pid and of the children it has
+// waited for (utime, stime, cutime, cstime of /proc/PID/stat).
+func processCPU(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]) // field 3 onwards
+	var ticks int64
+	for _, i := range []int{11, 12, 13, 14} { // fields 14–17
+		n, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			t.Fatalf("/proc/%d/stat: %v", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks
+}
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat's times: 100 on
+// every Linux architecture Go runs on.
+const clockTicks = 100
 
 // bareCheck times `haproxy -c` of what pier checks before a runtime
 // update of load balancer lb (namespace/name): the global file, shard

@@ -47,6 +47,7 @@ type scaleSeries struct {
 	CheckP50       float64           `json:"pier_check_p50_ms"`
 	ReloadP50      float64           `json:"pier_reload_p50_ms"`
 	BareCheckP50   float64           `json:"bare_check_p50_ms"`
+	PierCPU        float64           `json:"pier_cpu_per_change_ms"`
 	Reloads        float64           `json:"reloads"`
 	RuntimeUpdates float64           `json:"runtime_updates"`
 	WorkersBefore  []int             `json:"haproxy_workers_before"`
@@ -120,6 +121,9 @@ func scaleMarkdown(runs []scaleRun) string {
 			check := fmt.Sprintf("%.0f / %.0f ms", s.CheckP50, s.ReloadP50)
 			if s.Kind == "endpoint" {
 				check = fmt.Sprintf("runtime API; bare `haproxy -c` of the fragment %.0f ms", s.BareCheckP50)
+				if s.PierCPU > 0 {
+					check += fmt.Sprintf("; pier's CPU %.0f ms a change, its `haproxy -c` included", s.PierCPU)
+				}
 			}
 			p("| %s | %s | %d | **%.0f ms** | **%.0f ms** | %s | %.0f–%.0f ms | %s (target %s) | %.0f ms | %.0f ms | %.0f ms | %s | %.1f → %.1f |\n",
 				thousands(float64(r.Ingresses)), tg.name, len(s.Samples), s.P50, s.P99, target, s.Min, s.Max,

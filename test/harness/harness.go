@@ -190,6 +190,9 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// Pid is the pier process's id.
+func (p *Pier) Pid() int { return p.cmd.Process.Pid }
+
 // Stop sends SIGTERM and waits: pier stops HAProxy gracefully itself.
 func (p *Pier) Stop() {
 	select {

@@ -222,6 +222,10 @@ func TestShardsMemberChangeSkipsCheck(t *testing.T) {
 	if want := fmt.Sprintf(" %s:%d ", two.Address, two.Port); !strings.Contains(string(onDisk), want) {
 		t.Fatalf("the fragment on disk has no server at%s:\n%s", want, onDisk)
 	}
+	// The set a supervisor restart or a new agent starts from has it too.
+	if changed, err := inst.sh.proc.ConfigChanged(); err != nil || changed {
+		t.Fatalf("after the member change, the active set differs from the files: %v, %v", changed, err)
+	}
 
 	// Another load balancer joins: the shard reloads with every fragment,
 	// this one's unchecked member change included, and it still serves two.

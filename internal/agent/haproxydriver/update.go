@@ -389,8 +389,9 @@ func (d *Driver) restage(ctx context.Context, inst *instance, lb *model.LoadBala
 	restage := inst.sh.proc.Restage
 	if d.packs() {
 		// The fragment, the only file that changed, was checked alone, or
-		// differs from one that was only in member values (MembersOnly).
-		restage = inst.sh.proc.RestageChecked
+		// differs from one that was only in member values (MembersOnly):
+		// it replaces its copy in the active set.
+		restage = func(ctx context.Context) error { return inst.sh.proc.RestageFile(ctx, inst.at.Config()) }
 	}
 	if err := restage(ctx); err != nil {
 		d.cfg.Logger.Warn("could not record the updated config as last-known-good", "lb", lb.Name, "error", err)

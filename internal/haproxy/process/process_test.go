@@ -453,19 +453,55 @@ func TestRestage(t *testing.T) {
 	if changed, _ := i.ConfigChanged(); !changed {
 		t.Fatal("a refused set was taken")
 	}
-	// RestageChecked trusts its caller's checks: it takes the set as it
-	// is, without a reload.
+	// RestageFile trusts its caller's check of the one file it names: the
+	// file replaces its copy in the active set, which stays the active
+	// set (no new folder), without a check or a reload.
+	if err := i.Restage(ctx); !errors.Is(err, ErrCheckFailed) {
+		t.Fatalf("bad set again: %v", err)
+	}
+	e.write(e.config("b", ""))
+	if err := i.Restage(ctx); err != nil {
+		t.Fatal(err)
+	}
+	activeBefore, _ := os.Readlink(filepath.Join(i.cfg.Dir, "conf"))
 	e.write(e.config("d", ""))
-	if err := i.RestageChecked(ctx); err != nil {
+	if err := i.RestageFile(ctx, e.cfgPath); err != nil {
 		t.Fatal(err)
 	}
 	if changed, err := i.ConfigChanged(); err != nil || changed {
-		t.Fatalf("after RestageChecked: changed %v, %v", changed, err)
+		t.Fatalf("after RestageFile: changed %v, %v", changed, err)
 	}
-	if s := i.Stats(); s.ReloadsOK != 0 || s.ChecksFailed != 1 {
-		t.Fatalf("RestageChecked reloaded or checked: %+v", s)
+	if active, _ := os.Readlink(filepath.Join(i.cfg.Dir, "conf")); active != activeBefore {
+		t.Fatalf("RestageFile staged a new set %s, want %s updated in place", active, activeBefore)
+	}
+	if s := i.Stats(); s.ReloadsOK != 0 || s.ChecksFailed != 2 {
+		t.Fatalf("RestageFile reloaded or checked: %+v", s)
 	}
 	if got := get(t, e.url("/")); got != "a" {
-		t.Fatalf("serving %q: RestageChecked must not reload", got)
+		t.Fatalf("serving %q: RestageFile must not reload", got)
+	}
+	// The files still load: a reload serves d.
+	if err := i.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, e.url("/")); got != "d" {
+		t.Fatalf("after a reload: serving %q, want d", got)
+	}
+
+	// A file list that is not the active set's is staged whole.
+	extra := filepath.Join(e.lbDir, "extra.conf")
+	if err := os.WriteFile(extra, []byte("# nothing\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	i.SetConfigFiles([]string{e.cfgPath, extra})
+	activeBefore, _ = os.Readlink(filepath.Join(i.cfg.Dir, "conf"))
+	if err := i.RestageFile(ctx, e.cfgPath); err != nil {
+		t.Fatal(err)
+	}
+	if active, _ := os.Readlink(filepath.Join(i.cfg.Dir, "conf")); active == activeBefore {
+		t.Fatal("a new file list was not staged whole")
+	}
+	if changed, err := i.ConfigChanged(); err != nil || changed {
+		t.Fatalf("after RestageFile of a new list: changed %v, %v", changed, err)
 	}
 }
