@@ -69,16 +69,7 @@ func TestIntegrationIngressHeaders(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts HAProxy")
 	}
-	res := translate.Ingresses(headersSnapshot(), translate.DefaultOptions())
-	if len(res.LoadBalancers) != 1 {
-		t.Fatalf("%d load balancers, problems %+v", len(res.LoadBalancers), res.Problems)
-	}
-	lb := res.LoadBalancers[0]
-	backend := memberAt(startFilterBackend(t, "web"))
-	for i := range lb.Pools {
-		lb.Pools[i].Members = []model.Member{backend}
-	}
-	addr := serveLB(t, bin, lb)
+	addr, _ := serveHeadersSnapshot(t, bin, headersSnapshot())
 	get := func(host, extra string) *http.Response {
 		return rawRequest(t, addr, "127.0.0.1", "GET /x HTTP/1.1\r\nHost: "+host+"\r\nX-Debug: 1\r\nX-Team: client\r\n"+extra+"\r\n")
 	}
@@ -100,6 +91,24 @@ func TestIntegrationIngressHeaders(t *testing.T) {
 	if resp.StatusCode != 403 || resp.Header.Get("X-Frame-Options") != "" {
 		t.Errorf("locked.test: %d %v, want 403 without the ConfigMap's headers", resp.StatusCode, resp.Header)
 	}
+}
+
+// serveHeadersSnapshot translates snap, which must make one load
+// balancer and no problem, points its pools at one filter backend
+// (startFilterBackend: it echoes the request's headers as X-Req-*), and
+// serves it with real HAProxy: its address, and the load balancer.
+func serveHeadersSnapshot(t *testing.T, bin string, snap *source.Snapshot) (string, *model.LoadBalancer) {
+	t.Helper()
+	res := translate.Ingresses(snap, translate.DefaultOptions())
+	if len(res.LoadBalancers) != 1 || len(res.Problems) != 0 {
+		t.Fatalf("%d load balancers, problems %+v", len(res.LoadBalancers), res.Problems)
+	}
+	lb := res.LoadBalancers[0]
+	backend := memberAt(startFilterBackend(t, "web"))
+	for i := range lb.Pools {
+		lb.Pools[i].Members = []model.Member{backend}
+	}
+	return serveLB(t, bin, lb), lb
 }
 
 // ingressHeadersFixture is headersSnapshot as translation makes it: the
@@ -132,16 +141,7 @@ func TestIntegrationLongestHeaders(t *testing.T) {
 	site := snap.Ingresses[0].Annotations
 	site[translate.AnnotationRequestHeaders] = name + ": " + value + "\n"
 	site[translate.AnnotationResponseHeaders] = name + ": " + value + "\n"
-	res := translate.Ingresses(snap, translate.DefaultOptions())
-	if len(res.LoadBalancers) != 1 {
-		t.Fatalf("%d load balancers, problems %+v", len(res.LoadBalancers), res.Problems)
-	}
-	lb := res.LoadBalancers[0]
-	backend := memberAt(startFilterBackend(t, "web"))
-	for i := range lb.Pools {
-		lb.Pools[i].Members = []model.Member{backend}
-	}
-	addr := serveLB(t, bin, lb)
+	addr, lb := serveHeadersSnapshot(t, bin, snap)
 	out := mustRender(t, lb, nil)
 	longest := 0
 	for _, line := range strings.Split(string(out.Fragment), "\n") {
@@ -179,16 +179,7 @@ func TestIntegrationHeaderValuesVerbatim(t *testing.T) {
 	site[translate.AnnotationRequestHeaders] = "X-Literal: " + literal + "\nX-Json: " + reportTo + "\n"
 	site[translate.AnnotationResponseHeaders] = "Report-To: " + reportTo + "\nX-Literal: " + literal + "\n"
 	snap.ConfigMaps[0].Data["Content-Security-Policy"] = csp
-	res := translate.Ingresses(snap, translate.DefaultOptions())
-	if len(res.LoadBalancers) != 1 || len(res.Problems) != 0 {
-		t.Fatalf("%d load balancers, problems %+v", len(res.LoadBalancers), res.Problems)
-	}
-	lb := res.LoadBalancers[0]
-	backend := memberAt(startFilterBackend(t, "web"))
-	for i := range lb.Pools {
-		lb.Pools[i].Members = []model.Member{backend}
-	}
-	addr := serveLB(t, bin, lb)
+	addr, _ := serveHeadersSnapshot(t, bin, snap)
 	resp := rawRequest(t, addr, "127.0.0.1", "GET /x HTTP/1.1\r\nHost: site.test\r\n\r\n")
 	for name, want := range map[string]string{
 		"X-Req-X-Literal": literal, "X-Req-X-Json": reportTo, // as the backend saw them
