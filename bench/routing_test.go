@@ -259,17 +259,42 @@ func withoutLine(t *testing.T, conf []byte, s string) []byte {
 func cpuTicks(pid int) int64 {
 	var total int64
 	for _, p := range append([]int{pid}, children(pid)...) {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		ticks, err := statTicks(p, statUtime, statStime)
 		if err != nil {
 			continue
 		}
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]) // field 3 onwards
-		u, _ := strconv.ParseInt(f[11], 10, 64)
-		k, _ := strconv.ParseInt(f[12], 10, 64)
-		total += u + k
+		total += ticks
 	}
 	return total
+}
+
+// Fields of /proc/PID/stat (proc(5), numbered from 1) that hold times in
+// clock ticks (USER_HZ, 100): the process's own user and system time,
+// and those of the children it has waited for.
+const (
+	statUtime  = 14
+	statStime  = 15
+	statCutime = 16
+	statCstime = 17
+)
+
+// statTicks is the sum of fields of /proc/PID/stat, in clock ticks.
+func statTicks(pid int, fields ...int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]) // field 3 onwards
+	var total int64
+	for _, n := range fields {
+		v, err := strconv.ParseInt(f[n-3], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat field %d: %w", pid, n, err)
+		}
+		total += v
+	}
+	return total, nil
 }
 
 // routingMarkdown summarises the runs: medians over rounds, ratios

@@ -494,26 +494,12 @@ func (f *scaleFixture) endpointSeries(t *testing.T, samples int) scaleSeries {
 // waited for (utime, stime, cutime, cstime of /proc/PID/stat).
 func processCPU(t *testing.T, pid int) time.Duration {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	ticks, err := statTicks(pid, statUtime, statStime, statCutime, statCstime)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]) // field 3 onwards
-	var ticks int64
-	for _, i := range []int{11, 12, 13, 14} { // fields 14–17
-		n, err := strconv.ParseInt(f[i], 10, 64)
-		if err != nil {
-			t.Fatalf("/proc/%d/stat: %v", pid, err)
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * time.Second / clockTicks
+	return time.Duration(ticks) * 10 * time.Millisecond // USER_HZ is 100
 }
-
-// clockTicks is USER_HZ, the unit of /proc/PID/stat's times: 100 on
-// every Linux architecture Go runs on.
-const clockTicks = 100
 
 // bareCheck times `haproxy -c` of what pier checks before a runtime
 // update of load balancer lb (namespace/name): the global file, shard

@@ -220,11 +220,8 @@ var headerNameChars = charset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvw
 // rest keeps the value meaningful in every quoting context.
 func HeaderValue(s string) (Value, error) {
 	const k = "header value"
-	if err := asciiText(k, s, MaxHeaderValueLen); err != nil {
+	if err := headerText(k, s); err != nil {
 		return Value{}, err
-	}
-	if s[0] == ' ' || s[len(s)-1] == ' ' {
-		return Value{}, refuse(k, "space", s, "must not start or end with a space")
 	}
 	if i := strings.IndexAny(s, `'"\#$%`); i >= 0 {
 		return Value{}, refuse(k, "charset", s, "contains "+describeByte(s[i])+`; ' " \ # $ % are refused`)
@@ -241,11 +238,8 @@ func HeaderValue(s string) (Value, error) {
 // stay refused: HAProxy interprets them in double quotes.
 func HeaderSetValue(s string) (Value, error) {
 	const k = "header value"
-	if err := asciiText(k, s, MaxHeaderValueLen); err != nil {
+	if err := headerText(k, s); err != nil {
 		return Value{}, err
-	}
-	if s[0] == ' ' || s[len(s)-1] == ' ' {
-		return Value{}, refuse(k, "space", s, "must not start or end with a space")
 	}
 	if i := strings.IndexAny(s, `\$`); i >= 0 {
 		return Value{}, refuse(k, "charset", s, "contains "+describeByte(s[i])+`; \ and $ are refused`)
@@ -254,6 +248,18 @@ func HeaderSetValue(s string) (Value, error) {
 		return Value{}, refuse(k, "quotes", s, "holds both single and double quotes; use one kind")
 	}
 	return Value{s}, nil
+}
+
+// headerText is what every header value is: printable ASCII of at most
+// MaxHeaderValueLen bytes, no leading or trailing space.
+func headerText(k, s string) error {
+	if err := asciiText(k, s, MaxHeaderValueLen); err != nil {
+		return err
+	}
+	if s[0] == ' ' || s[len(s)-1] == ' ' {
+		return refuse(k, "space", s, "must not start or end with a space")
+	}
+	return nil
 }
 
 func charset(chars string) (set [256]bool) {

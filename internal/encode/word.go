@@ -189,9 +189,9 @@ func (v Value) LogFormatWord() Word {
 }
 
 // HeaderSetWord makes the word for a HeaderSetValue placed in a
-// log-format argument (set-header, add-header): '%' is doubled, as in
-// LogFormatWord, and the word is single-quoted, or double-quoted when the
-// value holds a single quote. HeaderSetValue refused what double quotes
+// log-format argument (set-header, add-header): LogFormatWord's, '%'
+// doubled, single-quoted, or double-quoted when the value holds a single
+// quote. HeaderSetValue refused what double quotes
 // interpret ('"', '\', '$'), so either form reaches HAProxy with no
 // escape or variable. The word is for config lines only: map files, the
 // runtime API and crt-lists refuse a single quote.
@@ -199,8 +199,7 @@ func (v Value) HeaderSetWord() Word {
 	if _, err := HeaderSetValue(v.s); err != nil {
 		return Word{err: err}
 	}
-	w := v.Word()
-	w.s = strings.ReplaceAll(v.s, "%", "%%")
+	w := v.LogFormatWord()
 	w.dquote = strings.Contains(v.s, "'")
 	return w
 }

@@ -206,21 +206,32 @@ func (i *Instance) Restage(ctx context.Context) error {
 // files is not the active set's (a load balancer joined or left since),
 // the whole set is staged again, unchecked.
 func (i *Instance) RestageFile(ctx context.Context, path string) error {
-	i.mu.Lock()
-	active, err := os.Readlink(i.confLink())
-	if err == nil {
-		dir := filepath.Join(i.cfg.Dir, active)
-		if name, ok := stagedNameIn(dir, i.configFiles(), path); ok {
-			err = replaceFile(filepath.Join(dir, name), path)
-			i.mu.Unlock()
-			if err != nil {
-				return fmt.Errorf("restage %s: %w", path, err)
-			}
-			return nil
-		}
+	replaced, err := i.replaceInActive(path)
+	if err != nil {
+		return fmt.Errorf("restage %s: %w", path, err)
 	}
-	i.mu.Unlock()
+	if replaced {
+		return nil
+	}
 	return i.restage(ctx, false)
+}
+
+// replaceInActive replaces path's copy in the active set, and says
+// whether it could: the active set must hold exactly the configured
+// files, path among them.
+func (i *Instance) replaceInActive(path string) (bool, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	active, err := os.Readlink(i.confLink())
+	if err != nil {
+		return false, nil
+	}
+	dir := filepath.Join(i.cfg.Dir, active)
+	name, ok := stagedNameIn(dir, i.configFiles(), path)
+	if !ok {
+		return false, nil
+	}
+	return true, replaceFile(filepath.Join(dir, name), path)
 }
 
 // stagedNameIn returns the name path has in the staged set dir, if dir
