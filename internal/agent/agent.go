@@ -167,8 +167,11 @@ type Agent struct {
 	lastReport map[string]model.NodeStatus
 
 	// statsAt is when the members up of each UUID were last read
-	// (stats.go).
-	statsAt map[string]time.Time
+	// (stats.go); statsReading says a background read runs, and
+	// statsReads brings its result into the loop.
+	statsAt      map[string]time.Time
+	statsReading bool
+	statsReads   chan statsRead
 
 	// latest is the newest store view of every LoadBalancer, status
 	// included: the peers' reports arbitrate a split brain.
@@ -200,6 +203,7 @@ func New(cfg Config) *Agent {
 		lastReport: map[string]model.NodeStatus{},
 		latest:     map[string]*model.LoadBalancer{},
 		statsAt:    map[string]time.Time{},
+		statsReads: make(chan statsRead, 1),
 		drainReq:   make(chan bool, 1),
 		drainDue:   make(chan struct{}, 1),
 	}
@@ -315,6 +319,8 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.drain(events)
 		case r := <-a.done:
 			a.finishApply(ctx, r)
+		case r := <-a.statsReads:
+			a.finishStatsRead(ctx, r)
 		case <-ticker.C:
 			a.queueRetries()
 			a.queueDrifted()

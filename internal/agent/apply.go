@@ -86,7 +86,7 @@ func runApply(ctx context.Context, d driver.Driver, lb *model.LoadBalancer, logg
 	applied, err := d.Apply(ctx, lb)
 	r := applyResult{uuid: lb.UUID, lb: lb, applied: applied, err: err, took: time.Since(start)}
 	if rep, ok := d.(driver.Reporter); ok && err == nil {
-		r.membersRead = readMembers(ctx, rep, lb.UUID, logger)
+		r.membersRead = readMembers(ctx, rep, []string{lb.UUID}, logger)
 	}
 	return r
 }

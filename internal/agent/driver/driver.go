@@ -98,10 +98,12 @@ type Stats struct {
 
 // Reporter is implemented by a driver that can tell an operator how a
 // load balancer fares on this node. Stats does no I/O: the agent calls it
-// for every report. RefreshMembers asks the data plane which members are
-// up (HAProxy: one runtime API call, about 1 ms); the agent calls it
-// after each apply and at most every 10 s per load balancer.
+// for every report. RefreshMembers asks the data plane which members of
+// the load balancers uuids are up (HAProxy: one runtime API conversation
+// per process); the agent calls it after each apply, and at most every
+// 10 s per load balancer outside its loop, so it must be safe beside
+// Apply.
 type Reporter interface {
 	Stats(uuid string) Stats
-	RefreshMembers(ctx context.Context, uuid string) error
+	RefreshMembers(ctx context.Context, uuids []string) error
 }

@@ -161,11 +161,11 @@ func TestShardsGroupJoinsWithoutReload(t *testing.T) {
 		t.Fatalf("the join reloaded %v times, want none", r-before)
 	}
 	// The agent reads the new pool's members through the spare's name.
-	if err := d.RefreshMembers(t.Context(), joined.UUID); err != nil {
+	if err := d.RefreshMembers(t.Context(), []string{joined.UUID}); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, func() bool {
-		_ = d.RefreshMembers(t.Context(), joined.UUID)
+		_ = d.RefreshMembers(t.Context(), []string{joined.UUID})
 		return d.Stats(joined.UUID).MembersUp == 2
 	})
 }

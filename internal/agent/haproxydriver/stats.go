@@ -2,6 +2,7 @@ package haproxydriver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -12,9 +13,10 @@ import (
 
 var _ driver.Reporter = (*Driver)(nil)
 
-// refreshTimeout bounds one `show servers state`: it answers in about
-// 1 ms, and the agent's loop waits for it.
-const refreshTimeout = 500 * time.Millisecond
+// refreshTimeout bounds the member reads of one process: one `show
+// servers state` answers in well under a millisecond, and a shard's few
+// hundred of them in tens.
+const refreshTimeout = 2 * time.Second
 
 // Stats returns what the driver counted for load balancer uuid and the
 // members up as of the last RefreshMembers. It does no I/O.
@@ -32,53 +34,121 @@ func (d *Driver) Stats(uuid string) driver.Stats {
 	return s
 }
 
-// RefreshMembers asks HAProxy which members of load balancer uuid are
-// up: one `show servers state <backend>` per backend of the load
-// balancer, over one runtime API connection. Asking for its own backends
-// keeps the answer small when the process runs hundreds of load
-// balancers (a shard): the whole process's list made a cold start of
-// 1,000 load balancers in 4 shards take 29 s instead of 5. A HAProxy
-// that does not run has none up.
-func (d *Driver) RefreshMembers(ctx context.Context, uuid string) error {
+// RefreshMembers asks HAProxy which members of the load balancers uuids
+// are up: one `show servers state <backend>` per backend, over one
+// runtime API connection per process.
+//
+//   - Asking for their own backends keeps the answers small when a
+//     process runs hundreds of load balancers (a shard): the whole
+//     process's list made a cold start of 1,000 load balancers in 4
+//     shards take 29 s instead of 5.
+//   - One connection per process, not per load balancer: a node of 1,000
+//     load balancers re-reads 100 a second, and each dial cost more than
+//     its answer.
+//
+// A HAProxy that does not run has none up. A process whose read fails
+// leaves its load balancers' last numbers, and the error says which.
+// It may run beside Apply: a count read against a result that an apply
+// replaced meanwhile is dropped (the apply reads its own).
+func (d *Driver) RefreshMembers(ctx context.Context, uuids []string) error {
+	var (
+		counts []*memberCount
+		asks   = map[*shard][]*memberCount{}
+		order  []*shard // the shards in the order first asked, for a steady order of reads
+	)
 	d.mu.Lock()
-	inst := d.lbs[uuid]
-	if inst == nil || inst.result == nil {
-		d.mu.Unlock()
+	for _, uuid := range uuids {
+		inst := d.lbs[uuid]
+		if inst == nil || inst.result == nil {
+			continue
+		}
+		c := &memberCount{inst: inst, result: inst.result, members: inst.result.Members()}
+		counts = append(counts, c)
+		if inst.landed {
+			// The landing's servers have no health checks (render.Landable):
+			// every member is up, and the shard does not know them yet.
+			c.up, c.known = len(c.members), true
+			continue
+		}
+		if len(asks[inst.sh]) == 0 {
+			order = append(order, inst.sh)
+		}
+		asks[inst.sh] = append(asks[inst.sh], c)
+	}
+	d.mu.Unlock()
+	var errs []error
+	for _, sh := range order {
+		if err := readShardMembers(ctx, sh, asks[sh]); err != nil {
+			errs = append(errs, fmt.Errorf("process %s: %w", sh.at.Dir, err))
+		}
+	}
+	d.mu.Lock()
+	for _, c := range counts {
+		if c.known && c.inst.result == c.result {
+			c.inst.stats.MembersUp = c.up
+		}
+	}
+	d.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// memberCount is one load balancer's part of RefreshMembers: the result
+// it read the members of, and what it found.
+type memberCount struct {
+	inst    *instance
+	result  *render.Result
+	members []render.Server
+	up      int
+	known   bool // up was read (or follows from the state)
+}
+
+// readShardMembers reads the members up of counts, all load balancers of
+// sh, over one connection.
+func readShardMembers(ctx context.Context, sh *shard, counts []*memberCount) error {
+	if !sh.proc.Running() {
+		for _, c := range counts {
+			c.up, c.known = 0, true
+		}
 		return nil
 	}
-	result, sh, landed := inst.result, inst.sh, inst.landed
-	d.mu.Unlock()
-	members := result.Members()
-	up := 0
-	if landed {
-		// The landing's servers have no health checks (render.Landable):
-		// every member is up, and the shard does not know them yet.
-		up = len(members)
-	} else if sh.proc.Running() && len(members) > 0 {
-		cmds, err := result.MembersStateCommands()
+	var lines []string
+	var owners []*memberCount // owners[i] asked lines[i]
+	for _, c := range counts {
+		if len(c.members) == 0 {
+			c.up, c.known = 0, true
+			continue
+		}
+		cmds, err := c.result.MembersStateCommands()
 		if err != nil {
 			return err
 		}
-		lines := make([]string, len(cmds))
-		for i, c := range cmds {
-			lines[i] = c.String()
+		for _, cmd := range cmds {
+			lines = append(lines, cmd.String())
+			owners = append(owners, c)
 		}
-		ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
-		defer cancel()
-		var answers strings.Builder
-		err = sh.proc.RuntimeBatch(ctx, sh.at.Socket(), lines, func(_, answer string) error {
-			answers.WriteString(answer)
-			answers.WriteByte('\n')
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("show servers state: %w", err)
-		}
-		up = membersUp(answers.String(), members)
 	}
-	d.mu.Lock()
-	inst.stats.MembersUp = up
-	d.mu.Unlock()
+	answers := make(map[*memberCount]*strings.Builder, len(counts))
+	next := 0
+	ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
+	defer cancel()
+	err := sh.proc.RuntimeBatch(ctx, sh.at.Socket(), lines, func(_, answer string) error {
+		c := owners[next]
+		next++
+		b := answers[c]
+		if b == nil {
+			b = &strings.Builder{}
+			answers[c] = b
+		}
+		b.WriteString(answer)
+		b.WriteByte('\n')
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("show servers state: %w", err)
+	}
+	for c, b := range answers {
+		c.up, c.known = membersUp(b.String(), c.members), true
+	}
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"pier.dev/pier/internal/agent/driver"
 	"pier.dev/pier/internal/haproxy/render"
+	"pier.dev/pier/internal/model"
 	"pier.dev/pier/test/harness"
 )
 
@@ -24,7 +25,7 @@ func TestStatsThroughHAProxy(t *testing.T) {
 		if _, err := d.Apply(ctx, lb); err != nil {
 			t.Fatal(err)
 		}
-		if err := d.RefreshMembers(ctx, lb.UUID); err != nil {
+		if err := d.RefreshMembers(ctx, []string{lb.UUID}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -51,12 +52,52 @@ func TestStatsThroughHAProxy(t *testing.T) {
 	if _, err := inst.sh.proc.Runtime(ctx, inst.sh.at.Socket(), "set server be_"+lb.UUID+"_p1/s2 state maint"); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.RefreshMembers(ctx, lb.UUID); err != nil {
+	if err := d.RefreshMembers(ctx, []string{lb.UUID}); err != nil {
 		t.Fatal(err)
 	}
 	want("a member in maintenance", driver.Stats{Reloads: 1, RuntimeUpdates: 1, MembersUp: 2, Members: 3})
 	if got := d.Stats("0f8a2d3e-1111-4222-8333-444455556699"); got != (driver.Stats{}) {
 		t.Fatalf("stats of a load balancer never applied: %+v", got)
+	}
+}
+
+// TestShardMembersReadAtOnce: the members up of the load balancers of a
+// shard are read over one runtime API connection, and each load balancer
+// gets its own count; one not applied here is passed over.
+func TestShardMembersReadAtOnce(t *testing.T) {
+	needHAProxy(t)
+	d := newSharded(t, harness.ShortTempDir(t), 1)
+	t.Cleanup(func() { d.Close(true) })
+	ctx := context.Background()
+	var lbs []*model.LoadBalancer
+	for n, names := range [][]string{{"a1", "a2"}, {"b1"}, {"c1", "c2", "c3"}} {
+		var members []model.Member
+		for _, name := range names {
+			members = append(members, memberAt(echo(t, "127.0.0.1:0", name)))
+		}
+		lb := lbWith(n+1, freePort(t), members...)
+		if _, err := d.Apply(ctx, lb); err != nil {
+			t.Fatal(err)
+		}
+		lbs = append(lbs, lb)
+	}
+	last := lbs[2]
+	inst := d.lbs[last.UUID]
+	if _, err := inst.sh.proc.Runtime(ctx, inst.sh.at.Socket(), "set server be_"+last.UUID+"_p1/s2 state maint"); err != nil {
+		t.Fatal(err)
+	}
+	conns := inst.sh.proc.Stats().RuntimeConnections
+	uuids := []string{lbs[0].UUID, lbs[1].UUID, last.UUID, "0f8a2d3e-1111-4222-8333-444455556699"}
+	if err := d.RefreshMembers(ctx, uuids); err != nil {
+		t.Fatal(err)
+	}
+	if got := inst.sh.proc.Stats().RuntimeConnections - conns; got != 1 {
+		t.Fatalf("%d runtime API connections for one shard's members, want 1", got)
+	}
+	for i, want := range []int{2, 1, 2} {
+		if got := d.Stats(lbs[i].UUID); got.MembersUp != want || got.Members != len(lbs[i].Pools[0].Members) {
+			t.Errorf("%s: %d of %d members up, want %d of %d", lbs[i].Name, got.MembersUp, got.Members, want, len(lbs[i].Pools[0].Members))
+		}
 	}
 }
 

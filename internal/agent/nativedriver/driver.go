@@ -243,7 +243,7 @@ func (d *Driver) Stats(uuid string) driver.Stats {
 }
 
 // RefreshMembers implements driver.Reporter; members are not checked.
-func (d *Driver) RefreshMembers(context.Context, string) error { return nil }
+func (d *Driver) RefreshMembers(context.Context, []string) error { return nil }
 
 // commit writes the table serving next and, when nft took it, makes it
 // the driver's view.
