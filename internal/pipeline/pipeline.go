@@ -97,6 +97,9 @@ type Pipeline struct {
 	// storeChangedBehindUs: someone else changed or deleted a load
 	// balancer since the last rebuild.
 	storeChangedBehindUs bool
+	// statusOwed: a rebuild left its status pass to Run's paced one
+	// (rebuild, endpoint changes).
+	statusOwed bool
 
 	mu     sync.Mutex
 	ready  bool
@@ -161,7 +164,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	// Store events are applied to the index at once; the status pass they
 	// call for runs at once too, unless one ran less than storePassEvery
 	// ago: then it runs when that time is up, with every event that came
-	// meanwhile (paced, see storePassEvery).
+	// meanwhile (paced, see storePassEvery). A pass a rebuild owes
+	// (statusOwed) runs storePassEvery after it, or with the first store
+	// event that calls for one.
 	var (
 		held     controller.Change
 		due      <-chan time.Time
@@ -169,7 +174,10 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	)
 	pass := func() error {
 		change := held
-		held, due, lastPass = controller.Unchanged, nil, time.Now()
+		if p.statusOwed {
+			change = max(change, controller.StatusChanged)
+		}
+		held, due, lastPass, p.statusOwed = controller.Unchanged, nil, time.Now(), false
 		return p.storeChanged(ctx, change)
 	}
 	for {
@@ -180,11 +188,19 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			if err := p.take(ctx, snap); err != nil {
 				return err
 			}
+			if p.statusOwed && due == nil {
+				due = time.After(storePassEvery)
+			}
 		case ev, ok := <-events:
 			if !ok {
 				return nil
 			}
 			held = max(held, p.applyEvents(ev, events))
+			if held == controller.Unchanged {
+				// The echo of our own writes: nothing for a pass, and an
+				// owed one keeps its time.
+				continue
+			}
 			if wait := storePassEvery - time.Since(lastPass); wait > 0 {
 				if due == nil {
 					due = time.After(wait)
@@ -338,6 +354,18 @@ func (p *Pipeline) rebuild(ctx context.Context, prev, snap *source.Snapshot, e e
 	if reason == ReasonInitial {
 		p.logFirstTranslation(snap, res, len(problems), time.Since(start))
 	}
+	if endpointsOnly {
+		// An endpoint change leaves what a status pass reads as it was
+		// (EndpointMembers keeps the translation's Ours, Accepted and
+		// Gateway status; no address moves), so a pass now would publish
+		// what the last one did. Run's paced pass still runs it,
+		// storePassEvery later and with the agents' reports of the
+		// change: run here, its few milliseconds of CPU at 1,000
+		// Ingresses met the agent applying the change and delayed the new
+		// members.
+		p.statusOwed = true
+		return nil
+	}
 	return p.statusPass(ctx, snap, "rebuild")
 }
 
@@ -347,6 +375,7 @@ func (p *Pipeline) statusPass(ctx context.Context, snap *source.Snapshot, trigge
 	if p.result == nil {
 		return nil
 	}
+	p.statusOwed = false
 	p.Metrics.StatusPasses.WithLabelValues(trigger).Inc()
 	p.Metrics.LoadBalancers.Set(float64(p.index.Len()))
 	next := status.Decide(p.result, p.index.ByUUID(), p.Status.Current(snap), p.Addresses.FromService(snap.Services))

@@ -439,10 +439,18 @@ func TestEndpointChangeIsIncremental(t *testing.T) {
 	es.ResourceVersion = "2"
 	es.Endpoints[0].Addresses = []string{"10.244.0.2"}
 	next.EndpointSlices[0] = es
+	passes := func(trigger string) float64 { return testutil.ToFloat64(h.m.StatusPasses.WithLabelValues(trigger)) }
+	rebuildPasses, storePasses := passes("rebuild"), passes("store")
 	h.offer(next)
 	if h.rebuilds(ReasonEndpoints) != 1 {
 		t.Fatalf("endpoint rebuilds = %v, want 1", h.rebuilds(ReasonEndpoints))
 	}
+	// Its status pass is not run with the rebuild, beside the agents
+	// applying it, but paced: it comes all the same.
+	if got := passes("rebuild") - rebuildPasses; got != 0 {
+		t.Errorf("the endpoint change ran %v status passes with its rebuild, want 0", got)
+	}
+	h.wait("the paced status pass after the endpoint change", func() bool { return passes("store") > storePasses })
 	if !strings.Contains(h.logs.String(), `reason=endpoints incremental=true`) {
 		t.Errorf("the endpoint change was translated in full:\n%s", h.logs.String())
 	}
