@@ -91,7 +91,17 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []s
 	// them all: with thousands stored, one new Ingress must not pay for
 	// ordering every other one (issue 9).
 	existing := maps.Clone(r.Index.ByUUID())
-	load := scheduler.LoadOf(slices.Collect(maps.Values(existing)))
+	// The load of each node is counted when a placement first chooses
+	// among nodes (scheduler.Place): a change to load balancers that keep
+	// their nodes (an endpoint change) counts none.
+	var counted *scheduler.Load
+	load := func() scheduler.Load {
+		if counted == nil {
+			l := scheduler.LoadOf(slices.Collect(maps.Values(existing)))
+			counted = &l
+		}
+		return *counted
+	}
 	// Deletions first: addresses freed by a load balancer that is gone
 	// are available to the ones created in this same pass.
 	var gone []string
@@ -106,6 +116,11 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []s
 			}
 		}
 		slices.Sort(gone)
+	}
+	if len(gone) > 0 {
+		// Counted before the deletions, as Apply always counted: the load
+		// balancers that go still weigh on placements in this pass.
+		load()
 	}
 	for _, uuid := range gone {
 		lb := existing[uuid]
@@ -258,7 +273,7 @@ func nodesOf(nodes []source.Node) clusterNodes {
 // creation time), then assigns addresses, nodes and the pair's VRRP
 // router id. The scheduler stays pure: ids and node addresses are the
 // controller's, filled in after it placed.
-func (r *Reconciler) prepare(want, old *model.LoadBalancer, nodes clusterNodes, load scheduler.Load) (*model.LoadBalancer, error) {
+func (r *Reconciler) prepare(want, old *model.LoadBalancer, nodes clusterNodes, load func() scheduler.Load) (*model.LoadBalancer, error) {
 	r.prepared++
 	lb := want.Clone()
 	if old != nil {
@@ -280,7 +295,7 @@ func (r *Reconciler) prepare(want, old *model.LoadBalancer, nodes clusterNodes, 
 	placement.ActiveAddress = nodes.address[placement.Active]
 	placement.StandbyAddress = nodes.address[placement.Standby]
 	if placement.Active != lb.Placement.Active || placement.Standby != lb.Placement.Standby {
-		load.Add(placement)
+		load().Add(placement) // the maps of the one count: later placements see it
 	}
 	lb.Placement = placement
 	return lb, nil

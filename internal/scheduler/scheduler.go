@@ -23,8 +23,9 @@ type Nodes struct {
 	Draining map[string]bool
 }
 
-// placer decides where one provider's load balancers run.
-type placer func(lb *model.LoadBalancer, nodes Nodes, load Load) (model.Placement, error)
+// placer decides where one provider's load balancers run. It calls load
+// only to choose a role among several nodes.
+type placer func(lb *model.LoadBalancer, nodes Nodes, load func() Load) (model.Placement, error)
 
 // placers is the service monitor's dispatch: one placement policy per
 // provider. A provider missing here has no driver yet.
@@ -37,8 +38,11 @@ var placers = map[model.Provider]placer{
 }
 
 // Place returns where lb should run, by its provider's policy. load counts
-// the LoadBalancers already placed on each node.
-func Place(lb *model.LoadBalancer, nodes Nodes, load Load) (model.Placement, error) {
+// the LoadBalancers already placed on each node; it is called only when a
+// role is to be chosen among several nodes, so a caller may count lazily:
+// most placements keep their nodes, and counting every load balancer for
+// each made an endpoint change's reconcile linear in them.
+func Place(lb *model.LoadBalancer, nodes Nodes, load func() Load) (model.Placement, error) {
 	place, ok := placers[lb.Provider]
 	if !ok {
 		return model.Placement{}, fmt.Errorf("load balancer %s: provider %q: %w", lb.Name, lb.Provider, ErrUnsupportedProvider)
@@ -61,7 +65,7 @@ func Place(lb *model.LoadBalancer, nodes Nodes, load Load) (model.Placement, err
 //     the choice is deterministic. With two nodes, actives alternate.
 //   - With nothing else left, a lone draining standby is promoted rather
 //     than leaving the load balancer without an active node.
-func placePair(lb *model.LoadBalancer, nodes Nodes, load Load) (model.Placement, error) {
+func placePair(lb *model.LoadBalancer, nodes Nodes, load func() Load) (model.Placement, error) {
 	if len(nodes.Ready) == 0 {
 		return model.Placement{}, fmt.Errorf("load balancer %s: no ready node", lb.Name)
 	}
@@ -89,20 +93,10 @@ func placePair(lb *model.LoadBalancer, nodes Nodes, load Load) (model.Placement,
 		p.Standby = cur.Standby
 	}
 	if p.Active == "" {
-		for _, n := range load.byActive(fresh) {
-			if n != p.Standby {
-				p.Active = n
-				break
-			}
-		}
+		p.Active = leastLoaded(fresh, p.Standby, func(l Load, nodes []string) []string { return l.byActive(nodes) }, load)
 	}
 	if p.Standby == "" {
-		for _, n := range load.byPlaced(fresh) {
-			if n != p.Active {
-				p.Standby = n
-				break
-			}
-		}
+		p.Standby = leastLoaded(fresh, p.Active, func(l Load, nodes []string) []string { return l.byPlaced(nodes) }, load)
 	}
 	if p.Active == "" && p.Standby != "" {
 		p.Active, p.Standby = p.Standby, ""
@@ -111,6 +105,25 @@ func placePair(lb *model.LoadBalancer, nodes Nodes, load Load) (model.Placement,
 		return model.Placement{}, fmt.Errorf("load balancer %s: every ready node is cordoned", lb.Name)
 	}
 	return p, nil
+}
+
+// leastLoaded is the first of nodes other than taken in the order rank
+// gives them by load, "" when there is none. With one candidate, load is
+// not counted.
+func leastLoaded(nodes []string, taken string, rank func(Load, []string) []string, load func() Load) string {
+	var candidates []string
+	for _, n := range nodes {
+		if n != taken {
+			candidates = append(candidates, n)
+		}
+	}
+	switch len(candidates) {
+	case 0:
+		return ""
+	case 1:
+		return candidates[0]
+	}
+	return rank(load(), candidates)[0]
 }
 
 // Load counts, per node, the load balancers placed on it (Placed, as

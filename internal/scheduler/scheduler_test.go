@@ -46,7 +46,7 @@ func TestPlace(t *testing.T) {
 			for _, n := range tt.drain {
 				nodes.Draining[n] = true
 			}
-			got, err := Place(tt.lb, nodes, Load{Placed: tt.load, Active: tt.load})
+			got, err := Place(tt.lb, nodes, counted(Load{Placed: tt.load, Active: tt.load}))
 			if tt.errMsg != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.errMsg) {
 					t.Fatalf("err = %v, want %q", err, tt.errMsg)
@@ -60,19 +60,53 @@ func TestPlace(t *testing.T) {
 	}
 }
 
+func counted(l Load) func() Load { return func() Load { return l } }
+
+// TestLoadCountedOnlyToChoose: a placement that keeps its nodes, or has
+// one node for a role, does not ask for the load (counting it is linear in
+// the load balancers); one that chooses among several does.
+func TestLoadCountedOnlyToChoose(t *testing.T) {
+	tests := []struct {
+		name      string
+		placement model.Placement
+		ready     []string
+		counts    bool
+	}{
+		{"pair kept", model.Placement{Active: "a", Standby: "b"}, []string{"a", "b", "c"}, false},
+		{"one node (pier run)", model.Placement{Active: "a"}, []string{"a"}, false},
+		{"new on one node", model.Placement{}, []string{"a"}, false},
+		{"standby lost, one node left to take it", model.Placement{Active: "a", Standby: "b"}, []string{"a", "c"}, false},
+		{"new on two nodes", model.Placement{}, []string{"a", "b"}, true},
+		{"standby lost, two nodes to choose from", model.Placement{Active: "a", Standby: "b"}, []string{"a", "c", "d"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			calls := 0
+			load := func() Load { calls++; return LoadOf(nil) }
+			lb := &model.LoadBalancer{Name: "x", Provider: model.ProviderHAProxy, Placement: tt.placement}
+			if _, err := Place(lb, Nodes{Ready: tt.ready}, load); err != nil {
+				t.Fatal(err)
+			}
+			if got := calls > 0; got != tt.counts {
+				t.Fatalf("load counted %d times, want counted: %v", calls, tt.counts)
+			}
+		})
+	}
+}
+
 // Native load balancers are placed like haproxy ones; a provider with no
 // driver is still refused.
 func TestNativePlacedAsPair(t *testing.T) {
 	nodes := Nodes{Ready: []string{"a", "b"}}
-	native, err := Place(&model.LoadBalancer{Provider: model.ProviderNative}, nodes, LoadOf(nil))
+	native, err := Place(&model.LoadBalancer{Provider: model.ProviderNative}, nodes, counted(LoadOf(nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ha, _ := Place(&model.LoadBalancer{Provider: model.ProviderHAProxy}, nodes, LoadOf(nil))
+	ha, _ := Place(&model.LoadBalancer{Provider: model.ProviderHAProxy}, nodes, counted(LoadOf(nil)))
 	if native != ha || native.Active == "" || native.Standby == "" {
 		t.Fatalf("native placed %+v, haproxy %+v", native, ha)
 	}
-	_, err = Place(&model.LoadBalancer{Provider: "bgp"}, nodes, LoadOf(nil))
+	_, err = Place(&model.LoadBalancer{Provider: "bgp"}, nodes, counted(LoadOf(nil)))
 	if !errors.Is(err, ErrUnsupportedProvider) {
 		t.Fatalf("err = %v", err)
 	}
@@ -85,7 +119,7 @@ func TestActivesSpread(t *testing.T) {
 	for _, nodes := range [][]string{{"a", "b"}, {"a", "b", "c"}} {
 		load := LoadOf(nil)
 		for i := range 30 {
-			p, err := Place(&model.LoadBalancer{Name: fmt.Sprint(i), Provider: model.ProviderHAProxy}, Nodes{Ready: nodes}, load)
+			p, err := Place(&model.LoadBalancer{Name: fmt.Sprint(i), Provider: model.ProviderHAProxy}, Nodes{Ready: nodes}, counted(load))
 			if err != nil {
 				t.Fatal(err)
 			}
