@@ -22,14 +22,18 @@ import (
 )
 
 // BenchmarkEndpointChange times the pipeline's share of an endpoint
-// change with 1,000 Ingresses, one load balancer each, all on one
-// Service: one of 1,000 other Services' only endpoint flips, which one
-// load balancer uses. "full" translates everything again, as every
-// rebuild did before endpoint changes were incremental.
+// change with 1,000 and 3,000 Ingresses, one load balancer and one
+// Service each: one Service's only endpoint flips, which one load
+// balancer uses. "full" translates everything again, as every rebuild did
+// before endpoint changes were incremental.
 func BenchmarkEndpointChange(b *testing.B) {
-	for _, mode := range []string{"incremental", "full"} {
-		b.Run(mode, func(b *testing.B) {
-			p, snap := benchPipeline(b, 1000, 0)
+	for _, c := range []struct {
+		mode string
+		n    int
+	}{{"incremental", 1000}, {"incremental", 3000}, {"full", 1000}} {
+		b.Run(fmt.Sprintf("%s-%d", c.mode, c.n), func(b *testing.B) {
+			mode := c.mode
+			p, snap := benchPipeline(b, c.n, 0)
 			ctx := context.Background()
 			addrs := []string{"10.244.9.1", "10.244.9.2"}
 			b.ResetTimer()

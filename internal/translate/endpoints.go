@@ -39,10 +39,13 @@ import (
 // warning would change).
 func EndpointMembers(prev *Result, snap *source.Snapshot, changed map[string]bool, opts Options) (res *Result, ok bool) {
 	services := serviceKeys(changed)
-	if prev == nil || !membersOnly(snap, services, opts) {
+	if prev == nil || namedByRoute(snap, services) {
 		return nil, false
 	}
-	idx := changedIndex(snap, services)
+	idx, ok := changedIndex(snap, services, opts)
+	if !ok {
+		return nil, false
+	}
 	res = &Result{LoadBalancers: slices.Clone(prev.LoadBalancers), Problems: prev.Problems,
 		Accepted: maps.Clone(prev.Accepted), Ours: prev.Ours, Gateway: prev.Gateway, AddressRefused: prev.AddressRefused}
 	for i, lb := range res.LoadBalancers {
@@ -72,29 +75,37 @@ func serviceKeys(names map[string]bool) map[serviceKey]bool {
 
 // changedIndex is the translation index of the changed Services only:
 // all patchMembers looks up, without indexing every Service and slice.
-func changedIndex(snap *source.Snapshot, changed map[serviceKey]bool) *index {
+// ok is false when members are not all that an endpoint change of those
+// Services can alter: one is of type LoadBalancer, or one of their slices
+// holds an endpoint the member policy refuses (on any port of the slice:
+// more than translation would look at, which errs on the side of a full
+// translation). One pass over the Services and one over the slices.
+func changedIndex(snap *source.Snapshot, changed map[serviceKey]bool, opts Options) (idx *index, ok bool) {
 	part := &source.Snapshot{}
 	for _, svc := range snap.Services {
-		if changed[serviceKey{svc.Namespace, svc.Name}] {
-			part.Services = append(part.Services, svc)
+		if !changed[serviceKey{svc.Namespace, svc.Name}] {
+			continue
 		}
+		if svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
+			return nil, false
+		}
+		part.Services = append(part.Services, svc)
 	}
 	for _, es := range snap.EndpointSlices {
-		if changed[serviceKey{es.Namespace, es.Labels[discoveryv1.LabelServiceName]}] {
-			part.EndpointSlices = append(part.EndpointSlices, es)
+		if !changed[serviceKey{es.Namespace, es.Labels[discoveryv1.LabelServiceName]}] {
+			continue
 		}
+		if refusesAny(es, opts.Members) {
+			return nil, false
+		}
+		part.EndpointSlices = append(part.EndpointSlices, es)
 	}
-	return newIndex(part)
+	return newIndex(part), true
 }
 
-// membersOnly checks, before any pool is touched, that members are all an
-// endpoint change of the Services in changed can alter.
-func membersOnly(snap *source.Snapshot, changed map[serviceKey]bool, opts Options) bool {
-	for _, svc := range snap.Services {
-		if changed[serviceKey{svc.Namespace, svc.Name}] && svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
-			return false
-		}
-	}
+// namedByRoute reports whether an HTTPRoute names one of the changed
+// Services: its weighted pools are built otherwise.
+func namedByRoute(snap *source.Snapshot, changed map[serviceKey]bool) bool {
 	for _, route := range snap.HTTPRoutes {
 		for _, rule := range route.Spec.Rules {
 			for _, b := range rule.BackendRefs {
@@ -103,32 +114,30 @@ func membersOnly(snap *source.Snapshot, changed map[serviceKey]bool, opts Option
 					ns = string(*b.Namespace)
 				}
 				if changed[serviceKey{ns, string(b.Name)}] {
-					return false
+					return true
 				}
 			}
 		}
 	}
-	// Any endpoint the policy refuses, on any port of its slice: more
-	// than translation would look at, which errs on the side of a full
-	// translation.
-	for _, es := range snap.EndpointSlices {
-		if !changed[serviceKey{es.Namespace, es.Labels[discoveryv1.LabelServiceName]}] {
+	return false
+}
+
+// refusesAny reports whether the member policy refuses an endpoint of es
+// on any of its ports.
+func refusesAny(es *discoveryv1.EndpointSlice, policy MemberPolicy) bool {
+	for _, p := range es.Ports {
+		if p.Port == nil {
 			continue
 		}
-		for _, p := range es.Ports {
-			if p.Port == nil {
-				continue
-			}
-			for _, ep := range es.Endpoints {
-				for _, a := range ep.Addresses {
-					if m, ok := member(a, int(*p.Port), nil); ok && refusedMember(opts.Members, m) {
-						return false
-					}
+		for _, ep := range es.Endpoints {
+			for _, a := range ep.Addresses {
+				if m, ok := member(a, int(*p.Port), nil); ok && refusedMember(policy, m) {
+					return true
 				}
 			}
 		}
 	}
-	return true
+	return false
 }
 
 func refusedMember(policy MemberPolicy, m model.Member) bool {
