@@ -83,10 +83,16 @@ func (v *view) Published(ref model.ObjectRef) []networkingv1.IngressLoadBalancer
 func (v *view) Publish(_ context.Context, _ *source.Snapshot, _ map[model.ObjectRef]bool, next status.Published) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	for _, ref := range status.Keys(next) {
-		if !status.Equal(v.published[ref], next[ref]) {
-			v.logger.Info(logMessage(ref), logKey(ref), logName(ref), "addresses", status.String(next[ref]))
+	// Logged in key order; only the changed ones are sorted, as a pass
+	// after each agent report changes one or none of thousands.
+	changed := map[model.ObjectRef]bool{}
+	for ref, addrs := range next {
+		if !status.Equal(v.published[ref], addrs) {
+			changed[ref] = true
 		}
+	}
+	for _, ref := range status.Keys(changed) {
+		v.logger.Info(logMessage(ref), logKey(ref), logName(ref), "addresses", status.String(next[ref]))
 	}
 	v.published = next
 	return nil

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -131,5 +132,61 @@ func TestDecideGatewayPinned(t *testing.T) {
 		if !Equal(got[k], v) {
 			t.Errorf("%s: got %v, want %v", k, got[k], v)
 		}
+	}
+}
+
+// TestDecideKeepsUnchangedLists: a list already published as decided is
+// handed back itself (a pass after each agent report allocates nothing
+// for the thousands of unchanged ones); a changed address, a repeated or
+// reordered one, or an entry with ports gives a new list, as before.
+func TestDecideKeepsUnchangedLists(t *testing.T) {
+	ref := model.IngressRef("ns", "a")
+	res := &translate.Result{Ours: map[model.ObjectRef]bool{ref: true}, Accepted: map[model.ObjectRef]string{ref: "u1"}}
+	lb := &model.LoadBalancer{UUID: "u1", VIP: "127.10.0.1", FIP: "127.20.0.1", Status: model.Status{State: model.StateActive}}
+	lb.Status.SpecHash = lb.SpecHash()
+	lbs := map[string]*model.LoadBalancer{"u1": lb}
+	want := []networkingv1.IngressLoadBalancerIngress{{IP: "127.10.0.1"}, {IP: "127.20.0.1"}}
+
+	same := []networkingv1.IngressLoadBalancerIngress{{IP: "127.10.0.1"}, {IP: "127.20.0.1"}}
+	if got := Decide(res, lbs, Published{ref: same}, Addresses{})[ref]; &got[0] != &same[0] {
+		t.Errorf("an unchanged list was built again: %v", got)
+	}
+	for name, prev := range map[string][]networkingv1.IngressLoadBalancerIngress{
+		"other address": {{IP: "127.10.0.1"}, {IP: "127.20.0.9"}},
+		"reordered":     {{IP: "127.20.0.1"}, {IP: "127.10.0.1"}},
+		"one missing":   {{IP: "127.10.0.1"}},
+		"one more":      {{IP: "127.10.0.1"}, {IP: "127.20.0.1"}, {IP: "127.20.0.1"}},
+		"as a hostname": {{IP: "127.10.0.1"}, {Hostname: "127.20.0.1"}},
+		"with ports":    {{IP: "127.10.0.1", Ports: []networkingv1.IngressPortStatus{{Port: 80}}}, {IP: "127.20.0.1"}},
+	} {
+		got := Decide(res, lbs, Published{ref: prev}, Addresses{})[ref]
+		if !Equal(got, want) || len(got[0].Ports) > 0 || &got[0] == &prev[0] {
+			t.Errorf("%s: published %v, want a new %v", name, got, want)
+		}
+	}
+	// Static addresses with a repeat: the deduplicated list is kept too.
+	static := Addresses{Static: []string{"lb.example.com", "192.0.2.1", "192.0.2.1", ""}}
+	kept := []networkingv1.IngressLoadBalancerIngress{{Hostname: "lb.example.com"}, {IP: "192.0.2.1"}}
+	if got := Decide(res, lbs, Published{ref: kept}, static)[ref]; &got[0] != &kept[0] {
+		t.Errorf("an unchanged static list was built again: %v", got)
+	}
+}
+
+// BenchmarkDecide is a status pass over 3,000 published Ingresses, one
+// load balancer each, none changed: the pass after an agent's report.
+func BenchmarkDecide(b *testing.B) {
+	res := &translate.Result{Ours: map[model.ObjectRef]bool{}, Accepted: map[model.ObjectRef]string{}}
+	lbs := map[string]*model.LoadBalancer{}
+	for i := range 3000 {
+		ref, uuid := model.IngressRef("ns", fmt.Sprint("web-", i)), fmt.Sprint("u", i)
+		res.Ours[ref], res.Accepted[ref] = true, uuid
+		lb := &model.LoadBalancer{UUID: uuid, VIP: fmt.Sprintf("127.10.%d.%d", i/250, i%250+1), Status: model.Status{State: model.StateActive}}
+		lb.Status.SpecHash = lb.SpecHash()
+		lbs[uuid] = lb
+	}
+	prev := Decide(res, lbs, nil, Addresses{})
+	b.ResetTimer()
+	for range b.N {
+		prev = Decide(res, lbs, prev, Addresses{})
 	}
 }
