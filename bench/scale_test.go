@@ -193,7 +193,7 @@ func TestScale(t *testing.T) {
 	endpoints := scaleCount(t, "PIER_BENCH_SCALE_ENDPOINT_SAMPLES", 50)
 	newIngresses := scaleCount(t, "PIER_BENCH_SCALE_NEW_SAMPLES", 20)
 	joins := scaleCount(t, "PIER_BENCH_SCALE_JOIN_SAMPLES", 20)
-	endpointMax := scaleCount(t, "PIER_BENCH_SCALE_ENDPOINT_MAX", 1000)  // endpoint series only up to this size
+	endpointMax := scaleCount(t, "PIER_BENCH_SCALE_ENDPOINT_MAX", 3000)  // endpoint series only up to this size
 	trafficRounds := scaleCount(t, "PIER_BENCH_SCALE_TRAFFIC_ROUNDS", 3) // 0: no traffic measurement
 	if quick() {
 		endpoints, newIngresses, joins, trafficRounds = 5, 3, 3, min(trafficRounds, 1)
