@@ -13,10 +13,13 @@ import (
 
 var _ driver.Reporter = (*Driver)(nil)
 
-// refreshTimeout bounds the member reads of one process: one `show
-// servers state` answers in well under a millisecond, and a shard's few
-// hundred of them in tens.
-const refreshTimeout = 2 * time.Second
+// refreshTimeout bounds the member reads of one process: a second, and a
+// millisecond more per `show servers state` asked (each answers in well
+// under one), so that a process of thousands of load balancers is read
+// whole.
+func refreshTimeout(commands int) time.Duration {
+	return time.Second + time.Duration(commands)*time.Millisecond
+}
 
 // Stats returns what the driver counted for load balancer uuid and the
 // members up as of the last RefreshMembers. It does no I/O.
@@ -129,7 +132,7 @@ func readShardMembers(ctx context.Context, sh *shard, counts []*memberCount) err
 	}
 	answers := make(map[*memberCount]*strings.Builder, len(counts))
 	next := 0
-	ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
+	ctx, cancel := context.WithTimeout(ctx, refreshTimeout(len(lines)))
 	defer cancel()
 	err := sh.proc.RuntimeBatch(ctx, sh.at.Socket(), lines, func(_, answer string) error {
 		c := owners[next]
