@@ -166,7 +166,7 @@ func StartPier(t testing.TB, o Options) *Pier {
 	if len(o.Env) > 0 {
 		p.cmd.Env = append(os.Environ(), o.Env...)
 	}
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	p.cmd.SysProcAttr = pierProcAttr()
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
