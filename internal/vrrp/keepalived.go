@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"pier.dev/pier/internal/fsutil"
 )
 
 // Keepalived runs one keepalived for a node. It is safe for concurrent use.
@@ -84,7 +86,7 @@ func (k *Keepalived) Apply(ctx context.Context, cfg Config) error {
 	var created []string
 	for _, in := range cfg.Instances {
 		if _, err := os.Stat(cfg.TrackFile(in.Name)); errors.Is(err, os.ErrNotExist) {
-			if err := writeAtomic(cfg.TrackFile(in.Name), []byte("1\n")); err != nil {
+			if err := fsutil.WriteAtomic(cfg.TrackFile(in.Name), []byte("1\n"), 0o600); err != nil {
 				return err
 			}
 			created = append(created, in.Name)
@@ -98,7 +100,7 @@ func (k *Keepalived) Apply(ctx context.Context, cfg Config) error {
 		k.noteGate(name, false, now)
 	}
 	old, _ := os.ReadFile(cfg.confPath())
-	if err := writeAtomic(cfg.confPath(), out); err != nil {
+	if err := fsutil.WriteAtomic(cfg.confPath(), out, 0o600); err != nil {
 		return err
 	}
 	prev := k.cfg
@@ -139,7 +141,7 @@ func (k *Keepalived) SetHealthy(instance string, healthy bool) error {
 	if healthy {
 		content = "0\n"
 	}
-	if err := writeAtomic(cfg.TrackFile(instance), []byte(content)); err != nil {
+	if err := fsutil.WriteAtomic(cfg.TrackFile(instance), []byte(content), 0o600); err != nil {
 		return err
 	}
 	k.mu.Lock()
@@ -351,15 +353,4 @@ func closedChan() chan struct{} {
 	c := make(chan struct{})
 	close(c)
 	return c
-}
-
-func writeAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("install %s: %w", path, err)
-	}
-	return nil
 }

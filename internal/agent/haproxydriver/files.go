@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"pier.dev/pier/internal/fsutil"
 	"pier.dev/pier/internal/haproxy/layout"
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/htpasswd"
@@ -230,33 +231,13 @@ func certificateDigests(lb *model.LoadBalancer) []byte {
 	return out
 }
 
-// writeIfChanged replaces path with data atomically. The temporary file's
-// name is unique: lanes write global.conf, which all processes share, at
-// the same time.
+// writeIfChanged replaces path with data (fsutil.WriteAtomic) unless it
+// holds that already.
 func writeIfChanged(path string, data []byte, mode os.FileMode) error {
 	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
 		return nil
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, mode)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("install %s: %w", path, err)
-	}
-	return nil
+	return fsutil.WriteAtomic(path, data, mode)
 }
 
 func hashOf(b []byte) string {

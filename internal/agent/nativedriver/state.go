@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"pier.dev/pier/internal/fsutil"
 	"pier.dev/pier/internal/model"
 )
 
@@ -35,7 +36,7 @@ func newState(stateDir string) (*state, error) {
 
 func (s *state) path(uuid string) string { return filepath.Join(s.dir, uuid+".json") }
 
-// save writes lb's spec atomically (a temporary file renamed).
+// save writes lb's spec atomically (fsutil.WriteAtomic).
 func (s *state) save(lb *model.LoadBalancer) error {
 	spec := lb.Clone()
 	spec.Status = model.Status{}
@@ -43,11 +44,7 @@ func (s *state) save(lb *model.LoadBalancer) error {
 	if err != nil {
 		return err
 	}
-	tmp := s.path(lb.UUID) + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, s.path(lb.UUID))
+	return fsutil.WriteAtomic(s.path(lb.UUID), data, 0o600)
 }
 
 func (s *state) remove(uuid string) {

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"pier.dev/pier/internal/fsutil"
 )
 
 // maxOutput caps HAProxy output carried in errors; the first lines hold the
@@ -263,23 +265,15 @@ func stagedNameIn(dir string, files []string, path string) (string, bool) {
 	return found, found != ""
 }
 
-// replaceFile puts src's content at dst with a rename: a reader sees the
-// old file or the new one, never a part. The temporary name does not end
-// in .cfg, so HAProxy never loads it.
+// replaceFile puts src's content at dst (fsutil.WriteAtomic): a reader
+// sees the old file or the new one, never a part, and HAProxy never
+// loads the temporary one.
 func replaceFile(dst, src string) error {
 	b, err := os.ReadFile(src)
 	if err != nil {
 		return err
 	}
-	tmp := dst + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, dst); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return nil
+	return fsutil.WriteAtomic(dst, b, 0o600)
 }
 
 func (i *Instance) restage(ctx context.Context, check bool) error {
