@@ -93,10 +93,10 @@ func placePair(lb *model.LoadBalancer, nodes Nodes, load func() Load) (model.Pla
 		p.Standby = cur.Standby
 	}
 	if p.Active == "" {
-		p.Active = leastLoaded(fresh, p.Standby, func(l Load, nodes []string) []string { return l.byActive(nodes) }, load)
+		p.Active = leastLoaded(fresh, p.Standby, Load.byActive, load)
 	}
 	if p.Standby == "" {
-		p.Standby = leastLoaded(fresh, p.Active, func(l Load, nodes []string) []string { return l.byPlaced(nodes) }, load)
+		p.Standby = leastLoaded(fresh, p.Active, Load.byPlaced, load)
 	}
 	if p.Active == "" && p.Standby != "" {
 		p.Active, p.Standby = p.Standby, ""

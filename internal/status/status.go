@@ -5,6 +5,7 @@
 package status
 
 import (
+	"iter"
 	"net/netip"
 	"slices"
 	"sort"
@@ -119,13 +120,25 @@ func addressesOf(key model.ObjectRef, lb *model.LoadBalancer, cfg Addresses, pre
 		return prev
 	}
 	var out []networkingv1.IngressLoadBalancerIngress
-	for i, a := range list {
-		if a == "" || slices.Contains(list[:i], a) {
-			continue
-		}
+	for a := range distinct(list) {
 		out = append(out, entryOf(a))
 	}
 	return out
+}
+
+// distinct yields list's addresses in order, without empty or repeated
+// ones (lists hold two or a few: a scan beats a set).
+func distinct(list []string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for i, a := range list {
+			if a == "" || slices.Contains(list[:i], a) {
+				continue
+			}
+			if !yield(a) {
+				return
+			}
+		}
+	}
 }
 
 // entryOf is a as a status entry: an IP when it parses as one, else a
@@ -138,14 +151,10 @@ func entryOf(a string) networkingv1.IngressLoadBalancerIngress {
 }
 
 // publishes reports whether prev is exactly what addressesOf makes of
-// list: its addresses in order, without empty or repeated ones, nothing
-// else in the entries.
+// list: its distinct addresses in order, nothing else in the entries.
 func publishes(prev []networkingv1.IngressLoadBalancerIngress, list []string) bool {
 	n := 0
-	for i, a := range list {
-		if a == "" || slices.Contains(list[:i], a) {
-			continue
-		}
+	for a := range distinct(list) {
 		if n == len(prev) {
 			return false
 		}
