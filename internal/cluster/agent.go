@@ -107,7 +107,12 @@ func RunAgent(ctx context.Context, cfg AgentConfig, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	_, client, st, err := connect(cfg.Kubeconfig, logger)
+	bridgeKlog(logger)
+	restCfg, err := RestConfig(cfg.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	_, client, st, err := connect(restCfg, nil, logger)
 	if err != nil {
 		return err
 	}

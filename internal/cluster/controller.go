@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"sync/atomic"
 	"time"
@@ -76,12 +77,12 @@ func RestConfig(path string) (*rest.Config, error) {
 }
 
 // connect opens what both commands need: a client and the LoadBalancer
-// store on the custom resource.
-func connect(kubeconfig string, logger *slog.Logger) (*rest.Config, kubernetes.Interface, *kubestore.Store, error) {
-	bridgeKlog(logger)
-	restCfg, err := RestConfig(kubeconfig)
-	if err != nil {
-		return nil, nil, nil, err
+// store on the custom resource. wrap, if set, wraps their transport (the
+// controller's write fence).
+func connect(restCfg *rest.Config, wrap func(http.RoundTripper) http.RoundTripper, logger *slog.Logger) (*rest.Config, kubernetes.Interface, *kubestore.Store, error) {
+	if wrap != nil {
+		restCfg = rest.CopyConfig(restCfg)
+		restCfg.Wrap(wrap)
 	}
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
@@ -112,7 +113,15 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 	if err != nil {
 		return err
 	}
-	restCfg, client, st, err := connect(cfg.Kubeconfig, logger)
+	bridgeKlog(logger)
+	baseCfg, err := RestConfig(cfg.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	// Every write but the lease's own passes the fence; the lease's
+	// renewals are what open it.
+	fence := newWriteFence(orDefault(cfg.LeaseDuration, defaultLeaseDuration), logger.With("component", "leader"))
+	restCfg, client, st, err := connect(baseCfg, fence.transport, logger)
 	if err != nil {
 		return err
 	}
@@ -137,7 +146,11 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 	srv := &api.Server{Store: st, Ingresses: p, Gateways: p, Registry: m.Registry, Logger: logger,
 		UI: &web.Handler{Store: st, Ingresses: p, Gateways: p, Logger: logger.With("component", "web"),
 			Config: web.ConfigFromSpec(DefaultAgentStateDir, render.Options{})}}
-	lock, err := leaseLock(client, cfg)
+	leaseClient, err := kubernetes.NewForConfig(baseCfg)
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
+	lock, err := leaseLock(leaseClient, cfg)
 	if err != nil {
 		return err
 	}
@@ -145,7 +158,7 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(named("api server", func() error { return srv.ListenAndServe(ctx, cfg.APIAddr) }))
 	g.Go(func() error {
-		err := elect(ctx, lock, cfg, logger, func(lctx context.Context) error {
+		err := elect(ctx, lock, fence, cfg, logger, func(lctx context.Context) error {
 			return lead(lctx, client, gwClient, cfg, selector, p, logger)
 		})
 		if err == nil {
@@ -162,15 +175,16 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 // elect runs leaderelection until ctx ends or leadership is lost, calling
 // work while this replica leads. A lost lease is an error: the process
 // exits so a restart starts clean.
-func elect(ctx context.Context, lock *resourcelock.LeaseLock, cfg ControllerConfig, logger *slog.Logger,
+func elect(ctx context.Context, lock *resourcelock.LeaseLock, fence *writeFence, cfg ControllerConfig, logger *slog.Logger,
 	work func(context.Context) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	go fence.watch(ctx)
 	var workErr error
 	var lost atomic.Bool
 	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		LeaseDuration:   orDefault(cfg.LeaseDuration, 15*time.Second),
+		Lock:            fencedLock{Interface: lock, fence: fence},
+		LeaseDuration:   orDefault(cfg.LeaseDuration, defaultLeaseDuration),
 		RenewDeadline:   orDefault(cfg.RenewDeadline, 10*time.Second),
 		RetryPeriod:     orDefault(cfg.RetryPeriod, 2*time.Second),
 		ReleaseOnCancel: true,
@@ -182,6 +196,7 @@ func elect(ctx context.Context, lock *resourcelock.LeaseLock, cfg ControllerConf
 				cancel()
 			},
 			OnStoppedLeading: func() {
+				fence.lose()
 				if ctx.Err() == nil {
 					lost.Store(true)
 				}
@@ -251,6 +266,9 @@ func leaseLock(client kubernetes.Interface, cfg ControllerConfig) (*resourcelock
 		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
 	}, nil
 }
+
+// defaultLeaseDuration is client-go's and kube-controller-manager's.
+const defaultLeaseDuration = 15 * time.Second
 
 func orDefault(d, def time.Duration) time.Duration {
 	if d == 0 {

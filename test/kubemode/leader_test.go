@@ -215,13 +215,18 @@ func TestLeaseDeleted(t *testing.T) {
 // leaseDeletedUnderFrozenLeader is the other outcome of F9, forced: the
 // leader ctl-1 is frozen (SIGSTOP, a long GC pause) when its Lease is
 // deleted, so ctl-2 creates it and leads, and applies an Ingress created
-// meanwhile. Resumed, ctl-1 must step down (exit) without writing.
+// meanwhile. Resumed, ctl-1 must step down (exit) without writing: its
+// write fence notices the pause and holds every write until a renewal,
+// which fails. Without the fence it acted on informers older than the
+// store, deleting ctl-2's load balancer of "three" and rewriting its
+// status until its renewal failed seconds later.
 func (e *env) leaseDeletedUnderFrozenLeader(ctls []*proc, writes *writeLog) {
 	t := e.t
 	old := ctls[0]
 	if err := old.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	frozen := time.Now()
 	resumed := false
 	resume := func() {
 		if !resumed {
@@ -236,6 +241,13 @@ func (e *env) leaseDeletedUnderFrozenLeader(ctls []*proc, writes *writeLog) {
 	e.waitHolder("ctl-2", worstHandOver)
 	e.create(e.ingress("three", "three.example", nil))
 	e.waitStatus("three", addr(e.internal, 3)+","+addr(e.public, 3), time.Minute)
+	made, ok := e.lbOf("three")
+	if !ok {
+		t.Fatal("no LoadBalancer of three while ctl-2 leads")
+	}
+	// A freeze of a second at least, so its length is no accident of
+	// timing: the fence treats any pause over a quarter second as one.
+	time.Sleep(time.Second - time.Since(frozen))
 	resume()
 	select {
 	case <-old.done:
@@ -245,6 +257,13 @@ func (e *env) leaseDeletedUnderFrozenLeader(ctls []*proc, writes *writeLog) {
 	}
 	if h, _, _ := e.leaseHolder(); h != "ctl-2" {
 		t.Errorf("Lease holder %q after ctl-1 resumed, want ctl-2", h)
+	}
+	if old.count("this process was paused") == 0 {
+		t.Errorf("resumed ctl-1 did not notice its pause; its log ends:\n%s", old.tail(20))
+	}
+	if lb, ok := e.lbOf("three"); !ok || lb.Metadata.UID != made.Metadata.UID || lb.Spec.VIP != made.Spec.VIP {
+		t.Errorf("LoadBalancer of three after ctl-1 resumed: %s uid %s %+v, want ctl-2's %s uid %s %+v (kept)",
+			lb.Metadata.Name, lb.Metadata.UID, lb.Spec, made.Metadata.Name, made.Metadata.UID, made.Spec)
 	}
 	e.checkWrittenOnce(ctls, "three")
 	if u := writes.of("one"); len(u) > 0 {
