@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -229,19 +230,38 @@ func (i *Instance) replaceInActive(path string) (bool, error) {
 		return false, nil
 	}
 	dir := filepath.Join(i.cfg.Dir, active)
-	name, ok := stagedNameIn(dir, i.configFiles(), path)
+	files := i.configFiles()
+	if i.listed.dir != dir || !slices.Equal(i.listed.files, files) {
+		// Read the set once per set and list of files: a shard's set
+		// holds hundreds of files, and an endpoint change replaces one.
+		// Only activate makes another set, and replaceFile keeps names.
+		names, ok := stagedNamesIn(dir, files)
+		if !ok {
+			return false, nil
+		}
+		i.listed = activeListing{dir: dir, files: files, names: names}
+	}
+	name, ok := i.listed.names[path]
 	if !ok {
 		return false, nil
 	}
 	return true, replaceFile(filepath.Join(dir, name), path)
 }
 
-// stagedNameIn returns the name path has in the staged set dir, if dir
-// holds exactly the staged names of files, path among them.
-func stagedNameIn(dir string, files []string, path string) (string, bool) {
+// activeListing is what replaceInActive found in the active set: dir
+// held exactly the staged names of files, names maps each file to its.
+type activeListing struct {
+	dir   string
+	files []string
+	names map[string]string
+}
+
+// stagedNamesIn returns the name each of files has in the staged set
+// dir, if dir holds exactly their staged names.
+func stagedNamesIn(dir string, files []string) (map[string]string, bool) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return "", false
+		return nil, false
 	}
 	var have []string
 	for _, e := range entries {
@@ -250,19 +270,17 @@ func stagedNameIn(dir string, files []string, path string) (string, bool) {
 		}
 	}
 	if len(have) != len(files) {
-		return "", false
+		return nil, false
 	}
-	found := ""
+	names := make(map[string]string, len(files))
 	for n, f := range files {
 		name := stagedName(n, f)
 		if have[n] != name { // ReadDir sorts by name, as stagedName's numbers do
-			return "", false
+			return nil, false
 		}
-		if f == path {
-			found = name
-		}
+		names[f] = name
 	}
-	return found, found != ""
+	return names, true
 }
 
 // replaceFile puts src's content at dst (fsutil.WriteAtomic): a reader

@@ -109,6 +109,9 @@ type Instance struct {
 	filesMu sync.Mutex
 	files   []string
 
+	// listed is the active set as RestageFile last found it (mu).
+	listed activeListing
+
 	reloadsOK, reloadsFailed, checksFailed, restarts atomic.Uint64
 	runtimeConns                                     atomic.Uint64
 

@@ -487,6 +487,21 @@ func TestRestage(t *testing.T) {
 	if got := get(t, e.url("/")); got != "d" {
 		t.Fatalf("after a reload: serving %q, want d", got)
 	}
+	// The reload made another active set: RestageFile reads that one (it
+	// remembers a set's listing, not across sets), twice in a row.
+	activeBefore, _ = os.Readlink(filepath.Join(i.cfg.Dir, "conf"))
+	for _, body := range []string{"e", "f"} {
+		e.write(e.config(body, ""))
+		if err := i.RestageFile(ctx, e.cfgPath); err != nil {
+			t.Fatal(err)
+		}
+		if changed, err := i.ConfigChanged(); err != nil || changed {
+			t.Fatalf("after RestageFile of %s in the reloaded set: changed %v, %v", body, changed, err)
+		}
+		if active, _ := os.Readlink(filepath.Join(i.cfg.Dir, "conf")); active != activeBefore {
+			t.Fatalf("RestageFile of %s staged a new set %s, want %s updated in place", body, active, activeBefore)
+		}
+	}
 
 	// A file list that is not the active set's is staged whole.
 	extra := filepath.Join(e.lbDir, "extra.conf")
