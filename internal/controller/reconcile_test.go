@@ -274,3 +274,165 @@ func TestApplySkipsWhatItPlacedLastTime(t *testing.T) {
 		}
 	}
 }
+
+// countingStore counts the store's writes.
+type countingStore struct {
+	store.Store
+	puts int
+}
+
+func (s *countingStore) PutSpec(ctx context.Context, lb *model.LoadBalancer) error {
+	s.puts++
+	return s.Store.PutSpec(ctx, lb)
+}
+
+// TestApplyChanged: a pass given only the load balancers an endpoint
+// change patched stores those alone and leaves the store, the index and
+// the next pass as Apply would; what it cannot know to be the same, it
+// leaves to Apply and does nothing.
+func TestApplyChanged(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	withMember := func(lb *model.LoadBalancer, addr string) *model.LoadBalancer {
+		c := *lb
+		c.Pools = []model.Pool{{ID: "p", Name: "ns_web_80", Namespace: "ns", Service: "web", Port: "80",
+			Members: []model.Member{{Address: addr, Port: 80, Weight: 1}}}}
+		return &c
+	}
+	// setup: two reconcilers, each given a, b and c by a complete Apply.
+	setup := func(t *testing.T) (r *Reconciler, st *countingStore, res *translate.Result) {
+		r, inner := newReconciler(t, "10.0.0.0/24", "")
+		st = &countingStore{Store: inner}
+		r.Store = st
+		res = result(withMember(lbFor("a-uuid", "a", t0, ""), "10.244.0.1"),
+			withMember(lbFor("b-uuid", "b", t0, ""), "10.244.0.2"), lbFor("c-uuid", "c", t0, ""))
+		if _, err := r.Apply(context.Background(), res, nodes); err != nil {
+			t.Fatal(err)
+		}
+		st.puts = 0
+		return r, st, res
+	}
+	patch := func(res *translate.Result, i int, addr string) (*translate.Result, *model.LoadBalancer) {
+		next := result(res.LoadBalancers...)
+		next.LoadBalancers = append([]*model.LoadBalancer(nil), res.LoadBalancers...)
+		next.LoadBalancers[i] = withMember(res.LoadBalancers[i], addr)
+		return next, next.LoadBalancers[i]
+	}
+	ctx := context.Background()
+
+	t.Run("as Apply", func(t *testing.T) {
+		changed, st, res := setup(t)
+		full, fullStore, fullRes := setup(t)
+		// Agents report a and b running: their index entries are others.
+		for _, r := range []*Reconciler{changed, full} {
+			for _, uuid := range []string{"a-uuid", "b-uuid"} {
+				reported := r.Index.lbs[uuid].Clone()
+				reported.Status = model.Status{State: model.StateActive, SpecHash: reported.SpecHash(), Node: "n1"}
+				r.Index.Apply(store.Event{Type: store.EventPut, LoadBalancer: reported})
+				if r.Index.lbs[uuid] != reported {
+					t.Fatalf("the index did not take the report of %s", uuid)
+				}
+			}
+		}
+		next, b := patch(res, 1, "10.244.0.9")
+		before := changed.prepared
+		problems, ok, err := changed.ApplyChanged(ctx, next, nodes, []*model.LoadBalancer{b})
+		if err != nil || !ok || len(problems) > 0 {
+			t.Fatalf("ApplyChanged: ok %v, problems %v, error %v", ok, problems, err)
+		}
+		if n := changed.prepared - before; n != 1 || st.puts != 1 {
+			t.Errorf("prepared %d, stored %d: want the patched one alone", n, st.puts)
+		}
+		fullNext, _ := patch(fullRes, 1, "10.244.0.9")
+		if _, err := full.Apply(ctx, fullNext, nodes); err != nil {
+			t.Fatal(err)
+		}
+		if fullStore.puts != 1 {
+			t.Errorf("Apply stored %d, want 1", fullStore.puts)
+		}
+		for _, uuid := range []string{"a-uuid", "b-uuid", "c-uuid"} {
+			got, err := st.Get(ctx, uuid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := fullStore.Get(ctx, uuid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.SpecHash() != want.SpecHash() || got.VIP != want.VIP || got.Placement != want.Placement {
+				t.Errorf("%s: ApplyChanged stored %+v, Apply %+v", uuid, got, want)
+			}
+			if changed.Index.lbs[uuid].SpecHash() != got.SpecHash() {
+				t.Errorf("%s: the index does not hold what was stored", uuid)
+			}
+		}
+		if got, _ := st.Get(ctx, "b-uuid"); got.Pools[0].Members[0].Address != "10.244.0.9" {
+			t.Errorf("b stored with members %+v", got.Pools[0].Members)
+		}
+		// The next complete Apply of the same result stores nothing: it
+		// prepares a again (its report came after the Apply that placed
+		// it) and skips b (ApplyChanged recorded what it stored) and c.
+		before = changed.prepared
+		if _, err := changed.Apply(ctx, next, nodes); err != nil {
+			t.Fatal(err)
+		}
+		if n := changed.prepared - before; n != 1 || st.puts != 1 {
+			t.Errorf("the Apply after ApplyChanged prepared %d and stored %d more, want 1 and none", n, st.puts-1)
+		}
+	})
+
+	refused := []struct {
+		name    string
+		prepare func(r *Reconciler, st *countingStore, res *translate.Result) (*translate.Result, []*model.LoadBalancer, []source.Node)
+	}{
+		{"nodes changed", func(r *Reconciler, _ *countingStore, res *translate.Result) (*translate.Result, []*model.LoadBalancer, []source.Node) {
+			next, b := patch(res, 1, "10.244.0.9")
+			return next, []*model.LoadBalancer{b}, []source.Node{{Name: "n1", Ready: true}, {Name: "n2", Ready: true}}
+		}},
+		{"a new load balancer", func(r *Reconciler, _ *countingStore, res *translate.Result) (*translate.Result, []*model.LoadBalancer, []source.Node) {
+			d := lbFor("d-uuid", "d", t0, "")
+			next := result(append(append([]*model.LoadBalancer(nil), res.LoadBalancers...), d)...)
+			return next, []*model.LoadBalancer{d}, nodes
+		}},
+		{"deleted since", func(r *Reconciler, st *countingStore, res *translate.Result) (*translate.Result, []*model.LoadBalancer, []source.Node) {
+			gone, _ := st.Get(context.Background(), "b-uuid")
+			r.Index.Apply(store.Event{Type: store.EventDelete, LoadBalancer: gone})
+			next, b := patch(res, 1, "10.244.0.9")
+			return next, []*model.LoadBalancer{b}, nodes
+		}},
+		{"address refused", func(r *Reconciler, _ *countingStore, res *translate.Result) (*translate.Result, []*model.LoadBalancer, []source.Node) {
+			next, b := patch(res, 1, "10.244.0.9")
+			next.AddressRefused = map[string]bool{"b-uuid": true}
+			return next, []*model.LoadBalancer{b}, nodes
+		}},
+		{"the last Apply failed", func(r *Reconciler, _ *countingStore, res *translate.Result) (*translate.Result, []*model.LoadBalancer, []source.Node) {
+			r.Store = failingStore{r.Store}
+			if _, err := r.Apply(context.Background(), result(append(append([]*model.LoadBalancer(nil), res.LoadBalancers...),
+				lbFor("e-uuid", "e", t0, ""))...), nodes); err == nil {
+				panic("the failing store did not fail")
+			}
+			next, b := patch(res, 1, "10.244.0.9")
+			return next, []*model.LoadBalancer{b}, nodes
+		}},
+	}
+	for _, tc := range refused {
+		t.Run(tc.name, func(t *testing.T) {
+			r, st, res := setup(t)
+			next, changed, ns := tc.prepare(r, st, res)
+			before, puts := r.prepared, st.puts
+			problems, ok, err := r.ApplyChanged(ctx, next, ns, changed)
+			if ok || err != nil || problems != nil {
+				t.Fatalf("ApplyChanged: ok %v, problems %v, error %v; want it refused", ok, problems, err)
+			}
+			if r.prepared != before || st.puts != puts {
+				t.Errorf("a refused ApplyChanged prepared %d and stored %d", r.prepared-before, st.puts-puts)
+			}
+		})
+	}
+}
+
+// failingStore refuses every write.
+type failingStore struct{ store.Store }
+
+func (failingStore) PutSpec(context.Context, *model.LoadBalancer) error {
+	return errors.New("store unavailable")
+}

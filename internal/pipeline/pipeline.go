@@ -17,6 +17,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -94,6 +95,11 @@ type Pipeline struct {
 	// nil when reconciling it changed what the status pass reads
 	// (refusals), which only a full translation gives back.
 	translated *translate.Result
+	// pools indexes the pools of poolsOf, which an endpoint change's
+	// patch keeps (translate.IndexPools): built at the first endpoint
+	// change after any other rebuild, then kept.
+	pools   translate.PoolIndex
+	poolsOf *translate.Result
 	// storeChangedBehindUs: someone else changed or deleted a load
 	// balancer since the last rebuild.
 	storeChangedBehindUs bool
@@ -306,9 +312,13 @@ func (p *Pipeline) rebuild(ctx context.Context, prev, snap *source.Snapshot, e e
 	opts := p.Translate
 	opts.Now = start
 	var res *translate.Result
+	var patched []*model.LoadBalancer
 	incremental, endpointsOnly := false, false
 	if e.endpoints != nil && !behind && p.translated != nil {
-		res, incremental = translate.EndpointMembers(p.translated, snap, e.endpoints, opts)
+		if p.poolsOf != p.translated {
+			p.pools, p.poolsOf = translate.IndexPools(p.translated), p.translated
+		}
+		res, patched, incremental = translate.EndpointMembers(p.translated, p.pools, snap, e.endpoints, opts)
 		endpointsOnly = incremental
 	}
 	if e.ingresses && !behind && p.translated != nil {
@@ -320,7 +330,22 @@ func (p *Pipeline) rebuild(ctx context.Context, prev, snap *source.Snapshot, e e
 		res.Merge(translate.Gateways(snap, opts))
 	}
 	translated := len(res.Accepted)
-	ipamProblems, err := p.reconciler.Apply(ctx, res, snap.Nodes)
+	var ipamProblems []model.Problem
+	var err error
+	applied := false
+	if endpointsOnly {
+		// Only the patched load balancers differ from what the last
+		// Apply was given: they alone are reconciled.
+		ipamProblems, applied, err = p.reconciler.ApplyChanged(ctx, res, snap.Nodes, patched)
+	}
+	if !applied && err == nil {
+		if endpointsOnly {
+			// Apply refuses by deleting from Accepted, which the patch
+			// shares with the last result.
+			res.Accepted = maps.Clone(res.Accepted)
+		}
+		ipamProblems, err = p.reconciler.Apply(ctx, res, snap.Nodes)
+	}
 	if err != nil {
 		p.translated = nil
 		return err
@@ -330,6 +355,9 @@ func (p *Pipeline) rebuild(ctx context.Context, prev, snap *source.Snapshot, e e
 	p.translated = nil
 	if len(ipamProblems) == 0 && len(res.Accepted) == translated {
 		p.translated = res
+		if endpointsOnly && p.poolsOf != nil {
+			p.poolsOf = res // the patch kept every load balancer's place and pools
+		}
 	}
 	res.Gateway.NotProgrammed(ipamProblems)
 	problems := append(res.Problems, ipamProblems...)

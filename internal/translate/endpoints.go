@@ -1,7 +1,6 @@
 package translate
 
 import (
-	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -28,7 +27,16 @@ import (
 // EndpointSlices of the Services named in changed ("namespace/name"):
 // prev with the members of every Ingress pool of those Services taken
 // from snap. Load balancers it does not touch are prev's own pointers;
-// prev itself is left as it was.
+// patched lists the ones it copied, in res's order. res shares prev's
+// Accepted, Ours, Problems and Gateway status: a caller that changes one
+// (the reconciler refusing a load balancer) copies it first. prev itself
+// is left as it was.
+//
+// pools, if not nil, is IndexPools(prev): only the load balancers it
+// names are looked at, instead of every pool of every load balancer (at
+// 3,000 Ingresses the pass over them all was the larger part of the
+// patch). The same index holds for res, whose load balancers keep their
+// places and pools.
 //
 // ok is false when the result could differ from a full translation in
 // more than members, and the caller must translate everything: a changed
@@ -37,40 +45,117 @@ import (
 // otherwise), a load balancer that is not an Ingress's has a pool of it,
 // or one of its endpoints is one the member policy refuses (the Ingress's
 // warning would change).
-func EndpointMembers(prev *Result, snap *source.Snapshot, changed map[string]bool, opts Options) (res *Result, ok bool) {
-	services := serviceKeys(changed)
+func EndpointMembers(prev *Result, pools PoolIndex, snap *source.Snapshot, changed map[string]bool, opts Options) (res *Result, patched []*model.LoadBalancer, ok bool) {
+	services := newServiceSet(changed)
 	if prev == nil || namedByRoute(snap, services) {
-		return nil, false
+		return nil, nil, false
 	}
 	idx, ok := changedIndex(snap, services, opts)
 	if !ok {
-		return nil, false
+		return nil, nil, false
 	}
 	res = &Result{LoadBalancers: slices.Clone(prev.LoadBalancers), Problems: prev.Problems,
-		Accepted: maps.Clone(prev.Accepted), Ours: prev.Ours, Gateway: prev.Gateway, AddressRefused: prev.AddressRefused}
-	for i, lb := range res.LoadBalancers {
-		patched, ok := patchMembers(lb, idx, services, opts)
-		if !ok {
-			return nil, false
+		Accepted: prev.Accepted, Ours: prev.Ours, Gateway: prev.Gateway, AddressRefused: prev.AddressRefused}
+	patch := func(i int) bool {
+		lb := res.LoadBalancers[i]
+		copied, ok := patchMembers(lb, idx, services, opts)
+		if ok && copied != lb {
+			res.LoadBalancers[i] = copied
+			patched = append(patched, copied)
 		}
-		res.LoadBalancers[i] = patched
+		return ok
 	}
-	return res, true
+	if pools == nil {
+		for i := range res.LoadBalancers {
+			if !patch(i) {
+				return nil, nil, false
+			}
+		}
+		return res, patched, true
+	}
+	for _, i := range pools.of(services) {
+		if !patch(i) {
+			return nil, nil, false
+		}
+	}
+	return res, patched, true
 }
 
-// serviceKey is a Service's namespace and name: looked up for every
-// Service, slice and pool, a pair of strings, where "namespace/name" would
-// be a string built each time.
-type serviceKey [2]string
+// PoolIndex names, for each Service, the load balancers of a Result that
+// have a pool of it: their places in its LoadBalancers, ascending.
+type PoolIndex map[[2]string][]int
 
-// serviceKeys turns a set of "namespace/name" into serviceKeys.
-func serviceKeys(names map[string]bool) map[serviceKey]bool {
-	out := make(map[serviceKey]bool, len(names))
+// IndexPools indexes the pools of every load balancer of res.
+func IndexPools(res *Result) PoolIndex {
+	pools := PoolIndex{}
+	for i, lb := range res.LoadBalancers {
+		for _, pool := range lb.Pools {
+			k := [2]string{pool.Namespace, pool.Service}
+			if places := pools[k]; len(places) == 0 || places[len(places)-1] != i {
+				pools[k] = append(places, i)
+			}
+		}
+	}
+	return pools
+}
+
+// of returns the places of the load balancers with a pool of one of
+// services, ascending, each once.
+func (pools PoolIndex) of(services serviceSet) []int {
+	var places []int
+	if services.many != nil {
+		for k := range services.many {
+			places = append(places, pools[k]...)
+		}
+	} else {
+		for _, k := range services.few {
+			places = append(places, pools[k]...)
+		}
+	}
+	slices.Sort(places)
+	return slices.Compact(places)
+}
+
+// serviceSet is the set of changed Services, looked up for every Service,
+// slice and pool of the snapshot (thousands) on every endpoint change.
+// An endpoint change names one Service or a few: then a look-up compares
+// strings, which costs a few nanoseconds where hashing a key cost tens.
+// A burst of many is a map.
+type serviceSet struct {
+	few  [][2]string // namespace, name; nil when many is used
+	many map[[2]string]bool
+}
+
+// fewServices is how many Services a serviceSet compares one by one.
+const fewServices = 8
+
+// newServiceSet turns a set of "namespace/name" into a serviceSet.
+func newServiceSet(names map[string]bool) serviceSet {
+	var s serviceSet
+	if len(names) > fewServices {
+		s.many = make(map[[2]string]bool, len(names))
+	}
 	for n := range names {
 		ns, name, _ := strings.Cut(n, "/")
-		out[serviceKey{ns, name}] = true
+		if s.many != nil {
+			s.many[[2]string{ns, name}] = true
+		} else {
+			s.few = append(s.few, [2]string{ns, name})
+		}
 	}
-	return out
+	return s
+}
+
+func (s serviceSet) has(namespace, name string) bool {
+	if s.many != nil {
+		return s.many[[2]string{namespace, name}]
+	}
+	for _, k := range s.few {
+		if k[1] == name && k[0] == namespace {
+			return true
+		}
+	}
+	return false
 }
 
 // changedIndex is the translation index of the changed Services only:
@@ -80,10 +165,10 @@ func serviceKeys(names map[string]bool) map[serviceKey]bool {
 // holds an endpoint the member policy refuses (on any port of the slice:
 // more than translation would look at, which errs on the side of a full
 // translation). One pass over the Services and one over the slices.
-func changedIndex(snap *source.Snapshot, changed map[serviceKey]bool, opts Options) (idx *index, ok bool) {
+func changedIndex(snap *source.Snapshot, changed serviceSet, opts Options) (idx *index, ok bool) {
 	part := &source.Snapshot{}
 	for _, svc := range snap.Services {
-		if !changed[serviceKey{svc.Namespace, svc.Name}] {
+		if !changed.has(svc.Namespace, svc.Name) {
 			continue
 		}
 		if svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
@@ -92,7 +177,7 @@ func changedIndex(snap *source.Snapshot, changed map[serviceKey]bool, opts Optio
 		part.Services = append(part.Services, svc)
 	}
 	for _, es := range snap.EndpointSlices {
-		if !changed[serviceKey{es.Namespace, es.Labels[discoveryv1.LabelServiceName]}] {
+		if !changed.has(es.Namespace, es.Labels[discoveryv1.LabelServiceName]) {
 			continue
 		}
 		if refusesAny(es, opts.Members) {
@@ -105,7 +190,7 @@ func changedIndex(snap *source.Snapshot, changed map[serviceKey]bool, opts Optio
 
 // namedByRoute reports whether an HTTPRoute names one of the changed
 // Services: its weighted pools are built otherwise.
-func namedByRoute(snap *source.Snapshot, changed map[serviceKey]bool) bool {
+func namedByRoute(snap *source.Snapshot, changed serviceSet) bool {
 	for _, route := range snap.HTTPRoutes {
 		for _, rule := range route.Spec.Rules {
 			for _, b := range rule.BackendRefs {
@@ -113,7 +198,7 @@ func namedByRoute(snap *source.Snapshot, changed map[serviceKey]bool) bool {
 				if b.Namespace != nil {
 					ns = string(*b.Namespace)
 				}
-				if changed[serviceKey{ns, string(b.Name)}] {
+				if changed.has(ns, string(b.Name)) {
 					return true
 				}
 			}
@@ -147,10 +232,10 @@ func refusedMember(policy MemberPolicy, m model.Member) bool {
 // patchMembers returns lb with new members in the pools of the changed
 // Services (a copy; lb itself when it has none). ok is false when lb is
 // not an Ingress's and has such a pool.
-func patchMembers(lb *model.LoadBalancer, idx *index, changed map[serviceKey]bool, opts Options) (*model.LoadBalancer, bool) {
+func patchMembers(lb *model.LoadBalancer, idx *index, changed serviceSet, opts Options) (*model.LoadBalancer, bool) {
 	var out *model.LoadBalancer
 	for i, pool := range lb.Pools {
-		if !changed[serviceKey{pool.Namespace, pool.Service}] {
+		if !changed.has(pool.Namespace, pool.Service) {
 			continue
 		}
 		if !servesIngressesOnly(lb) {

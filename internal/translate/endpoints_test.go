@@ -1,7 +1,9 @@
 package translate
 
 import (
+	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -123,22 +125,32 @@ func TestEndpointMembersEqualsFullTranslate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			next := withSlice(base, tt.slice)
-			got, ok := EndpointMembers(prev, next, map[string]bool{tt.changed: true}, opts)
+			got, patched, ok := EndpointMembers(prev, nil, next, map[string]bool{tt.changed: true}, opts)
 			if !ok {
 				t.Fatal("EndpointMembers refused a change of members only")
+			}
+			// With the pool index, only the load balancers it names are
+			// looked at: the same result.
+			indexed, indexedPatched, ok := EndpointMembers(prev, IndexPools(prev), next, map[string]bool{tt.changed: true}, opts)
+			if !ok || !reflect.DeepEqual(indexed, got) || !reflect.DeepEqual(indexedPatched, patched) {
+				t.Fatalf("with the pool index: ok %v, result differs: %v, patched %d, want %d",
+					ok, !reflect.DeepEqual(indexed, got), len(indexedPatched), len(patched))
 			}
 			want := fullTranslate(next, opts)
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("incremental result differs from a full translation:\n got %s\nwant %s", describeResult(got), describeResult(want))
 			}
-			touched := 0
+			var touched []*model.LoadBalancer
 			for i, lb := range got.LoadBalancers {
 				if lb != prev.LoadBalancers[i] {
-					touched++
+					touched = append(touched, lb)
 				}
 			}
-			if touched != tt.touched {
-				t.Errorf("%d load balancers copied, want %d", touched, tt.touched)
+			if len(touched) != tt.touched {
+				t.Errorf("%d load balancers copied, want %d", len(touched), tt.touched)
+			}
+			if !slices.Equal(patched, touched) {
+				t.Errorf("patched lists %d load balancers, %d were copied", len(patched), len(touched))
 			}
 			if !reflect.DeepEqual(prev, fullTranslate(endpointFixture(t), opts)) {
 				t.Error("EndpointMembers changed the previous result")
@@ -153,11 +165,11 @@ func TestEndpointMembersFallsBack(t *testing.T) {
 	opts := DefaultOptions()
 	base := endpointFixture(t)
 	prev := fullTranslate(base, opts)
-	if _, ok := EndpointMembers(prev, withSlice(base, endpointSlice(t, "dns", "dns-tcp", "10.244.0.9")),
+	if _, _, ok := EndpointMembers(prev, nil, withSlice(base, endpointSlice(t, "dns", "dns-tcp", "10.244.0.9")),
 		map[string]bool{"shop/dns": true}, opts); ok {
 		t.Error("a native Service's endpoints were patched")
 	}
-	if _, ok := EndpointMembers(prev, withSlice(base, endpointSlice(t, "web", "", "127.0.0.1")),
+	if _, _, ok := EndpointMembers(prev, nil, withSlice(base, endpointSlice(t, "web", "", "127.0.0.1")),
 		map[string]bool{"shop/web": true}, opts); ok {
 		t.Error("a refused endpoint (its warning) was patched")
 	}
@@ -165,10 +177,10 @@ func TestEndpointMembersFallsBack(t *testing.T) {
 	routed.HTTPRoutes = []*gwv1.HTTPRoute{{Spec: gwv1.HTTPRouteSpec{Rules: []gwv1.HTTPRouteRule{{
 		BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: gwv1.BackendRef{BackendObjectReference: gwv1.BackendObjectReference{
 			Name: "web", Namespace: ptrTo(gwv1.Namespace("shop"))}}}}}}}}}
-	if _, ok := EndpointMembers(prev, routed, map[string]bool{"shop/web": true}, opts); ok {
+	if _, _, ok := EndpointMembers(prev, nil, routed, map[string]bool{"shop/web": true}, opts); ok {
 		t.Error("a Service an HTTPRoute names was patched")
 	}
-	if _, ok := EndpointMembers(nil, base, map[string]bool{"shop/web": true}, opts); ok {
+	if _, _, ok := EndpointMembers(nil, nil, base, map[string]bool{"shop/web": true}, opts); ok {
 		t.Error("patched without a previous result")
 	}
 }
@@ -193,4 +205,67 @@ func membersString(ms []model.Member) string {
 		s += m.Address + " "
 	}
 	return s + "]"
+}
+
+// TestServiceSet: a few Services are compared one by one, many go in a
+// map; both answer the same.
+func TestServiceSet(t *testing.T) {
+	for _, n := range []int{0, 1, fewServices, fewServices + 1, 50} {
+		names := map[string]bool{}
+		for i := range n {
+			names[fmt.Sprintf("ns-%d/svc-%d", i%3, i)] = true
+		}
+		set := newServiceSet(names)
+		if (set.many != nil) != (n > fewServices) {
+			t.Errorf("%d Services: map used = %v", n, set.many != nil)
+		}
+		for i := range n {
+			if !set.has(fmt.Sprintf("ns-%d", i%3), fmt.Sprintf("svc-%d", i)) {
+				t.Errorf("%d Services: svc-%d missing", n, i)
+			}
+			if set.has(fmt.Sprintf("ns-%d", (i+1)%3), fmt.Sprintf("svc-%d", i)) {
+				t.Errorf("%d Services: svc-%d found in another namespace", n, i)
+			}
+		}
+		if set.has("ns-0", "svc-x") || set.has("", "") {
+			t.Errorf("%d Services: found one not in the set", n)
+		}
+	}
+}
+
+// TestPoolIndex: each load balancer is named once per Service however
+// many pools of it it has, and once for several changed Services.
+func TestPoolIndex(t *testing.T) {
+	pool := func(ns, svc, port string) model.Pool { return model.Pool{Namespace: ns, Service: svc, Port: port} }
+	res := &Result{LoadBalancers: []*model.LoadBalancer{
+		{UUID: "0", Pools: []model.Pool{pool("a", "web", "80"), pool("a", "web", "8080"), pool("a", "api", "80")}},
+		{UUID: "1", Pools: []model.Pool{pool("a", "api", "80")}},
+		{UUID: "2"},
+		{UUID: "3", Pools: []model.Pool{pool("b", "web", "80")}},
+	}}
+	pools := IndexPools(res)
+	for _, tc := range []struct {
+		changed []string
+		want    []int
+	}{
+		{[]string{"a/web"}, []int{0}},
+		{[]string{"a/api"}, []int{0, 1}},
+		{[]string{"a/web", "a/api", "b/web"}, []int{0, 1, 3}},
+		{[]string{"c/none"}, nil},
+	} {
+		names := map[string]bool{}
+		for _, n := range tc.changed {
+			names[n] = true
+		}
+		if got := pools.of(newServiceSet(names)); !slices.Equal(got, tc.want) {
+			t.Errorf("%v: places %v, want %v", tc.changed, got, tc.want)
+		}
+	}
+	many := map[string]bool{"a/web": true}
+	for i := range fewServices + 1 {
+		many[fmt.Sprintf("z/svc-%d", i)] = true
+	}
+	if got := pools.of(newServiceSet(many)); !slices.Equal(got, []int{0}) {
+		t.Errorf("many Services: places %v, want [0]", got)
+	}
 }
