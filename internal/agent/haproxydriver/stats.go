@@ -172,9 +172,9 @@ func membersUp(answer string, members []render.Server) int {
 		want[m] = true
 	}
 	up := 0
-	for _, line := range strings.Split(answer, "\n") {
-		f := strings.Fields(line)
-		if len(f) < 6 || strings.HasPrefix(f[0], "#") {
+	var f [6]string // the fields read: be_id to srv_op_state
+	for line := range strings.Lines(answer) {
+		if leadingFields(line, f[:]) < len(f) || strings.HasPrefix(f[0], "#") {
 			continue
 		}
 		if want[render.Server{Backend: f[1], Name: f[3]}] && f[5] == srvOpRunning {
@@ -182,4 +182,25 @@ func membersUp(answer string, members []render.Server) int {
 		}
 	}
 	return up
+}
+
+// leadingFields puts the first len(out) fields of line (separated by
+// spaces, tabs and the line's end) into out and says how many it found:
+// a line of `show servers state` has two dozen fields, of which
+// membersUp reads six, for every server of thousands of backends.
+func leadingFields(line string, out []string) int {
+	n := 0
+	for n < len(out) {
+		line = strings.TrimLeft(line, " \t\r\n")
+		if line == "" {
+			break
+		}
+		end := strings.IndexAny(line, " \t\r\n")
+		if end < 0 {
+			end = len(line)
+		}
+		out[n], line = line[:end], line[end:]
+		n++
+	}
+	return n
 }

@@ -111,10 +111,15 @@ func TestMembersUp(t *testing.T) {
 3 be_x_p1 3 s3 127.0.0.1 0 5 1 1 7
 4 be_y_p1 1 s1 10.0.0.9 2 0 1 1 7
 5 be_x_p2 1 s1 10.0.0.3 2 0 1 1 7
+6	be_x_p3  1   s1 10.0.0.4 2 0 1 1 7` + "\r" + `
+7 be_x_p4 1 s1 2
 `
-	members := []render.Server{{Backend: "be_x_p1", Name: "s1"}, {Backend: "be_x_p1", Name: "s2"}, {Backend: "be_x_p2", Name: "s1"}}
-	if got := membersUp(answer, members); got != 2 {
-		t.Fatalf("membersUp = %d, want 2", got)
+	members := []render.Server{{Backend: "be_x_p1", Name: "s1"}, {Backend: "be_x_p1", Name: "s2"}, {Backend: "be_x_p2", Name: "s1"},
+		{Backend: "be_x_p3", Name: "s1"}, {Backend: "be_x_p4", Name: "s1"}}
+	// be_x_p3's line, tabs, runs of spaces and a CR, counts; be_x_p4's,
+	// cut short of srv_op_state, does not.
+	if got := membersUp(answer, members); got != 3 {
+		t.Fatalf("membersUp = %d, want 3", got)
 	}
 	if got := membersUp("", members); got != 0 {
 		t.Fatalf("membersUp of an empty answer = %d", got)
