@@ -58,7 +58,7 @@ fi
 # scale_run is `bench/run.sh scale` (issue 9, section 9 of
 # docs/benchmarks.md): with `pier run --haproxy-processes 4` and 100,
 # 1,000 and 3,000 Ingresses present (PIER_BENCH_SCALE_SIZES), a Service's
-# member replaced (50 samples, up to 1,000 Ingresses, 0 reloads checked),
+# member replaced (100 samples, up to 3,000 Ingresses, 0 reloads checked),
 # a new Ingress and a new Ingress joining a shared group (20 samples
 # each), after requests through one of them, pier against a hand-written
 # HAProxy config and direct (keep-alive and close). About 7 minutes on 2
