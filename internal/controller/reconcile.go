@@ -94,14 +94,7 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []s
 	// The load of each node is counted when a placement first chooses
 	// among nodes (scheduler.Place): a change to load balancers that keep
 	// their nodes (an endpoint change) counts none.
-	var counted *scheduler.Load
-	load := func() scheduler.Load {
-		if counted == nil {
-			l := scheduler.LoadOf(slices.Collect(maps.Values(existing)))
-			counted = &l
-		}
-		return *counted
-	}
+	load := lazyLoad(existing)
 	// Deletions first: addresses freed by a load balancer that is gone
 	// are available to the ones created in this same pass.
 	var gone []string
@@ -247,14 +240,7 @@ func (r *Reconciler) ApplyChanged(ctx context.Context, res *translate.Result, no
 		}
 	}
 	cluster := nodesOf(nodes)
-	var counted *scheduler.Load
-	load := func() scheduler.Load {
-		if counted == nil {
-			l := scheduler.LoadOf(slices.Collect(maps.Values(r.Index.lbs)))
-			counted = &l
-		}
-		return *counted
-	}
+	load := lazyLoad(r.Index.lbs)
 	for _, want := range oldestFirst(changed, r.Index.lbs) {
 		old := r.Index.lbs[want.UUID]
 		lb, err := r.prepare(want, old, cluster, load)
@@ -270,6 +256,20 @@ func (r *Reconciler) ApplyChanged(ctx context.Context, res *translate.Result, no
 		}
 	}
 	return problems, true, nil
+}
+
+// lazyLoad returns the nodes' load over lbs, counted on its first call
+// (scheduler.Place calls it only to choose among nodes) and shared by
+// every later one, so that placements see each other's Add.
+func lazyLoad(lbs map[string]*model.LoadBalancer) func() scheduler.Load {
+	var counted *scheduler.Load
+	return func() scheduler.Load {
+		if counted == nil {
+			l := scheduler.LoadOf(slices.Collect(maps.Values(lbs)))
+			counted = &l
+		}
+		return *counted
+	}
 }
 
 // countStored counts the UUIDs of lbs (sorted by UUID, as translation

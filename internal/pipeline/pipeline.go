@@ -355,7 +355,7 @@ func (p *Pipeline) rebuild(ctx context.Context, prev, snap *source.Snapshot, e e
 	p.translated = nil
 	if len(ipamProblems) == 0 && len(res.Accepted) == translated {
 		p.translated = res
-		if endpointsOnly && p.poolsOf != nil {
+		if endpointsOnly {
 			p.poolsOf = res // the patch kept every load balancer's place and pools
 		}
 	}
