@@ -174,7 +174,16 @@ func membersUp(answer string, members []render.Server) int {
 	up := 0
 	var f [6]string // the fields read: be_id to srv_op_state
 	for line := range strings.Lines(answer) {
-		if leadingFields(line, f[:]) < len(f) || strings.HasPrefix(f[0], "#") {
+		// Six of a line's two dozen fields, without a slice of them all:
+		// membersUp reads every server of thousands of backends.
+		n := 0
+		for field := range strings.FieldsSeq(line) {
+			f[n] = field
+			if n++; n == len(f) {
+				break
+			}
+		}
+		if n < len(f) || strings.HasPrefix(f[0], "#") {
 			continue
 		}
 		if want[render.Server{Backend: f[1], Name: f[3]}] && f[5] == srvOpRunning {
@@ -182,25 +191,4 @@ func membersUp(answer string, members []render.Server) int {
 		}
 	}
 	return up
-}
-
-// leadingFields puts the first len(out) fields of line (separated by
-// spaces, tabs and the line's end) into out and says how many it found:
-// a line of `show servers state` has two dozen fields, of which
-// membersUp reads six, for every server of thousands of backends.
-func leadingFields(line string, out []string) int {
-	n := 0
-	for n < len(out) {
-		line = strings.TrimLeft(line, " \t\r\n")
-		if line == "" {
-			break
-		}
-		end := strings.IndexAny(line, " \t\r\n")
-		if end < 0 {
-			end = len(line)
-		}
-		out[n], line = line[:end], line[end:]
-		n++
-	}
-	return n
 }
