@@ -48,6 +48,14 @@ func isOpen(f *writeFence) bool {
 	return ok
 }
 
+// wantOpen fails the test with msg unless the fence is open as want.
+func wantOpen(t *testing.T, f *writeFence, want bool, msg string) {
+	t.Helper()
+	if isOpen(f) != want {
+		t.Fatal(msg)
+	}
+}
+
 // tick is one tick of watch.
 func tick(f *writeFence) {
 	f.mu.Lock()
@@ -65,61 +73,41 @@ func renew(f *writeFence, clock *fakeClock, d time.Duration) {
 func TestWriteFenceOpensOnRenewalAndExpires(t *testing.T) {
 	f, clock := newTestFence(4 * time.Second)
 	tick(f)
-	if isOpen(f) {
-		t.Fatal("open before any renewal")
-	}
+	wantOpen(t, f, false, "open before any renewal")
 	renew(f, clock, 10*time.Millisecond)
-	if !isOpen(f) {
-		t.Fatal("closed after a renewal")
-	}
+	wantOpen(t, f, true, "closed after a renewal")
 	// Ticks every 50 ms keep it seen; 3.9 s after the renewal started it
 	// is still open, at the lease duration it closes.
 	for clock.now().Sub(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)) < 3900*time.Millisecond {
 		clock.advance(pauseTick)
 		tick(f)
 	}
-	if !isOpen(f) {
-		t.Fatal("closed 3.9 s after a renewal, lease duration 4 s")
-	}
+	wantOpen(t, f, true, "closed 3.9 s after a renewal, lease duration 4 s")
 	for range 3 {
 		clock.advance(pauseTick)
 		tick(f)
 	}
-	if isOpen(f) {
-		t.Fatal("open 4 s after the last renewal started: the lease may have expired")
-	}
+	wantOpen(t, f, false, "open 4 s after the last renewal started: the lease may have expired")
 	renew(f, clock, 10*time.Millisecond)
-	if !isOpen(f) {
-		t.Fatal("closed after a fresh renewal")
-	}
+	wantOpen(t, f, true, "closed after a fresh renewal")
 }
 
 func TestWriteFenceClosesAfterPause(t *testing.T) {
 	f, clock := newTestFence(15 * time.Second)
 	tick(f)
 	renew(f, clock, 10*time.Millisecond)
-	if !isOpen(f) {
-		t.Fatal("closed after a renewal")
-	}
+	wantOpen(t, f, true, "closed after a renewal")
 	// A gap of pauseGap is no pause; more is, even though the lease is
 	// far from expired: a successor may have taken a deleted Lease.
 	clock.advance(pauseGap)
-	if !isOpen(f) {
-		t.Fatal("a gap of exactly pauseGap closed the fence")
-	}
+	wantOpen(t, f, true, "a gap of exactly pauseGap closed the fence")
 	clock.advance(pauseGap + time.Millisecond)
-	if isOpen(f) {
-		t.Fatal("open right after a pause of 251 ms")
-	}
+	wantOpen(t, f, false, "open right after a pause of 251 ms")
 	clock.advance(pauseTick)
 	tick(f)
-	if isOpen(f) {
-		t.Fatal("open after a pause, with no renewal since")
-	}
+	wantOpen(t, f, false, "open after a pause, with no renewal since")
 	renew(f, clock, 10*time.Millisecond)
-	if !isOpen(f) {
-		t.Fatal("closed after a renewal that started after the pause")
-	}
+	wantOpen(t, f, true, "closed after a renewal that started after the pause")
 }
 
 // A renewal sent before a pause and answered after it may describe the
@@ -131,13 +119,9 @@ func TestWriteFenceIgnoresRenewalAcrossPause(t *testing.T) {
 	start := f.renewalStarted()
 	clock.advance(2 * time.Second) // paused while the renewal was on its way
 	f.renewed(start)
-	if isOpen(f) {
-		t.Fatal("a renewal that spanned a pause opened the fence")
-	}
+	wantOpen(t, f, false, "a renewal that spanned a pause opened the fence")
 	renew(f, clock, 10*time.Millisecond)
-	if !isOpen(f) {
-		t.Fatal("the next renewal did not open the fence")
-	}
+	wantOpen(t, f, true, "the next renewal did not open the fence")
 }
 
 func TestWriteFenceWaitEndsOnRenewalOrLoss(t *testing.T) {
