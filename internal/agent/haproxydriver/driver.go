@@ -155,8 +155,10 @@ type instance struct {
 func (i *instance) restarted() bool { return i.sh.proc.Stats().Restarts != i.reloads }
 
 // Apply brings one load balancer to its spec on this node: it renders
-// and writes the load balancer's own files, then commits them to its
-// HAProxy process, in the process's lane (update.go).
+// the load balancer's own files and commits them to its HAProxy process,
+// in the process's lane (update.go). The files are written here for a
+// load balancer that joins its process, in the lane for one that runs
+// (change.write).
 func (d *Driver) Apply(ctx context.Context, lb *model.LoadBalancer) (driver.Applied, error) {
 	at, err := d.layout.LB(lb.UUID)
 	if err != nil {
@@ -190,10 +192,15 @@ func (d *Driver) Apply(ctx context.Context, lb *model.LoadBalancer) (driver.Appl
 		d.mu.Unlock()
 		return driver.Applied{ConfigHash: hash}, nil
 	}
-	if err := d.writeLB(at, r); err != nil {
-		return driver.Applied{}, err
-	}
 	c := &change{lb: lb, at: at, inst: inst, r: r, certsChanged: certsChanged, done: make(chan struct{})}
+	if inst == nil {
+		// A load balancer joining its process is written here, beside
+		// other applies; one that runs here is written in its lane, after
+		// the runtime commands when they can do (change.write).
+		if err := c.write(d); err != nil {
+			return driver.Applied{}, err
+		}
+	}
 	d.commit(ctx, pa, c)
 	if c.out != nil && inst == nil {
 		d.mu.Lock()

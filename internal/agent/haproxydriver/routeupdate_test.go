@@ -271,3 +271,63 @@ func TestShardsMemberChangeSkipsCheck(t *testing.T) {
 		}
 	}
 }
+
+// A member change in a shard writes its files after the runtime commands.
+// Should the writes fail, the commands are taken back: HAProxy keeps
+// serving what the files say, the apply fails, and the same spec applies
+// once the files can be written.
+func TestMemberChangeUnwrittenIsTakenBack(t *testing.T) {
+	needHAProxy(t)
+	state := harness.ShortTempDir(t)
+	d := newSharded(t, state, 1)
+	t.Cleanup(func() { d.Close(true) })
+	one, two := memberAt(echo(t, "127.0.0.1:0", "one")), memberAt(echo(t, "127.0.0.1:0", "two"))
+	reloads := func() float64 { return testutil.ToFloat64(d.cfg.Metrics.Reloads.WithLabelValues("ok")) }
+
+	v1 := lbWith(1, freePort(t), one)
+	if _, err := d.Apply(t.Context(), v1); err != nil {
+		t.Fatal(err)
+	}
+	r0 := reloads()
+	d.mu.Lock()
+	inst := d.lbs[v1.UUID]
+	d.mu.Unlock()
+	// A folder where the slot record goes: writing it fails.
+	slots := inst.at.Slots()
+	if err := os.Remove(slots); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(slots, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	v2 := v1.Clone()
+	v2.Pools[0].Members = []model.Member{two}
+	if _, err := d.Apply(t.Context(), v2); err == nil {
+		t.Fatal("a member change whose files cannot be written applied")
+	}
+	for range 4 { // both slots, had the new member stayed
+		if got := get(v1); got != "one" {
+			t.Fatalf("after the unwritten change: %q, want one (taken back)", got)
+		}
+	}
+	onDisk, err := os.ReadFile(inst.at.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(onDisk), fmt.Sprintf(" %s:%d ", two.Address, two.Port)) {
+		t.Fatalf("the fragment on disk names the member that was taken back:\n%s", onDisk)
+	}
+
+	if err := os.Remove(slots); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Apply(t.Context(), v2); err != nil {
+		t.Fatalf("the same change once the files can be written: %v", err)
+	}
+	if got := get(v2); got != "two" {
+		t.Fatalf("after the change: %q, want two", got)
+	}
+	if reloads() != r0 {
+		t.Fatalf("%v reloads, want none: both attempts are runtime updates", reloads()-r0)
+	}
+}

@@ -23,9 +23,30 @@ type change struct {
 	r            *render.Result
 	certsChanged bool
 
+	// written: the load balancer's files hold r (Driver.writeLB).
+	written bool
+
 	done chan struct{} // closed once the change is loaded or refused
 	out  *instance     // what runs afterwards (nil: nothing)
 	err  error
+}
+
+// write writes c's files once (Driver.writeLB). A change to a load
+// balancer that runs here is written only in its lane: after the runtime
+// commands when they apply it, since the commands need none of the files
+// and HAProxy reads them only at a load, which comes after in the same
+// lane; before, the writes were a sixth of an endpoint change's way to
+// traffic at 3,000 Ingresses (their renames wait on the file system's
+// journal).
+func (c *change) write(d *Driver) error {
+	if c.written {
+		return nil
+	}
+	if err := d.writeLB(c.at, c.r); err != nil {
+		return err
+	}
+	c.written = true
+	return nil
 }
 
 // commit brings c into its HAProxy process. Applies of the load
@@ -70,6 +91,10 @@ func (d *Driver) loadBatch(ctx context.Context, batch []*change) {
 		// A landed load balancer is not in its shard's running config yet:
 		// any change to it loads it (and so folds it in).
 		if c.inst != nil && !c.inst.landed && d.runtimeOnly(ctx, c) {
+			continue
+		}
+		if err := c.write(d); err != nil {
+			c.out, c.err = c.inst, err
 			continue
 		}
 		if checked := checks[c]; checked != nil {
@@ -303,6 +328,14 @@ func (d *Driver) runtimeOnly(ctx context.Context, c *change) bool {
 	}
 	sent := time.Since(start)
 	c.r.RunsWith(plan) // the process knows the maps and pools by the names it loaded
+	// The files follow what now runs: the check below reads the fragment,
+	// and a later load or restart reads them all.
+	if err := c.write(d); err != nil {
+		d.cfg.Logger.Warn("could not write the updated files; taking the runtime update back", "lb", c.lb.Name, "error", err)
+		d.takeBack(ctx, inst, c)
+		c.out, c.err = inst, err
+		return true
+	}
 	// The new members and routes serve from here. In a shard the fragment
 	// joins a list other load balancers reload with, so it is checked
 	// alone; the check (40–60 ms of a CPU) runs after the commands rather
