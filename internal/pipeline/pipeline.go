@@ -100,6 +100,10 @@ type Pipeline struct {
 	// change after any other rebuild, then kept.
 	pools   translate.PoolIndex
 	poolsOf *translate.Result
+	// endpointIndex finds the Services and slices of an endpoint change
+	// in the snapshot it indexes: built at the first endpoint change
+	// after any other snapshot, then moved along from one to the next.
+	endpointIndex *translate.EndpointIndex
 	// storeChangedBehindUs: someone else changed or deleted a load
 	// balancer since the last rebuild.
 	storeChangedBehindUs bool
@@ -318,7 +322,12 @@ func (p *Pipeline) rebuild(ctx context.Context, prev, snap *source.Snapshot, e e
 		if p.poolsOf != p.translated {
 			p.pools, p.poolsOf = translate.IndexPools(p.translated), p.translated
 		}
-		res, patched, incremental = translate.EndpointMembers(p.translated, p.pools, snap, e.endpoints, opts)
+		if p.endpointIndex.Of(prev) {
+			p.endpointIndex.Update(prev, snap)
+		} else {
+			p.endpointIndex = translate.IndexEndpoints(snap)
+		}
+		res, patched, incremental = translate.EndpointMembers(p.translated, p.pools, p.endpointIndex, snap, e.endpoints, opts)
 		endpointsOnly = incremental
 	}
 	if e.ingresses && !behind && p.translated != nil {

@@ -36,7 +36,8 @@ import (
 // names are looked at, instead of every pool of every load balancer (at
 // 3,000 Ingresses the pass over them all was the larger part of the
 // patch). The same index holds for res, whose load balancers keep their
-// places and pools.
+// places and pools. objects, if it indexes snap (IndexEndpoints), finds
+// the changed Services and their slices without a pass over all of them.
 //
 // ok is false when the result could differ from a full translation in
 // more than members, and the caller must translate everything: a changed
@@ -45,12 +46,12 @@ import (
 // otherwise), a load balancer that is not an Ingress's has a pool of it,
 // or one of its endpoints is one the member policy refuses (the Ingress's
 // warning would change).
-func EndpointMembers(prev *Result, pools PoolIndex, snap *source.Snapshot, changed map[string]bool, opts Options) (res *Result, patched []*model.LoadBalancer, ok bool) {
+func EndpointMembers(prev *Result, pools PoolIndex, objects *EndpointIndex, snap *source.Snapshot, changed map[string]bool, opts Options) (res *Result, patched []*model.LoadBalancer, ok bool) {
 	services := newServiceSet(changed)
 	if prev == nil || namedByRoute(snap, services) {
 		return nil, nil, false
 	}
-	idx, ok := changedIndex(snap, services, opts)
+	idx, ok := changedIndex(snap, objects, services, opts)
 	if !ok {
 		return nil, nil, false
 	}
@@ -165,25 +166,36 @@ func (s serviceSet) has(namespace, name string) bool {
 // holds an endpoint the member policy refuses (on any port of the slice:
 // more than translation would look at, which errs on the side of a full
 // translation). One pass over the Services and one over the slices.
-func changedIndex(snap *source.Snapshot, changed serviceSet, opts Options) (idx *index, ok bool) {
-	part := &source.Snapshot{}
-	for _, svc := range snap.Services {
-		if !changed.has(svc.Namespace, svc.Name) {
-			continue
+//
+// objects, if it indexes snap, gives those Services and slices without
+// the passes.
+func changedIndex(snap *source.Snapshot, objects *EndpointIndex, changed serviceSet, opts Options) (idx *index, ok bool) {
+	part, indexed := (*source.Snapshot)(nil), false
+	if objects.Of(snap) {
+		part, indexed = objects.part(changed)
+	}
+	if !indexed {
+		part = &source.Snapshot{}
+		for _, svc := range snap.Services {
+			if changed.has(svc.Namespace, svc.Name) {
+				part.Services = append(part.Services, svc)
+			}
 		}
+		for _, es := range snap.EndpointSlices {
+			if changed.has(es.Namespace, es.Labels[discoveryv1.LabelServiceName]) {
+				part.EndpointSlices = append(part.EndpointSlices, es)
+			}
+		}
+	}
+	for _, svc := range part.Services {
 		if svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
 			return nil, false
 		}
-		part.Services = append(part.Services, svc)
 	}
-	for _, es := range snap.EndpointSlices {
-		if !changed.has(es.Namespace, es.Labels[discoveryv1.LabelServiceName]) {
-			continue
-		}
+	for _, es := range part.EndpointSlices {
 		if refusesAny(es, opts.Members) {
 			return nil, false
 		}
-		part.EndpointSlices = append(part.EndpointSlices, es)
 	}
 	return newIndex(part), true
 }

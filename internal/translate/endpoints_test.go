@@ -125,16 +125,28 @@ func TestEndpointMembersEqualsFullTranslate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			next := withSlice(base, tt.slice)
-			got, patched, ok := EndpointMembers(prev, nil, next, map[string]bool{tt.changed: true}, opts)
+			got, patched, ok := EndpointMembers(prev, nil, nil, next, map[string]bool{tt.changed: true}, opts)
 			if !ok {
 				t.Fatal("EndpointMembers refused a change of members only")
 			}
 			// With the pool index, only the load balancers it names are
 			// looked at: the same result.
-			indexed, indexedPatched, ok := EndpointMembers(prev, IndexPools(prev), next, map[string]bool{tt.changed: true}, opts)
+			indexed, indexedPatched, ok := EndpointMembers(prev, IndexPools(prev), nil, next, map[string]bool{tt.changed: true}, opts)
 			if !ok || !reflect.DeepEqual(indexed, got) || !reflect.DeepEqual(indexedPatched, patched) {
 				t.Fatalf("with the pool index: ok %v, result differs: %v, patched %d, want %d",
 					ok, !reflect.DeepEqual(indexed, got), len(indexedPatched), len(patched))
+			}
+			// With the endpoint index, built for next or moved along from
+			// base, the changed Services' objects are found without a
+			// pass: the same result again.
+			moved := IndexEndpoints(base)
+			moved.Update(base, next)
+			for name, objects := range map[string]*EndpointIndex{"built": IndexEndpoints(next), "moved": moved} {
+				viaIndex, viaIndexPatched, ok := EndpointMembers(prev, IndexPools(prev), objects, next, map[string]bool{tt.changed: true}, opts)
+				if !ok || !reflect.DeepEqual(viaIndex, got) || !reflect.DeepEqual(viaIndexPatched, patched) {
+					t.Fatalf("with the endpoint index (%s): ok %v, result differs: %v, patched %d, want %d",
+						name, ok, !reflect.DeepEqual(viaIndex, got), len(viaIndexPatched), len(patched))
+				}
 			}
 			want := fullTranslate(next, opts)
 			if !reflect.DeepEqual(got, want) {
@@ -165,11 +177,11 @@ func TestEndpointMembersFallsBack(t *testing.T) {
 	opts := DefaultOptions()
 	base := endpointFixture(t)
 	prev := fullTranslate(base, opts)
-	if _, _, ok := EndpointMembers(prev, nil, withSlice(base, endpointSlice(t, "dns", "dns-tcp", "10.244.0.9")),
+	if _, _, ok := EndpointMembers(prev, nil, nil, withSlice(base, endpointSlice(t, "dns", "dns-tcp", "10.244.0.9")),
 		map[string]bool{"shop/dns": true}, opts); ok {
 		t.Error("a native Service's endpoints were patched")
 	}
-	if _, _, ok := EndpointMembers(prev, nil, withSlice(base, endpointSlice(t, "web", "", "127.0.0.1")),
+	if _, _, ok := EndpointMembers(prev, nil, nil, withSlice(base, endpointSlice(t, "web", "", "127.0.0.1")),
 		map[string]bool{"shop/web": true}, opts); ok {
 		t.Error("a refused endpoint (its warning) was patched")
 	}
@@ -177,10 +189,10 @@ func TestEndpointMembersFallsBack(t *testing.T) {
 	routed.HTTPRoutes = []*gwv1.HTTPRoute{{Spec: gwv1.HTTPRouteSpec{Rules: []gwv1.HTTPRouteRule{{
 		BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: gwv1.BackendRef{BackendObjectReference: gwv1.BackendObjectReference{
 			Name: "web", Namespace: ptrTo(gwv1.Namespace("shop"))}}}}}}}}}
-	if _, _, ok := EndpointMembers(prev, nil, routed, map[string]bool{"shop/web": true}, opts); ok {
+	if _, _, ok := EndpointMembers(prev, nil, nil, routed, map[string]bool{"shop/web": true}, opts); ok {
 		t.Error("a Service an HTTPRoute names was patched")
 	}
-	if _, _, ok := EndpointMembers(nil, nil, base, map[string]bool{"shop/web": true}, opts); ok {
+	if _, _, ok := EndpointMembers(nil, nil, nil, base, map[string]bool{"shop/web": true}, opts); ok {
 		t.Error("patched without a previous result")
 	}
 }
