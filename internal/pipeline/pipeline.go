@@ -101,8 +101,8 @@ type Pipeline struct {
 	pools   translate.PoolIndex
 	poolsOf *translate.Result
 	// endpointIndex finds the Services and slices of an endpoint change
-	// in the snapshot it indexes: built at the first endpoint change
-	// after any other snapshot, then moved along from one to the next.
+	// in the snapshot it indexes; once built, take moves it along from
+	// one snapshot to the next.
 	endpointIndex *translate.EndpointIndex
 	// storeChangedBehindUs: someone else changed or deleted a load
 	// balancer since the last rebuild.
@@ -181,6 +181,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		held     controller.Change
 		due      <-chan time.Time
 		lastPass time.Time
+		// indexDue: the indexes an endpoint change uses are built once
+		// the pipeline has been idle for indexWhenIdle (indexForEndpoints).
+		indexDue <-chan time.Time
 	)
 	pass := func() error {
 		change := held
@@ -200,6 +203,10 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			}
 			if p.statusOwed && due == nil {
 				due = time.After(storePassEvery)
+			}
+			indexDue = nil
+			if !p.indexedForEndpoints() {
+				indexDue = time.After(indexWhenIdle)
 			}
 		case ev, ok := <-events:
 			if !ok {
@@ -224,7 +231,38 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			if err := pass(); err != nil {
 				return err
 			}
+		case <-indexDue:
+			indexDue = nil
+			p.mu.Lock()
+			snap := p.snap
+			p.mu.Unlock()
+			p.indexForEndpoints(snap)
 		}
+	}
+}
+
+// indexWhenIdle is how long the pipeline waits after a snapshot before
+// it builds what the next endpoint change needs (indexForEndpoints): a
+// burst of changes builds them once, after it.
+const indexWhenIdle = 100 * time.Millisecond
+
+// indexedForEndpoints reports whether the indexes an endpoint change uses
+// are those of the last result and snapshot.
+func (p *Pipeline) indexedForEndpoints() bool {
+	return (p.translated == nil || p.poolsOf == p.translated) && p.endpointIndex.Of(p.snap)
+}
+
+// indexForEndpoints builds what an endpoint change of snap needs and is
+// not built yet: the pool index of the last translation, the endpoint
+// index of snap. At 3,000 Ingresses the two took 6 ms of the first
+// endpoint change after a start or an Ingress change, when it was built
+// then; Run builds them when it is idle.
+func (p *Pipeline) indexForEndpoints(snap *source.Snapshot) {
+	if p.translated != nil && p.poolsOf != p.translated {
+		p.pools, p.poolsOf = translate.IndexPools(p.translated), p.translated
+	}
+	if snap != nil && !p.endpointIndex.Of(snap) {
+		p.endpointIndex = translate.IndexEndpoints(snap)
 	}
 }
 
@@ -277,6 +315,9 @@ func (p *Pipeline) take(ctx context.Context, snap *source.Snapshot) error {
 	p.mu.Lock()
 	prev := p.snap
 	p.mu.Unlock()
+	if p.endpointIndex.Of(prev) {
+		p.endpointIndex.Update(prev, snap)
+	}
 	e := classify(prev, snap, p.refs, p.Addresses.Service)
 	if e.rebuild == "" && p.storeChangedBehindUs {
 		e.rebuild = ReasonLoadBalancer
@@ -319,14 +360,8 @@ func (p *Pipeline) rebuild(ctx context.Context, prev, snap *source.Snapshot, e e
 	var patched []*model.LoadBalancer
 	incremental, endpointsOnly := false, false
 	if e.endpoints != nil && !behind && p.translated != nil {
-		if p.poolsOf != p.translated {
-			p.pools, p.poolsOf = translate.IndexPools(p.translated), p.translated
-		}
-		if p.endpointIndex.Of(prev) {
-			p.endpointIndex.Update(prev, snap)
-		} else {
-			p.endpointIndex = translate.IndexEndpoints(snap)
-		}
+		// Built already, unless no idle time came since the last rebuild.
+		p.indexForEndpoints(snap)
 		res, patched, incremental = translate.EndpointMembers(p.translated, p.pools, p.endpointIndex, snap, e.endpoints, opts)
 		endpointsOnly = incremental
 	}
