@@ -184,7 +184,7 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []s
 		if old == nil {
 			used.add(lb) // counted above: old == nil
 		}
-		if err := r.keep(ctx, want, old, lb); err != nil {
+		if err := r.keep(ctx, want, old, lb, false); err != nil {
 			return problems, err
 		}
 	}
@@ -194,13 +194,19 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []s
 }
 
 // keep stores lb, prepared from want, unless old (the index's entry)
-// already holds it, and records what this Apply made of want.
-func (r *Reconciler) keep(ctx context.Context, want, old, lb *model.LoadBalancer) error {
+// already holds it, and records what this Apply made of want. members
+// says that lb may differ from old in pool members alone (ApplyChanged):
+// a store that can (store.MemberWriter) hands it on before it is durable.
+func (r *Reconciler) keep(ctx context.Context, want, old, lb *model.LoadBalancer, members bool) error {
 	if old != nil && unchanged(old, lb) {
 		r.remember(want, old)
 		return nil
 	}
-	if err := r.Store.PutSpec(ctx, lb); err != nil {
+	put := r.Store.PutSpec
+	if w, ok := r.Store.(store.MemberWriter); ok && members {
+		put = w.PutMembers
+	}
+	if err := put(ctx, lb); err != nil {
 		return fmt.Errorf("store load balancer %s: %w", lb.Name, err)
 	}
 	r.Index.put(lb)
@@ -250,7 +256,7 @@ func (r *Reconciler) ApplyChanged(ctx context.Context, res *translate.Result, no
 			problems = append(problems, problemsForSources(want, err)...)
 			continue
 		}
-		if err := r.keep(ctx, want, old, lb); err != nil {
+		if err := r.keep(ctx, want, old, lb, true); err != nil {
 			r.lastNodes = nil // as a failed Apply: the next pass is a full one
 			return problems, true, err
 		}

@@ -278,11 +278,23 @@ func TestApplySkipsWhatItPlacedLastTime(t *testing.T) {
 // countingStore counts the store's writes.
 type countingStore struct {
 	store.Store
-	puts int
+	puts    int // PutSpec and PutMembers
+	members int // PutMembers
 }
 
 func (s *countingStore) PutSpec(ctx context.Context, lb *model.LoadBalancer) error {
 	s.puts++
+	return s.Store.PutSpec(ctx, lb)
+}
+
+// PutMembers counts, and passes on to a store that writes members
+// behind (the embedded one), else to PutSpec.
+func (s *countingStore) PutMembers(ctx context.Context, lb *model.LoadBalancer) error {
+	s.puts++
+	s.members++
+	if w, ok := s.Store.(store.MemberWriter); ok {
+		return w.PutMembers(ctx, lb)
+	}
 	return s.Store.PutSpec(ctx, lb)
 }
 
@@ -339,15 +351,15 @@ func TestApplyChanged(t *testing.T) {
 		if err != nil || !ok || len(problems) > 0 {
 			t.Fatalf("ApplyChanged: ok %v, problems %v, error %v", ok, problems, err)
 		}
-		if n := changed.prepared - before; n != 1 || st.puts != 1 {
-			t.Errorf("prepared %d, stored %d: want the patched one alone", n, st.puts)
+		if n := changed.prepared - before; n != 1 || st.puts != 1 || st.members != 1 {
+			t.Errorf("prepared %d, stored %d (%d as a member change): want the patched one alone, as a member change", n, st.puts, st.members)
 		}
 		fullNext, _ := patch(fullRes, 1, "10.244.0.9")
 		if _, err := full.Apply(ctx, fullNext, nodes); err != nil {
 			t.Fatal(err)
 		}
-		if fullStore.puts != 1 {
-			t.Errorf("Apply stored %d, want 1", fullStore.puts)
+		if fullStore.puts != 1 || fullStore.members != 0 {
+			t.Errorf("Apply stored %d (%d as a member change), want 1 (none)", fullStore.puts, fullStore.members)
 		}
 		for _, uuid := range []string{"a-uuid", "b-uuid", "c-uuid"} {
 			got, err := st.Get(ctx, uuid)

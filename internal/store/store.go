@@ -51,6 +51,19 @@ type NodeStatusBatcher interface {
 	PutNodeStatuses(ctx context.Context, reports map[string]model.NodeStatus) (missing []string, err error)
 }
 
+// MemberWriter is implemented by a store that can make a change of pool
+// members visible before it is durable (the embedded store). Members are
+// derived from EndpointSlices, which a restart reads again, so losing
+// the last few in a crash loses nothing; a disk sync on the way of every
+// endpoint change was the largest part of it. PutMembers is PutSpec for
+// an lb that differs from the stored one in its pools' members alone; it
+// falls back to PutSpec's durable write for anything else (addresses,
+// placement, listeners, a new load balancer). Every later write, read and
+// Close sees the change, and writes it first if it is still pending.
+type MemberWriter interface {
+	PutMembers(ctx context.Context, lb *model.LoadBalancer) error
+}
+
 // EventType says what happened to a LoadBalancer.
 type EventType string
 

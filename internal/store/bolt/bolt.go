@@ -61,6 +61,16 @@ type Store struct {
 	closed   bool
 	watchers map[*watcher]context.CancelFunc
 	wg       sync.WaitGroup
+
+	// pending holds member changes (PutMembers) that watchers have seen
+	// and the file does not hold yet, by UUID: the flusher writes them
+	// soon after, and every other write writes them first, in its own
+	// transaction. Guarded by mu.
+	pending map[string][]byte
+	// flushWake asks the flusher to write pending; flushDone ends it.
+	flushWake chan struct{}
+	flushDone chan struct{}
+	flushWG   sync.WaitGroup
 }
 
 var _ store.Store = (*Store)(nil)
@@ -83,7 +93,11 @@ func Open(path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open state file %s: %w", path, err)
 	}
-	return &Store{db: db, path: path, watchers: map[*watcher]context.CancelFunc{}}, nil
+	s := &Store{db: db, path: path, watchers: map[*watcher]context.CancelFunc{},
+		pending: map[string][]byte{}, flushWake: make(chan struct{}, 1), flushDone: make(chan struct{})}
+	s.flushWG.Add(1)
+	go s.flushLoop()
+	return s, nil
 }
 
 func initSchema(tx *bbolt.Tx) error {
@@ -113,6 +127,12 @@ func (s *Store) Get(ctx context.Context, uuid string) (*model.LoadBalancer, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	raw, ok := s.pending[uuid]
+	s.mu.Unlock()
+	if ok {
+		return decode(raw)
+	}
 	var lb *model.LoadBalancer
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		raw := tx.Bucket(bucketLBs).Get([]byte(uuid))
@@ -135,9 +155,22 @@ func (s *Store) List(ctx context.Context) ([]*model.LoadBalancer, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// While member changes are pending, the file and pending are read
+	// together, so that a flush cannot fall between them.
+	s.mu.Lock()
+	pending := s.pending
+	if len(pending) == 0 {
+		pending = nil // not read without s.mu
+		s.mu.Unlock()
+	} else {
+		defer s.mu.Unlock()
+	}
 	lbs := []*model.LoadBalancer{}
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bucketLBs).ForEach(func(_, raw []byte) error {
+		return tx.Bucket(bucketLBs).ForEach(func(k, raw []byte) error {
+			if p, ok := pending[string(k)]; ok {
+				raw = p
+			}
 			lb, err := decode(raw)
 			if err != nil {
 				return err
@@ -161,7 +194,12 @@ func (s *Store) PutSpec(ctx context.Context, lb *model.LoadBalancer) error {
 	if lb == nil || lb.UUID == "" {
 		return errors.New("put spec: load balancer has no UUID")
 	}
-	return s.update(ctx, "put spec "+lb.UUID, lb.UUID, func(old *model.LoadBalancer) (*model.LoadBalancer, error) {
+	return s.update(ctx, "put spec "+lb.UUID, lb.UUID, specChange(lb))
+}
+
+// specChange is PutSpec's read-modify-write of lb.
+func specChange(lb *model.LoadBalancer) func(old *model.LoadBalancer) (*model.LoadBalancer, error) {
+	return func(old *model.LoadBalancer) (*model.LoadBalancer, error) {
 		next := *lb // shallow: only marshalled, never handed out
 		if old != nil {
 			next.Status, next.CreatedAt = old.Status.Summarize(next.Placement), old.CreatedAt
@@ -174,7 +212,133 @@ func (s *Store) PutSpec(ctx context.Context, lb *model.LoadBalancer) error {
 		// one reports.
 		next.Status = model.Status{}.Summarize(next.Placement)
 		return &next, nil
+	}
+}
+
+var _ store.MemberWriter = (*Store)(nil)
+
+// PutMembers implements store.MemberWriter: a change of lb's pool members
+// alone is handed to the watchers at once and written to the file by the
+// flusher, outside the caller's way; anything else is PutSpec.
+func (s *Store) PutMembers(ctx context.Context, lb *model.LoadBalancer) error {
+	if lb == nil || lb.UUID == "" {
+		return errors.New("put members: load balancer has no UUID")
+	}
+	what := "put members " + lb.UUID
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	oldRaw, err := s.rawLocked(lb.UUID)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if oldRaw == nil {
+		return s.updateLocked(what, lb.UUID, specChange(lb))
+	}
+	old, err := decode(oldRaw)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	next, _ := specChange(lb)(old)
+	if same, err := sameButMembers(old, next); err != nil || !same {
+		return s.updateLocked(what, lb.UUID, specChange(lb))
+	}
+	raw, err := json.Marshal(next)
+	if err != nil {
+		return fmt.Errorf("%s: encode: %w", what, err)
+	}
+	if bytes.Equal(raw, oldRaw) {
+		return nil
+	}
+	s.pending[lb.UUID] = raw
+	s.notify(lb.UUID, store.EventPut, raw)
+	select {
+	case s.flushWake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// rawLocked is what the store holds for uuid, pending or in the file (a
+// copy); nil if nothing. Callers hold s.mu.
+func (s *Store) rawLocked(uuid string) ([]byte, error) {
+	if raw, ok := s.pending[uuid]; ok {
+		return raw, nil
+	}
+	var raw []byte
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		raw = bytes.Clone(tx.Bucket(bucketLBs).Get([]byte(uuid)))
+		return nil
 	})
+	return raw, err
+}
+
+// sameButMembers reports whether a and b differ in nothing but their
+// pools' members.
+func sameButMembers(a, b *model.LoadBalancer) (bool, error) {
+	strip := func(lb *model.LoadBalancer) ([]byte, error) {
+		c := *lb
+		c.Pools = make([]model.Pool, len(lb.Pools))
+		for i, p := range lb.Pools {
+			p.Members = nil
+			c.Pools[i] = p
+		}
+		return json.Marshal(&c)
+	}
+	ra, err := strip(a)
+	if err != nil {
+		return false, err
+	}
+	rb, err := strip(b)
+	if err != nil {
+		return false, err
+	}
+	return bytes.Equal(ra, rb), nil
+}
+
+// flushLoop writes pending member changes when PutMembers asks, until
+// Close.
+func (s *Store) flushLoop() {
+	defer s.flushWG.Done()
+	for {
+		select {
+		case <-s.flushDone:
+			return
+		case <-s.flushWake:
+		}
+		s.mu.Lock()
+		// A failure leaves them pending: the next write tries again, in
+		// its own transaction, and fails with the reason.
+		_ = s.flushLocked()
+		s.mu.Unlock()
+	}
+}
+
+// flushLocked writes every pending member change. Callers hold s.mu.
+func (s *Store) flushLocked() error {
+	if len(s.pending) == 0 {
+		return nil
+	}
+	if err := s.db.Update(s.putPending); err != nil {
+		return fmt.Errorf("write pending member changes: %w", err)
+	}
+	clear(s.pending)
+	return nil
+}
+
+// putPending writes the pending member changes in tx, first in every
+// write transaction, so that what the write reads is what watchers saw.
+// The caller clears pending once tx committed.
+func (s *Store) putPending(tx *bbolt.Tx) error {
+	b := tx.Bucket(bucketLBs)
+	for uuid, raw := range s.pending {
+		if err := b.Put([]byte(uuid), raw); err != nil {
+			return fmt.Errorf("pending members of %s: %w", uuid, err)
+		}
+	}
+	return nil
 }
 
 // PutNodeStatus merges one node's report into an existing LoadBalancer.
@@ -207,6 +371,9 @@ func (s *Store) PutNodeStatuses(ctx context.Context, reports map[string]model.No
 	changed := map[string][]byte{}
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		missing, changed = nil, map[string][]byte{} // bbolt may run this again
+		if err := s.putPending(tx); err != nil {
+			return err
+		}
 		b := tx.Bucket(bucketLBs)
 		for _, uuid := range uuids {
 			oldRaw := b.Get([]byte(uuid))
@@ -236,6 +403,7 @@ func (s *Store) PutNodeStatuses(ctx context.Context, reports map[string]model.No
 	if err != nil {
 		return nil, fmt.Errorf("put statuses: %w", err)
 	}
+	clear(s.pending)
 	for _, uuid := range uuids {
 		if raw, ok := changed[uuid]; ok {
 			s.notify(uuid, store.EventPut, raw)
@@ -253,8 +421,16 @@ func (s *Store) update(ctx context.Context, what, uuid string,
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.updateLocked(what, uuid, change)
+}
+
+// updateLocked is update for a caller that holds s.mu.
+func (s *Store) updateLocked(what, uuid string, change func(old *model.LoadBalancer) (*model.LoadBalancer, error)) error {
 	var raw []byte
 	err := s.db.Update(func(tx *bbolt.Tx) error {
+		if err := s.putPending(tx); err != nil {
+			return err
+		}
 		b := tx.Bucket(bucketLBs)
 		oldRaw := b.Get([]byte(uuid))
 		var old *model.LoadBalancer
@@ -280,6 +456,7 @@ func (s *Store) update(ctx context.Context, what, uuid string,
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
+	clear(s.pending)
 	if raw != nil {
 		s.notify(uuid, store.EventPut, raw)
 	}
@@ -295,6 +472,9 @@ func (s *Store) Delete(ctx context.Context, uuid string) error {
 	defer s.mu.Unlock()
 	var last []byte
 	err := s.db.Update(func(tx *bbolt.Tx) error {
+		if err := s.putPending(tx); err != nil {
+			return err
+		}
 		b := tx.Bucket(bucketLBs)
 		raw := b.Get([]byte(uuid))
 		if raw == nil {
@@ -307,6 +487,7 @@ func (s *Store) Delete(ctx context.Context, uuid string) error {
 	if err != nil {
 		return fmt.Errorf("delete %s: %w", uuid, err)
 	}
+	clear(s.pending)
 	s.notify(uuid, store.EventDelete, last)
 	return nil
 }
@@ -325,10 +506,15 @@ func (s *Store) Close() error {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	close(s.flushDone)
+	s.flushWG.Wait()
+	s.mu.Lock()
+	flushErr := s.flushLocked()
+	s.mu.Unlock()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close state file %s: %w", s.path, err)
 	}
-	return nil
+	return flushErr
 }
 
 func decode(raw []byte) (*model.LoadBalancer, error) {

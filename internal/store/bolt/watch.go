@@ -66,6 +66,9 @@ func (s *Store) Watch(ctx context.Context) (<-chan store.Event, error) {
 	w := newWatcher()
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketLBs).ForEach(func(k, raw []byte) error {
+			if p, ok := s.pending[string(k)]; ok {
+				raw = p // what the other watchers were sent
+			}
 			w.q.Push(string(k), store.EventPut, append([]byte(nil), raw...))
 			return nil
 		})
