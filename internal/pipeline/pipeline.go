@@ -97,7 +97,8 @@ type Pipeline struct {
 	translated *translate.Result
 	// pools indexes the pools of poolsOf, which an endpoint change's
 	// patch keeps (translate.IndexPools): built at the first endpoint
-	// change after any other rebuild, then kept.
+	// change after any other rebuild, or when Run is idle before it
+	// (indexForEndpoints), then kept.
 	pools   translate.PoolIndex
 	poolsOf *translate.Result
 	// endpointIndex finds the Services and slices of an endpoint change

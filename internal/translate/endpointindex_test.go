@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"pier.dev/pier/internal/source"
 )
@@ -139,22 +138,6 @@ func sortedIndex(x *EndpointIndex) map[[2]string][]string {
 		slices.Sort(list)
 	}
 	return out
-}
-
-// passOver is what changedIndex takes from snap without an index.
-func passOver(snap *source.Snapshot, changed serviceSet) *source.Snapshot {
-	part := &source.Snapshot{}
-	for _, svc := range snap.Services {
-		if changed.has(svc.Namespace, svc.Name) {
-			part.Services = append(part.Services, svc)
-		}
-	}
-	for _, es := range snap.EndpointSlices {
-		if changed.has(es.Namespace, es.Labels[discoveryv1.LabelServiceName]) {
-			part.EndpointSlices = append(part.EndpointSlices, es)
-		}
-	}
-	return part
 }
 
 // sameObjects: the same Services and slices (the same pointers), in any

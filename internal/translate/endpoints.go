@@ -165,27 +165,15 @@ func (s serviceSet) has(namespace, name string) bool {
 // Services can alter: one is of type LoadBalancer, or one of their slices
 // holds an endpoint the member policy refuses (on any port of the slice:
 // more than translation would look at, which errs on the side of a full
-// translation). One pass over the Services and one over the slices.
-//
-// objects, if it indexes snap, gives those Services and slices without
-// the passes.
+// translation). objects, if it indexes snap, gives those Services and
+// slices; else one pass over each list of snap finds them (passOver).
 func changedIndex(snap *source.Snapshot, objects *EndpointIndex, changed serviceSet, opts Options) (idx *index, ok bool) {
 	part, indexed := (*source.Snapshot)(nil), false
 	if objects.Of(snap) {
 		part, indexed = objects.part(changed)
 	}
 	if !indexed {
-		part = &source.Snapshot{}
-		for _, svc := range snap.Services {
-			if changed.has(svc.Namespace, svc.Name) {
-				part.Services = append(part.Services, svc)
-			}
-		}
-		for _, es := range snap.EndpointSlices {
-			if changed.has(es.Namespace, es.Labels[discoveryv1.LabelServiceName]) {
-				part.EndpointSlices = append(part.EndpointSlices, es)
-			}
-		}
+		part = passOver(snap, changed)
 	}
 	for _, svc := range part.Services {
 		if svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
@@ -198,6 +186,23 @@ func changedIndex(snap *source.Snapshot, objects *EndpointIndex, changed service
 		}
 	}
 	return newIndex(part), true
+}
+
+// passOver takes the Services of changed and their EndpointSlices from
+// snap, in snap's order, with one pass over each list.
+func passOver(snap *source.Snapshot, changed serviceSet) *source.Snapshot {
+	part := &source.Snapshot{}
+	for _, svc := range snap.Services {
+		if changed.has(svc.Namespace, svc.Name) {
+			part.Services = append(part.Services, svc)
+		}
+	}
+	for _, es := range snap.EndpointSlices {
+		if changed.has(es.Namespace, es.Labels[discoveryv1.LabelServiceName]) {
+			part.EndpointSlices = append(part.EndpointSlices, es)
+		}
+	}
+	return part
 }
 
 // namedByRoute reports whether an HTTPRoute names one of the changed
