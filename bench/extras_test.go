@@ -27,42 +27,60 @@ import (
 type extrasVariant struct {
 	name string
 	edit func(t *testing.T, pier, ref []byte) []byte
+	// host is the requests' Host: RoutingLastHost (pier's last route)
+	// unless set.
+	host string
 }
+
+// requestHost is the Host v is loaded with.
+func (v extrasVariant) requestHost() string {
+	if v.host != "" {
+		return v.host
+	}
+	return RoutingLastHost
+}
+
+// firstRouteName is pier's config again, loaded on its first route
+// (RoutingFirstHost) while pier is loaded on its last: what the route's
+// place costs, with the control's resolution (issue 9: first and last
+// route within 5 %).
+const firstRouteName = "pier again, its first route"
 
 // extrasVariants are what TestExtrasCost measures: pier's full config,
 // pier without each extra (the extras of TestRouting), pier without all
 // of them, and the hand-written reference, plain and with the two
 // X-Forwarded-* headers every ingress controller sets.
 func extrasVariants() []extrasVariant {
-	vs := []extrasVariant{{"pier", func(_ *testing.T, pier, _ []byte) []byte { return pier }},
+	vs := []extrasVariant{{name: "pier", edit: func(_ *testing.T, pier, _ []byte) []byte { return pier }},
 		// The control: the same config in another process. What it
 		// "saves" is the method's own bias and noise.
-		{controlName, func(_ *testing.T, pier, _ []byte) []byte { return pier }}}
+		{name: controlName, edit: func(_ *testing.T, pier, _ []byte) []byte { return pier }},
+		{name: firstRouteName, edit: func(_ *testing.T, pier, _ []byte) []byte { return pier }, host: RoutingFirstHost}}
 	for _, e := range extras {
-		vs = append(vs, extrasVariant{"without " + e.name, func(t *testing.T, pier, _ []byte) []byte {
+		vs = append(vs, extrasVariant{name: "without " + e.name, edit: func(t *testing.T, pier, _ []byte) []byte {
 			return withoutLine(t, pier, e.line)
 		}})
 	}
 	vs = append(vs,
-		extrasVariant{"without the drain rule", func(t *testing.T, pier, _ []byte) []byte {
+		extrasVariant{name: "without the drain rule", edit: func(t *testing.T, pier, _ []byte) []byte {
 			return withoutLine(t, pier, "set-header Connection close")
 		}},
-		extrasVariant{withoutAll, func(t *testing.T, pier, _ []byte) []byte {
+		extrasVariant{name: withoutAll, edit: func(t *testing.T, pier, _ []byte) []byte {
 			for _, e := range extras {
 				pier = withoutLine(t, pier, e.line)
 			}
 			return withoutLine(t, pier, "set-header Connection close")
 		}},
-		extrasVariant{refExtras, func(_ *testing.T, _, ref []byte) []byte { return ref }},
-		extrasVariant{refForwarded, func(t *testing.T, _, ref []byte) []byte { return withForwarded(t, ref) }},
+		extrasVariant{name: refExtras, edit: func(_ *testing.T, _, ref []byte) []byte { return ref }},
+		extrasVariant{name: refForwarded, edit: func(t *testing.T, _, ref []byte) []byte { return withForwarded(t, ref) }},
 	)
 	for _, f := range otherForms {
-		vs = append(vs, extrasVariant{"pier with " + f.name, func(t *testing.T, pier, _ []byte) []byte {
+		vs = append(vs, extrasVariant{name: "pier with " + f.name, edit: func(t *testing.T, pier, _ []byte) []byte {
 			return replaceLine(t, pier, f.line, f.with)
 		}})
 	}
 	for _, r := range amplified {
-		vs = append(vs, extrasVariant{amplifiedName(r.name), func(t *testing.T, pier, _ []byte) []byte {
+		vs = append(vs, extrasVariant{name: amplifiedName(r.name), edit: func(t *testing.T, pier, _ []byte) []byte {
 			return withCopies(t, pier, r.line, copies)
 		}})
 	}
@@ -247,10 +265,10 @@ func TestExtrasCost(t *testing.T) {
 	headerSets := map[string][]string{"minimal": nil, "browser": browserHeaders}
 	for _, v := range variants { // warm-up, and every variant routes to the target
 		in := insts[v.name]
-		if _, err := fixedLoad(in.port, RoutingLastHost, DataPlanePath, browserHeaders, conns, 1000); err != nil {
+		if _, err := fixedLoad(in.port, v.requestHost(), DataPlanePath, browserHeaders, conns, 1000); err != nil {
 			t.Fatalf("%s: %v", v.name, err)
 		}
-		if _, err := wrkPinned(in.port, RoutingLastHost, DataPlanePath, browserHeaders, conns, time.Second); err != nil {
+		if _, err := wrkPinned(in.port, v.requestHost(), DataPlanePath, browserHeaders, conns, time.Second); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -268,7 +286,7 @@ func TestExtrasCost(t *testing.T) {
 				slices.Reverse(order)
 			}
 			for _, v := range order {
-				p, x := measurePair(t, insts["pier"], insts[v.name], headerSets[hs], conns, d)
+				p, x := measurePair(t, insts["pier"], insts[v.name], v.requestHost(), headerSets[hs], conns, d)
 				p.Round, p.Headers, p.Config, p.Pair = round, hs, "pier", v.name
 				x.Round, x.Headers, x.Config, x.Pair = round, hs, v.name, "pier"
 				runs = append(runs, p, x)
@@ -303,9 +321,10 @@ func extraNamed(s string) string {
 // wrk, and returns each one's run. Both proxies share one CPU and meet
 // the same neighbours in the same second, so what the machine's other
 // work adds falls on both alike: the difference is the configs'.
-func measurePair(t *testing.T, pier, x proxyInstance, headers []string, conns int, d time.Duration) (extrasRun, extrasRun) {
+func measurePair(t *testing.T, pier, x proxyInstance, xHost string, headers []string, conns int, d time.Duration) (extrasRun, extrasRun) {
 	t.Helper()
 	ins := []proxyInstance{pier, x}
+	hosts := []string{RoutingLastHost, xHost}
 	before := []int64{cpuNanos(pier.master()), cpuNanos(x.master())}
 	start := time.Now()
 	counts, errs := make([]int, 2), make([]error, 2)
@@ -314,7 +333,7 @@ func measurePair(t *testing.T, pier, x proxyInstance, headers []string, conns in
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			counts[i], errs[i] = wrkPinned(in.port, RoutingLastHost, DataPlanePath, headers, conns, d)
+			counts[i], errs[i] = wrkPinned(in.port, hosts[i], DataPlanePath, headers, conns, d)
 		}()
 	}
 	wg.Wait()
@@ -394,7 +413,7 @@ func extrasMarkdown(runs []extrasRun, variants []extrasVariant, rounds int, d ti
 		}
 		return span(rs, "%.2f×")
 	}
-	for _, c := range []string{refExtras, refForwarded, withoutAll, "without " + extraNamed("retry-on"), controlName} {
+	for _, c := range []string{refExtras, refForwarded, withoutAll, "without " + extraNamed("retry-on"), controlName, firstRouteName} {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", c, ratio("minimal", c), ratio("browser", c))
 	}
 	b.WriteString("\nOther forms of an extra, same verdicts: CPU per request, and what they save against pier's form measured at the same time.\n\n")
