@@ -23,7 +23,8 @@ import (
 )
 
 // extrasVariant is one HAProxy configuration of TestExtrasCost: pier's
-// config at 120 routes as render writes it, or changed by edit.
+// config at 120 routes (PIER_BENCH_EXTRAS_ROUTES) as render writes it, or
+// changed by edit.
 type extrasVariant struct {
 	name string
 	edit func(t *testing.T, pier, ref []byte) []byte
@@ -234,7 +235,11 @@ func TestExtrasCost(t *testing.T) {
 	// Placeholder listeners, each variant binds its own port. (Not
 	// 127.0.0.1:1: render parks its empty server slots there.)
 	const pierPort, refPort = "127.0.0.1:3", "127.0.0.1:2"
-	pier, lb, err := RoutingConfig(120, int32(target), int32(decoy), 3, pdir)
+	routes := 120
+	if n, err := strconv.Atoi(os.Getenv("PIER_BENCH_EXTRAS_ROUTES")); err == nil && n >= 2 {
+		routes = n // e.g. 2000, for the first route's pair at that size
+	}
+	pier, lb, err := RoutingConfig(routes, int32(target), int32(decoy), 3, pdir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +304,7 @@ func TestExtrasCost(t *testing.T) {
 	md := extrasMarkdown(runs, variants, rounds, d, conns, loadStart, loadEnd)
 	t.Logf("\n%s", md)
 	writeJSON(t, out, "extras.json", map[string]any{"runs": runs, "duration_s": time.Since(began).Seconds(),
-		"load_start": loadStart, "load_end": loadEnd, "run_s": d.Seconds(), "connections": conns,
+		"load_start": loadStart, "load_end": loadEnd, "run_s": d.Seconds(), "connections": conns, "routes": routes,
 		"wrk":     fmt.Sprintf("wrk -t1 -c%d (keep-alive), pinned beside the backend", conns),
 		"headers": headerSets, "path": DataPlanePath, "host": RoutingLastHost})
 	if err := os.WriteFile(filepath.Join(out, "extras.md"), []byte(md), 0o644); err != nil {
