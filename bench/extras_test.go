@@ -301,7 +301,7 @@ func TestExtrasCost(t *testing.T) {
 		}
 	}
 	loadEnd := loadAvg()
-	md := extrasMarkdown(runs, variants, rounds, d, conns, loadStart, loadEnd)
+	md := extrasMarkdown(runs, variants, routes, rounds, d, conns, loadStart, loadEnd)
 	t.Logf("\n%s", md)
 	writeJSON(t, out, "extras.json", map[string]any{"runs": runs, "duration_s": time.Since(began).Seconds(),
 		"load_start": loadStart, "load_end": loadEnd, "run_s": d.Seconds(), "connections": conns, "routes": routes,
@@ -357,8 +357,9 @@ func measurePair(t *testing.T, pier, x proxyInstance, xHost string, headers []st
 // extrasMarkdown is the table: per variant and header set, its median
 // CPU per request with the rounds' min–max, and the median difference
 // to pier measured at the same time; then each amplified rule's cost.
-func extrasMarkdown(runs []extrasRun, variants []extrasVariant, rounds int, d time.Duration, conns int, loadStart, loadEnd float64) string {
+func extrasMarkdown(runs []extrasRun, variants []extrasVariant, routes, rounds int, d time.Duration, conns int, loadStart, loadEnd float64) string {
 	var b strings.Builder
+	fmt.Fprintf(&b, "pier's config at %d routes, loaded on its last route unless said. ", routes)
 	fmt.Fprintf(&b, "%d rounds; in each, every config for %s at the same time as pier's, both on one CPU, one thread each, "+
 		"each with its own `wrk -t1 -c%d` (keep-alive) on the other CPU beside the backend; load average %.2f at the start, %.2f at the end.\n\n",
 		rounds, d, conns, loadStart, loadEnd)
