@@ -117,17 +117,9 @@ func (x *EndpointIndex) part(services serviceSet) (part *source.Snapshot, ok boo
 		part.EndpointSlices = append(part.EndpointSlices, slices...)
 		return true
 	}
-	if services.many != nil {
-		for k := range services.many {
-			if !add(k) {
-				return nil, false
-			}
-		}
-	} else {
-		for _, k := range services.few {
-			if !add(k) {
-				return nil, false
-			}
+	for k := range services.keys() {
+		if !add(k) {
+			return nil, false
 		}
 	}
 	return part, true

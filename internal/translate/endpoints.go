@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"iter"
+	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -104,14 +106,8 @@ func IndexPools(res *Result) PoolIndex {
 // services, ascending, each once.
 func (pools PoolIndex) of(services serviceSet) []int {
 	var places []int
-	if services.many != nil {
-		for k := range services.many {
-			places = append(places, pools[k]...)
-		}
-	} else {
-		for _, k := range services.few {
-			places = append(places, pools[k]...)
-		}
+	for k := range services.keys() {
+		places = append(places, pools[k]...)
 	}
 	slices.Sort(places)
 	return slices.Compact(places)
@@ -145,6 +141,14 @@ func newServiceSet(names map[string]bool) serviceSet {
 		}
 	}
 	return s
+}
+
+// keys yields each Service of the set once, (namespace, name).
+func (s serviceSet) keys() iter.Seq[[2]string] {
+	if s.many != nil {
+		return maps.Keys(s.many)
+	}
+	return slices.Values(s.few)
 }
 
 func (s serviceSet) has(namespace, name string) bool {
