@@ -321,24 +321,30 @@ func (s *Store) flushLocked() error {
 	if len(s.pending) == 0 {
 		return nil
 	}
-	if err := s.db.Update(s.putPending); err != nil {
+	if err := s.writeLocked(func(*bbolt.Tx) error { return nil }); err != nil {
 		return fmt.Errorf("write pending member changes: %w", err)
 	}
-	clear(s.pending)
 	return nil
 }
 
-// putPending writes the pending member changes in tx, first in every
-// write transaction, so that what the write reads is what watchers saw.
-// The caller clears pending once tx committed.
-func (s *Store) putPending(tx *bbolt.Tx) error {
-	b := tx.Bucket(bucketLBs)
-	for uuid, raw := range s.pending {
-		if err := b.Put([]byte(uuid), raw); err != nil {
-			return fmt.Errorf("pending members of %s: %w", uuid, err)
+// writeLocked runs write in a bbolt write transaction, after the pending
+// member changes, so that what write reads is what watchers saw; once
+// the transaction committed nothing is pending. Every write of the store
+// goes through it. Callers hold s.mu.
+func (s *Store) writeLocked(write func(tx *bbolt.Tx) error) error {
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketLBs)
+		for uuid, raw := range s.pending {
+			if err := b.Put([]byte(uuid), raw); err != nil {
+				return fmt.Errorf("pending members of %s: %w", uuid, err)
+			}
 		}
+		return write(tx)
+	})
+	if err == nil {
+		clear(s.pending)
 	}
-	return nil
+	return err
 }
 
 // PutNodeStatus merges one node's report into an existing LoadBalancer.
@@ -369,11 +375,8 @@ func (s *Store) PutNodeStatuses(ctx context.Context, reports map[string]model.No
 	defer s.mu.Unlock()
 	var missing []string
 	changed := map[string][]byte{}
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	err := s.writeLocked(func(tx *bbolt.Tx) error {
 		missing, changed = nil, map[string][]byte{} // bbolt may run this again
-		if err := s.putPending(tx); err != nil {
-			return err
-		}
 		b := tx.Bucket(bucketLBs)
 		for _, uuid := range uuids {
 			oldRaw := b.Get([]byte(uuid))
@@ -403,7 +406,6 @@ func (s *Store) PutNodeStatuses(ctx context.Context, reports map[string]model.No
 	if err != nil {
 		return nil, fmt.Errorf("put statuses: %w", err)
 	}
-	clear(s.pending)
 	for _, uuid := range uuids {
 		if raw, ok := changed[uuid]; ok {
 			s.notify(uuid, store.EventPut, raw)
@@ -427,10 +429,7 @@ func (s *Store) update(ctx context.Context, what, uuid string,
 // updateLocked is update for a caller that holds s.mu.
 func (s *Store) updateLocked(what, uuid string, change func(old *model.LoadBalancer) (*model.LoadBalancer, error)) error {
 	var raw []byte
-	err := s.db.Update(func(tx *bbolt.Tx) error {
-		if err := s.putPending(tx); err != nil {
-			return err
-		}
+	err := s.writeLocked(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketLBs)
 		oldRaw := b.Get([]byte(uuid))
 		var old *model.LoadBalancer
@@ -456,7 +455,6 @@ func (s *Store) updateLocked(what, uuid string, change func(old *model.LoadBalan
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	clear(s.pending)
 	if raw != nil {
 		s.notify(uuid, store.EventPut, raw)
 	}
@@ -471,10 +469,7 @@ func (s *Store) Delete(ctx context.Context, uuid string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var last []byte
-	err := s.db.Update(func(tx *bbolt.Tx) error {
-		if err := s.putPending(tx); err != nil {
-			return err
-		}
+	err := s.writeLocked(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketLBs)
 		raw := b.Get([]byte(uuid))
 		if raw == nil {
@@ -487,7 +482,6 @@ func (s *Store) Delete(ctx context.Context, uuid string) error {
 	if err != nil {
 		return fmt.Errorf("delete %s: %w", uuid, err)
 	}
-	clear(s.pending)
 	s.notify(uuid, store.EventDelete, last)
 	return nil
 }
