@@ -173,6 +173,21 @@ func Path(s string, kind PathKind) (Value, error) {
 	return Value{s}, nil
 }
 
+// PathBelow gives the prefix that matches what lies below a Prefix path:
+// the path, validated, then "/". It is one byte longer than the path, so
+// a path of MaxPathLen bytes has a MaxPathLen+1 byte prefix; the "/" adds
+// nothing a config line could misread.
+func PathBelow(path string) (Word, error) {
+	v, err := Path(path, PathPrefix)
+	if err != nil {
+		return Word{}, err
+	}
+	if strings.HasSuffix(v.s, "/") {
+		return Word{}, refuse("path", "sequence", path, `a Prefix path's base must not end with "/"`)
+	}
+	return Word{s: v.s + "/", kind: kindUser, quote: true}, nil
+}
+
 func percentEscapes(s string) error {
 	for i := 0; i < len(s); i++ {
 		if s[i] != '%' {

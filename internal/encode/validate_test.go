@@ -288,3 +288,29 @@ func TestHeaderSetValue(t *testing.T) {
 		t.Error("a single-quoted word took a single quote")
 	}
 }
+
+// TestPathBelow: the prefix below a Prefix path is the path and "/", one
+// byte over MaxPathLen for the longest path; what Path refuses, and a
+// base that already ends with "/", are refused.
+func TestPathBelow(t *testing.T) {
+	longest := "/" + strings.Repeat("a", MaxPathLen-1)
+	for _, tc := range []struct{ in, want, rule string }{
+		{"/foo", "/foo/", ""},
+		{"/a/b", "/a/b/", ""},
+		{longest, longest + "/", ""},
+		{longest + "a", "", "length"},
+		{"/", "", "sequence"},
+		{"/foo/", "", "sequence"},
+		{"foo", "", "absolute"},
+		{"/a b", "", "charset"},
+	} {
+		w, err := PathBelow(tc.in)
+		if got := ruleOf(err); got != tc.rule {
+			t.Errorf("PathBelow(%.20s…): rule %q, want %q (%v)", tc.in, got, tc.rule, err)
+			continue
+		}
+		if err == nil && (w.s != tc.want || !w.quote) {
+			t.Errorf("PathBelow(%.20s…) = %+v, want %q quoted", tc.in, w, tc.want)
+		}
+	}
+}

@@ -55,8 +55,8 @@ func widest(policyID string, rules int) *model.LoadBalancer {
 		switch i % 3 {
 		case 0:
 			rs = append(rs, pathIs("/"+n+long('e', encode.MaxPathLen-1-len(n))))
-		case 1: // the "under" form adds a '/', so the base is one shorter
-			rs = append(rs, pathPrefix("/"+n+long('p', encode.MaxPathLen-2-len(n))))
+		case 1: // the "under" form adds a '/': MaxPathLen+1 bytes
+			rs = append(rs, pathPrefix("/"+n+long('p', encode.MaxPathLen-1-len(n))))
 		default:
 			rs = append(rs, hostIs(host))
 		}

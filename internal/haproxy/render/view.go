@@ -354,13 +354,13 @@ func prefixACLs(value string, acl func(...encode.Word) []encode.Word) ([][]encod
 	if err != nil {
 		return nil, err
 	}
-	under, err := encode.Path(base+"/", encode.PathPrefix)
+	under, err := encode.PathBelow(base)
 	if err != nil {
 		return nil, err
 	}
 	m := encode.Lit("-m")
 	return [][]encode.Word{
 		acl(encode.Lit("path"), m, encode.Lit("str"), exact.Word()),
-		acl(encode.Lit("path"), m, encode.Lit("beg"), under.Word()),
+		acl(encode.Lit("path"), m, encode.Lit("beg"), under),
 	}, nil
 }
