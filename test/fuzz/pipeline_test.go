@@ -44,6 +44,25 @@ func TestHugePath(t *testing.T) {
 	}
 }
 
+// TestLongestPath: a path of exactly encode.MaxPathLen bytes is served
+// for every path type, and one byte more is refused. CI's fuzz run found
+// a Prefix path at the limit that translation accepted and render
+// refused: render's "below the path" prefix is one byte longer.
+func TestLongestPath(t *testing.T) {
+	baseline := victimFiles(t, translate.Ingresses(snapshot(t, nil), translateOptions()))
+	for _, pt := range []string{"Exact", "Prefix", "ImplementationSpecific"} {
+		for _, n := range []int{encode.MaxPathLen, encode.MaxPathLen + 1} {
+			a := valid()
+			a.path, a.pathType = "/"+strings.Repeat("a", n-1), pt
+			checkAttack(t, &a, baseline)
+			_, served := translate.Ingresses(snapshot(t, &a), translateOptions()).Accepted[model.IngressRef(attackerNS, "evil")]
+			if served != (n == encode.MaxPathLen) {
+				t.Errorf("%s path of %d bytes: served %v", pt, n, served)
+			}
+		}
+	}
+}
+
 // victimFiles renders the victim's LoadBalancer; it must be served.
 func victimFiles(t testing.TB, res *translate.Result) rendered {
 	t.Helper()
