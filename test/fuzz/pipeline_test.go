@@ -63,6 +63,37 @@ func TestLongestPath(t *testing.T) {
 	}
 }
 
+// TestLongestHost: an exact and a wildcard host of encode.MaxHostLen
+// bytes, as the rule's host and as the TLS host, are served; one byte
+// more is refused.
+func TestLongestHost(t *testing.T) {
+	baseline := victimFiles(t, translate.Ingresses(snapshot(t, nil), translateOptions()))
+	label := func(c string, n int) string { return strings.Repeat(c, n) }
+	// 63 + 1 + 63 + 1 + 63 + 1 + 61 = 253 bytes.
+	exact := label("h", 63) + "." + label("o", 63) + "." + label("s", 63) + "." + label("t", 61)
+	wild := "*." + label("o", 63) + "." + label("s", 63) + "." + label("t", 63) + "." + label("u", 59)
+	for _, h := range []string{exact, wild} {
+		for _, tooLong := range []bool{false, true} {
+			host := h
+			if tooLong {
+				host = h[:len(h)-1] + "xy"
+			}
+			for _, tls := range []bool{false, true} {
+				a := valid()
+				a.host = host
+				if tls {
+					a.tlsHost = host
+				}
+				checkAttack(t, &a, baseline)
+				_, served := translate.Ingresses(snapshot(t, &a), translateOptions()).Accepted[model.IngressRef(attackerNS, "evil")]
+				if served == tooLong {
+					t.Errorf("host of %d bytes (TLS %v): served %v", len(host), tls, served)
+				}
+			}
+		}
+	}
+}
+
 // victimFiles renders the victim's LoadBalancer; it must be served.
 func victimFiles(t testing.TB, res *translate.Result) rendered {
 	t.Helper()
