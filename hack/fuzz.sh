@@ -39,6 +39,14 @@ for pkg in "${pkgs[@]}"; do
     fi
     cat "$log" >&2
     echo "fuzz: $pkg $target failed; its failing input is under $dir/testdata/fuzz/$target/" >&2
+    # Print the new input too: on a CI machine the file is gone with the
+    # machine, and the log is all that is left to reproduce it from. Go
+    # writes it as quoted literals, so it is printable; long ones are cut.
+    for f in $(comm -13 <(echo "$before") <(inputs "$dir" "$target")); do
+      echo "fuzz: failing input $(basename "$f") (first 8 KiB; save it as testdata/fuzz/$target/$(basename "$f") to replay):" >&2
+      head -c 8192 "$f" | cat -v >&2
+      echo >&2
+    done
     exit 1
   done
 done
