@@ -250,7 +250,13 @@ const indexWhenIdle = 100 * time.Millisecond
 // indexedForEndpoints reports whether the indexes an endpoint change uses
 // are those of the last result and snapshot.
 func (p *Pipeline) indexedForEndpoints() bool {
-	return (p.translated == nil || p.poolsOf == p.translated) && p.endpointIndex.Of(p.snap)
+	return p.poolsIndexed() && p.endpointIndex.Of(p.snap)
+}
+
+// poolsIndexed reports whether the pool index is the last result's, or
+// there is no result to index.
+func (p *Pipeline) poolsIndexed() bool {
+	return p.translated == nil || p.poolsOf == p.translated
 }
 
 // indexForEndpoints builds what an endpoint change of snap needs and is
@@ -259,7 +265,7 @@ func (p *Pipeline) indexedForEndpoints() bool {
 // endpoint change after a start or an Ingress change, when it was built
 // then; Run builds them when it is idle.
 func (p *Pipeline) indexForEndpoints(snap *source.Snapshot) {
-	if p.translated != nil && p.poolsOf != p.translated {
+	if !p.poolsIndexed() {
 		p.pools, p.poolsOf = translate.IndexPools(p.translated), p.translated
 	}
 	if snap != nil && !p.endpointIndex.Of(snap) {
