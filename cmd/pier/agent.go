@@ -23,7 +23,8 @@ func agentCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	kubeconfigFlag(fs, &cfg.Kubeconfig)
 	fs.StringVar(&cfg.Node, "node", os.Getenv("NODE_NAME"), "name of the Node this agent runs on (env NODE_NAME)")
 	fs.StringVar(&cfg.StateDir, "state-dir", cluster.DefaultAgentStateDir, "folder for the per-load-balancer HAProxy folders")
-	apiAddrFlag(fs, &cfg.APIAddr, "127.0.0.1:8083", "address of the agent's /healthz and /metrics; empty to disable")
+	apiAddrFlag(fs, &cfg.APIAddr, "127.0.0.1:8083",
+		"address of the agent's /healthz (liveness: its loop turns), /readyz (readiness: every load balancer placed here is applied and serves) and /metrics; in a pod, $(POD_IP):8083 so the kubelet and Prometheus reach it; empty to disable")
 	fs.StringVar(&cfg.LeaseNamespace, "lease-namespace", "pier-system",
 		"namespace of this node's heartbeat Lease pier-agent-<node> (the controller's --lease-namespace)")
 	fs.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", 2*time.Second, "how often the heartbeat Lease is renewed")
@@ -32,8 +33,9 @@ func agentCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.VRRPInterface, "vrrp-interface", "",
 		"hold the load balancers' VIPs and FIPs with VRRP (keepalived) on this interface: the active node holds them, the standby takes them over when it fails; empty: pier does not touch addresses, they are someone else's business (a cloud, MetalLB, static routes)")
 	fs.StringVar(&cfg.KeepalivedBinary, "keepalived-binary", "keepalived", "keepalived binary, used with --vrrp-interface")
-	fs.BoolVar(&cfg.DrainOnExit, "drain-on-exit", false,
-		"on SIGTERM, hand the addresses this node holds to the standby nodes, then delete the heartbeat Lease so the controller re-places at once; without it a restart moves nothing and the Lease just expires")
+	onExit := fs.String("on-exit", string(cluster.ExitStay),
+		"what SIGTERM does: stay (move nothing; HAProxy outlives the agent, for a host install), handover (hand the addresses this node holds to the standby nodes and let requests under way finish, keeping the placements: for a pod, whose HAProxy dies with it) or drain (handover, then delete the heartbeat Lease so the controller re-places this node's load balancers at once)")
+	drainOnExit := fs.Bool("drain-on-exit", false, "the same as --on-exit=drain (kept for old command lines)")
 	bgpf.register(fs)
 	haproxy.register(fs)
 	logs.register(fs)
@@ -43,7 +45,13 @@ func agentCommand(ctx context.Context, args []string, stderr io.Writer) error {
 The node role: watches the LoadBalancer custom resources placed on this node
 (active or standby) and runs each with HAProxy — render, check, start, reload,
 or change members through the runtime API — and reports what it applied in the
-LoadBalancer status. HAProxy keeps serving when the agent exits.
+LoadBalancer status. By default HAProxy keeps serving when the agent exits
+and the next agent adopts it (a host install). In a pod HAProxy dies with the
+agent's container: run it with --on-exit=handover, so that a SIGTERM (a
+rollout, a pod deletion, an eviction) hands this node's addresses to the
+standby nodes and lets requests under way finish first. /readyz answers 200
+once every load balancer placed here is applied and serves, so a rollout
+waits for it before it stops the next node's agent.
 
 The agent renews a heartbeat Lease; the controller places load balancers only
 on nodes whose Lease is fresh and moves them off a node whose Lease expires.
@@ -72,6 +80,12 @@ Flags:
 	}
 	if cfg.BGP, err = bgpf.config(); err != nil {
 		return err
+	}
+	if cfg.OnExit, err = cluster.ParseExitMode(*onExit); err != nil {
+		return err
+	}
+	if *drainOnExit {
+		cfg.OnExit = cluster.ExitDrain
 	}
 	cfg.HAProxyBinary, cfg.HAProxyProcesses, cfg.ApplyConcurrency = haproxy.binary, haproxy.processes, haproxy.applies
 	if cfg.Render, err = haproxy.render(logger); err != nil {

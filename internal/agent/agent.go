@@ -8,6 +8,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -68,9 +69,9 @@ type Config struct {
 	// Netns is the network namespace of this node's data plane (pier
 	// run --nodes); empty for the agent's own.
 	Netns string
-	// DrainOnExit hands every address this node holds to its standby
+	// HandOverOnExit hands every address this node holds to its standby
 	// (a planned handover) before Run returns.
-	DrainOnExit bool
+	HandOverOnExit bool
 
 	// ApplyConcurrency bounds the applies and removals that run at once,
 	// each of a different load balancer; 0: DefaultApplyConcurrency, or
@@ -184,6 +185,10 @@ type Agent struct {
 	// says that a drain's delay is over.
 	drainReq chan bool
 	drainDue chan struct{}
+	// recovered is set once the store was listed at start (recover);
+	// probes is what the liveness and readiness probes read (ready.go).
+	recovered bool
+	probes    *probes
 }
 
 // New returns an Agent; Run starts it.
@@ -206,6 +211,7 @@ func New(cfg Config) *Agent {
 		statsReads: make(chan statsRead, 1),
 		drainReq:   make(chan bool, 1),
 		drainDue:   make(chan struct{}, 1),
+		probes:     newProbes(),
 	}
 	if len(cfg.Drivers) == 0 {
 		d, err := haproxydriver.New(haproxydriver.Config{StateDir: cfg.StateDir, Binary: cfg.HAProxyBinary, Netns: cfg.Netns, Processes: cfg.HAProxyProcesses,
@@ -281,6 +287,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := a.recover(ctx); err != nil {
 		return err
 	}
+	a.recovered = true
 	if a.cfg.BGP != nil {
 		a.routes = a.newRouteState()
 	}
@@ -305,9 +312,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		holderTick = t.C
 	}
 	for {
+		a.probes.turnedAt.Store(time.Now().UnixNano())
 		select {
 		case <-ctx.Done():
-			if a.cfg.DrainOnExit {
+			a.probes.setReady(errors.New("stopping"))
+			if a.cfg.HandOverOnExit {
 				a.drainBeforeExit()
 			}
 			return nil
@@ -322,6 +331,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		case r := <-a.statsReads:
 			a.finishStatsRead(ctx, r)
 		case <-ticker.C:
+			a.probes.setReady(a.checkReady())
 			a.queueRetries()
 			a.queueDrifted()
 			a.refreshStats(ctx)

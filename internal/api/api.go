@@ -48,8 +48,13 @@ type Server struct {
 	Gateways GatewayAPI
 	Registry *prometheus.Registry
 	Logger   *slog.Logger
-	// Healthy reports whether pier is ready; nil means always.
+	// Healthy answers /healthz, the liveness probe: whether the process
+	// still does its work (an error restarts it); nil means always.
 	Healthy func() error
+	// Ready answers /readyz, the readiness probe: whether this replica or
+	// node can take its share of the work now (a rollout waits for it);
+	// nil means the same as Healthy.
+	Ready func() error
 	// UI, when set, serves the web view at "/" (exact) and under "/ui/";
 	// the API's own routes keep precedence. (web view, issue 12)
 	UI http.Handler
@@ -74,6 +79,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /httproutes", s.listHTTPRoutes)
 	mux.HandleFunc("GET /httproutes/{namespace}/{name}", s.getHTTPRoute)
 	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}))
 	if s.UI != nil { // web view, issue 12: it answers 405 to anything but GET and HEAD itself
 		mux.Handle("/{$}", s.UI)
@@ -157,9 +163,25 @@ func (s *Server) getIngress(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
-	if s.Healthy != nil {
-		if err := s.Healthy(); err != nil {
-			s.fail(w, http.StatusServiceUnavailable, err)
+	s.probe(w, s.Healthy)
+}
+
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	check := s.Ready
+	if check == nil {
+		check = s.Healthy
+	}
+	s.probe(w, check)
+}
+
+// probe answers a probe: 200 "ok", or 503 with the reason, which the
+// kubelet records in the pod's events.
+func (s *Server) probe(w http.ResponseWriter, check func() error) {
+	if check != nil {
+		if err := check(); err != nil {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(err.Error() + "\n"))
 			return
 		}
 	}

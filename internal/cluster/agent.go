@@ -58,12 +58,44 @@ type AgentConfig struct {
 	// business.
 	VRRPInterface    string
 	KeepalivedBinary string
-	// DrainOnExit hands this node's addresses to the standbys on SIGTERM
-	// and then deletes the Lease, so the controller re-places at once.
-	DrainOnExit bool
+	// OnExit is what a SIGTERM does to this node's addresses and
+	// placements (ExitStay, ExitHandOver, ExitDrain).
+	OnExit ExitMode
 	// BGP, when set, advertises the addresses to routers instead of
 	// VRRP (flags --bgp-*).
 	BGP *bgp.Config
+}
+
+// ExitMode is what an agent does with its node's share of the traffic
+// when it is told to stop (SIGTERM).
+type ExitMode string
+
+const (
+	// ExitStay moves nothing: HAProxy and keepalived outlive the agent
+	// (a systemd unit whose restart adopts them) and the Lease simply
+	// expires if the agent does not come back.
+	ExitStay ExitMode = "stay"
+	// ExitHandOver hands every address this node holds to the standby
+	// nodes, stops HAProxy gracefully so that requests under way finish,
+	// then exits, keeping the placements: the node's Lease stays and expires only if the agent
+	// is not back within the heartbeat timeout. In a pod HAProxy dies
+	// with the agent's container, so every stop of the pod (a rollout, a
+	// deletion, an eviction) must be a planned handover; a restarted
+	// agent comes back as a hot standby and moves nothing.
+	ExitHandOver ExitMode = "handover"
+	// ExitDrain is ExitHandOver plus deleting the Lease, so the
+	// controller re-places this node's load balancers at once: for a node
+	// that leaves for good.
+	ExitDrain ExitMode = "drain"
+)
+
+// ParseExitMode reads --on-exit.
+func ParseExitMode(s string) (ExitMode, error) {
+	switch m := ExitMode(s); m {
+	case ExitStay, ExitHandOver, ExitDrain:
+		return m, nil
+	}
+	return "", fmt.Errorf("--on-exit %q: want stay, handover or drain", s)
 }
 
 func (cfg AgentConfig) validate() error {
@@ -96,9 +128,9 @@ func (cfg AgentConfig) vrrp() *agent.VRRPConfig {
 //
 // The heartbeat, the peers' Leases and the cordon watch outlive ctx until
 // the agent's Run has returned: a drain on exit still needs its Lease
-// fresh and its peers known. Only then, with --drain-on-exit, is the
-// Lease deleted; without it the Lease stays and expires, so a restarting
-// agent (a rolling update) moves nothing.
+// fresh and its peers known. Only then, with --on-exit=drain, is the
+// Lease deleted; otherwise the Lease stays and expires, so a restarting
+// agent (a rolling update) moves no placement.
 func RunAgent(ctx context.Context, cfg AgentConfig, logger *slog.Logger) error {
 	if err := cfg.validate(); err != nil {
 		return err
@@ -130,7 +162,12 @@ func RunAgent(ctx context.Context, cfg AgentConfig, logger *slog.Logger) error {
 	a := agent.New(agent.Config{
 		Node: cfg.Node, StateDir: stateDir, Store: st, Secrets: apiSecrets{client},
 		HAProxyBinary: cfg.HAProxyBinary, HAProxyProcesses: cfg.HAProxyProcesses, HAProxyLanding: cfg.HAProxyLanding, ApplyConcurrency: cfg.ApplyConcurrency, Render: cfg.Render, Metrics: m, Logger: logger,
-		VRRP: cfg.vrrp(), BGP: cfg.BGP, Heartbeats: peers, DrainOnExit: cfg.DrainOnExit,
+		VRRP: cfg.vrrp(), BGP: cfg.BGP, Heartbeats: peers, HandOverOnExit: cfg.OnExit != ExitStay,
+		// Handed over, the data plane has no traffic left to keep: HAProxy
+		// stops gracefully, finishing the requests under way (a request
+		// that began before the move is handed back to this node), rather
+		// than dying with the pod's container in the middle of them.
+		StopOnExit: cfg.OnExit != ExitStay,
 	})
 	hb := newHeartbeat(client, cfg, a.ReportsWrittenAt, logger)
 	var background sync.WaitGroup
@@ -141,11 +178,11 @@ func RunAgent(ctx context.Context, cfg AgentConfig, logger *slog.Logger) error {
 		}
 	})
 	logger.Info("pier agent started", "node", cfg.Node, "state_dir", stateDir, "vrrp_interface", cfg.VRRPInterface,
-		"heartbeat_interval", cfg.HeartbeatInterval, "heartbeat_timeout", cfg.HeartbeatTimeout, "drain_on_exit", cfg.DrainOnExit)
+		"heartbeat_interval", cfg.HeartbeatInterval, "heartbeat_timeout", cfg.HeartbeatTimeout, "on_exit", cfg.OnExit)
 	runErr := runAgentLoop(ctx, cfg, a, st, m, logger)
 	stopBg()
 	background.Wait() // no renewal may recreate the Lease deleted below
-	if cfg.DrainOnExit && runErr == nil && ctx.Err() != nil {
+	if cfg.OnExit == ExitDrain && runErr == nil && ctx.Err() != nil {
 		hb.remove()
 	}
 	return runErr
@@ -157,7 +194,8 @@ func runAgentLoop(ctx context.Context, cfg AgentConfig, a *agent.Agent, st *kube
 	logger *slog.Logger) error {
 	g, ctx := errgroup.WithContext(ctx)
 	if cfg.APIAddr != "" {
-		srv := &api.Server{Store: st, Ingresses: noIngresses{}, Registry: m.Registry, Logger: logger}
+		srv := &api.Server{Store: st, Ingresses: noIngresses{}, Registry: m.Registry, Logger: logger,
+			Healthy: a.Alive, Ready: a.Ready}
 		g.Go(func() error {
 			// The API is for operators: the node keeps serving without it.
 			if err := srv.ListenAndServe(ctx, cfg.APIAddr); err != nil && !errors.Is(err, context.Canceled) {

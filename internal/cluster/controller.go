@@ -143,7 +143,9 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 	}
 	// The web view's Ingress pages come from the pipeline, which only the
 	// leader runs; load balancer pages are complete on every replica.
+	election := &electionState{}
 	srv := &api.Server{Store: st, Ingresses: p, Gateways: p, Registry: m.Registry, Logger: logger,
+		Ready: func() error { return election.ready(p) },
 		UI: &web.Handler{Store: st, Ingresses: p, Gateways: p, Logger: logger.With("component", "web"),
 			Config: web.ConfigFromSpec(DefaultAgentStateDir, render.Options{})}}
 	leaseClient, err := kubernetes.NewForConfig(baseCfg)
@@ -158,7 +160,7 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(named("api server", func() error { return srv.ListenAndServe(ctx, cfg.APIAddr) }))
 	g.Go(func() error {
-		err := elect(ctx, lock, fence, cfg, logger, func(lctx context.Context) error {
+		err := elect(ctx, lock, fence, election, cfg, logger, func(lctx context.Context) error {
 			return lead(lctx, client, gwClient, cfg, selector, p, logger)
 		})
 		if err == nil {
@@ -175,7 +177,7 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 // elect runs leaderelection until ctx ends or leadership is lost, calling
 // work while this replica leads. A lost lease is an error: the process
 // exits so a restart starts clean.
-func elect(ctx context.Context, lock *resourcelock.LeaseLock, fence *writeFence, cfg ControllerConfig, logger *slog.Logger,
+func elect(ctx context.Context, lock *resourcelock.LeaseLock, fence *writeFence, state *electionState, cfg ControllerConfig, logger *slog.Logger,
 	work func(context.Context) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -192,23 +194,52 @@ func elect(ctx context.Context, lock *resourcelock.LeaseLock, fence *writeFence,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(lctx context.Context) {
 				logger.Info("leading: this replica now allocates and writes", "identity", lock.Identity())
+				state.leading.Store(true)
 				workErr = work(lctx)
 				cancel()
 			},
 			OnStoppedLeading: func() {
+				state.leading.Store(false)
 				fence.lose()
 				if ctx.Err() == nil {
 					lost.Store(true)
 				}
 				cancel()
 			},
-			OnNewLeader: func(id string) { logger.Info("leader", "identity", id) },
+			OnNewLeader: func(id string) {
+				state.leaderSeen.Store(true)
+				logger.Info("leader", "identity", id)
+			},
 		},
 	})
 	if lost.Load() {
 		return errors.New("lost leadership; exiting so a restart starts clean (status and load balancers are left as they are)")
 	}
 	return workErr
+}
+
+// electionState is what the readiness probe knows of the election.
+type electionState struct {
+	leading    atomic.Bool
+	leaderSeen atomic.Bool // a leader's Lease was read: the API server answers
+}
+
+// ready is the controller's readiness: a standby replica is ready once it
+// has read the leader's Lease (it reaches the API server and would take
+// over when the leader goes); the leader once its first rebuild is done,
+// so a rollout does not end the old leader before the new replica could
+// follow it.
+func (e *electionState) ready(p *pipeline.Pipeline) error {
+	switch {
+	case e.leading.Load():
+		if err := p.Ready(); err != nil {
+			return fmt.Errorf("leading: %w", err)
+		}
+		return nil
+	case e.leaderSeen.Load():
+		return nil
+	}
+	return errors.New("no leader's Lease read yet")
 }
 
 // named runs f as one of the process's goroutines: its error names it,
