@@ -99,6 +99,10 @@ func TestKubePair(t *testing.T) {
 		holder, other, lb := w.settled(t, vip)
 		f6(t, w, vip, holder, other, lb.Placement)
 	})
+	t.Run("pod stop: SIGTERM with --on-exit=handover, HAProxy dies with the container", func(t *testing.T) {
+		holder, other, lb := w.settled(t, vip)
+		podStop(t, w, vip, fip, holder, other, lb.Placement)
+	})
 	t.Run("F4b API outage during F1", func(t *testing.T) {
 		holder, other, lb := w.settled(t, vip)
 		f4b(t, w, vip, holder, other, lb.Placement, w.refused())

@@ -315,7 +315,7 @@ func (w *world) startEcho() error {
 // addresses on eth0, with its API on the node's address (reached over the
 // host link). A restart reuses the node's state folder: that is what
 // lets it adopt HAProxy and keepalived.
-func (w *world) startAgent(node string) error {
+func (w *world) startAgent(node string, extra ...string) error {
 	h := w.nodes[node]
 	state, ok := w.states[node]
 	if !ok {
@@ -335,9 +335,10 @@ func (w *world) startAgent(node string) error {
 	}
 	args := append([]string{"ip", "netns", "exec", h.NS, w.bin, "agent",
 		"--kubeconfig", w.kube["pier-agent"], "--node", node, "--state-dir", state, "--api-addr", api}, moves...)
-	p, err := startProc(w.t, w.dir, "agent-"+node, api, append(args, "--lease-namespace", leaseNS,
+	args = append(args, "--lease-namespace", leaseNS,
 		"--heartbeat-interval", hbInterval.String(), "--heartbeat-timeout", hbTimeout.String(),
-		"--hard-stop-after", "5s", "--log-level", "debug")...)
+		"--hard-stop-after", "5s", "--log-level", "debug")
+	p, err := startProc(w.t, w.dir, "agent-"+node, api, append(args, extra...)...)
 	if err != nil {
 		return err
 	}
