@@ -81,11 +81,7 @@ func TestConformance(t *testing.T) {
 
 func featurePaths(t *testing.T) []string {
 	t.Helper()
-	paths, err := FeaturePaths()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return paths
+	return RequireFeaturePaths(t)
 }
 
 func optionsFromEnv(t *testing.T) Options {

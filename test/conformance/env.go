@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -57,6 +58,26 @@ func FeaturePaths() ([]string, error) {
 		return nil, fmt.Errorf("%w; set %s", err, EnvFeatures)
 	}
 	return []string{dir}, nil
+}
+
+// RequireFeaturePaths is FeaturePaths for a test entry. The upstream
+// scenarios live beside the repository (../shared), which a clone of the
+// repository alone does not have: there the suite says so and skips,
+// unless it runs under CI (CI=true), where a missing scenario folder is a
+// broken checkout and fails the test.
+func RequireFeaturePaths(t testing.TB) []string {
+	t.Helper()
+	paths, err := FeaturePaths()
+	switch {
+	case err == nil:
+		return paths
+	case os.Getenv("CI") == "true":
+		t.Fatalf("%v (CI=true: the upstream Ingress scenarios are required)", err)
+	default:
+		t.Skipf("SKIPPED, NOT PASSED: the upstream Ingress scenarios are not here (%v); "+
+			"they come with the shared folder beside the repository, or set %s", err, EnvFeatures)
+	}
+	return nil
 }
 
 // defaultFeaturesDir finds ../shared/conformance/features from the

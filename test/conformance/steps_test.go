@@ -30,12 +30,9 @@ type cucumberReport []struct {
 // report, godog's status and the step statuses by step text.
 func runFeatures(t *testing.T, c Cluster, opts Options) (cucumberReport, int, map[string][]string) {
 	t.Helper()
-	dir, err := defaultFeaturesDir()
-	if err != nil {
-		t.Skipf("features not found: %v", err)
-	}
+	paths := RequireFeaturePaths(t)
 	var out bytes.Buffer
-	status := RunSuite(t.Context(), c, opts, []string{dir}, "cucumber", &out)
+	status := RunSuite(t.Context(), c, opts, paths, "cucumber", &out)
 	var report cucumberReport
 	if err := json.Unmarshal(out.Bytes(), &report); err != nil {
 		t.Fatalf("cucumber report: %v\n%s", err, out.String())

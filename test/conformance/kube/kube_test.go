@@ -60,10 +60,7 @@ func TestConformanceKubernetes(t *testing.T) {
 	if os.Getenv(conformance.EnvGate) != "1" {
 		t.Skipf("SKIPPED, NOT PASSED: set %s=1 to run the Ingress conformance suite against pier controller and pier agent (needs root, iproute2, etcd, haproxy and hack/test-apiserver.sh)", conformance.EnvGate)
 	}
-	paths, err := conformance.FeaturePaths()
-	if err != nil {
-		t.Fatal(err)
-	}
+	paths := conformance.RequireFeaturePaths(t)
 	opts, err := conformance.OptionsFromEnv(kubeOptions())
 	if err != nil {
 		t.Fatal(err)
