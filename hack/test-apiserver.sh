@@ -25,7 +25,7 @@ if [[ ! $version =~ ^v1\.[0-9]+\.[0-9]+$ ]]; then
 	exit 1
 fi
 cacheDir="$root/.cache/kube/$version"
-binaries=(kube-apiserver kube-controller-manager)
+binaries=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
 
 as_root() {
 	if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi
