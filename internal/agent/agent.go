@@ -131,6 +131,15 @@ const PackedApplyConcurrency = 4096
 // run side by side; a crash takes down one shard, not the node.
 const DefaultHAProxyProcesses = 4
 
+// handedOverGrace bounds HAProxy's soft stop when an agent that handed
+// its addresses over exits. Once the standby holds them, a connection
+// still open here gets its client's packets only while the new holder
+// hands them back (addrhold: 0.7 s after it becomes MASTER, within this
+// node's 1 s linger); after that nothing on it can be served, and waiting
+// for HAProxy's hard-stop-after (1 min by default) would only hold up a
+// rollout. The margin covers a slow machine.
+const handedOverGrace = 5 * time.Second
+
 // retryAfter is how long a failed apply waits before it is tried again
 // when nothing changes in between (a Secret not readable yet, a port
 // taken).
@@ -214,7 +223,11 @@ func New(cfg Config) *Agent {
 		probes:     newProbes(),
 	}
 	if len(cfg.Drivers) == 0 {
-		d, err := haproxydriver.New(haproxydriver.Config{StateDir: cfg.StateDir, Binary: cfg.HAProxyBinary, Netns: cfg.Netns, Processes: cfg.HAProxyProcesses,
+		var exitGrace time.Duration
+		if cfg.HandOverOnExit && cfg.StopOnExit {
+			exitGrace = handedOverGrace
+		}
+		d, err := haproxydriver.New(haproxydriver.Config{StateDir: cfg.StateDir, Binary: cfg.HAProxyBinary, Netns: cfg.Netns, Processes: cfg.HAProxyProcesses, ExitGrace: exitGrace,
 			Landing: cfg.HAProxyLanding, Render: cfg.Render, Secrets: cfg.Secrets, Metrics: cfg.Metrics, Logger: cfg.Logger})
 		if err != nil {
 			a.err = fmt.Errorf("haproxy driver: %w", err)

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"pier.dev/pier/internal/agent/driver"
 	"pier.dev/pier/internal/haproxy/layout"
@@ -62,8 +63,22 @@ type Config struct {
 	// load balancer without reloading its shard; Backends 0 runs none.
 	// Only with shards (Processes > 0). Slots 0 takes Render.MinSlots.
 	Landing render.LandingOptions
-	Metrics *metrics.Metrics
-	Logger  *slog.Logger
+	// ExitGrace, when set, bounds the soft stop of each process at
+	// Close(true): past it the process is stopped hard. An agent that
+	// handed its addresses over before it exits sets it, since nothing
+	// still connected here can be served any more (StopWithin).
+	ExitGrace time.Duration
+	Metrics   *metrics.Metrics
+	Logger    *slog.Logger
+}
+
+// stopFor is how a process of this driver stops: softly, or at the exit
+// of an agent that handed its addresses over within ExitGrace.
+func (d *Driver) stopFor(proc *process.Instance, exiting bool) func(context.Context) error {
+	if exiting && d.cfg.ExitGrace > 0 {
+		return func(ctx context.Context) error { return proc.StopWithin(ctx, d.cfg.ExitGrace) }
+	}
+	return proc.Stop
 }
 
 // Driver is the HAProxy driver. Applies and removals of load balancers

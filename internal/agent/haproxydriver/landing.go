@@ -567,7 +567,7 @@ func (d *Driver) closeLanding(stop bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.inBackground([]string{l.at.Dir}, func() {
-		if err := l.proc.Stop(context.Background()); err != nil {
+		if err := d.stopFor(l.proc, true)(context.Background()); err != nil {
 			d.cfg.Logger.Warn("landing stop", "dir", l.at.Dir, "error", err)
 		}
 	})

@@ -157,7 +157,7 @@ func (d *Driver) Close(stop bool) []string {
 	}
 	for _, sh := range d.shards {
 		if stop {
-			d.stopShard(sh, false)
+			d.stopShardOnExit(sh)
 			continue
 		}
 		// Left serving for the next agent, which adopts it: this driver
@@ -199,7 +199,12 @@ func (d *Driver) waitStopped(dirs ...string) {
 // those of its gone load balancers. A shard this driver did not start is
 // a previous agent's: its master is adopted just to be stopped. The
 // caller holds d.mu.
-func (d *Driver) stopShard(sh *shard, removeDirs bool) {
+func (d *Driver) stopShard(sh *shard, removeDirs bool) { d.stopShardAs(sh, removeDirs, false) }
+
+// stopShardOnExit stops a shard as the agent exits (Close).
+func (d *Driver) stopShardOnExit(sh *shard) { d.stopShardAs(sh, false, true) }
+
+func (d *Driver) stopShardAs(sh *shard, removeDirs, exiting bool) {
 	delete(d.shards, sh.at.Dir)
 	var dirs []string
 	if removeDirs {
@@ -208,7 +213,7 @@ func (d *Driver) stopShard(sh *shard, removeDirs bool) {
 		}
 		dirs = append(dirs, sh.at.Dir)
 	}
-	stop := sh.proc.Stop
+	stop := d.stopFor(sh.proc, exiting)
 	if !sh.started {
 		stop = sh.proc.StopStale
 	}

@@ -231,7 +231,20 @@ func (i *Instance) startFresh(ctx context.Context) (*master, error) {
 // requests, then everything exits) and waits for the master to exit, at most
 // StopTimeout. It never sends SIGKILL: on timeout it returns an error and
 // HAProxy keeps draining until its hard-stop-after.
-func (i *Instance) Stop(ctx context.Context) error {
+func (i *Instance) Stop(ctx context.Context) error { return i.stopWithin(ctx, 0) }
+
+// StopWithin is Stop for a process with no traffic left to finish: the
+// node handed its addresses over, and a connection still open here is one
+// whose client's packets now reach another node. It soft-stops as Stop
+// does, and once grace has passed with the process still draining it
+// stops it hard (SIGTERM: HAProxy closes what is left at once), so that an
+// agent's exit, and a pod's, is bounded by grace rather than by
+// hard-stop-after.
+func (i *Instance) StopWithin(ctx context.Context, grace time.Duration) error {
+	return i.stopWithin(ctx, grace)
+}
+
+func (i *Instance) stopWithin(ctx context.Context, grace time.Duration) error {
 	m := i.endSupervision()
 	if m == nil || m.exited() {
 		return nil
@@ -249,8 +262,19 @@ func (i *Instance) Stop(ctx context.Context) error {
 	// idempotent, so repeat it until the master exits.
 	resend := time.NewTicker(time.Second)
 	defer resend.Stop()
+	var hard <-chan time.Time
+	if grace > 0 {
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		hard = t.C
+	}
 	for {
 		select {
+		case <-hard:
+			log.Warn("haproxy still draining after the handover's grace: hard stop (SIGTERM)", "grace", grace)
+			if err := m.signal(syscall.SIGTERM, i.masterSock()); err != nil && !errors.Is(err, os.ErrProcessDone) {
+				log.Warn("hard stop haproxy", "error", err)
+			}
 		case <-m.done:
 			_ = os.Remove(i.pidFile())
 			log.Info("haproxy stopped", "exit", m.exit)
