@@ -182,7 +182,18 @@ func RunAgent(ctx context.Context, cfg AgentConfig, logger *slog.Logger) error {
 	runErr := runAgentLoop(ctx, cfg, a, st, m, logger)
 	stopBg()
 	background.Wait() // no renewal may recreate the Lease deleted below
-	if cfg.OnExit == ExitDrain && runErr == nil && ctx.Err() != nil {
+	stopped := runErr == nil && ctx.Err() != nil
+	if stopped && cfg.OnExit != ExitStay {
+		// The data plane has stopped: if pier is being removed, leave
+		// the node as it was before it came.
+		if gone, why := uninstalled(context.Background(), client, podFromEnv()); gone {
+			logger.Info("uninstall: pier is being removed from the cluster; removing what it made on this node", "why", why)
+			removeState(stateDir, logger)
+			hb.remove()
+			return nil
+		}
+	}
+	if stopped && cfg.OnExit == ExitDrain {
 		hb.remove()
 	}
 	return runErr
