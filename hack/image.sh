@@ -17,7 +17,9 @@
 #   IMAGE_NAME   repository (default: pier for agent, pier-controller,
 #                pier-pause, pier-echo); a bare name means docker.io/library/NAME
 #   IMAGE_TAG    tag (default dev)
-#   PIER_BIN     use this pier binary instead of building bin/pier
+#   PIER_IMAGE_BIN  use this pier binary (it must be static) instead of
+#                building one (not PIER_BIN: that is the tests' binary,
+#                linked against the host's libc)
 #   SOURCE_DATE_EPOCH  all timestamps (default: commit time of HEAD)
 #   PIER_IMAGE_NOCACHE=1  build the agent's Debian root fresh
 #   PIER_DEBIAN_MIRROR, PIER_DEBIAN_SECURITY_MIRROR  apt mirrors
@@ -25,8 +27,9 @@
 set -euo pipefail
 # Without this, a failure inside $(...) would not stop the script.
 shopt -s inherit_errexit
-# PIER_BIN may be relative to the caller's folder: resolve it before cd.
-if [[ -n ${PIER_BIN:-} ]]; then PIER_BIN=$(realpath "$PIER_BIN"); fi
+# PIER_IMAGE_BIN may be relative to the caller's folder: resolve it before cd.
+PIER_BIN=""
+if [[ -n ${PIER_IMAGE_BIN:-} ]]; then PIER_BIN=$(realpath "$PIER_IMAGE_BIN"); fi
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 CACHE=$ROOT/.cache/images
@@ -65,19 +68,24 @@ normalize_name() {
 # human prints a byte count in MB (10^6, as registries and docker show).
 human() { awk -v b="$1" 'BEGIN { printf "%.1f MB", b / 1e6 }'; }
 
-# build_tools builds pier (unless PIER_BIN), the assembler and, for the
-# pause image, the pause program. All are static Go binaries.
+# build_tools builds pier (unless PIER_IMAGE_BIN), the assembler and, for
+# the pause image, the pause program. All are static Go binaries: the
+# controller, echo and pause images hold no libc.
 build_tools() {
     local started=$SECONDS
-    mkdir -p "$CACHE/tools" "$ROOT/bin"
+    mkdir -p "$CACHE/tools"
     export CGO_ENABLED=0
-    if [[ -z ${PIER_BIN:-} ]]; then
-        go build -p 1 -trimpath -ldflags "-s -w -X main.version=$VERSION" -o "$ROOT/bin/pier" ./cmd/pier
-        PIER_BIN=$ROOT/bin/pier
+    if [[ -z $PIER_BIN ]]; then
+        # Built into the cache, not bin/pier, which the tests run.
+        go build -p 1 -trimpath -ldflags "-s -w -X main.version=$VERSION" -o "$CACHE/tools/pier" ./cmd/pier
+        PIER_BIN=$CACHE/tools/pier
     fi
-    [[ -x $PIER_BIN ]] || die "PIER_BIN=$PIER_BIN is not an executable"
-    # Work on a copy: bin/pier is shared with other builds in the tree,
-    # and a rebuild between our two layers' reads would change the image.
+    [[ -x $PIER_BIN ]] || die "PIER_IMAGE_BIN=$PIER_BIN is not an executable"
+    if ldd "$PIER_BIN" >/dev/null 2>&1; then
+        die "$PIER_BIN is linked dynamically (ldd lists its libraries): the images hold no libc; build it with CGO_ENABLED=0"
+    fi
+    # Work on a copy: the given binary may be rebuilt meanwhile, and a
+    # rebuild between our two layers' reads would change the image.
     if [[ $PIER_BIN != "$CACHE/tools/pier" ]]; then
         install -m 0755 "$PIER_BIN" "$CACHE/tools/pier"
         PIER_BIN=$CACHE/tools/pier

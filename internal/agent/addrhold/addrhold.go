@@ -406,7 +406,11 @@ func (h *Holder) Since(instance string) time.Time { return h.since[instance] }
 // Stop stops keepalived, which releases the addresses (pier run).
 func (h *Holder) Stop(ctx context.Context) error {
 	h.endHandoffs()
-	return h.ka.Stop(ctx)
+	err := h.ka.Stop(ctx)
+	// A drain's linger may still run (it ends a tick after lingerFor);
+	// nothing is left to accept its addresses for once keepalived is gone.
+	h.endLinger()
+	return err
 }
 
 // DefaultDir is keepalived's folder below an agent's state folder.
