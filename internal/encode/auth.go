@@ -25,33 +25,58 @@ func UserName(s string) (Value, error) {
 // cryptChars is crypt(3)'s base-64 alphabet.
 var cryptChars = charset("./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 
+// Costs of a password hash. HAProxy hashes every user once when it
+// checks or loads a configuration (to warn of a format crypt(3) does
+// not know), in the master of a process other load balancers share,
+// and again, in a worker thread, for every request with a password:
+// what a hash costs, every tenant of the process waits for.
+const (
+	// MaxBcryptCost: 2^12 rounds take about 0.2 s of a CPU here (cost 5,
+	// htpasswd -B's default, 1.7 ms), under HAProxy's 1 s watchdog.
+	MaxBcryptCost = 12
+	// MaxShaCryptRounds is glibc's and libxcrypt's default, what a hash
+	// without "rounds=" costs: about 1 ms.
+	MaxShaCryptRounds = 5000
+)
+
 // CryptHash validates a password hash HAProxy checks with the system's
 // crypt(3) (Debian: libxcrypt), in the forms whose length and alphabet
-// are fixed: bcrypt ("$2a$", "$2b$" or "$2y$", a cost 04-31, 53
-// characters), SHA-512 ("$6$", 86) and SHA-256 ("$5$", 43) crypt, with
-// an optional "rounds=N$" and a salt of 1-16 characters. Apache's
-// "$apr1$" and "{SHA}" are not crypt(3) formats: HAProxy would refuse
-// every password, so they are refused here with what to do instead.
-// The error never repeats the hash.
+// are fixed: bcrypt ("$2a$", "$2b$" or "$2y$", a cost 04 to
+// MaxBcryptCost, 53 characters), SHA-512 ("$6$", 86) and SHA-256 ("$5$",
+// 43) crypt, with an optional "rounds=N$" (N 1000 to MaxShaCryptRounds)
+// and a salt of 1-16 characters. Apache's "$apr1$" and "{SHA}" are not
+// crypt(3) formats: HAProxy 2.6 on Debian loads them without a warning
+// and refuses every password (tried with htpasswd-made hashes), so
+// they are refused here with what to do instead. The error never
+// repeats the hash.
 func CryptHash(s string) (Value, error) {
 	const k = "password hash"
 	switch {
 	case strings.HasPrefix(s, "$apr1$"):
-		return Value{}, refuse(k, "apr1", "$apr1$...", "Apache MD5 ($apr1$) is not checked by crypt(3): regenerate it with htpasswd -B (bcrypt)")
+		return Value{}, refuse(k, "apr1", "$apr1$...", "Apache MD5 ($apr1$) is not checked by crypt(3), HAProxy would refuse every password: regenerate it with htpasswd -B (bcrypt)")
 	case strings.HasPrefix(s, "{SHA}"):
 		return Value{}, refuse(k, "sha1", "{SHA}...", "{SHA} is not checked by crypt(3): regenerate it with htpasswd -B (bcrypt)")
 	case len(s) == 60 && (strings.HasPrefix(s, "$2a$") || strings.HasPrefix(s, "$2b$") || strings.HasPrefix(s, "$2y$")):
 		cost := s[4:6]
 		if s[6] == '$' && cost >= "04" && cost <= "31" && cost[0] >= '0' && cost[0] <= '3' && cost[1] >= '0' && cost[1] <= '9' &&
 			onlyCrypt(s[7:]) {
+			if c := atoiDigits(cost); c > MaxBcryptCost {
+				return Value{}, refuse(k, "cost", "cost "+cost, "bcrypt cost "+itoa(c)+", the limit is "+itoa(MaxBcryptCost)+
+					": HAProxy hashes it on every check and reload of a process other load balancers share, and on every wrong password; regenerate it with htpasswd -B -C "+itoa(MaxBcryptCost)+" or lower")
+			}
 			return Value{s}, nil
 		}
-	case strings.HasPrefix(s, "$6$"):
-		if shaCrypt(s[3:], 86) {
-			return Value{s}, nil
+	case strings.HasPrefix(s, "$6$"), strings.HasPrefix(s, "$5$"):
+		n := 86
+		if s[1] == '5' {
+			n = 43
 		}
-	case strings.HasPrefix(s, "$5$"):
-		if shaCrypt(s[3:], 43) {
+		rounds, ok := shaCrypt(s[3:], n)
+		if ok && rounds > MaxShaCryptRounds {
+			return Value{}, refuse(k, "cost", "rounds "+itoa(rounds), "SHA-crypt rounds="+itoa(rounds)+", the limit is "+itoa(MaxShaCryptRounds)+
+				" (the default): HAProxy hashes it on every check and reload of a process other load balancers share, and on every wrong password; regenerate it without rounds=, or with htpasswd -B")
+		}
+		if ok {
 			return Value{s}, nil
 		}
 	}
@@ -59,18 +84,47 @@ func CryptHash(s string) (Value, error) {
 		"must be bcrypt ($2y$, $2b$, $2a$), SHA-512 ($6$) or SHA-256 ($5$) crypt: regenerate it with htpasswd -B")
 }
 
+// CryptCost estimates what crypt(3) spends on a hash CryptHash
+// accepted, in units of 2^0 bcrypt rounds (about 53 µs here): 2^cost
+// for bcrypt, rounds/240 for SHA-crypt (5000 rounds, 1.1 ms, are 21).
+func CryptCost(h Value) int {
+	s := h.s
+	switch {
+	case len(s) > 7 && s[0] == '$' && s[1] == '2':
+		return 1 << atoiDigits(s[4:6])
+	case strings.HasPrefix(s, "$6$") || strings.HasPrefix(s, "$5$"):
+		rounds := MaxShaCryptRounds
+		if rest, ok := strings.CutPrefix(s[3:], "rounds="); ok {
+			digits, _, _ := strings.Cut(rest, "$")
+			rounds = atoiDigits(digits)
+		}
+		return (rounds + 239) / 240
+	}
+	return 1
+}
+
+func atoiDigits(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		n = n*10 + int(s[i]-'0')
+	}
+	return n
+}
+
 // shaCrypt checks "[rounds=N$]salt$hash" of SHA-crypt: N 1000-999999999,
-// salt 1-16 characters, hash of n characters.
-func shaCrypt(s string, n int) bool {
+// salt 1-16 characters, hash of n characters, and returns N (5000, the
+// default, without "rounds=").
+func shaCrypt(s string, n int) (rounds int, ok bool) {
+	rounds = MaxShaCryptRounds
 	if rest, ok := strings.CutPrefix(s, "rounds="); ok {
 		digits, after, found := strings.Cut(rest, "$")
 		if !found || len(digits) < 4 || len(digits) > 9 || strings.Trim(digits, "0123456789") != "" || digits[0] == '0' {
-			return false
+			return 0, false
 		}
-		s = after
+		rounds, s = atoiDigits(digits), after
 	}
 	salt, hash, found := strings.Cut(s, "$")
-	return found && len(salt) >= 1 && len(salt) <= 16 && onlyCrypt(salt) && len(hash) == n && onlyCrypt(hash)
+	return rounds, found && len(salt) >= 1 && len(salt) <= 16 && onlyCrypt(salt) && len(hash) == n && onlyCrypt(hash)
 }
 
 func onlyCrypt(s string) bool {

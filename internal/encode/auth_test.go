@@ -10,7 +10,8 @@ func TestCryptHash(t *testing.T) {
 	const sha512 = "$6$Ea1yNgy2jUg9amIr$h.OMJyaKB7QcQCFGkA52leL2i2SrycZ0WwA8tptjw7w5OOY81RkZMwE69n.wQh2Cs5nzhSPoquUgfXsgcnQN1/"
 	const sha256 = "$5$12C1iHnz82B7pN8Z$4R6Pzl3UaQSfz523zxmyGrGN5EtIsuGZzToVBOVsun2"
 	good := []string{bcrypt, "$2y$" + bcrypt[4:], "$2a$" + bcrypt[4:], sha512, sha256,
-		"$5$rounds=5000$12C1iHnz82B7pN8Z$4R6Pzl3UaQSfz523zxmyGrGN5EtIsuGZzToVBOVsun2"}
+		"$5$rounds=5000$12C1iHnz82B7pN8Z$4R6Pzl3UaQSfz523zxmyGrGN5EtIsuGZzToVBOVsun2",
+		"$2y$12$" + bcrypt[7:], "$6$rounds=1000$" + sha512[3:]}
 	for _, h := range good {
 		if _, err := CryptHash(h); err != nil {
 			t.Errorf("CryptHash(%q): %v", h, err)
@@ -27,6 +28,12 @@ func TestCryptHash(t *testing.T) {
 		"$1$abcdefgh$abcdefghijklmnopqrstuv": "regenerate",
 		"$5$rounds=12$12C1iHnz82B7pN8Z$4R6Pzl3UaQSfz523zxmyGrGN5EtIsuGZzToVBOVsun2": "regenerate",
 		"$6$" + strings.Repeat("a", 17) + sha512[19:]:                               "regenerate",
+		// The cost attacks: minutes of haproxy -c, seconds of a worker.
+		"$2b$31$" + bcrypt[7:]:              "bcrypt cost 31, the limit is 12",
+		"$2y$16$" + bcrypt[7:]:              "bcrypt cost 16, the limit is 12",
+		"$2a$13$" + bcrypt[7:]:              "htpasswd -B -C 12",
+		"$6$rounds=999999999$" + sha512[3:]: "SHA-crypt rounds=999999999, the limit is 5000",
+		"$5$rounds=5001$" + sha256[3:]:      "rounds=5001",
 	}
 	for _, suffix := range []string{";evil", "'", " x", "\n", "$"} {
 		for _, h := range good {
@@ -40,6 +47,21 @@ func TestCryptHash(t *testing.T) {
 		}
 		if err != nil && len(h) > 12 && strings.Contains(err.Error(), h[8:]) {
 			t.Errorf("CryptHash(%q): the error repeats the hash: %v", h, err)
+		}
+	}
+}
+
+// TestCryptCost: the estimate follows the work, 2^cost for bcrypt.
+func TestCryptCost(t *testing.T) {
+	const b = "Zxl3U8oRi2N5aiTDsrx3S.kammLW6sEDyIg2Z1D6V1WYVoKl/lF2C"
+	const salted = "Ea1yNgy2jUg9amIr$h.OMJyaKB7QcQCFGkA52leL2i2SrycZ0WwA8tptjw7w5OOY81RkZMwE69n.wQh2Cs5nzhSPoquUgfXsgcnQN1/"
+	for h, want := range map[string]int{"$2y$05$" + b: 32, "$2b$12$" + b: 4096, "$6$" + salted: 21, "$6$rounds=1000$" + salted: 5} {
+		v, err := CryptHash(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := CryptCost(v); got != want {
+			t.Errorf("%s: cost %d, want %d", h[:7], got, want)
 		}
 	}
 }

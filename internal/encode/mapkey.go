@@ -55,9 +55,9 @@ func checkKeyHost(host string) error {
 
 // RegexRouteKey makes the key of one map_reg routing entry (render's
 // regular-expression routes): the request key is the host then the raw
-// path (no host for a host-less route), so the key is "^", the host with
-// its "." and "*" escaped, then re without its leading "^" (it starts
-// with "/", which no host holds). re comes from ParsePathRegex: no
+// path (no host for a host-less route), so the key is the match limit,
+// "^", the host with its "." and "*" escaped, then re without its
+// leading "^" (it starts with "/", which no host holds). re comes from ParsePathRegex: no
 // space, no control byte; it starts with "^", never with "#".
 func RegexRouteKey(host string, re PathRegex) Word {
 	bad := func(err error) Word { return Word{err: err} }
@@ -68,7 +68,7 @@ func RegexRouteKey(host string, re PathRegex) Word {
 		return bad(refuse("regex route key", "syntax", re.canon, "not a path regex"))
 	}
 	escaped := strings.NewReplacer(".", `\.`, "*", `\*`).Replace(host)
-	return Word{s: "^" + escaped + re.canon[1:], kind: kindUser, quote: true}
+	return Word{s: matchLimitPrefix + "^" + escaped + re.canon[1:], kind: kindUser, quote: true}
 }
 
 // LandingKey makes the key of a landing process's routing entry (render's

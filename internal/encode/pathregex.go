@@ -22,7 +22,24 @@ const (
 	// backtracks, and k overlapping unbounded repetitions can cost n^k
 	// steps on a path of n bytes before they fail.
 	MaxPathRegexUnbounded = 6
+	// MaxPathRegexPaths bounds the ways the bounded part of an
+	// expression can match one text (pathsOf): PCRE2 backtracks, and
+	// (a?){32}a{32} passes every rule above yet tries 2^32 ways before
+	// it fails.
+	MaxPathRegexPaths = 1024
+	// MatchLimit is the PCRE2 match limit every expression HAProxy gets
+	// starts with ((*LIMIT_MATCH=N), matchLimitPrefix): what the rules
+	// above cannot bound (k unbounded repetitions cost up to n^k on n
+	// bytes) stops there, the expression then not matching. 20,000
+	// steps are about 25 µs of a HAProxy thread (HAProxy 2.6, PCRE2
+	// JIT, measured), and more than a linear expression needs on a
+	// 16 KiB path.
+	MatchLimit = 20000
 )
+
+// matchLimitPrefix starts every expression HAProxy gets: PCRE2 reads it
+// only at the very start of a pattern, before any "^".
+var matchLimitPrefix = "(*LIMIT_MATCH=" + itoa(MatchLimit) + ")"
 
 // PathRegex is a validated regular expression (a path's, or a header
 // value's): the subset that Go's RE2 (this validator) and HAProxy's
@@ -36,8 +53,9 @@ type PathRegex struct {
 // Groups is the number of capture groups.
 func (r PathRegex) Groups() int { return r.groups }
 
-// String is the expression HAProxy gets (anchored for a path).
-func (r PathRegex) String() string { return r.canon }
+// String is the expression HAProxy gets: the match limit, then the
+// re-written expression (anchored for a path).
+func (r PathRegex) String() string { return matchLimitPrefix + r.canon }
 
 // Word is that expression, single-quoted (the config parser
 // interprets nothing between single quotes, and it holds none).
@@ -45,7 +63,7 @@ func (r PathRegex) Word() Word {
 	if r.canon == "" {
 		return Word{err: refuse("path regex", "syntax", "", "zero PathRegex")}
 	}
-	return Word{s: r.canon, kind: kindUser, quote: true}
+	return Word{s: r.String(), kind: kindUser, quote: true}
 }
 
 // ParsePathRegex validates s, an Ingress path read as a regular
@@ -111,6 +129,10 @@ func parseRegex(k, s string, path bool) (PathRegex, error) {
 	}
 	if w.unbounded > MaxPathRegexUnbounded {
 		return PathRegex{}, refuse(k, "repetition", s, "more than "+itoa(MaxPathRegexUnbounded)+" unbounded repetitions (*, +, {m,})")
+	}
+	if n := pathsOf(re); n > MaxPathRegexPaths {
+		return PathRegex{}, refuse(k, "ways", s, "can match one text in more than "+itoa(MaxPathRegexPaths)+
+			" ways (each ?, | and {m,n} multiplies them; a count of a group holding ?, | or a count multiplies most): PCRE2 would try each")
 	}
 	if w.groups > MaxPathRegexGroups {
 		return PathRegex{}, refuse(k, "groups", s, "more than "+itoa(MaxPathRegexGroups)+" capture groups")
@@ -303,6 +325,52 @@ func (w *regexWriter) repeat(re *syntax.Regexp, repeated bool) error {
 }
 
 func max1(n int) int { return max(n, 1) }
+
+// pathsOf bounds the ways the bounded part of re can match one text, the
+// paths a backtracking matcher may try from one start before it fails:
+// a concatenation multiplies its parts', an alternation adds its
+// branches', ? adds the empty way, {m,n} adds sub^k for k from m to n.
+// It bounds the product of the counts rather than refusing a count of
+// a group holding ?, | or a count: (en|fr){1,2} and (\d{1,3}\.){3}
+// (81 ways) are common and cheap. An unbounded repetition counts 1: its
+// cost, up to n on n bytes, is what MaxPathRegexUnbounded bounds (it
+// holds no choice of its own), and MatchLimit stops the rest. The count
+// saturates just above MaxPathRegexPaths.
+func pathsOf(re *syntax.Regexp) int {
+	const top = MaxPathRegexPaths + 1
+	mul := func(a, b int) int { return min(a*b, top) } // a, b ≤ top: no overflow
+	switch re.Op {
+	case syntax.OpCapture:
+		return pathsOf(re.Sub[0])
+	case syntax.OpConcat:
+		n := 1
+		for _, sub := range re.Sub {
+			n = mul(n, pathsOf(sub))
+		}
+		return n
+	case syntax.OpAlternate:
+		n := 0
+		for _, sub := range re.Sub {
+			n = min(n+pathsOf(sub), top)
+		}
+		return n
+	case syntax.OpQuest:
+		return min(pathsOf(re.Sub[0])+1, top)
+	case syntax.OpRepeat:
+		if re.Max == -1 {
+			return 1
+		}
+		sub, n, pow := pathsOf(re.Sub[0]), 0, 1
+		for k := 0; k <= re.Max; k++ {
+			if k >= re.Min {
+				n = min(n+pow, top)
+			}
+			pow = mul(pow, sub)
+		}
+		return n
+	}
+	return 1
+}
 
 func isRepeat(op syntax.Op) bool {
 	return op == syntax.OpStar || op == syntax.OpPlus || op == syntax.OpQuest || op == syntax.OpRepeat

@@ -44,6 +44,19 @@ var acceptedPathRegexes = []struct {
 	{`/[a|b]`, `^/[ab\|]`, 0},
 	{`/[^!-~]`, `^/[^\!-~]`, 0},
 	{`/(x|[ab])+`, `^/([abx])+`, 1},
+	// At MaxPathRegexPaths, and common shapes under it.
+	{`/(a?){10}a{10}`, `^/(a?){10}a{10}`, 1},
+	{`/(\d{1,3}\.){3}\d{1,3}`, `^/([0-9]{1,3}\.){3}[0-9]{1,3}`, 1},
+	{`/(en|fr){1,2}/x`, `^/(en|fr){1,2}/x`, 1},
+}
+
+// goExpr is an expression HAProxy gets without its match limit, which
+// Go does not read.
+func goExpr(s string) string {
+	if !strings.HasPrefix(s, matchLimitPrefix) {
+		panic("no match limit: " + s)
+	}
+	return strings.TrimPrefix(s, matchLimitPrefix)
 }
 
 func TestParsePathRegexAccepted(t *testing.T) {
@@ -53,7 +66,7 @@ func TestParsePathRegexAccepted(t *testing.T) {
 			t.Errorf("%s: refused: %v", tc.in, err)
 			continue
 		}
-		if r.String() != tc.canon || r.Groups() != tc.groups {
+		if r.String() != matchLimitPrefix+tc.canon || r.Groups() != tc.groups {
 			t.Errorf("%s: got %s with %d groups, want %s with %d", tc.in, r.String(), r.Groups(), tc.canon, tc.groups)
 		}
 		checkSameMatches(t, tc.in, r)
@@ -68,7 +81,7 @@ func checkSameMatches(t testing.TB, in string, r PathRegex) {
 	if err != nil {
 		t.Fatalf("%s: accepted but Go does not compile it anchored: %v", in, err)
 	}
-	canon, err := regexp.Compile(r.String())
+	canon, err := regexp.Compile(goExpr(r.String()))
 	if err != nil {
 		t.Fatalf("%s: re-written %s does not compile: %v", in, r.String(), err)
 	}
@@ -130,6 +143,15 @@ func TestParsePathRegexRefused(t *testing.T) {
 		{`/[^\x00-\x{10FFFF}]`, "escape"},
 		{`/[\d\D]`, "class"},
 		{`/[ -~]`, "charset"},
+		// The cost attacks: each passes the rules above, and PCRE2 tries
+		// 2^32 ways on /aaa...a (33) and a tail before it fails.
+		{`/(a?){32}a{32}`, "ways"},
+		{`/` + strings.Repeat(`a?`, 32) + `a{32}`, "ways"},
+		{`/(a|aa){11}`, "ways"},
+		{`/(a?){11}`, "ways"},
+		{`/((a?){4}){4}`, "ways"},
+		{`/(a{0,2}){7}`, "ways"},
+		{`/[0-9]{1,32}[0-9]{1,32}[0-9]{1,2}`, "ways"},
 	} {
 		_, err := ParsePathRegex(tc.in)
 		var e *Error
@@ -229,11 +251,11 @@ func TestRegexRouteKey(t *testing.T) {
 	}
 	for host, want := range map[string]string{"": `^/api/v[0-9]+/(.*)`, "a.example": `^a\.example/api/v[0-9]+/(.*)`,
 		"*.foo.com": `^\*\.foo\.com/api/v[0-9]+/(.*)`} {
-		if got := RegexRouteKey(host, r); got.Err() != nil || got.String() != want {
+		if got := RegexRouteKey(host, r); got.Err() != nil || got.String() != matchLimitPrefix+want {
 			t.Errorf("%q: %q (%v), want %q", host, got.String(), got.Err(), want)
 		}
 		// The key matches the host then the path, and nothing else.
-		re := regexp.MustCompile(RegexRouteKey(host, r).String())
+		re := regexp.MustCompile(goExpr(RegexRouteKey(host, r).String()))
 		h := host // the wildcard class keys by txn.pier_hwild, "*.foo.com" itself
 		if !re.MatchString(h+"/api/v1/users") || re.MatchString(h+"/x/api/v1/") || (host != "" && re.MatchString("b.example/api/v1/")) {
 			t.Errorf("%q: key %s matches otherwise", host, re)
@@ -298,11 +320,11 @@ func TestParseValueRegex(t *testing.T) {
 		{`.*`, `.*`},
 	} {
 		r, err := ParseValueRegex(tc.in)
-		if err != nil || r.String() != tc.canon {
+		if err != nil || r.String() != matchLimitPrefix+tc.canon {
 			t.Errorf("%s: got %s, %v; want %s", tc.in, r.String(), err, tc.canon)
 		}
 	}
-	for _, in := range []string{"", "a b", `(?i)beta`, `(a+)+`, `\bx`, "x'\n"} {
+	for _, in := range []string{"", "a b", `(?i)beta`, `(a+)+`, `\bx`, "x'\n", `(a?){32}a{32}`, strings.Repeat(`a?`, 32) + `a{32}`} {
 		if r, err := ParseValueRegex(in); err == nil {
 			t.Errorf("%q accepted as %s", in, r.String())
 		}
@@ -327,7 +349,7 @@ func FuzzValueRegex(f *testing.F) {
 		if err != nil {
 			t.Fatalf("%q: accepted but Go does not compile it: %v", s, err)
 		}
-		canon, err := regexp.Compile(r.String())
+		canon, err := regexp.Compile(goExpr(r.String()))
 		if err != nil {
 			t.Fatalf("%q: re-written %s does not compile: %v", s, r.String(), err)
 		}

@@ -32,6 +32,14 @@ const FileKey = "auth"
 // MaxUsers bounds a list: each user is one line of HAProxy configuration.
 const MaxUsers = 1000
 
+// MaxListCost bounds what hashing a whole list costs (encode.CryptCost
+// summed), about 0.9 s of a CPU here: HAProxy hashes every user when it
+// checks or loads the configuration of a process that other load
+// balancers share, so this is what one list adds to each of their
+// changes. It admits 4 users at bcrypt cost 12, 512 at cost 5 (htpasswd
+// -B's default) or 780 at SHA-crypt's default rounds.
+const MaxListCost = 1 << 14
+
 // User is one user with a crypt(3) password hash, both validated.
 type User struct {
 	Name encode.Value
@@ -105,6 +113,14 @@ func finish(users []User) ([]User, error) {
 		return nil, errors.New("no users")
 	case len(users) > MaxUsers:
 		return nil, fmt.Errorf("%d users, the limit is %d", len(users), MaxUsers)
+	}
+	cost := 0
+	for _, u := range users {
+		cost += encode.CryptCost(u.Hash)
+	}
+	if cost > MaxListCost {
+		return nil, fmt.Errorf("hashing the %d users costs about %d bcrypt rounds, the limit is %d (HAProxy hashes every user on each check and reload of a process other load balancers share): "+
+			"fewer users, or cheaper hashes (htpasswd -B -C 5)", len(users), cost, MaxListCost)
 	}
 	sort.Slice(users, func(i, j int) bool { return users[i].Name.String() < users[j].Name.String() })
 	for i := 1; i < len(users); i++ {

@@ -44,6 +44,40 @@ func TestFromSecret(t *testing.T) {
 	}
 }
 
+// TestCostRefused: the hashes that held haproxy -c for minutes and a
+// worker for seconds are refused, naming the line or key, never the hash;
+// so is a list whose users cost too much together.
+func TestCostRefused(t *testing.T) {
+	cost12 := "$2y$12$" + bcrypt[7:]
+	for name, c := range map[string]struct {
+		data map[string][]byte
+		typ  string
+		want string
+	}{
+		"bcrypt 31": {map[string][]byte{"auth": []byte("alice:" + bcrypt + "\nmallory:$2y$31$" + bcrypt[7:])}, TypeFile,
+			"line 2: user mallory: invalid password hash \"cost 31\": bcrypt cost 31, the limit is 12"},
+		"bcrypt 16": {map[string][]byte{"mallory": []byte("$2b$16$" + bcrypt[7:])}, TypeMap, "key mallory: user mallory: invalid password hash \"cost 16\": bcrypt cost 16"},
+		"rounds": {map[string][]byte{"auth": []byte("# x\nmallory:$6$rounds=999999999$" + sha512[3:])}, TypeFile,
+			"line 2: user mallory: invalid password hash \"rounds 999999999\": SHA-crypt rounds=999999999, the limit is 5000"},
+		"list": {map[string][]byte{"auth": []byte("a:" + cost12 + "\nb:" + cost12 + "\nc:" + cost12 + "\nd:" + cost12 + "\ne:" + bcrypt)}, TypeFile,
+			"hashing the 5 users costs about 16416 bcrypt rounds, the limit is 16384"},
+	} {
+		_, err := FromSecret(c.data, c.typ)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", name, err, c.want)
+		}
+		if err != nil && strings.Contains(err.Error(), bcrypt[8:]) {
+			t.Errorf("%s: the error repeats the hash: %v", name, err)
+		}
+	}
+	if _, err := FromSecret(map[string][]byte{"auth": []byte("a:" + cost12 + "\nb:" + cost12 + "\nc:" + cost12 + "\nd:" + cost12)}, TypeFile); err != nil {
+		t.Errorf("four users at cost 12: %v", err)
+	}
+	if _, err := FromSecret(map[string][]byte{"auth": []byte(manyUsers(MaxUsers))}, TypeFile); err == nil {
+		t.Error("1000 users at cost 5 accepted")
+	}
+}
+
 func manyUsers(n int) string {
 	var b strings.Builder
 	for i := 0; i < n; i++ {

@@ -37,7 +37,8 @@ import (
 // more than the load balancers of the changed Ingresses, and the caller
 // must translate everything: an Ingress of ours is a canary (canaries
 // attach across Ingresses by host and path), or the Ingresses of ours
-// reach --max-ingresses (which refuses the newest past the cap).
+// reach --max-ingresses (which refuses the newest past the cap), or a
+// namespace may reach a cap of regular-expression paths (regexcap.go).
 func IngressChanges(prev *Result, prevSnap, snap *source.Snapshot, opts Options) (res *Result, ok bool) {
 	if prev == nil || prevSnap == nil {
 		return nil, false
@@ -116,6 +117,9 @@ func changedIngresses(prevSnap, snap *source.Snapshot, classes classSet, opts Op
 		}
 	}
 	if opts.MaxIngresses > 0 && ours >= opts.MaxIngresses {
+		return nil, false
+	}
+	if regexCapMayBite(snap.Ingresses, classes, opts) {
 		return nil, false
 	}
 	// What changed is between what both lists share at their ends.

@@ -39,6 +39,11 @@ type Options struct {
 	// MaxHTTPRoutes bounds the HTTPRoutes attached to our Gateways, as
 	// MaxIngresses does Ingresses: the newest past the cap are refused.
 	MaxHTTPRoutes int
+	// MaxRegexPathsPerLoadBalancer and MaxRegexPathsPerNamespace bound
+	// the regular-expression paths HAProxy tries on a request and
+	// compiles per tenant (regexcap.go); 0: no cap.
+	MaxRegexPathsPerLoadBalancer int
+	MaxRegexPathsPerNamespace    int
 	// ExternalIPNamespaces, when not empty, lists the only namespaces
 	// whose Ingresses may pin an address with pier.dev/external-ip.
 	ExternalIPNamespaces []string
@@ -73,14 +78,16 @@ type Options struct {
 // DefaultOptions are the Kubernetes defaults: ports 80 and 443.
 func DefaultOptions() Options {
 	return Options{
-		ControllerName:         DefaultControllerName,
-		GatewayControllerName:  DefaultGatewayControllerName,
-		HTTPPort:               80,
-		HTTPSPort:              443,
-		MaxIngresses:           10000,
-		MaxPathsPerIngress:     1000,
-		MaxHTTPRoutes:          10000,
-		GatewayExtendedMatches: true,
+		ControllerName:               DefaultControllerName,
+		GatewayControllerName:        DefaultGatewayControllerName,
+		HTTPPort:                     80,
+		HTTPSPort:                    443,
+		MaxIngresses:                 10000,
+		MaxPathsPerIngress:           1000,
+		MaxHTTPRoutes:                10000,
+		MaxRegexPathsPerLoadBalancer: DefaultMaxRegexPathsPerLoadBalancer,
+		MaxRegexPathsPerNamespace:    DefaultMaxRegexPathsPerNamespace,
+		GatewayExtendedMatches:       true,
 	}
 }
 
@@ -157,6 +164,8 @@ func Ingresses(snap *source.Snapshot, opts Options) *Result {
 		}
 	}
 
+	parsed, capped := capRegexPaths(parsed, opts)
+	res.Problems = append(res.Problems, capped...)
 	lbs, problems := assemble(parsed, opts)
 	res.Problems = append(res.Problems, problems...)
 	for _, lb := range lbs {

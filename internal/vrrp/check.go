@@ -9,15 +9,26 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // ErrCheckFailed wraps what `keepalived -t` said of a refused config.
 var ErrCheckFailed = errors.New("keepalived configuration check failed")
 
-// Check runs `keepalived -t` on config, written to a scratch file in dir.
-// keepalived 2.2 exits 0 for some errors it only logs, so its output is
-// read too: any line naming an error or an unknown keyword fails.
+// CheckTimeout bounds a `keepalived -t`: it parses a file of a few
+// instances in milliseconds, and every address change of the node waits
+// behind it.
+const CheckTimeout = 30 * time.Second
+
+// Check runs `keepalived -t` on config, written to a scratch file in dir,
+// killed after CheckTimeout. keepalived 2.2 exits 0 for some errors it
+// only logs, so its output is read too: any line naming an error or an
+// unknown keyword fails.
 func Check(ctx context.Context, binary string, config []byte, dir string) error {
+	return check(ctx, binary, config, dir, CheckTimeout)
+}
+
+func check(ctx context.Context, binary string, config []byte, dir string, timeout time.Duration) error {
 	f, err := os.CreateTemp(dir, "check-*.conf")
 	if err != nil {
 		return fmt.Errorf("keepalived check: %w", err)
@@ -30,11 +41,17 @@ func Check(ctx context.Context, binary string, config []byte, dir string) error 
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("keepalived check: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, binary, "--config-test", "-f", f.Name())
+	deadline, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(deadline, binary, "--config-test", "-f", f.Name()) // killed at the deadline
 	cmd.Dir = filepath.Dir(f.Name())
+	cmd.WaitDelay = time.Second
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	runErr := cmd.Run()
+	if ctx.Err() == nil && deadline.Err() != nil {
+		return fmt.Errorf("%w: keepalived -t took longer than %s, killed: %s", ErrCheckFailed, timeout, strings.TrimSpace(out.String()))
+	}
 	if msg := checkComplaints(out.String()); runErr != nil || msg != "" {
 		return fmt.Errorf("%w: keepalived -t: %v %s", ErrCheckFailed, runErr, msg)
 	}

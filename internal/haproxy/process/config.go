@@ -20,10 +20,28 @@ import (
 // cause, the rest is usually a cascade.
 const maxOutput = 4096
 
+// CheckTimeout bounds a `haproxy -c`. HAProxy does work while it checks
+// that a configuration can ask for (it hashes every password of a
+// userlist, compiles every regular expression), and the checks of a
+// process run one at a time, in the lane of every change of every load
+// balancer there: one that runs on must not hold them. A shard's check
+// of 750 load balancers takes 0.7 s; 30 s is far from a legitimate one.
+const CheckTimeout = 30 * time.Second
+
+// ErrCheckTimeout wraps the error of a check that ran past its deadline
+// and was killed.
+var ErrCheckTimeout = errors.New("check deadline exceeded")
+
 // Check runs `haproxy -c` on files (a directory loads its *.cfg files in
-// lexical order). A configuration HAProxy refuses yields an error wrapping
-// ErrCheckFailed that carries HAProxy's output.
+// lexical order), killed after CheckTimeout. A configuration HAProxy
+// refuses yields an error wrapping ErrCheckFailed that carries HAProxy's
+// output; one it checks for too long, ErrCheckTimeout (and
+// ErrCheckFailed: the configuration is not to be loaded).
 func Check(ctx context.Context, binary string, files []string) error {
+	return check(ctx, binary, files, CheckTimeout)
+}
+
+func check(ctx context.Context, binary string, files []string, timeout time.Duration) error {
 	if len(files) == 0 {
 		return errors.New("haproxy check: no configuration file")
 	}
@@ -34,7 +52,9 @@ func Check(ctx context.Context, binary string, files []string) error {
 	for _, f := range files {
 		args = append(args, "-f", f)
 	}
-	cmd := exec.CommandContext(ctx, binary, args...)
+	deadline, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(deadline, binary, args...) // killed at the deadline
 	cmd.Env = minimalEnv()
 	cmd.WaitDelay = time.Second
 	out, err := cmd.CombinedOutput()
@@ -43,6 +63,13 @@ func Check(ctx context.Context, binary string, files []string) error {
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("haproxy check: %w", ctx.Err())
+	}
+	if deadline.Err() != nil {
+		err := fmt.Errorf("haproxy -c took longer than %s, killed: %w (%w)", timeout, ErrCheckTimeout, ErrCheckFailed)
+		if s := trimOutput(out); s != "" {
+			err = fmt.Errorf("%w: %s", err, s)
+		}
+		return err
 	}
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) {

@@ -143,8 +143,8 @@ func TestRegexWordsQuoted(t *testing.T) {
 		for _, m := range res.Maps {
 			maps = append(maps, string(m.Data))
 		}
-		inMap := strings.Contains(strings.Join(maps, ""), "^a\\.example/a"+re+" be_")
-		inACL := strings.Contains(string(res.Fragment), " path -m reg '^/a"+re+"'\n")
+		inMap := strings.Contains(strings.Join(maps, ""), "(*LIMIT_MATCH=20000)^a\\.example/a"+re+" be_")
+		inACL := strings.Contains(string(res.Fragment), " path -m reg '(*LIMIT_MATCH=20000)^/a"+re+"'\n")
 		if inMap == unsorted || inACL != unsorted {
 			t.Fatalf("unsorted %v: in a map %v, in an acl %v:\n%s\n%s", unsorted, inMap, inACL, res.Fragment, maps)
 		}
