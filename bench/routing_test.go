@@ -35,7 +35,8 @@ type routingRun struct {
 var extras = []struct{ name, line string }{
 	{"header guard (req.hdrs -m reg, control bytes)", "req.hdrs -m reg"},
 	{"X-Forwarded-Proto", "set-header X-Forwarded-Proto"},
-	{"X-Forwarded-For (option forwardfor)", "option forwardfor"},
+	{"X-Forwarded-For", "set-header X-Forwarded-For"},
+	{"X-Request-ID (a UUID unless the client's is sane)", "set-header X-Request-ID"},
 	{"header-name restriction", "option http-restrict-req-hdr-names"},
 	{"L7 retries (retry-on … empty-response)", "retry-on conn-failure empty-response"},
 	{"Server: pier (http-after-response)", "Server pier unless"},

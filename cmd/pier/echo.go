@@ -20,6 +20,8 @@ func echoCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.Ingress, "ingress", os.Getenv("INGRESS_NAME"), "ingress name to report (env INGRESS_NAME)")
 	fs.StringVar(&cfg.Service, "service", os.Getenv("SERVICE_NAME"), "service name to report (env SERVICE_NAME)")
 	fs.StringVar(&cfg.Pod, "pod", os.Getenv("POD_NAME"), "pod name to report (env POD_NAME)")
+	fs.DurationVar(&cfg.ShutdownDelay, "shutdown-delay", 0,
+		"on SIGTERM, keep serving this long before shutting down (what a preStop sleep gives an app in a pod: the load balancers drop its endpoint first)")
 	logs.register(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: pier echo [--listen ADDR] [--service NAME] [--pod NAME] …

@@ -4,8 +4,10 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"os/user"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -157,7 +159,11 @@ func (h *haproxyFlags) landingOptions(port int) (render.LandingOptions, error) {
 	if h.landing < 0 || h.landing > 4096 {
 		return render.LandingOptions{}, fmt.Errorf("--haproxy-landing-backends %d: want 0 (no landing) to 4096", h.landing)
 	}
-	return render.LandingOptions{Port: port, Backends: h.landing, Slots: h.slots}, nil
+	trusted, err := parseTrustedProxies(h.trusted)
+	if err != nil {
+		return render.LandingOptions{}, err
+	}
+	return render.LandingOptions{Port: port, Backends: h.landing, Slots: h.slots, TrustedProxies: trusted}, nil
 }
 
 // haproxyFlags run HAProxy (pier run and the agent).
@@ -172,6 +178,7 @@ type haproxyFlags struct {
 	maxConn        int
 	retryEmpty     bool
 	landing        int
+	trusted        string
 }
 
 func (h *haproxyFlags) register(fs *flag.FlagSet) {
@@ -184,6 +191,7 @@ func (h *haproxyFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&h.maxConn, "haproxy-maxconn", 4096, "connections each HAProxy process accepts at once (its global maxconn; with shards, shared by the load balancers of the shard); more wait in the kernel's accept queue. HAProxy raises its file-descriptor limit to match (pier runs it as root)")
 	fs.IntVar(&h.backendMaxConn, "max-connections-per-backend", render.DefaultBackendMaxConn, "requests one backend (a Service port's members) may hold at once, queued ones included; the next gets 503 at once, so a slow or looping backend cannot take every connection of its HAProxy process from the other routes and load balancers there. 0: no bound")
 	fs.BoolVar(&h.retryEmpty, "retry-empty-response", true, "retry, on another member, a request whose kept-alive server connection closed without an answer (a member shutting down); HAProxy then keeps a copy of every request, about a tenth of its CPU per request. false: retry connection failures only")
+	fs.StringVar(&h.trusted, "trusted-proxies", "", "comma-separated networks (CIDR, or one address) of load balancers or proxies in front of pier whose X-Forwarded-For is appended to and whose X-Forwarded-Host, -Port, -Proto and Forwarded are kept, as ingress-nginx's use-forwarded-headers with proxy-real-ip-cidr; X-Real-IP is then the last X-Forwarded-For entry. Empty: every client's forwarding headers are replaced (docs/operations.md, Forwarding headers)")
 	fs.IntVar(&h.applies, "apply-concurrency", 0, fmt.Sprintf("how many load balancers the agent applies at once, each at most once at a time, so that a slow one (thousands of paths) holds up no other; 0: %d with shards, where the applies waiting for one process are loaded with one reload, or %d with --haproxy-processes 0", agent.PackedApplyConcurrency, agent.DefaultApplyConcurrency))
 }
 
@@ -196,6 +204,10 @@ func (h *haproxyFlags) render(logger *slog.Logger) (render.Options, error) {
 		NoEmptyResponseRetry: !h.retryEmpty}
 	if h.maxConn < 1 {
 		return opts, fmt.Errorf("--haproxy-maxconn %d: want at least 1", h.maxConn)
+	}
+	var err error
+	if opts.TrustedProxies, err = parseTrustedProxies(h.trusted); err != nil {
+		return opts, err
 	}
 	switch {
 	case h.backendMaxConn < 0:
@@ -220,4 +232,60 @@ func (h *haproxyFlags) render(logger *slog.Logger) (render.Options, error) {
 	}
 	opts.User, opts.Group = u.Username, g.Name
 	return opts, nil
+}
+
+// maxTrustedProxies matches render's bound on Options.TrustedProxies.
+const maxTrustedProxies = 64
+
+// parseTrustedProxies reads --trusted-proxies: networks, or addresses
+// (a /32 or /128), sorted and without duplicates so the rendered
+// configuration does not depend on their order. A network with host
+// bits set is refused rather than masked: "10.1.2.3/8" more likely means
+// a mistake than 10.0.0.0/8.
+func parseTrustedProxies(v string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, field := range strings.Split(v, ",") {
+		field = strings.TrimSpace(field)
+		if field == "" {
+			continue
+		}
+		p, err := parsePrefixOrAddr(field)
+		if err != nil {
+			return nil, fmt.Errorf("--trusted-proxies: %w", err)
+		}
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b netip.Prefix) int {
+		if c := a.Addr().Compare(b.Addr()); c != 0 {
+			return c
+		}
+		return a.Bits() - b.Bits()
+	})
+	out = slices.Compact(out)
+	if len(out) > maxTrustedProxies {
+		return nil, fmt.Errorf("--trusted-proxies: %d networks, at most %d", len(out), maxTrustedProxies)
+	}
+	return out, nil
+}
+
+func parsePrefixOrAddr(s string) (netip.Prefix, error) {
+	if !strings.Contains(s, "/") {
+		a, err := netip.ParseAddr(s)
+		if err != nil || a.Zone() != "" {
+			return netip.Prefix{}, fmt.Errorf("%q is not an address or CIDR", s)
+		}
+		a = a.Unmap()
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%q is not an address or CIDR", s)
+	}
+	if p.Addr().Is4In6() {
+		return netip.Prefix{}, fmt.Errorf("%q: write an IPv4 network as such", s)
+	}
+	if p != p.Masked() {
+		return netip.Prefix{}, fmt.Errorf("%q has host bits set; the network is %s", s, p.Masked())
+	}
+	return p, nil
 }

@@ -58,3 +58,22 @@ spec:
 		t.Errorf("summary: %s", stdout.String())
 	}
 }
+
+// TestLintOldIngressVersions: an Ingress of a version pier does not read
+// is reported on stderr and makes lint exit 1, whichever group it names;
+// extensions/v1beta1 used to be skipped in silence with exit 0.
+func TestLintOldIngressVersions(t *testing.T) {
+	for _, apiVersion := range []string{"networking.k8s.io/v1beta1", "extensions/v1beta1"} {
+		dir := t.TempDir()
+		doc := "apiVersion: " + apiVersion + "\nkind: Ingress\nmetadata:\n  name: old\nspec:\n  backend:\n    serviceName: web\n    servicePort: 80\n"
+		if err := os.WriteFile(filepath.Join(dir, "old.yaml"), []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr bytes.Buffer
+		code := run([]string{"lint", "-f", dir}, &stdout, &stderr)
+		want := "Ingress default/old: " + apiVersion + " is not supported, use networking.k8s.io/v1"
+		if code != 1 || !bytes.Contains(stderr.Bytes(), []byte(want)) {
+			t.Errorf("%s: exit %d, stderr %q; want exit 1 and %q", apiVersion, code, stderr.String(), want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"unicode"
+	"unicode/utf8"
 
 	networkingv1 "k8s.io/api/networking/v1"
 
@@ -18,20 +19,40 @@ const maxMessageValue = 64
 // the key escaped: keys from manifest files are not checked by any API
 // server and may carry control or bidi characters.
 func fieldForAnnotation(key string) string {
-	q := quoteForMessage(key)
-	return "metadata.annotations[" + q[1:len(q)-1] + "]"
+	body, truncated := escapeForMessage(key)
+	if truncated {
+		body += "…"
+	}
+	return "metadata.annotations[" + body + "]"
 }
 
 // quoteForMessage makes a user string safe to show in logs, Events and API
 // answers: truncated, and with control, format and bidi characters escaped
 // (RELIABILITY R6), so a hostile value cannot forge log lines.
 func quoteForMessage(s string) string {
+	body, truncated := escapeForMessage(s)
+	if truncated {
+		return `"` + body + `"…`
+	}
+	return `"` + body + `"`
+}
+
+// escapeForMessage is quoteForMessage without the quotes. The cut falls
+// on a rune boundary: problems reach the API's JSON and Kubernetes
+// Events, which want valid UTF-8, and half a character would show as
+// \ufffd where the name had none.
+func escapeForMessage(s string) (string, bool) {
 	truncated := false
 	if len(s) > maxMessageValue {
-		s, truncated = s[:maxMessageValue], true
+		// At most UTFMax-1 steps back: invalid input made of
+		// continuation bytes is still cut near the limit.
+		n := maxMessageValue
+		for i := 1; i < utf8.UTFMax && !utf8.RuneStart(s[n]); i++ {
+			n--
+		}
+		s, truncated = s[:n], true
 	}
-	out := make([]byte, 0, len(s)+2)
-	out = append(out, '"')
+	out := make([]byte, 0, len(s))
 	for _, r := range s {
 		switch {
 		case r == '"' || r == '\\':
@@ -44,11 +65,7 @@ func quoteForMessage(s string) string {
 			out = append(out, string(r)...)
 		}
 	}
-	out = append(out, '"')
-	if truncated {
-		out = append(out, "…"...)
-	}
-	return string(out)
+	return string(out), truncated
 }
 
 func problem(ing *networkingv1.Ingress, sev model.Severity, reason, field, format string, args ...any) model.Problem {

@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -332,6 +333,31 @@ func TestProblemMessagesAreEscaped(t *testing.T) {
 	}
 	if got := fieldForAnnotation("pier.dev/config-\u202ex"); strings.ContainsRune(got, '\u202e') {
 		t.Errorf("field carries a raw bidi character: %q", got)
+	}
+}
+
+// TestLongAnnotationNamesCutOnARune: a name past maxMessageValue bytes
+// with a multi-byte character across the cut. The problem's field and
+// message must stay valid UTF-8 (they reach the API's JSON and Events)
+// and show no replacement character the name did not have; the field
+// used to lose the last byte of its "…" and the cut split "é".
+func TestLongAnnotationNamesCutOnARune(t *testing.T) {
+	for _, before := range []int{33, 34, 35} { // "é" across, just before, just after the cut
+		key := "nginx.ingress.kubernetes.io/" + strings.Repeat("a", before) + "éééé" + strings.Repeat("b", 20)
+		ing := simpleIngress(t, "ns", "a", 0, map[string]string{key: "x"}, "a.example", "/")
+		ps := problemsFor(Ingresses(snapshotOf(ing), DefaultOptions()), "a")
+		if len(ps) != 1 {
+			t.Fatalf("%d: want one warning, got %+v", before, ps)
+		}
+		for _, s := range []string{ps[0].Field, ps[0].Message, quoteForMessage(key)} {
+			if !utf8.ValidString(s) || strings.Contains(s, "\\ufffd") || strings.ContainsRune(s, utf8.RuneError) {
+				t.Errorf("%d: %q is not the name cut on a character", before, s)
+			}
+		}
+		if want := "metadata.annotations[" + key[:len("nginx.ingress.kubernetes.io/")+before]; !strings.HasPrefix(ps[0].Field, want) ||
+			!strings.HasSuffix(ps[0].Field, "…]") {
+			t.Errorf("%d: field %q, want %q…, cut with …]", before, ps[0].Field, want)
+		}
 	}
 }
 

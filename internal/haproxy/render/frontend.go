@@ -65,8 +65,7 @@ func writeFrontend(c *encode.Config, v *view, l *listenerView, at layout.LB) {
 	if l.tls {
 		proto = encode.Lit("https")
 	}
-	// Set, not added: a client must not choose what the backend believes.
-	c.Line(httpRequest, encode.Lit("set-header"), encode.Lit("X-Forwarded-Proto"), proto)
+	writeForwarding(c, proto, l.port, v.trusted)
 	refuseAmbiguous(c, l)
 	hostVars(c, l)
 	writeMisdirect(c, l)

@@ -102,7 +102,9 @@ func writeDefaults(c *encode.Config, o Options) {
 	c.Line(retryOn...)
 	// Measured: with it, keep-alive clients see no error across reloads.
 	c.Line(encode.Lit("option"), encode.Lit("idle-close-on-response"))
-	c.Line(encode.Lit("option"), encode.Lit("forwardfor"))
+	// No "option forwardfor": it appends after the client's own
+	// X-Forwarded-For; each HTTP frontend sets its forwarding headers
+	// (forwarding.go).
 	// Header names outside [A-Za-z0-9-] are dropped, as nginx does with
 	// underscores: "X_Forwarded_For" must not reach a backend that maps
 	// "_" to "-".

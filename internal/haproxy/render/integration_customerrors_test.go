@@ -183,8 +183,10 @@ func TestIntegrationCustomErrors(t *testing.T) {
 		t.Errorf("error backend got X-Forwarded-For %q, want the client's address once", got)
 	}
 	code, ct, body = get("app.test", "/status/503", nil)
-	if h := last(); h.Get("X-Code") != "503" || len(h.Values("X-Format")) != 0 || len(h.Values("X-Request-ID")) != 0 {
-		t.Errorf("without Accept and X-Request-ID, the error backend got X-Code %q X-Format %q X-Request-ID %q, want 503 and none",
+	// Without the client's X-Request-ID the frontend made one (a UUID,
+	// forwarding.go), and the error backend gets that one.
+	if h := last(); h.Get("X-Code") != "503" || len(h.Values("X-Format")) != 0 || len(h.Values("X-Request-ID")) != 1 || len(h.Get("X-Request-ID")) != 36 {
+		t.Errorf("without Accept and X-Request-ID, the error backend got X-Code %q X-Format %q X-Request-ID %q, want 503, no format and a generated ID",
 			h.Get("X-Code"), h.Values("X-Format"), h.Values("X-Request-ID"))
 	}
 	if code != 503 || body != "<p>error page 503</p>" {

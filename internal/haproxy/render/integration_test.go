@@ -199,6 +199,7 @@ func startHAProxy(t *testing.T, bin, cfg string, ports ...int) {
 			}
 			select {
 			case err := <-done:
+				done <- err // for the cleanup, which waits on it
 				t.Fatalf("haproxy exited: %v\n%s", err, out.String())
 			default:
 			}

@@ -3,6 +3,7 @@ package render
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,10 +49,16 @@ type LandingOptions struct {
 	Slots int
 	// BackendMaxConn is Options.BackendMaxConn.
 	BackendMaxConn int
+	// TrustedProxies is Options.TrustedProxies: a landed load balancer
+	// sets forwarding headers as its shard will.
+	TrustedProxies []netip.Prefix
 }
 
 func (o LandingOptions) check() error {
 	if _, err := encode.Port(o.Port); err != nil {
+		return fmt.Errorf("landing: %w", err)
+	}
+	if err := checkTrusted(o.TrustedProxies); err != nil {
 		return fmt.Errorf("landing: %w", err)
 	}
 	if o.Backends < 1 || o.Backends > 4096 {
@@ -125,7 +132,7 @@ func LandingConfig(p layout.Process, o LandingOptions) ([]byte, error) {
 	c.Line(httpRequest, encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(400), ifWord,
 		openBrace, encode.Lit("req.hdrs"), encode.Lit("-m"), encode.Lit("reg"),
 		encode.Lit(`[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]`), closeBrace)
-	c.Line(httpRequest, encode.Lit("set-header"), encode.Lit("X-Forwarded-Proto"), encode.Lit("http"))
+	writeForwarding(&c, encode.Lit("http"), o.Port, o.TrustedProxies)
 	landingRefuseAmbiguous(&c)
 	landingHostVars(&c)
 	landingRoutes(&c, p)

@@ -11,6 +11,7 @@ package render
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"pier.dev/pier/internal/encode"
@@ -55,6 +56,12 @@ type Options struct {
 	// Ingress group, a Gateway) keeps for pools that join it without a
 	// reload (DefaultSparePools; negative: none).
 	SparePools int
+	// TrustedProxies are the client addresses whose forwarding headers
+	// (X-Forwarded-For, -Host, -Port, -Proto, Forwarded) are kept and
+	// appended to rather than replaced: a load balancer or proxy in front
+	// of pier (forwarding.go). Empty: no client is trusted. At most
+	// maxTrustedProxies masked prefixes.
+	TrustedProxies []netip.Prefix
 	// Users returns the users of a policy's basic auth (the agent reads
 	// them from the Secret). Nil renders every userlist empty: the routes
 	// that ask for basic auth then answer 401 to everyone.
@@ -128,11 +135,30 @@ func (o Options) check() error {
 	if o.MaxConfigBytes < 0 {
 		return errors.New("options: MaxConfigBytes must not be negative")
 	}
+	if err := checkTrusted(o.TrustedProxies); err != nil {
+		return fmt.Errorf("options: %w", err)
+	}
 	for _, name := range []string{o.User, o.Group} {
 		if name != "" {
 			if err := encode.Account(name).Err(); err != nil {
 				return fmt.Errorf("options: %w", err)
 			}
+		}
+	}
+	return nil
+}
+
+// maxTrustedProxies bounds Options.TrustedProxies: a few networks of
+// load balancers, not an allow-list of clients.
+const maxTrustedProxies = 64
+
+func checkTrusted(list []netip.Prefix) error {
+	if len(list) > maxTrustedProxies {
+		return fmt.Errorf("%d trusted proxies, at most %d", len(list), maxTrustedProxies)
+	}
+	for _, p := range list {
+		if err := encode.Prefix(p).Err(); err != nil {
+			return fmt.Errorf("trusted proxy: %w", err)
 		}
 	}
 	return nil

@@ -422,10 +422,24 @@ func sourceACL(c *encode.Config, acl encode.Word, list []netip.Prefix) {
 	}
 }
 
+// maxWaitForBody is the largest "wait-for-body at-least" HAProxy 2.6
+// parses: a 32-bit size (haproxy -c refuses 4294967296).
+const maxWaitForBody = 1<<32 - 1
+
+// writeBodyLimit answers 413 to a body over limit. Content-Length is
+// compared as a string cast to a 64-bit integer: req.hdr_val is 32 bits
+// in HAProxy 2.6 and wraps (4294967396 reads as 100), which let a
+// declared 4 GiB + 100 bytes through a 1m limit and made a 4G limit
+// useless. A chunked body is measured as far as HAProxy buffers it
+// (tune.bufsize); a limit past wait-for-body's 32-bit range is past any
+// buffer too, so only Content-Length is checked then.
 func writeBodyLimit(c *encode.Config, name encode.Word, limit int64) {
 	n := encode.Num64(limit)
 	c.Line(httpRequest, encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(413), ifWord, name,
-		openBrace, encode.Lit("req.hdr_val(content-length)"), encode.Lit("gt"), n, closeBrace)
+		openBrace, encode.Lit("req.hdr(content-length)"), encode.Lit("-m"), encode.Lit("int"), encode.Lit("gt"), n, closeBrace)
+	if limit+1 > maxWaitForBody {
+		return
+	}
 	c.Line(httpRequest, encode.Lit("wait-for-body"), encode.Lit("time"), encode.Lit("10s"), encode.Lit("at-least"),
 		encode.Num64(limit+1), ifWord, name, encode.Lit("!{"), encode.Lit("req.hdr(content-length)"),
 		encode.Lit("-m"), encode.Lit("found"), closeBrace)

@@ -33,6 +33,8 @@ type view struct {
 	authLuaPath string
 	// backendMaxConn is Options.BackendMaxConn (negative: no bound).
 	backendMaxConn int
+	// trusted is Options.TrustedProxies.
+	trusted []netip.Prefix
 }
 
 type listenerView struct {
@@ -113,7 +115,7 @@ func newView(lb *model.LoadBalancer, opts Options, prev Slots) (*view, error) {
 	if lb.Provider != model.ProviderHAProxy {
 		return nil, fmt.Errorf("provider %s is not rendered by HAProxy", encode.Printable(string(lb.Provider)))
 	}
-	v := &view{uuid: lb.UUID, backendMaxConn: opts.BackendMaxConn}
+	v := &view{uuid: lb.UUID, backendMaxConn: opts.BackendMaxConn, trusted: opts.TrustedProxies}
 	if err := encode.ID("", lb.UUID).Err(); err != nil {
 		return nil, fmt.Errorf("uuid: %w", err)
 	}

@@ -197,6 +197,16 @@ func TestLoadProblems(t *testing.T) {
 		content:  strings.Replace(ingressDoc("a"), "networking.k8s.io/v1", "networking.k8s.io/v1beta1", 1),
 		wantDocs: []int{1}, wantMsgs: []string{"networking.k8s.io/v1beta1 is not supported, use networking.k8s.io/v1"},
 	}, {
+		// Another group, which pier reads nothing of: without its own rule
+		// it was ignored in silence.
+		name:     "extensions/v1beta1 Ingress",
+		content:  strings.Replace(ingressDoc("a"), "networking.k8s.io/v1", "extensions/v1beta1", 1),
+		wantDocs: []int{1}, wantMsgs: []string{"Ingress default/a: extensions/v1beta1 is not supported, use networking.k8s.io/v1"},
+	}, {
+		name:     "extensions/v1beta1 IngressList",
+		content:  "apiVersion: extensions/v1beta1\nkind: IngressList\nitems: []\n",
+		wantDocs: []int{1}, wantMsgs: []string{"extensions/v1beta1 is not supported, use networking.k8s.io/v1"},
+	}, {
 		name:     "misspelt kind",
 		content:  "apiVersion: v1\nkind: Servce\nmetadata: {name: a}\n",
 		wantDocs: []int{1}, wantMsgs: []string{"Servce default/a: unknown kind in v1"},

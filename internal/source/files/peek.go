@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -78,6 +79,16 @@ func skippable(h header) bool {
 	return !keep && problem == ""
 }
 
+// movedKinds are kept kinds that older Kubernetes served from another
+// group: extensions/v1beta1 Ingress (removed in 1.22) is still in many
+// charts and blog posts. A group pier does not otherwise read would make
+// kindVerdict ignore them in silence, and the user clearly meant pier to
+// read them.
+var movedKinds = map[schema.GroupKind]schema.GroupVersion{
+	{Group: "extensions", Kind: "Ingress"}:     networkingv1.SchemeGroupVersion,
+	{Group: "extensions", Kind: "IngressList"}: networkingv1.SchemeGroupVersion,
+}
+
 // kindVerdict says whether pier reads a kind (keep) or, when it does not,
 // what is wrong with the document (problem; "" when the kind is simply
 // not pier's business).
@@ -87,6 +98,9 @@ func kindVerdict(gvk schema.GroupVersionKind) (keep bool, problem string) {
 	}
 	if _, ok := listKinds[gvk]; ok {
 		return true, ""
+	}
+	if to, ok := movedKinds[gvk.GroupKind()]; ok {
+		return false, gvk.GroupVersion().String() + " is not supported, use " + to.String()
 	}
 	for kept := range keptKinds {
 		if kept.Group == gvk.Group && (kept.Kind == gvk.Kind || kept.Kind+"List" == gvk.Kind) {
