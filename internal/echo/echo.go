@@ -47,6 +47,11 @@ type Config struct {
 	Ingress   string
 	Service   string
 	Pod       string
+	// ShutdownDelay keeps serving this long after ctx ends, before the
+	// graceful shutdown: what a pod's preStop sleep gives a real app, so
+	// that load balancers learn of its end (its endpoint goes not ready)
+	// before it stops answering.
+	ShutdownDelay time.Duration
 }
 
 // Response is the JSON body of every echoed request. The JSON names are the
@@ -287,6 +292,14 @@ func Serve(ctx context.Context, ln net.Listener, cfg Config, logger *slog.Logger
 	case <-ctx.Done():
 	}
 
+	if cfg.ShutdownDelay > 0 {
+		logger.Info("echo server stopping: serving on for the shutdown delay", "delay", cfg.ShutdownDelay)
+		select {
+		case err := <-errc:
+			return fmt.Errorf("echo: serve: %w", err)
+		case <-time.After(cfg.ShutdownDelay):
+		}
+	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {

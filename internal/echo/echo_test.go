@@ -301,3 +301,46 @@ func TestWebSocketEcho(t *testing.T) {
 		t.Errorf("/ws without Upgrade: %d %s", resp.StatusCode, body)
 	}
 }
+
+// TestServeShutdownDelay: with a shutdown delay the server keeps
+// answering new connections after the cancel, then stops.
+func TestServeShutdownDelay(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ctx, cancel := context.WithCancel(t.Context())
+	cfg := testIdentity
+	cfg.ShutdownDelay = 500 * time.Millisecond
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, ln, cfg, nil) }()
+	waitUp := time.Now().Add(2 * time.Second)
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			_ = c.Close()
+			break
+		}
+		if time.Now().After(waitUp) {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	time.Sleep(200 * time.Millisecond)
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Get("http://" + addr + "/during")
+	if err != nil {
+		t.Fatalf("a request within the delay: %v", err)
+	}
+	_ = resp.Body.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve = %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return after the delay")
+	}
+}

@@ -581,6 +581,13 @@ func inPool(addr, pool string) bool {
 // PodDisruptionBudget so that a drain evicts them one at a time.
 func (c *Cluster) deployApp(ctx context.Context, image string) error {
 	labels := map[string]string{"app": "echo"}
+	// An app that keeps serving a moment after SIGTERM, as a preStop sleep
+	// makes any app: an evicted pod's endpoint reaches HAProxy through the
+	// EndpointSlice controller, the API server and pier, while the kubelet
+	// tears the pod's network down as soon as its process has ended; a
+	// drain that also evicts pier's leading controller widens that gap.
+	echo := echoContainer(c, image, appPort)
+	echo.Args = append(echo.Args, "--shutdown-delay=3s")
 	two, grace := int32(2), int64(10)
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: appNS},
@@ -591,7 +598,7 @@ func (c *Cluster) deployApp(ctx context.Context, image string) error {
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
 					TerminationGracePeriodSeconds: &grace,
-					Containers:                    []corev1.Container{echoContainer(c, image, appPort)},
+					Containers:                    []corev1.Container{echo},
 					Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 						PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
 							Weight: 100,
