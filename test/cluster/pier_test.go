@@ -71,7 +71,9 @@ func TestClusterPierLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	lc := &lifecycle{t: t, c: c, ctx: ctx, stateDir: filepath.Join(c.Dir, "pier-state")}
-	t.Cleanup(func() { _, _ = c.Helm(context.Background(), "uninstall", release, "-n", pierNS, "--wait", "--ignore-not-found") })
+	t.Cleanup(func() {
+		_, _ = c.Helm(context.Background(), "uninstall", release, "-n", pierNS, "--wait", "--ignore-not-found")
+	})
 
 	if !t.Run("install", func(t *testing.T) { lc.install(t, images) }) {
 		t.FailNow() // nothing after it means anything without it
