@@ -75,7 +75,7 @@ func RequireFeaturePaths(t testing.TB) []string {
 		t.Fatalf("%v (CI=true: the upstream Ingress scenarios are required)", err)
 	default:
 		t.Skipf("SKIPPED, NOT PASSED: the upstream Ingress scenarios are not here (%v); "+
-			"they come with the shared folder beside the repository, or set %s", err, EnvFeatures)
+			"they come with the shared folder beside the repository", err)
 	}
 	return nil
 }
