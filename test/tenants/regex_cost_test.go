@@ -129,12 +129,14 @@ func TestRegexCostBounded(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	t.Logf("%d attack requests, slowest %v; %d victim probes, slowest %v", attacks, attackMax.Round(time.Microsecond), probes, probeMax.Round(time.Microsecond))
-	// Measured about 3-10 ms per attack request with the limit; without it
-	// each takes seconds.
-	if attackMax > 250*time.Millisecond {
+	// Measured about 3-10 ms per attack request with the limit, and up to
+	// 350 ms for a victim's probe when CI runs other suites beside this
+	// one; without the limit an attack request takes 2 s and HAProxy's
+	// watchdog aborts the shard, so a second separates the two.
+	if attackMax > time.Second {
 		t.Errorf("an attack request took %v: the match limit does not bound it", attackMax)
 	}
-	if probeMax > 250*time.Millisecond {
+	if probeMax > time.Second {
 		t.Errorf("a victim probe took %v while the attack ran", probeMax)
 	}
 }
