@@ -196,11 +196,15 @@ func poolReason(op, np []poolView, sameSet bool) string {
 // slotCommands turns old slot contents into new ones. Filling a slot sets
 // address and weight before "ready", so it never serves with stale
 // values; emptying one sets "maint" first, then parks it on the
-// placeholder so the state matches the rendered file. be is the backend
-// whose slots they are: the pool's own, a spare of its load balancer
-// (spares.go), or a landing process's spare (landing.go).
+// placeholder so the state matches the rendered file. Every slot that
+// serves afterwards is set before any is emptied: a member replaced by
+// another in a different slot must not leave the pool with no server
+// between the two commands (a 503 for the requests in that moment, seen
+// when one member replaced the only other). be is the backend whose slots
+// they are: the pool's own, a spare of its load balancer (spares.go), or a
+// landing process's spare (landing.go).
 func slotCommands(be encode.Word, o, n *poolView) ([]encode.Command, error) {
-	var cmds []encode.Command
+	var fills, empties []encode.Command
 	for i := range n.slots {
 		was, now := o.slots[i], n.slots[i]
 		if was == now {
@@ -225,8 +229,12 @@ func slotCommands(be encode.Word, o, n *poolView) ([]encode.Command, error) {
 			if err != nil {
 				return nil, err
 			}
-			cmds = append(cmds, c)
+			if now.used {
+				fills = append(fills, c)
+			} else {
+				empties = append(empties, c)
+			}
 		}
 	}
-	return cmds, nil
+	return append(fills, empties...), nil
 }

@@ -117,14 +117,16 @@ func TestPlanMembersOnly(t *testing.T) {
 	p := mustPlan(t, old, new)
 	be := "be_" + fixtureUUID + "_" + old.Pools[0].ID
 	// Sticky slots: 10.0.0.3 stays in s3; 10.0.0.9 takes s4, a slot that
-	// was free, not s2, which 10.0.0.2 just left.
+	// was free, not s2, which 10.0.0.2 just left. What serves afterwards
+	// is set first, s2 emptied last: the pool never has fewer servers
+	// than either side of the change.
 	want := []string{
-		"set server " + be + "/s2 state maint",
-		"set server " + be + "/s2 addr 127.0.0.1 port 1",
 		"set server " + be + "/s3 weight 2",
 		"set server " + be + "/s4 addr 10.0.0.9 port 9090",
 		"set server " + be + "/s4 weight 5",
 		"set server " + be + "/s4 state ready",
+		"set server " + be + "/s2 state maint",
+		"set server " + be + "/s2 addr 127.0.0.1 port 1",
 	}
 	if p.Reload || !slices.Equal(commands(p), want) {
 		t.Fatalf("got %+v\nwant %q", p, want)
