@@ -245,7 +245,7 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 		}
 		for _, n := range c.Nodes {
 			if n.kubelet.exited() {
-				return fmt.Errorf("%s: kubelet exited (%v)\n%s", n.Name, n.kubelet.err, n.kubelet.tail(40))
+				return fmt.Errorf("%s: kubelet exited (%v)\n%s", n.Name, n.kubelet.Err(), n.kubelet.tail(40))
 			}
 		}
 		select {

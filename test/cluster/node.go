@@ -267,7 +267,7 @@ func (n *Node) startContainerd(ctx context.Context) error {
 			}
 		}
 		if p.exited() {
-			return fmt.Errorf("%s: containerd exited (%v)\n%s", n.Name, p.err, p.tail(30))
+			return fmt.Errorf("%s: containerd exited (%v)\n%s", n.Name, p.Err(), p.tail(30))
 		}
 		select {
 		case <-ctx.Done():

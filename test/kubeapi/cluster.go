@@ -136,3 +136,35 @@ func (s *Server) StartProxy(addr string) (*Proxy, error) {
 // Close stops a proxy from StartProxy: the listener and every relayed
 // connection are closed when it returns.
 func (p *Proxy) Close() { p.close() }
+
+// Process is a child of the test whose output goes to a log file, started
+// and stopped as the control plane's own children are (other harnesses'
+// daemons: test/cluster's containerd and kubelets).
+type Process struct{ p *process }
+
+// StartProcess starts bin with args, its output appended to logPath. The
+// kernel kills it if the test binary dies first.
+func StartProcess(name, logPath, bin string, args ...string) (*Process, error) {
+	p, err := startProcess(name, logPath, bin, args...)
+	if err != nil {
+		return nil, err
+	}
+	return &Process{p: p}, nil
+}
+
+// Stop sends SIGTERM, then SIGKILL after grace, and returns once the
+// process is gone. A nil Process is a no-op.
+func (p *Process) Stop(grace time.Duration) {
+	if p != nil {
+		p.p.stop(grace)
+	}
+}
+
+// Exited reports whether the process has ended.
+func (p *Process) Exited() bool { return p.p.exited() }
+
+// Err is Wait's result, once Exited.
+func (p *Process) Err() error { return p.p.err }
+
+// LogPath is the file the process writes to.
+func (p *Process) LogPath() string { return p.p.logPath }
