@@ -21,6 +21,7 @@ func agentCommand(ctx context.Context, args []string, stderr io.Writer) error {
 		bgpf    bgpFlags
 	)
 	kubeconfigFlag(fs, &cfg.Kubeconfig)
+	apiRateFlags(fs, &cfg.APIRate, cluster.DefaultAgentAPIRate)
 	fs.StringVar(&cfg.Node, "node", os.Getenv("NODE_NAME"), "name of the Node this agent runs on (env NODE_NAME)")
 	fs.StringVar(&cfg.StateDir, "state-dir", cluster.DefaultAgentStateDir, "folder for the per-load-balancer HAProxy folders")
 	apiAddrFlag(fs, &cfg.APIAddr, "127.0.0.1:8083",

@@ -22,6 +22,7 @@ func controllerCommand(ctx context.Context, args []string, stderr io.Writer) err
 		st    statusFlags
 	)
 	kubeconfigFlag(fs, &cfg.Kubeconfig)
+	apiRateFlags(fs, &cfg.APIRate, cluster.DefaultControllerAPIRate)
 	pools.register(fs, "10.250.0.0/16", "CIDR the internal VIPs are allocated from", "")
 	routerIDFlag(fs, &cfg.RouterIDs)
 	apiAddrFlag(fs, &cfg.APIAddr, "127.0.0.1:8082", apiUsage)

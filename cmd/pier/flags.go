@@ -9,10 +9,12 @@ import (
 	"os/user"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"pier.dev/pier/internal/agent"
+	"pier.dev/pier/internal/cluster"
 	"pier.dev/pier/internal/controller"
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/status"
@@ -26,6 +28,21 @@ import (
 // kubeconfigFlag is how `pier controller` and `pier agent` reach the API.
 func kubeconfigFlag(fs *flag.FlagSet, path *string) {
 	fs.StringVar(path, "kubeconfig", "", "kubeconfig file; empty: in-cluster configuration")
+}
+
+// apiRateFlags is how fast `pier controller` and `pier agent` may talk to
+// the API server.
+func apiRateFlags(fs *flag.FlagSet, rate *cluster.APIRate, def cluster.APIRate) {
+	*rate = def
+	fs.Func("kube-api-qps", fmt.Sprintf("requests a second this process may send the API server, sustained (default %g; client-go's own 5 throttles a cluster's worth of writes)", def.QPS), func(v string) error {
+		f, err := strconv.ParseFloat(v, 32)
+		if err != nil || f <= 0 {
+			return fmt.Errorf("want a number above 0, got %q", v)
+		}
+		rate.QPS = float32(f)
+		return nil
+	})
+	fs.IntVar(&rate.Burst, "kube-api-burst", def.Burst, "requests this process may send the API server at once above --kube-api-qps")
 }
 
 // apiAddrFlag is the read-only HTTP API of a long-running command.

@@ -31,6 +31,7 @@ const DefaultAgentStateDir = "/var/lib/pier"
 // AgentConfig is what `pier agent` takes from its flags.
 type AgentConfig struct {
 	Kubeconfig    string
+	APIRate       APIRate
 	Node          string
 	StateDir      string
 	HAProxyBinary string
@@ -140,10 +141,14 @@ func RunAgent(ctx context.Context, cfg AgentConfig, logger *slog.Logger) error {
 		return err
 	}
 	bridgeKlog(logger)
+	if err := cfg.APIRate.validate("--kube-api"); err != nil {
+		return err
+	}
 	restCfg, err := RestConfig(cfg.Kubeconfig)
 	if err != nil {
 		return err
 	}
+	restCfg = cfg.APIRate.apply(restCfg, DefaultAgentAPIRate)
 	_, client, st, err := connect(restCfg, nil, logger)
 	if err != nil {
 		return err

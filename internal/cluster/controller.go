@@ -38,6 +38,7 @@ import (
 // ControllerConfig is what `pier controller` takes from its flags.
 type ControllerConfig struct {
 	Kubeconfig   string // empty: in-cluster
+	APIRate      APIRate
 	InternalPool string
 	PublicPool   string
 	// AddressQuarantine keeps a freed VIP or FIP for its last holder
@@ -57,6 +58,42 @@ type ControllerConfig struct {
 	RetryPeriod    time.Duration
 	Translate      translate.Options
 	Status         status.Addresses
+}
+
+// APIRate is how fast a command's client may talk to the API server.
+// client-go's own default (5 requests a second, bursts of 10) is sized
+// for a kubectl; at that rate 3,000 load balancers take ten minutes to
+// store, and every status write queues behind them.
+type APIRate struct {
+	QPS   float32 // sustained requests a second
+	Burst int     // requests allowed at once above QPS
+}
+
+// Default rates: the controller writes every load balancer and status of
+// the installation; an agent writes its own node's Lease and the status
+// of the load balancers it holds, so a cluster of many nodes multiplies
+// the agents' rate, which stays small.
+var (
+	DefaultControllerAPIRate = APIRate{QPS: 50, Burst: 100}
+	DefaultAgentAPIRate      = APIRate{QPS: 10, Burst: 20}
+)
+
+// validate refuses a negative rate; the zero APIRate means the default.
+func (r APIRate) validate(flag string) error {
+	if r.QPS < 0 || r.Burst < 0 || (r.QPS > 0) != (r.Burst > 0) {
+		return fmt.Errorf("%s-qps and %s-burst must both be above 0 (got %g and %d)", flag, flag, r.QPS, r.Burst)
+	}
+	return nil
+}
+
+// apply sets the rate, or def for the zero APIRate, on a copy of cfg.
+func (r APIRate) apply(cfg *rest.Config, def APIRate) *rest.Config {
+	if r == (APIRate{}) {
+		r = def
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = r.QPS, r.Burst
+	return cfg
 }
 
 // RestConfig loads a kubeconfig file, or the in-cluster config when path
@@ -113,11 +150,15 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 	if err != nil {
 		return err
 	}
+	if err := cfg.APIRate.validate("--kube-api"); err != nil {
+		return err
+	}
 	bridgeKlog(logger)
 	baseCfg, err := RestConfig(cfg.Kubeconfig)
 	if err != nil {
 		return err
 	}
+	baseCfg = cfg.APIRate.apply(baseCfg, DefaultControllerAPIRate)
 	// Every write but the lease's own passes the fence; the lease's
 	// renewals are what open it.
 	fence := newWriteFence(orDefault(cfg.LeaseDuration, defaultLeaseDuration), logger.With("component", "leader"))
