@@ -122,3 +122,54 @@ func readFullLog(c Config) string {
 	b, _ := os.ReadFile(c.logPath())
 	return string(b)
 }
+
+// TestPairIPv6Filtered: a pair that speaks VRRP over IPv6 behind the
+// advert filter still hears itself: one node holds the address, the
+// other stays BACKUP, for 2 s. Adverts must leave with hop limit 255
+// (unicast_ttl), or the filter and keepalived's check would drop the
+// peer's and both nodes would hold the address.
+func TestPairIPv6Filtered(t *testing.T) {
+	topo.Skip(t, "keepalived", "nft")
+	top := topo.New(t, topo.Options{Nodes: 2})
+	self := []netip.Addr{netip.MustParseAddr("fd00:99::11"), netip.MustParseAddr("fd00:99::12")}
+	vip6 := netip.MustParseAddr("fd00:99::1:10")
+	for i, n := range top.Nodes {
+		if out, err := exec.Command("ip", "-n", n.NS, "addr", "add", self[i].String()+"/64", "dev", "eth0", "nodad").CombinedOutput(); err != nil {
+			t.Fatalf("ip addr add: %v: %s", err, out)
+		}
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var cfgs [2]Config
+	for i := range cfgs {
+		k, err := NewKeepalived("", top.Nodes[i].NS, logger)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prio := PriorityActive
+		if i == 1 {
+			prio = PriorityStandby
+		}
+		cfgs[i] = Config{Node: top.Nodes[i].Name, Dir: t.TempDir(), Advert: DefaultAdvert, Instances: []Instance{{
+			Name: "pair-a-b", RouterID: 42, Interface: "eth0", Priority: prio,
+			Source: self[i], Peers: []netip.Addr{self[1-i]}, Addresses: []netip.Addr{vip6},
+		}}}
+		t.Cleanup(func() { _ = k.Stop(t.Context()) })
+		if err := k.Apply(t.Context(), cfgs[i]); err != nil {
+			t.Fatal(err)
+		}
+		if err := k.SetHealthy("pair-a-b", true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holds := func(i int) bool { return top.Nodes[i].Has(vip6) }
+	waitFor(t, "the active node takes the IPv6 address", 3*time.Second, func() bool { return holds(0) })
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if !holds(0) || holds(1) {
+			t.Fatalf("holders n0 %t, n1 %t: the nodes do not hear each other's IPv6 adverts; standby's log:\n%s",
+				holds(0), holds(1), readLog(cfgs[1]))
+		}
+	}
+	if strings.Contains(readFullLog(cfgs[1]), "not in range") {
+		t.Errorf("keepalived refused the peer's IPv6 adverts on their hop limit")
+	}
+}
