@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,8 @@ type bgpFlags struct {
 	listenPort  int
 	restartTime uint
 	holdTime    uint
+	passwords   string
+	maxPrefixes uint
 }
 
 func (b *bgpFlags) register(fs *flag.FlagSet) {
@@ -38,6 +41,8 @@ func (b *bgpFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&b.listenPort, "bgp-listen-port", 0, "also accept BGP sessions on this port; 0: only connect out")
 	fs.UintVar(&b.restartTime, "bgp-restart-time", 5, "seconds the routers keep this node's routes while its agent restarts (graceful restart)")
 	fs.UintVar(&b.holdTime, "bgp-hold-time", 9, "BGP hold time in seconds (3 or more; keepalives every third): without BFD, a dead node stays the routers' choice this long plus --bgp-restart-time")
+	fs.StringVar(&b.passwords, "bgp-password-file", "", "file of TCP-MD5 passwords (a mounted Secret's key): lines `PEER-ADDRESS PASSWORD`, `* PASSWORD` for every peer not named; read at start, never logged (docs/bgp.md)")
+	fs.UintVar(&b.maxPrefixes, "bgp-max-prefixes", bgp.DefaultMaxPrefixes, "routes a peer may send per address family before its session is ended (pier accepts none of them); 0: no limit")
 }
 
 // config returns the speaker's configuration, nil without --bgp-peer.
@@ -56,6 +61,14 @@ func (b *bgpFlags) config() (*bgp.Config, error) {
 	}
 	if b.prepend == 0 {
 		cfg.StandbyPrepend = -1
+	}
+	switch {
+	case b.maxPrefixes == 0:
+		cfg.MaxPrefixes = -1
+	case b.maxPrefixes > 1<<32-1:
+		return nil, fmt.Errorf("--bgp-max-prefixes %d: at most 4294967295", b.maxPrefixes)
+	default:
+		cfg.MaxPrefixes = int(b.maxPrefixes)
 	}
 	var err error
 	if cfg.NextHop, err = parseAddr("--bgp-next-hop", b.nextHop, true); err != nil {
@@ -79,7 +92,38 @@ func (b *bgpFlags) config() (*bgp.Config, error) {
 		}
 		cfg.Peers = append(cfg.Peers, peer)
 	}
+	if b.passwords != "" {
+		if err := b.setPasswords(cfg); err != nil {
+			return nil, err
+		}
+	}
 	return cfg, nil
+}
+
+// setPasswords gives each peer its password from --bgp-password-file. A
+// line for an address that is no peer is refused: a typo there would
+// otherwise leave a session unsigned without a word.
+func (b *bgpFlags) setPasswords(cfg *bgp.Config) error {
+	f, err := os.Open(b.passwords)
+	if err != nil {
+		return fmt.Errorf("--bgp-password-file: %w", err)
+	}
+	defer f.Close()
+	pws, err := bgp.ReadPasswords(f)
+	if err != nil {
+		return fmt.Errorf("--bgp-password-file %s: %w", b.passwords, err)
+	}
+	peers := map[netip.Addr]bool{}
+	for i := range cfg.Peers {
+		cfg.Peers[i].Password = pws.For(cfg.Peers[i].Address)
+		peers[cfg.Peers[i].Address.Unmap()] = true
+	}
+	for addr := range pws.ByPeer {
+		if !peers[addr] {
+			return fmt.Errorf("--bgp-password-file %s: a password for %s, which is no --bgp-peer", b.passwords, addr)
+		}
+	}
+	return nil
 }
 
 func parseAddr(flagName, s string, v4 bool) (netip.Addr, error) {

@@ -89,6 +89,10 @@ type Lab struct {
 	HostLink string
 	HostAddr netip.Addr
 
+	// prefix starts every namespace name (Options.Prefix); extra are
+	// the hosts AddHost added.
+	prefix string
+	extra  []*Host
 	// created lists the namespaces this lab added, in order, so that
 	// Remove deletes those and never one that existed before.
 	created      []string
@@ -182,7 +186,7 @@ func plan(opts Options) (*Lab, error) {
 		return nil, fmt.Errorf("lab: subnet %s: want an IPv4 prefix of /24 or wider", subnet)
 	}
 	subnet = subnet.Masked()
-	l := &Lab{Switch: opts.Prefix + "sw", Subnet: subnet}
+	l := &Lab{Switch: opts.Prefix + "sw", Subnet: subnet, prefix: opts.Prefix}
 	host := func(name string, num int) *Host {
 		a := subnet.Addr().As4()
 		a[3] = byte(num)
@@ -278,6 +282,41 @@ func (l *Lab) addNamespace(ns string) error {
 	return nil
 }
 
+// extraName is the name of a host AddHost adds.
+var extraName = regexp.MustCompile(`^[a-z][a-z0-9]{0,7}$`)
+
+// AddHost adds one more host to a built (or attached) lab: a namespace
+// Prefix+name with eth0 on the bridge at host number num (the last byte
+// of its address), such as a neighbour on the node segment that is no
+// node. Remove deletes it with the rest.
+func (l *Lab) AddHost(name string, num int) (*Host, error) {
+	if !extraName.MatchString(name) {
+		return nil, fmt.Errorf("lab: host name %q: want %s", name, extraName)
+	}
+	if num < 2 || num > 254 {
+		return nil, fmt.Errorf("lab: host number %d: want 2-254", num)
+	}
+	a := l.Subnet.Addr().As4()
+	a[3] = byte(num)
+	h := &Host{Name: name, NS: l.prefix + name, Addr: netip.AddrFrom4(a), Port: "p-" + name, sw: l.Switch}
+	for _, other := range l.Hosts() {
+		if other.Name == name || other.Addr == h.Addr {
+			return nil, fmt.Errorf("lab: host %s (%s) is taken", name, h.Addr)
+		}
+	}
+	if h.Addr == l.HostAddr {
+		return nil, fmt.Errorf("lab: %s is the host link's address", h.Addr)
+	}
+	if _, err := os.Stat(filepath.Join(runDir, h.NS)); err == nil {
+		return nil, fmt.Errorf("lab: namespace %s exists", h.NS)
+	}
+	if err := l.addHost(h); err != nil {
+		return nil, fmt.Errorf("lab %s: add host %s: %w", l.Switch, name, err)
+	}
+	l.extra = append(l.extra, h)
+	return h, nil
+}
+
 // Remove kills every process inside the lab's namespaces and deletes them,
 // hosts first, the switch last. It is safe to call more than once and from
 // several goroutines; only the first call acts. Stop what you started with
@@ -298,7 +337,8 @@ func (l *Lab) Remove() {
 	})
 }
 
-// Hosts lists the nodes, then the client and the pods host when built.
+// Hosts lists the nodes, then the client and the pods host when built,
+// then the hosts AddHost added.
 func (l *Lab) Hosts() []*Host {
 	hosts := append([]*Host(nil), l.Nodes...)
 	for _, h := range []*Host{l.Client, l.Pods} {
@@ -306,7 +346,7 @@ func (l *Lab) Hosts() []*Host {
 			hosts = append(hosts, h)
 		}
 	}
-	return hosts
+	return append(hosts, l.extra...)
 }
 
 // Holders names the hosts that have addr on eth0.

@@ -333,3 +333,38 @@ func TestHostLink(t *testing.T) {
 		t.Errorf("plan with a 12-character prefix and a host link: %v, want too long", err)
 	}
 }
+
+// TestAddHost adds a neighbour to a built lab: it reaches the nodes, its
+// name and address must be free, and Remove deletes it with the rest.
+func TestAddHost(t *testing.T) {
+	needLab(t)
+	prefix := testPrefix("a")
+	sweep(t, prefix)
+	l, err := Build(Options{Prefix: prefix, Nodes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Remove)
+	x, err := l.AddHost("x", 66)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.NS != prefix+"x" || x.Addr.String() != "10.99.0.66" || !exists(x.NS) {
+		t.Fatalf("added host %+v", x)
+	}
+	if !reach(t, x, l.Nodes[0].Addr) {
+		t.Errorf("the added host does not reach the node")
+	}
+	if got := l.Hosts(); got[len(got)-1] != x {
+		t.Errorf("Hosts() does not list the added host last")
+	}
+	for name, num := range map[string]int{"x": 67, "y": 11, "Bad": 68, "z": 255} {
+		if _, err := l.AddHost(name, num); err == nil {
+			t.Errorf("AddHost(%q, %d) succeeded", name, num)
+		}
+	}
+	l.Remove()
+	if exists(x.NS) {
+		t.Errorf("Remove left the added host's namespace")
+	}
+}

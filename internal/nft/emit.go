@@ -46,6 +46,27 @@ func addr4(a netip.Addr) (word, error) {
 	return word{a.String()}, nil
 }
 
+// addr makes a word of an IPv4 or IPv6 address without a zone, as
+// net/netip formats it.
+func addr(a netip.Addr) (word, error) {
+	if !a.IsValid() || a.IsUnspecified() || a.Zone() != "" {
+		return word{}, errors.New("nft: not a usable address")
+	}
+	return word{a.Unmap().String()}, nil
+}
+
+// ifnamePattern is a Linux interface name (IFNAMSIZ: 15 characters) of
+// characters that mean nothing to nft inside a quoted string.
+var ifnamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$`)
+
+// ifname makes a quoted string word of an interface name.
+func ifname(s string) (word, error) {
+	if !ifnamePattern.MatchString(s) {
+		return word{}, errors.New("nft: interface name does not match " + ifnamePattern.String())
+	}
+	return word{`"` + s + `"`}, nil
+}
+
 // port makes a word of a port number, 1-65535.
 func port(p uint16) (word, error) {
 	if p == 0 {

@@ -1,10 +1,17 @@
-// Package nft renders the nftables table of pier's native provider: L4
-// load balancing in the kernel, DNAT from a load balancer's addresses to
-// its ready endpoints. It is pure: Render turns services into the text of
-// one `nft -f -` transaction, and the agent's native driver runs it.
+// Package nft renders pier's nftables tables. It is pure: each renderer
+// turns pier's values into the text of one `nft -f -` transaction, which
+// its caller runs.
 //
-// One table, inet pier_native, holds every native load balancer of the
-// node; nothing else is touched. The first transaction creates the table;
+//   - inet pier_native (Render, this file and render.go): the native
+//     provider's L4 load balancing in the kernel, DNAT from a load
+//     balancer's addresses to its ready endpoints; the agent's native
+//     driver runs it.
+//   - inet pier_vrrp (RenderVRRP, vrrp.go): the VRRP adverts of pier's
+//     instances taken from their peers only; package vrrp runs it beside
+//     keepalived.
+//
+// Nothing else is touched. Of pier_native: one table holds every native
+// load balancer of the node. The first transaction creates the table;
 // each later one changes only what differs, element by element, and the
 // kernel commits it as one (Render says why element by element).
 // Connections already established keep their NAT binding in conntrack:

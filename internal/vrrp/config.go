@@ -166,6 +166,13 @@ func Render(c Config) ([]byte, error) {
 	// later; gratuitous ARP is what moves clients (RELIABILITY.md).
 	line(1, "vrrp_garp_master_delay", "1")
 	line(1, "vrrp_garp_master_repeat", "3")
+	// An advert counts only when it comes from the instance's peer
+	// (unicast_peer): a neighbour on the segment that sends adverts of
+	// priority 255 for our router id would otherwise make the master step
+	// down and hold every node in BACKUP for as long as it sends. Both
+	// keepalived 2.2 and 2.3 take it (vrrp_strict, which would check
+	// more, refuses unicast peers).
+	line(1, "vrrp_check_unicast_src")
 	line(0, "}")
 	instances := slices.Clone(c.Instances)
 	slices.SortFunc(instances, func(a, b Instance) int { return cmp.Compare(a.Name, b.Name) })
@@ -194,9 +201,14 @@ func writeInstance(line func(int, ...string), c *Config, in *Instance) {
 	line(1, "version", "3")
 	line(1, "advert_int", centiseconds(c.Advert))
 	line(1, "unicast_src_ip", in.Source.String())
+	// Adverts leave with TTL (hop limit) 255 and are taken only with 255:
+	// a packet that crossed a router, whatever source it claims, is not
+	// the peer's on this segment (RFC 5798 §5.1.1.3). IPv4 sends 255
+	// already; IPv6 would send the kernel's default of 64.
+	line(1, "unicast_ttl", "255")
 	line(1, "unicast_peer", "{")
 	for _, p := range sortedAddrs(in.Peers) {
-		line(2, p.String())
+		line(2, p.String(), "min_ttl", "255", "max_ttl", "255")
 	}
 	line(1, "}")
 	// Adverts carry the addresses of the source's family; the others

@@ -43,6 +43,8 @@ type Keepalived struct {
 	nudgedAt time.Time // the last reload Reconcile sent
 	nudges   int       // reloads Reconcile sent
 	inRow    int       // of which since the instances last agreed
+	// guarded is the advert filter's transaction last run (filter.go).
+	guarded []byte
 }
 
 // NewKeepalived returns a supervisor; Apply starts keepalived. netns names
@@ -105,6 +107,9 @@ func (k *Keepalived) Apply(ctx context.Context, cfg Config) error {
 	}
 	prev := k.cfg
 	k.cfg = cfg
+	// Before keepalived starts or reloads: it never hears an advert the
+	// filter would drop.
+	k.guard(ctx, cfg)
 	if k.pid == 0 {
 		if pid := adoptable(cfg); pid != 0 {
 			k.watch(pid)
@@ -247,15 +252,20 @@ func (k *Keepalived) supervise() {
 }
 
 // Stop ends keepalived with SIGTERM: it sends priority 0 and removes its
-// addresses, so the peer takes over at once.
+// addresses, so the peer takes over at once. The advert filter goes
+// with it (filter.go).
 func (k *Keepalived) Stop(ctx context.Context) error {
 	k.mu.Lock()
 	k.stopped = true
 	pid, exited, done := k.pid, k.exited, k.done
-	k.mu.Unlock()
 	if pid == 0 {
+		if k.guarded != nil { // installed by an Apply whose start failed
+			k.unguard(ctx)
+		}
+		k.mu.Unlock()
 		return nil
 	}
+	k.mu.Unlock()
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("stop keepalived: %w", err)
 	}
@@ -267,6 +277,9 @@ func (k *Keepalived) Stop(ctx context.Context) error {
 	if done != nil {
 		<-done
 	}
+	k.mu.Lock()
+	k.unguard(ctx)
+	k.mu.Unlock()
 	return nil
 }
 

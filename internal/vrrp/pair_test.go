@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"os/exec"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -46,7 +47,7 @@ func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) t
 // the moves pier relies on, sampling the holders every 20 ms throughout:
 // never two holders while both nodes live and see each other.
 func TestPairFailover(t *testing.T) {
-	topo.Skip(t, "keepalived")
+	topo.Skip(t, "keepalived", "nft")
 	top := topo.New(t, topo.Options{Nodes: 2})
 	holds := func(i int) bool { return top.Nodes[i].Has(vip) }
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -132,6 +133,13 @@ func TestPairFailover(t *testing.T) {
 	}
 	took = waitFor(t, "the peer takes over after a stop", time.Second, func() bool { return holds(1) && !holds(0) })
 	t.Logf("takeover after SIGTERM: %s", took)
+	// The advert filter lives as long as keepalived.
+	for i, want := range []bool{false, true} {
+		err := exec.Command("ip", "netns", "exec", top.Nodes[i].NS, "nft", "list", "table", "inet", "pier_vrrp").Run()
+		if (err == nil) != want {
+			t.Errorf("node %d: advert filter table present %t, want %t (keepalived stopped: %t)", i, err == nil, want, !want)
+		}
+	}
 
 	if b := both.Load(); b != 0 {
 		t.Fatalf("two holders in %d of %d samples", b, samples.Load())

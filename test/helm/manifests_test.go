@@ -405,9 +405,26 @@ func TestHelmAddressing(t *testing.T) {
 		args := m.agent(t).Spec.Template.Spec.Containers[0].Args
 		want := []string{"--bgp-asn=64512", "--bgp-peer-asn=64512", "--bgp-peer=192.0.2.1",
 			"--bgp-peer=192.0.2.2:1790@64513", "--bgp-peer=[2001:db8::1]:179", "--bgp-next-hop=$(POD_IP)",
-			"--bgp-standby-prepend=0", "--bgp-hold-time=30"}
+			"--bgp-standby-prepend=0", "--bgp-hold-time=30", "--bgp-max-prefixes=200", "--bgp-password-file=/etc/pier/bgp/passwords"}
 		if got := argsWithPrefix(args, "--bgp"); !reflect.DeepEqual(got, want) {
 			t.Errorf("agent BGP args\n got %q\nwant %q", got, want)
+		}
+		// The password file is the Secret's key, mounted where the flag
+		// says, readable by root only.
+		pod := m.agent(t).Spec.Template.Spec
+		mounted := false
+		for _, vm := range pod.Containers[0].VolumeMounts {
+			mounted = mounted || (vm.Name == "bgp-passwords" && vm.MountPath == "/etc/pier/bgp" && vm.ReadOnly)
+		}
+		var secret *corev1.SecretVolumeSource
+		for _, v := range pod.Volumes {
+			if v.Name == "bgp-passwords" {
+				secret = v.Secret
+			}
+		}
+		if !mounted || secret == nil || secret.SecretName != "pier-bgp-passwords" || secret.DefaultMode == nil || *secret.DefaultMode != 0o400 ||
+			len(secret.Items) != 1 || secret.Items[0].Key != "passwords" || secret.Items[0].Path != "passwords" {
+			t.Errorf("agent: BGP password Secret mounted %t, volume %+v; want pier-bgp-passwords' key passwords at /etc/pier/bgp/passwords, mode 0400", mounted, secret)
 		}
 		if got := argsWithPrefix(args, "--vrrp"); len(got) > 0 {
 			t.Errorf("agent: VRRP args with BGP: %q", got)

@@ -21,6 +21,16 @@
 //
 // The speaker opens the sessions itself (no listener on port 179 unless
 // ListenPort asks) with GoBGP as a library.
+//
+// pier only advertises. The global RIB's import policy accepts the
+// speaker's own paths and rejects every path a peer sends, so nothing a
+// router says reaches the RIB, the best-path choice or the routes sent
+// to the other peers; what a peer sends is still kept, before policy, in
+// its Adj-RIB-In, and MaxPrefixes bounds that: a router that sends more
+// ends its session (Cease, maximum number of prefixes). A session may be
+// signed with TCP-MD5 (RFC 2385, Peer.Password), which the kernel checks
+// on every segment: a neighbour without the key can neither open a
+// session nor reset one.
 package bgp
 
 import (
@@ -74,15 +84,33 @@ type Config struct {
 	// (0: 9 s). Without BFD it is how long a dead node stays the
 	// routers' choice (plus RestartTime).
 	HoldTime time.Duration
-	Logger   *slog.Logger
+	// MaxPrefixes is how many routes a peer may send per address family
+	// before its session is ended; they are all rejected, but kept before
+	// policy, so this bounds the memory a router can make the speaker
+	// use. 0: DefaultMaxPrefixes; negative: no limit.
+	MaxPrefixes int
+	Logger      *slog.Logger
 }
+
+// DefaultMaxPrefixes leaves room for what routers send a host they
+// peer with (a default route, the fabric's loopbacks) and ends a session
+// that leaks a full table (about a million routes) long before it costs
+// memory.
+const DefaultMaxPrefixes = 1000
 
 // Peer is one BGP neighbour.
 type Peer struct {
 	Address netip.Addr
 	ASN     uint32
 	Port    uint16 // 0: 179
+	// Password, when set, signs the session with TCP-MD5; the router
+	// must be given the same.
+	Password Password
 }
+
+// importPolicy is the global RIB's import policy: the speaker's own
+// paths in, every other out.
+const importPolicy = "pier-own-paths-only"
 
 // Route is a host route to advertise: Active says the node is the load
 // balancer's active node (preferred).
@@ -120,6 +148,13 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 	if cfg.HoldTime == 0 {
 		cfg.HoldTime = 9 * time.Second
 	}
+	if cfg.MaxPrefixes == 0 {
+		cfg.MaxPrefixes = DefaultMaxPrefixes
+	}
+	var limit uint32 // 0: GoBGP's "no limit"
+	if cfg.MaxPrefixes > 0 {
+		limit = uint32(cfg.MaxPrefixes)
+	}
 	hold := uint64(max(cfg.HoldTime.Seconds(), 3)) // BGP's smallest non-zero hold time
 	srv := server.NewBgpServer(server.LoggerOption(newLogger(cfg.Logger)))
 	go srv.Serve()
@@ -134,6 +169,11 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 		srv.Stop()
 		return nil, fmt.Errorf("start BGP: %w", err)
 	}
+	// Before the first peer: no path of theirs may ever be accepted.
+	if err := rejectImports(ctx, srv); err != nil {
+		srv.Stop()
+		return nil, err
+	}
 	for _, p := range cfg.Peers {
 		if p.ASN == cfg.ASN {
 			s.ibgp = true
@@ -143,7 +183,7 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 			port = 179
 		}
 		err := srv.AddPeer(ctx, &api.AddPeerRequest{Peer: &api.Peer{
-			Conf:      &api.PeerConf{NeighborAddress: p.Address.String(), PeerAsn: p.ASN},
+			Conf:      &api.PeerConf{NeighborAddress: p.Address.String(), PeerAsn: p.ASN, AuthPassword: string(p.Password)},
 			Transport: &api.Transport{RemotePort: port, PassiveMode: false},
 			// Short retries: a router that restarts is back in seconds.
 			Timers: &api.Timers{Config: &api.TimersConfig{ConnectRetry: 1, HoldTime: hold, KeepaliveInterval: max(hold/3, 1), IdleHoldTimeAfterReset: 1}},
@@ -156,19 +196,46 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 			// deferral time.
 			GracefulRestart: &api.GracefulRestart{Enabled: true, RestartTime: uint32(cfg.RestartTime.Seconds()),
 				LocalRestarting: true, DeferralTime: 3},
-			AfiSafis: []*api.AfiSafi{
-				{Config: &api.AfiSafiConfig{Family: familyOf(netip.IPv4Unspecified()), Enabled: true},
-					MpGracefulRestart: &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}}},
-				{Config: &api.AfiSafiConfig{Family: familyOf(netip.IPv6Unspecified()), Enabled: true},
-					MpGracefulRestart: &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}}},
-			},
+			AfiSafis: []*api.AfiSafi{afiSafi(netip.IPv4Unspecified(), limit), afiSafi(netip.IPv6Unspecified(), limit)},
 		}})
 		if err != nil {
 			srv.Stop()
+			// GoBGP's error names the peer, never its configuration;
+			// the password stays out of it either way.
 			return nil, fmt.Errorf("BGP peer %s: %w", p.Address, err)
 		}
 	}
 	return s, nil
+}
+
+// afiSafi enables a family with graceful restart and the prefix limit.
+func afiSafi(family netip.Addr, limit uint32) *api.AfiSafi {
+	f := familyOf(family)
+	return &api.AfiSafi{Config: &api.AfiSafiConfig{Family: f, Enabled: true},
+		MpGracefulRestart: &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}},
+		PrefixLimits:      &api.PrefixLimit{Family: f, MaxPrefixes: limit, ShutdownThresholdPct: 80}}
+}
+
+// rejectImports installs the global import policy: a path the speaker
+// added itself (route type local) is accepted, anything else falls to the
+// default action, reject. GoBGP runs the global import policy on local
+// paths too, so a bare default of reject would withdraw pier's own routes.
+func rejectImports(ctx context.Context, srv *server.BgpServer) error {
+	policy := &api.Policy{Name: importPolicy, Statements: []*api.Statement{{
+		Name:       importPolicy + "-local",
+		Conditions: &api.Conditions{RouteType: api.Conditions_ROUTE_TYPE_LOCAL},
+		Actions:    &api.Actions{RouteAction: api.RouteAction_ACCEPT},
+	}}}
+	if err := srv.AddPolicy(ctx, &api.AddPolicyRequest{Policy: policy}); err != nil {
+		return fmt.Errorf("BGP import policy: %w", err)
+	}
+	if err := srv.AddPolicyAssignment(ctx, &api.AddPolicyAssignmentRequest{Assignment: &api.PolicyAssignment{
+		Name: "global", Direction: api.PolicyDirection_IMPORT,
+		Policies: []*api.Policy{{Name: importPolicy}}, DefaultAction: api.RouteAction_REJECT,
+	}}); err != nil {
+		return fmt.Errorf("BGP import policy: %w", err)
+	}
+	return nil
 }
 
 func (c Config) validate() error {
@@ -183,6 +250,9 @@ func (c Config) validate() error {
 	for _, p := range c.Peers {
 		if !p.Address.IsValid() || p.ASN == 0 {
 			return fmt.Errorf("BGP: peer %s needs an address and an ASN", p.Address)
+		}
+		if err := p.Password.validate(); err != nil {
+			return fmt.Errorf("BGP: peer %s: %w", p.Address, err)
 		}
 	}
 	return nil
@@ -269,6 +339,10 @@ type PeerState struct {
 	Address     string
 	State       string // "established", "active", "connect", …
 	Established bool
+	// Received is how many routes the peer sent that it has not
+	// withdrawn, kept before policy and all rejected (MaxPrefixes
+	// counts them, per family).
+	Received uint64
 }
 
 // Peers reports the state of every session.
@@ -276,8 +350,12 @@ func (s *Speaker) Peers(ctx context.Context) ([]PeerState, error) {
 	var out []PeerState
 	err := s.srv.ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
 		st := p.GetState().GetSessionState()
-		out = append(out, PeerState{Address: p.GetConf().GetNeighborAddress(), State: sessionName(st),
-			Established: st == api.PeerState_ESTABLISHED})
+		ps := PeerState{Address: p.GetConf().GetNeighborAddress(), State: sessionName(st),
+			Established: st == api.PeerState_ESTABLISHED}
+		for _, af := range p.GetAfiSafis() {
+			ps.Received += af.GetState().GetReceived()
+		}
+		out = append(out, ps)
 	})
 	slices.SortFunc(out, func(a, b PeerState) int {
 		switch {
@@ -289,6 +367,30 @@ func (s *Speaker) Peers(ctx context.Context) ([]PeerState, error) {
 		return 0
 	})
 	return out, err
+}
+
+// Learned counts the paths in the speaker's RIB that came from a peer:
+// none while the import policy holds, whatever the routers send.
+func (s *Speaker) Learned(ctx context.Context) (int, error) {
+	peers := map[string]bool{}
+	for _, p := range s.cfg.Peers {
+		peers[p.Address.String()] = true
+	}
+	n := 0
+	for _, family := range []netip.Addr{netip.IPv4Unspecified(), netip.IPv6Unspecified()} {
+		err := s.srv.ListPath(ctx, &api.ListPathRequest{TableType: api.TableType_GLOBAL, Family: familyOf(family)},
+			func(d *api.Destination) {
+				for _, p := range d.GetPaths() {
+					if peers[p.GetNeighborIp()] {
+						n++
+					}
+				}
+			})
+		if err != nil {
+			return 0, fmt.Errorf("list BGP paths: %w", err)
+		}
+	}
+	return n, nil
 }
 
 func sessionName(st api.PeerState_SessionState) string {

@@ -39,6 +39,17 @@ var nodes = []struct{ ns, router, self, dev string }{
 type helperConfig struct {
 	ASN, PeerASN uint32
 	Self, Peer   string
+	Password     string
+	MaxPrefixes  int
+	// Log, when set, is where the speaker logs at Debug.
+	Log string
+}
+
+// helperState answers the helper's "state" command.
+type helperState struct {
+	Established bool
+	Received    uint64
+	Learned     int
 }
 
 func TestMain(m *testing.M) {
@@ -57,15 +68,44 @@ func runHelper() int {
 		return 2
 	}
 	self := netip.MustParseAddr(hc.Self)
-	s, err := Start(context.Background(), Config{ASN: hc.ASN, RouterID: self,
-		Peers:  []Peer{{Address: netip.MustParseAddr(hc.Peer), ASN: hc.PeerASN}},
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if hc.Log != "" {
+		f, err := os.Create(hc.Log)
+		if err != nil {
+			fmt.Println(err)
+			return 2
+		}
+		defer f.Close()
+		logger = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	cfg := Config{ASN: hc.ASN, RouterID: self, MaxPrefixes: hc.MaxPrefixes,
+		Peers:  []Peer{{Address: netip.MustParseAddr(hc.Peer), ASN: hc.PeerASN, Password: Password(hc.Password)}},
+		Logger: logger}
+	// What an agent logs of its configuration at start, as a careless
+	// caller would.
+	logger.Info("speaker config", "config", cfg, "peer", cfg.Peers[0], "text", fmt.Sprintf("%+v %#v", cfg, cfg.Peers[0]))
+	s, err := Start(context.Background(), cfg)
 	if err != nil {
 		fmt.Println(err)
 		return 2
 	}
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
+		if in.Text() == "state" {
+			var st helperState
+			peers, err := s.Peers(context.Background())
+			if err == nil && len(peers) == 1 {
+				st.Established, st.Received = peers[0].Established, peers[0].Received
+				st.Learned, err = s.Learned(context.Background())
+			}
+			if err != nil {
+				fmt.Println(err)
+				continue
+			}
+			b, _ := json.Marshal(st)
+			fmt.Println(string(b))
+			continue
+		}
 		var routes []Route
 		err := json.Unmarshal(in.Bytes(), &routes)
 		if err == nil {
@@ -99,6 +139,19 @@ func (s *speaker) advertise(t *testing.T, routes ...Route) {
 	}
 }
 
+// state asks the speaker for its session and what it took from the router.
+func (s *speaker) state(t *testing.T) helperState {
+	t.Helper()
+	if _, err := fmt.Fprintln(s.in, "state"); err != nil {
+		t.Fatal(err)
+	}
+	var st helperState
+	if !s.out.Scan() || json.Unmarshal(s.out.Bytes(), &st) != nil {
+		t.Fatalf("state: %q", s.out.Text())
+	}
+	return st
+}
+
 func (s *speaker) kill() {
 	_ = s.cmd.Process.Kill()
 	_ = s.cmd.Wait()
@@ -111,9 +164,19 @@ func run(t *testing.T, args ...string) {
 	}
 }
 
-// world builds the namespaces and starts bird with a session per node;
-// ibgp picks the router's ASN (65000 as the nodes', or 64999).
-func world(t *testing.T, ibgp bool) (routerASN uint32, birdc func(args ...string) string) {
+// worldOptions shape the router.
+type worldOptions struct {
+	// ibgp picks the router's ASN (65000 as the nodes', or 64999).
+	ibgp bool
+	// passwords are the TCP-MD5 passwords of the sessions with node 0
+	// and node 1 ("": none).
+	passwords [2]string
+	// exports are prefixes the router sends every node.
+	exports []string
+}
+
+// world builds the namespaces and starts bird with a session per node.
+func world(t *testing.T, opts worldOptions) (routerASN uint32, birdc func(args ...string) string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		needed(t, "root")
@@ -142,15 +205,28 @@ func world(t *testing.T, ibgp bool) (routerASN uint32, birdc func(args ...string
 		run(t, "ip", "-n", n.ns, "link", "set", "eth0", "up")
 	}
 	routerASN = 65000
-	if !ibgp {
+	if !opts.ibgp {
 		routerASN = 64999
 	}
 	dir := t.TempDir()
 	conf := fmt.Sprintf("router id %s;\nprotocol device {}\n", nodes[0].router)
+	export := "none"
+	if len(opts.exports) > 0 {
+		conf += "protocol static {\n  ipv4;\n"
+		for _, p := range opts.exports {
+			conf += fmt.Sprintf("  route %s blackhole;\n", p)
+		}
+		conf += "}\n"
+		export = "where source = RTS_STATIC"
+	}
 	for i, n := range nodes {
-		conf += fmt.Sprintf("protocol bgp n%d {\n  local %s as %d;\n  neighbor %s as 65000;\n  direct;\n  passive on;\n"+
-			"  hold time 9;\n  graceful restart on;\n  ipv4 { import all; export none; gateway direct; };\n  ipv6 { import all; export none; };\n}\n",
-			i, n.router, routerASN, n.self)
+		password := ""
+		if pw := opts.passwords[i]; pw != "" {
+			password = fmt.Sprintf("  password %q;\n", pw)
+		}
+		conf += fmt.Sprintf("protocol bgp n%d {\n  local %s as %d;\n  neighbor %s as 65000;\n  direct;\n  passive on;\n%s"+
+			"  hold time 9;\n  graceful restart on;\n  ipv4 { import all; export %s; gateway direct; };\n  ipv6 { import all; export none; };\n}\n",
+			i, n.router, routerASN, n.self, password, export)
 	}
 	confPath, sock := filepath.Join(dir, "bird.conf"), filepath.Join(dir, "bird.ctl")
 	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
@@ -181,10 +257,18 @@ func needed(t *testing.T, what string) {
 // startSpeaker starts node i's speaker process.
 func startSpeaker(t *testing.T, i int, routerASN uint32) *speaker {
 	t.Helper()
+	return startSpeakerWith(t, i, helperConfig{PeerASN: routerASN})
+}
+
+// startSpeakerWith starts node i's speaker process with hc (its ASN and
+// addresses filled in).
+func startSpeakerWith(t *testing.T, i int, hc helperConfig) *speaker {
+	t.Helper()
 	n := nodes[i]
-	hc, _ := json.Marshal(helperConfig{ASN: 65000, PeerASN: routerASN, Self: n.self, Peer: n.router})
+	hc.ASN, hc.Self, hc.Peer = 65000, n.self, n.router
+	env, _ := json.Marshal(hc)
 	cmd := exec.Command("ip", "netns", "exec", n.ns, os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "PIER_BGP_HELPER="+string(hc))
+	cmd.Env = append(os.Environ(), "PIER_BGP_HELPER="+string(env))
 	cmd.Stderr = io.Discard
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
@@ -230,7 +314,7 @@ func TestSpeakerWithBird(t *testing.T) {
 	for _, ibgp := range []bool{true, false} {
 		name := map[bool]string{true: "iBGP local-pref", false: "eBGP MED and prepend"}[ibgp]
 		t.Run(name, func(t *testing.T) {
-			routerASN, birdc := world(t, ibgp)
+			routerASN, birdc := world(t, worldOptions{ibgp: ibgp})
 			active, standby := startSpeaker(t, 0, routerASN), startSpeaker(t, 1, routerASN)
 			a, s := netip.MustParseAddr(vip), netip.MustParseAddr(vip6)
 			active.advertise(t, Route{Addr: a, Active: true}, Route{Addr: s, Active: true})
