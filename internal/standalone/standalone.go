@@ -119,6 +119,16 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		nodes.nodes = []*node{{source: singleNode(cfg.Node),
 			agent: newAgent(agent.Config{Node: cfg.Node, StateDir: stateDir, Logger: logger.With("component", "agent")})}}
 	}
+	dirs := []string{stateDir}
+	if cfg.Nodes >= 2 {
+		dirs = dirs[:0]
+		for _, n := range nodes.nodes {
+			dirs = append(dirs, nodeStateDir(stateDir, n.source.Name))
+		}
+	}
+	if err := reserveLeftovers(ctx, st, alloc, dirs, cfg.AddressQuarantine, logger); err != nil {
+		return err
+	}
 	offer := func(snap *source.Snapshot, problems []files.Problem) {
 		for _, sp := range problems {
 			logger.Warn("manifest document skipped", "problem", sp.String())
