@@ -17,7 +17,7 @@ import (
 )
 
 // TestLostStateFileKeepsAddresses: pier.db is lost while pier is down (a
-// restore that forgot it, an operator who moved it aside) and the state
+// restore that forgot it, an operator who emptied it) and the state
 // folder still holds the load balancers' folders. Meanwhile an attacker
 // pins the victim's floating IP and a newcomer appears, both older than
 // the victim, so a fresh allocation, oldest first, would hand them the
@@ -40,8 +40,9 @@ func TestLostStateFileKeepsAddresses(t *testing.T) {
 	expectServed(t, first, fip, victimHost, victimEcho, 2)
 	first.Stop()
 
-	// The database is lost; the attack waits for pier to come back.
-	if err := os.Remove(filepath.Join(state, "pier.db")); err != nil {
+	// The database is lost (emptied here; TestDamagedStateFileRefused
+	// moves one aside); the attack waits for pier to come back.
+	if err := os.Truncate(filepath.Join(state, "pier.db"), 0); err != nil {
 		t.Fatal(err)
 	}
 	write(t, manifests, "20-attack.json",
