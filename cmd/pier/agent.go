@@ -24,7 +24,7 @@ func agentCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	apiRateFlags(fs, &cfg.APIRate, cluster.DefaultAgentAPIRate)
 	fs.StringVar(&cfg.Node, "node", os.Getenv("NODE_NAME"), "name of the Node this agent runs on (env NODE_NAME)")
 	fs.StringVar(&cfg.StateDir, "state-dir", cluster.DefaultAgentStateDir, "folder for the per-load-balancer HAProxy folders")
-	apiAddrFlag(fs, &cfg.APIAddr, "127.0.0.1:8083",
+	apiAddrFlag(fs, &cfg.APIAddr, &cfg.APIAllowedHosts, "127.0.0.1:8083",
 		"address of the agent's /healthz (liveness: its loop turns), /readyz (readiness: every load balancer placed here is applied and serves) and /metrics; in a pod, $(POD_IP):8083 so the kubelet and Prometheus reach it; empty to disable")
 	fs.StringVar(&cfg.LeaseNamespace, "lease-namespace", "pier-system",
 		"namespace of this node's heartbeat Lease pier-agent-<node> (the controller's --lease-namespace)")

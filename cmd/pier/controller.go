@@ -25,7 +25,7 @@ func controllerCommand(ctx context.Context, args []string, stderr io.Writer) err
 	apiRateFlags(fs, &cfg.APIRate, cluster.DefaultControllerAPIRate)
 	pools.register(fs, "10.250.0.0/16", "CIDR the internal VIPs are allocated from", "")
 	routerIDFlag(fs, &cfg.RouterIDs)
-	apiAddrFlag(fs, &cfg.APIAddr, "127.0.0.1:8082", apiUsage)
+	apiAddrFlag(fs, &cfg.APIAddr, &cfg.APIAllowedHosts, "127.0.0.1:8082", apiUsage)
 	fs.StringVar(&cfg.WatchNamespace, "watch-namespace", "", "only watch Ingresses, Services, EndpointSlices, Secrets, Gateways, HTTPRoutes and ReferenceGrants in this namespace")
 	fs.StringVar(&cfg.NodeSelector, "node-selector", "", "label selector of the nodes that may run HAProxy (default: every Ready node)")
 	fs.StringVar(&cfg.LeaseNamespace, "lease-namespace", "pier-system", "namespace of the leader-election Lease and of the agents' heartbeat Leases (the agents' --lease-namespace)")

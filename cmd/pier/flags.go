@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"pier.dev/pier/internal/agent"
+	"pier.dev/pier/internal/api"
 	"pier.dev/pier/internal/cluster"
 	"pier.dev/pier/internal/controller"
 	"pier.dev/pier/internal/haproxy/render"
@@ -45,9 +46,35 @@ func apiRateFlags(fs *flag.FlagSet, rate *cluster.APIRate, def cluster.APIRate) 
 	fs.IntVar(&rate.Burst, "kube-api-burst", def.Burst, "requests this process may send the API server at once above --kube-api-qps")
 }
 
-// apiAddrFlag is the read-only HTTP API of a long-running command.
-func apiAddrFlag(fs *flag.FlagSet, addr *string, def, usage string) {
+// apiAddrFlag is the read-only HTTP API of a long-running command, and
+// the host names it answers besides its address.
+func apiAddrFlag(fs *flag.FlagSet, addr *string, hosts *[]string, def, usage string) {
 	fs.StringVar(addr, "api-addr", def, usage)
+	fs.Var(allowedHostsFlag{hosts}, "api-allowed-hosts",
+		"comma-separated host names (or addresses) the API answers in a request's Host besides the --api-addr address itself "+
+			"(and localhost when that is a loopback or wildcard address), e.g. a Service name or a proxy's name; others get 421, "+
+			"so that a web page cannot read the API through a name it points at this address (DNS rebinding) (repeatable)")
+}
+
+// allowedHostsFlag is --api-allowed-hosts: a commaList of names checked
+// as they are parsed.
+type allowedHostsFlag struct{ names *[]string }
+
+func (f allowedHostsFlag) String() string {
+	if f.names == nil {
+		return ""
+	}
+	return strings.Join(*f.names, ",")
+}
+
+func (f allowedHostsFlag) Set(v string) error {
+	var add commaList
+	_ = add.Set(v)
+	if err := api.CheckAllowedHosts(add); err != nil {
+		return err
+	}
+	*f.names = append(*f.names, add...)
+	return nil
 }
 
 const apiUsage = "address of the read-only HTTP API (/loadbalancers, /ingresses/NS/NAME, /healthz, /metrics)"

@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"text/tabwriter"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -76,13 +79,14 @@ func lintCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	for _, p := range problems {
-		fmt.Fprintln(stderr, "pier lint:", p.String())
+		fmt.Fprintln(stderr, "pier lint:", terminalSafe(p.String()))
 	}
 	report := lint(snap)
 	if *output == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(report)
+		var b []byte
+		if b, err = json.MarshalIndent(report, "", "  "); err == nil {
+			_, err = stdout.Write(append(jsonTerminalSafe(b), '\n'))
+		}
 	} else {
 		err = printLint(stdout, report)
 	}
@@ -148,19 +152,58 @@ func lint(snap *source.Snapshot) lintReport {
 	return r
 }
 
+// jsonTerminalSafe writes, in encoded JSON, every character that does not
+// print as itself (terminalSafe) as a \u escape. encoding/json escapes
+// the C0 controls already, but not DEL, the C1 controls (U+009B is a CSI
+// to some terminals) nor the bidi and zero-width ones. Outside strings
+// JSON holds only printable characters and the indentation's newlines,
+// so the escapes land inside strings, where they mean the same text.
+func jsonTerminalSafe(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for _, r := range string(b) {
+		if r == '\n' || strconv.IsPrint(r) {
+			out = utf8.AppendRune(out, r)
+			continue
+		}
+		for _, u := range utf16.Encode([]rune{r}) {
+			out = fmt.Appendf(out, `\u%04x`, u)
+		}
+	}
+	return out
+}
+
+// terminalSafe is s as it is when every character of it prints as
+// itself, else s quoted with Go's escapes (strconv.Quote): names,
+// annotation keys and file paths come from whoever wrote the manifests,
+// and an ESC, a carriage return, a tab or a bidi control printed raw
+// would drive the terminal of whoever runs pier lint (clear the screen,
+// set its title, hide a line) or break the report's columns. -o json
+// needs nothing: JSON escapes control characters itself.
+func terminalSafe(s string) string {
+	if !utf8.ValidString(s) {
+		return strconv.Quote(s)
+	}
+	for _, r := range s {
+		if !strconv.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
 func printLint(w io.Writer, r lintReport) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, ing := range r.Ingresses {
-		fmt.Fprintf(tw, "%s/%s\n", ing.Namespace, ing.Name)
+		fmt.Fprintf(tw, "%s/%s\n", terminalSafe(ing.Namespace), terminalSafe(ing.Name))
 		if len(ing.Annotations) == 0 {
 			fmt.Fprintln(tw, "  (no pier.dev/ or ingress-nginx annotations)")
 		}
 		for _, a := range ing.Annotations {
 			if a.Note == "" { // no padding left at the end of the line
-				fmt.Fprintf(tw, "  %s\t%s\n", a.Key, a.Status)
+				fmt.Fprintf(tw, "  %s\t%s\n", terminalSafe(a.Key), a.Status)
 				continue
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", a.Key, a.Status, a.Note)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", terminalSafe(a.Key), a.Status, terminalSafe(a.Note))
 		}
 	}
 	if err := tw.Flush(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"pier.dev/pier/internal/goldenfile"
@@ -75,5 +76,45 @@ func TestLintOldIngressVersions(t *testing.T) {
 		if code != 1 || !bytes.Contains(stderr.Bytes(), []byte(want)) {
 			t.Errorf("%s: exit %d, stderr %q; want exit 1 and %q", apiVersion, code, stderr.String(), want)
 		}
+	}
+}
+
+// TestLintEscapesControlBytes: an Ingress whose name and annotation key
+// carry terminal escape sequences (clear the screen, set the window
+// title, a C1 CSI, a bidi override), and a broken file whose name
+// carries one. pier lint's text report, its JSON and its problem lines
+// must show them escaped, never raw.
+func TestLintEscapesControlBytes(t *testing.T) {
+	dir := t.TempDir()
+	ingress := func(name, annotations string) string {
+		return "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: " + name + "\n" +
+			"  annotations:\n" + annotations +
+			"spec:\n  defaultBackend: {service: {name: s, port: {number: 80}}}\n"
+	}
+	doc := ingress("evil", "    \"nginx.ingress.kubernetes.io/\\e[2Jx\\u202e\": \"1\"\n"+
+		"    \"pier.dev/\\e]0;pwned\\a\\u009b2J\": \"1\"\n"+
+		"    nginx.ingress.kubernetes.io/ssl-redirect: \"\\e[31mtrue\"\n") +
+		"---\n" + ingress("\"evil\\e]0;pwned\\a\\u009b2J\"", "    pier.dev/x: \"1\"\n")
+	if err := os.WriteFile(filepath.Join(dir, "ing.yaml"), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad\x1b[2J.yaml"), []byte("kind: [\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	raw := []string{"\x1b", "\x07", "\u009b", "\u202e"}
+	for _, format := range []string{"text", "json"} {
+		var stdout, stderr bytes.Buffer
+		run([]string{"lint", "-f", dir, "-o", format}, &stdout, &stderr)
+		for name, out := range map[string]string{"stdout": stdout.String(), "stderr": stderr.String()} {
+			for _, r := range raw {
+				if strings.Contains(out, r) {
+					t.Errorf("-o %s: %s carries %q raw:\n%q", format, name, r, out)
+				}
+			}
+		}
+		if !strings.Contains(stdout.String(), "evil") || !strings.Contains(stderr.String(), "bad") {
+			t.Fatalf("-o %s: the Ingress or the broken file is not reported:\n%s\n%s", format, stdout.String(), stderr.String())
+		}
+		t.Logf("-o %s:\n%s%s", format, stdout.String(), stderr.String())
 	}
 }

@@ -34,7 +34,7 @@ func runCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.KeepalivedBinary, "keepalived-binary", "keepalived", "keepalived to run on each node with --nodes")
 	pools.register(fs, "127.10.0.0/16", "CIDR the internal VIPs are allocated from (loopback by default: no network set-up needed)", "127.20.0.0/16")
 	routerIDFlag(fs, &cfg.RouterIDs)
-	apiAddrFlag(fs, &cfg.APIAddr, "127.0.0.1:8082", apiUsage)
+	apiAddrFlag(fs, &cfg.APIAddr, &cfg.APIAllowedHosts, "127.0.0.1:8082", apiUsage)
 	tr.register(fs)
 	tr.registerPorts(fs)
 	haproxy.register(fs)

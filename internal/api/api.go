@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,6 +60,10 @@ type Server struct {
 	// UI, when set, serves the web view at "/" (exact) and under "/ui/";
 	// the API's own routes keep precedence. (web view, issue 12)
 	UI http.Handler
+	// AllowedHosts are the host names (or addresses) a request's Host may
+	// carry besides the listener's own address and, bound to loopback,
+	// localhost (--api-allowed-hosts; see hostGuard).
+	AllowedHosts []string
 }
 
 // IngressResponse is an Ingress (networking.k8s.io/v1) plus the problems
@@ -107,12 +113,25 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
 	if err != nil {
 		return err
 	}
-	return s.Serve(ctx, netutil.LimitListener(ln, maxConnections), idleTimeout)
+	names := s.AllowedHosts
+	if host, _, err := net.SplitHostPort(addr); err == nil && host != "" {
+		if _, err := netip.ParseAddr(host); err != nil {
+			// A name in --api-addr is one the operator uses for it.
+			names = append(slices.Clip(names), host)
+		}
+	}
+	return s.serve(ctx, netutil.LimitListener(ln, maxConnections), idleTimeout, names)
 }
 
 // Serve serves on ln until ctx ends; idle is the keep-alive idle timeout.
+// Only requests whose Host names ln's address (or AllowedHosts) are
+// answered (hostGuard).
 func (s *Server) Serve(ctx context.Context, ln net.Listener, idle time.Duration) error {
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second,
+	return s.serve(ctx, ln, idle, s.AllowedHosts)
+}
+
+func (s *Server) serve(ctx context.Context, ln net.Listener, idle time.Duration, names []string) error {
+	srv := &http.Server{Handler: newHostGuard(s.Handler(), ln.Addr(), names), ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout: readTimeout, WriteTimeout: writeTimeout, IdleTimeout: idle, MaxHeaderBytes: maxHeaderBytes}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

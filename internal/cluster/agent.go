@@ -45,6 +45,7 @@ type AgentConfig struct {
 	// (agent.Config.ApplyConcurrency).
 	ApplyConcurrency int
 	APIAddr          string
+	APIAllowedHosts  []string // host names the API answers besides its address (api.Server.AllowedHosts)
 	Render           render.Options
 
 	// LeaseNamespace holds the agents' heartbeat Leases (the
@@ -211,7 +212,7 @@ func runAgentLoop(ctx context.Context, cfg AgentConfig, a *agent.Agent, st *kube
 	g, ctx := errgroup.WithContext(ctx)
 	if cfg.APIAddr != "" {
 		srv := &api.Server{Store: st, Ingresses: noIngresses{}, Registry: m.Registry, Logger: logger,
-			Healthy: a.Alive, Ready: a.Ready}
+			Healthy: a.Alive, Ready: a.Ready, AllowedHosts: cfg.APIAllowedHosts}
 		g.Go(func() error {
 			// The API is for operators: the node keeps serving without it.
 			if err := srv.ListenAndServe(ctx, cfg.APIAddr); err != nil && !errors.Is(err, context.Canceled) {

@@ -45,19 +45,20 @@ type ControllerConfig struct {
 	// (--address-quarantine).
 	AddressQuarantine time.Duration
 	// Quota caps each namespace's load balancers and floating IPs.
-	Quota          controller.Quota
-	RouterIDs      string // --vrrp-router-ids, "FIRST-LAST"
-	APIAddr        string
-	WatchNamespace string
-	NodeSelector   string
-	LeaseNamespace string // the leader-election Lease and the agents' heartbeat Leases
-	LeaseName      string
-	Identity       string // empty: hostname plus a random suffix
-	LeaseDuration  time.Duration
-	RenewDeadline  time.Duration
-	RetryPeriod    time.Duration
-	Translate      translate.Options
-	Status         status.Addresses
+	Quota           controller.Quota
+	RouterIDs       string // --vrrp-router-ids, "FIRST-LAST"
+	APIAddr         string
+	APIAllowedHosts []string // host names the API answers besides its address (api.Server.AllowedHosts)
+	WatchNamespace  string
+	NodeSelector    string
+	LeaseNamespace  string // the leader-election Lease and the agents' heartbeat Leases
+	LeaseName       string
+	Identity        string // empty: hostname plus a random suffix
+	LeaseDuration   time.Duration
+	RenewDeadline   time.Duration
+	RetryPeriod     time.Duration
+	Translate       translate.Options
+	Status          status.Addresses
 }
 
 // APIRate is how fast a command's client may talk to the API server.
@@ -186,7 +187,8 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 	// leader runs; load balancer pages are complete on every replica.
 	election := &electionState{}
 	srv := &api.Server{Store: st, Ingresses: p, Gateways: p, Registry: m.Registry, Logger: logger,
-		Ready: func() error { return election.ready(p) },
+		Ready:        func() error { return election.ready(p) },
+		AllowedHosts: cfg.APIAllowedHosts,
 		UI: &web.Handler{Store: st, Ingresses: p, Gateways: p, Logger: logger.With("component", "web"),
 			Config: web.ConfigFromSpec(DefaultAgentStateDir, render.Options{})}}
 	leaseClient, err := kubernetes.NewForConfig(baseCfg)

@@ -70,8 +70,9 @@ var frameHeaders = []string{"content-length", "transfer-encoding", "connection",
 	"proxy-connection", "upgrade", "te", "trailer", "host"}
 
 // ModifiableHeader validates the name of a header that a Gateway API
-// header modifier (or a custom-headers annotation) sets, adds or
-// removes: a HeaderName that is not one of the framing headers.
+// header modifier (or a custom-headers annotation, or auth-response-headers
+// copying it from the auth answer) sets, adds or removes: a HeaderName
+// that is not one of the framing headers.
 func ModifiableHeader(name string) (Value, error) {
 	v, err := HeaderName(name)
 	if err != nil {

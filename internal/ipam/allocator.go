@@ -40,10 +40,25 @@ type claim struct {
 
 // freed is an address in quarantine: only the load balancer of the same
 // name (the same Ingress or group, even re-created with a new UID) may
-// take it before until.
+// take it before until. An address Reserve found in the state folder is
+// kept for the UUID that held it (and its name, when known).
 type freed struct {
 	name  string
+	uuid  string // set by Reserve
 	until time.Time
+}
+
+// mine reports whether the quarantine keeps the address for lb.
+func (q freed) mine(lb *model.LoadBalancer) bool {
+	return q.name != "" && q.name == lb.Name || q.uuid != "" && q.uuid == lb.UUID
+}
+
+// holder names the load balancer the address is kept for.
+func (q freed) holder() string {
+	if q.name != "" {
+		return q.name
+	}
+	return q.uuid
 }
 
 // Allocator hands out VIPs from the internal pool and FIPs from the public
@@ -85,6 +100,22 @@ func (a *Allocator) SetQuarantine(d time.Duration) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.quarantine = d
+}
+
+// Reserve keeps addrs, which load balancer uuid (of name, "" if unknown)
+// held when pier's database was lost, for it until until: as after a
+// deletion, that load balancer gets them back and no other may take
+// them. Addresses another load balancer holds are left alone. Call it
+// before the first Assign.
+func (a *Allocator) Reserve(uuid, name string, addrs []netip.Addr, until time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, addr := range addrs {
+		addr = addr.Unmap()
+		if a.byAddr[addr] == nil && a.inSomePool(addr) {
+			a.freed[addr] = freed{name: name, uuid: uuid, until: until}
+		}
+	}
 }
 
 // Replay claims the VIPs and FIPs that stored LoadBalancers already hold.
@@ -178,13 +209,13 @@ func (a *Allocator) chooseVIP(lb *model.LoadBalancer, c *claim, fip netip.Addr) 
 	if c != nil && c.vip.IsValid() {
 		return c.vip, nil
 	}
-	if addr, ok := a.reclaim(a.internal, lb.Name, fip); ok {
+	if addr, ok := a.reclaim(a.internal, lb, fip); ok {
 		return addr, nil
 	}
-	if addr, err := parseAddr(lb.VIP); err == nil && a.internal.Contains(addr) && addr != fip && !a.blocked(addr, lb.Name) {
+	if addr, err := parseAddr(lb.VIP); err == nil && a.internal.Contains(addr) && addr != fip && !a.blocked(addr, lb) {
 		return addr, nil
 	}
-	if addr, ok := a.internal.lowestFree(a.blockedFor(lb.Name), fip); ok {
+	if addr, ok := a.internal.lowestFree(a.blockedFor(lb), fip); ok {
 		return addr, nil
 	}
 	return netip.Addr{}, errorf(ErrPoolExhausted, "no free VIP for load balancer %s: internal pool %s is exhausted",
@@ -203,10 +234,10 @@ func (a *Allocator) chooseFIP(lb *model.LoadBalancer, c *claim) (netip.Addr, err
 		if a.public.Contains(held) {
 			return held, nil
 		}
-		if addr, ok := a.reclaim(*a.public, lb.Name, netip.Addr{}); ok {
+		if addr, ok := a.reclaim(*a.public, lb, netip.Addr{}); ok {
 			return addr, nil
 		}
-		if addr, ok := a.public.lowestFree(a.blockedFor(lb.Name), netip.Addr{}); ok {
+		if addr, ok := a.public.lowestFree(a.blockedFor(lb), netip.Addr{}); ok {
 			return addr, nil
 		}
 		return netip.Addr{}, errorf(ErrPoolExhausted, "no free external IP for load balancer %s: public pool %s is exhausted",
@@ -228,7 +259,12 @@ func (a *Allocator) chooseFIP(lb *model.LoadBalancer, c *claim) (netip.Addr, err
 		}
 		return netip.Addr{}, errorf(ErrAddressInUse, "external IP %s is already used by load balancer %s", want, o.name)
 	}
-	if q, ok := a.freed[want]; ok && a.blocked(want, lb.Name) {
+	if q, ok := a.freed[want]; ok && a.blocked(want, lb) {
+		if q.uuid != "" {
+			return netip.Addr{}, errorf(ErrAddressInUse,
+				"external IP %s was held by load balancer %s when pier's database was lost and stays reserved for it until %s",
+				want, q.holder(), q.until.UTC().Format(time.RFC3339))
+		}
 		return netip.Addr{}, errorf(ErrAddressInUse,
 			"external IP %s was freed by load balancer %s and stays reserved for it until %s (--address-quarantine)",
 			want, q.name, q.until.UTC().Format(time.RFC3339))
@@ -279,9 +315,9 @@ func (a *Allocator) move(c *claim, slot *netip.Addr, addr netip.Addr) {
 	}
 }
 
-// blocked reports whether name may not take addr: another load balancer
-// holds it, or it is in quarantine for another name.
-func (a *Allocator) blocked(addr netip.Addr, name string) bool {
+// blocked reports whether lb may not take addr: another load balancer
+// holds it, or it is in quarantine for another.
+func (a *Allocator) blocked(addr netip.Addr, lb *model.LoadBalancer) bool {
 	if a.byAddr[addr] != nil {
 		return true
 	}
@@ -293,19 +329,20 @@ func (a *Allocator) blocked(addr netip.Addr, name string) bool {
 		delete(a.freed, addr)
 		return false
 	}
-	return q.name != name
+	return !q.mine(lb)
 }
 
-func (a *Allocator) blockedFor(name string) func(netip.Addr) bool {
-	return func(addr netip.Addr) bool { return a.blocked(addr, name) }
+func (a *Allocator) blockedFor(lb *model.LoadBalancer) func(netip.Addr) bool {
+	return func(addr netip.Addr) bool { return a.blocked(addr, lb) }
 }
 
-// reclaim returns the lowest address of pool in quarantine for name (the
-// same Ingress or group, re-created): its owner gets it back.
-func (a *Allocator) reclaim(pool Pool, name string, skip netip.Addr) (netip.Addr, bool) {
+// reclaim returns the lowest address of pool in quarantine for lb (the
+// same Ingress or group, re-created; or the same UUID, see Reserve): its
+// owner gets it back.
+func (a *Allocator) reclaim(pool Pool, lb *model.LoadBalancer, skip netip.Addr) (netip.Addr, bool) {
 	var mine []netip.Addr
 	for addr, q := range a.freed {
-		if q.name == name && addr != skip && pool.Contains(addr) && !a.blocked(addr, name) {
+		if q.mine(lb) && addr != skip && pool.Contains(addr) && !a.blocked(addr, lb) {
 			mine = append(mine, addr)
 		}
 	}

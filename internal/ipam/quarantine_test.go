@@ -1,6 +1,7 @@
 package ipam
 
 import (
+	"net/netip"
 	"testing"
 	"time"
 
@@ -62,4 +63,32 @@ func TestNoQuarantine(t *testing.T) {
 	assign(t, a, &model.LoadBalancer{UUID: "uid-1", Name: "a/web"}, "10.0.0.1", "192.0.2.1")
 	a.Release("uid-1")
 	assign(t, a, &model.LoadBalancer{UUID: "uid-2", Name: "b/x"}, "10.0.0.1", "192.0.2.1")
+}
+
+// Addresses found in the state folder after pier's database was lost are
+// kept for the UUID that held them: that load balancer gets them back
+// whatever order the first pass takes, a squatter's pin and a newcomer
+// do not get them, and they are free once the reservation ends.
+func TestReserveKeepsAddressesForTheirUUID(t *testing.T) {
+	a := newAlloc(t, "10.0.0.0/29", "192.0.2.0/29")
+	now := epoch
+	a.now = func() time.Time { return now }
+	a.Reserve("uid-1", "", []netip.Addr{netip.MustParseAddr("10.0.0.3"), netip.MustParseAddr("192.0.2.5")},
+		now.Add(10*time.Minute))
+
+	squatter := &model.LoadBalancer{UUID: "uid-9", Name: "team-b/evil", RequestedFIP: "192.0.2.5"}
+	assignErr(t, a, squatter, ErrAddressInUse,
+		"external IP 192.0.2.5 was held by load balancer uid-1 when pier's database was lost and stays reserved for it until 2025-01-01T00:10:00Z")
+	other := &model.LoadBalancer{UUID: "uid-5", Name: "team-c/app"}
+	assign(t, a, other, "10.0.0.1", "192.0.2.1")
+	holder := &model.LoadBalancer{UUID: "uid-1", Name: "team-a/web"}
+	assign(t, a, holder, "10.0.0.3", "192.0.2.5")
+
+	// Once the reservation ends, an address nobody came back for is free.
+	b := newAlloc(t, "10.0.0.0/29", "192.0.2.0/29")
+	b.now = func() time.Time { return now }
+	b.Reserve("uid-1", "", []netip.Addr{netip.MustParseAddr("192.0.2.5")}, now.Add(time.Minute))
+	assignErr(t, b, squatter, ErrAddressInUse, "")
+	now = now.Add(time.Minute)
+	assign(t, b, squatter, "10.0.0.1", "192.0.2.5")
 }

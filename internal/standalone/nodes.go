@@ -65,7 +65,7 @@ func buildLab(cfg Config, stateDir string, newAgent func(agent.Config) *agent.Ag
 		n := &node{source: source.Node{Name: h.Name, Ready: true, Address: h.Addr}}
 		n.agent = newAgent(agent.Config{
 			Node:       h.Name,
-			StateDir:   filepath.Join(stateDir, h.Name), // short: HAProxy socket paths live below
+			StateDir:   nodeStateDir(stateDir, h.Name),
 			Netns:      h.NS,
 			VRRP:       &agent.VRRPConfig{Interface: "eth0", KeepalivedBinary: cfg.KeepalivedBinary},
 			Heartbeats: peers,
@@ -79,6 +79,10 @@ func buildLab(cfg Config, stateDir string, newAgent func(agent.Config) *agent.Ag
 		"try", "ip netns exec "+l.Client.NS+" curl http://<VIP>:<port>/")
 	return l, nodes, nil
 }
+
+// nodeStateDir is the state folder of node's agent with --nodes: short,
+// as HAProxy socket paths live below it.
+func nodeStateDir(stateDir, node string) string { return filepath.Join(stateDir, node) }
 
 func hostList(hosts []*lab.Host) []string {
 	var out []string

@@ -41,11 +41,14 @@ type Config struct {
 	// (--address-quarantine).
 	AddressQuarantine time.Duration
 	// Quota caps each namespace's load balancers and floating IPs.
-	Quota         controller.Quota
-	RouterIDs     string // --vrrp-router-ids, "FIRST-LAST"
-	APIAddr       string
-	Node          string
-	HAProxyBinary string
+	Quota     controller.Quota
+	RouterIDs string // --vrrp-router-ids, "FIRST-LAST"
+	APIAddr   string
+	// APIAllowedHosts are the host names the API and web view answer
+	// besides their address (api.Server.AllowedHosts).
+	APIAllowedHosts []string
+	Node            string
+	HAProxyBinary   string
 	// HAProxyProcesses packs each node's load balancers into at most this
 	// many HAProxy processes; 0 runs one per load balancer.
 	HAProxyProcesses int
@@ -119,6 +122,16 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		nodes.nodes = []*node{{source: singleNode(cfg.Node),
 			agent: newAgent(agent.Config{Node: cfg.Node, StateDir: stateDir, Logger: logger.With("component", "agent")})}}
 	}
+	dirs := []string{stateDir}
+	if cfg.Nodes >= 2 {
+		dirs = dirs[:0]
+		for _, n := range nodes.nodes {
+			dirs = append(dirs, nodeStateDir(stateDir, n.source.Name))
+		}
+	}
+	if err := reserveLeftovers(ctx, st, alloc, dirs, cfg.AddressQuarantine, logger); err != nil {
+		return err
+	}
 	offer := func(snap *source.Snapshot, problems []files.Problem) {
 		for _, sp := range problems {
 			logger.Warn("manifest document skipped", "problem", sp.String())
@@ -130,7 +143,8 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	}
 	offer(snap, srcProblems)
 	srv := &api.Server{Store: st, Ingresses: p, Gateways: p, Registry: m.Registry, Logger: logger, Healthy: p.Ready,
-		UI: &web.Handler{Store: st, Ingresses: p, Gateways: p, Config: web.ConfigOnDisk(stateDir), Logger: logger.With("component", "web")}}
+		AllowedHosts: cfg.APIAllowedHosts,
+		UI:           &web.Handler{Store: st, Ingresses: p, Gateways: p, Config: web.ConfigOnDisk(stateDir), Logger: logger.With("component", "web")}}
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(named("pipeline", func() error { return p.Run(ctx) }))

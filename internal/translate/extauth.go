@@ -81,7 +81,10 @@ func parseAuthURL(v string) (*authURL, error) {
 func parseAuthResponseHeaders(v string) ([]string, error) {
 	var out []string
 	for _, part := range strings.Split(v, ",") {
-		h, err := encode.HeaderName(strings.Trim(part, " "))
+		// The rule of the Gateway API header modifiers: the auth answer's
+		// Content-Length, Transfer-Encoding, Connection or Host set on the
+		// request would reframe or reroute it on its way to the backend.
+		h, err := encode.ModifiableHeader(strings.Trim(part, " "))
 		if err != nil {
 			return nil, fmt.Errorf("auth-response-headers: %w", err)
 		}

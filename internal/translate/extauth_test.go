@@ -25,13 +25,19 @@ func TestExternalAuth(t *testing.T) {
 	snap.Services, snap.EndpointSlices = append(snap.Services, svc), append(snap.EndpointSlices, es)
 	var refused []string
 	for name, ann := range map[string]map[string]string{
-		"cross":   {NginxPrefix + "auth-url": "http://oauth2-proxy.auth.svc/oauth2/auth"},
-		"https":   {NginxPrefix + "auth-url": "https://oauth2-proxy.ns.svc/oauth2/auth"},
-		"query":   {NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/oauth2/auth?x=1"},
-		"outside": {NginxPrefix + "auth-url": "http://auth.example.com/check"},
-		"method":  {NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", NginxPrefix + "auth-method": "PATCH"},
-		"signin":  {NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", NginxPrefix + "auth-signin": "https://$host/start"},
-		"headers": {NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", NginxPrefix + "auth-response-headers": "X-A,X-A"},
+		"cross":         {NginxPrefix + "auth-url": "http://oauth2-proxy.auth.svc/oauth2/auth"},
+		"https":         {NginxPrefix + "auth-url": "https://oauth2-proxy.ns.svc/oauth2/auth"},
+		"query":         {NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/oauth2/auth?x=1"},
+		"outside":       {NginxPrefix + "auth-url": "http://auth.example.com/check"},
+		"method":        {NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", NginxPrefix + "auth-method": "PATCH"},
+		"signin":        {NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", NginxPrefix + "auth-signin": "https://$host/start"},
+		"headers":       {NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", NginxPrefix + "auth-response-headers": "X-A,X-A"},
+		"hdr-te":        {NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", NginxPrefix + "auth-response-headers": "X-User, Transfer-Encoding"},
+		"hdr-cl":        {NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", NginxPrefix + "auth-response-headers": "X-User, content-length"},
+		"hdr-host":      {NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", NginxPrefix + "auth-response-headers": "X-User, Host"},
+		"hdr-conn":      {NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", NginxPrefix + "auth-response-headers": "X-User, Connection"},
+		"hdr-upgrade":   {NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", NginxPrefix + "auth-response-headers": "X-User, Upgrade"},
+		"hdr-keepalive": {NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", NginxPrefix + "auth-response-headers": "X-User, Keep-Alive"},
 	} {
 		ing := simpleIngress(t, "ns", name, 2, ann, name+".example", "/")
 		snap.Ingresses = append(snap.Ingresses, ing)
@@ -66,6 +72,9 @@ func TestExternalAuth(t *testing.T) {
 		ps := problemsFor(res, name)
 		if len(ps) == 0 || ps[0].Reason != "InvalidAnnotation" || !strings.Contains(ps[0].Field, "auth-") {
 			t.Errorf("%s: problems %+v, want InvalidAnnotation on an auth- annotation", name, ps)
+		}
+		if strings.HasPrefix(name, "hdr-") && (len(ps) == 0 || !strings.Contains(ps[0].Message, "frames the message")) {
+			t.Errorf("%s: problems %+v, want the framing header refused with its reason", name, ps)
 		}
 	}
 }

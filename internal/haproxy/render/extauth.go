@@ -67,7 +67,9 @@ func (s *sections) extAuthProfile(e *model.ExternalAuth, pools map[string]bool) 
 		host: host.Word(), path: path, method: method.Word()}
 	var names []encode.Value
 	for _, h := range e.ResponseHeaders {
-		v, err := encode.HeaderName(h)
+		// Translation's rule again (a store edited by hand): a framing
+		// header copied from the auth answer would reframe the request.
+		v, err := encode.ModifiableHeader(h)
 		if err != nil {
 			return nil, fmt.Errorf("auth response header: %w", err)
 		}

@@ -188,6 +188,8 @@ func (l *Loader) Load() (snap *source.Snapshot, problems []Problem, changed bool
 	l.hints, l.rereadAll = map[string]bool{}, false
 
 	sameProblems := l.loaded && slices.Equal(sc.problems, l.scanned)
+	// As many files as before, none of them new (old == nil below), is
+	// the same set of files.
 	changed = !sameProblems || len(sc.files) != len(l.cache)
 	previous := l.cache
 	entries := make(map[string]*fileEntry, len(sc.files))
@@ -236,8 +238,16 @@ func (l *Loader) Load() (snap *source.Snapshot, problems []Problem, changed bool
 // Ingresses). The previous snapshot is not modified: the pipeline
 // compares it with the new one.
 func (l *Loader) patch(entries, previous map[string]*fileEntry) (*source.Snapshot, bool) {
-	if l.last == nil || len(entries) < len(previous) {
+	if l.last == nil {
 		return nil, false
+	}
+	// A file that went away is noticed by its path, not by a count: a
+	// removal and a new file in one scan leave the count as it was, and
+	// the removed file's objects must not stay in the snapshot.
+	for f := range previous {
+		if entries[f] == nil {
+			return nil, false
+		}
 	}
 	type change struct {
 		file string

@@ -173,6 +173,30 @@ func (tr *tree) content(path string) string {
 	return strings.Join(docs, "---\n")
 }
 
+// addApp writes a new application: a file of objects no other file
+// defines (the snapshot is patched), sometimes with an Ingress that names
+// a Secret, or a broken document (assembled). It returns the file's path
+// and the application's name.
+func (tr *tree) addApp() (path, name string) {
+	tr.apps++
+	name = fmt.Sprintf("app%d", tr.apps)
+	docs := []string{svcYAML(name), ingressDoc(name) + "  ingressClassName: one\n"}
+	switch tr.rnd.IntN(4) {
+	case 0:
+		// Secret s (newTree) is kept only while an Ingress names it.
+		docs[1] = strings.Replace(docs[1], "metadata:",
+			"metadata:\n  annotations: {pier.dev/auth-type: basic, pier.dev/auth-secret: s}", 1)
+	case 1:
+		docs = append(docs, "kind: [\n")
+	}
+	path = filepath.Join(tr.dir, "apps", name+".yaml")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		tr.t.Fatal(err)
+	}
+	renameInto(tr.t, path, strings.Join(docs, "---\n"))
+	return path, name
+}
+
 // randomOp changes the tree and returns what it did and the absolute
 // paths a watcher would have events for. inPlaceOutside allows writing
 // the symlink's target in place, which no watched folder sees.
@@ -182,25 +206,7 @@ func (tr *tree) randomOp(inPlaceOutside bool) (string, []string) {
 	path := filepath.Join(tr.dir, rel)
 	switch tr.rnd.IntN(15) {
 	case 12, 13:
-		// A new application: a file of objects no other file defines (the
-		// snapshot is patched), sometimes with an Ingress that names a
-		// Secret, or a broken document (assembled).
-		tr.apps++
-		name := fmt.Sprintf("app%d", tr.apps)
-		docs := []string{svcYAML(name), ingressDoc(name) + "  ingressClassName: one\n"}
-		switch tr.rnd.IntN(4) {
-		case 0:
-			// Secret s (newTree) is kept only while an Ingress names it.
-			docs[1] = strings.Replace(docs[1], "metadata:",
-				"metadata:\n  annotations: {pier.dev/auth-type: basic, pier.dev/auth-secret: s}", 1)
-		case 1:
-			docs = append(docs, "kind: [\n")
-		}
-		app := filepath.Join(tr.dir, "apps", name+".yaml")
-		if err := os.MkdirAll(filepath.Dir(app), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		renameInto(t, app, strings.Join(docs, "---\n"))
+		app, name := tr.addApp()
 		return "add " + name, []string{app}
 	case 14:
 		apps, _ := filepath.Glob(filepath.Join(tr.dir, "apps", "*.yaml"))
@@ -209,7 +215,13 @@ func (tr *tree) randomOp(inPlaceOutside bool) (string, []string) {
 		}
 		app := apps[tr.rnd.IntN(len(apps))]
 		_ = os.Remove(app)
-		return "remove " + filepath.Base(app), []string{app}
+		if tr.rnd.IntN(2) == 0 {
+			return "remove " + filepath.Base(app), []string{app}
+		}
+		// Another application in the same scan: the number of files is
+		// as it was, and only their names tell that one went away.
+		added, name := tr.addApp()
+		return "replace " + filepath.Base(app) + " by " + name, []string{app, added}
 	case 9, 10:
 		ep := filepath.Join(tr.dir, endpointsFile)
 		writeFile(t, ep, tr.endpoints())

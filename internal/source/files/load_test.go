@@ -454,6 +454,35 @@ func TestLoaderChanges(t *testing.T) {
 	}
 }
 
+// TestLoaderRemovalWithNewFile: one file removed and another added
+// between two Loads leaves the number of files as it was. The new file
+// alone would be patched into the previous snapshot; the removed file's
+// Ingresses must go all the same.
+func TestLoaderRemovalWithNewFile(t *testing.T) {
+	dir := t.TempDir()
+	gone, added := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "z.yaml")
+	writeFile(t, gone, ingressDoc("a1")+"---\n"+ingressDoc("a2"))
+	writeFile(t, filepath.Join(dir, "b.yaml"), svcYAML("b"))
+	l := NewLoader([]string{dir}, nil)
+	if _, _, _, err := l.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, added, ingressDoc("z"))
+	snap, _, changed, err := l.Load()
+	if err != nil || !changed {
+		t.Fatalf("Load() changed = %v, err = %v; want changed", changed, err)
+	}
+	if got := names(snap.Ingresses); !slices.Equal(got, []string{"default/z"}) {
+		t.Errorf("Ingresses after removing a.yaml and adding z.yaml: %v, want [default/z]", got)
+	}
+	if got := names(snap.Services); !slices.Equal(got, []string{"default/b"}) {
+		t.Errorf("Services: %v, want [default/b]", got)
+	}
+}
+
 // Nodes: Ready whatever their status, Draining from spec.unschedulable,
 // cluster-scoped, strictly decoded, and checked like any other kind.
 func TestLoadNodes(t *testing.T) {

@@ -76,15 +76,22 @@ type Store struct {
 var _ store.Store = (*Store)(nil)
 
 // Open opens or creates the state file at path (creating its folder) and
-// takes an exclusive lock on it until Close.
+// takes an exclusive lock on it until Close. A file that is truncated or
+// corrupt is refused with an error that matches ErrDamaged.
 func Open(path string) (*Store, error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create state dir: %w", err)
 	}
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: lockTimeout})
+	if err := checkFile(path); err != nil {
+		return nil, err
+	}
+	db, err := openChecked(path, &bbolt.Options{Timeout: lockTimeout})
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, &inUseError{dir: dir, file: filepath.Base(path)}
+	}
+	if errors.Is(err, ErrDamaged) {
+		return nil, err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open state file %s: %w", path, err)
