@@ -4,13 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os/exec"
 	"slices"
-	"strings"
 	"time"
 
 	"pier.dev/pier/internal/agent/bgp"
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/netnsdo"
 )
 
 // BGP is the agent's second way to move addresses (package bgp): every
@@ -23,7 +22,7 @@ import (
 
 // bgpRouteProto tags the local routes of advertised addresses, so that a
 // later agent finds and removes what one before it left.
-const bgpRouteProto = "212"
+const bgpRouteProto = 212
 
 // routeState is the agent's side of the BGP speaker.
 type routeState struct {
@@ -59,32 +58,14 @@ func (a *Agent) bgpStateOf(uuid string) model.BGPState {
 // flushed: the addresses keep being accepted across the restart.
 func (a *Agent) newRouteState() *routeState {
 	r := &routeState{local: map[netip.Addr]bool{}, states: map[string]model.BGPState{}, since: time.Now()}
-	for _, family := range []string{"-4", "-6"} {
-		out, err := a.ipOutput(family, "route", "show", "table", "local", "proto", bgpRouteProto)
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(out, "\n") {
-			f := strings.Fields(line)
-			if len(f) >= 2 && f[0] == "local" {
-				if p, err := netip.ParsePrefix(hostPrefixOf(f[1])); err == nil {
-					r.local[p.Addr()] = true
-				}
-			}
-		}
+	addrs, err := netnsdo.LocalRoutes(a.cfg.Netns, bgpRouteProto)
+	if err != nil {
+		a.cfg.Logger.Warn("bgp: cannot list the local routes a previous agent left", "error", err)
+	}
+	for _, addr := range addrs {
+		r.local[addr] = true
 	}
 	return r
-}
-
-// hostPrefixOf reads "10.0.0.1" or "10.0.0.1/32" as a prefix.
-func hostPrefixOf(s string) string {
-	if strings.Contains(s, "/") {
-		return s
-	}
-	if a, err := netip.ParseAddr(s); err == nil {
-		return hostPrefix(a)
-	}
-	return s
 }
 
 // speakerWait bounds how long a starting agent waits for the load
@@ -234,7 +215,7 @@ func (a *Agent) syncLocalRoutes(want map[netip.Addr]bool) {
 		if r.local[addr] {
 			continue
 		}
-		if err := a.ip("route", "replace", "local", hostPrefix(addr), "dev", "lo", "table", "local", "proto", bgpRouteProto); err != nil {
+		if err := netnsdo.AddLocalRoute(a.cfg.Netns, addr, bgpRouteProto); err != nil {
 			a.cfg.Logger.Warn("bgp: could not accept an address locally", "address", addr, "error", err)
 			continue
 		}
@@ -244,37 +225,11 @@ func (a *Agent) syncLocalRoutes(want map[netip.Addr]bool) {
 		if want[addr] {
 			continue
 		}
-		if err := a.ip("route", "del", "local", hostPrefix(addr), "dev", "lo", "table", "local", "proto", bgpRouteProto); err != nil {
+		if err := netnsdo.DeleteLocalRoute(a.cfg.Netns, addr, bgpRouteProto); err != nil {
 			a.cfg.Logger.Warn("bgp: could not remove a local route", "address", addr, "error", err)
 		}
 		delete(r.local, addr)
 	}
-}
-
-func hostPrefix(a netip.Addr) string { return netip.PrefixFrom(a, a.BitLen()).String() }
-
-// ipOutput runs ip(8) in the data plane's namespace for its output.
-func (a *Agent) ipOutput(args ...string) (string, error) {
-	if a.cfg.Netns != "" {
-		args = append([]string{"-n", a.cfg.Netns}, args...)
-	}
-	out, err := exec.Command("ip", args...).Output()
-	return string(out), err
-}
-
-// ip runs ip(8) in the data plane's namespace.
-func (a *Agent) ip(args ...string) error {
-	if a.cfg.Netns != "" {
-		args = append([]string{"-n", a.cfg.Netns}, args...)
-	}
-	if a6 := slices.Index(args, "local"); a6 >= 0 && a6+1 < len(args) && strings.Contains(args[a6+1], ":") {
-		args = append([]string{"-6"}, args...)
-	}
-	out, err := exec.Command("ip", args...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-	}
-	return nil
 }
 
 // stopBGP closes the sessions (the peers withdraw the routes) and removes
@@ -290,8 +245,9 @@ func (a *Agent) stopBGP(ctx context.Context) {
 }
 
 func (a *Agent) flushLocalRoutes() {
-	_ = a.ip("route", "flush", "table", "local", "proto", bgpRouteProto)
-	_ = a.ip("-6", "route", "flush", "table", "local", "proto", bgpRouteProto)
+	if err := netnsdo.FlushLocalRoutes(a.cfg.Netns, bgpRouteProto); err != nil {
+		a.cfg.Logger.Warn("bgp: could not remove the local routes", "error", err)
+	}
 }
 
 func sortedUUIDs(m map[string]*model.LoadBalancer) []string {

@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/netnsdo"
 	"pier.dev/pier/internal/vrrp"
 )
 
@@ -258,7 +259,7 @@ func (h *Holder) PrepareDrain() {
 	if !h.lingerUntil.IsZero() {
 		return
 	}
-	held, err := vrrp.Held(h.cfg.Netns, h.cfg.Interface)
+	held, err := netnsdo.Addresses(h.cfg.Netns, h.cfg.Interface)
 	if err != nil {
 		return
 	}
@@ -301,7 +302,7 @@ func (h *Holder) Tick(healthy, servedHere func(uuid string) bool) (map[string]mo
 	if !h.synced {
 		return nil, nil
 	}
-	held, err := vrrp.Held(h.cfg.Netns, h.cfg.Interface)
+	held, err := netnsdo.Addresses(h.cfg.Netns, h.cfg.Interface)
 	if err != nil {
 		return nil, err
 	}

@@ -35,6 +35,7 @@ import (
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/netnsdo"
 )
 
 // Secrets gives the driver the TLS material a Certificate references and
@@ -134,7 +135,7 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.Processes < 0 {
 		return nil, fmt.Errorf("haproxy processes %d: must be 0 (one per load balancer) or more", cfg.Processes)
 	}
-	if err := process.CheckNetns(cfg.Netns); err != nil {
+	if err := netnsdo.CheckName(cfg.Netns); err != nil {
 		return nil, err
 	}
 	l, err := layout.New(cfg.StateDir)
