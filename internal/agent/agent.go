@@ -18,12 +18,12 @@ import (
 	"pier.dev/pier/internal/agent/bgp"
 	"pier.dev/pier/internal/agent/driver"
 	"pier.dev/pier/internal/agent/haproxydriver"
+	"pier.dev/pier/internal/agent/mover"
 	"pier.dev/pier/internal/agent/nativedriver"
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/store"
-	"pier.dev/pier/internal/vrrp"
 )
 
 // Secrets gives the HAProxy driver the TLS material a Certificate
@@ -184,16 +184,17 @@ type Agent struct {
 	statsReads   chan statsRead
 
 	// latest is the newest store view of every LoadBalancer, status
-	// included: the peers' reports arbitrate a split brain.
+	// included: the mover gets those placed here (movers.go).
 	latest map[string]*model.LoadBalancer
-	// vrrp is set when the agent holds addresses (Config.VRRP).
-	vrrp *pairState
-	// routes is the BGP speaker's state (routes.go); nil without BGP.
-	routes *routeState
-	// drainReq carries SetDraining's requests into the loop; drainDue
-	// says that a drain's delay is over.
+	// mover moves the addresses (nil: nobody here does); served holds
+	// the UUIDs whose data plane was healthy here since they were given
+	// to their driver (mover.Node.Served).
+	mover  mover.Mover
+	served map[string]bool
+	// drainReq carries SetDraining's requests into the loop; wake is the
+	// mover's request for a tick (mover.Node.Wake).
 	drainReq chan bool
-	drainDue chan struct{}
+	wake     chan struct{}
 	// recovered is set once the store was listed at start (recover);
 	// probes is what the liveness and readiness probes read (ready.go).
 	recovered bool
@@ -218,8 +219,9 @@ func New(cfg Config) *Agent {
 		latest:     map[string]*model.LoadBalancer{},
 		statsAt:    map[string]time.Time{},
 		statsReads: make(chan statsRead, 1),
+		served:     map[string]bool{},
 		drainReq:   make(chan bool, 1),
-		drainDue:   make(chan struct{}, 1),
+		wake:       make(chan struct{}, 1),
 		probes:     newProbes(),
 	}
 	if len(cfg.Drivers) == 0 {
@@ -248,6 +250,10 @@ func New(cfg Config) *Agent {
 	}
 	// Room for every result: a job never blocks on a loop that has ended.
 	a.done = make(chan applyResult, a.concurrency)
+	if cfg.BGP != nil && cfg.VRRP != nil {
+		a.err = fmt.Errorf("BGP and VRRP both configured: pick one way to move the addresses")
+		return a
+	}
 	if cfg.VRRP != nil {
 		h, err := addrhold.New(addrhold.Config{Node: cfg.Node, Interface: cfg.VRRP.Interface,
 			Dir: addrhold.DefaultDir(cfg.StateDir), Netns: cfg.Netns, Advert: cfg.VRRP.Advert,
@@ -256,11 +262,10 @@ func New(cfg Config) *Agent {
 			a.err = fmt.Errorf("vrrp: %w", err)
 			return a
 		}
-		a.vrrp = newPairState(h)
+		a.mover = newVRRPMover(h, cfg.Heartbeats, cfg.Netns, cfg.Logger)
 	}
-	if cfg.BGP != nil && cfg.VRRP != nil {
-		a.err = fmt.Errorf("BGP and VRRP both configured: pick one way to move the addresses")
-		return a
+	if cfg.BGP != nil {
+		a.mover = newBGPMover(*cfg.BGP, cfg.Node, cfg.Netns, cfg.Metrics, cfg.Logger)
 	}
 	a.writer = newStatusWriter(cfg.Store, cfg.Logger)
 	return a
@@ -301,28 +306,18 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	a.recovered = true
-	if a.cfg.BGP != nil {
-		a.routes = a.newRouteState()
-	}
-	if a.vrrp != nil {
-		adverts, err := vrrp.ListenAdverts(a.cfg.Netns)
-		if err != nil {
-			a.cfg.Logger.Warn("vrrp: cannot hear the peers' adverts; a standby fenced in a split brain stays fenced "+
-				"until the active node fails or leaves, instead of until the nodes hear each other again", "error", err)
-		} else {
-			a.vrrp.adverts = adverts
-			defer adverts.Close()
-		}
-	}
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
-	// The address holder looks at health and roles often: a dead HAProxy
-	// must close its gate within one tick for the failover target.
-	var holderTick <-chan time.Time
-	if a.vrrp != nil || a.routes != nil {
-		t := time.NewTicker(holderInterval)
+	// The mover looks at health and roles often: a dead HAProxy must stop
+	// attracting its traffic within one tick for the failover target.
+	var moverTick <-chan time.Time
+	if a.mover != nil {
+		if err := a.mover.Start(ctx, moverNode{a}); err != nil {
+			return fmt.Errorf("address mover: %w", err)
+		}
+		t := time.NewTicker(mover.TickEvery)
 		defer t.Stop()
-		holderTick = t.C
+		moverTick = t.C
 	}
 	for {
 		a.probes.turnedAt.Store(time.Now().UnixNano())
@@ -348,35 +343,23 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.queueRetries()
 			a.queueDrifted()
 			a.refreshStats(ctx)
-			a.refreshBGPSessions(ctx)
-		case <-holderTick:
-			a.tickAddresses(ctx)
+		case <-moverTick:
+			a.tickMover(ctx)
 			continue
-		case <-a.drainDue:
-			a.tickAddresses(ctx)
+		case <-a.wake:
+			a.tickMover(ctx)
 			continue
 		case w := <-a.writer.written:
-			a.vrrp.reportedRole(w.uuid, w.report.VRRP, w.report.UpdatedAt)
+			if a.mover != nil {
+				a.mover.Reported(w.uuid, w.report)
+			}
 			continue
 		case on := <-a.drainReq:
 			a.setDraining(ctx, on)
 			continue
 		}
 		a.applyPending(ctx)
-		a.syncHolder(ctx)
-		if a.routes != nil {
-			a.routes.ready = true
-		}
-	}
-}
-
-// tickAddresses runs the periodic work of whatever moves the addresses.
-func (a *Agent) tickAddresses(ctx context.Context) {
-	if a.vrrp != nil {
-		a.tickHolder(ctx)
-	}
-	if a.routes != nil {
-		a.tickRoutes(ctx)
+		a.syncMover(ctx)
 	}
 }
 

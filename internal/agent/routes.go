@@ -3,11 +3,13 @@ package agent
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
-	"slices"
 	"time"
 
 	"pier.dev/pier/internal/agent/bgp"
+	"pier.dev/pier/internal/agent/mover"
+	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/netnsdo"
 )
@@ -24,15 +26,24 @@ import (
 // later agent finds and removes what one before it left.
 const bgpRouteProto = 212
 
-// routeState is the agent's side of the BGP speaker.
-type routeState struct {
-	// ready is set once the agent has seen the store: until then it
-	// does not know what is placed here.
+// bgpMover moves the addresses with BGP: the policy over the speaker.
+type bgpMover struct {
+	cfg     bgp.Config
+	self    string // this node's name
+	netns   string
+	metrics *metrics.Metrics
+	logger  *slog.Logger
+	node    mover.Node
+	// ready is set once the agent has seen the store (the first Sync):
+	// until then it does not know what is placed here.
 	ready   bool
+	placed  []*model.LoadBalancer
 	since   time.Time // when the agent started
 	speaker *bgp.Speaker
-	// advertised identifies the routes last given to the speaker.
+	// advertised identifies the routes last given to the speaker, and
+	// routes counts them.
 	advertised string
+	routes     int
 	// local is the set of addresses with a local route.
 	local    map[netip.Addr]bool
 	draining bool
@@ -40,32 +51,59 @@ type routeState struct {
 	// states is what each load balancer placed here is advertised as,
 	// reported in its status.
 	states map[string]model.BGPState
+	// sessionsAt is when the sessions' states were last published.
+	sessionsAt time.Time
 }
 
-// bgpStateOf is what this node advertises for uuid ("" without BGP).
-func (a *Agent) bgpStateOf(uuid string) model.BGPState {
-	if a.routes == nil {
-		return ""
-	}
-	return a.routes.states[uuid]
+func newBGPMover(cfg bgp.Config, self, netns string, m *metrics.Metrics, logger *slog.Logger) *bgpMover {
+	cfg.Logger = logger
+	return &bgpMover{cfg: cfg, self: self, netns: netns, metrics: m, logger: logger,
+		local: map[netip.Addr]bool{}, states: map[string]model.BGPState{}}
 }
 
-// newRouteState prepares BGP at agent start. The speaker itself starts at
-// the first tick after the agent has seen the store (ready): a session
-// that came up before the routes were added would end the peers' graceful
+// Start prepares BGP at agent start. The speaker itself starts at the
+// first tick after the agent has seen the store (ready): a session that
+// came up before the routes were added would end the peers' graceful
 // restart with nothing, and they would drop this node's routes while its
 // HAProxy serves. The local routes a previous agent left are adopted, not
 // flushed: the addresses keep being accepted across the restart.
-func (a *Agent) newRouteState() *routeState {
-	r := &routeState{local: map[netip.Addr]bool{}, states: map[string]model.BGPState{}, since: time.Now()}
-	addrs, err := netnsdo.LocalRoutes(a.cfg.Netns, bgpRouteProto)
+func (m *bgpMover) Start(_ context.Context, node mover.Node) error {
+	m.node, m.since = node, time.Now()
+	addrs, err := netnsdo.LocalRoutes(m.netns, bgpRouteProto)
 	if err != nil {
-		a.cfg.Logger.Warn("bgp: cannot list the local routes a previous agent left", "error", err)
+		m.logger.Warn("bgp: cannot list the local routes a previous agent left", "error", err)
 	}
 	for _, addr := range addrs {
-		r.local[addr] = true
+		m.local[addr] = true
 	}
-	return r
+	return nil
+}
+
+// Sync takes the load balancers placed here.
+func (m *bgpMover) Sync(_ context.Context, placed []*model.LoadBalancer) {
+	m.placed, m.ready = placed, true
+}
+
+// Role is what this node advertises for uuid.
+func (m *bgpMover) Role(uuid string) mover.Role { return mover.Role{BGP: m.states[uuid]} }
+
+// Reported: what the routers hear is this node's word, not its reports.
+func (m *bgpMover) Reported(string, model.NodeStatus) {}
+
+// Ready: a speaker that cannot start or advertise says so in the log and
+// the metrics; the node still serves what the routers send it.
+func (m *bgpMover) Ready() error { return nil }
+
+// Holding reports whether this node advertises a route.
+func (m *bgpMover) Holding() bool { return m.routes > 0 }
+
+// Drain withdraws every route at the next tick (or advertises them
+// again): the routers send the traffic to the standby nodes.
+func (m *bgpMover) Drain(_ context.Context, on bool) {
+	if m.draining != on {
+		m.draining = on
+		m.logger.Info("drain: this node's routes follow", "withdrawn", on)
+	}
 }
 
 // speakerWait bounds how long a starting agent waits for the load
@@ -76,65 +114,88 @@ const speakerWait = 10 * time.Second
 // A restarted agent opens its sessions only then: the routers end their
 // graceful restart with what the new speaker advertises first, and a
 // route missing from it would move traffic away and back.
-func (a *Agent) placedHealthy() bool {
-	for uuid, lb := range a.latest {
-		p := lb.Placement
-		if (p.Active == a.cfg.Node || p.Standby == a.cfg.Node) && len(routedAddrs(lb)) > 0 && !a.healthy(uuid) {
+func (m *bgpMover) placedHealthy() bool {
+	for _, lb := range m.placed {
+		if len(routedAddrs(lb)) > 0 && !m.node.Healthy(lb.UUID) {
 			return false
 		}
 	}
 	return true
 }
 
-// startBGP starts the speaker.
-func (a *Agent) startBGP(ctx context.Context) error {
-	cfg := *a.cfg.BGP
-	cfg.Logger = a.cfg.Logger
-	s, err := bgp.Start(ctx, cfg)
+// startSpeaker starts the speaker.
+func (m *bgpMover) startSpeaker(ctx context.Context) error {
+	s, err := bgp.Start(ctx, m.cfg)
 	if err != nil {
 		return err
 	}
-	a.routes.speaker = s
-	a.cfg.Logger.Info("bgp: speaker started", "asn", cfg.ASN, "router_id", cfg.RouterID, "peers", len(cfg.Peers))
+	m.speaker = s
+	m.logger.Info("bgp: speaker started", "asn", m.cfg.ASN, "router_id", m.cfg.RouterID, "peers", len(m.cfg.Peers))
 	return nil
 }
 
-// tickRoutes advertises what serves here and withdraws what does not.
-func (a *Agent) tickRoutes(ctx context.Context) {
-	r := a.routes
-	if !r.ready {
-		return
+// Tick advertises what serves here and withdraws what does not; it
+// returns the load balancers whose state changed.
+func (m *bgpMover) Tick(ctx context.Context) []string {
+	if !m.ready {
+		return nil
 	}
-	if r.speaker == nil {
-		if !a.placedHealthy() && time.Since(r.since) < speakerWait {
-			return
+	if m.speaker == nil {
+		if !m.placedHealthy() && time.Since(m.since) < speakerWait {
+			return nil
 		}
-		if err := a.startBGP(ctx); err != nil {
-			if err.Error() != r.lastErr {
-				a.cfg.Logger.Error("bgp: speaker not started; retrying", "error", err)
+		if err := m.startSpeaker(ctx); err != nil {
+			if err.Error() != m.lastErr {
+				m.logger.Error("bgp: speaker not started; retrying", "error", err)
 			}
-			r.lastErr = err.Error()
-			return
+			m.lastErr = err.Error()
+			return nil
 		}
 	}
-	var want []bgp.Route
-	local := map[netip.Addr]bool{}
-	states := map[string]model.BGPState{}
-	for _, uuid := range sortedUUIDs(a.latest) {
-		lb := a.latest[uuid]
-		p := lb.Placement
+	m.publishSessions(ctx)
+	want, local, states := m.plan()
+	m.syncLocalRoutes(local)
+	key := fmt.Sprint(want)
+	if key == m.advertised {
+		return m.setStates(states)
+	}
+	if err := m.speaker.Advertise(ctx, want); err != nil {
+		if err.Error() != m.lastErr {
+			m.logger.Error("bgp: routes not updated", "error", err)
+		}
+		m.lastErr = err.Error()
+		return nil
+	}
+	m.lastErr = ""
+	m.logger.Info("bgp: routes advertised", "routes", len(want), "draining", m.draining)
+	m.advertised, m.routes = key, len(want)
+	if m.metrics != nil {
+		m.metrics.BGPRoutes.Reset()
+		for _, rt := range want {
+			m.metrics.BGPRoutes.WithLabelValues(fmt.Sprint(rt.Active)).Inc()
+		}
+	}
+	return m.setStates(states)
+}
+
+// plan is what to advertise (the addresses of the load balancers that
+// serve here, unless the node drains), what to accept locally (every
+// address placed here) and what each load balancer is advertised as.
+func (m *bgpMover) plan() (want []bgp.Route, local map[netip.Addr]bool, states map[string]model.BGPState) {
+	local, states = map[netip.Addr]bool{}, map[string]model.BGPState{}
+	for _, lb := range m.placed {
 		addrs := routedAddrs(lb)
-		if (p.Active != a.cfg.Node && p.Standby != a.cfg.Node) || len(addrs) == 0 {
+		if len(addrs) == 0 {
 			continue
 		}
 		state := model.BGPWithdrawn
-		if !r.draining && a.healthy(uuid) {
+		if !m.draining && m.node.Healthy(lb.UUID) {
 			state = model.BGPAdvertised
-			if p.Active == a.cfg.Node {
+			if lb.Placement.Active == m.self {
 				state = model.BGPPreferred
 			}
 		}
-		states[uuid] = state
+		states[lb.UUID] = state
 		for _, addr := range addrs {
 			local[addr] = true
 			if state != model.BGPWithdrawn {
@@ -142,49 +203,30 @@ func (a *Agent) tickRoutes(ctx context.Context) {
 			}
 		}
 	}
-	a.syncLocalRoutes(local)
-	key := fmt.Sprint(want)
-	if key == r.advertised {
-		a.setBGPStates(ctx, states)
-		return
-	}
-	if err := r.speaker.Advertise(ctx, want); err != nil {
-		if err.Error() != r.lastErr {
-			a.cfg.Logger.Error("bgp: routes not updated", "error", err)
-		}
-		r.lastErr = err.Error()
-		return
-	}
-	r.lastErr = ""
-	a.cfg.Logger.Info("bgp: routes advertised", "routes", len(want), "draining", r.draining)
-	r.advertised = key
-	a.setBGPStates(ctx, states)
-	if a.cfg.Metrics != nil {
-		a.cfg.Metrics.BGPRoutes.Reset()
-		for _, rt := range want {
-			a.cfg.Metrics.BGPRoutes.WithLabelValues(fmt.Sprint(rt.Active)).Inc()
-		}
-	}
+	return want, local, states
 }
 
-// setBGPStates records what is advertised per load balancer and reports
-// the changes in their status.
-func (a *Agent) setBGPStates(ctx context.Context, states map[string]model.BGPState) {
-	old := a.routes.states
-	a.routes.states = states
+// setStates records what is advertised per load balancer and returns the
+// ones that changed.
+func (m *bgpMover) setStates(states map[string]model.BGPState) []string {
+	old := m.states
+	m.states = states
+	var changed []string
 	for uuid, state := range states {
 		if old[uuid] != state {
-			a.rereport(ctx, uuid)
+			changed = append(changed, uuid)
 		}
 	}
+	return changed
 }
 
-// refreshBGPSessions publishes the state of each session (once a second).
-func (a *Agent) refreshBGPSessions(ctx context.Context) {
-	if a.routes == nil || a.routes.speaker == nil || a.cfg.Metrics == nil {
+// publishSessions publishes the state of each session, once a second.
+func (m *bgpMover) publishSessions(ctx context.Context) {
+	if m.metrics == nil || time.Since(m.sessionsAt) < time.Second {
 		return
 	}
-	peers, err := a.routes.speaker.Peers(ctx)
+	m.sessionsAt = time.Now()
+	peers, err := m.speaker.Peers(ctx)
 	if err != nil {
 		return
 	}
@@ -193,7 +235,7 @@ func (a *Agent) refreshBGPSessions(ctx context.Context) {
 		if p.Established {
 			up = 1
 		}
-		a.cfg.Metrics.BGPSessionUp.WithLabelValues(p.Address).Set(up)
+		m.metrics.BGPSessionUp.WithLabelValues(p.Address).Set(up)
 	}
 }
 
@@ -209,52 +251,40 @@ func routedAddrs(lb *model.LoadBalancer) []netip.Addr {
 }
 
 // syncLocalRoutes makes the node accept exactly the addresses in want.
-func (a *Agent) syncLocalRoutes(want map[netip.Addr]bool) {
-	r := a.routes
+func (m *bgpMover) syncLocalRoutes(want map[netip.Addr]bool) {
 	for addr := range want {
-		if r.local[addr] {
+		if m.local[addr] {
 			continue
 		}
-		if err := netnsdo.AddLocalRoute(a.cfg.Netns, addr, bgpRouteProto); err != nil {
-			a.cfg.Logger.Warn("bgp: could not accept an address locally", "address", addr, "error", err)
+		if err := netnsdo.AddLocalRoute(m.netns, addr, bgpRouteProto); err != nil {
+			m.logger.Warn("bgp: could not accept an address locally", "address", addr, "error", err)
 			continue
 		}
-		r.local[addr] = true
+		m.local[addr] = true
 	}
-	for addr := range r.local {
+	for addr := range m.local {
 		if want[addr] {
 			continue
 		}
-		if err := netnsdo.DeleteLocalRoute(a.cfg.Netns, addr, bgpRouteProto); err != nil {
-			a.cfg.Logger.Warn("bgp: could not remove a local route", "address", addr, "error", err)
+		if err := netnsdo.DeleteLocalRoute(m.netns, addr, bgpRouteProto); err != nil {
+			m.logger.Warn("bgp: could not remove a local route", "address", addr, "error", err)
 		}
-		delete(r.local, addr)
+		delete(m.local, addr)
 	}
 }
 
-// stopBGP closes the sessions (the peers withdraw the routes) and removes
-// the local routes.
-func (a *Agent) stopBGP(ctx context.Context) {
-	if a.routes == nil {
+// Close, with stop, closes the sessions (the peers withdraw the routes)
+// and removes the local routes. Without, the sessions end with the
+// process, unannounced: the routers keep the routes for the restart time
+// (graceful restart) while HAProxy keeps serving.
+func (m *bgpMover) Close(ctx context.Context, stop bool) {
+	if !stop {
 		return
 	}
-	if a.routes.speaker != nil {
-		a.routes.speaker.Stop(ctx)
+	if m.speaker != nil {
+		m.speaker.Stop(ctx)
 	}
-	a.flushLocalRoutes()
-}
-
-func (a *Agent) flushLocalRoutes() {
-	if err := netnsdo.FlushLocalRoutes(a.cfg.Netns, bgpRouteProto); err != nil {
-		a.cfg.Logger.Warn("bgp: could not remove the local routes", "error", err)
+	if err := netnsdo.FlushLocalRoutes(m.netns, bgpRouteProto); err != nil {
+		m.logger.Warn("bgp: could not remove the local routes", "error", err)
 	}
-}
-
-func sortedUUIDs(m map[string]*model.LoadBalancer) []string {
-	out := make([]string, 0, len(m))
-	for uuid := range m {
-		out = append(out, uuid)
-	}
-	slices.Sort(out)
-	return out
 }
