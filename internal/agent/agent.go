@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"pier.dev/pier/internal/agent/addrhold"
-	"pier.dev/pier/internal/agent/bgp"
 	"pier.dev/pier/internal/agent/driver"
 	"pier.dev/pier/internal/agent/haproxydriver"
 	"pier.dev/pier/internal/agent/mover"
@@ -58,11 +57,11 @@ type Config struct {
 	// unhealthy or the node drains. Nil: addresses are someone else's
 	// business (pier run on loopback, a cloud, MetalLB).
 	VRRP *VRRPConfig
-	// BGP, when set, advertises the addresses of the load balancers
-	// placed here to routers (package bgp) instead: the active node's
-	// routes preferred, each withdrawn while its HAProxy is unhealthy or
-	// the node drains. Exclusive with VRRP.
-	BGP *bgp.Config
+	// Mover, when set, moves the addresses of the load balancers placed
+	// here (package mover): BGP (package bgp) advertises them to routers,
+	// the active node's routes preferred, each withdrawn while its
+	// HAProxy is unhealthy or the node drains. Exclusive with VRRP.
+	Mover mover.Mover
 	// Heartbeats tells whether a peer node's agent is alive; the API
 	// server arbitrates a split brain through it. Nil: always alive.
 	Heartbeats Heartbeats
@@ -250,8 +249,9 @@ func New(cfg Config) *Agent {
 	}
 	// Room for every result: a job never blocks on a loop that has ended.
 	a.done = make(chan applyResult, a.concurrency)
-	if cfg.BGP != nil && cfg.VRRP != nil {
-		a.err = fmt.Errorf("BGP and VRRP both configured: pick one way to move the addresses")
+	a.mover = cfg.Mover
+	if cfg.Mover != nil && cfg.VRRP != nil {
+		a.err = fmt.Errorf("a mover and VRRP both configured: pick one way to move the addresses")
 		return a
 	}
 	if cfg.VRRP != nil {
@@ -263,9 +263,6 @@ func New(cfg Config) *Agent {
 			return a
 		}
 		a.mover = newVRRPMover(h, cfg.Heartbeats, cfg.Netns, cfg.Logger)
-	}
-	if cfg.BGP != nil {
-		a.mover = newBGPMover(*cfg.BGP, cfg.Node, cfg.Netns, cfg.Metrics, cfg.Logger)
 	}
 	a.writer = newStatusWriter(cfg.Store, cfg.Logger)
 	return a

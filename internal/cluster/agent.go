@@ -16,6 +16,7 @@ import (
 
 	"pier.dev/pier/internal/agent"
 	"pier.dev/pier/internal/agent/bgp"
+	"pier.dev/pier/internal/agent/mover"
 	"pier.dev/pier/internal/api"
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/metrics"
@@ -159,10 +160,14 @@ func RunAgent(ctx context.Context, cfg AgentConfig, logger *slog.Logger) error {
 		return err
 	}
 	m := metrics.New()
+	var mv mover.Mover
+	if cfg.BGP != nil {
+		mv = bgp.NewMover(bgp.MoverConfig{Speaker: *cfg.BGP, Node: cfg.Node, Metrics: m, Logger: logger})
+	}
 	a := agent.New(agent.Config{
 		Node: cfg.Node, StateDir: stateDir, Store: st, Secrets: apiSecrets{client},
 		HAProxyBinary: cfg.HAProxyBinary, HAProxyProcesses: cfg.HAProxyProcesses, HAProxyLanding: cfg.HAProxyLanding, ApplyConcurrency: cfg.ApplyConcurrency, Render: cfg.Render, Metrics: m, Logger: logger,
-		VRRP: cfg.vrrp(), BGP: cfg.BGP, Heartbeats: peers, HandOverOnExit: cfg.OnExit != ExitStay,
+		VRRP: cfg.vrrp(), Mover: mv, Heartbeats: peers, HandOverOnExit: cfg.OnExit != ExitStay,
 		// Handed over, the data plane has no traffic left to keep: HAProxy
 		// stops gracefully, finishing the requests under way (a request
 		// that began before the move is handed back to this node), rather

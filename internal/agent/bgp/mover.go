@@ -1,4 +1,4 @@
-package agent
+package bgp
 
 import (
 	"context"
@@ -7,39 +7,49 @@ import (
 	"net/netip"
 	"time"
 
-	"pier.dev/pier/internal/agent/bgp"
 	"pier.dev/pier/internal/agent/mover"
 	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/netnsdo"
 )
 
-// BGP is the agent's second way to move addresses (package bgp): every
-// node a load balancer is placed on advertises its VIP and FIP while its
-// HAProxy serves there, the active node as preferred. The router sends the
-// traffic; nothing moves on the node. Each node accepts the addresses of
-// the load balancers placed on it all the time (a local route on lo,
-// tagged bgpRouteProto), so that a standby serves the moment the router
-// switches.
+// Mover is the agent's second way to move addresses (mover.Mover), the
+// policy over the Speaker: every node a load balancer is placed on
+// advertises its VIP and FIP while its HAProxy serves there, the active
+// node as preferred. The router sends the traffic; nothing moves on the
+// node. Each node accepts the addresses of the load balancers placed on it
+// all the time (a local route on lo, tagged bgpRouteProto), so that a
+// standby serves the moment the router switches.
 
 // bgpRouteProto tags the local routes of advertised addresses, so that a
 // later agent finds and removes what one before it left.
 const bgpRouteProto = 212
 
-// bgpMover moves the addresses with BGP: the policy over the speaker.
-type bgpMover struct {
-	cfg     bgp.Config
-	self    string // this node's name
-	netns   string
-	metrics *metrics.Metrics
-	logger  *slog.Logger
-	node    mover.Node
+// MoverConfig configures a Mover.
+type MoverConfig struct {
+	Speaker Config
+	// Node is this node's name: it advertises as preferred the load
+	// balancers it is the active node of.
+	Node string
+	// Netns is the network namespace of the data plane, where the local
+	// routes go ("" for the agent's own; the sessions are always the
+	// agent's own).
+	Netns   string
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
+}
+
+// Mover moves the addresses of the load balancers placed here with BGP.
+type Mover struct {
+	cfg    MoverConfig
+	logger *slog.Logger
+	node   mover.Node
 	// ready is set once the agent has seen the store (the first Sync):
 	// until then it does not know what is placed here.
 	ready   bool
 	placed  []*model.LoadBalancer
 	since   time.Time // when the agent started
-	speaker *bgp.Speaker
+	speaker *Speaker
 	// advertised identifies the routes last given to the speaker, and
 	// routes counts them.
 	advertised string
@@ -55,11 +65,17 @@ type bgpMover struct {
 	sessionsAt time.Time
 }
 
-func newBGPMover(cfg bgp.Config, self, netns string, m *metrics.Metrics, logger *slog.Logger) *bgpMover {
-	cfg.Logger = logger
-	return &bgpMover{cfg: cfg, self: self, netns: netns, metrics: m, logger: logger,
-		local: map[netip.Addr]bool{}, states: map[string]model.BGPState{}}
+// NewMover returns a Mover; its speaker starts at the first tick after
+// the agent has seen the store.
+func NewMover(cfg MoverConfig) *Mover {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	cfg.Speaker.Logger = cfg.Logger
+	return &Mover{cfg: cfg, logger: cfg.Logger, local: map[netip.Addr]bool{}, states: map[string]model.BGPState{}}
 }
+
+var _ mover.Mover = (*Mover)(nil)
 
 // Start prepares BGP at agent start. The speaker itself starts at the
 // first tick after the agent has seen the store (ready): a session that
@@ -67,9 +83,9 @@ func newBGPMover(cfg bgp.Config, self, netns string, m *metrics.Metrics, logger 
 // restart with nothing, and they would drop this node's routes while its
 // HAProxy serves. The local routes a previous agent left are adopted, not
 // flushed: the addresses keep being accepted across the restart.
-func (m *bgpMover) Start(_ context.Context, node mover.Node) error {
+func (m *Mover) Start(_ context.Context, node mover.Node) error {
 	m.node, m.since = node, time.Now()
-	addrs, err := netnsdo.LocalRoutes(m.netns, bgpRouteProto)
+	addrs, err := netnsdo.LocalRoutes(m.cfg.Netns, bgpRouteProto)
 	if err != nil {
 		m.logger.Warn("bgp: cannot list the local routes a previous agent left", "error", err)
 	}
@@ -80,26 +96,26 @@ func (m *bgpMover) Start(_ context.Context, node mover.Node) error {
 }
 
 // Sync takes the load balancers placed here.
-func (m *bgpMover) Sync(_ context.Context, placed []*model.LoadBalancer) {
+func (m *Mover) Sync(_ context.Context, placed []*model.LoadBalancer) {
 	m.placed, m.ready = placed, true
 }
 
 // Role is what this node advertises for uuid.
-func (m *bgpMover) Role(uuid string) mover.Role { return mover.Role{BGP: m.states[uuid]} }
+func (m *Mover) Role(uuid string) mover.Role { return mover.Role{BGP: m.states[uuid]} }
 
 // Reported: what the routers hear is this node's word, not its reports.
-func (m *bgpMover) Reported(string, model.NodeStatus) {}
+func (m *Mover) Reported(string, model.NodeStatus) {}
 
 // Ready: a speaker that cannot start or advertise says so in the log and
 // the metrics; the node still serves what the routers send it.
-func (m *bgpMover) Ready() error { return nil }
+func (m *Mover) Ready() error { return nil }
 
 // Holding reports whether this node advertises a route.
-func (m *bgpMover) Holding() bool { return m.routes > 0 }
+func (m *Mover) Holding() bool { return m.routes > 0 }
 
 // Drain withdraws every route at the next tick (or advertises them
 // again): the routers send the traffic to the standby nodes.
-func (m *bgpMover) Drain(_ context.Context, on bool) {
+func (m *Mover) Drain(_ context.Context, on bool) {
 	if m.draining != on {
 		m.draining = on
 		m.logger.Info("drain: this node's routes follow", "withdrawn", on)
@@ -114,7 +130,7 @@ const speakerWait = 10 * time.Second
 // A restarted agent opens its sessions only then: the routers end their
 // graceful restart with what the new speaker advertises first, and a
 // route missing from it would move traffic away and back.
-func (m *bgpMover) placedHealthy() bool {
+func (m *Mover) placedHealthy() bool {
 	for _, lb := range m.placed {
 		if len(routedAddrs(lb)) > 0 && !m.node.Healthy(lb.UUID) {
 			return false
@@ -124,19 +140,19 @@ func (m *bgpMover) placedHealthy() bool {
 }
 
 // startSpeaker starts the speaker.
-func (m *bgpMover) startSpeaker(ctx context.Context) error {
-	s, err := bgp.Start(ctx, m.cfg)
+func (m *Mover) startSpeaker(ctx context.Context) error {
+	s, err := Start(ctx, m.cfg.Speaker)
 	if err != nil {
 		return err
 	}
 	m.speaker = s
-	m.logger.Info("bgp: speaker started", "asn", m.cfg.ASN, "router_id", m.cfg.RouterID, "peers", len(m.cfg.Peers))
+	m.logger.Info("bgp: speaker started", "asn", m.cfg.Speaker.ASN, "router_id", m.cfg.Speaker.RouterID, "peers", len(m.cfg.Speaker.Peers))
 	return nil
 }
 
 // Tick advertises what serves here and withdraws what does not; it
 // returns the load balancers whose state changed.
-func (m *bgpMover) Tick(ctx context.Context) []string {
+func (m *Mover) Tick(ctx context.Context) []string {
 	if !m.ready {
 		return nil
 	}
@@ -169,10 +185,10 @@ func (m *bgpMover) Tick(ctx context.Context) []string {
 	m.lastErr = ""
 	m.logger.Info("bgp: routes advertised", "routes", len(want), "draining", m.draining)
 	m.advertised, m.routes = key, len(want)
-	if m.metrics != nil {
-		m.metrics.BGPRoutes.Reset()
+	if m.cfg.Metrics != nil {
+		m.cfg.Metrics.BGPRoutes.Reset()
 		for _, rt := range want {
-			m.metrics.BGPRoutes.WithLabelValues(fmt.Sprint(rt.Active)).Inc()
+			m.cfg.Metrics.BGPRoutes.WithLabelValues(fmt.Sprint(rt.Active)).Inc()
 		}
 	}
 	return m.setStates(states)
@@ -181,7 +197,7 @@ func (m *bgpMover) Tick(ctx context.Context) []string {
 // plan is what to advertise (the addresses of the load balancers that
 // serve here, unless the node drains), what to accept locally (every
 // address placed here) and what each load balancer is advertised as.
-func (m *bgpMover) plan() (want []bgp.Route, local map[netip.Addr]bool, states map[string]model.BGPState) {
+func (m *Mover) plan() (want []Route, local map[netip.Addr]bool, states map[string]model.BGPState) {
 	local, states = map[netip.Addr]bool{}, map[string]model.BGPState{}
 	for _, lb := range m.placed {
 		addrs := routedAddrs(lb)
@@ -191,7 +207,7 @@ func (m *bgpMover) plan() (want []bgp.Route, local map[netip.Addr]bool, states m
 		state := model.BGPWithdrawn
 		if !m.draining && m.node.Healthy(lb.UUID) {
 			state = model.BGPAdvertised
-			if lb.Placement.Active == m.self {
+			if lb.Placement.Active == m.cfg.Node {
 				state = model.BGPPreferred
 			}
 		}
@@ -199,7 +215,7 @@ func (m *bgpMover) plan() (want []bgp.Route, local map[netip.Addr]bool, states m
 		for _, addr := range addrs {
 			local[addr] = true
 			if state != model.BGPWithdrawn {
-				want = append(want, bgp.Route{Addr: addr, Active: state == model.BGPPreferred})
+				want = append(want, Route{Addr: addr, Active: state == model.BGPPreferred})
 			}
 		}
 	}
@@ -208,7 +224,7 @@ func (m *bgpMover) plan() (want []bgp.Route, local map[netip.Addr]bool, states m
 
 // setStates records what is advertised per load balancer and returns the
 // ones that changed.
-func (m *bgpMover) setStates(states map[string]model.BGPState) []string {
+func (m *Mover) setStates(states map[string]model.BGPState) []string {
 	old := m.states
 	m.states = states
 	var changed []string
@@ -221,8 +237,8 @@ func (m *bgpMover) setStates(states map[string]model.BGPState) []string {
 }
 
 // publishSessions publishes the state of each session, once a second.
-func (m *bgpMover) publishSessions(ctx context.Context) {
-	if m.metrics == nil || time.Since(m.sessionsAt) < time.Second {
+func (m *Mover) publishSessions(ctx context.Context) {
+	if m.cfg.Metrics == nil || time.Since(m.sessionsAt) < time.Second {
 		return
 	}
 	m.sessionsAt = time.Now()
@@ -235,7 +251,7 @@ func (m *bgpMover) publishSessions(ctx context.Context) {
 		if p.Established {
 			up = 1
 		}
-		m.metrics.BGPSessionUp.WithLabelValues(p.Address).Set(up)
+		m.cfg.Metrics.BGPSessionUp.WithLabelValues(p.Address).Set(up)
 	}
 }
 
@@ -251,12 +267,12 @@ func routedAddrs(lb *model.LoadBalancer) []netip.Addr {
 }
 
 // syncLocalRoutes makes the node accept exactly the addresses in want.
-func (m *bgpMover) syncLocalRoutes(want map[netip.Addr]bool) {
+func (m *Mover) syncLocalRoutes(want map[netip.Addr]bool) {
 	for addr := range want {
 		if m.local[addr] {
 			continue
 		}
-		if err := netnsdo.AddLocalRoute(m.netns, addr, bgpRouteProto); err != nil {
+		if err := netnsdo.AddLocalRoute(m.cfg.Netns, addr, bgpRouteProto); err != nil {
 			m.logger.Warn("bgp: could not accept an address locally", "address", addr, "error", err)
 			continue
 		}
@@ -266,7 +282,7 @@ func (m *bgpMover) syncLocalRoutes(want map[netip.Addr]bool) {
 		if want[addr] {
 			continue
 		}
-		if err := netnsdo.DeleteLocalRoute(m.netns, addr, bgpRouteProto); err != nil {
+		if err := netnsdo.DeleteLocalRoute(m.cfg.Netns, addr, bgpRouteProto); err != nil {
 			m.logger.Warn("bgp: could not remove a local route", "address", addr, "error", err)
 		}
 		delete(m.local, addr)
@@ -277,14 +293,14 @@ func (m *bgpMover) syncLocalRoutes(want map[netip.Addr]bool) {
 // and removes the local routes. Without, the sessions end with the
 // process, unannounced: the routers keep the routes for the restart time
 // (graceful restart) while HAProxy keeps serving.
-func (m *bgpMover) Close(ctx context.Context, stop bool) {
+func (m *Mover) Close(ctx context.Context, stop bool) {
 	if !stop {
 		return
 	}
 	if m.speaker != nil {
 		m.speaker.Stop(ctx)
 	}
-	if err := netnsdo.FlushLocalRoutes(m.netns, bgpRouteProto); err != nil {
+	if err := netnsdo.FlushLocalRoutes(m.cfg.Netns, bgpRouteProto); err != nil {
 		m.logger.Warn("bgp: could not remove the local routes", "error", err)
 	}
 }
