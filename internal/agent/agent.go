@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"pier.dev/pier/internal/agent/addrhold"
 	"pier.dev/pier/internal/agent/driver"
 	"pier.dev/pier/internal/agent/haproxydriver"
 	"pier.dev/pier/internal/agent/mover"
@@ -51,20 +50,15 @@ type Config struct {
 	HAProxyLanding render.LandingOptions
 	Render         render.Options
 
-	// VRRP, when set, makes the agent hold the addresses of the load
-	// balancers placed here with keepalived (package vrrp): MASTER where
-	// it is active, BACKUP where standby, FAULT while their HAProxy is
-	// unhealthy or the node drains. Nil: addresses are someone else's
-	// business (pier run on loopback, a cloud, MetalLB).
-	VRRP *VRRPConfig
 	// Mover, when set, moves the addresses of the load balancers placed
-	// here (package mover): BGP (package bgp) advertises them to routers,
-	// the active node's routes preferred, each withdrawn while its
-	// HAProxy is unhealthy or the node drains. Exclusive with VRRP.
+	// here (package mover): VRRP (package addrhold) holds them with
+	// keepalived, MASTER where the data plane is active, BACKUP where
+	// standby, FAULT while it is unhealthy or the node drains; BGP
+	// (package bgp) advertises them to routers, the active node's routes
+	// preferred, each withdrawn while its data plane is unhealthy or the
+	// node drains. Nil: addresses are someone else's business (pier run
+	// on loopback, a cloud, MetalLB).
 	Mover mover.Mover
-	// Heartbeats tells whether a peer node's agent is alive; the API
-	// server arbitrates a split brain through it. Nil: always alive.
-	Heartbeats Heartbeats
 	// Netns is the network namespace of this node's data plane (pier
 	// run --nodes); empty for the agent's own.
 	Netns string
@@ -83,29 +77,6 @@ type Config struct {
 	StopOnExit bool
 	Metrics    *metrics.Metrics
 	Logger     *slog.Logger
-}
-
-// VRRPConfig configures address holding with VRRP.
-type VRRPConfig struct {
-	// Interface carries the adverts and the addresses.
-	Interface string
-	// KeepalivedBinary is keepalived; default "keepalived" from PATH.
-	KeepalivedBinary string
-	// Advert is the advert interval; default vrrp.DefaultAdvert.
-	Advert time.Duration
-}
-
-// Heartbeats tells whether the agent of a node is alive (in Kubernetes
-// mode: its Lease was renewed within its duration), and how current its
-// status reports are.
-type Heartbeats interface {
-	Alive(node string) bool
-	// ReportsWrittenAt is the time (node's own clock) up to which node's
-	// agent had written every status report it made, as its last
-	// heartbeat says (Agent.ReportsWrittenAt); the zero time when unknown.
-	// A heartbeat renewed after an outage does not make the reports
-	// current: they follow through their own writer, often later.
-	ReportsWrittenAt(node string) time.Time
 }
 
 // DefaultApplyConcurrency is how many load balancers are applied at
@@ -250,20 +221,6 @@ func New(cfg Config) *Agent {
 	// Room for every result: a job never blocks on a loop that has ended.
 	a.done = make(chan applyResult, a.concurrency)
 	a.mover = cfg.Mover
-	if cfg.Mover != nil && cfg.VRRP != nil {
-		a.err = fmt.Errorf("a mover and VRRP both configured: pick one way to move the addresses")
-		return a
-	}
-	if cfg.VRRP != nil {
-		h, err := addrhold.New(addrhold.Config{Node: cfg.Node, Interface: cfg.VRRP.Interface,
-			Dir: addrhold.DefaultDir(cfg.StateDir), Netns: cfg.Netns, Advert: cfg.VRRP.Advert,
-			KeepalivedBinary: cfg.VRRP.KeepalivedBinary, Logger: cfg.Logger.With("component", "vrrp")})
-		if err != nil {
-			a.err = fmt.Errorf("vrrp: %w", err)
-			return a
-		}
-		a.mover = newVRRPMover(h, cfg.Heartbeats, cfg.Netns, cfg.Logger)
-	}
 	a.writer = newStatusWriter(cfg.Store, cfg.Logger)
 	return a
 }

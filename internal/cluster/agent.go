@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"pier.dev/pier/internal/agent"
+	"pier.dev/pier/internal/agent/addrhold"
 	"pier.dev/pier/internal/agent/bgp"
 	"pier.dev/pier/internal/agent/mover"
 	"pier.dev/pier/internal/api"
@@ -116,11 +117,21 @@ func (cfg AgentConfig) validate() error {
 	return nil
 }
 
-func (cfg AgentConfig) vrrp() *agent.VRRPConfig {
-	if cfg.VRRPInterface == "" {
-		return nil
+// mover builds what moves this node's addresses: keepalived
+// (--vrrp-interface), a BGP speaker (--bgp-peer), or nothing.
+func (cfg AgentConfig) mover(stateDir string, peers addrhold.Heartbeats, m *metrics.Metrics, logger *slog.Logger) (mover.Mover, error) {
+	switch {
+	case cfg.VRRPInterface != "":
+		mv, err := addrhold.NewMover(addrhold.Config{Node: cfg.Node, Interface: cfg.VRRPInterface, Dir: addrhold.DefaultDir(stateDir),
+			KeepalivedBinary: cfg.KeepalivedBinary, Logger: logger.With("component", "vrrp")}, peers)
+		if err != nil {
+			return nil, fmt.Errorf("vrrp: %w", err)
+		}
+		return mv, nil
+	case cfg.BGP != nil:
+		return bgp.NewMover(bgp.MoverConfig{Speaker: *cfg.BGP, Node: cfg.Node, Metrics: m, Logger: logger}), nil
 	}
-	return &agent.VRRPConfig{Interface: cfg.VRRPInterface, KeepalivedBinary: cfg.KeepalivedBinary}
+	return nil, nil
 }
 
 // RunAgent runs `pier agent` until ctx ends. HAProxy is left running when
@@ -160,14 +171,14 @@ func RunAgent(ctx context.Context, cfg AgentConfig, logger *slog.Logger) error {
 		return err
 	}
 	m := metrics.New()
-	var mv mover.Mover
-	if cfg.BGP != nil {
-		mv = bgp.NewMover(bgp.MoverConfig{Speaker: *cfg.BGP, Node: cfg.Node, Metrics: m, Logger: logger})
+	mv, err := cfg.mover(stateDir, peers, m, logger)
+	if err != nil {
+		return err
 	}
 	a := agent.New(agent.Config{
 		Node: cfg.Node, StateDir: stateDir, Store: st, Secrets: apiSecrets{client},
 		HAProxyBinary: cfg.HAProxyBinary, HAProxyProcesses: cfg.HAProxyProcesses, HAProxyLanding: cfg.HAProxyLanding, ApplyConcurrency: cfg.ApplyConcurrency, Render: cfg.Render, Metrics: m, Logger: logger,
-		VRRP: cfg.vrrp(), Mover: mv, Heartbeats: peers, HandOverOnExit: cfg.OnExit != ExitStay,
+		Mover: mv, HandOverOnExit: cfg.OnExit != ExitStay,
 		// Handed over, the data plane has no traffic left to keep: HAProxy
 		// stops gracefully, finishing the requests under way (a request
 		// that began before the move is handed back to this node), rather

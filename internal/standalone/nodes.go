@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"pier.dev/pier/internal/agent"
+	"pier.dev/pier/internal/agent/addrhold"
 	"pier.dev/pier/internal/lab"
 	"pier.dev/pier/internal/source"
 )
@@ -46,31 +47,35 @@ func (h localHeartbeats) ReportsWrittenAt(node string) time.Time {
 
 func (localHeartbeats) String() string { return "in-process" }
 
-var _ agent.Heartbeats = localHeartbeats{}
+var _ addrhold.Heartbeats = localHeartbeats{}
 
 // buildLab creates the network of `pier run --nodes N`: a namespace per
 // node on a bridge, a client host and a pods host (see package lab), and
 // one agent per node that runs HAProxy and keepalived in its namespace.
 func buildLab(cfg Config, stateDir string, newAgent func(agent.Config) *agent.Agent, logger *slog.Logger) (*lab.Lab, []*node, error) {
-	if err := lab.Available(); err != nil {
+	var nodes []*node
+	fail := func(err error) (*lab.Lab, []*node, error) {
 		return nil, nil, fmt.Errorf("--nodes %d: %w", cfg.Nodes, err)
+	}
+	if err := lab.Available(); err != nil {
+		return fail(err)
 	}
 	l, err := lab.Build(lab.Options{Prefix: cfg.LabPrefix, Nodes: cfg.Nodes, Client: true, Pods: true})
 	if err != nil {
-		return nil, nil, fmt.Errorf("--nodes %d: %w", cfg.Nodes, err)
+		return fail(err)
 	}
-	var nodes []*node
 	peers := localHeartbeats{}
 	for _, h := range l.Nodes {
 		n := &node{source: source.Node{Name: h.Name, Ready: true, Address: h.Addr}}
-		n.agent = newAgent(agent.Config{
-			Node:       h.Name,
-			StateDir:   filepath.Join(stateDir, h.Name), // short: HAProxy socket paths live below
-			Netns:      h.NS,
-			VRRP:       &agent.VRRPConfig{Interface: "eth0", KeepalivedBinary: cfg.KeepalivedBinary},
-			Heartbeats: peers,
-			Logger:     logger.With("component", "agent", "node", h.Name),
-		})
+		nodeDir := filepath.Join(stateDir, h.Name) // short: HAProxy socket paths live below
+		nodeLog := logger.With("component", "agent", "node", h.Name)
+		mv, err := addrhold.NewMover(addrhold.Config{Node: h.Name, Interface: "eth0", Dir: addrhold.DefaultDir(nodeDir), Netns: h.NS,
+			KeepalivedBinary: cfg.KeepalivedBinary, Logger: nodeLog.With("component", "vrrp")}, peers)
+		if err != nil {
+			l.Remove()
+			return fail(fmt.Errorf("vrrp: %w", err))
+		}
+		n.agent = newAgent(agent.Config{Node: h.Name, StateDir: nodeDir, Netns: h.NS, Mover: mv, Logger: nodeLog})
 		peers[h.Name] = n.agent
 		nodes = append(nodes, n)
 	}

@@ -1,4 +1,4 @@
-package agent
+package addrhold
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"pier.dev/pier/internal/agent/addrhold"
 	"pier.dev/pier/internal/agent/mover"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/vrrp"
@@ -35,11 +34,24 @@ const (
 	healConfirm = time.Second
 )
 
-// vrrpMover moves the addresses with VRRP: the address holder
-// (package addrhold) runs keepalived, and this is its policy: the split
-// brain arbitration, the fences and their healing, and planned handovers.
-type vrrpMover struct {
-	h          *addrhold.Holder
+// Heartbeats tells whether the agent of a node is alive (in Kubernetes
+// mode: its Lease was renewed within its duration), and how current its
+// status reports are.
+type Heartbeats interface {
+	Alive(node string) bool
+	// ReportsWrittenAt is the time (node's own clock) up to which node's
+	// agent had written every status report it made, as its last
+	// heartbeat says (agent.Agent.ReportsWrittenAt); the zero time when
+	// unknown. A heartbeat renewed after an outage does not make the
+	// reports current: they follow through their own writer, often later.
+	ReportsWrittenAt(node string) time.Time
+}
+
+// Mover moves the addresses with VRRP (mover.Mover): the Holder runs
+// keepalived, and this is its policy: the split brain arbitration, the
+// fences and their healing, and planned handovers.
+type Mover struct {
+	h          *Holder
 	heartbeats Heartbeats
 	netns      string
 	logger     *slog.Logger
@@ -68,15 +80,27 @@ type vrrpMover struct {
 	lastErr   string
 }
 
-func newVRRPMover(h *addrhold.Holder, heartbeats Heartbeats, netns string, logger *slog.Logger) *vrrpMover {
-	return &vrrpMover{h: h, heartbeats: heartbeats, netns: netns, logger: logger, placed: map[string]*model.LoadBalancer{},
+// NewMover returns a Mover over a new Holder (New). heartbeats tells
+// whether the peers are alive, for the API server's arbitration of a split
+// brain; nil: no arbitration.
+func NewMover(cfg Config, heartbeats Heartbeats) (*Mover, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	h, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Mover{h: h, heartbeats: heartbeats, netns: cfg.Netns, logger: cfg.Logger, placed: map[string]*model.LoadBalancer{},
 		roles: map[string]model.VRRPState{}, masterReportedAt: map[string]time.Time{}, claimSince: map[string]time.Time{},
-		fencedAt: map[string]time.Time{}, healSince: map[string]time.Time{}}
+		fencedAt: map[string]time.Time{}, healSince: map[string]time.Time{}}, nil
 }
+
+var _ mover.Mover = (*Mover)(nil)
 
 // Start listens to the peers' adverts, which tell when a split brain is
 // over.
-func (m *vrrpMover) Start(_ context.Context, node mover.Node) error {
+func (m *Mover) Start(_ context.Context, node mover.Node) error {
 	m.node = node
 	adverts, err := vrrp.ListenAdverts(m.netns)
 	if err != nil {
@@ -89,10 +113,10 @@ func (m *vrrpMover) Start(_ context.Context, node mover.Node) error {
 }
 
 // Role is this node's VRRP role for a load balancer.
-func (m *vrrpMover) Role(uuid string) mover.Role { return mover.Role{VRRP: m.roles[uuid]} }
+func (m *Mover) Role(uuid string) mover.Role { return mover.Role{VRRP: m.roles[uuid]} }
 
 // Reported records when this node's MASTER report was written.
-func (m *vrrpMover) Reported(uuid string, r model.NodeStatus) {
+func (m *Mover) Reported(uuid string, r model.NodeStatus) {
 	if r.VRRP != model.VRRPMaster {
 		delete(m.masterReportedAt, uuid)
 	} else if _, ok := m.masterReportedAt[uuid]; !ok {
@@ -102,7 +126,7 @@ func (m *vrrpMover) Reported(uuid string, r model.NodeStatus) {
 
 // Sync gives the holder the placements of this node when they changed (a
 // load balancer placed, moved or gone, an address changed).
-func (m *vrrpMover) Sync(ctx context.Context, placed []*model.LoadBalancer) {
+func (m *Mover) Sync(ctx context.Context, placed []*model.LoadBalancer) {
 	now := make(map[string]*model.LoadBalancer, len(placed))
 	var key strings.Builder
 	for _, lb := range placed {
@@ -128,7 +152,7 @@ func (m *vrrpMover) Sync(ctx context.Context, placed []*model.LoadBalancer) {
 // Tick runs the holder's periodic work: a pending drain, the split brain
 // arbitration, the gates; it returns the load balancers whose role
 // changed.
-func (m *vrrpMover) Tick(context.Context) []string {
+func (m *Mover) Tick(context.Context) []string {
 	if !m.drainAt.IsZero() && !time.Now().Before(m.drainAt) {
 		m.logger.Info("drain: handing the addresses to the standby nodes")
 		m.h.SetDraining(true)
@@ -166,7 +190,7 @@ func (m *vrrpMover) Tick(context.Context) []string {
 }
 
 // Ready says why keepalived cannot hold the addresses, if it cannot.
-func (m *vrrpMover) Ready() error {
+func (m *Mover) Ready() error {
 	if m.lastErr != "" {
 		return errors.New("vrrp: " + m.lastErr)
 	}
@@ -178,7 +202,7 @@ func (m *vrrpMover) Ready() error {
 // priority 0 and the standby takes over at once. Ending reopens the
 // gates; with nopreempt, the addresses stay where they are until the next
 // failure.
-func (m *vrrpMover) Drain(ctx context.Context, on bool) {
+func (m *Mover) Drain(ctx context.Context, on bool) {
 	if m.draining == on {
 		return
 	}
@@ -198,7 +222,7 @@ func (m *vrrpMover) Drain(ctx context.Context, on bool) {
 
 // Holding reports whether this node holds the addresses of an instance,
 // or a drain has yet to close the gates.
-func (m *vrrpMover) Holding() bool {
+func (m *Mover) Holding() bool {
 	if !m.drainAt.IsZero() {
 		return true
 	}
@@ -213,7 +237,7 @@ func (m *vrrpMover) Holding() bool {
 // Close stops listening to adverts and, with stop, keepalived: it sends
 // priority 0 and releases the addresses, so a peer takes over before
 // HAProxy stops here.
-func (m *vrrpMover) Close(ctx context.Context, stop bool) {
+func (m *Mover) Close(ctx context.Context, stop bool) {
 	if m.adverts != nil {
 		m.adverts.Close()
 	}

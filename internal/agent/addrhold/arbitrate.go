@@ -1,9 +1,8 @@
-package agent
+package addrhold
 
 import (
 	"time"
 
-	"pier.dev/pier/internal/agent/addrhold"
 	"pier.dev/pier/internal/model"
 )
 
@@ -17,7 +16,7 @@ import (
 // last report is stale, not a claim. The fence lifts when the active node
 // no longer claims the addresses, or when its adverts reach this node
 // again (healed): the split brain is over.
-func (m *vrrpMover) arbitrate() {
+func (m *Mover) arbitrate() {
 	hb := m.heartbeats
 	if hb == nil {
 		return
@@ -67,7 +66,7 @@ func (m *vrrpMover) arbitrate() {
 	}
 }
 
-func (m *vrrpMover) unfence(name, why string, attrs ...any) {
+func (m *Mover) unfence(name, why string, attrs ...any) {
 	m.h.Fence(name, false, append([]any{"why", why}, attrs...)...)
 	delete(m.fencedAt, name)
 	delete(m.healSince, name)
@@ -80,7 +79,7 @@ func (m *vrrpMover) unfence(name, why string, attrs ...any) {
 // node's adverts and stays BACKUP, a hot standby again, rather than
 // waiting in FAULT until the active node fails and says so through the
 // API server.
-func (m *vrrpMover) healed(name string, in *addrhold.Instance, now time.Time) bool {
+func (m *Mover) healed(name string, in *Instance, now time.Time) bool {
 	if m.adverts == nil || in.RouterID == 0 {
 		return false
 	}
