@@ -15,40 +15,19 @@ import (
 	"time"
 
 	"pier.dev/pier/internal/agent/driver"
-	"pier.dev/pier/internal/agent/haproxydriver"
 	"pier.dev/pier/internal/agent/mover"
-	"pier.dev/pier/internal/agent/nativedriver"
-	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/store"
 )
 
-// Secrets gives the HAProxy driver the TLS material a Certificate
-// references.
-type Secrets = haproxydriver.Secrets
-
 // Config configures an Agent.
 type Config struct {
 	Node  string
 	Store store.Store
-	// Drivers run the load balancers, one per provider. When empty, the
-	// agent runs the HAProxy driver configured by the fields below.
+	// Drivers run the load balancers, one per provider (package driver:
+	// haproxydriver, nativedriver); pier agent and pier run build them.
 	Drivers []driver.Driver
-
-	StateDir      string // LoadBalancer folders live below <StateDir>/haproxy (package layout)
-	Secrets       Secrets
-	HAProxyBinary string
-	// HAProxyProcesses packs the load balancers into at most this many
-	// HAProxy processes (haproxydriver.Config.Processes); 0 runs one per
-	// load balancer. The command line's default is
-	// DefaultHAProxyProcesses.
-	HAProxyProcesses int
-	// HAProxyLanding sizes the landing process that serves a new load
-	// balancer before its shard reloads (haproxydriver.Config.Landing);
-	// Backends 0 runs none. Only with HAProxyProcesses.
-	HAProxyLanding render.LandingOptions
-	Render         render.Options
 
 	// Mover, when set, moves the addresses of the load balancers placed
 	// here (package mover): VRRP (package addrhold) holds them with
@@ -59,16 +38,13 @@ type Config struct {
 	// node drains. Nil: addresses are someone else's business (pier run
 	// on loopback, a cloud, MetalLB).
 	Mover mover.Mover
-	// Netns is the network namespace of this node's data plane (pier
-	// run --nodes); empty for the agent's own.
-	Netns string
 	// HandOverOnExit hands every address this node holds to its standby
 	// (a planned handover) before Run returns.
 	HandOverOnExit bool
 
 	// ApplyConcurrency bounds the applies and removals that run at once,
 	// each of a different load balancer; 0: DefaultApplyConcurrency, or
-	// PackedApplyConcurrency with HAProxyProcesses.
+	// PackedApplyConcurrency when a driver batches (driver.Batcher).
 	ApplyConcurrency int
 
 	// StopOnExit stops the data plane gracefully when Run returns (pier
@@ -86,29 +62,13 @@ type Config struct {
 // 1.5 s) from holding up the others.
 const DefaultApplyConcurrency = 4
 
-// PackedApplyConcurrency is the default when load balancers are packed
-// into a few HAProxy processes: an apply there is mostly rendering and
-// writing files, and the applies waiting for one process are loaded
-// together with one check and one reload (haproxydriver.commit), so the
-// more wait, the fewer reloads a cold start costs.
+// PackedApplyConcurrency is the default when a driver batches
+// (driver.Batcher: load balancers packed into a few HAProxy processes):
+// an apply there is mostly rendering and writing files, and the applies
+// waiting for one process are loaded together with one check and one
+// reload (haproxydriver.commit), so the more wait, the fewer reloads a
+// cold start costs.
 const PackedApplyConcurrency = 4096
-
-// DefaultHAProxyProcesses is how many HAProxy processes (shards) the
-// command line packs a node's load balancers into unless told otherwise.
-// Four keep a node's memory bounded (3,000 load balancers: about 540 MiB
-// of HAProxy, against about 19 MiB each as processes of their own), let a
-// reload touch a quarter of them, and give a 2-core node's reloads room to
-// run side by side; a crash takes down one shard, not the node.
-const DefaultHAProxyProcesses = 4
-
-// handedOverGrace bounds HAProxy's soft stop when an agent that handed
-// its addresses over exits. Once the standby holds them, a connection
-// still open here gets its client's packets only while the new holder
-// hands them back (addrhold: 0.7 s after it becomes MASTER, within this
-// node's 1 s linger); after that nothing on it can be served, and waiting
-// for HAProxy's hard-stop-after (1 min by default) would only hold up a
-// rollout. The margin covers a slow machine.
-const handedOverGrace = 5 * time.Second
 
 // retryAfter is how long a failed apply waits before it is tried again
 // when nothing changes in between (a Secret not readable yet, a port
@@ -195,51 +155,26 @@ func New(cfg Config) *Agent {
 		probes:     newProbes(),
 	}
 	if len(cfg.Drivers) == 0 {
-		var exitGrace time.Duration
-		if cfg.HandOverOnExit && cfg.StopOnExit {
-			exitGrace = handedOverGrace
-		}
-		d, err := haproxydriver.New(haproxydriver.Config{StateDir: cfg.StateDir, Binary: cfg.HAProxyBinary, Netns: cfg.Netns, Processes: cfg.HAProxyProcesses, ExitGrace: exitGrace,
-			Landing: cfg.HAProxyLanding, Render: cfg.Render, Secrets: cfg.Secrets, Metrics: cfg.Metrics, Logger: cfg.Logger})
-		if err != nil {
-			a.err = fmt.Errorf("haproxy driver: %w", err)
-			return a
-		}
-		cfg.Drivers = []driver.Driver{d, newNativeDriver(cfg)}
+		a.err = errors.New("agent: no drivers: nothing could run a load balancer here")
+		return a
 	}
 	for _, d := range cfg.Drivers {
 		a.drivers[d.Provider()] = d
 	}
 	a.concurrency = cfg.ApplyConcurrency
-	switch {
-	case a.concurrency > 0:
-	case cfg.HAProxyProcesses > 0:
-		a.concurrency = PackedApplyConcurrency
-	default:
+	if a.concurrency <= 0 {
 		a.concurrency = DefaultApplyConcurrency
+		for _, d := range cfg.Drivers {
+			if b, ok := d.(driver.Batcher); ok && b.Batches() {
+				a.concurrency = PackedApplyConcurrency
+			}
+		}
 	}
 	// Room for every result: a job never blocks on a loop that has ended.
 	a.done = make(chan applyResult, a.concurrency)
 	a.mover = cfg.Mover
 	a.writer = newStatusWriter(cfg.Store, cfg.Logger)
 	return a
-}
-
-// newNativeDriver returns the nftables driver of the native provider, or,
-// when this process cannot program nftables (no nft, no root), one that
-// reports every native load balancer in ERROR with the reason: Services
-// fail visibly and Ingresses are unaffected.
-func newNativeDriver(cfg Config) driver.Driver {
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.Default()
-	}
-	d, err := nativedriver.New(nativedriver.Config{StateDir: cfg.StateDir, Netns: cfg.Netns, Logger: logger})
-	if err != nil {
-		logger.Warn("native provider unavailable: Services of type LoadBalancer will not be served here", "error", err)
-		return nativedriver.Unavailable(err)
-	}
-	return d
 }
 
 // Run applies store changes until ctx ends.

@@ -52,7 +52,7 @@ var _ addrhold.Heartbeats = localHeartbeats{}
 // buildLab creates the network of `pier run --nodes N`: a namespace per
 // node on a bridge, a client host and a pods host (see package lab), and
 // one agent per node that runs HAProxy and keepalived in its namespace.
-func buildLab(cfg Config, stateDir string, newAgent func(agent.Config) *agent.Agent, logger *slog.Logger) (*lab.Lab, []*node, error) {
+func buildLab(cfg Config, stateDir string, newAgent func(nodeAgent) (*agent.Agent, error), logger *slog.Logger) (*lab.Lab, []*node, error) {
 	var nodes []*node
 	fail := func(err error) (*lab.Lab, []*node, error) {
 		return nil, nil, fmt.Errorf("--nodes %d: %w", cfg.Nodes, err)
@@ -71,11 +71,15 @@ func buildLab(cfg Config, stateDir string, newAgent func(agent.Config) *agent.Ag
 		nodeLog := logger.With("component", "agent", "node", h.Name)
 		mv, err := addrhold.NewMover(addrhold.Config{Node: h.Name, Interface: "eth0", Dir: addrhold.DefaultDir(nodeDir), Netns: h.NS,
 			KeepalivedBinary: cfg.KeepalivedBinary, Logger: nodeLog.With("component", "vrrp")}, peers)
+		if err == nil {
+			n.agent, err = newAgent(nodeAgent{name: h.Name, stateDir: nodeDir, netns: h.NS, mover: mv, logger: nodeLog})
+		} else {
+			err = fmt.Errorf("vrrp: %w", err)
+		}
 		if err != nil {
 			l.Remove()
-			return fail(fmt.Errorf("vrrp: %w", err))
+			return fail(err)
 		}
-		n.agent = newAgent(agent.Config{Node: h.Name, StateDir: nodeDir, Netns: h.NS, Mover: mv, Logger: nodeLog})
 		peers[h.Name] = n.agent
 		nodes = append(nodes, n)
 	}
