@@ -223,13 +223,18 @@ func (m *Mover) plan() (want []Route, local map[netip.Addr]bool, states map[stri
 }
 
 // setStates records what is advertised per load balancer and returns the
-// ones that changed.
+// ones that changed, those no longer advertised from here included.
 func (m *Mover) setStates(states map[string]model.BGPState) []string {
 	old := m.states
 	m.states = states
 	var changed []string
 	for uuid, state := range states {
 		if old[uuid] != state {
+			changed = append(changed, uuid)
+		}
+	}
+	for uuid := range old {
+		if _, ok := states[uuid]; !ok {
 			changed = append(changed, uuid)
 		}
 	}
