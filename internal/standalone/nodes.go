@@ -10,8 +10,14 @@ import (
 
 	"pier.dev/pier/internal/agent"
 	"pier.dev/pier/internal/agent/addrhold"
+	"pier.dev/pier/internal/agent/driver"
+	"pier.dev/pier/internal/agent/haproxydriver"
+	"pier.dev/pier/internal/agent/mover"
+	"pier.dev/pier/internal/agent/nativedriver"
 	"pier.dev/pier/internal/lab"
+	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/source"
+	"pier.dev/pier/internal/store"
 )
 
 // LabPools are the pools `pier run --nodes` uses unless told otherwise:
@@ -87,6 +93,58 @@ func buildLab(cfg Config, stateDir string, newAgent func(nodeAgent) (*agent.Agen
 		"nodes", hostList(l.Nodes), "client", l.Client.NS+" "+l.Client.Addr.String(), "pods", l.Pods.NS+" "+l.Pods.Addr.String(),
 		"try", "ip netns exec "+l.Client.NS+" curl http://<VIP>:<port>/")
 	return l, nodes, nil
+}
+
+// agentMaker builds the agents of pier run's nodes. They share the store,
+// the Secrets and the data plane options; each has its node, folder,
+// namespace and mover (with --nodes).
+type agentMaker struct {
+	cfg     Config
+	store   store.Store
+	secrets haproxydriver.Secrets
+	metrics *metrics.Metrics
+}
+
+// nodeAgent is what one node's agent has of its own.
+type nodeAgent struct {
+	name, stateDir string
+	netns          string      // "" without --nodes
+	mover          mover.Mover // nil without --nodes: the addresses are loopback
+	logger         *slog.Logger
+}
+
+// make returns the agent of node n, running HAProxy and nftables in its
+// namespace. It stops them when it exits: nothing outlives pier run.
+func (m agentMaker) make(n nodeAgent) (*agent.Agent, error) {
+	hd, err := haproxydriver.New(haproxydriver.Config{StateDir: n.stateDir, Binary: m.cfg.HAProxyBinary, Netns: n.netns,
+		Processes: m.cfg.HAProxyProcesses, Landing: m.cfg.HAProxyLanding, Render: m.cfg.Render, Secrets: m.secrets,
+		Metrics: m.metrics, Logger: n.logger})
+	if err != nil {
+		return nil, fmt.Errorf("haproxy driver: %w", err)
+	}
+	native := nativedriver.NewOrUnavailable(nativedriver.Config{StateDir: n.stateDir, Netns: n.netns, Logger: n.logger})
+	return agent.New(agent.Config{Node: n.name, Store: m.store, Drivers: []driver.Driver{hd, native}, Mover: n.mover,
+		ApplyConcurrency: m.cfg.ApplyConcurrency, StopOnExit: true, Metrics: m.metrics, Logger: n.logger}), nil
+}
+
+// nodes builds pier run's nodes and their agents: the lab's with
+// --nodes, else one on loopback. removeLab takes the lab down.
+func (m agentMaker) nodes(stateDir string, logger *slog.Logger) (nodes *nodeSet, removeLab func(), err error) {
+	nodes = &nodeSet{log: logger}
+	if m.cfg.Nodes >= 2 {
+		l, labNodes, err := buildLab(m.cfg, stateDir, m.make, logger)
+		if err != nil {
+			return nil, nil, err
+		}
+		nodes.nodes = labNodes
+		return nodes, l.Remove, nil
+	}
+	a, err := m.make(nodeAgent{name: m.cfg.Node, stateDir: stateDir, logger: logger.With("component", "agent")})
+	if err != nil {
+		return nil, nil, err
+	}
+	nodes.nodes = []*node{{source: singleNode(m.cfg.Node), agent: a}}
+	return nodes, func() {}, nil
 }
 
 func hostList(hosts []*lab.Host) []string {

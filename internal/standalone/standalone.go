@@ -14,11 +14,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"pier.dev/pier/internal/agent"
-	"pier.dev/pier/internal/agent/driver"
-	"pier.dev/pier/internal/agent/haproxydriver"
-	"pier.dev/pier/internal/agent/mover"
-	"pier.dev/pier/internal/agent/nativedriver"
 	"pier.dev/pier/internal/api"
 	"pier.dev/pier/internal/controller"
 	"pier.dev/pier/internal/haproxy/render"
@@ -30,7 +25,6 @@ import (
 	"pier.dev/pier/internal/source/files"
 	"pier.dev/pier/internal/statedir"
 	"pier.dev/pier/internal/status"
-	"pier.dev/pier/internal/store"
 	"pier.dev/pier/internal/store/bolt"
 	"pier.dev/pier/internal/translate"
 	"pier.dev/pier/internal/web"
@@ -102,24 +96,13 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		Store: st, IPAM: alloc, RouterIDs: routerid.New(ids), Quota: cfg.Quota, Translate: cfg.Translate, Addresses: cfg.Status, Status: v,
 		Metrics: m, Logger: logger, Observe: v.observe,
 	}
-	newAgent := agentMaker{cfg: cfg, store: st, secrets: v, metrics: m}.make
 	// pier run's nodes come with every snapshot, as the Node informer's
 	// do in Kubernetes mode.
-	nodes := &nodeSet{log: logger}
-	if cfg.Nodes >= 2 {
-		l, labNodes, err := buildLab(cfg, stateDir, newAgent, logger)
-		if err != nil {
-			return err
-		}
-		defer l.Remove()
-		nodes.nodes = labNodes
-	} else {
-		a, err := newAgent(nodeAgent{name: cfg.Node, stateDir: stateDir, logger: logger.With("component", "agent")})
-		if err != nil {
-			return err
-		}
-		nodes.nodes = []*node{{source: singleNode(cfg.Node), agent: a}}
+	nodes, removeLab, err := agentMaker{cfg: cfg, store: st, secrets: v, metrics: m}.nodes(stateDir, logger)
+	if err != nil {
+		return err
 	}
+	defer removeLab()
 	offer := func(snap *source.Snapshot, problems []files.Problem) {
 		for _, sp := range problems {
 			logger.Warn("manifest document skipped", "problem", sp.String())
@@ -154,38 +137,6 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	logger.Info("pier run started", "manifests", cfg.Paths, "state_dir", stateDir, "api", "http://"+cfg.APIAddr,
 		"internal_pool", cfg.InternalPool, "public_pool", cfg.PublicPool)
 	return g.Wait()
-}
-
-// agentMaker builds the agents of pier run's nodes. They share the store,
-// the Secrets and the data plane options; each has its node, folder,
-// namespace and mover (with --nodes).
-type agentMaker struct {
-	cfg     Config
-	store   store.Store
-	secrets haproxydriver.Secrets
-	metrics *metrics.Metrics
-}
-
-// nodeAgent is what one node's agent has of its own.
-type nodeAgent struct {
-	name, stateDir string
-	netns          string      // "" without --nodes
-	mover          mover.Mover // nil without --nodes: the addresses are loopback
-	logger         *slog.Logger
-}
-
-// make returns the agent of node n, running HAProxy and nftables in its
-// namespace. It stops them when it exits: nothing outlives pier run.
-func (m agentMaker) make(n nodeAgent) (*agent.Agent, error) {
-	hd, err := haproxydriver.New(haproxydriver.Config{StateDir: n.stateDir, Binary: m.cfg.HAProxyBinary, Netns: n.netns,
-		Processes: m.cfg.HAProxyProcesses, Landing: m.cfg.HAProxyLanding, Render: m.cfg.Render, Secrets: m.secrets,
-		Metrics: m.metrics, Logger: n.logger})
-	if err != nil {
-		return nil, fmt.Errorf("haproxy driver: %w", err)
-	}
-	native := nativedriver.NewOrUnavailable(nativedriver.Config{StateDir: n.stateDir, Netns: n.netns, Logger: n.logger})
-	return agent.New(agent.Config{Node: n.name, Store: m.store, Drivers: []driver.Driver{hd, native}, Mover: n.mover,
-		ApplyConcurrency: m.cfg.ApplyConcurrency, StopOnExit: true, Metrics: m.metrics, Logger: n.logger}), nil
 }
 
 // named runs f as one of Run's goroutines: its error names it, and a

@@ -310,27 +310,7 @@ func (h *Holder) Tick(healthy, servedHere func(uuid string) bool) (map[string]mo
 	if !h.lingerUntil.IsZero() && now.After(h.lingerUntil) {
 		h.endLinger()
 	}
-	gates := make(map[string]bool, len(h.instances))
-	var closing []netip.Addr
-	for name, in := range h.instances {
-		open := !h.draining && !h.fenced[name]
-		if t, ok := h.openAfter[name]; ok {
-			if now.Before(t) {
-				open = false
-			} else {
-				delete(h.openAfter, name)
-			}
-		}
-		for _, uuid := range in.UUIDs {
-			if servedHere(uuid) && !healthy(uuid) {
-				open = false
-			}
-		}
-		gates[name] = open
-		if h.gates[name] && !open && holdsAny(held, in.Addresses) {
-			closing = append(closing, in.Addresses...)
-		}
-	}
+	gates, closing := h.gatesNow(now, held, healthy, servedHere)
 	// The addresses are leaving this node: keep accepting them until the
 	// peer has announced them (linger.go). With HAProxy dead, a client's
 	// SYN is then refused at once and retried, instead of being lost for
@@ -381,6 +361,34 @@ func (h *Holder) Tick(healthy, servedHere func(uuid string) bool) (map[string]mo
 		out[uuid] = h.loneRole(uuid, held)
 	}
 	return out, errors.Join(errs...)
+}
+
+// gatesNow decides each instance's gate: open unless the node drains,
+// the instance is fenced, a new standby instance waits (openAfter), or a
+// load balancer of it that served here is unhealthy. closing holds the
+// addresses this node holds behind a gate that closes now.
+func (h *Holder) gatesNow(now time.Time, held map[netip.Addr]bool, healthy, servedHere func(uuid string) bool) (gates map[string]bool, closing []netip.Addr) {
+	gates = make(map[string]bool, len(h.instances))
+	for name, in := range h.instances {
+		open := !h.draining && !h.fenced[name]
+		if t, ok := h.openAfter[name]; ok {
+			if now.Before(t) {
+				open = false
+			} else {
+				delete(h.openAfter, name)
+			}
+		}
+		for _, uuid := range in.UUIDs {
+			if servedHere(uuid) && !healthy(uuid) {
+				open = false
+			}
+		}
+		gates[name] = open
+		if h.gates[name] && !open && holdsAny(held, in.Addresses) {
+			closing = append(closing, in.Addresses...)
+		}
+	}
+	return gates, closing
 }
 
 func holdsAny(held map[netip.Addr]bool, addrs []netip.Addr) bool {
