@@ -1,9 +1,13 @@
 // Package agent is the node role (the seed's vrouter-agent): it watches the
 // store for LoadBalancers placed on its node, hands each to the driver of
-// its provider (package driver; HAProxy is the first, haproxydriver), and
-// reports what was applied back into the LoadBalancer's status. The core
-// here queues, coalesces and retries changes and knows no data plane. It
-// depends on the model, not on Kubernetes types.
+// its provider (package driver: haproxydriver, nativedriver), gives the
+// mover of the addresses (package mover: VRRP in addrhold, BGP in bgp)
+// the placements and the data plane's health, and reports what was
+// applied, and the mover's role, back into the LoadBalancer's status. The
+// core here queues, coalesces and retries changes; it knows no data plane
+// and no way of moving addresses: pier agent and pier run build the
+// drivers and the mover. It depends on the model, not on Kubernetes
+// types.
 package agent
 
 import (

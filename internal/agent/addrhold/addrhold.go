@@ -1,6 +1,9 @@
-// Package addrhold is the agent's address holder: it decides which node
-// holds the VIP and floating IP of each load balancer placed here, with
-// VRRP (package vrrp runs keepalived).
+// Package addrhold is the agent's VRRP mover (mover.Mover): it decides
+// which node holds the VIP and floating IP of each load balancer placed
+// here, with VRRP (package vrrp runs keepalived). The Holder is the
+// mechanism (this file, lone.go, linger.go, handoff.go); the Mover its
+// policy (mover.go, arbitrate.go): the API server's arbitration of a split
+// brain, the fences and their healing, planned handovers.
 //
 // Load balancers placed on the same ordered pair of nodes (active,
 // standby) share one VRRP instance: its router id is the placement's
