@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"pier.dev/pier/internal/agent"
+	"pier.dev/pier/internal/agent/haproxydriver"
 	"pier.dev/pier/internal/api"
 	"pier.dev/pier/internal/cluster"
 	"pier.dev/pier/internal/controller"
@@ -230,7 +231,7 @@ func (h *haproxyFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&h.slots, "server-slots", 16, "minimum server slots per backend; endpoint changes within the slots need no HAProxy reload")
 	fs.DurationVar(&h.hardStop, "hard-stop-after", time.Minute, "how long an old HAProxy worker may drain connections after a reload")
 	fs.StringVar(&h.user, "haproxy-user", "haproxy", "when pier runs as root, HAProxy's workers (which parse client traffic) run as this user and its group; the master stays root to bind and reload. Debian's haproxy package creates the user. Empty: workers stay root")
-	fs.IntVar(&h.processes, "haproxy-processes", agent.DefaultHAProxyProcesses, "pack the load balancers of this node into at most this many HAProxy processes (shards; a change reloads only its shard, endpoint changes reload nothing); 0 runs one HAProxy process per load balancer, the most isolation at about 19 MiB per load balancer")
+	fs.IntVar(&h.processes, "haproxy-processes", haproxydriver.DefaultProcesses, "pack the load balancers of this node into at most this many HAProxy processes (shards; a change reloads only its shard, endpoint changes reload nothing); 0 runs one HAProxy process per load balancer, the most isolation at about 19 MiB per load balancer")
 	fs.IntVar(&h.landing, "haproxy-landing-backends", DefaultLandingBackends, "with shards, a landing HAProxy process bound on the HTTP port's wildcard address serves a new load balancer within milliseconds, through its runtime API, until its shard's deferred reload loads it (plain HTTP Ingresses without annotations); this many spare backends, one per pool of a landed load balancer. 0: no landing, a new load balancer waits for its shard's reload")
 	fs.IntVar(&h.maxConn, "haproxy-maxconn", 4096, "connections each HAProxy process accepts at once (its global maxconn; with shards, shared by the load balancers of the shard); more wait in the kernel's accept queue. HAProxy raises its file-descriptor limit to match (pier runs it as root)")
 	fs.IntVar(&h.backendMaxConn, "max-connections-per-backend", render.DefaultBackendMaxConn, "requests one backend (a Service port's members) may hold at once, queued ones included; the next gets 503 at once, so a slow or looping backend cannot take every connection of its HAProxy process from the other routes and load balancers there. 0: no bound")

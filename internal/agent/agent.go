@@ -1,9 +1,13 @@
 // Package agent is the node role (the seed's vrouter-agent): it watches the
 // store for LoadBalancers placed on its node, hands each to the driver of
-// its provider (package driver; HAProxy is the first, haproxydriver), and
-// reports what was applied back into the LoadBalancer's status. The core
-// here queues, coalesces and retries changes and knows no data plane. It
-// depends on the model, not on Kubernetes types.
+// its provider (package driver: haproxydriver, nativedriver), gives the
+// mover of the addresses (package mover: VRRP in addrhold, BGP in bgp)
+// the placements and the data plane's health, and reports what was
+// applied, and the mover's role, back into the LoadBalancer's status. The
+// core here queues, coalesces and retries changes; it knows no data plane
+// and no way of moving addresses: pier agent and pier run build the
+// drivers and the mover. It depends on the model, not on Kubernetes
+// types.
 package agent
 
 import (
@@ -14,68 +18,37 @@ import (
 	"sync"
 	"time"
 
-	"pier.dev/pier/internal/agent/addrhold"
-	"pier.dev/pier/internal/agent/bgp"
 	"pier.dev/pier/internal/agent/driver"
-	"pier.dev/pier/internal/agent/haproxydriver"
-	"pier.dev/pier/internal/agent/nativedriver"
-	"pier.dev/pier/internal/haproxy/render"
+	"pier.dev/pier/internal/agent/mover"
 	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/store"
-	"pier.dev/pier/internal/vrrp"
 )
-
-// Secrets gives the HAProxy driver the TLS material a Certificate
-// references.
-type Secrets = haproxydriver.Secrets
 
 // Config configures an Agent.
 type Config struct {
 	Node  string
 	Store store.Store
-	// Drivers run the load balancers, one per provider. When empty, the
-	// agent runs the HAProxy driver configured by the fields below.
+	// Drivers run the load balancers, one per provider (package driver:
+	// haproxydriver, nativedriver); pier agent and pier run build them.
 	Drivers []driver.Driver
 
-	StateDir      string // LoadBalancer folders live below <StateDir>/haproxy (package layout)
-	Secrets       Secrets
-	HAProxyBinary string
-	// HAProxyProcesses packs the load balancers into at most this many
-	// HAProxy processes (haproxydriver.Config.Processes); 0 runs one per
-	// load balancer. The command line's default is
-	// DefaultHAProxyProcesses.
-	HAProxyProcesses int
-	// HAProxyLanding sizes the landing process that serves a new load
-	// balancer before its shard reloads (haproxydriver.Config.Landing);
-	// Backends 0 runs none. Only with HAProxyProcesses.
-	HAProxyLanding render.LandingOptions
-	Render         render.Options
-
-	// VRRP, when set, makes the agent hold the addresses of the load
-	// balancers placed here with keepalived (package vrrp): MASTER where
-	// it is active, BACKUP where standby, FAULT while their HAProxy is
-	// unhealthy or the node drains. Nil: addresses are someone else's
-	// business (pier run on loopback, a cloud, MetalLB).
-	VRRP *VRRPConfig
-	// BGP, when set, advertises the addresses of the load balancers
-	// placed here to routers (package bgp) instead: the active node's
-	// routes preferred, each withdrawn while its HAProxy is unhealthy or
-	// the node drains. Exclusive with VRRP.
-	BGP *bgp.Config
-	// Heartbeats tells whether a peer node's agent is alive; the API
-	// server arbitrates a split brain through it. Nil: always alive.
-	Heartbeats Heartbeats
-	// Netns is the network namespace of this node's data plane (pier
-	// run --nodes); empty for the agent's own.
-	Netns string
+	// Mover, when set, moves the addresses of the load balancers placed
+	// here (package mover): VRRP (package addrhold) holds them with
+	// keepalived, MASTER where the data plane is active, BACKUP where
+	// standby, FAULT while it is unhealthy or the node drains; BGP
+	// (package bgp) advertises them to routers, the active node's routes
+	// preferred, each withdrawn while its data plane is unhealthy or the
+	// node drains. Nil: addresses are someone else's business (pier run
+	// on loopback, a cloud, MetalLB).
+	Mover mover.Mover
 	// HandOverOnExit hands every address this node holds to its standby
 	// (a planned handover) before Run returns.
 	HandOverOnExit bool
 
 	// ApplyConcurrency bounds the applies and removals that run at once,
 	// each of a different load balancer; 0: DefaultApplyConcurrency, or
-	// PackedApplyConcurrency with HAProxyProcesses.
+	// PackedApplyConcurrency when a driver batches (driver.Batcher).
 	ApplyConcurrency int
 
 	// StopOnExit stops the data plane gracefully when Run returns (pier
@@ -86,29 +59,6 @@ type Config struct {
 	Logger     *slog.Logger
 }
 
-// VRRPConfig configures address holding with VRRP.
-type VRRPConfig struct {
-	// Interface carries the adverts and the addresses.
-	Interface string
-	// KeepalivedBinary is keepalived; default "keepalived" from PATH.
-	KeepalivedBinary string
-	// Advert is the advert interval; default vrrp.DefaultAdvert.
-	Advert time.Duration
-}
-
-// Heartbeats tells whether the agent of a node is alive (in Kubernetes
-// mode: its Lease was renewed within its duration), and how current its
-// status reports are.
-type Heartbeats interface {
-	Alive(node string) bool
-	// ReportsWrittenAt is the time (node's own clock) up to which node's
-	// agent had written every status report it made, as its last
-	// heartbeat says (Agent.ReportsWrittenAt); the zero time when unknown.
-	// A heartbeat renewed after an outage does not make the reports
-	// current: they follow through their own writer, often later.
-	ReportsWrittenAt(node string) time.Time
-}
-
 // DefaultApplyConcurrency is how many load balancers are applied at
 // once by default. An apply is mostly `haproxy -c` and a reload, each a
 // process on a core of its own: on a small node more at once would only
@@ -116,29 +66,13 @@ type Heartbeats interface {
 // 1.5 s) from holding up the others.
 const DefaultApplyConcurrency = 4
 
-// PackedApplyConcurrency is the default when load balancers are packed
-// into a few HAProxy processes: an apply there is mostly rendering and
-// writing files, and the applies waiting for one process are loaded
-// together with one check and one reload (haproxydriver.commit), so the
-// more wait, the fewer reloads a cold start costs.
+// PackedApplyConcurrency is the default when a driver batches
+// (driver.Batcher: load balancers packed into a few HAProxy processes):
+// an apply there is mostly rendering and writing files, and the applies
+// waiting for one process are loaded together with one check and one
+// reload (haproxydriver.commit), so the more wait, the fewer reloads a
+// cold start costs.
 const PackedApplyConcurrency = 4096
-
-// DefaultHAProxyProcesses is how many HAProxy processes (shards) the
-// command line packs a node's load balancers into unless told otherwise.
-// Four keep a node's memory bounded (3,000 load balancers: about 540 MiB
-// of HAProxy, against about 19 MiB each as processes of their own), let a
-// reload touch a quarter of them, and give a 2-core node's reloads room to
-// run side by side; a crash takes down one shard, not the node.
-const DefaultHAProxyProcesses = 4
-
-// handedOverGrace bounds HAProxy's soft stop when an agent that handed
-// its addresses over exits. Once the standby holds them, a connection
-// still open here gets its client's packets only while the new holder
-// hands them back (addrhold: 0.7 s after it becomes MASTER, within this
-// node's 1 s linger); after that nothing on it can be served, and waiting
-// for HAProxy's hard-stop-after (1 min by default) would only hold up a
-// rollout. The margin covers a slow machine.
-const handedOverGrace = 5 * time.Second
 
 // retryAfter is how long a failed apply waits before it is tried again
 // when nothing changes in between (a Secret not readable yet, a port
@@ -184,16 +118,17 @@ type Agent struct {
 	statsReads   chan statsRead
 
 	// latest is the newest store view of every LoadBalancer, status
-	// included: the peers' reports arbitrate a split brain.
+	// included: the mover gets those placed here (movers.go).
 	latest map[string]*model.LoadBalancer
-	// vrrp is set when the agent holds addresses (Config.VRRP).
-	vrrp *pairState
-	// routes is the BGP speaker's state (routes.go); nil without BGP.
-	routes *routeState
-	// drainReq carries SetDraining's requests into the loop; drainDue
-	// says that a drain's delay is over.
+	// mover moves the addresses (nil: nobody here does); served holds
+	// the UUIDs whose data plane was healthy here since they were given
+	// to their driver (mover.Node.Served).
+	mover  mover.Mover
+	served map[string]bool
+	// drainReq carries SetDraining's requests into the loop; wake is the
+	// mover's request for a tick (mover.Node.Wake).
 	drainReq chan bool
-	drainDue chan struct{}
+	wake     chan struct{}
 	// recovered is set once the store was listed at start (recover);
 	// probes is what the liveness and readiness probes read (ready.go).
 	recovered bool
@@ -218,69 +153,32 @@ func New(cfg Config) *Agent {
 		latest:     map[string]*model.LoadBalancer{},
 		statsAt:    map[string]time.Time{},
 		statsReads: make(chan statsRead, 1),
+		served:     map[string]bool{},
 		drainReq:   make(chan bool, 1),
-		drainDue:   make(chan struct{}, 1),
+		wake:       make(chan struct{}, 1),
 		probes:     newProbes(),
 	}
 	if len(cfg.Drivers) == 0 {
-		var exitGrace time.Duration
-		if cfg.HandOverOnExit && cfg.StopOnExit {
-			exitGrace = handedOverGrace
-		}
-		d, err := haproxydriver.New(haproxydriver.Config{StateDir: cfg.StateDir, Binary: cfg.HAProxyBinary, Netns: cfg.Netns, Processes: cfg.HAProxyProcesses, ExitGrace: exitGrace,
-			Landing: cfg.HAProxyLanding, Render: cfg.Render, Secrets: cfg.Secrets, Metrics: cfg.Metrics, Logger: cfg.Logger})
-		if err != nil {
-			a.err = fmt.Errorf("haproxy driver: %w", err)
-			return a
-		}
-		cfg.Drivers = []driver.Driver{d, newNativeDriver(cfg)}
+		a.err = errors.New("agent: no drivers: nothing could run a load balancer here")
+		return a
 	}
 	for _, d := range cfg.Drivers {
 		a.drivers[d.Provider()] = d
 	}
 	a.concurrency = cfg.ApplyConcurrency
-	switch {
-	case a.concurrency > 0:
-	case cfg.HAProxyProcesses > 0:
-		a.concurrency = PackedApplyConcurrency
-	default:
+	if a.concurrency <= 0 {
 		a.concurrency = DefaultApplyConcurrency
+		for _, d := range cfg.Drivers {
+			if b, ok := d.(driver.Batcher); ok && b.Batches() {
+				a.concurrency = PackedApplyConcurrency
+			}
+		}
 	}
 	// Room for every result: a job never blocks on a loop that has ended.
 	a.done = make(chan applyResult, a.concurrency)
-	if cfg.VRRP != nil {
-		h, err := addrhold.New(addrhold.Config{Node: cfg.Node, Interface: cfg.VRRP.Interface,
-			Dir: addrhold.DefaultDir(cfg.StateDir), Netns: cfg.Netns, Advert: cfg.VRRP.Advert,
-			KeepalivedBinary: cfg.VRRP.KeepalivedBinary, Logger: cfg.Logger.With("component", "vrrp")})
-		if err != nil {
-			a.err = fmt.Errorf("vrrp: %w", err)
-			return a
-		}
-		a.vrrp = newPairState(h)
-	}
-	if cfg.BGP != nil && cfg.VRRP != nil {
-		a.err = fmt.Errorf("BGP and VRRP both configured: pick one way to move the addresses")
-		return a
-	}
+	a.mover = cfg.Mover
 	a.writer = newStatusWriter(cfg.Store, cfg.Logger)
 	return a
-}
-
-// newNativeDriver returns the nftables driver of the native provider, or,
-// when this process cannot program nftables (no nft, no root), one that
-// reports every native load balancer in ERROR with the reason: Services
-// fail visibly and Ingresses are unaffected.
-func newNativeDriver(cfg Config) driver.Driver {
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.Default()
-	}
-	d, err := nativedriver.New(nativedriver.Config{StateDir: cfg.StateDir, Netns: cfg.Netns, Logger: logger})
-	if err != nil {
-		logger.Warn("native provider unavailable: Services of type LoadBalancer will not be served here", "error", err)
-		return nativedriver.Unavailable(err)
-	}
-	return d
 }
 
 // Run applies store changes until ctx ends.
@@ -301,28 +199,18 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	a.recovered = true
-	if a.cfg.BGP != nil {
-		a.routes = a.newRouteState()
-	}
-	if a.vrrp != nil {
-		adverts, err := vrrp.ListenAdverts(a.cfg.Netns)
-		if err != nil {
-			a.cfg.Logger.Warn("vrrp: cannot hear the peers' adverts; a standby fenced in a split brain stays fenced "+
-				"until the active node fails or leaves, instead of until the nodes hear each other again", "error", err)
-		} else {
-			a.vrrp.adverts = adverts
-			defer adverts.Close()
-		}
-	}
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
-	// The address holder looks at health and roles often: a dead HAProxy
-	// must close its gate within one tick for the failover target.
-	var holderTick <-chan time.Time
-	if a.vrrp != nil || a.routes != nil {
-		t := time.NewTicker(holderInterval)
+	// The mover looks at health and roles often: a dead HAProxy must stop
+	// attracting its traffic within one tick for the failover target.
+	var moverTick <-chan time.Time
+	if a.mover != nil {
+		if err := a.mover.Start(ctx, moverNode{a}); err != nil {
+			return fmt.Errorf("address mover: %w", err)
+		}
+		t := time.NewTicker(mover.TickEvery)
 		defer t.Stop()
-		holderTick = t.C
+		moverTick = t.C
 	}
 	for {
 		a.probes.turnedAt.Store(time.Now().UnixNano())
@@ -348,35 +236,23 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.queueRetries()
 			a.queueDrifted()
 			a.refreshStats(ctx)
-			a.refreshBGPSessions(ctx)
-		case <-holderTick:
-			a.tickAddresses(ctx)
+		case <-moverTick:
+			a.tickMover(ctx)
 			continue
-		case <-a.drainDue:
-			a.tickAddresses(ctx)
+		case <-a.wake:
+			a.tickMover(ctx)
 			continue
 		case w := <-a.writer.written:
-			a.vrrp.reportedRole(w.uuid, w.report.VRRP, w.report.UpdatedAt)
+			if a.mover != nil {
+				a.mover.Reported(w.uuid, w.report)
+			}
 			continue
 		case on := <-a.drainReq:
 			a.setDraining(ctx, on)
 			continue
 		}
 		a.applyPending(ctx)
-		a.syncHolder(ctx)
-		if a.routes != nil {
-			a.routes.ready = true
-		}
-	}
-}
-
-// tickAddresses runs the periodic work of whatever moves the addresses.
-func (a *Agent) tickAddresses(ctx context.Context) {
-	if a.vrrp != nil {
-		a.tickHolder(ctx)
-	}
-	if a.routes != nil {
-		a.tickRoutes(ctx)
+		a.syncMover(ctx)
 	}
 }
 

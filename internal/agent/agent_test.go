@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"pier.dev/pier/internal/agent/driver"
+	"pier.dev/pier/internal/agent/haproxydriver"
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/model"
@@ -42,8 +44,13 @@ func startAgent(t *testing.T) (store.Store, string) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a := New(Config{Node: "n1", StateDir: dir, Store: st, Secrets: noSecrets{}, Render: render.Options{HardStopAfter: 2 * time.Second},
-		StopOnExit: true, Metrics: metrics.New(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	logger, m := slog.New(slog.NewTextHandler(io.Discard, nil)), metrics.New()
+	d, err := haproxydriver.New(haproxydriver.Config{StateDir: dir, Secrets: noSecrets{}, Render: render.Options{HardStopAfter: 2 * time.Second},
+		Metrics: m, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := New(Config{Node: "n1", Store: st, Drivers: []driver.Driver{d}, StopOnExit: true, Metrics: m, Logger: logger})
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
 	t.Cleanup(func() {

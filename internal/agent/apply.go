@@ -176,7 +176,7 @@ func (a *Agent) forget(uuid string) {
 	delete(a.lastReport, uuid)
 	a.writer.forget(uuid)
 	delete(a.statsAt, uuid)
-	a.vrrp.forget(uuid)
+	delete(a.served, uuid)
 }
 
 // recover lets each driver stop what a previous agent left for load
@@ -200,22 +200,11 @@ func (a *Agent) recover(ctx context.Context) error {
 
 func (a *Agent) shutdown() {
 	a.waitApplies()
-	if a.cfg.StopOnExit {
-		// The routes go first, as the addresses below. Without
-		// StopOnExit the sessions end with the process, unannounced:
-		// the routers keep the routes for the restart time (graceful
-		// restart) while HAProxy keeps serving.
+	if a.mover != nil {
+		// The addresses go first (with StopOnExit): the other nodes take
+		// over before the data plane stops here.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		a.stopBGP(ctx)
-		cancel()
-	}
-	if a.vrrp != nil && a.cfg.StopOnExit {
-		// keepalived first: it sends priority 0 and releases the
-		// addresses, so a peer takes over before HAProxy stops here.
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := a.vrrp.h.Stop(ctx); err != nil {
-			a.cfg.Logger.Warn("vrrp: stop keepalived", "error", err)
-		}
+		a.mover.Close(ctx, a.cfg.StopOnExit)
 		cancel()
 	}
 	for _, d := range a.drivers {

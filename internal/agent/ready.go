@@ -94,8 +94,8 @@ func (a *Agent) checkReady() error {
 	if len(unhealthy) > 0 {
 		return fmt.Errorf("%d load balancers placed here do not serve: %s", len(unhealthy), sample(unhealthy))
 	}
-	if a.vrrp != nil && a.vrrp.lastErr != "" {
-		return fmt.Errorf("vrrp: %s", a.vrrp.lastErr)
+	if a.mover != nil {
+		return a.mover.Ready()
 	}
 	return nil
 }

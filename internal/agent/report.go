@@ -13,7 +13,8 @@ import (
 // itself applied, and a report equal to the last one is not written again.
 // The write itself happens in the background (statusWriter).
 func (a *Agent) report(_ context.Context, lb *model.LoadBalancer, state model.State, configHash, message string) {
-	r := model.NodeStatus{Node: a.cfg.Node, State: state, ConfigHash: configHash, Message: message, VRRP: a.roleOf(lb.UUID), BGP: a.bgpStateOf(lb.UUID)}
+	role := a.roleOf(lb.UUID)
+	r := model.NodeStatus{Node: a.cfg.Node, State: state, ConfigHash: configHash, Message: message, VRRP: role.VRRP, BGP: role.BGP}
 	if state == model.StateActive {
 		r.SpecHash = lb.SpecHash()
 	} else if cur := a.applied[lb.UUID]; cur != nil {
@@ -31,7 +32,8 @@ func (a *Agent) report(_ context.Context, lb *model.LoadBalancer, state model.St
 	a.reported[lb.UUID] = r
 }
 
-// rereport writes uuid's last report again with its current VRRP role.
+// rereport writes uuid's last report again with its current role (the
+// mover's) and stats.
 func (a *Agent) rereport(ctx context.Context, uuid string) {
 	last, ok := a.lastReport[uuid]
 	if !ok {

@@ -15,7 +15,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"pier.dev/pier/internal/agent"
+	"pier.dev/pier/internal/agent/addrhold"
 	"pier.dev/pier/internal/agent/bgp"
+	"pier.dev/pier/internal/agent/driver"
+	"pier.dev/pier/internal/agent/haproxydriver"
+	"pier.dev/pier/internal/agent/mover"
+	"pier.dev/pier/internal/agent/nativedriver"
 	"pier.dev/pier/internal/api"
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/metrics"
@@ -39,7 +44,7 @@ type AgentConfig struct {
 	// many HAProxy processes; 0 runs one per load balancer.
 	HAProxyProcesses int
 	// HAProxyLanding sizes the landing process
-	// (agent.Config.HAProxyLanding).
+	// (haproxydriver.Config.Landing).
 	HAProxyLanding render.LandingOptions
 	// ApplyConcurrency bounds the load balancers applied at once
 	// (agent.Config.ApplyConcurrency).
@@ -117,11 +122,45 @@ func (cfg AgentConfig) validate() error {
 	return nil
 }
 
-func (cfg AgentConfig) vrrp() *agent.VRRPConfig {
-	if cfg.VRRPInterface == "" {
-		return nil
+// handedOverGrace bounds HAProxy's soft stop when an agent that handed
+// its addresses over exits. Once the standby holds them, a connection
+// still open here gets its client's packets only while the new holder
+// hands them back (addrhold: 0.7 s after it becomes MASTER, within this
+// node's 1 s linger); after that nothing on it can be served, and waiting
+// for HAProxy's hard-stop-after (1 min by default) would only hold up a
+// rollout. The margin covers a slow machine.
+const handedOverGrace = 5 * time.Second
+
+// drivers builds this node's data planes: HAProxy for Ingresses and
+// Gateways, nftables for Services of type LoadBalancer.
+func (cfg AgentConfig) drivers(stateDir string, secrets haproxydriver.Secrets, m *metrics.Metrics, logger *slog.Logger) ([]driver.Driver, error) {
+	var exitGrace time.Duration
+	if cfg.OnExit != ExitStay {
+		exitGrace = handedOverGrace
 	}
-	return &agent.VRRPConfig{Interface: cfg.VRRPInterface, KeepalivedBinary: cfg.KeepalivedBinary}
+	hd, err := haproxydriver.New(haproxydriver.Config{StateDir: stateDir, Binary: cfg.HAProxyBinary, Processes: cfg.HAProxyProcesses,
+		ExitGrace: exitGrace, Landing: cfg.HAProxyLanding, Render: cfg.Render, Secrets: secrets, Metrics: m, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("haproxy driver: %w", err)
+	}
+	return []driver.Driver{hd, nativedriver.NewOrUnavailable(nativedriver.Config{StateDir: stateDir, Logger: logger})}, nil
+}
+
+// mover builds what moves this node's addresses: keepalived
+// (--vrrp-interface), a BGP speaker (--bgp-peer), or nothing.
+func (cfg AgentConfig) mover(stateDir string, peers addrhold.Heartbeats, m *metrics.Metrics, logger *slog.Logger) (mover.Mover, error) {
+	switch {
+	case cfg.VRRPInterface != "":
+		mv, err := addrhold.NewMover(addrhold.Config{Node: cfg.Node, Interface: cfg.VRRPInterface, Dir: addrhold.DefaultDir(stateDir),
+			KeepalivedBinary: cfg.KeepalivedBinary, Logger: logger.With("component", "vrrp")}, peers)
+		if err != nil {
+			return nil, fmt.Errorf("vrrp: %w", err)
+		}
+		return mv, nil
+	case cfg.BGP != nil:
+		return bgp.NewMover(bgp.MoverConfig{Speaker: *cfg.BGP, Node: cfg.Node, Metrics: m, Logger: logger}), nil
+	}
+	return nil, nil
 }
 
 // RunAgent runs `pier agent` until ctx ends. HAProxy is left running when
@@ -165,10 +204,17 @@ func RunAgent(ctx context.Context, cfg AgentConfig, logger *slog.Logger) error {
 		return err
 	}
 	m := metrics.New()
+	drivers, err := cfg.drivers(stateDir, apiSecrets{client}, m, logger)
+	if err != nil {
+		return err
+	}
+	mv, err := cfg.mover(stateDir, peers, m, logger)
+	if err != nil {
+		return err
+	}
 	a := agent.New(agent.Config{
-		Node: cfg.Node, StateDir: stateDir, Store: st, Secrets: apiSecrets{client},
-		HAProxyBinary: cfg.HAProxyBinary, HAProxyProcesses: cfg.HAProxyProcesses, HAProxyLanding: cfg.HAProxyLanding, ApplyConcurrency: cfg.ApplyConcurrency, Render: cfg.Render, Metrics: m, Logger: logger,
-		VRRP: cfg.vrrp(), BGP: cfg.BGP, Heartbeats: peers, HandOverOnExit: cfg.OnExit != ExitStay,
+		Node: cfg.Node, Store: st, Drivers: drivers, ApplyConcurrency: cfg.ApplyConcurrency, Metrics: m, Logger: logger,
+		Mover: mv, HandOverOnExit: cfg.OnExit != ExitStay,
 		// Handed over, the data plane has no traffic left to keep: HAProxy
 		// stops gracefully, finishing the requests under way (a request
 		// that began before the move is handed back to this node), rather

@@ -36,6 +36,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"pier.dev/pier/internal/netnsdo"
 )
 
 // DefaultSubnet is the segment of a lab built with a zero Options.Subnet.
@@ -371,29 +373,14 @@ func (l *Lab) namespaces() []string {
 
 // Command returns name with args to run inside the host's namespace.
 func (h *Host) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
-	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", h.NS, name}, args...)...)
+	return netnsdo.Command(ctx, h.NS, name, args...)
 }
 
 // Has reports whether addr is on the host's eth0, with any prefix length:
 // its own address as well as one added by VRRP.
 func (h *Host) Has(addr netip.Addr) bool {
-	out, err := exec.Command("ip", "-n", h.NS, "-o", "addr", "show", "dev", "eth0").Output()
-	if err != nil {
-		return false
-	}
-	// A line reads "2: eth0    inet 10.99.0.11/24 brd … scope global eth0".
-	for line := range strings.SplitSeq(string(out), "\n") {
-		fields := strings.Fields(line)
-		for i := 0; i+1 < len(fields); i++ {
-			if fields[i] != "inet" && fields[i] != "inet6" {
-				continue
-			}
-			if p, err := netip.ParsePrefix(fields[i+1]); err == nil && p.Addr() == addr {
-				return true
-			}
-		}
-	}
-	return false
+	held, err := netnsdo.Addresses(h.NS, "eth0")
+	return err == nil && held[addr]
 }
 
 // SetLink takes the host's switch port down or up: the host is cut off

@@ -1,8 +1,16 @@
-// Package netnsdo runs a function inside a named network namespace
-// (/run/netns/NAME, as `ip netns add` makes them) without a process: the
-// calling goroutine's OS thread enters it and comes back. Sockets opened
-// inside stay in that namespace: the agent reads a node's addresses and
-// tests dial from a client host this way.
+// Package netnsdo is pier's one way into a named network namespace
+// (/run/netns/NAME, as `ip netns add` makes them):
+//
+//   - Do runs a function inside one without a process: the calling
+//     goroutine's OS thread enters it and comes back. Sockets opened
+//     inside stay in that namespace: the agent reads a node's addresses
+//     and tests dial from a client host this way.
+//   - The address, local route and neighbour functions (netlink.go) read
+//     and change a namespace over netlink, inside Do, without forking
+//     ip(8).
+//   - Command runs a program inside one (HAProxy, nft, a test's curl).
+//
+// CheckName is the rule every namespace name passes first.
 package netnsdo
 
 import (
@@ -17,6 +25,16 @@ import (
 
 var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
 
+// CheckName validates a network namespace name; "" (none: the caller's
+// own) is valid. A name is what ip netns takes, short, with nothing a
+// command line or a path could read as more than a name.
+func CheckName(name string) error {
+	if name == "" || namePattern.MatchString(name) {
+		return nil
+	}
+	return fmt.Errorf("network namespace %q: want %s", name, namePattern)
+}
+
 // Do runs f on an OS thread moved into network namespace name, and
 // moves the thread back afterwards. The thread stays locked while it is
 // in the other namespace, so no other goroutine ever runs there.
@@ -24,8 +42,8 @@ func Do(name string, f func() error) error {
 	if name == "" {
 		return f()
 	}
-	if !namePattern.MatchString(name) {
-		return fmt.Errorf("network namespace %q: want %s", name, namePattern)
+	if err := CheckName(name); err != nil {
+		return err
 	}
 	target, err := os.Open(filepath.Join("/run/netns", name))
 	if err != nil {

@@ -9,8 +9,15 @@ import (
 	"time"
 
 	"pier.dev/pier/internal/agent"
+	"pier.dev/pier/internal/agent/addrhold"
+	"pier.dev/pier/internal/agent/driver"
+	"pier.dev/pier/internal/agent/haproxydriver"
+	"pier.dev/pier/internal/agent/mover"
+	"pier.dev/pier/internal/agent/nativedriver"
 	"pier.dev/pier/internal/lab"
+	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/source"
+	"pier.dev/pier/internal/store"
 )
 
 // LabPools are the pools `pier run --nodes` uses unless told otherwise:
@@ -46,31 +53,39 @@ func (h localHeartbeats) ReportsWrittenAt(node string) time.Time {
 
 func (localHeartbeats) String() string { return "in-process" }
 
-var _ agent.Heartbeats = localHeartbeats{}
+var _ addrhold.Heartbeats = localHeartbeats{}
 
 // buildLab creates the network of `pier run --nodes N`: a namespace per
 // node on a bridge, a client host and a pods host (see package lab), and
 // one agent per node that runs HAProxy and keepalived in its namespace.
-func buildLab(cfg Config, stateDir string, newAgent func(agent.Config) *agent.Agent, logger *slog.Logger) (*lab.Lab, []*node, error) {
-	if err := lab.Available(); err != nil {
+func buildLab(cfg Config, stateDir string, newAgent func(nodeAgent) (*agent.Agent, error), logger *slog.Logger) (*lab.Lab, []*node, error) {
+	var nodes []*node
+	fail := func(err error) (*lab.Lab, []*node, error) {
 		return nil, nil, fmt.Errorf("--nodes %d: %w", cfg.Nodes, err)
+	}
+	if err := lab.Available(); err != nil {
+		return fail(err)
 	}
 	l, err := lab.Build(lab.Options{Prefix: cfg.LabPrefix, Nodes: cfg.Nodes, Client: true, Pods: true})
 	if err != nil {
-		return nil, nil, fmt.Errorf("--nodes %d: %w", cfg.Nodes, err)
+		return fail(err)
 	}
-	var nodes []*node
 	peers := localHeartbeats{}
 	for _, h := range l.Nodes {
 		n := &node{source: source.Node{Name: h.Name, Ready: true, Address: h.Addr}}
-		n.agent = newAgent(agent.Config{
-			Node:       h.Name,
-			StateDir:   nodeStateDir(stateDir, h.Name),
-			Netns:      h.NS,
-			VRRP:       &agent.VRRPConfig{Interface: "eth0", KeepalivedBinary: cfg.KeepalivedBinary},
-			Heartbeats: peers,
-			Logger:     logger.With("component", "agent", "node", h.Name),
-		})
+		nodeDir := nodeStateDir(stateDir, h.Name)
+		nodeLog := logger.With("component", "agent", "node", h.Name)
+		mv, err := addrhold.NewMover(addrhold.Config{Node: h.Name, Interface: "eth0", Dir: addrhold.DefaultDir(nodeDir), Netns: h.NS,
+			KeepalivedBinary: cfg.KeepalivedBinary, Logger: nodeLog.With("component", "vrrp")}, peers)
+		if err == nil {
+			n.agent, err = newAgent(nodeAgent{name: h.Name, stateDir: nodeDir, netns: h.NS, mover: mv, logger: nodeLog})
+		} else {
+			err = fmt.Errorf("vrrp: %w", err)
+		}
+		if err != nil {
+			l.Remove()
+			return fail(err)
+		}
 		peers[h.Name] = n.agent
 		nodes = append(nodes, n)
 	}
@@ -83,6 +98,58 @@ func buildLab(cfg Config, stateDir string, newAgent func(agent.Config) *agent.Ag
 // nodeStateDir is the state folder of node's agent with --nodes: short,
 // as HAProxy socket paths live below it.
 func nodeStateDir(stateDir, node string) string { return filepath.Join(stateDir, node) }
+
+// agentMaker builds the agents of pier run's nodes. They share the store,
+// the Secrets and the data plane options; each has its node, folder,
+// namespace and mover (with --nodes).
+type agentMaker struct {
+	cfg     Config
+	store   store.Store
+	secrets haproxydriver.Secrets
+	metrics *metrics.Metrics
+}
+
+// nodeAgent is what one node's agent has of its own.
+type nodeAgent struct {
+	name, stateDir string
+	netns          string      // "" without --nodes
+	mover          mover.Mover // nil without --nodes: the addresses are loopback
+	logger         *slog.Logger
+}
+
+// make returns the agent of node n, running HAProxy and nftables in its
+// namespace. It stops them when it exits: nothing outlives pier run.
+func (m agentMaker) make(n nodeAgent) (*agent.Agent, error) {
+	hd, err := haproxydriver.New(haproxydriver.Config{StateDir: n.stateDir, Binary: m.cfg.HAProxyBinary, Netns: n.netns,
+		Processes: m.cfg.HAProxyProcesses, Landing: m.cfg.HAProxyLanding, Render: m.cfg.Render, Secrets: m.secrets,
+		Metrics: m.metrics, Logger: n.logger})
+	if err != nil {
+		return nil, fmt.Errorf("haproxy driver: %w", err)
+	}
+	native := nativedriver.NewOrUnavailable(nativedriver.Config{StateDir: n.stateDir, Netns: n.netns, Logger: n.logger})
+	return agent.New(agent.Config{Node: n.name, Store: m.store, Drivers: []driver.Driver{hd, native}, Mover: n.mover,
+		ApplyConcurrency: m.cfg.ApplyConcurrency, StopOnExit: true, Metrics: m.metrics, Logger: n.logger}), nil
+}
+
+// nodes builds pier run's nodes and their agents: the lab's with
+// --nodes, else one on loopback. removeLab takes the lab down.
+func (m agentMaker) nodes(stateDir string, logger *slog.Logger) (nodes *nodeSet, removeLab func(), err error) {
+	nodes = &nodeSet{log: logger}
+	if m.cfg.Nodes >= 2 {
+		l, labNodes, err := buildLab(m.cfg, stateDir, m.make, logger)
+		if err != nil {
+			return nil, nil, err
+		}
+		nodes.nodes = labNodes
+		return nodes, l.Remove, nil
+	}
+	a, err := m.make(nodeAgent{name: m.cfg.Node, stateDir: stateDir, logger: logger.With("component", "agent")})
+	if err != nil {
+		return nil, nil, err
+	}
+	nodes.nodes = []*node{{source: singleNode(m.cfg.Node), agent: a}}
+	return nodes, func() {}, nil
+}
 
 func hostList(hosts []*lab.Host) []string {
 	var out []string

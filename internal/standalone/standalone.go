@@ -14,7 +14,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"pier.dev/pier/internal/agent"
 	"pier.dev/pier/internal/api"
 	"pier.dev/pier/internal/controller"
 	"pier.dev/pier/internal/haproxy/render"
@@ -53,7 +52,7 @@ type Config struct {
 	// many HAProxy processes; 0 runs one per load balancer.
 	HAProxyProcesses int
 	// HAProxyLanding sizes each node's landing process
-	// (agent.Config.HAProxyLanding).
+	// (haproxydriver.Config.Landing).
 	HAProxyLanding render.LandingOptions
 	// ApplyConcurrency bounds the load balancers each agent applies at
 	// once (agent.Config.ApplyConcurrency).
@@ -100,28 +99,13 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		Store: st, IPAM: alloc, RouterIDs: routerid.New(ids), Quota: cfg.Quota, Translate: cfg.Translate, Addresses: cfg.Status, Status: v,
 		Metrics: m, Logger: logger, Observe: v.observe,
 	}
-	// Every agent shares the store, the Secrets and the data plane
-	// options; each has its node, folder and (with --nodes) namespace.
-	newAgent := func(ac agent.Config) *agent.Agent {
-		ac.Store, ac.Secrets, ac.HAProxyBinary, ac.Render = st, v, cfg.HAProxyBinary, cfg.Render
-		ac.HAProxyProcesses, ac.HAProxyLanding, ac.ApplyConcurrency = cfg.HAProxyProcesses, cfg.HAProxyLanding, cfg.ApplyConcurrency
-		ac.StopOnExit, ac.Metrics = true, m
-		return agent.New(ac)
-	}
 	// pier run's nodes come with every snapshot, as the Node informer's
 	// do in Kubernetes mode.
-	nodes := &nodeSet{log: logger}
-	if cfg.Nodes >= 2 {
-		l, labNodes, err := buildLab(cfg, stateDir, newAgent, logger)
-		if err != nil {
-			return err
-		}
-		defer l.Remove()
-		nodes.nodes = labNodes
-	} else {
-		nodes.nodes = []*node{{source: singleNode(cfg.Node),
-			agent: newAgent(agent.Config{Node: cfg.Node, StateDir: stateDir, Logger: logger.With("component", "agent")})}}
+	nodes, removeLab, err := agentMaker{cfg: cfg, store: st, secrets: v, metrics: m}.nodes(stateDir, logger)
+	if err != nil {
+		return err
 	}
+	defer removeLab()
 	dirs := []string{stateDir}
 	if cfg.Nodes >= 2 {
 		dirs = dirs[:0]

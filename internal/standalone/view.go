@@ -30,7 +30,7 @@ func newView(logger *slog.Logger) *view {
 	return &view{logger: logger, secrets: &source.Snapshot{}, published: status.Published{}}
 }
 
-// TLSPair implements agent.Secrets from the last snapshot.
+// TLSPair implements haproxydriver.Secrets from the last snapshot.
 func (v *view) TLSPair(namespace, name string) (certPEM, keyPEM []byte, err error) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
@@ -41,7 +41,7 @@ func (v *view) TLSPair(namespace, name string) (certPEM, keyPEM []byte, err erro
 	return s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey], nil
 }
 
-// Data implements agent.Secrets from the last snapshot.
+// Data implements haproxydriver.Secrets from the last snapshot.
 func (v *view) Data(namespace, name string) (map[string][]byte, error) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"pier.dev/pier/internal/fsutil"
+	"pier.dev/pier/internal/netnsdo"
 )
 
 // Keepalived runs one keepalived for a node. It is safe for concurrent use.
@@ -328,14 +328,8 @@ func isKeepalived(pid int) bool {
 func releaseAddresses(cfg Config, netns string, logger *slog.Logger) {
 	for _, in := range cfg.Instances {
 		for _, a := range in.Addresses {
-			p := netip.PrefixFrom(a, a.BitLen()).String()
-			args := []string{"addr", "del", p, "dev", in.Interface}
-			if netns != "" {
-				args = append([]string{"-n", netns}, args...)
-			}
-			out, err := exec.Command("ip", args...).CombinedOutput()
-			if err != nil && !strings.Contains(string(out), "Cannot assign") && !strings.Contains(string(out), "Address not found") {
-				logger.Warn("release address", "address", p, "interface", in.Interface, "error", strings.TrimSpace(string(out)))
+			if err := netnsdo.DeleteAddress(netns, in.Interface, a); err != nil {
+				logger.Warn("release address", "address", a, "interface", in.Interface, "error", err)
 			}
 		}
 	}

@@ -1,6 +1,9 @@
-// Package addrhold is the agent's address holder: it decides which node
-// holds the VIP and floating IP of each load balancer placed here, with
-// VRRP (package vrrp runs keepalived).
+// Package addrhold is the agent's VRRP mover (mover.Mover): it decides
+// which node holds the VIP and floating IP of each load balancer placed
+// here, with VRRP (package vrrp runs keepalived). The Holder is the
+// mechanism (this file, lone.go, linger.go, handoff.go); the Mover its
+// policy (mover.go, arbitrate.go): the API server's arbitration of a split
+// brain, the fences and their healing, planned handovers.
 //
 // Load balancers placed on the same ordered pair of nodes (active,
 // standby) share one VRRP instance: its router id is the placement's
@@ -35,6 +38,7 @@ import (
 	"time"
 
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/netnsdo"
 	"pier.dev/pier/internal/vrrp"
 )
 
@@ -258,7 +262,7 @@ func (h *Holder) PrepareDrain() {
 	if !h.lingerUntil.IsZero() {
 		return
 	}
-	held, err := vrrp.Held(h.cfg.Netns, h.cfg.Interface)
+	held, err := netnsdo.Addresses(h.cfg.Netns, h.cfg.Interface)
 	if err != nil {
 		return
 	}
@@ -301,7 +305,7 @@ func (h *Holder) Tick(healthy, servedHere func(uuid string) bool) (map[string]mo
 	if !h.synced {
 		return nil, nil
 	}
-	held, err := vrrp.Held(h.cfg.Netns, h.cfg.Interface)
+	held, err := netnsdo.Addresses(h.cfg.Netns, h.cfg.Interface)
 	if err != nil {
 		return nil, err
 	}
@@ -309,27 +313,7 @@ func (h *Holder) Tick(healthy, servedHere func(uuid string) bool) (map[string]mo
 	if !h.lingerUntil.IsZero() && now.After(h.lingerUntil) {
 		h.endLinger()
 	}
-	gates := make(map[string]bool, len(h.instances))
-	var closing []netip.Addr
-	for name, in := range h.instances {
-		open := !h.draining && !h.fenced[name]
-		if t, ok := h.openAfter[name]; ok {
-			if now.Before(t) {
-				open = false
-			} else {
-				delete(h.openAfter, name)
-			}
-		}
-		for _, uuid := range in.UUIDs {
-			if servedHere(uuid) && !healthy(uuid) {
-				open = false
-			}
-		}
-		gates[name] = open
-		if h.gates[name] && !open && holdsAny(held, in.Addresses) {
-			closing = append(closing, in.Addresses...)
-		}
-	}
+	gates, closing := h.gatesNow(now, held, healthy, servedHere)
 	// The addresses are leaving this node: keep accepting them until the
 	// peer has announced them (linger.go). With HAProxy dead, a client's
 	// SYN is then refused at once and retried, instead of being lost for
@@ -380,6 +364,34 @@ func (h *Holder) Tick(healthy, servedHere func(uuid string) bool) (map[string]mo
 		out[uuid] = h.loneRole(uuid, held)
 	}
 	return out, errors.Join(errs...)
+}
+
+// gatesNow decides each instance's gate: open unless the node drains,
+// the instance is fenced, a new standby instance waits (openAfter), or a
+// load balancer of it that served here is unhealthy. closing holds the
+// addresses this node holds behind a gate that closes now.
+func (h *Holder) gatesNow(now time.Time, held map[netip.Addr]bool, healthy, servedHere func(uuid string) bool) (gates map[string]bool, closing []netip.Addr) {
+	gates = make(map[string]bool, len(h.instances))
+	for name, in := range h.instances {
+		open := !h.draining && !h.fenced[name]
+		if t, ok := h.openAfter[name]; ok {
+			if now.Before(t) {
+				open = false
+			} else {
+				delete(h.openAfter, name)
+			}
+		}
+		for _, uuid := range in.UUIDs {
+			if servedHere(uuid) && !healthy(uuid) {
+				open = false
+			}
+		}
+		gates[name] = open
+		if h.gates[name] && !open && holdsAny(held, in.Addresses) {
+			closing = append(closing, in.Addresses...)
+		}
+	}
+	return gates, closing
 }
 
 func holdsAny(held map[netip.Addr]bool, addrs []netip.Addr) bool {

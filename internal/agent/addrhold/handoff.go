@@ -1,16 +1,15 @@
 package addrhold
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
-	"net/netip"
 	"os/exec"
 	"regexp"
 	"strings"
 	"time"
 
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/netnsdo"
 )
 
 // A move splits the connections that straddle it. A client's connection
@@ -92,9 +91,9 @@ func (h *Holder) tickHandoff(now time.Time) {
 // peer's MAC address, which the node knows once keepalived's unicast
 // adverts have gone to the peer; until then it tries again every second.
 func (h *Holder) installHandoff(name string, in *Instance, key string, now time.Time) {
-	mac, err := h.peerMAC(in.PeerAddress)
+	mac, err := netnsdo.Neighbour(h.cfg.Netns, h.cfg.Interface, in.PeerAddress)
 	if err == nil {
-		err = h.run("nft", []string{"-f", "-"}, handoffScript(h.cfg.Interface, name, mac, in))
+		err = h.nft(handoffScript(h.cfg.Interface, name, mac, in), "-f", "-")
 	}
 	if err != nil {
 		if h.handoff[name].retryAt.IsZero() {
@@ -107,34 +106,14 @@ func (h *Holder) installHandoff(name string, in *Instance, key string, now time.
 	h.handoff[name] = handoffState{key: key}
 }
 
-// peerMAC reads the peer's MAC address from the neighbour table.
-func (h *Holder) peerMAC(peer netip.Addr) (net.HardwareAddr, error) {
-	out, err := h.output("ip", "-j", "neigh", "show", "to", peer.String(), "dev", h.cfg.Interface)
-	if err != nil {
-		return nil, fmt.Errorf("neighbour %s: %w", peer, err)
-	}
-	var entries []struct {
-		LLAddr string `json:"lladdr"`
-	}
-	if err := json.Unmarshal([]byte(out), &entries); err != nil {
-		return nil, fmt.Errorf("neighbour %s: %w", peer, err)
-	}
-	for _, e := range entries {
-		if mac, err := net.ParseMAC(e.LLAddr); err == nil && len(mac) == 6 {
-			return mac, nil
-		}
-	}
-	return nil, fmt.Errorf("no MAC address known for the peer %s yet", peer)
-}
-
 func (h *Holder) dropHandoff(name string) {
-	if out, err := h.output("nft", "list", "table", "netdev", handoffPrefix+name); err == nil {
+	if out, err := h.nftOutput("list", "table", "netdev", handoffPrefix+name); err == nil {
 		if m := handedBack.FindStringSubmatch(out); m != nil && m[1] != "0" {
 			h.cfg.Logger.Info("handed the packets of connections that straddled the move back to the peer",
 				"instance", name, "packets", m[1])
 		}
 	}
-	if err := h.run("nft", []string{"delete", "table", "netdev", handoffPrefix + name}, ""); err != nil {
+	if err := h.nft("", "delete", "table", "netdev", handoffPrefix+name); err != nil {
 		h.cfg.Logger.Warn("remove handoff table", "instance", name, "error", err)
 	}
 	delete(h.handoff, name)
@@ -146,14 +125,14 @@ func (h *Holder) endHandoffs() {
 	if _, err := exec.LookPath("nft"); err != nil {
 		return
 	}
-	out, err := h.output("nft", "list", "tables", "netdev")
+	out, err := h.nftOutput("list", "tables", "netdev")
 	if err != nil {
 		return
 	}
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
 		if len(f) == 3 && f[0] == "table" && strings.HasPrefix(f[2], handoffPrefix) {
-			_ = h.run("nft", []string{"delete", "table", "netdev", f[2]}, "")
+			_ = h.nft("", "delete", "table", "netdev", f[2])
 		}
 	}
 }
@@ -207,15 +186,4 @@ func handoffScript(iface, name string, peerMAC net.HardwareAddr, in *Instance) s
 	fmt.Fprintf(&b, "add rule %s in ip daddr %s ether saddr != %s %s != @mine counter fwd ip to %s device %q\n",
 		table, addrs, peerMAC, conn, in.PeerAddress, iface)
 	return b.String()
-}
-
-// output runs a command in the holder's network namespace and returns
-// its standard output.
-func (h *Holder) output(name string, args ...string) (string, error) {
-	if h.cfg.Netns != "" {
-		args = append([]string{"netns", "exec", h.cfg.Netns, name}, args...)
-		name = "ip"
-	}
-	out, err := exec.Command(name, args...).Output()
-	return string(out), err
 }

@@ -1,11 +1,14 @@
 package addrhold
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"os/exec"
 	"strings"
 	"time"
+
+	"pier.dev/pier/internal/netnsdo"
 )
 
 // A move has a gap: the node whose gate closes drops the addresses at once
@@ -23,7 +26,7 @@ const lingerFor = time.Second
 
 // lingerProto tags the local routes of a linger, so that a later agent
 // finds and removes what one that crashed mid-linger left.
-const lingerProto = "211"
+const lingerProto = 211
 
 // lingerTable is the nftables table of the ARP filter (family arp).
 const lingerTable = "pier_linger"
@@ -31,10 +34,11 @@ const lingerTable = "pier_linger"
 // linger starts accepting addrs without announcing them. It returns false
 // when it could not (no nft): the handover then simply has its gap.
 func (h *Holder) linger(addrs []netip.Addr) bool {
-	var v4 []string
+	var v4 []netip.Addr
+	var words []string
 	for _, a := range addrs {
 		if a.Is4() {
-			v4 = append(v4, a.String())
+			v4, words = append(v4, a), append(words, a.String())
 		}
 	}
 	if len(v4) == 0 {
@@ -45,13 +49,13 @@ func (h *Holder) linger(addrs []netip.Addr) bool {
 		return false
 	}
 	script := fmt.Sprintf("table arp %s {\n  chain out {\n    type filter hook output priority 0; policy accept;\n"+
-		"    arp operation reply arp saddr ip { %s } drop\n  }\n}\n", lingerTable, strings.Join(v4, ", "))
-	if err := h.run("nft", []string{"-f", "-"}, script); err != nil {
+		"    arp operation reply arp saddr ip { %s } drop\n  }\n}\n", lingerTable, strings.Join(words, ", "))
+	if err := h.nft(script, "-f", "-"); err != nil {
 		h.cfg.Logger.Warn("drain: could not stop answering ARP for the addresses; handing over with a gap", "error", err)
 		return false
 	}
 	for _, a := range v4 {
-		if err := h.run("ip", []string{"route", "replace", "local", a + "/32", "dev", "lo", "table", "local", "proto", lingerProto}, ""); err != nil {
+		if err := netnsdo.AddLocalRoute(h.cfg.Netns, a, lingerProto); err != nil {
 			h.cfg.Logger.Warn("drain: could not keep accepting an address", "address", a, "error", err)
 		}
 	}
@@ -62,27 +66,31 @@ func (h *Holder) linger(addrs []netip.Addr) bool {
 // endLinger removes what linger added (and what a crashed agent's linger
 // left): the tagged local routes and the ARP filter.
 func (h *Holder) endLinger() {
-	_ = h.run("ip", []string{"route", "flush", "table", "local", "proto", lingerProto}, "")
+	_ = netnsdo.FlushLocalRoutes(h.cfg.Netns, lingerProto)
 	if _, err := exec.LookPath("nft"); err == nil {
-		_ = h.run("nft", []string{"delete", "table", "arp", lingerTable}, "")
+		_ = h.nft("", "delete", "table", "arp", lingerTable)
 	}
 	h.lingerUntil = time.Time{}
 }
 
-// run runs a command in the holder's network namespace.
-func (h *Holder) run(name string, args []string, stdin string) error {
-	if h.cfg.Netns != "" {
-		args = append([]string{"netns", "exec", h.cfg.Netns, name}, args...)
-		name = "ip"
-	}
-	cmd := exec.Command(name, args...)
+// nft runs nft with args in the holder's network namespace, stdin (a
+// script) on its standard input when not empty.
+func (h *Holder) nft(stdin string, args ...string) error {
+	cmd := netnsdo.Command(context.Background(), h.cfg.Netns, "nft", args...)
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
 	}
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("nft %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
 	return nil
+}
+
+// nftOutput runs nft with args in the holder's network namespace and
+// returns its standard output.
+func (h *Holder) nftOutput(args ...string) (string, error) {
+	out, err := netnsdo.Command(context.Background(), h.cfg.Netns, "nft", args...).Output()
+	return string(out), err
 }
 
 func (h *Holder) warnOnce(key, msg string) {

@@ -3,10 +3,10 @@ package addrhold
 import (
 	"errors"
 	"net/netip"
-	"strconv"
 	"time"
 
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/netnsdo"
 	"pier.dev/pier/internal/vrrp"
 )
 
@@ -41,7 +41,7 @@ func (h *Holder) setLone(lone map[string][]netip.Addr) {
 			h.released[a] = time.Now().Add(releaseWait)
 			continue
 		}
-		if err := h.ip("addr", "del", prefixOf(a), "dev", h.cfg.Interface); err != nil {
+		if err := netnsdo.DeleteAddress(h.cfg.Netns, h.cfg.Interface, a); err != nil {
 			h.cfg.Logger.Warn("release address", "address", a, "error", err)
 		}
 	}
@@ -59,7 +59,7 @@ func (h *Holder) tickLone(held map[netip.Addr]bool, now time.Time) error {
 				}
 				continue
 			}
-			if err := h.ip("addr", "add", prefixOf(a), "dev", h.cfg.Interface); err != nil {
+			if err := netnsdo.AddAddress(h.cfg.Netns, h.cfg.Interface, a); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -78,7 +78,7 @@ func (h *Holder) tickLone(held map[netip.Addr]bool, now time.Time) error {
 		case now.After(until):
 			delete(h.released, a)
 			if held[a] {
-				if err := h.ip("addr", "del", prefixOf(a), "dev", h.cfg.Interface); err != nil {
+				if err := netnsdo.DeleteAddress(h.cfg.Netns, h.cfg.Interface, a); err != nil {
 					errs = append(errs, err)
 				}
 			}
@@ -107,11 +107,4 @@ func (h *Holder) instanceOfAddr(a netip.Addr) string {
 		}
 	}
 	return ""
-}
-
-// ip runs an ip(8) command in the holder's network namespace.
-func (h *Holder) ip(args ...string) error { return h.run("ip", args, "") }
-
-func prefixOf(a netip.Addr) string {
-	return a.String() + "/" + strconv.Itoa(a.BitLen())
 }

@@ -2,10 +2,11 @@
 // load balancer on a node. The core (package agent) watches the store,
 // queues, coalesces and retries changes and reports status; it knows no
 // data plane. A Driver brings one provider's load balancers to their spec
-// on this node: HAProxy for the haproxy provider today
-// (internal/agent/haproxydriver); the VRRP address holder (keepalived),
-// nftables for the native provider and BGP are meant to be further
-// drivers. drivertest is the contract every driver passes.
+// on this node: HAProxy for the haproxy provider
+// (internal/agent/haproxydriver), nftables for the native provider
+// (internal/agent/nativedriver). drivertest is the contract every driver
+// passes. What moves the addresses to the node that serves them (VRRP,
+// BGP) is the other seam, package mover.
 package driver
 
 import (
@@ -75,6 +76,15 @@ var ErrRejected = errors.New("the data plane rejected the configuration")
 // balancer's addresses: it must not block.
 type HealthChecker interface {
 	Healthy(uuid string) bool
+}
+
+// Batcher is implemented by a driver that may load the applies waiting
+// for it together (HAProxy packed into a few processes: one check and one
+// reload for all of them). When Batches says it does, the more applies
+// wait the fewer reloads, and the agent runs PackedApplyConcurrency of
+// them at once by default instead of DefaultApplyConcurrency.
+type Batcher interface {
+	Batches() bool
 }
 
 // Drainer is implemented by a driver that can prepare a planned handover:

@@ -35,6 +35,7 @@ import (
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/netnsdo"
 )
 
 // Secrets gives the driver the TLS material a Certificate references and
@@ -71,6 +72,18 @@ type Config struct {
 	Metrics   *metrics.Metrics
 	Logger    *slog.Logger
 }
+
+// DefaultProcesses is how many HAProxy processes (shards) the command
+// line packs a node's load balancers into unless told otherwise. Four
+// keep a node's memory bounded (3,000 load balancers: about 540 MiB of
+// HAProxy, against about 19 MiB each as processes of their own), let a
+// reload touch a quarter of them, and give a 2-core node's reloads room
+// to run side by side; a crash takes down one shard, not the node.
+const DefaultProcesses = 4
+
+// Batches reports whether load balancers are packed into shards, whose
+// waiting applies load together (driver.Batcher).
+func (d *Driver) Batches() bool { return d.cfg.Processes > 0 }
 
 // stopFor is how a process of this driver stops: softly, or at the exit
 // of an agent that handed its addresses over within ExitGrace.
@@ -134,7 +147,7 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.Processes < 0 {
 		return nil, fmt.Errorf("haproxy processes %d: must be 0 (one per load balancer) or more", cfg.Processes)
 	}
-	if err := process.CheckNetns(cfg.Netns); err != nil {
+	if err := netnsdo.CheckName(cfg.Netns); err != nil {
 		return nil, err
 	}
 	l, err := layout.New(cfg.StateDir)

@@ -40,6 +40,7 @@ import (
 
 	"pier.dev/pier/internal/agent/driver"
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/netnsdo"
 	"pier.dev/pier/internal/nft"
 )
 
@@ -317,11 +318,7 @@ func oneLine(b []byte) string {
 
 // nftCmd is nft with args, in the node's namespace when there is one.
 func nftCmd(ctx context.Context, cfg Config, args ...string) *exec.Cmd {
-	args = append([]string{cfg.Binary}, args...)
-	if cfg.Netns != "" {
-		args = append([]string{"ip", "netns", "exec", cfg.Netns}, args...)
-	}
-	return exec.CommandContext(ctx, args[0], args[1:]...)
+	return netnsdo.Command(ctx, cfg.Netns, cfg.Binary, args...)
 }
 
 // tableExists reports whether pier's table is in the kernel.

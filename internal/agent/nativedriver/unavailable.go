@@ -3,10 +3,27 @@ package nativedriver
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"pier.dev/pier/internal/agent/driver"
 	"pier.dev/pier/internal/model"
 )
+
+// NewOrUnavailable returns the driver, or, when this process cannot
+// program nftables (no nft, no root), one that reports every native load
+// balancer in ERROR with the reason: Services fail visibly and Ingresses
+// are unaffected.
+func NewOrUnavailable(cfg Config) driver.Driver {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	d, err := New(cfg)
+	if err != nil {
+		cfg.Logger.Warn("native provider unavailable: Services of type LoadBalancer will not be served here", "error", err)
+		return Unavailable(err)
+	}
+	return d
+}
 
 // unavailable stands in for the driver when nftables cannot be used (no
 // nft, no root): every native load balancer is reported in ERROR with

@@ -36,6 +36,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"pier.dev/pier/internal/netnsdo"
 )
 
 // Config describes one instance.
@@ -62,7 +64,7 @@ type Config struct {
 	ReloadTimeout time.Duration
 	// Netns, when set, names the network namespace (ip netns) the master
 	// and its workers run in; `haproxy -c` runs in the caller's. It must
-	// match CheckNetns.
+	// pass netnsdo.CheckName.
 	Netns string
 }
 
@@ -180,7 +182,7 @@ func (i *Instance) Start(ctx context.Context) error {
 	if i.cfg.Dir == "" {
 		return errors.New("haproxy instance: no Dir")
 	}
-	if err := CheckNetns(i.cfg.Netns); err != nil {
+	if err := netnsdo.CheckName(i.cfg.Netns); err != nil {
 		return fmt.Errorf("haproxy instance: %w", err)
 	}
 	// The kernel limit for a Unix socket path is 108 bytes with the NUL.

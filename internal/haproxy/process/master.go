@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"pier.dev/pier/internal/netnsdo"
 )
 
 const (
@@ -91,11 +92,8 @@ func (i *Instance) launch(ctx context.Context) (*master, error) {
 	defer out.Close()
 	// A stale pid file would name a dead master to a later adoption.
 	_ = os.Remove(i.pidFile())
-	cmd := exec.Command(i.cfg.Binary, "-W", "-S", i.masterSock()+",mode,600",
+	cmd := netnsdo.Command(context.Background(), i.cfg.Netns, i.cfg.Binary, "-W", "-S", i.masterSock()+",mode,600",
 		"-p", i.pidFile(), "-f", i.confLink())
-	if i.cfg.Netns != "" {
-		cmd = inNetns(i.cfg.Netns, cmd)
-	}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Env = minimalEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
