@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -82,8 +83,12 @@ type Config struct {
 	// run). The node agent leaves it serving, so that restarting the
 	// agent drops nothing; the next agent adopts what runs.
 	StopOnExit bool
-	Metrics    *metrics.Metrics
-	Logger     *slog.Logger
+	// AccessLog receives the access-log lines of the HTTP requests this
+	// node's HAProxy serves (haproxydriver.Config.AccessLog); nil: none
+	// are sent, and no per-request metric is counted.
+	AccessLog io.Writer
+	Metrics   *metrics.Metrics
+	Logger    *slog.Logger
 }
 
 // VRRPConfig configures address holding with VRRP.
@@ -228,7 +233,7 @@ func New(cfg Config) *Agent {
 			exitGrace = handedOverGrace
 		}
 		d, err := haproxydriver.New(haproxydriver.Config{StateDir: cfg.StateDir, Binary: cfg.HAProxyBinary, Netns: cfg.Netns, Processes: cfg.HAProxyProcesses, ExitGrace: exitGrace,
-			Landing: cfg.HAProxyLanding, Render: cfg.Render, Secrets: cfg.Secrets, Metrics: cfg.Metrics, Logger: cfg.Logger})
+			Landing: cfg.HAProxyLanding, Render: cfg.Render, Secrets: cfg.Secrets, AccessLog: cfg.AccessLog, Metrics: cfg.Metrics, Logger: cfg.Logger})
 		if err != nil {
 			a.err = fmt.Errorf("haproxy driver: %w", err)
 			return a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -45,6 +46,8 @@ type AgentConfig struct {
 	ApplyConcurrency int
 	APIAddr          string
 	Render           render.Options
+	// AccessLog receives the access-log lines (agent.Config.AccessLog).
+	AccessLog io.Writer
 
 	// LeaseNamespace holds the agents' heartbeat Leases (the
 	// controller's --lease-namespace). The Lease is renewed every
@@ -161,7 +164,7 @@ func RunAgent(ctx context.Context, cfg AgentConfig, logger *slog.Logger) error {
 	m := metrics.New()
 	a := agent.New(agent.Config{
 		Node: cfg.Node, StateDir: stateDir, Store: st, Secrets: apiSecrets{client},
-		HAProxyBinary: cfg.HAProxyBinary, HAProxyProcesses: cfg.HAProxyProcesses, HAProxyLanding: cfg.HAProxyLanding, ApplyConcurrency: cfg.ApplyConcurrency, Render: cfg.Render, Metrics: m, Logger: logger,
+		HAProxyBinary: cfg.HAProxyBinary, HAProxyProcesses: cfg.HAProxyProcesses, HAProxyLanding: cfg.HAProxyLanding, ApplyConcurrency: cfg.ApplyConcurrency, Render: cfg.Render, AccessLog: cfg.AccessLog, Metrics: m, Logger: logger,
 		VRRP: cfg.vrrp(), BGP: cfg.BGP, Heartbeats: peers, HandOverOnExit: cfg.OnExit != ExitStay,
 		// Handed over, the data plane has no traffic left to keep: HAProxy
 		// stops gracefully, finishing the requests under way (a request

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"time"
@@ -64,6 +65,9 @@ type Config struct {
 	Translate        translate.Options
 	Render           render.Options
 	Status           status.Addresses
+	// AccessLog receives every node's access-log lines
+	// (agent.Config.AccessLog).
+	AccessLog io.Writer
 }
 
 // Run runs pier until ctx ends, then stops HAProxy gracefully.
@@ -102,7 +106,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	newAgent := func(ac agent.Config) *agent.Agent {
 		ac.Store, ac.Secrets, ac.HAProxyBinary, ac.Render = st, v, cfg.HAProxyBinary, cfg.Render
 		ac.HAProxyProcesses, ac.HAProxyLanding, ac.ApplyConcurrency = cfg.HAProxyProcesses, cfg.HAProxyLanding, cfg.ApplyConcurrency
-		ac.StopOnExit, ac.Metrics = true, m
+		ac.StopOnExit, ac.Metrics, ac.AccessLog = true, m, cfg.AccessLog
 		return agent.New(ac)
 	}
 	// pier run's nodes come with every snapshot, as the Node informer's

@@ -25,11 +25,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
 	"pier.dev/pier/internal/agent/driver"
+	"pier.dev/pier/internal/haproxy/accesslog"
 	"pier.dev/pier/internal/haproxy/layout"
 	"pier.dev/pier/internal/haproxy/process"
 	"pier.dev/pier/internal/haproxy/render"
@@ -68,6 +71,10 @@ type Config struct {
 	// handed its addresses over before it exits sets it, since nothing
 	// still connected here can be served any more (StopWithin).
 	ExitGrace time.Duration
+	// AccessLog, when set, receives the access-log lines of every HTTP
+	// request (package accesslog; Render.AccessLog says which); nil: no
+	// line is sent and no per-request metric counted.
+	AccessLog io.Writer
 	Metrics   *metrics.Metrics
 	Logger    *slog.Logger
 }
@@ -116,6 +123,9 @@ type Driver struct {
 	draining bool
 	// landing is the landing process, nil when there is none.
 	landing *landing
+	// accessLog reads the access-log lines; nil when Config.AccessLog is.
+	accessLog      *accesslog.Log
+	accessLogStart sync.Once
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -141,9 +151,34 @@ func New(cfg Config) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
+	var log *accesslog.Log
+	cfg.Render.AccessLog.Socket = ""
+	if cfg.AccessLog != nil {
+		log = accesslog.New(accesslog.Config{Socket: l.AccessLog(), Output: cfg.AccessLog, Options: cfg.Render.AccessLog,
+			Metrics: cfg.Metrics, Logger: cfg.Logger.With("component", "access-log")})
+		cfg.Render.AccessLog = log.Options()
+	}
 	return &Driver{cfg: cfg, layout: l, lbs: map[string]*instance{}, shards: map[string]*shard{},
 		lanes: map[string]*lane{}, waiting: map[string][]*change{}, stopping: map[string]chan struct{}{},
-		handover: map[string]layout.LB{}, landing: newLanding(cfg, l)}, nil
+		handover: map[string]layout.LB{}, landing: newLanding(cfg, l), accessLog: log}, nil
+}
+
+// startAccessLog binds the access-log socket once. A failure leaves
+// the lines dropped by HAProxy and is logged: traffic is served all the
+// same.
+func (d *Driver) startAccessLog() {
+	if d.accessLog == nil {
+		return
+	}
+	d.accessLogStart.Do(func() {
+		if err := os.MkdirAll(d.layout.Root(), 0o755); err != nil {
+			d.cfg.Logger.Error("no access logs", "error", err)
+			return
+		}
+		if err := d.accessLog.Start(); err != nil {
+			d.cfg.Logger.Error("no access logs", "error", err)
+		}
+	})
 }
 
 // Provider is model.ProviderHAProxy.
@@ -193,6 +228,10 @@ func (d *Driver) Apply(ctx context.Context, lb *model.LoadBalancer) (driver.Appl
 	certsChanged = certsChanged || upstreamChanged
 	opts := d.cfg.Render
 	opts.Users = d.authUsers
+	if d.accessLog != nil {
+		d.startAccessLog()
+		d.accessLog.Set(lb)
+	}
 	r, err := render.Render(lb, at, d.previousSlots(inst, at), opts)
 	if err != nil {
 		return driver.Applied{}, fmt.Errorf("render: %w", err)
