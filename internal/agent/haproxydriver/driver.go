@@ -28,6 +28,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -171,14 +174,51 @@ func (d *Driver) startAccessLog() {
 		return
 	}
 	d.accessLogStart.Do(func() {
-		if err := os.MkdirAll(d.layout.Root(), 0o755); err != nil {
+		if err := os.MkdirAll(d.layout.Root(), 0o700); err != nil {
 			d.cfg.Logger.Error("no access logs", "error", err)
 			return
 		}
 		if err := d.accessLog.Start(); err != nil {
 			d.cfg.Logger.Error("no access logs", "error", err)
+			return
+		}
+		if err := d.openAccessLogPath(); err != nil {
+			d.cfg.Logger.Error("no access logs: HAProxy's workers cannot reach the socket", "error", err)
 		}
 	})
+}
+
+// openAccessLogPath lets HAProxy's workers send to the socket when they
+// run as another user (--haproxy-user): a worker resolves the socket's
+// path at every line, so it needs to search the state folder and its
+// haproxy folder, and to write the socket. Their group gets exactly
+// that (0710 folders, a 0660 socket); everything in them stays closed
+// to it (shard folders are 0700, certificate keys 0600), and no other
+// user can reach or forge a line.
+func (d *Driver) openAccessLogPath() error {
+	if d.cfg.Render.Group == "" {
+		return nil
+	}
+	g, err := user.LookupGroup(d.cfg.Render.Group)
+	if err != nil {
+		return err
+	}
+	gid, err := strconv.Atoi(g.Gid)
+	if err != nil {
+		return fmt.Errorf("group %s: gid %q", d.cfg.Render.Group, g.Gid)
+	}
+	for _, p := range []struct {
+		path string
+		mode os.FileMode
+	}{{filepath.Dir(d.layout.Root()), 0o710}, {d.layout.Root(), 0o710}, {d.layout.AccessLog(), 0o660}} {
+		if err := os.Chown(p.path, -1, gid); err != nil {
+			return err
+		}
+		if err := os.Chmod(p.path, p.mode); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Provider is model.ProviderHAProxy.

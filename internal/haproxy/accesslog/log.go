@@ -127,9 +127,9 @@ func (l *Log) Start() error {
 	if err != nil {
 		return fmt.Errorf("access log socket: %w", err)
 	}
-	// HAProxy's workers may run as another user (--haproxy-user): they
-	// must be able to send. The folder keeps everyone else out.
-	if err := os.Chmod(l.cfg.Socket, 0o666); err != nil {
+	// Only pier and HAProxy may send (see haproxydriver's
+	// openAccessLogPath for workers of another user).
+	if err := os.Chmod(l.cfg.Socket, 0o600); err != nil {
 		conn.Close()
 		return fmt.Errorf("access log socket: %w", err)
 	}
