@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -192,5 +194,100 @@ func TestAccessLogAndMetrics(t *testing.T) {
 		if h := p.Metric("pier_ingress_request_duration_seconds_count", `ingress="`+ing+`"`) - before[ing]; h < want*0.99 || h > want*1.01 {
 			t.Errorf("request duration histogram for %s counted %v, want %v", ing, h, want)
 		}
+	}
+}
+
+// loadFor sends requests from clients keep-alive connections for d and
+// returns how many completed with 200 and their latencies, sorted.
+func loadFor(addr string, port int, host string, clients int, d time.Duration) (int, []time.Duration) {
+	deadline := time.Now().Add(d)
+	results := make(chan []time.Duration, clients)
+	for range clients {
+		go func() {
+			c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+			var lat []time.Duration
+			for time.Now().Before(deadline) {
+				start := time.Now()
+				if code, _, _, err := harness.Get(c, addr, port, host, "/load"); err == nil && code == 200 {
+					lat = append(lat, time.Since(start))
+				}
+			}
+			results <- lat
+		}()
+	}
+	var all []time.Duration
+	for range clients {
+		all = append(all, <-results...)
+	}
+	slices.Sort(all)
+	return len(all), all
+}
+
+func quantile(lat []time.Duration, q float64) time.Duration {
+	if len(lat) == 0 {
+		return 0
+	}
+	return lat[int(float64(len(lat)-1)*q)]
+}
+
+// TestAccessLogReaderStopped: with the agent stopped (SIGSTOP: its
+// socket is there, nobody reads it, its queue fills), HAProxy keeps
+// serving at the same pace and latency, dropping the lines; once the
+// agent runs again it counts the drops.
+func TestAccessLogReaderStopped(t *testing.T) {
+	harness.PierBin(t)
+	if testing.Short() {
+		t.Skip("load")
+	}
+	dir, state := t.TempDir(), harness.ShortTempDir(t)
+	accessLogManifests(t, dir)
+	logPath := filepath.Join(state, "access.log")
+	p := harness.StartPier(t, harness.Options{Manifests: dir, State: state, ExtraArgs: []string{"--access-log-file", logPath}})
+	addr := p.Addresses("team", "shop")[0]
+	client := &http.Client{Timeout: 5 * time.Second}
+	harness.WaitFor(t, 20*time.Second, "a logged request", func() bool {
+		harness.Get(client, addr, p.HTTPPort, "shop.example", "/warm-up")
+		return p.Metric("pier_ingress_requests_total", `ingress="shop"`, `status="2xx"`) > 0
+	})
+	const clients, phase = 8, 3 * time.Second
+	counted := p.Metric("pier_ingress_requests_total", `ingress="shop"`)
+	running, latRunning := loadFor(addr, p.HTTPPort, "shop.example", clients, phase)
+	time.Sleep(2 * accesslog.FlushEvery)
+	countedRunning := p.Metric("pier_ingress_requests_total", `ingress="shop"`) - counted
+
+	if err := syscall.Kill(p.Pid(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			syscall.Kill(p.Pid(), syscall.SIGCONT)
+			resumed = true
+		}
+	}
+	t.Cleanup(resume)
+	stopped, latStopped := loadFor(addr, p.HTTPPort, "shop.example", clients, phase)
+	resume()
+
+	t.Logf("reader running: %d requests in %v (%.0f/s), p50 %v p99 %v; %d counted (%.2f%% dropped)",
+		running, phase, float64(running)/phase.Seconds(), quantile(latRunning, 0.5), quantile(latRunning, 0.99),
+		int(countedRunning), 100*(1-countedRunning/float64(running)))
+	t.Logf("reader stopped: %d requests in %v (%.0f/s), p50 %v p99 %v",
+		stopped, phase, float64(stopped)/phase.Seconds(), quantile(latStopped, 0.5), quantile(latStopped, 0.99))
+	if stopped < running*7/10 {
+		t.Errorf("with the reader stopped %d requests completed, with it running %d", stopped, running)
+	}
+	if p50s, p50r := quantile(latStopped, 0.5), quantile(latRunning, 0.5); p50s > p50r*3/2+time.Millisecond {
+		t.Errorf("median latency %v with the reader stopped, %v with it running", p50s, p50r)
+	}
+	if countedRunning < float64(running)*0.99 {
+		t.Errorf("reader running: %v of %d requests counted, more than 1%% lost", countedRunning, running)
+	}
+	// The next member read (every 10 s) counts what HAProxy dropped.
+	harness.WaitFor(t, 25*time.Second, "the dropped lines counted", func() bool {
+		return p.Metric("pier_access_log_dropped_total") > 0
+	})
+	if d := p.Metric("pier_access_log_dropped_total"); d > float64(stopped) {
+		t.Errorf("%v lines dropped, more than the %d requests sent while stopped", d, stopped)
 	}
 }

@@ -123,7 +123,7 @@ func (l *Log) Start() error {
 	if err := os.Remove(l.cfg.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("access log socket: %w", err)
 	}
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: l.cfg.Socket, Net: "unixgram"})
+	conn, err := listen(l.cfg.Socket, l.cfg.Logger)
 	if err != nil {
 		return fmt.Errorf("access log socket: %w", err)
 	}
