@@ -59,7 +59,10 @@ type Log struct {
 	mu  sync.RWMutex
 	lbs map[string]*lbInfo
 
-	conn    *net.UnixConn
+	conn *net.UnixConn
+	// scratch is the line being written; only the reading goroutine
+	// uses it.
+	scratch []byte
 	outMu   sync.Mutex
 	out     *bufio.Writer
 	done    chan struct{}
@@ -203,7 +206,7 @@ func (l *Log) lineResult(result string) {
 // handle reads one datagram.
 func (l *Log) handle(b []byte) {
 	var in wire
-	if err := json.Unmarshal(b, &in); err != nil {
+	if err := decode(b, &in); err != nil {
 		l.lineResult("malformed")
 		return
 	}
@@ -228,14 +231,10 @@ func (l *Log) handle(b []byte) {
 		l.lineResult("sampled")
 		return
 	}
-	out, err := json.Marshal(lineOf(&in, info, r))
-	if err != nil {
-		l.lineResult("malformed")
-		return
-	}
+	line := lineOf(&in, info, r)
+	l.scratch = append(appendLine(l.scratch[:0], &line), '\n')
 	l.outMu.Lock()
-	l.out.Write(out)
-	l.out.WriteByte('\n')
+	l.out.Write(l.scratch)
 	l.outMu.Unlock()
 	l.lineResult("written")
 }

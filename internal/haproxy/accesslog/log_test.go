@@ -124,3 +124,23 @@ func TestHandleSamples(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkHandle is the agent's cost of one line: decode, name, count,
+// write.
+func BenchmarkHandle(b *testing.B) {
+	var out bytes.Buffer
+	l := New(Config{Socket: "/run/x.sock", Output: &out, Metrics: metrics.New(),
+		Options: render.AccessLogOptions{Default: model.AccessLogOn, Metrics: true}})
+	l.Set(group())
+	line := []byte(wireLine("be_"+testUUID+"_p2", "s1", 200))
+	b.ReportAllocs()
+	for b.Loop() {
+		l.handle(line)
+		if out.Len() > 1<<20 {
+			l.outMu.Lock()
+			l.out.Flush()
+			out.Reset()
+			l.outMu.Unlock()
+		}
+	}
+}
