@@ -348,8 +348,8 @@ func accessLogVariants(t *testing.T, lb *model.LoadBalancer, dir, sock string) [
 		}}
 	}
 	return []extrasVariant{
-		variant("pier with the access log, every request", render.AccessLogOptions{Default: model.AccessLogOn, Metrics: true}),
-		variant("pier with the access log, sample=100 by HAProxy", render.AccessLogOptions{Default: model.AccessLog{Sample: 100}}),
+		variant("with the access log, every request (on, or the metrics)", render.AccessLogOptions{Default: model.AccessLogOn, Metrics: true}),
+		variant("with the access log, sample=100 by HAProxy (metrics off)", render.AccessLogOptions{Default: model.AccessLog{Sample: 100}}),
 	}
 }
 
