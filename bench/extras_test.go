@@ -19,6 +19,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"pier.dev/pier/internal/haproxy/render"
+	"pier.dev/pier/internal/model"
 	"pier.dev/pier/test/harness"
 )
 
@@ -247,7 +249,7 @@ func TestExtrasCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	variants := extrasVariants()
+	variants := append(extrasVariants(), accessLogVariants(t, lb, pdir, filepath.Join(root, "access.sock"))...)
 	insts := map[string]proxyInstance{}
 	configs := map[string]string{}
 	for i, v := range variants {
@@ -309,6 +311,45 @@ func TestExtrasCost(t *testing.T) {
 		"headers": headerSets, "path": DataPlanePath, "host": RoutingLastHost})
 	if err := os.WriteFile(filepath.Join(out, "extras.md"), []byte(md), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// accessLogVariants are pier's config with access logs, sending to a
+// socket at sock that a goroutine drains as the agent would (the agent's
+// own cost per line is accesslog's BenchmarkHandle): every request (on,
+// or the request metrics), and sample=100 done by HAProxy
+// (--request-metrics=false).
+func accessLogVariants(t *testing.T, lb *model.LoadBalancer, dir, sock string) []extrasVariant {
+	t.Helper()
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.SetReadBuffer(4 << 20); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		buf := make([]byte, 65536)
+		for {
+			if _, err := conn.Read(buf); err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { conn.Close() })
+	variant := func(name string, o render.AccessLogOptions) extrasVariant {
+		o.Socket = sock
+		return extrasVariant{name: name, edit: func(t *testing.T, _, _ []byte) []byte {
+			conf, err := render.Config(lb, render.Options{Dir: dir, AccessLog: o})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return conf
+		}}
+	}
+	return []extrasVariant{
+		variant("with the access log, every request (on, or the metrics)", render.AccessLogOptions{Default: model.AccessLogOn, Metrics: true}),
+		variant("with the access log, sample=100 by HAProxy (metrics off)", render.AccessLogOptions{Default: model.AccessLog{Sample: 100}}),
 	}
 }
 

@@ -12,7 +12,9 @@
 #   deploy/metrics.yaml       the headless metrics Services
 #
 # deploy/crd-loadbalancers.yaml stays the CRD's source (internal/model checks
-# it against the model); it is copied into the chart's crds/.
+# it against the model); it is copied into the chart's crds/. Likewise
+# deploy/grafana/pier-dashboard.json (internal/metrics checks its queries)
+# is copied into the chart's dashboards/.
 # deploy/kustomization.yaml is kept by hand. test/helm
 # (TestHelmDeployMatchesChart) fails when deploy/ and the chart drift apart.
 #
@@ -84,5 +86,6 @@ render ingressclass.yaml ingressclass.yaml
 render metrics.yaml metrics.yaml
 if [[ $# -eq 0 ]]; then
 	cp "$root/deploy/crd-loadbalancers.yaml" "$chart/crds/crd-loadbalancers.yaml"
+	cp "$root/deploy/grafana/pier-dashboard.json" "$chart/dashboards/pier-dashboard.json"
 fi
 echo "gen-deploy: wrote rbac.yaml controller.yaml agent.yaml ingressclass.yaml metrics.yaml into $out" >&2

@@ -97,5 +97,11 @@ Flags:
 	if cfg.HAProxyLanding, err = haproxy.landingOptions(80); err != nil {
 		return err
 	}
+	out, closeOut, err := haproxy.accessLogOutput()
+	if err != nil {
+		return err
+	}
+	defer closeOut()
+	cfg.AccessLog = out
 	return cluster.RunAgent(ctx, cfg, logger.With("node", cfg.Node))
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"pier.dev/pier/internal/cluster"
 	"pier.dev/pier/internal/controller"
 	"pier.dev/pier/internal/haproxy/render"
+	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/status"
 	"pier.dev/pier/internal/translate"
 )
@@ -224,6 +226,9 @@ type haproxyFlags struct {
 	retryEmpty     bool
 	landing        int
 	trusted        string
+	accessLog      string
+	accessLogFile  string
+	requestMetrics bool
 }
 
 func (h *haproxyFlags) register(fs *flag.FlagSet) {
@@ -237,6 +242,9 @@ func (h *haproxyFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&h.backendMaxConn, "max-connections-per-backend", render.DefaultBackendMaxConn, "requests one backend (a Service port's members) may hold at once, queued ones included; the next gets 503 at once, so a slow or looping backend cannot take every connection of its HAProxy process from the other routes and load balancers there. 0: no bound")
 	fs.BoolVar(&h.retryEmpty, "retry-empty-response", true, "retry, on another member, a request whose kept-alive server connection closed without an answer (a member shutting down); HAProxy then keeps a copy of every request, about a tenth of its CPU per request. false: retry connection failures only")
 	fs.StringVar(&h.trusted, "trusted-proxies", "", "comma-separated networks (CIDR, or one address) of load balancers or proxies in front of pier whose X-Forwarded-For is appended to and whose X-Forwarded-Host, -Port, -Proto and Forwarded are kept, as ingress-nginx's use-forwarded-headers with proxy-real-ip-cidr; X-Real-IP is then the last X-Forwarded-For entry. Empty: every client's forwarding headers are replaced (docs/operations.md, Forwarding headers)")
+	fs.StringVar(&h.accessLog, "access-log", "on", "access logging of the load balancers whose Ingresses have no pier.dev/access-log annotation: on (a JSON line per HTTP request, as ingress-nginx logs by default), off, or sample=N (one request in N). Lines go to standard output, or --access-log-file; HAProxy never waits for them (a line the agent cannot take in time is dropped and counted in pier_access_log_dropped_total)")
+	fs.StringVar(&h.accessLogFile, "access-log-file", "", "append the access-log lines to this file instead of standard output")
+	fs.BoolVar(&h.requestMetrics, "request-metrics", true, "count every HTTP request in pier_ingress_requests_total and the latency histograms (from its access-log line, which is then sent even where the access log is off or sampled; what a line costs HAProxy: docs/benchmarks.md). false: HAProxy samples (sample=N) and sends no line where the access log is off")
 	fs.IntVar(&h.applies, "apply-concurrency", 0, fmt.Sprintf("how many load balancers the agent applies at once, each at most once at a time, so that a slow one (thousands of paths) holds up no other; 0: %d with shards, where the applies waiting for one process are loaded with one reload, or %d with --haproxy-processes 0", agent.PackedApplyConcurrency, agent.DefaultApplyConcurrency))
 }
 
@@ -250,7 +258,11 @@ func (h *haproxyFlags) render(logger *slog.Logger) (render.Options, error) {
 	if h.maxConn < 1 {
 		return opts, fmt.Errorf("--haproxy-maxconn %d: want at least 1", h.maxConn)
 	}
-	var err error
+	def, err := model.ParseAccessLog(h.accessLog)
+	if err != nil {
+		return opts, fmt.Errorf("--access-log: %w", err)
+	}
+	opts.AccessLog = render.AccessLogOptions{Default: def, Metrics: h.requestMetrics}
 	if opts.TrustedProxies, err = parseTrustedProxies(h.trusted); err != nil {
 		return opts, err
 	}
@@ -277,6 +289,19 @@ func (h *haproxyFlags) render(logger *slog.Logger) (render.Options, error) {
 	}
 	opts.User, opts.Group = u.Username, g.Name
 	return opts, nil
+}
+
+// accessLogOutput is where the access-log lines go: standard output,
+// or --access-log-file opened for appending (closed by the caller).
+func (h *haproxyFlags) accessLogOutput() (io.Writer, func(), error) {
+	if h.accessLogFile == "" {
+		return os.Stdout, func() {}, nil
+	}
+	f, err := os.OpenFile(h.accessLogFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--access-log-file: %w", err)
+	}
+	return f, func() { f.Close() }, nil
 }
 
 // maxTrustedProxies matches render's bound on Options.TrustedProxies.

@@ -95,5 +95,11 @@ Flags:
 	if cfg.HAProxyLanding, err = haproxy.landingOptions(tr.opts.HTTPPort); err != nil {
 		return err
 	}
+	out, closeOut, err := haproxy.accessLogOutput()
+	if err != nil {
+		return err
+	}
+	defer closeOut()
+	cfg.AccessLog = out
 	return standalone.Run(ctx, cfg, logger)
 }

@@ -167,6 +167,7 @@ func (a *Agent) driverOf(lb *model.LoadBalancer) driver.Driver {
 // driver it was given to (held): startRemove and startApply deal with
 // that.
 func (a *Agent) forget(uuid string) {
+	a.forgetStats(uuid)
 	delete(a.held, uuid)
 	delete(a.applied, uuid)
 	delete(a.hashes, uuid)

@@ -21,7 +21,7 @@ func (a *Agent) report(_ context.Context, lb *model.LoadBalancer, state model.St
 		// Keep the record of the last spec that did apply: it still serves.
 		r.SpecHash, r.ConfigHash = cur.SpecHash(), a.hashes[lb.UUID]
 	}
-	a.withStats(&r, lb.UUID)
+	a.withStats(&r, lb)
 	a.lastReport[lb.UUID] = model.NodeStatus{State: state, ConfigHash: configHash, Message: message}
 	if last, ok := a.reported[lb.UUID]; ok && last == r {
 		return // nothing new: a write would only wake every watcher

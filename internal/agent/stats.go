@@ -32,16 +32,30 @@ func (a *Agent) reporterOf(uuid string) (driver.Reporter, bool) {
 	return r, ok
 }
 
-// withStats copies the driver's counts for uuid into r. They are part of
+// withStats copies the driver's counts for lb into r. They are part of
 // what report compares, so a report is written again only when they
-// changed.
-func (a *Agent) withStats(r *model.NodeStatus, uuid string) {
-	rep, ok := a.reporterOf(uuid)
+// changed. The members are also the gauges of the member-health panel.
+func (a *Agent) withStats(r *model.NodeStatus, lb *model.LoadBalancer) {
+	rep, ok := a.reporterOf(lb.UUID)
 	if !ok {
 		return
 	}
-	s := rep.Stats(uuid)
+	s := rep.Stats(lb.UUID)
 	r.Reloads, r.RuntimeUpdates, r.MembersUp, r.Members = s.Reloads, s.RuntimeUpdates, s.MembersUp, s.Members
+	if m := a.cfg.Metrics; m != nil && lb.Name != "" {
+		m.MembersUp.WithLabelValues(lb.Name).Set(float64(s.MembersUp))
+		m.Members.WithLabelValues(lb.Name).Set(float64(s.Members))
+	}
+}
+
+// forgetStats drops the member gauges of a load balancer no longer
+// applied here.
+func (a *Agent) forgetStats(uuid string) {
+	lb := a.applied[uuid]
+	if m := a.cfg.Metrics; m != nil && lb != nil {
+		m.MembersUp.DeleteLabelValues(lb.Name)
+		m.Members.DeleteLabelValues(lb.Name)
+	}
 }
 
 // readMembers asks rep which members of uuids are up and returns when it

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -52,6 +53,8 @@ type AgentConfig struct {
 	APIAddr          string
 	APIAllowedHosts  []string // host names the API answers besides its address (api.Server.AllowedHosts)
 	Render           render.Options
+	// AccessLog receives the access-log lines (haproxydriver.Config.AccessLog).
+	AccessLog io.Writer
 
 	// LeaseNamespace holds the agents' heartbeat Leases (the
 	// controller's --lease-namespace). The Lease is renewed every
@@ -139,7 +142,7 @@ func (cfg AgentConfig) drivers(stateDir string, secrets haproxydriver.Secrets, m
 		exitGrace = handedOverGrace
 	}
 	hd, err := haproxydriver.New(haproxydriver.Config{StateDir: stateDir, Binary: cfg.HAProxyBinary, Processes: cfg.HAProxyProcesses,
-		ExitGrace: exitGrace, Landing: cfg.HAProxyLanding, Render: cfg.Render, Secrets: secrets, Metrics: m, Logger: logger})
+		ExitGrace: exitGrace, Landing: cfg.HAProxyLanding, Render: cfg.Render, Secrets: secrets, AccessLog: cfg.AccessLog, Metrics: m, Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("haproxy driver: %w", err)
 	}

@@ -48,3 +48,35 @@ func TestLogFormatWord(t *testing.T) {
 		t.Error("backslash accepted")
 	}
 }
+
+func TestAccessLogFormat(t *testing.T) {
+	w := AccessLogFormat(LogTime("t"), LogWord("ca", "ci"), LogNumber("st", "ST"), LogSample("h", "capture.req.hdr(0)"))
+	line, err := ConfigLine(Lit("log-format"), w)
+	want := `log-format '{"t":%Ts.%ms,"ca":"%ci","st":%ST,"h":"%[capture.req.hdr(0),json(utf8s)]"}'`
+	if err != nil || line != want {
+		t.Fatalf("%q %v, want %q", line, err, want)
+	}
+	bad := map[string]Word{
+		"no fields":       AccessLogFormat(),
+		"zero field":      AccessLogFormat(LogField{}),
+		"twice":           AccessLogFormat(LogNumber("a", "ST"), LogNumber("a", "B")),
+		"key charset":     AccessLogFormat(LogNumber(`a"`, "ST")),
+		"key upper":       AccessLogFormat(LogNumber("A", "ST")),
+		"number alias":    AccessLogFormat(LogNumber("a", "HP")),
+		"word alias":      AccessLogFormat(LogWord("a", "HU")),
+		"sample bracket":  AccessLogFormat(LogSample("a", "req.hdr(x)]%[src")),
+		"sample quote":    AccessLogFormat(LogSample("a", `str(")`)),
+		"sample percent":  AccessLogFormat(LogSample("a", "str(%)")),
+		"sample space":    AccessLogFormat(LogSample("a", "str( )")),
+		"sample empty":    AccessLogFormat(LogSample("a", "")),
+		"sample escape":   AccessLogFormat(LogSample("a", `str(\)`)),
+		"sample squote":   AccessLogFormat(LogSample("a", "str(')")),
+		"sample newline":  AccessLogFormat(LogSample("a", "str(\n)")),
+		"sample too long": AccessLogFormat(LogSample("a", "str(aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa)")),
+	}
+	for name, w := range bad {
+		if _, err := ConfigLine(Lit("log-format"), w); err == nil {
+			t.Errorf("%s accepted", name)
+		}
+	}
+}

@@ -27,7 +27,29 @@ type Metrics struct {
 	SourceProblems  prometheus.Gauge
 	BGPSessionUp    *prometheus.GaugeVec
 	BGPRoutes       *prometheus.GaugeVec
+
+	// Per-request metrics, counted by the agent from each request's
+	// access-log line (package accesslog).
+	Requests         *prometheus.CounterVec
+	RequestSeconds   *prometheus.HistogramVec
+	UpstreamSeconds  *prometheus.HistogramVec
+	ResponseBytes    *prometheus.CounterVec
+	RequestBytes     *prometheus.CounterVec
+	AccessLogLines   *prometheus.CounterVec
+	AccessLogDropped prometheus.Counter
+	MembersUp        *prometheus.GaugeVec
+	Members          *prometheus.GaugeVec
 }
+
+// RequestLabels are the labels of the per-request metrics: the Service's
+// namespace, the Ingress (or HTTPRoute) and the Service that answered;
+// requests HAProxy answered itself (404, a redirect, a refusal) have no
+// Service.
+var RequestLabels = []string{"namespace", "ingress", "service"}
+
+// requestBuckets are ingress-nginx's request duration buckets, so that
+// dashboards and alerts carry over; HAProxy times in milliseconds.
+var requestBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
 
 // New registers every collector on a fresh registry.
 func New() *Metrics {
@@ -88,7 +110,43 @@ func New() *Metrics {
 		BGPRoutes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "pier_bgp_routes_advertised", Help: "Host routes the agent advertises, preferred (active node) or not (standby).",
 		}, []string{"preferred"}),
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pier_ingress_requests_total",
+			Help: "HTTP requests served, by namespace, Ingress (or HTTPRoute), Service and status class (1xx-5xx, or none when the client left before an answer); counted from every request's access-log line, so a line HAProxy dropped (pier_access_log_dropped_total) is a request not counted.",
+		}, append(append([]string{}, RequestLabels...), "status")),
+		RequestSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "pier_ingress_request_duration_seconds",
+			Help:    "Time from the request's first byte to the end of the response (HAProxy's Ta, millisecond resolution), by namespace, Ingress and Service.",
+			Buckets: requestBuckets,
+		}, RequestLabels),
+		UpstreamSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "pier_ingress_upstream_response_duration_seconds",
+			Help:    "Time the member took to send its response headers once the request was sent (HAProxy's Tr), by namespace, Ingress and Service; requests no member answered are not observed.",
+			Buckets: requestBuckets,
+		}, RequestLabels),
+		ResponseBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pier_ingress_response_bytes_total", Help: "Bytes sent to clients, headers included, by namespace, Ingress and Service.",
+		}, RequestLabels),
+		RequestBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pier_ingress_request_bytes_total", Help: "Bytes received from clients, headers included, by namespace, Ingress and Service.",
+		}, RequestLabels),
+		AccessLogLines: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pier_access_log_lines_total",
+			Help: "Access-log lines the agent received, by what became of them: written, sampled (left out by sample=N), off (the load balancer logs nothing, the line only counted), unknown (a load balancer this agent does not run), malformed.",
+		}, []string{"result"}),
+		AccessLogDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pier_access_log_dropped_total",
+			Help: "Access-log lines HAProxy dropped because the agent's socket was full or gone (the sum of its processes' DroppedLogs, read every 10 s): the requests were served, not logged nor counted.",
+		}),
+		MembersUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "pier_loadbalancer_members_up", Help: "Members (endpoints) of the load balancer's pools that HAProxy sees up, on this node, read every 10 s.",
+		}, []string{"load_balancer"}),
+		Members: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "pier_loadbalancer_members", Help: "Members (endpoints) of the load balancer's pools, on this node.",
+		}, []string{"load_balancer"}),
 	}
+	m.Registry.MustRegister(m.Requests, m.RequestSeconds, m.UpstreamSeconds, m.ResponseBytes, m.RequestBytes,
+		m.AccessLogLines, m.AccessLogDropped, m.MembersUp, m.Members)
 	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.LoadBalancers, m.IngressProblems, m.Rebuilds, m.StatusPasses, m.Snapshots, m.RebuildSeconds, m.Reloads, m.RuntimeUpdates, m.Landings, m.FragmentChecks,
 		m.ConfigRejected, m.ApplySeconds, m.HAProxyRestarts, m.SourceProblems, m.BGPSessionUp, m.BGPRoutes)

@@ -55,6 +55,10 @@ type LoadBalancer struct {
 	// RequestedFIP is the address pinned by the pier.dev/external-ip
 	// annotation; IPAM either grants it as FIP or refuses the request.
 	RequestedFIP string `json:"requestedFip,omitempty"`
+	// AccessLog is the pier.dev/access-log annotation's value in the
+	// form ParseAccessLog reads ("on", "off", "sample=N"); empty: the
+	// agent's --access-log.
+	AccessLog string `json:"accessLog,omitempty"`
 
 	Placement Placement  `json:"placement"`
 	Sources   []Source   `json:"sources"`

@@ -122,7 +122,7 @@ type nodeAgent struct {
 func (m agentMaker) make(n nodeAgent) (*agent.Agent, error) {
 	hd, err := haproxydriver.New(haproxydriver.Config{StateDir: n.stateDir, Binary: m.cfg.HAProxyBinary, Netns: n.netns,
 		Processes: m.cfg.HAProxyProcesses, Landing: m.cfg.HAProxyLanding, Render: m.cfg.Render, Secrets: m.secrets,
-		Metrics: m.metrics, Logger: n.logger})
+		AccessLog: m.cfg.AccessLog, Metrics: m.metrics, Logger: n.logger})
 	if err != nil {
 		return nil, fmt.Errorf("haproxy driver: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"time"
@@ -66,6 +67,9 @@ type Config struct {
 	Translate        translate.Options
 	Render           render.Options
 	Status           status.Addresses
+	// AccessLog receives every node's access-log lines
+	// (haproxydriver.Config.AccessLog).
+	AccessLog io.Writer
 }
 
 // Run runs pier until ctx ends, then stops HAProxy gracefully.

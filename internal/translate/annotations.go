@@ -29,6 +29,10 @@ const (
 	AnnotationBalance = AnnotationPrefix + "balance"
 	// AnnotationHealthCheck turns on active TCP health checks of members.
 	AnnotationHealthCheck = AnnotationPrefix + "health-check"
+	// AnnotationAccessLog picks the access logging of the Ingress's load
+	// balancer: on, off or sample=N (one request in N); unset, the
+	// agent's --access-log. In a group the most verbose member decides.
+	AnnotationAccessLog = AnnotationPrefix + "access-log"
 )
 
 // maxAnnotationsSize is the API server's limit on all annotations of an
@@ -75,6 +79,7 @@ type ingressSettings struct {
 	externalIP  string
 	balance     model.Algorithm
 	healthCheck bool
+	accessLog   *model.AccessLog // nil: unset
 
 	// ingress-nginx's annotations (compat.go).
 	sslRedirect, forceSSLRedirect            bool
@@ -158,6 +163,11 @@ func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue
 			s.balance, err = parseAlgorithm(v)
 		case AnnotationHealthCheck:
 			s.healthCheck, err = parseBool(v)
+		case AnnotationAccessLog:
+			var a model.AccessLog
+			if a, err = model.ParseAccessLog(v); err == nil {
+				s.accessLog = &a
+			}
 		case AnnotationRequestHeaders:
 			s.requestHeaders, err = parseHeaderLines("request-headers", v)
 		case AnnotationResponseHeaders:

@@ -163,7 +163,28 @@ func (g *lbGroup) build(opts Options, canaries map[string][]*canaryRef) (*model.
 		lb.Pools = append(lb.Pools, *pools[id])
 	}
 	sort.Slice(lb.Sources, func(i, j int) bool { return lb.Sources[i].Key() < lb.Sources[j].Key() })
+	lb.AccessLog = groupAccessLog(g.members)
 	return lb, problems
+}
+
+// groupAccessLog is the access logging the members of a group ask for,
+// the most verbose one's, or "" when none asks (the agent's default).
+func groupAccessLog(members []*parsedIngress) string {
+	var asked *model.AccessLog
+	for _, p := range members {
+		switch a := p.settings.accessLog; {
+		case a == nil:
+		case asked == nil:
+			asked = a
+		default:
+			louder := asked.Louder(*a)
+			asked = &louder
+		}
+	}
+	if asked == nil {
+		return ""
+	}
+	return asked.String()
 }
 
 func routeConflict(loser, winner *parsedIngress, r route) model.Problem {

@@ -68,6 +68,13 @@ func TestHelmDeployMatchesChart(t *testing.T) {
 	if !bytes.Equal(crd, chartCRD) {
 		t.Error("deploy/chart/pier/crds/crd-loadbalancers.yaml differs from deploy/crd-loadbalancers.yaml (the source); run hack/gen-deploy.sh")
 	}
+	dash, err := os.ReadFile(filepath.Join(deploy, "grafana", "pier-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chartDash, err := os.ReadFile(filepath.Join(chartDir(t), "dashboards", "pier-dashboard.json")); err != nil || !bytes.Equal(dash, chartDash) {
+		t.Errorf("deploy/chart/pier/dashboards/pier-dashboard.json differs from deploy/grafana/pier-dashboard.json (the source): %v; run hack/gen-deploy.sh", err)
+	}
 	if crds, _ := filepath.Glob(filepath.Join(chartDir(t), "crds", "*")); len(crds) != 1 {
 		t.Errorf("the chart's crds/ holds %v, want crd-loadbalancers.yaml alone", crds)
 	}

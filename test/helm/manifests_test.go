@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -39,6 +40,7 @@ type manifests struct {
 	gatewayClasses  []gwv1.GatewayClass
 	namespaces      []corev1.Namespace
 	serviceMonitors []map[string]any // monitoring.coreos.com/v1: no Go type in pier's module
+	configMaps      []corev1.ConfigMap
 	kinds           []string
 }
 
@@ -107,6 +109,9 @@ func decode(t testing.TB, rendered []byte) *manifests {
 			}
 			m.serviceMonitors = append(m.serviceMonitors, sm)
 			continue
+		case "ConfigMap":
+			m.configMaps = append(m.configMaps, corev1.ConfigMap{})
+			target = &m.configMaps[len(m.configMaps)-1]
 		case "CustomResourceDefinition":
 			continue
 		default:
@@ -482,6 +487,21 @@ func TestHelmOptionalObjects(t *testing.T) {
 			if ep["port"] != "metrics" || ep["interval"] != "30s" {
 				t.Errorf("ServiceMonitor %s endpoint %v, want port metrics every 30s", meta["name"], ep)
 			}
+		}
+		// The dashboard, byte for byte the one deploy/grafana holds, where
+		// Grafana's sidecar finds it.
+		if len(m.configMaps) != 1 || m.configMaps[0].Labels["grafana_dashboard"] != "1" {
+			t.Fatalf("dashboard ConfigMaps %+v, want one labelled grafana_dashboard=1", m.configMaps)
+		}
+		want, err := os.ReadFile(filepath.Join(chartDir(t), "dashboards", "pier-dashboard.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.configMaps[0].Data["pier-dashboard.json"]; got != strings.TrimSuffix(string(want), "\n") {
+			t.Errorf("the dashboard ConfigMap does not hold the dashboard (%d bytes, want %d)", len(got), len(want))
+		}
+		if len(decode(t, render(t, ciFile(t, "default-values.yaml"))).configMaps) != 0 {
+			t.Error("a dashboard ConfigMap by default")
 		}
 		d := m.controller(t)
 		if *d.Spec.Replicas != 3 || len(m.pdbs) != 1 || m.pdbs[0].Spec.MinAvailable.IntValue() != 2 {

@@ -25,11 +25,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
 	"pier.dev/pier/internal/agent/driver"
+	"pier.dev/pier/internal/haproxy/accesslog"
 	"pier.dev/pier/internal/haproxy/layout"
 	"pier.dev/pier/internal/haproxy/process"
 	"pier.dev/pier/internal/haproxy/render"
@@ -69,6 +75,10 @@ type Config struct {
 	// handed its addresses over before it exits sets it, since nothing
 	// still connected here can be served any more (StopWithin).
 	ExitGrace time.Duration
+	// AccessLog, when set, receives the access-log lines of every HTTP
+	// request (package accesslog; Render.AccessLog says which); nil: no
+	// line is sent and no per-request metric counted.
+	AccessLog io.Writer
 	Metrics   *metrics.Metrics
 	Logger    *slog.Logger
 }
@@ -129,6 +139,9 @@ type Driver struct {
 	draining bool
 	// landing is the landing process, nil when there is none.
 	landing *landing
+	// accessLog reads the access-log lines; nil when Config.AccessLog is.
+	accessLog      *accesslog.Log
+	accessLogStart sync.Once
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -154,9 +167,71 @@ func New(cfg Config) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
+	var log *accesslog.Log
+	cfg.Render.AccessLog.Socket = ""
+	if cfg.AccessLog != nil {
+		log = accesslog.New(accesslog.Config{Socket: l.AccessLog(), Output: cfg.AccessLog, Options: cfg.Render.AccessLog,
+			Metrics: cfg.Metrics, Logger: cfg.Logger.With("component", "access-log")})
+		cfg.Render.AccessLog = log.Options()
+	}
 	return &Driver{cfg: cfg, layout: l, lbs: map[string]*instance{}, shards: map[string]*shard{},
 		lanes: map[string]*lane{}, waiting: map[string][]*change{}, stopping: map[string]chan struct{}{},
-		handover: map[string]layout.LB{}, landing: newLanding(cfg, l)}, nil
+		handover: map[string]layout.LB{}, landing: newLanding(cfg, l), accessLog: log}, nil
+}
+
+// startAccessLog binds the access-log socket once. A failure leaves
+// the lines dropped by HAProxy and is logged: traffic is served all the
+// same.
+func (d *Driver) startAccessLog() {
+	if d.accessLog == nil {
+		return
+	}
+	d.accessLogStart.Do(func() {
+		if err := os.MkdirAll(d.layout.Root(), 0o700); err != nil {
+			d.cfg.Logger.Error("no access logs", "error", err)
+			return
+		}
+		if err := d.accessLog.Start(); err != nil {
+			d.cfg.Logger.Error("no access logs", "error", err)
+			return
+		}
+		if err := d.openAccessLogPath(); err != nil {
+			d.cfg.Logger.Error("no access logs: HAProxy's workers cannot reach the socket", "error", err)
+		}
+	})
+}
+
+// openAccessLogPath lets HAProxy's workers send to the socket when they
+// run as another user (--haproxy-user): a worker resolves the socket's
+// path at every line, so it needs to search the state folder and its
+// haproxy folder, and to write the socket. Their group gets exactly
+// that (0710 folders, a 0660 socket); everything in them stays closed
+// to it (shard folders are 0700, certificate keys 0600), and no other
+// user can reach or forge a line.
+func (d *Driver) openAccessLogPath() error {
+	if d.cfg.Render.Group == "" {
+		return nil
+	}
+	g, err := user.LookupGroup(d.cfg.Render.Group)
+	if err != nil {
+		return err
+	}
+	gid, err := strconv.Atoi(g.Gid)
+	if err != nil {
+		return fmt.Errorf("group %s: gid %q", d.cfg.Render.Group, g.Gid)
+	}
+	for _, p := range []struct {
+		path string
+		mode os.FileMode
+	}{{filepath.Dir(d.layout.Root()), 0o710}, {d.layout.Root(), 0o710}, {d.layout.AccessLog(), 0o660}} {
+		if err := os.Chown(p.path, -1, gid); err != nil {
+			return err
+		}
+		if err := os.Chmod(p.path, p.mode); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Provider is model.ProviderHAProxy.
@@ -206,6 +281,10 @@ func (d *Driver) Apply(ctx context.Context, lb *model.LoadBalancer) (driver.Appl
 	certsChanged = certsChanged || upstreamChanged
 	opts := d.cfg.Render
 	opts.Users = d.authUsers
+	if d.accessLog != nil {
+		d.startAccessLog()
+		d.accessLog.Set(lb)
+	}
 	r, err := render.Render(lb, at, d.previousSlots(inst, at), opts)
 	if err != nil {
 		return driver.Applied{}, fmt.Errorf("render: %w", err)

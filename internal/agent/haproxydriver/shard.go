@@ -42,6 +42,10 @@ type shard struct {
 	// folding are the landed ones a fold-in reload under way loads
 	// (foldIn runs it outside the lane); nil when none runs.
 	folding map[string]*instance
+	// droppedPid and dropped are the worker and its DroppedLogs as last
+	// read (countDropped); only the one member read under way writes them.
+	droppedPid string
+	dropped    uint64
 }
 
 // files is what the shard loads: global.conf, process.conf, then the

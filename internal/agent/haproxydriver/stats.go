@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"pier.dev/pier/internal/agent/driver"
 	"pier.dev/pier/internal/haproxy/render"
@@ -81,7 +84,7 @@ func (d *Driver) RefreshMembers(ctx context.Context, uuids []string) error {
 	d.mu.Unlock()
 	var errs []error
 	for _, sh := range order {
-		if err := readShardMembers(ctx, sh, asks[sh]); err != nil {
+		if err := readShardMembers(ctx, sh, asks[sh], d.cfg.Metrics.AccessLogDropped); err != nil {
 			errs = append(errs, fmt.Errorf("process %s: %w", sh.at.Dir, err))
 		}
 	}
@@ -107,15 +110,17 @@ type memberCount struct {
 
 // readShardMembers reads the members up of counts, all load balancers of
 // sh, over one connection.
-func readShardMembers(ctx context.Context, sh *shard, counts []*memberCount) error {
+func readShardMembers(ctx context.Context, sh *shard, counts []*memberCount, dropped prometheus.Counter) error {
 	if !sh.proc.Running() {
 		for _, c := range counts {
 			c.up, c.known = 0, true
 		}
 		return nil
 	}
-	var lines []string
-	var owners []*memberCount // owners[i] asked lines[i]
+	// show info first: its DroppedLogs are the access-log lines this
+	// process could not send (accesslog).
+	lines := []string{"show info"}
+	owners := []*memberCount{nil} // owners[i] asked lines[i]
 	for _, c := range counts {
 		if len(c.members) == 0 {
 			c.up, c.known = 0, true
@@ -134,9 +139,14 @@ func readShardMembers(ctx context.Context, sh *shard, counts []*memberCount) err
 	next := 0
 	ctx, cancel := context.WithTimeout(ctx, refreshTimeout(len(lines)))
 	defer cancel()
+	var info string
 	err := sh.proc.RuntimeBatch(ctx, sh.at.Socket(), lines, func(_, answer string) error {
 		c := owners[next]
 		next++
+		if c == nil {
+			info = answer
+			return nil
+		}
 		b := answers[c]
 		if b == nil {
 			b = &strings.Builder{}
@@ -152,7 +162,48 @@ func readShardMembers(ctx context.Context, sh *shard, counts []*memberCount) err
 	for c, b := range answers {
 		c.up, c.known = membersUp(b.String(), c.members), true
 	}
+	sh.countDropped(info, dropped)
 	return nil
+}
+
+// countDropped adds to dropped what the process's DroppedLogs grew by
+// since the last read. A new worker (a reload: another Pid) counts from
+// zero, and so does this agent's first read of a process, whose earlier
+// drops it cannot tell from ones before a restart of the agent.
+func (sh *shard) countDropped(info string, dropped prometheus.Counter) {
+	pid, n, ok := droppedLogs(info)
+	if !ok {
+		return
+	}
+	switch {
+	case pid != sh.droppedPid:
+		if sh.droppedPid != "" {
+			dropped.Add(float64(n))
+		}
+		sh.droppedPid = pid
+	case n > sh.dropped:
+		dropped.Add(float64(n - sh.dropped))
+	}
+	sh.dropped = n
+}
+
+// droppedLogs reads Pid and DroppedLogs from a `show info` answer.
+func droppedLogs(info string) (pid string, n uint64, ok bool) {
+	var found bool
+	for line := range strings.Lines(info) {
+		k, v, cut := strings.Cut(strings.TrimSpace(line), ": ")
+		switch {
+		case !cut:
+		case k == "Pid":
+			pid = v
+		case k == "DroppedLogs":
+			var err error
+			if n, err = strconv.ParseUint(v, 10, 64); err == nil {
+				found = true
+			}
+		}
+	}
+	return pid, n, found && pid != ""
 }
 
 // srvOpRunning is srv_op_state RUNNING in `show servers state`; a server

@@ -2,7 +2,11 @@ package haproxydriver
 
 import (
 	"context"
+	"strconv"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"pier.dev/pier/internal/agent/driver"
 	"pier.dev/pier/internal/haproxy/render"
@@ -123,5 +127,31 @@ func TestMembersUp(t *testing.T) {
 	}
 	if got := membersUp("", members); got != 0 {
 		t.Fatalf("membersUp of an empty answer = %d", got)
+	}
+}
+
+// DroppedLogs grows within a worker and starts again in the next one (a
+// reload); the counter takes the growth only.
+func TestCountDropped(t *testing.T) {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "x"})
+	sh := &shard{}
+	info := func(pid string, n int) string {
+		return "Name: HAProxy\nPid: " + pid + "\nDroppedLogs: " + strconv.Itoa(n) + "\nUptime_sec: 3\n"
+	}
+	for _, step := range []struct {
+		info string
+		want float64
+	}{
+		{info("10", 5), 0},  // first read: drops before it are not this agent's to tell
+		{info("10", 12), 7}, // grew by 7
+		{info("10", 12), 7},
+		{info("11", 3), 10}, // a new worker: all of its drops
+		{"garbage", 10},
+		{info("11", 4), 11},
+	} {
+		sh.countDropped(step.info, c)
+		if got := testutil.ToFloat64(c); got != step.want {
+			t.Fatalf("after %q: %v, want %v", step.info, got, step.want)
+		}
 	}
 }

@@ -112,6 +112,9 @@ func (d *Driver) Remove(uuid string) {
 	}
 	delete(d.lbs, uuid)
 	d.mu.Unlock()
+	if d.accessLog != nil {
+		d.accessLog.Delete(uuid)
+	}
 	if inst.landed && sh.folding[uuid] == nil {
 		// Its shard never loaded it. (One a fold-in under way loads takes
 		// the reload below, which also takes it out of the landing.)
@@ -143,6 +146,11 @@ func (d *Driver) Remove(uuid string) {
 // waits for the stops under way.
 func (d *Driver) Close(stop bool) []string {
 	d.closeLanding(stop)
+	if d.accessLog != nil {
+		if err := d.accessLog.Close(); err != nil {
+			d.cfg.Logger.Warn("access log", "error", err)
+		}
+	}
 	d.mu.Lock()
 	for _, sh := range d.shards {
 		if sh.foldTimer != nil {

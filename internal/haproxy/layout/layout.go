@@ -4,6 +4,7 @@
 //
 //	<state>/haproxy/
 //	  global.conf          process-level global and defaults (render.Global)
+//	  access.sock          the agent's datagram socket every process logs requests to (package accesslog)
 //	  shard-<k>/           a HAProxy process that packs several load balancers (Shard)
 //	  <uuid>/              one load balancer (LB)
 //	    haproxy.conf       its fragment: frontends and backends, names scoped to the uuid
@@ -73,6 +74,11 @@ func New(stateDir string) (Layout, error) {
 
 // Root is <state>/haproxy.
 func (l Layout) Root() string { return l.root }
+
+// AccessLog is the datagram socket the agent reads access-log lines
+// from; every HAProxy process sends to it. It is shorter than any
+// process socket, which New checked.
+func (l Layout) AccessLog() string { return filepath.Join(l.root, "access.sock") }
 
 // Global is the process-level configuration every HAProxy loads first.
 func (l Layout) Global() string { return filepath.Join(l.root, "global.conf") }

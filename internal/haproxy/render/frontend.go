@@ -48,6 +48,7 @@ func writeFrontend(c *encode.Config, v *view, l *listenerView, at layout.LB) {
 		}
 		c.Line(words...)
 	}
+	writeAccessLog(c, v.accessLog, v.logSocket)
 	// HAProxy 2.6 accepts and forwards NUL and the other control bytes
 	// inside a header value (test/rawhttp pins it); a backend that stops
 	// at a NUL or splits at a VT or FF would see other headers than our
@@ -66,6 +67,7 @@ func writeFrontend(c *encode.Config, v *view, l *listenerView, at layout.LB) {
 		proto = encode.Lit("https")
 	}
 	writeForwarding(c, proto, l.port, v.trusted)
+	captureRequestID(c, v.accessLog)
 	refuseAmbiguous(c, l)
 	hostVars(c, l)
 	writeMisdirect(c, l)

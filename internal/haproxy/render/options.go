@@ -66,6 +66,8 @@ type Options struct {
 	// them from the Secret). Nil renders every userlist empty: the routes
 	// that ask for basic auth then answer 401 to everyone.
 	Users UserLookup
+	// AccessLog sends every HTTP request's line to the agent (accesslog.go).
+	AccessLog AccessLogOptions
 }
 
 // DefaultBackendMaxConn is Options.BackendMaxConn when unset: a quarter
@@ -134,6 +136,11 @@ func (o Options) check() error {
 	}
 	if o.MaxConfigBytes < 0 {
 		return errors.New("options: MaxConfigBytes must not be negative")
+	}
+	if o.AccessLog.Socket != "" {
+		if err := encode.FilePath(o.AccessLog.Socket).Err(); err != nil {
+			return fmt.Errorf("options: access log socket: %w", err)
+		}
 	}
 	if err := checkTrusted(o.TrustedProxies); err != nil {
 		return fmt.Errorf("options: %w", err)

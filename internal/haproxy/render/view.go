@@ -35,6 +35,9 @@ type view struct {
 	backendMaxConn int
 	// trusted is Options.TrustedProxies.
 	trusted []netip.Prefix
+	// accessLog is who sends the access-log lines; logSocket is where.
+	accessLog AccessLogPlan
+	logSocket string
 }
 
 type listenerView struct {
@@ -115,7 +118,8 @@ func newView(lb *model.LoadBalancer, opts Options, prev Slots) (*view, error) {
 	if lb.Provider != model.ProviderHAProxy {
 		return nil, fmt.Errorf("provider %s is not rendered by HAProxy", encode.Printable(string(lb.Provider)))
 	}
-	v := &view{uuid: lb.UUID, backendMaxConn: opts.BackendMaxConn, trusted: opts.TrustedProxies}
+	v := &view{uuid: lb.UUID, backendMaxConn: opts.BackendMaxConn, trusted: opts.TrustedProxies,
+		accessLog: PlanAccessLog(lb, opts.AccessLog), logSocket: opts.AccessLog.Socket}
 	if err := encode.ID("", lb.UUID).Err(); err != nil {
 		return nil, fmt.Errorf("uuid: %w", err)
 	}
