@@ -52,6 +52,15 @@ func TestQuotaFlags(t *testing.T) {
 				tc.quota, tc.ingresses, tc.hrs, tc.gateways)
 		}
 	}
+	var tr translateFlags
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	tr.register(fs)
+	if err := fs.Parse([]string{"--max-regex-paths-per-namespace", "7", "--max-regex-paths-per-load-balancer", "3"}); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := tr.options(); err != nil || o.MaxRegexPathsPerNamespace != 7 || o.MaxRegexPathsPerLoadBalancer != 3 {
+		t.Errorf("regex caps: %v, %d per namespace, %d per load balancer; want 7, 3", err, o.MaxRegexPathsPerNamespace, o.MaxRegexPathsPerLoadBalancer)
+	}
 	for _, bad := range []string{"-1", "0%", "101%", "x", "1.5%"} {
 		var s share
 		if err := s.Set(bad); err == nil {
