@@ -63,8 +63,12 @@ Flags:
 	}
 	cfg.InternalPool, cfg.PublicPool = pools.internal, pools.public
 	cfg.AddressQuarantine = pools.quarantine
-	cfg.Quota = pools.quota
-	cfg.Translate = tr.opts
+	if cfg.Quota, err = pools.quotaFor(cfg.InternalPool, cfg.PublicPool); err != nil {
+		return err
+	}
+	if cfg.Translate, err = tr.options(); err != nil {
+		return err
+	}
 	if cfg.Translate.Members, err = translate.NewMemberPolicy(*allowLoopback, "", cfg.InternalPool, cfg.PublicPool); err != nil {
 		return err
 	}

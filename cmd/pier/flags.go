@@ -18,7 +18,6 @@ import (
 	"pier.dev/pier/internal/agent/haproxydriver"
 	"pier.dev/pier/internal/api"
 	"pier.dev/pier/internal/cluster"
-	"pier.dev/pier/internal/controller"
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/status"
@@ -86,7 +85,8 @@ const apiUsage = "address of the read-only HTTP API (/loadbalancers, /ingresses/
 type poolFlags struct {
 	internal, public string
 	quarantine       time.Duration
-	quota            controller.Quota
+	lbShare          share // --max-load-balancers-per-namespace
+	fipShare         share // --max-public-ips-per-namespace
 }
 
 // defaultQuarantine outlasts a typical DNS TTL (5 min) twice: clients
@@ -97,8 +97,7 @@ const defaultQuarantine = 10 * time.Minute
 func (p *poolFlags) register(fs *flag.FlagSet, internalDef, internalUsage, publicDef string) {
 	fs.StringVar(&p.internal, "internal-pool", internalDef, internalUsage)
 	fs.StringVar(&p.public, "public-pool", publicDef, "CIDR the floating IPs are allocated from; empty for none")
-	fs.IntVar(&p.quota.LoadBalancers, "max-load-balancers-per-namespace", 0, "refuse a new load balancer (QuotaExceeded) when its namespace already has this many; 0: no limit")
-	fs.IntVar(&p.quota.PublicIPs, "max-public-ips-per-namespace", 0, "refuse a new load balancer that would take a floating IP when its namespace already has this many; 0: no limit")
+	p.registerQuota(fs)
 	fs.DurationVar(&p.quarantine, "address-quarantine", defaultQuarantine, "how long a freed VIP or floating IP stays reserved for the Ingress or group that held it (re-created, it gets it back) before anyone else may take it; 0 frees at once")
 }
 
@@ -111,7 +110,12 @@ func routerIDFlag(fs *flag.FlagSet, ids *string) {
 
 // translateFlags select and bound the Ingresses pier serves (pier run
 // and the controller).
-type translateFlags struct{ opts translate.Options }
+type translateFlags struct {
+	opts translate.Options
+	// ingShare and routeShare are the per-namespace quotas as shares of
+	// MaxIngresses and MaxHTTPRoutes (options resolves them).
+	ingShare, routeShare share
+}
 
 func (t *translateFlags) register(fs *flag.FlagSet) {
 	t.opts = translate.DefaultOptions()
@@ -122,6 +126,7 @@ func (t *translateFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&t.opts.MaxIngresses, "max-ingresses", t.opts.MaxIngresses, "refuse Ingresses beyond this many (newest first)")
 	fs.IntVar(&t.opts.MaxHTTPRoutes, "max-httproutes", t.opts.MaxHTTPRoutes, "refuse HTTPRoutes attached to pier's Gateways beyond this many (newest first)")
 	fs.IntVar(&t.opts.MaxPathsPerIngress, "max-paths-per-ingress", t.opts.MaxPathsPerIngress, "refuse an Ingress with more paths than this")
+	t.registerQuota(fs)
 	fs.BoolVar(&t.opts.GatewayExtendedMatches, "gateway-extended-matches", t.opts.GatewayExtendedMatches, "route HTTPRoute header, query-parameter and method matches; false refuses such routes with a reason (while agents of a version that cannot render them still run)")
 	fs.Var((*commaList)(&t.opts.ExternalIPNamespaces), "external-ip-namespaces", "comma-separated namespaces whose Ingresses may pin an address with pier.dev/external-ip (Services with spec.loadBalancerIP, Gateways with spec.addresses) (repeatable); empty: every namespace")
 	fs.Var(sharedGroupsFlag{&t.opts.SharedGroups}, "shared-load-balancer", "GROUP=NS1,NS2,…: let these namespaces share the pier.dev/load-balancer group GROUP (one load balancer, one address); \"*\" for every namespace. Repeatable. Without it a group is per namespace")

@@ -67,7 +67,6 @@ Flags:
 	cfg.Paths = paths
 	cfg.InternalPool, cfg.PublicPool = pools.internal, pools.public
 	cfg.AddressQuarantine = pools.quarantine
-	cfg.Quota = pools.quota
 	if cfg.Nodes >= 2 {
 		// Loopback VIPs cannot move between nodes: take the lab's pools
 		// unless the operator chose others.
@@ -80,7 +79,12 @@ Flags:
 			cfg.PublicPool = standalone.LabPublicPool
 		}
 	}
-	cfg.Translate = tr.opts
+	if cfg.Quota, err = pools.quotaFor(cfg.InternalPool, cfg.PublicPool); err != nil {
+		return err
+	}
+	if cfg.Translate, err = tr.options(); err != nil {
+		return err
+	}
 	// pier run's manifests are the operator's own and its examples serve
 	// from 127.0.0.1: loopback endpoints are allowed, but not pier's API
 	// and not the pools' addresses.

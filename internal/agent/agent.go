@@ -94,7 +94,12 @@ type Agent struct {
 	// inflight holds the spec hash of each load balancer whose apply runs
 	// in the background ("" for a removal); done brings the results back
 	// to the loop, jobs counts them for shutdown.
-	inflight    map[string]string
+	inflight map[string]string
+	// running is each apply under way (not removals), which a deletion
+	// or a newer spec may cancel (cancelSuperseded); superseded marks the
+	// load balancers whose last apply a newer spec cancelled.
+	running     map[string]*runningApply
+	superseded  map[string]bool
 	done        chan applyResult
 	jobs        sync.WaitGroup
 	concurrency int
@@ -146,8 +151,11 @@ func New(cfg Config) *Agent {
 		reported: map[string]model.NodeStatus{},
 		pending:  map[string]*model.LoadBalancer{},
 		inflight: map[string]string{},
-		retry:    map[string]time.Time{},
-		failed:   map[string]string{},
+		running:  map[string]*runningApply{},
+
+		superseded: map[string]bool{},
+		retry:      map[string]time.Time{},
+		failed:     map[string]string{},
 
 		lastReport: map[string]model.NodeStatus{},
 		latest:     map[string]*model.LoadBalancer{},

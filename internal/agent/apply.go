@@ -22,6 +22,7 @@ func (a *Agent) applyPending(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
+	a.cancelSuperseded()
 	uuids := make([]string, 0, len(a.pending))
 	for uuid := range a.pending {
 		if _, busy := a.inflight[uuid]; !busy {
@@ -66,15 +67,72 @@ func (a *Agent) startApply(ctx context.Context, lb *model.LoadBalancer) {
 	}
 	a.held[lb.UUID] = lb.Provider
 	a.inflight[lb.UUID] = lb.SpecHash()
+	actx, cancel := context.WithCancel(ctx)
+	a.running[lb.UUID] = &runningApply{cancel: cancel, started: time.Now(), hash: lb.SpecHash(),
+		keep: a.superseded[lb.UUID]}
+	delete(a.superseded, lb.UUID)
 	d := a.driverOf(lb)
 	a.jobs.Add(1)
 	go func() {
 		defer a.jobs.Done()
+		defer cancel()
 		if previous != nil {
 			previous.Remove(lb.UUID)
 		}
-		a.done <- runApply(ctx, d, lb, a.cfg.Logger)
+		a.done <- runApply(actx, d, lb, a.cfg.Logger)
 	}()
+}
+
+// runningApply is an apply under way: cancel ends it (the driver's
+// `haproxy -c` of it is killed), why says why it was.
+type runningApply struct {
+	cancel  context.CancelFunc
+	started time.Time
+	hash    string // of the spec being applied
+	// keep: the load balancer's previous apply was cancelled for a newer
+	// spec; this one is not, so that specs arriving faster than a slow
+	// load balancer applies cannot cancel every apply of it.
+	keep bool
+	why  string // "" while not cancelled
+}
+
+// supersedeAfter is how long an apply runs before a newer spec of its
+// load balancer cancels it: far above a legitimate apply (a 10,000-path
+// group takes about 1.5 s, a check of a 750-load-balancer shard 0.7 s),
+// far below process.CheckTimeout, the most a check can take (30 s). A
+// shorter apply finishes, and the newer spec follows it.
+const supersedeAfter = 5 * time.Second
+
+const supersededWhy = "a newer spec of its load balancer waits"
+
+// cancelSuperseded cancels the applies whose work nobody wants any more:
+// that of a load balancer deleted (or moved off this node) meanwhile, at
+// once, and one that a newer spec waits for, once it has run
+// supersedeAfter. A check that runs long (userlists to hash) holds its
+// HAProxy process's lane, and every change of the other load balancers
+// there waits behind it: it must not run on for a load balancer that is
+// gone, nor for a spec that is already replaced.
+func (a *Agent) cancelSuperseded() {
+	if len(a.running) == 0 || len(a.pending) == 0 {
+		return
+	}
+	for uuid, run := range a.running {
+		next, queued := a.pending[uuid]
+		if !queued || run.why != "" {
+			continue
+		}
+		switch {
+		case next == nil || a.driverOf(next) == nil:
+			run.why = "its load balancer was deleted or left this node"
+		case next.SpecHash() != run.hash && !run.keep && time.Since(run.started) >= supersedeAfter:
+			run.why = supersededWhy
+		default:
+			continue
+		}
+		run.cancel()
+		a.cfg.Logger.Info("apply cancelled", "uuid", uuid, "reason", run.why,
+			"running_for", time.Since(run.started).Round(time.Millisecond))
+	}
 }
 
 // runApply applies lb and, when it applied, reads which of its members
@@ -118,7 +176,19 @@ func (a *Agent) finishApply(ctx context.Context, r applyResult) {
 		return
 	}
 	lb := r.lb
+	run := a.running[r.uuid]
+	delete(a.running, r.uuid)
 	a.cfg.Metrics.ApplySeconds.Observe(r.took.Seconds())
+	if r.err != nil && run != nil && run.why != "" {
+		// Cancelled on purpose: what runs is what ran before, and the
+		// removal or the newer spec waiting in pending comes next. It
+		// is neither a failure to report nor one to retry.
+		if run.why == supersededWhy {
+			a.superseded[lb.UUID] = true
+		}
+		a.cfg.Logger.Info("apply ended by its cancellation", "lb", lb.Name, "uuid", lb.UUID, "error", r.err)
+		return
+	}
 	if r.err != nil {
 		a.failed[lb.UUID] = lb.SpecHash()
 		if !errors.Is(r.err, driver.ErrRejected) {
@@ -178,6 +248,7 @@ func (a *Agent) forget(uuid string) {
 	a.writer.forget(uuid)
 	delete(a.statsAt, uuid)
 	delete(a.served, uuid)
+	delete(a.superseded, uuid)
 }
 
 // recover lets each driver stop what a previous agent left for load

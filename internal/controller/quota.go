@@ -8,11 +8,12 @@ import (
 )
 
 // Quota caps what one namespace may hold, so that a few tenants cannot
-// exhaust the pools for the others (issue 14, item 9: a few Ingresses
-// took every floating IP and the next tenant was refused). Zero is no cap.
-// A load balancer belongs to the namespace of its first source (a shared
-// group's owner). Caps apply when a load balancer is created: lowering
-// one never takes an address from a load balancer that has it.
+// exhaust the pools for the others (a few Ingresses or Gateways took
+// every floating IP, and the next tenant was refused). Zero is no cap;
+// pier's commands default each to a quarter of its pool. A load balancer
+// belongs to the namespace of its first source (a shared group's
+// owner). Caps apply when a load balancer is created: lowering one never
+// takes an address from a load balancer that has it.
 type Quota struct {
 	LoadBalancers int // load balancers per namespace
 	PublicIPs     int // floating IPs per namespace
@@ -54,10 +55,10 @@ func (u usage) add(lb *model.LoadBalancer) {
 func (q Quota) admit(u usage, lb *model.LoadBalancer, wantsFIP bool) error {
 	ns := ownerNamespace(lb)
 	if q.LoadBalancers > 0 && u.lbs[ns] >= q.LoadBalancers {
-		return fmt.Errorf("%w: namespace %s has %d load balancers, the limit (--max-load-balancers-per-namespace)", ErrQuotaExceeded, ns, u.lbs[ns])
+		return fmt.Errorf("%w: namespace %s has %d load balancers, the most one namespace may hold (--max-load-balancers-per-namespace)", ErrQuotaExceeded, ns, u.lbs[ns])
 	}
 	if wantsFIP && q.PublicIPs > 0 && u.fips[ns] >= q.PublicIPs {
-		return fmt.Errorf("%w: namespace %s has %d floating IPs, the limit (--max-public-ips-per-namespace)", ErrQuotaExceeded, ns, u.fips[ns])
+		return fmt.Errorf("%w: namespace %s has %d floating IPs, the most one namespace may hold of the public pool (--max-public-ips-per-namespace)", ErrQuotaExceeded, ns, u.fips[ns])
 	}
 	return nil
 }

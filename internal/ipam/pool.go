@@ -101,6 +101,23 @@ func (p Pool) Contains(addr netip.Addr) bool {
 	return addr.Compare(p.first) >= 0 && addr.Compare(p.last) <= 0
 }
 
+// Size is how many usable addresses the pool holds, saturated at 2^62
+// (an IPv6 prefix may hold more than a uint64 counts).
+func (p Pool) Size() uint64 {
+	if !p.first.IsValid() {
+		return 0
+	}
+	hostBits := p.prefix.Addr().BitLen() - p.prefix.Bits()
+	if hostBits >= 62 {
+		return 1 << 62
+	}
+	n := uint64(1) << hostBits
+	if p.first != p.prefix.Addr() {
+		n -= 2 // an IPv4 network's own and broadcast addresses (ParsePool)
+	}
+	return n
+}
+
 // Overlaps reports whether the two pools share an address, which callers
 // may refuse at start: an overlap works (one owner per address) but VIPs
 // would eat into the public range.

@@ -86,3 +86,18 @@ func TestPoolOverlaps(t *testing.T) {
 		t.Fatalf("Overlaps: a/b %v (want false), a/c %v (want true)", a.Overlaps(b), a.Overlaps(c))
 	}
 }
+
+func TestPoolSize(t *testing.T) {
+	for cidr, want := range map[string]uint64{
+		"10.0.0.0/24": 254, "10.0.0.0/28": 14, "10.0.0.0/31": 2, "10.0.0.7/32": 1,
+		"2001:db8::/120": 256, "2001:db8::/64": 1 << 62,
+	} {
+		p, err := ParsePool("--pool", cidr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Size(); got != want {
+			t.Errorf("%s: size %d, want %d", cidr, got, want)
+		}
+	}
+}

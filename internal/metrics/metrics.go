@@ -92,7 +92,7 @@ func New() *Metrics {
 		}),
 		FragmentChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pier_haproxy_fragment_checks_total",
-			Help: "haproxy -c of one load balancer's fragment alone before it joins its shard's file list, by result (ok, refused), or skipped: a member change whose fragment differs from a checked one only in server addresses, weights and states.",
+			Help: "haproxy -c of one load balancer's fragment alone before it joins its shard's file list, by result (ok, refused, cancelled: its load balancer was deleted or its change superseded meanwhile), or skipped: a member change whose fragment differs from a checked one only in server addresses, weights and states.",
 		}, []string{"result"}),
 		ApplySeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "pier_apply_duration_seconds", Help: "Time for an agent to render, check and apply one load balancer.",

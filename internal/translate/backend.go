@@ -110,7 +110,7 @@ func (x *index) poolFor(ing *networkingv1.Ingress, b *networkingv1.IngressServic
 	}
 	var refused []string
 	if opts.MembersFromClusterIP || pool.ServiceUpstream {
-		pool.Members = clusterIPMembers(svc, sp)
+		pool.Members, refused = clusterIPMembers(svc, sp, opts.Members)
 	} else {
 		pool.Members, refused = x.endpointMembers(svc, sp, opts.Members)
 	}
@@ -252,16 +252,25 @@ func member(address string, port int, ref *corev1.ObjectReference) (model.Member
 	return m, true
 }
 
-func clusterIPMembers(svc *corev1.Service, sp *corev1.ServicePort) []model.Member {
+// clusterIPMembers is the Service's ClusterIP as the pool's only member
+// (service-upstream, --members-from-cluster-ip). Whoever writes the
+// Service chooses that address as much as an endpoint's (pier run reads
+// it from the tenant's manifest; a cluster lets spec.clusterIP be
+// chosen), so the endpoint policy applies to it too: a ClusterIP at
+// pier's API or a VIP is refused, and described in refused.
+func clusterIPMembers(svc *corev1.Service, sp *corev1.ServicePort, policy MemberPolicy) (members []model.Member, refused []string) {
 	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
-		return nil
+		return nil, nil
 	}
 	m, ok := member(svc.Spec.ClusterIP, int(sp.Port), nil)
 	if !ok {
-		return nil
+		return nil, nil
+	}
+	if why := policy.refusal(netip.MustParseAddr(m.Address), m.Port); why != "" {
+		return nil, []string{"ClusterIP " + net.JoinHostPort(m.Address, strconv.Itoa(m.Port)) + " is " + why}
 	}
 	m.Target = "clusterIP"
-	return []model.Member{m}
+	return []model.Member{m}, nil
 }
 
 // sortMembers orders by address then port and drops duplicates (the same

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"fmt"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -51,6 +52,7 @@ func Gateways(snap *source.Snapshot, opts Options) *Result {
 	idx := newIndex(snap)
 	gws := map[model.ObjectRef]*parsedGateway{}
 	var order []*parsedGateway
+	gwQuota := newNamespaceQuota(opts.MaxGatewaysPerNamespace)
 	for _, gw := range oldestObjects(snap.Gateways) {
 		if !classes[string(gw.Spec.GatewayClassName)] {
 			continue
@@ -58,20 +60,40 @@ func Gateways(snap *source.Snapshot, opts Options) *Result {
 		ref := model.ObjectRef{Kind: model.KindGateway, Namespace: gw.Namespace, Name: gw.Name}
 		res.Ours[ref] = true
 		p := parseGateway(gw, idx, opts, &res.Problems)
+		if p.refusal == "" {
+			// Only a Gateway that would be served counts: one refused
+			// for its spec takes no addresses.
+			if gwQuota.full(gw.Namespace) {
+				refuseGatewayOverQuota(p, opts, &res.Problems)
+			} else {
+				gwQuota.take(gw.Namespace)
+			}
+		}
 		gws[ref] = p
 		order = append(order, p)
 	}
 	ns := namespaceLabels(snap.Namespaces)
 	served := 0
+	routeQuota := newNamespaceQuota(opts.MaxHTTPRoutesPerNamespace)
 	for _, r := range oldestObjects(snap.HTTPRoutes) {
 		if !namesOurGateway(r, gws) {
 			continue
 		}
+		// The namespace's quota first, as for Ingresses: what it refuses
+		// leaves the global cap to the others.
+		if routeQuota.full(r.Namespace) {
+			refuseRoute(r, gws, opts, st, &res.Problems, ReasonQuotaExceeded, fmt.Sprintf(
+				"namespace %s already has %d HTTPRoutes served, the most one namespace may have (--max-httproutes-per-namespace): the newest past it are refused",
+				r.Namespace, opts.MaxHTTPRoutesPerNamespace))
+			continue
+		}
 		if opts.MaxHTTPRoutes > 0 && served >= opts.MaxHTTPRoutes {
-			refuseTooMany(r, gws, opts, st, &res.Problems)
+			refuseRoute(r, gws, opts, st, &res.Problems, reasonTooManyHTTPRoutes,
+				fmt.Sprintf("pier serves at most %d HTTPRoutes (--max-httproutes)", opts.MaxHTTPRoutes))
 			continue
 		}
 		served++
+		routeQuota.take(r.Namespace)
 		attachRoute(r, gws, ns, idx, opts, st, &res.Problems)
 	}
 	for _, p := range order {

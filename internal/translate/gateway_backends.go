@@ -135,11 +135,11 @@ func (x *index) resolveBackend(routeNS string, ref gwv1.BackendRef, opts Options
 	if sp == nil {
 		return w, string(gwv1.RouteReasonBackendNotFound), fmt.Sprintf("service %s/%s has no TCP port %d", ns, w.svc, w.port)
 	}
+	// Refused endpoints (loopback, link-local, pier's pools) are left
+	// out as for an Ingress.
 	if opts.MembersFromClusterIP {
-		w.members = clusterIPMembers(svc, sp)
+		w.members, _ = clusterIPMembers(svc, sp, opts.Members)
 	} else {
-		// Refused endpoints (loopback, link-local, pier's pools) are left
-		// out as for an Ingress.
 		w.members, _ = x.endpointMembers(svc, sp, opts.Members)
 	}
 	return w, "", ""

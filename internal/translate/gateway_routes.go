@@ -74,11 +74,10 @@ func namesOurGateway(r *gwv1.HTTPRoute, gws map[model.ObjectRef]*parsedGateway) 
 // newest first, as TooManyIngresses does Ingresses.
 const reasonTooManyHTTPRoutes = "TooManyHTTPRoutes"
 
-// refuseTooMany records a route past the cap: Accepted=False on each
-// parentRef of ours, attached to no listener (attachedRoutes does not
-// count it), and an Error problem.
-func refuseTooMany(r *gwv1.HTTPRoute, gws map[model.ObjectRef]*parsedGateway, opts Options, st *GatewayStatus, problems *[]model.Problem) {
-	msg := fmt.Sprintf("pier serves at most %d HTTPRoutes (--max-httproutes)", opts.MaxHTTPRoutes)
+// refuseRoute records a route past the cap or its namespace's quota:
+// Accepted=False with reason on each parentRef of ours, attached to no
+// listener (attachedRoutes does not count it), and an Error problem.
+func refuseRoute(r *gwv1.HTTPRoute, gws map[model.ObjectRef]*parsedGateway, opts Options, st *GatewayStatus, problems *[]model.Problem, reason, msg string) {
 	var parents []gwv1.RouteParentStatus
 	for _, parent := range r.Spec.ParentRefs {
 		if !isGatewayKind(parent) || gws[gatewayRefOf(parent, r.Namespace)] == nil {
@@ -86,10 +85,19 @@ func refuseTooMany(r *gwv1.HTTPRoute, gws map[model.ObjectRef]*parsedGateway, op
 		}
 		parents = append(parents, gwv1.RouteParentStatus{ParentRef: parent,
 			ControllerName: gwv1.GatewayController(opts.GatewayControllerName),
-			Conditions:     []metav1.Condition{condition(r.Generation, string(gwv1.RouteConditionAccepted), false, reasonTooManyHTTPRoutes, msg)}})
+			Conditions:     []metav1.Condition{condition(r.Generation, string(gwv1.RouteConditionAccepted), false, reason, msg)}})
 	}
 	st.Routes[model.ObjectRef{Kind: model.KindHTTPRoute, Namespace: r.Namespace, Name: r.Name}] = parents
-	*problems = append(*problems, routeProblem(r, model.SeverityError, reasonTooManyHTTPRoutes, "", msg))
+	*problems = append(*problems, routeProblem(r, model.SeverityError, reason, "", msg))
+}
+
+// refuseGatewayOverQuota refuses a Gateway its namespace's quota has no
+// room for: Accepted=False, no load balancer, and an Error problem.
+func refuseGatewayOverQuota(p *parsedGateway, opts Options, problems *[]model.Problem) {
+	p.refusal = ReasonQuotaExceeded
+	p.refusalMessage = fmt.Sprintf("namespace %s already has %d Gateways served, the most one namespace may have (--max-gateways-per-namespace): the newest past it are refused",
+		p.gw.Namespace, opts.MaxGatewaysPerNamespace)
+	*problems = append(*problems, gatewayProblem(p.gw, p.refusal, "", p.refusalMessage))
 }
 
 // namespaceLabelsOf returns a namespace's labels. One missing from the

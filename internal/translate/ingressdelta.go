@@ -37,8 +37,9 @@ import (
 // more than the load balancers of the changed Ingresses, and the caller
 // must translate everything: an Ingress of ours is a canary (canaries
 // attach across Ingresses by host and path), or the Ingresses of ours
-// reach --max-ingresses (which refuses the newest past the cap), or a
-// namespace may reach a cap of regular-expression paths (regexcap.go).
+// reach --max-ingresses or those of a namespace its quota (which refuse
+// the newest past them), or a namespace may reach a cap of
+// regular-expression paths (regexcap.go).
 func IngressChanges(prev *Result, prevSnap, snap *source.Snapshot, opts Options) (res *Result, ok bool) {
 	if prev == nil || prevSnap == nil {
 		return nil, false
@@ -105,18 +106,15 @@ func servicesOfNamespaces(ings []*networkingv1.Ingress, snap *source.Snapshot) (
 // added, removed, or with a different object (sameIngressObject), each
 // the next version or nil when removed. ok is false when a full translation is needed.
 func changedIngresses(prevSnap, snap *source.Snapshot, classes classSet, opts Options) (map[model.ObjectRef]*networkingv1.Ingress, bool) {
-	// Every Ingress of ours counts for the cap and may be a canary.
-	ours := 0
+	// Every Ingress of ours may be a canary.
 	for _, ing := range snap.Ingresses {
-		if !classes.owns(ing, opts) {
-			continue
-		}
-		ours++
-		if mayBeCanary(ing) {
+		if classes.owns(ing, opts) && mayBeCanary(ing) {
 			return nil, false
 		}
 	}
-	if opts.MaxIngresses > 0 && ours >= opts.MaxIngresses {
+	// At the cap or a namespace's quota, before or now, which Ingress is
+	// refused depends on the others: a deletion lets a refused one in.
+	if atCapOrQuota(prevSnap.Ingresses, classes, opts) || atCapOrQuota(snap.Ingresses, classes, opts) {
 		return nil, false
 	}
 	if regexCapMayBite(snap.Ingresses, classes, opts) {
@@ -153,6 +151,23 @@ func changedIngresses(prevSnap, snap *source.Snapshot, classes classSet, opts Op
 		}
 	}
 	return changed, true
+}
+
+// atCapOrQuota: the Ingresses of ours in ings reach --max-ingresses, or
+// those of one namespace its quota (--max-ingresses-per-namespace).
+func atCapOrQuota(ings []*networkingv1.Ingress, classes classSet, opts Options) bool {
+	ours := 0
+	quota := newNamespaceQuota(opts.MaxIngressesPerNamespace)
+	for _, ing := range ings {
+		if !classes.owns(ing, opts) {
+			continue
+		}
+		if quota.take(ing.Namespace); quota.full(ing.Namespace) {
+			return true
+		}
+		ours++
+	}
+	return opts.MaxIngresses > 0 && ours >= opts.MaxIngresses
 }
 
 // sameIngressObject: b is what translation read as a. Unchanged objects

@@ -201,6 +201,22 @@ func TestIngressChangesFallsBack(t *testing.T) {
 	if _, ok := IngressChanges(fullTranslate(base, capped), base, &next, capped); ok {
 		t.Error("a change at the --max-ingresses cap was patched")
 	}
+	// At a namespace's quota, before or after: a deletion lets the
+	// newest refused one in, which did not change.
+	quota := opts
+	quota.MaxIngressesPerNamespace = 0
+	for _, ing := range next.Ingresses {
+		if ing.Namespace == added.Namespace {
+			quota.MaxIngressesPerNamespace++
+		}
+	}
+	if _, ok := IngressChanges(fullTranslate(base, quota), base, &next, quota); ok {
+		t.Error("a change reaching a namespace's quota was patched")
+	}
+	quota.MaxIngressesPerNamespace--
+	if _, ok := IngressChanges(fullTranslate(&next, quota), &next, base, quota); ok {
+		t.Error("a deletion from a namespace past its quota was patched")
+	}
 	if got, ok := IngressChanges(prev, base, &next, opts); !ok || !reflect.DeepEqual(got, fullTranslate(&next, opts)) {
 		t.Errorf("an added Ingress: ok %v", ok)
 	}

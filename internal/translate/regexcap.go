@@ -43,11 +43,11 @@ func capRegexPaths(parsed []*parsedIngress, opts Options) ([]*parsedIngress, []m
 		switch {
 		case perLB > 0 && lbs[uuid]+n > perLB:
 			problems = append(problems, refusal(p.ing, "TooManyRegexPaths", "spec.rules",
-				"%d regular-expression paths (use-regex) would give its load balancer %d, more than the %d one may hold: "+
+				"%d regular-expression paths (use-regex) would give its load balancer %d, more than the %d one may hold (--max-regex-paths-per-load-balancer): "+
 					"HAProxy tries each on every request, in a process other load balancers share", n, lbs[uuid]+n, perLB))
 		case perNS > 0 && namespaces[ns]+n > perNS:
 			problems = append(problems, refusal(p.ing, "TooManyRegexPaths", "spec.rules",
-				"%d regular-expression paths (use-regex) would give namespace %s %d, more than the %d one may hold",
+				"%d regular-expression paths (use-regex) would give namespace %s %d, more than the %d one may hold (--max-regex-paths-per-namespace)",
 				n, ns, namespaces[ns]+n, perNS))
 		default:
 			lbs[uuid] += n

@@ -39,6 +39,13 @@ type Options struct {
 	// MaxHTTPRoutes bounds the HTTPRoutes attached to our Gateways, as
 	// MaxIngresses does Ingresses: the newest past the cap are refused.
 	MaxHTTPRoutes int
+	// MaxIngressesPerNamespace, MaxHTTPRoutesPerNamespace and
+	// MaxGatewaysPerNamespace bound what one namespace may take
+	// (quota.go): the newest of a namespace past its quota are refused
+	// with QuotaExceeded. 0: no quota.
+	MaxIngressesPerNamespace  int
+	MaxHTTPRoutesPerNamespace int
+	MaxGatewaysPerNamespace   int
 	// MaxRegexPathsPerLoadBalancer and MaxRegexPathsPerNamespace bound
 	// the regular-expression paths HAProxy tries on a request and
 	// compiles per tenant (regexcap.go); 0: no cap.
@@ -85,6 +92,9 @@ func DefaultOptions() Options {
 		MaxIngresses:                 10000,
 		MaxPathsPerIngress:           1000,
 		MaxHTTPRoutes:                10000,
+		MaxIngressesPerNamespace:     DefaultMaxIngressesPerNamespace,
+		MaxHTTPRoutesPerNamespace:    DefaultMaxHTTPRoutesPerNamespace,
+		MaxGatewaysPerNamespace:      DefaultMaxGatewaysPerNamespace,
 		MaxRegexPathsPerLoadBalancer: DefaultMaxRegexPathsPerLoadBalancer,
 		MaxRegexPathsPerNamespace:    DefaultMaxRegexPathsPerNamespace,
 		GatewayExtendedMatches:       true,
@@ -147,11 +157,21 @@ func Ingresses(snap *source.Snapshot, opts Options) *Result {
 	classes := ourClasses(snap.IngressClasses, opts)
 
 	var parsed []*parsedIngress
+	quota := newNamespaceQuota(opts.MaxIngressesPerNamespace)
 	for _, ing := range oldestFirst(snap.Ingresses) {
 		if !classes.owns(ing, opts) {
 			continue
 		}
 		res.Ours[model.IngressRef(ing.Namespace, ing.Name)] = true
+		// The namespace's quota first: a tenant past it is told of its
+		// own limit, and what it is refused leaves the global cap to
+		// the others.
+		if quota.full(ing.Namespace) {
+			res.Problems = append(res.Problems, refusal(ing, ReasonQuotaExceeded, "",
+				"namespace %s already has %d Ingresses served, the most one namespace may have (--max-ingresses-per-namespace): the newest past it are refused",
+				ing.Namespace, opts.MaxIngressesPerNamespace))
+			continue
+		}
 		if opts.MaxIngresses > 0 && len(parsed) >= opts.MaxIngresses {
 			res.Problems = append(res.Problems, refusal(ing, "TooManyIngresses", "",
 				"pier serves at most %d Ingresses (--max-ingresses)", opts.MaxIngresses))
@@ -161,6 +181,7 @@ func Ingresses(snap *source.Snapshot, opts Options) *Result {
 		res.Problems = append(res.Problems, problems...)
 		if p != nil {
 			parsed = append(parsed, p)
+			quota.take(ing.Namespace)
 		}
 	}
 

@@ -222,6 +222,12 @@ func pierCases() []rawCase {
 		{name: "pier-reject-double-slash", build: func(p, s string) string { return get("//admin" + p) }, view: target},
 		{name: "pier-reject-dot-segment", build: func(p, s string) string { return get("/x/../admin" + p) }, view: target},
 		{name: "pier-reject-percent-encoded", build: func(p, s string) string { return get("/%61dmin" + p) }, view: target},
+		{name: "pier-reject-path-parameter", build: func(p, s string) string { return get("/admin;x" + p) }, view: target},
+		{name: "pier-reject-dot-dot-parameter", build: func(p, s string) string { return get("/x/..;/admin" + p) }, view: target},
+		{name: "pier-reject-backslash", build: func(p, s string) string { return get(`/x\..\admin` + p) }, view: target},
+		{name: "pier-reject-double-encoded", build: func(p, s string) string { return get("/%2561dmin" + p) }, view: target},
+		{name: "pier-reject-encoded-semicolon", build: func(p, s string) string { return get("/admin%3Bx" + p) }, view: target},
+		{name: "pier-reject-encoded-backslash", build: func(p, s string) string { return get("/x%5c..%5cadmin" + p) }, view: target},
 	}
 }
 

@@ -67,10 +67,21 @@ var haproxy_2_6_12_1_deb12u4 = map[string]pinned{
 	// 400 to them (http-request normalize-uri, which could rewrite them
 	// instead, is experimental in 2.6). One trailing dot of the Host is
 	// the same host (issue 14, items 7 and 11).
-	"pier-reject-policy":               {status: "403", answers: 1, forwarded: false, backend: 0, view: ""},
-	"pier-reject-double-slash":         {status: "400", answers: 1, forwarded: false, backend: 0, view: ""},
-	"pier-reject-dot-segment":          {status: "400", answers: 1, forwarded: false, backend: 0, view: ""},
-	"pier-reject-percent-encoded":      {status: "400", answers: 1, forwarded: false, backend: 0, view: ""},
+	"pier-reject-policy":          {status: "403", answers: 1, forwarded: false, backend: 0, view: ""},
+	"pier-reject-double-slash":    {status: "400", answers: 1, forwarded: false, backend: 0, view: ""},
+	"pier-reject-dot-segment":     {status: "400", answers: 1, forwarded: false, backend: 0, view: ""},
+	"pier-reject-percent-encoded": {status: "400", answers: 1, forwarded: false, backend: 0, view: ""},
+	// Where a rule is scoped to a path, the look-alikes Java servers and
+	// IIS read as that path are refused too: ";" (path parameters, so
+	// "/admin;x" and "/x/..;/admin" are "/admin" to Tomcat), a backslash
+	// (a "/" to IIS), and "%25", "%3b", "%5c" (decoded twice, or by a backend
+	// that splits on what they encode).
+	"pier-reject-path-parameter":       {status: "400", answers: 1, forwarded: false, backend: 0, view: ""},
+	"pier-reject-dot-dot-parameter":    {status: "400", answers: 1, forwarded: false, backend: 0, view: ""},
+	"pier-reject-backslash":            {status: "400", answers: 1, forwarded: false, backend: 0, view: ""},
+	"pier-reject-double-encoded":       {status: "400", answers: 1, forwarded: false, backend: 0, view: ""},
+	"pier-reject-encoded-semicolon":    {status: "400", answers: 1, forwarded: false, backend: 0, view: ""},
+	"pier-reject-encoded-backslash":    {status: "400", answers: 1, forwarded: false, backend: 0, view: ""},
 	"pier-underscore-header-dropped":   {status: "200", answers: 1, forwarded: true, backend: 1, view: "X_Forwarded_Proto=[] X-Forwarded-Proto=[\"http\"]"},
 	"pier-forwarded-proto-overwritten": {status: "200", answers: 1, forwarded: true, backend: 1, view: "X-Forwarded-Proto=[\"http\"]"},
 	"pier-host-case-and-port":          {status: "200", answers: 1, forwarded: true, backend: 1, view: ""},

@@ -94,3 +94,51 @@ func rawGet(t *testing.T, addr, request string) (int, string) {
 	}
 	return resp.StatusCode, r.Service
 }
+
+// A source range on /admin alone guards what a backend reads as /admin.
+// Tomcat, Jetty and Spring drop a segment's ";parameters" and IIS reads
+// a backslash as "/": "/admin;x", "/x/..;/admin", "/x\..\admin" and the
+// double-encoded "/%2561dmin" match no /admin rule, so before they were
+// refused they reached the victim's backend through its open catch-all
+// "/", from a client the range keeps out. They get 400 on a listener
+// with rules scoped to a path; a host whose only rule is "/" has no path
+// to guard, and an old Java application's ";jsessionid=" still reaches
+// it.
+func TestPathLookAlikesOfAGuardedPath(t *testing.T) {
+	manifests := harness.ShortTempDir(t)
+	victimPort := harness.StartEcho(t, victimEcho, "victim-pod")
+	write(t, manifests, "00-class.json", ingressClass())
+	site := ingress(victimNS, "site", victimHost, 0, map[string]string{annGroup: "shop"})
+	admin := ingress(victimNS, "admin", victimHost, 1, map[string]string{annGroup: "shop",
+		"nginx.ingress.kubernetes.io/whitelist-source-range": "10.0.0.0/8"})
+	admin.Spec.Rules[0].HTTP.Paths[0].Path = "/admin"
+	legacy := ingress(victimNS, "legacy", "legacy.example", 2, nil)
+	write(t, manifests, "10-victim.json", append(service(victimNS, victimPort), site, admin, legacy)...)
+	p := harness.StartPier(t, harness.Options{Manifests: manifests, State: harness.ShortTempDir(t)})
+	addrs := p.Addresses(victimNS, "site")
+	if got := p.Addresses(victimNS, "admin"); !sameAddresses(got, addrs) {
+		t.Fatalf("/admin is served on %v, / on %v: the test proves nothing", got, addrs)
+	}
+	addr := net.JoinHostPort(addrs[0], strconv.Itoa(p.HTTPPort))
+	get := func(path string) string { return "GET " + path + " HTTP/1.1\r\nHost: " + victimHost + "\r\n" }
+	if code, svc := rawGet(t, addr, get("/admin/users")); code != 403 {
+		t.Fatalf("/admin/users from 127.0.0.1: %d from %q, want 403 (outside 10.0.0.0/8): the test proves nothing", code, svc)
+	}
+	if code, svc := rawGet(t, addr, get("/shop;x=1")); code != 400 {
+		t.Errorf("/shop;x=1: %d from %q, want 400", code, svc)
+	}
+	for _, path := range []string{"/admin;x/users", "/x/..;/admin/users", `/x\..\admin\users`, "/%2561dmin/users",
+		"/admin%3Bx/users", "/x%5c..%5cadmin/users"} {
+		if code, svc := rawGet(t, addr, get(path)); code != 400 || svc != "" {
+			t.Errorf("%s: %d from %q, want 400 from HAProxy: the backend reads /admin/users", path, code, svc)
+		}
+	}
+	if code, svc := rawGet(t, addr, get("/shop/cart")); code != 200 || svc != victimEcho {
+		t.Errorf("/shop/cart: %d from %q, want the victim's app", code, svc)
+	}
+	legacyAddr := net.JoinHostPort(p.Addresses(victimNS, "legacy")[0], strconv.Itoa(p.HTTPPort))
+	req := "GET /cart;jsessionid=0123ABCD HTTP/1.1\r\nHost: legacy.example\r\n"
+	if code, svc := rawGet(t, legacyAddr, req); code != 200 || svc != victimEcho {
+		t.Errorf("legacy.example (rule \"/\" only) /cart;jsessionid=…: %d from %q, want the app", code, svc)
+	}
+}

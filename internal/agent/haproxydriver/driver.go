@@ -299,7 +299,7 @@ func (d *Driver) Apply(ctx context.Context, lb *model.LoadBalancer) (driver.Appl
 		d.mu.Unlock()
 		return driver.Applied{ConfigHash: hash}, nil
 	}
-	c := &change{lb: lb, at: at, inst: inst, r: r, certsChanged: certsChanged, done: make(chan struct{})}
+	c := &change{lb: lb, at: at, inst: inst, r: r, certsChanged: certsChanged, check: ctx, done: make(chan struct{})}
 	if inst == nil {
 		// A load balancer joining its process is written here, beside
 		// other applies; one that runs here is written in its lane, after

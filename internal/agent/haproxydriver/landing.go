@@ -200,7 +200,7 @@ func (d *Driver) landingChecks(ctx context.Context, sh *shard, batch []*change) 
 			out = map[*change]chan error{}
 		}
 		checked := make(chan error, 1)
-		go func() { checked <- d.checkCandidate(ctx, sh, c) }()
+		go func() { checked <- d.checkCandidate(c.check, sh, c) }()
 		out[c] = checked
 	}
 	return out

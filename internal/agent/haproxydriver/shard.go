@@ -2,6 +2,7 @@ package haproxydriver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -174,8 +175,13 @@ func (d *Driver) checkAlone(ctx context.Context, sh *shard, c *change) error {
 func (d *Driver) checkCandidate(ctx context.Context, sh *shard, c *change) error {
 	err := process.Check(ctx, d.cfg.Binary, []string{sh.at.Global, sh.at.Conf(), c.at.Candidate()})
 	if err != nil {
-		d.cfg.Metrics.FragmentChecks.WithLabelValues("refused").Inc()
 		_ = os.Remove(c.at.Candidate())
+		if ctx.Err() != nil && !errors.Is(err, process.ErrCheckFailed) {
+			d.cfg.Metrics.FragmentChecks.WithLabelValues("cancelled").Inc()
+			d.cfg.Logger.Info("fragment check cancelled: the change is no longer wanted", "lb", c.lb.Name, "uuid", c.lb.UUID)
+			return err
+		}
+		d.cfg.Metrics.FragmentChecks.WithLabelValues("refused").Inc()
 		d.cfg.Logger.Warn("fragment refused by haproxy -c; its process keeps the last good set", "lb", c.lb.Name, "uuid", c.lb.UUID, "error", err)
 		return err
 	}

@@ -25,6 +25,13 @@ type change struct {
 
 	// written: the load balancer's files hold r (Driver.writeLB).
 	written bool
+	// check is the context of the Apply that made the change: its end
+	// (the load balancer deleted, the change superseded, the agent
+	// stopping) cancels the `haproxy -c` of its fragment, and that of a
+	// shard's set holding it (loadLive). Nothing else is cancelled: the
+	// runtime commands and reloads of a lane, once begun, are seen
+	// through, so that what runs and what the files say stay one.
+	check context.Context
 
 	done chan struct{} // closed once the change is loaded or refused
 	out  *instance     // what runs afterwards (nil: nothing)
@@ -57,6 +64,7 @@ func (c *change) write(d *Driver) error {
 // one per load balancer. With one process per load balancer a lane only
 // ever holds its own change.
 func (d *Driver) commit(ctx context.Context, pa layout.Process, c *change) {
+	ctx = context.WithoutCancel(ctx) // the lane's work; checks use c.check
 	d.mu.Lock()
 	d.waiting[pa.Dir] = append(d.waiting[pa.Dir], c)
 	d.mu.Unlock()
@@ -82,6 +90,10 @@ func (d *Driver) commit(ctx context.Context, pa layout.Process, c *change) {
 // changes fails, each is checked alone and loaded alone, so that only
 // the one HAProxy refuses is refused.
 func (d *Driver) loadBatch(ctx context.Context, batch []*change) {
+	batch = d.dropCancelled(batch)
+	if len(batch) == 0 {
+		return
+	}
 	sh := d.shardFor(batch[0].at, d.cfg.Logger.With("lb", batch[0].lb.Name, "uuid", batch[0].lb.UUID))
 	var loads []*change
 	checks := d.landingChecks(ctx, sh, batch)
@@ -117,7 +129,7 @@ func (d *Driver) loadBatch(ctx context.Context, batch []*change) {
 	if len(loads) == 0 {
 		return
 	}
-	err := d.load(ctx, sh, loads)
+	loads, err := d.loadLive(ctx, sh, loads)
 	if err == nil || len(loads) == 1 || !errors.Is(err, process.ErrCheckFailed) {
 		return
 	}
@@ -137,12 +149,83 @@ func (d *Driver) loadAlone(ctx context.Context, c *change) error {
 		if err := writeIfChanged(c.at.Candidate(), c.r.Fragment, 0o600); err != nil {
 			return err
 		}
-		if err := d.checkAlone(ctx, sh, c); err != nil {
+		if err := d.checkAlone(c.check, sh, c); err != nil {
 			c.out = c.inst
 			return err
 		}
 	}
-	return d.load(ctx, sh, []*change{c})
+	_, err := d.loadLive(ctx, sh, []*change{c})
+	return err
+}
+
+// dropCancelled settles the changes whose Apply was cancelled before
+// their lane took them, and returns the others.
+func (d *Driver) dropCancelled(cs []*change) []*change {
+	live := cs[:0:0]
+	for _, c := range cs {
+		if err := c.check.Err(); err != nil {
+			c.out, c.err = c.inst, fmt.Errorf("apply cancelled: %w", err)
+			continue
+		}
+		live = append(live, c)
+	}
+	return live
+}
+
+// loadLive is load with the shard's check cancelled as soon as one of
+// cs is: a set holding a fragment nobody wants any more (its load
+// balancer deleted, or a newer spec waiting) is not checked to its end,
+// which a costly one (userlists to hash, up to process.CheckTimeout)
+// would make every other change of the shard wait for. The changes that
+// are still wanted are then loaded again, without the cancelled ones
+// (their fragments were taken back by load); live are those.
+func (d *Driver) loadLive(ctx context.Context, sh *shard, cs []*change) (live []*change, err error) {
+	for {
+		checkCtx, stop := cancelledByAny(ctx, cs)
+		err = d.load(checkCtx, sh, cs)
+		stop()
+		if err == nil {
+			return cs, nil // loaded, the cancelled ones too if their check had passed
+		}
+		live = d.dropCancelled(cs)
+		if len(live) == len(cs) || len(live) == 0 {
+			return live, err
+		}
+		d.cfg.Logger.Info("shard check cancelled: a load balancer of the batch was deleted or superseded; loading the others",
+			"dir", sh.at.Dir, "cancelled", len(cs)-len(live), "loading", len(live))
+		cs = cs[:0:0]
+		for _, c := range live {
+			c.out, c.err = nil, nil
+			if d.packs() { // load took the fragment back
+				if err := writeIfChanged(c.at.Candidate(), c.r.Fragment, 0o600); err != nil {
+					c.out, c.err = c.inst, err
+					continue
+				}
+			}
+			cs = append(cs, c)
+		}
+		if len(cs) == 0 {
+			return live, err
+		}
+		// A shard that failed to start was forgotten: start afresh.
+		sh = d.shardFor(cs[0].at, d.cfg.Logger.With("lb", cs[0].lb.Name, "uuid", cs[0].lb.UUID))
+	}
+}
+
+// cancelledByAny is ctx, cancelled as soon as the check context of one
+// of cs is; stop releases it.
+func cancelledByAny(ctx context.Context, cs []*change) (context.Context, func()) {
+	checkCtx, cancel := context.WithCancel(ctx)
+	stops := make([]func() bool, 0, len(cs))
+	for _, c := range cs {
+		stops = append(stops, context.AfterFunc(c.check, cancel))
+	}
+	return checkCtx, func() {
+		for _, s := range stops {
+			s()
+		}
+		cancel()
+	}
 }
 
 // load installs the changes' fragments in the process's file list and
@@ -354,7 +437,7 @@ func (d *Driver) runtimeOnly(ctx context.Context, c *change) bool {
 		if !plan.Routes && render.MembersOnly(inst.result.Fragment, c.r.Fragment) {
 			d.cfg.Metrics.FragmentChecks.WithLabelValues("skipped").Inc()
 		} else {
-			if err := d.checkAlone(ctx, inst.sh, c); err != nil {
+			if err := d.checkAlone(c.check, inst.sh, c); err != nil {
 				d.takeBack(ctx, inst, c)
 				c.out, c.err = inst, err
 				return true

@@ -96,6 +96,10 @@ func (i *Instance) stageAndCheck(ctx context.Context) (string, error) {
 	}
 	if err := Check(ctx, i.cfg.Binary, []string{staged}); err != nil {
 		_ = os.RemoveAll(staged)
+		if ctx.Err() != nil && !errors.Is(err, ErrCheckFailed) {
+			i.log.Info("haproxy -c cancelled: the configuration is no longer wanted")
+			return "", err
+		}
 		i.checksFailed.Add(1)
 		i.log.Warn("configuration refused by haproxy -c", "err", err)
 		return "", err

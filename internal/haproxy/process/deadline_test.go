@@ -70,3 +70,47 @@ func TestCheckDeadlineRealHAProxy(t *testing.T) {
 		t.Fatalf("the same check without a short deadline: %v", err)
 	}
 }
+
+// TestReloadCheckCancelled: Reload's ctx cancels its check (a set nobody
+// wants any more), at once, and the running worker serves on, with no
+// check counted as failed; a cancellation after the check passed does
+// not stop the reload, which completes.
+func TestReloadCheckCancelled(t *testing.T) {
+	e := newEnv(t)
+	e.write(e.config("a", ""))
+	i := e.instance()
+	start(t, i)
+	before := mustShowProc(t, i)
+	// A user at bcrypt cost 15: HAProxy hashes it while it checks, about 1.6 s.
+	const hash = "$2b$15$Zxl3U8oRi2N5aiTDsrx3S.kammLW6sEDyIg2Z1D6V1WYVoKl/lF2C"
+	e.write(e.config("b", "") + "\nuserlist u\n    user mallory password " + hash + "\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	began := time.Now()
+	err := i.Reload(ctx)
+	took := time.Since(began)
+	t.Logf("Reload returned after %v: %v", took.Round(time.Millisecond), err)
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrCheckFailed) || took > time.Second {
+		t.Fatalf("after %v: %v, want the check cancelled at 200ms, not refused", took, err)
+	}
+	if s := i.Stats(); s.ChecksFailed != 0 || s.ReloadsFailed != 0 {
+		t.Errorf("stats %+v: a cancelled check is no failure", s)
+	}
+	if after := mustShowProc(t, i); after.master.Reloads != before.master.Reloads {
+		t.Errorf("master reloads %d -> %d: a cancelled set was signalled", before.master.Reloads, after.master.Reloads)
+	}
+	if got := get(t, e.url("/")); got != "a" {
+		t.Fatalf("serving %q, want a", got)
+	}
+
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	i.afterCheck = func(string) { cancel() }
+	defer func() { i.afterCheck = nil }()
+	if err := i.Reload(ctx); err != nil {
+		t.Fatalf("Reload cancelled after its check: %v, want the reload seen through", err)
+	}
+	if got := get(t, e.url("/")); got != "b" {
+		t.Fatalf("serving %q, want b", got)
+	}
+}

@@ -210,11 +210,14 @@ func (i *Instance) Start(ctx context.Context) error {
 
 // startFresh checks and activates the configured files, then starts a master.
 // If the master does not come up, the previously active set is restored.
+// ctx cancels the check only, as for Reload: a master once launched is
+// waited for.
 func (i *Instance) startFresh(ctx context.Context) (*master, error) {
 	staged, err := i.stageAndCheck(ctx)
 	if err != nil {
 		return nil, err
 	}
+	ctx = context.WithoutCancel(ctx)
 	prev, err := i.activate(staged)
 	if err != nil {
 		_ = os.RemoveAll(staged)

@@ -19,6 +19,11 @@ import (
 // moved, then requires "[failed: 0]" and a new current worker. Otherwise it
 // returns ErrReloadFailed with HAProxy's output, restores the previous set as
 // the one a restart loads, and the old worker keeps serving.
+//
+// ctx cancels the check (a set nobody wants any more need not be checked
+// to its end), not what follows: once the master is asked to reload, the
+// outcome is awaited (within ReloadTimeout), since giving up would roll
+// back the files of a set the master may be loading.
 func (i *Instance) Reload(ctx context.Context) error { return i.reload(ctx, 0) }
 
 // deferredNice is the CPU niceness of a reload nothing waits on: at
@@ -47,6 +52,7 @@ func (i *Instance) reload(ctx context.Context, nice int) error {
 	if err != nil {
 		return fmt.Errorf("reload refused: %w", err)
 	}
+	ctx = context.WithoutCancel(ctx) // checked: the rest is seen through
 	checked := time.Since(began)
 	if i.afterCheck != nil {
 		i.afterCheck(staged)

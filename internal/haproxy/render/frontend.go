@@ -107,6 +107,16 @@ func writeFrontend(c *encode.Config, v *view, l *listenerView, at layout.LB) {
 //     normalises such paths; HAProxy 2.6's normalize-uri is still
 //     experimental, so pier refuses them. Only a path holding "%" pays
 //     for the regular expression.
+//   - where the path decides between rules (pathScoped), a path that
+//     some backends read as another: a ';' (Tomcat, Jetty and Spring drop
+//     a segment's ";parameters", so "/admin;x" and "/x/..;/admin" are
+//     "/admin" to them), a '\' (IIS and some Windows servers read it as
+//     '/'), and the escapes "%25" (a backend or proxy that decodes twice
+//     reads "/%2561dmin" as "/admin"), "%3b" and "%5c". Each would reach
+//     the backend of a catch-all rule with a path that a more specific
+//     rule (whitelist-source-range, auth) was meant to guard. Where no
+//     rule is scoped to a path, nothing can be bypassed this way, and a
+//     ";jsessionid=" of an old Java application still passes.
 func refuseAmbiguous(c *encode.Config, l *listenerView) {
 	if l.needHost {
 		// "unless Host, or HTTP/1.0 in origin form" is "if no Host and
@@ -125,6 +135,11 @@ func refuseAmbiguous(c *encode.Config, l *listenerView) {
 			openBrace, encode.Lit("path"), encode.Lit("-m"), encode.Lit("sub"), encode.Lit("%"), closeBrace,
 			openBrace, encode.Lit("path"), encode.Lit("-m"), encode.Lit("reg"), encode.Lit("-i"),
 			encode.Lit("%(?:2[def]|3[0-9]|[46][1-9a-f]|[57][0-9a]|5f|7e)"), closeBrace)
+	}
+	if l.pathScoped {
+		c.Line(httpRequest, encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(400), ifWord,
+			openBrace, encode.Lit("path"), encode.Lit("-m"), encode.Lit("sub"), encode.Lit(";"), encode.Lit(`\`), closeBrace, encode.Lit("||"),
+			openBrace, encode.Lit("path"), encode.Lit("-m"), encode.Lit("sub"), encode.Lit("-i"), encode.Lit("%25"), encode.Lit("%3b"), encode.Lit("%5c"), closeBrace)
 	}
 }
 

@@ -162,10 +162,12 @@ func LandingConfig(p layout.Process, o LandingOptions) ([]byte, error) {
 }
 
 // Flags of a landed load balancer in lbs.map: its listener reads the
-// Host header (refuseAmbiguous's first rule), has policies (its second).
+// Host header (refuseAmbiguous's first rule), has policies (its second),
+// has rules scoped to a path (its third).
 const (
-	flagHost  = "h"
-	flagPaths = "p"
+	flagHost   = "h"
+	flagPaths  = "p"
+	flagScoped = "s"
 )
 
 func landingRefuseAmbiguous(c *encode.Config) {
@@ -190,6 +192,12 @@ func landingRefuseAmbiguous(c *encode.Config) {
 	words = append(words, openBrace, encode.Lit("path"), encode.Lit("-m"), encode.Lit("sub"), encode.Lit("%"), closeBrace,
 		openBrace, encode.Lit("path"), encode.Lit("-m"), encode.Lit("reg"), encode.Lit("-i"),
 		encode.Lit("%(?:2[def]|3[0-9]|[46][1-9a-f]|[57][0-9a]|5f|7e)"), closeBrace)
+	c.Line(words...)
+	words = []encode.Word{httpRequest, encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(400), ifWord}
+	words = append(words, flag(encode.Lit(flagScoped))...)
+	words = append(words, openBrace, encode.Lit("path"), encode.Lit("-m"), encode.Lit("sub"), encode.Lit(";"), encode.Lit(`\`), closeBrace, encode.Lit("||"))
+	words = append(words, flag(encode.Lit(flagScoped))...)
+	words = append(words, openBrace, encode.Lit("path"), encode.Lit("-m"), encode.Lit("sub"), encode.Lit("-i"), encode.Lit("%25"), encode.Lit("%3b"), encode.Lit("%5c"), closeBrace)
 	c.Line(words...)
 }
 
@@ -386,7 +394,7 @@ func PlanLanding(r *Result, p layout.Process, o LandingOptions, id int, spares [
 	}
 	plan.Land = append(plan.Land, routes...)
 	lid := encode.Num(id)
-	flags := landingFlags(l.needHost, len(l.policies) > 0)
+	flags := landingFlags(l.needHost, len(l.policies) > 0, l.pathScoped)
 	settings := []struct {
 		name  string
 		value encode.Word
@@ -464,15 +472,18 @@ func landingRouteCommands(uuid string, l *listenerView, id int, file func(string
 }
 
 // landingFlags is a landed load balancer's value in lbs.map: "x" (a map
-// value is never empty), then flagHost and flagPaths when they apply.
-func landingFlags(host, paths bool) encode.Word {
-	switch {
-	case host && paths:
-		return encode.Lit("x" + flagHost + flagPaths)
-	case host:
-		return encode.Lit("x" + flagHost)
-	case paths:
-		return encode.Lit("x" + flagPaths)
+// value is never empty), then flagHost, flagPaths and flagScoped when
+// they apply.
+func landingFlags(host, paths, scoped bool) encode.Word {
+	i := 0
+	for bit, on := range []bool{host, paths, scoped} {
+		if on {
+			i |= 1 << bit
+		}
 	}
-	return encode.Lit("x")
+	return [...]encode.Word{
+		encode.Lit("x"), encode.Lit("x" + flagHost), encode.Lit("x" + flagPaths), encode.Lit("x" + flagHost + flagPaths),
+		encode.Lit("x" + flagScoped), encode.Lit("x" + flagHost + flagScoped), encode.Lit("x" + flagPaths + flagScoped),
+		encode.Lit("x" + flagHost + flagPaths + flagScoped),
+	}[i]
 }

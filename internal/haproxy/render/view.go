@@ -41,13 +41,17 @@ type view struct {
 }
 
 type listenerView struct {
-	port        int
-	tls         bool
-	strictSNI   bool // no default certificate (model.Listener.StrictSNI)
-	certs       []model.Certificate
-	policies    []policyView
-	needHost    bool // some rule reads the Host header
-	needWild    bool // some rule is a wildcard host
+	port      int
+	tls       bool
+	strictSNI bool // no default certificate (model.Listener.StrictSNI)
+	certs     []model.Certificate
+	policies  []policyView
+	needHost  bool // some rule reads the Host header
+	needWild  bool // some rule is a wildcard host
+	// pathScoped: some rule tests a path other than the catch-all prefix
+	// "/", so the path decides which rule a request meets
+	// (refuseAmbiguous's third rule).
+	pathScoped  bool
 	defaultPool string
 	routes      *routeTable // nil: the policies are rendered as ACL rules
 	profiles    []*profile  // distinct profiles of the policies, by id
@@ -302,10 +306,13 @@ func ruleACLs(name encode.Word, r model.L7Rule, lv *listenerView) ([][]encode.Wo
 		return [][]encode.Word{acl(encode.Lit("var(txn.pier_host)"), m, encode.Lit("end"), h.Word())}, err
 	case r.Type == model.RulePath && r.Compare == model.CompareEqualTo:
 		p, err := encode.Path(r.Value, encode.PathExact)
+		lv.pathScoped = true
 		return [][]encode.Word{acl(encode.Lit("path"), m, str, p.Word())}, err
 	case r.Type == model.RulePath && r.Compare == model.CompareStartsWith:
+		lv.pathScoped = lv.pathScoped || strings.TrimSuffix(r.Value, "/") != ""
 		return prefixACLs(r.Value, acl)
 	case r.Type == model.RulePath && r.Compare == model.CompareRegex:
+		lv.pathScoped = true
 		// Re-validated here: the store may be a custom resource anyone
 		// with write access edits; HAProxy gets the re-written form.
 		re, err := encode.ParsePathRegex(r.Value)
