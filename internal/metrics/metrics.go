@@ -132,7 +132,7 @@ func New() *Metrics {
 		}, RequestLabels),
 		AccessLogLines: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pier_access_log_lines_total",
-			Help: "Access-log lines the agent received, by what became of them: written, sampled (left out by sample=N), off (the load balancer logs nothing, the line only counted), unknown (a load balancer this agent does not run), malformed.",
+			Help: "Access-log lines the agent received, by what became of them: written, sampled (left out by sample=N), off (the load balancer logs nothing, the line only counted), unknown (a load balancer this agent does not run), malformed, overflow (dropped by the agent: more than 8,192 lines waiting).",
 		}, []string{"result"}),
 		AccessLogDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pier_access_log_dropped_total",

@@ -11,8 +11,10 @@ import (
 )
 
 // Prepare makes dir absolute, checks that HAProxy's socket paths under it
-// will fit (render.CheckStateDir) and creates it, private to pier. It
-// returns the absolute path.
+// will fit (render.CheckStateDir) and creates it, private to pier (the
+// HAProxy driver later lets the group of HAProxy's workers search it, and
+// nothing more, to reach the access-log socket). It returns the absolute
+// path.
 func Prepare(dir string) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {

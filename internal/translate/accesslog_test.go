@@ -33,6 +33,17 @@ func TestAccessLogAnnotation(t *testing.T) {
 			t.Errorf("%q + %q: %q, want %q", tt.a, tt.b, lb.AccessLog, tt.want)
 		}
 	}
+	// ingress-nginx's switch, and pier's value winning over it.
+	for ann, want := range map[string]string{"false": "off", "true": "on"} {
+		ing := simpleIngress(t, "default", "n", 0, map[string]string{NginxPrefix + "enable-access-log": ann}, "a.example", "/")
+		if lb := onlyLB(t, Ingresses(snapshotOf(ing), DefaultOptions())); lb.AccessLog != want {
+			t.Errorf("enable-access-log %s: %q, want %q", ann, lb.AccessLog, want)
+		}
+	}
+	both := simpleIngress(t, "default", "n", 0, map[string]string{NginxPrefix + "enable-access-log": "false", AnnotationAccessLog: "sample=9"}, "a.example", "/")
+	if lb := onlyLB(t, Ingresses(snapshotOf(both), DefaultOptions())); lb.AccessLog != "sample=9" {
+		t.Errorf("pier.dev/access-log beside enable-access-log: %q", lb.AccessLog)
+	}
 	for _, bad := range []string{"yes", "sample=0", "sample=01", "sample=1000000", "on\n"} {
 		ing := simpleIngress(t, "default", "bad", 0, map[string]string{AnnotationAccessLog: bad}, "a.example", "/")
 		res := Ingresses(snapshotOf(ing), DefaultOptions())

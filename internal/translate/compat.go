@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"pier.dev/pier/internal/encode"
+	"pier.dev/pier/internal/model"
 )
 
 // NginxPrefix is ingress-nginx's annotation prefix. Its annotations that
@@ -33,6 +34,18 @@ type compatAnnotation struct {
 // compatAnnotations are the ingress-nginx annotations pier implements,
 // by name without prefix. Each parser is typed and anchored (R5).
 var compatAnnotations = map[string]compatAnnotation{
+	"enable-access-log": {parse: func(s *ingressSettings, v string) error {
+		on, err := parseNginxBool(v)
+		if err != nil {
+			return err
+		}
+		a := model.AccessLog{}
+		if on {
+			a = model.AccessLogOn
+		}
+		s.accessLog = &a
+		return nil
+	}, difference: "the load balancer's whole access log, as pier.dev/access-log on or off (in a group the most verbose member decides); ingress-nginx's is per location"},
 	"ssl-redirect": {parse: func(s *ingressSettings, v string) (err error) {
 		s.sslRedirect, err = parseNginxBool(v)
 		return err

@@ -16,6 +16,7 @@ import (
 // without a path: ";evil" lands in its host).
 var validCompat = map[string]string{
 	"ssl-redirect":              "false",
+	"enable-access-log":         "false",
 	"force-ssl-redirect":        "true",
 	"proxy-body-size":           "8m",
 	"proxy-connect-timeout":     "5",

@@ -84,8 +84,11 @@ func accessLogs(t *testing.T, path string, offset int) []accesslog.Line {
 	if offset > len(b) {
 		offset = len(b)
 	}
+	// Only whole lines: the agent's buffer may be flushed mid-line.
+	b = b[offset:]
+	b = b[:bytes.LastIndexByte(b, '\n')+1]
 	var out []accesslog.Line
-	sc := bufio.NewScanner(bytes.NewReader(b[offset:]))
+	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		var l accesslog.Line
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {

@@ -140,8 +140,10 @@ func (l *Log) Start() error {
 		l.cfg.Logger.Debug("access log socket: could not size its buffer", "error", err)
 	}
 	l.conn = conn
-	l.stopped.Add(2)
-	go l.read()
+	lines := make(chan []byte, backlog)
+	l.stopped.Add(3)
+	go l.read(lines)
+	go l.process(lines)
 	go l.flush()
 	return nil
 }
@@ -163,8 +165,17 @@ func (l *Log) Close() error {
 	return errors.Join(err, ferr)
 }
 
-func (l *Log) read() {
+// backlog is how many lines wait between the socket and their
+// processing: the socket's queue is short (queue.go), so read only
+// copies each line out and hands it on, and a burst or a pause of the
+// processing (a slow output, a GC) waits here instead of filling it.
+const backlog = 8192
+
+// read empties the socket into lines; a line that finds the backlog
+// full is counted (overflow) and dropped, as HAProxy would drop it.
+func (l *Log) read(lines chan<- []byte) {
 	defer l.stopped.Done()
+	defer close(lines)
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := l.conn.Read(buf)
@@ -174,7 +185,19 @@ func (l *Log) read() {
 			}
 			return
 		}
-		l.handle(buf[:n])
+		select {
+		case lines <- append([]byte(nil), buf[:n]...):
+		default:
+			l.lineResult("overflow")
+		}
+	}
+}
+
+// process handles the lines read, in order.
+func (l *Log) process(lines <-chan []byte) {
+	defer l.stopped.Done()
+	for b := range lines {
+		l.handle(b)
 	}
 }
 
