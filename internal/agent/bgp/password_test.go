@@ -50,6 +50,7 @@ func TestPasswordRedacted(t *testing.T) {
 	slog.New(slog.NewTextHandler(&logged, nil)).Info("x", "cfg", cfg, "peer", cfg.Peers[0])
 	js, _ := json.Marshal(cfg)
 	for form, s := range map[string]string{"%v": fmt.Sprintf("%v", cfg), "%+v": fmt.Sprintf("%+v", cfg), "%#v": fmt.Sprintf("%#v", cfg),
+		//lint:ignore S1025 the %s verb itself is what is checked
 		"%s": fmt.Sprintf("%s", cfg.Peers[0].Password), "json": string(js), "slog": logged.String()} {
 		if strings.Contains(s, "hunter2") {
 			t.Errorf("%s shows the password: %s", form, s)
