@@ -127,7 +127,7 @@ func lint(snap *source.Snapshot) lintReport {
 	r := lintReport{Ingresses: []lintIngress{}}
 	for _, ing := range snap.Ingresses {
 		li := lintIngress{Namespace: ing.Namespace, Name: ing.Name,
-			Annotations: translate.ReportIngress(ing)}
+			Annotations: translate.ReportIngress(ing, translate.DefaultOptions())}
 		if li.Annotations == nil {
 			li.Annotations = []translate.AnnotationReport{}
 		}
