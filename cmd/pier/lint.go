@@ -177,8 +177,10 @@ func printLint(w io.Writer, out lintOutput, details bool) error {
 func verdictLine(ing lint.Ingress, sep string, details bool) string {
 	line := printable(ing.Namespace+"/"+ing.Name) + sep + string(ing.Verdict)
 	switch {
-	case ing.Reason != "":
+	case ing.Reason != "" && details:
 		line += sep + printable(ing.Reason)
+	case ing.Reason != "":
+		line += sep + firstLine(printable(ing.Reason))
 	case len(ing.Differences) > 0 && !details:
 		line += sep + plural(len(ing.Differences), "difference") + " (-v lists them)"
 	}
@@ -205,6 +207,23 @@ func printDetails(w io.Writer, ing lint.Ingress) error {
 		fmt.Fprintf(tw, "    %s\t%s\n", printable(a.Key), a.Status)
 	}
 	return tw.Flush()
+}
+
+// maxReason bounds the reason on an Ingress's line without -v: HAProxy's
+// refusal is kilobytes over many lines, and -v prints it whole.
+const maxReason = 400
+
+// firstLine is the first line of a printable reason (its newlines are
+// escaped as \n), cut to maxReason runes.
+func firstLine(s string) string {
+	line, _, more := strings.Cut(s, `\n`)
+	if r := []rune(line); len(r) > maxReason {
+		line, more = string(r[:maxReason]), true
+	}
+	if more {
+		line += " … (-v shows all)"
+	}
+	return line
 }
 
 func plural(n int, word string) string {
