@@ -190,3 +190,15 @@ func TestLintEscapesNames(t *testing.T) {
 		t.Errorf("%q", out)
 	}
 }
+
+// TestIgnoreSnippetsFlag: pier run, the controller and lint take
+// --ignore-snippets, with help that says what it opens.
+func TestIgnoreSnippetsFlag(t *testing.T) {
+	for _, cmd := range []string{"run", "controller", "lint"} {
+		var stdout, stderr bytes.Buffer
+		run([]string{cmd, "-h"}, &stdout, &stderr)
+		if help := stderr.String(); !strings.Contains(help, "-ignore-snippets") || !strings.Contains(help, "a dropped snippet may have been a rule") {
+			t.Errorf("pier %s -h lacks --ignore-snippets:\n%s", cmd, help)
+		}
+	}
+}
