@@ -69,15 +69,7 @@ func lintCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fs.Usage()
 		return errUsage
 	}
-	var snap *source.Snapshot
-	var problems []files.Problem
-	var unlisted []string
-	var err error
-	if *kubeconfig != "" {
-		snap, unlisted, err = clusterSnapshot(ctx, *kubeconfig)
-	} else {
-		snap, problems, err = files.Load(paths)
-	}
+	snap, problems, unlisted, err := lintInput(ctx, *kubeconfig, paths)
 	if err != nil {
 		return err
 	}
@@ -114,6 +106,17 @@ func lintCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return errUnsupported
 	}
 	return nil
+}
+
+// lintInput reads the objects to lint: of a live cluster, or of files
+// (with the documents that could not be read).
+func lintInput(ctx context.Context, kubeconfig string, paths []string) (*source.Snapshot, []files.Problem, []string, error) {
+	if kubeconfig != "" {
+		snap, unlisted, err := clusterSnapshot(ctx, kubeconfig)
+		return snap, nil, unlisted, err
+	}
+	snap, problems, err := files.Load(paths)
+	return snap, problems, nil, err
 }
 
 // lintConfig is the lint configuration of the flags: translation and
