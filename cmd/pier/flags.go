@@ -129,6 +129,7 @@ func (t *translateFlags) register(fs *flag.FlagSet) {
 	t.registerQuota(fs)
 	fs.BoolVar(&t.opts.GatewayExtendedMatches, "gateway-extended-matches", t.opts.GatewayExtendedMatches, "route HTTPRoute header, query-parameter and method matches; false refuses such routes with a reason (while agents of a version that cannot render them still run)")
 	fs.Var((*commaList)(&t.opts.ExternalIPNamespaces), "external-ip-namespaces", "comma-separated namespaces whose Ingresses may pin an address with pier.dev/external-ip (Services with spec.loadBalancerIP, Gateways with spec.addresses) (repeatable); empty: every namespace")
+	fs.BoolVar(&t.opts.IgnoreSnippets, "ignore-snippets", false, "serve an Ingress with snippet annotations (configuration-snippet, server-snippet, auth-snippet, …) with the snippet ignored and a Warning, during a migration; without it such an Ingress is refused with the typed alternative, as ingress-nginx does with snippets disabled: a dropped snippet may have been a rule (a deny, an auth check, a security header)")
 	fs.Var(sharedGroupsFlag{&t.opts.SharedGroups}, "shared-load-balancer", "GROUP=NS1,NS2,…: let these namespaces share the pier.dev/load-balancer group GROUP (one load balancer, one address); \"*\" for every namespace. Repeatable. Without it a group is per namespace")
 }
 

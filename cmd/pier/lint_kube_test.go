@@ -39,7 +39,7 @@ func TestLintLiveCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"lint", "--kubeconfig", srv.Kubeconfig()}, &stdout, &stderr); code != 1 {
+	if code := run(append([]string{"lint", "--kubeconfig", srv.Kubeconfig()}, lintCorpusFlags...), &stdout, &stderr); code != 1 {
 		t.Fatalf("exit %d, want 1: %s", code, stderr.String())
 	}
 	want, err := os.ReadFile(filepath.Join("testdata", "lint", "expected.txt"))

@@ -32,8 +32,9 @@ Commands:
   agent       Run the node role: HAProxy for the LoadBalancers placed on a node.
   echo        Run an HTTP echo backend (for demos and tests).
   get         Show what a running pier holds: pier get loadbalancers|gateways|httproutes [-o json].
-  lint        Report how pier treats the annotations of Ingress manifests
-              (coming from ingress-nginx): pier lint -f PATH... | --kubeconfig FILE [-o json].
+  lint        Give the verdict pier would on each Ingress of manifests (coming from
+              ingress-nginx): serves, serves with differences, refused and why, with
+              haproxy -c: pier lint -f PATH... | --kubeconfig FILE [-v] [-o json].
   version     Print the version.
 
 Run 'pier <command> -h' for the flags of a command.

@@ -72,6 +72,22 @@ type Server struct {
 type IngressResponse struct {
 	*networkingv1.Ingress `json:",inline"`
 	Problems              []model.Problem `json:"problems"`
+	// LoadBalancers are the load balancers that serve the Ingress, with
+	// their state: one in ERROR does not serve the Ingress as written,
+	// whatever its problems say.
+	LoadBalancers []IngressLoadBalancer `json:"loadBalancers"`
+}
+
+// IngressLoadBalancer is the state of a load balancer serving an
+// Ingress, as its agents report it (model.Status).
+type IngressLoadBalancer struct {
+	UUID  string      `json:"uuid"`
+	Name  string      `json:"name"`
+	State model.State `json:"state"`
+	// Message says why the last apply failed, in full.
+	Message string `json:"message,omitempty"`
+	// Serving: the active node serves the current spec.
+	Serving bool `json:"serving"`
 }
 
 // Handler routes the API.
@@ -178,7 +194,32 @@ func (s *Server) getIngress(w http.ResponseWriter, r *http.Request) {
 	if problems == nil {
 		problems = []model.Problem{}
 	}
-	writeJSON(w, http.StatusOK, IngressResponse{Ingress: ing, Problems: problems})
+	lbs, err := s.Store.List(r.Context())
+	if err != nil {
+		s.fail(w, http.StatusInternalServerError, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, IngressResponse{Ingress: ing, Problems: problems, LoadBalancers: servingIngress(lbs, ing)})
+}
+
+// servingIngress lists the load balancers whose sources name ing.
+func servingIngress(lbs []*model.LoadBalancer, ing *networkingv1.Ingress) []IngressLoadBalancer {
+	out := []IngressLoadBalancer{}
+	ref := model.IngressRef(ing.Namespace, ing.Name)
+	for _, lb := range lbs {
+		for _, src := range lb.Sources {
+			if src.Ref() != ref {
+				continue
+			}
+			state := lb.Status.State
+			if state == "" {
+				state = model.StatePending
+			}
+			out = append(out, IngressLoadBalancer{UUID: lb.UUID, Name: lb.Name, State: state, Message: lb.Status.Message, Serving: lb.Serving()})
+			break
+		}
+	}
+	return out
 }
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {

@@ -115,6 +115,9 @@ type ingressSettings struct {
 type annotationIssue struct {
 	key, message string
 	fatal        bool
+	// snippet: the key is a snippet, refused unless snippets are
+	// ignored (applySnippetPolicy).
+	snippet bool
 }
 
 // parseAnnotations reads every pier.dev/ and nginx.ingress.kubernetes.io/
@@ -136,9 +139,13 @@ func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue
 	for _, k := range keys {
 		v := ann[k]
 		name, compat := compatName(k)
+		if !compat && isSnippetKey(k) {
+			// Never parsed, so never fatal here, whatever its size: a
+			// snippet is refused or ignored by applySnippetPolicy.
+			issues = append(issues, annotationIssue{key: k, snippet: true, message: snippetIgnored(k, v)})
+			continue
+		}
 		if strings.HasPrefix(k, NginxPrefix) && !compat {
-			// Never parsed, so never fatal, whatever its size: a long
-			// configuration-snippet must not refuse the Ingress.
 			issues = append(issues, annotationIssue{key: k, message: unsupportedNginx(k)})
 			continue
 		}
@@ -174,7 +181,7 @@ func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue
 			s.responseHeaders, err = parseHeaderLines("response-headers", v)
 		default:
 			msg := "unknown annotation, ignored"
-			if strings.Contains(k, "snippet") || strings.HasPrefix(k, AnnotationPrefix+"config-") {
+			if strings.HasPrefix(k, AnnotationPrefix+"config-") {
 				msg = "snippet annotations are not supported, ignored"
 			}
 			issues = append(issues, annotationIssue{key: k, message: msg})

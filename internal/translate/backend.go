@@ -109,12 +109,17 @@ func (x *index) poolFor(ing *networkingv1.Ingress, b *networkingv1.IngressServic
 			"service %s/%s has no port %s: requests for this route get 503", ing.Namespace, b.Name, portKey)}, nil
 	}
 	var refused []string
+	var problems []model.Problem
 	if opts.MembersFromClusterIP || pool.ServiceUpstream {
 		pool.Members, refused = clusterIPMembers(svc, sp, opts.Members)
+		if len(pool.Members) == 0 && len(refused) == 0 {
+			problems = append(problems, warning(ing, "NoClusterIP", field,
+				"service %s/%s has no ClusterIP (headless, or not allocated yet) to proxy to: requests for this route get 503",
+				ing.Namespace, b.Name))
+		}
 	} else {
 		pool.Members, refused = x.endpointMembers(svc, sp, opts.Members)
 	}
-	var problems []model.Problem
 	if len(refused) > 0 {
 		problems = append(problems, warning(ing, "EndpointRefused", field,
 			"service %s/%s: %s; not used as members", ing.Namespace, b.Name, joinRefusals(refused)))

@@ -8,19 +8,10 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 )
 
-// snippetAlternatives names, for each raw-configuration annotation of
-// ingress-nginx, what to use instead. Snippets are never rendered (R5):
-// they are ignored with a warning rather than refusing the Ingress,
-// because the typed part of the Ingress (its routes) is still served as
-// written; the warning names what the snippet did not do.
-var snippetAlternatives = map[string]string{
-	"configuration-snippet": "pier.dev/request-headers and pier.dev/response-headers for more_set_headers and proxy_set_header, or the typed annotations of docs/migration.md (redirects, source ranges, body size, timeouts)",
-	"server-snippet":        "the typed annotations of docs/migration.md (ssl-redirect, permanent-redirect, source ranges; pier.dev/request-headers and pier.dev/response-headers for headers)",
-	"auth-snippet":          "auth-url with auth-response-headers (docs/migration.md, External auth)",
-	"stream-snippet":        "a Service of type LoadBalancer (pier's native provider) for TCP/UDP",
-	"modsecurity-snippet":   "a WAF in front of pier; pier has no ModSecurity",
-	"server-alias":          "one more host in spec.rules",
-	// Not snippets: what pier does instead.
+// nginxAlternatives names, for ingress-nginx annotations pier does not
+// implement, what pier does instead (snippets: snippets.go).
+var nginxAlternatives = map[string]string{
+	"server-alias":           "one more host in spec.rules",
 	"proxy-set-headers":      "pier.dev/request-headers (typed \"Name: value\" lines on the Ingress itself)",
 	"proxy-next-upstream":    "proxy-next-upstream-tries; pier retries on connection failures and empty responses only (HAProxy's retry-on), not on timeouts or 5xx",
 	"limit-burst-multiplier": "a higher limit-rps or limit-rpm (pier counts accepted requests over a sliding second or minute, with no burst on top)",
@@ -41,16 +32,10 @@ func setOf(names ...string) map[string]bool {
 }
 
 // unsupportedNginx is the warning for an ingress-nginx annotation pier
-// does not implement.
+// does not implement and that is not a snippet.
 func unsupportedNginx(key string) string {
 	name := strings.TrimPrefix(key, NginxPrefix)
-	if alt, ok := snippetAlternatives[name]; ok && strings.HasSuffix(name, "-snippet") {
-		return "snippet annotations are not supported (no raw configuration is accepted), ignored: use " + alt
-	}
-	if strings.Contains(name, "snippet") {
-		return "snippet annotations are not supported (no raw configuration is accepted), ignored: use the typed annotations of docs/migration.md"
-	}
-	if alt, ok := snippetAlternatives[name]; ok {
+	if alt, ok := nginxAlternatives[name]; ok {
 		return "unsupported ingress-nginx annotation, ignored: use " + alt
 	}
 	if plannedNginx[name] {
@@ -73,9 +58,11 @@ type AnnotationReport struct {
 // ReportAnnotations classifies every pier.dev/ and ingress-nginx
 // annotation of ann, sorted by key, for pier lint. Values are checked
 // too: an invalid value is reported unsupported with the parser's
-// reason, as translation would refuse the Ingress.
-func ReportAnnotations(ann map[string]string) []AnnotationReport {
+// reason, as translation would refuse the Ingress; a snippet is
+// reported unsupported, and refusing it unless ignoreSnippets.
+func ReportAnnotations(ann map[string]string, ignoreSnippets bool) []AnnotationReport {
 	_, issues := parseAnnotations(ann)
+	issues = applySnippetPolicy(issues, ann, ignoreSnippets)
 	problem := map[string]annotationIssue{}
 	for _, is := range issues {
 		if _, dup := problem[is.key]; !dup || is.fatal {
@@ -118,8 +105,8 @@ func isPrecedenceNote(is annotationIssue) bool {
 // target names, refuses the Ingress. The annotation that made the paths
 // regular expressions (use-regex, else rewrite-target) is then reported
 // unsupported with the first such path's reason.
-func ReportIngress(ing *networkingv1.Ingress) []AnnotationReport {
-	out := ReportAnnotations(ing.Annotations)
+func ReportIngress(ing *networkingv1.Ingress, opts Options) []AnnotationReport {
+	out := ReportAnnotations(ing.Annotations, opts.IgnoreSnippets)
 	s, _ := parseAnnotations(ing.Annotations)
 	p := &parsedIngress{ing: ing, settings: s}
 	p.checkStripForm()

@@ -173,18 +173,54 @@ func TestCompatParsers(t *testing.T) {
 	}
 }
 
-func TestSnippetsAndUnknownNginxAnnotationsWarn(t *testing.T) {
-	ing := simpleIngress(t, "ns", "a", 0, map[string]string{
-		NginxPrefix + "configuration-snippet": "more_set_headers \"X: y\";",
-		NginxPrefix + "server-snippet":        "return 403;",
-		NginxPrefix + "auth-snippet":          "x",
-		NginxPrefix + "stream-snippet":        "x",
-		NginxPrefix + "proxy-set-headers":     "ns/headers",
-		NginxPrefix + "server-snippet-long":   strings.Repeat("x", 4096), // unparsed: no size refusal
-	}, "a.example", "/")
+// snippetAnnotations are an Ingress's snippets of every kind, one
+// annotation pier does not implement, and one long snippet (never
+// parsed: no size refusal).
+var snippetAnnotations = map[string]string{
+	NginxPrefix + "configuration-snippet": "more_set_headers \"X: y\";",
+	NginxPrefix + "server-snippet":        "return 403;",
+	NginxPrefix + "auth-snippet":          "x",
+	NginxPrefix + "stream-snippet":        "x",
+	NginxPrefix + "proxy-set-headers":     "ns/headers",
+	NginxPrefix + "server-snippet-long":   strings.Repeat("x", 4096),
+}
+
+// TestSnippetsRefuseTheIngress: a snippet refuses the Ingress, one
+// SnippetRefused error per snippet, each naming an alternative and the
+// flag; the annotation pier does not implement stays a Warning.
+func TestSnippetsRefuseTheIngress(t *testing.T) {
+	ing := simpleIngress(t, "ns", "a", 0, snippetAnnotations, "a.example", "/")
 	res := Ingresses(snapshotOf(ing), DefaultOptions())
+	if _, ok := res.Accepted[model.IngressRef("ns", "a")]; ok {
+		t.Fatal("an Ingress with snippets must be refused")
+	}
+	ps := problemsFor(res, "a")
+	if len(ps) != 6 {
+		t.Fatalf("want 6 problems, got %+v", ps)
+	}
+	for _, p := range ps {
+		if !strings.Contains(p.Field, "snippet") {
+			if p.Severity != model.SeverityWarning || p.Reason != "IgnoredAnnotation" {
+				t.Errorf("not a snippet: %+v", p)
+			}
+			continue
+		}
+		if p.Severity != model.SeverityError || p.Reason != "SnippetRefused" ||
+			!strings.Contains(p.Message, "use ") || !strings.Contains(p.Message, "--ignore-snippets") {
+			t.Errorf("snippet: %+v", p)
+		}
+	}
+}
+
+// TestIgnoreSnippetsServes: with IgnoreSnippets the Ingress is served
+// and every snippet is a Warning naming its alternative.
+func TestIgnoreSnippetsServes(t *testing.T) {
+	ing := simpleIngress(t, "ns", "a", 0, snippetAnnotations, "a.example", "/")
+	opts := DefaultOptions()
+	opts.IgnoreSnippets = true
+	res := Ingresses(snapshotOf(ing), opts)
 	if _, ok := res.Accepted[model.IngressRef("ns", "a")]; !ok {
-		t.Fatal("snippets must not refuse the Ingress")
+		t.Fatal("IgnoreSnippets: snippets must not refuse the Ingress")
 	}
 	ps := problemsFor(res, "a")
 	if len(ps) != 6 {
@@ -197,6 +233,42 @@ func TestSnippetsAndUnknownNginxAnnotationsWarn(t *testing.T) {
 		if strings.Contains(p.Field, "snippet") && !strings.Contains(p.Message, "use ") {
 			t.Errorf("snippet warning names no alternative: %s", p.Message)
 		}
+	}
+}
+
+// TestSnippetAdvice: the refusal names the typed alternative of each
+// directive the snippet holds, in order, and repeats none of its text.
+func TestSnippetAdvice(t *testing.T) {
+	for _, tc := range []struct {
+		key, value string
+		want       []string
+	}{
+		{"server-snippet", "location = /ping {\n  deny all;\n}", []string{"for deny use denylist-source-range or whitelist-source-range, or for one path an Ingress of its own for it with denylist-source-range 0.0.0.0/0,::/0"}},
+		{"configuration-snippet", `more_set_headers "X-Frame-Options: DENY";`, []string{"for more_set_headers use pier.dev/response-headers (Gateway API: ResponseHeaderModifier)"}},
+		{"configuration-snippet", "proxy_set_header X-Evil 1;\nproxy_set_header X-Two 2;", []string{"for proxy_set_header use pier.dev/request-headers"}},
+		{"auth-snippet", "auth_request /oauth2/auth;", []string{"for auth_request use auth-url"}},
+		{"server-snippet", "client_max_body_size 4G; rewrite ^/x /y;", []string{"for client_max_body_size use proxy-body-size; for rewrite use rewrite-target"}},
+		{"modsecurity-snippet", "SecRuleEngine On", []string{"a WAF in front of pier"}},
+		{"stream-snippet", "server { listen 9000; }", []string{"use a Service of type LoadBalancer"}},
+		{"other-snippet", "unknown_thing;", []string{"use the typed annotations of docs/migration.md"}},
+	} {
+		msg := snippetRefused(NginxPrefix+tc.key, tc.value)
+		for _, w := range tc.want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%s %q: %q lacks %q", tc.key, tc.value, msg, w)
+			}
+		}
+		if strings.Contains(msg, "X-Evil") || strings.Contains(msg, "/oauth2") || strings.Count(msg, "proxy_set_header") > 1 {
+			t.Errorf("%s: the message repeats the snippet's text or a directive twice: %q", tc.key, msg)
+		}
+	}
+	// Every directive at once: the advice is cut, the message stays short.
+	var all strings.Builder
+	for _, d := range sortedKeys(directiveAlternatives) {
+		all.WriteString(d + " x;\n")
+	}
+	if msg := snippetRefused(NginxPrefix+"server-snippet", all.String()); len(msg) > 450 || !strings.Contains(msg, "…") {
+		t.Errorf("%d bytes: %s", len(msg), msg)
 	}
 }
 

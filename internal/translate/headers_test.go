@@ -98,7 +98,7 @@ func TestHeaderAnnotations(t *testing.T) {
 
 // The configuration-snippet refusal names the typed header annotations.
 func TestSnippetNamesHeaderAnnotations(t *testing.T) {
-	msg := unsupportedNginx(NginxPrefix + "configuration-snippet")
+	msg := snippetAdvice(NginxPrefix+"configuration-snippet", "x")
 	if !strings.Contains(msg, AnnotationRequestHeaders) || !strings.Contains(msg, AnnotationResponseHeaders) {
 		t.Errorf("message %q", msg)
 	}

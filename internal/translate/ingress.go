@@ -63,12 +63,17 @@ func parseIngress(ing *networkingv1.Ingress, x *index, opts Options) (*parsedIng
 			size, maxAnnotationsSize, quoteForMessage(largest), len(ing.Annotations[largest])))
 	}
 	settings, issues := parseAnnotations(ing.Annotations)
+	issues = applySnippetPolicy(issues, ing.Annotations, opts.IgnoreSnippets)
 	refused := false
 	for _, is := range issues {
 		field := fieldForAnnotation(is.key)
 		if is.fatal {
 			refused = true
-			problems = append(problems, refusal(ing, "InvalidAnnotation", field, "%s: %s", quoteForMessage(is.key), is.message))
+			reason := "InvalidAnnotation"
+			if is.snippet {
+				reason = "SnippetRefused"
+			}
+			problems = append(problems, refusal(ing, reason, field, "%s: %s", quoteForMessage(is.key), is.message))
 		} else {
 			problems = append(problems, warning(ing, "IgnoredAnnotation", field, "%s: %s", quoteForMessage(is.key), is.message))
 		}

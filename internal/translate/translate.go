@@ -76,6 +76,10 @@ type Options struct {
 	// serve a rule to requests it was written to exclude), for agents of
 	// a version whose render refuses such rules.
 	GatewayExtendedMatches bool
+	// IgnoreSnippets serves an Ingress with snippet annotations
+	// (configuration-snippet, server-snippet, …) with the snippet ignored
+	// and a Warning; without it such an Ingress is refused (snippets.go).
+	IgnoreSnippets bool
 	// Now is compared with certificate expiry to warn about expired
 	// certificates; zero skips the check. Passed in, not read, so that
 	// translation stays a pure function.

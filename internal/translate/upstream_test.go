@@ -55,3 +55,21 @@ func TestServiceUpstreamAndTries(t *testing.T) {
 		}
 	}
 }
+
+// service-upstream to a headless Service has no member: a Warning says
+// the route answers 503, rather than a silent empty pool.
+func TestServiceUpstreamHeadless(t *testing.T) {
+	ing := simpleIngress(t, "ns", "a", 0, map[string]string{NginxPrefix + "service-upstream": "true"}, "a.example", "/")
+	snap := snapshotOf(ing)
+	for _, svc := range snap.Services {
+		svc.Spec.ClusterIP = "None"
+	}
+	res := Ingresses(snap, DefaultOptions())
+	if p := onlyLB(t, res).Pools[0]; len(p.Members) != 0 {
+		t.Errorf("members %+v", p.Members)
+	}
+	ps := problemsFor(res, "a")
+	if len(ps) != 1 || ps[0].Reason != "NoClusterIP" || !strings.Contains(ps[0].Message, "503") {
+		t.Errorf("problems %+v", ps)
+	}
+}

@@ -22,7 +22,7 @@ type ingressRow struct {
 	Class     string
 	Hosts     []string
 	Addresses []string
-	LBs       []lbLink
+	LBs       []ingressLB
 	Problems  int
 	Errors    int
 	Created   time.Time
@@ -30,6 +30,17 @@ type ingressRow struct {
 }
 
 type lbLink struct{ Href, Name string }
+
+// ingressLB is a load balancer that serves an Ingress, with its state:
+// an Ingress whose load balancer is in ERROR is not served as written,
+// whatever its own problems say.
+type ingressLB struct {
+	lbLink
+	State string
+	// Message is the whole message on the Ingress's page; the list
+	// shows only State.
+	Message string
+}
 
 type ingressListPage struct {
 	Title      string
@@ -130,7 +141,11 @@ func buildIngressRow(in IngressInfo, byIngress map[string][]*model.LoadBalancer,
 		}
 	}
 	for _, lb := range byIngress[ing.Namespace+"/"+ing.Name] {
-		row.LBs = append(row.LBs, lbLink{Href: lbHref(lb.UUID), Name: Clean(lb.Name)})
+		l := ingressLB{lbLink: lbLink{Href: lbHref(lb.UUID), Name: Clean(lb.Name)}, State: displayState(lb)}
+		if lb.Status.State == model.StateError {
+			l.Message = Clean(lb.Status.Message)
+		}
+		row.LBs = append(row.LBs, l)
 	}
 	for _, p := range in.Problems {
 		if p.Severity == model.SeverityError {

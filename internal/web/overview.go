@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"pier.dev/pier/internal/model"
@@ -178,13 +179,17 @@ type lbRow struct {
 	Active   nodeCell     `json:"a"`
 	Standby  nodeCell     `json:"sb"`
 	State    string       `json:"s"`
-	Message  string       `json:"m,omitempty"`
-	Members  int          `json:"mm"`
-	Health   health       `json:"hl"`
-	Pools    int          `json:"pp"`
-	Problems int          `json:"pr"`
-	Created  time.Time    `json:"c"`
-	Age      string       `json:"-"`
+	// Message is the first line of an ERROR's message, cut to
+	// maxRowMessage: a row stays one row high, and the load balancer's
+	// page shows the whole text (MessageCut says there is more).
+	Message    string    `json:"m,omitempty"`
+	MessageCut bool      `json:"mc,omitempty"`
+	Members    int       `json:"mm"`
+	Health     health    `json:"hl"`
+	Pools      int       `json:"pp"`
+	Problems   int       `json:"pr"`
+	Created    time.Time `json:"c"`
+	Age        string    `json:"-"`
 }
 
 type overviewPage struct {
@@ -349,7 +354,7 @@ func buildRow(lb *model.LoadBalancer, problems map[string][]model.Problem, now t
 		Active: placedNode(lb, lb.Placement.Active), Standby: placedNode(lb, lb.Placement.Standby),
 		State: displayState(lb), Pools: len(lb.Pools), Created: lb.CreatedAt, Age: Age(now.Sub(lb.CreatedAt))}
 	if lb.Status.State == model.StateError {
-		row.Message = Clean(lb.Status.Message)
+		row.Message, row.MessageCut = shortMessage(Clean(lb.Status.Message))
 	}
 	for _, pool := range lb.Pools {
 		row.Members += len(pool.Members)
@@ -359,6 +364,28 @@ func buildRow(lb *model.LoadBalancer, problems map[string][]model.Problem, now t
 		row.Problems += len(problems[sourceKey(s)])
 	}
 	return row
+}
+
+// maxRowMessage bounds the message a row shows, in runes: an HAProxy
+// refusal is kilobytes over many lines.
+const maxRowMessage = 120
+
+// shortMessage is the first line of s, cut to maxRowMessage runes on a
+// word where it can be; cut says something was left out.
+func shortMessage(s string) (short string, cut bool) {
+	line, rest, more := strings.Cut(strings.TrimSpace(s), "\n")
+	line = strings.TrimSpace(line)
+	if r := []rune(line); len(r) > maxRowMessage {
+		line = string(r[:maxRowMessage])
+		if i := strings.LastIndexByte(line, ' '); i > maxRowMessage/2 {
+			line = line[:i]
+		}
+		return line + " …", true
+	}
+	if more && strings.TrimSpace(rest) != "" {
+		return line + " …", true
+	}
+	return line, false
 }
 
 // Age formats like kubectl (45s, 12m, 5h, 3d); static/app.js has the same

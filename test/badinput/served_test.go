@@ -77,9 +77,11 @@ func (b *bench) runLiteralPaths(t *testing.T) {
 	}
 }
 
-// runSnippets is B17: snippet-style keys are ignored with a Warning and
-// their text is never rendered. The third key adds a bidi character,
-// which an API server would refuse in a key but a manifest file carries.
+// runSnippets is B17: snippet keys refuse the Ingress (served without
+// them, what they did would be lost) and config-style keys are ignored
+// with a Warning; their text is never rendered either way. The third key
+// adds a bidi character, which an API server would refuse in a key but
+// a manifest file carries.
 func (b *bench) runSnippets(t *testing.T) {
 	keys := []string{"pier.dev/server-snippet", "pier.dev/config-x", "pier.dev/config-\u202ex"}
 	for i, key := range keys {
@@ -88,6 +90,16 @@ func (b *bench) runSnippets(t *testing.T) {
 			ing, a := b.attacker(ns)
 			ing.Annotations = map[string]string{key: "http-request return status 200 string pwned\nglobal\n  lua-load /tmp/pwned.lua"}
 			before := b.reloads()
+			if strings.Contains(key, "snippet") {
+				got := b.launch(t, a, "evil")
+				if pr := findProblem(got.Problems, model.SeverityError, "SnippetRefused"); pr == nil {
+					t.Errorf("want a SnippetRefused error; problems: %s", problemList(got.Problems))
+				}
+				checkProblemText(t, got.Problems, key)
+				checkNoAddress(t, got)
+				b.checkIsolated(t, before, 0, servedMarkers)
+				return
+			}
 			got, vip := b.launchServed(t, a, "evil")
 			pr := findProblem(got.Problems, model.SeverityWarning, "IgnoredAnnotation")
 			if pr == nil || !strings.Contains(pr.Message, "snippet") {

@@ -50,7 +50,9 @@ endpoints:
 
 // annotationManifests: two Ingresses sharing one load balancer and one
 // Service, one guarded by ingress-nginx annotations, one plain; one
-// redirecting; one with an invalid value; one with a snippet.
+// redirecting; one with an invalid value; one with a snippet that
+// denies every client, which refuses it (served without the snippet it
+// would let everyone in).
 const annotationManifests = pierClass + `
 apiVersion: networking.k8s.io/v1
 kind: Ingress
@@ -128,7 +130,7 @@ func TestIngressNginxAnnotations(t *testing.T) {
 	}{
 		{"allowed source", "127.0.0.1", get("guarded.example"), 200, ""},
 		{"other source", "127.0.0.2", get("guarded.example"), 403, ""},
-		{"same load balancer, no annotations", "127.0.0.2", get("open.example"), 200, ""},
+		{"snippet refused, not served open", "127.0.0.2", get("open.example"), 404, ""},
 		{"body within the limit", "127.0.0.1", post("guarded.example", 1024, false), 200, ""},
 		{"body over the limit", "127.0.0.1", post("guarded.example", 1025, false), 413, ""},
 		{"chunked body over the limit", "127.0.0.1", post("guarded.example", 4096, true), 413, ""},
@@ -146,9 +148,10 @@ func TestIngressNginxAnnotations(t *testing.T) {
 		t.Errorf("bad: want an InvalidAnnotation refusal and no address, got %+v %v", bad, err)
 	}
 	open, err := p.Ingress("shop", "open")
-	if err != nil || len(open.Problems) != 1 || open.Problems[0].Reason != "IgnoredAnnotation" ||
-		!strings.Contains(open.Problems[0].Message, "snippet") {
-		t.Errorf("open: want one snippet warning, got %+v %v", open, err)
+	if err != nil || len(open.Problems) != 1 || open.Problems[0].Reason != "SnippetRefused" ||
+		!strings.Contains(open.Problems[0].Message, "for deny use denylist-source-range") ||
+		len(open.Status.LoadBalancer.Ingress) != 0 {
+		t.Errorf("open: want one SnippetRefused naming the source ranges and no address, got %+v %v", open, err)
 	}
 }
 
