@@ -12,9 +12,6 @@ import (
 	"strconv"
 	"testing"
 
-	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/h2c"
-
 	"pier.dev/pier/test/harness"
 )
 
@@ -72,7 +69,10 @@ func startH2CBackend(t *testing.T) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: h2c.NewHandler(reply("h2c"), &http2.Server{})}
+	var p http.Protocols
+	p.SetHTTP1(true)
+	p.SetUnencryptedHTTP2(true)
+	srv := &http.Server{Handler: reply("h2c"), Protocols: &p}
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { srv.Close() })
 	return l.Addr().(*net.TCPAddr).Port
