@@ -173,6 +173,9 @@ func (w *statusWriter) putReports(ctx context.Context, reports map[string]model.
 		cancel()
 		switch {
 		case errors.Is(err, store.ErrNotFound):
+			// Its load balancer is gone: nothing to report on. Said, since
+			// a report dropped here is never written.
+			w.logger.Info("status report dropped: the store has no such load balancer", "uuid", uuid)
 			missing = append(missing, uuid)
 		case err != nil:
 			return done, missing, err
