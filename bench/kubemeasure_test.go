@@ -438,3 +438,88 @@ func (w *kubeWorld) storage(ctx context.Context) kubeStorage {
 	s.EtcdDBBytes = metricValue(w.apiserverMetrics(ctx), "apiserver_storage_size_bytes")
 	return s
 }
+
+// ---- CPU
+
+// kubeCPU is the CPU time (user and system, seconds) the processes spent
+// over a phase: for an agent on a HAProxy node, with its HAProxy
+// processes and the `haproxy -c` runs it waited for.
+type kubeCPU struct {
+	ControllerLeader float64 `json:"controller_leader_s"`
+	AgentMean        float64 `json:"agent_mean_s"`
+	AgentMax         float64 `json:"agent_max_s"`
+	IdleAgentMean    float64 `json:"idle_agent_mean_s,omitempty"`
+	APIServer        float64 `json:"kube_apiserver_s"`
+	Etcd             float64 `json:"etcd_s"`
+	Benchmark        float64 `json:"benchmark_s"` // this process: the backends, the relay, the watches
+	Sec              float64 `json:"duration_s"`
+}
+
+// cpuSample is every process's CPU ticks at one moment.
+type cpuSample struct {
+	at                    time.Time
+	controllers, agents   map[string]int64
+	apiserver, etcd, self int64
+}
+
+func ticksOf(pid int) int64 {
+	t, err := statTicks(pid, statUtime, statStime, statCutime, statCstime)
+	if err != nil {
+		return 0
+	}
+	return t
+}
+
+func (w *kubeWorld) sampleCPU() cpuSample {
+	s := cpuSample{at: time.Now(), controllers: map[string]int64{}, agents: map[string]int64{},
+		apiserver: ticksOf(childNamed("kube-apiserver")), etcd: ticksOf(childNamed("etcd")), self: ticksOf(os.Getpid())}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, c := range w.controllers {
+		s.controllers[c.name] = ticksOf(c.pid())
+	}
+	for i, a := range w.agents {
+		t := ticksOf(a.pid())
+		if i < len(w.lab.Nodes) {
+			for _, pid := range lab.PidsIn(w.lab.Nodes[i].NS, "haproxy") {
+				if st, err := statTicks(pid, statUtime, statStime); err == nil {
+					t += st
+				}
+			}
+		}
+		s.agents[a.name] = t
+	}
+	return s
+}
+
+// cpuBetween is what the processes spent from a to b; leader names the
+// controller replica that leads.
+func (w *kubeWorld) cpuBetween(a, b cpuSample, leader string) kubeCPU {
+	sec := func(ticks int64) float64 { return float64(max(ticks, 0)) / 100 } // USER_HZ
+	c := kubeCPU{ControllerLeader: sec(b.controllers[leader] - a.controllers[leader]),
+		APIServer: sec(b.apiserver - a.apiserver), Etcd: sec(b.etcd - a.etcd), Benchmark: sec(b.self - a.self),
+		Sec: b.at.Sub(a.at).Seconds()}
+	w.mu.Lock()
+	agents := append([]*kubeProc(nil), w.agents...)
+	w.mu.Unlock()
+	var sum, idle float64
+	var n, nIdle int
+	for i, p := range agents {
+		v := sec(b.agents[p.name] - a.agents[p.name])
+		if i >= len(w.lab.Nodes) {
+			idle += v
+			nIdle++
+			continue
+		}
+		sum += v
+		n++
+		c.AgentMax = max(c.AgentMax, v)
+	}
+	if n > 0 {
+		c.AgentMean = sum / float64(n)
+	}
+	if nIdle > 0 {
+		c.IdleAgentMean = idle / float64(nIdle)
+	}
+	return c
+}

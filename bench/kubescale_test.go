@@ -28,6 +28,7 @@ type kubeScaleRun struct {
 	Cold      kubeColdStart `json:"cold_start"`
 	Baseline  apiPhase      `json:"baseline"` // the API server alone, before pier starts
 	Rest      apiPhase      `json:"at_rest"`
+	RestCPU   kubeCPU       `json:"at_rest_cpu"`
 	Endpoint  *kubeSeries   `json:"endpoint,omitempty"`
 	New       *kubeSeries   `json:"new_ingress,omitempty"`
 	Memory    kubeMemory    `json:"memory"`
@@ -54,6 +55,7 @@ type kubeColdStart struct {
 	ProcessesSec  float64        `json:"processes_up_s"` // every pier process answering on its API
 	SettleQuietMs float64        `json:"settle_quiet_ms"`
 	Leader        string         `json:"leader"`
+	CPU           kubeCPU        `json:"cpu"`
 	Placements    map[string]int `json:"active_per_node"`
 }
 
@@ -205,16 +207,26 @@ func kubeScaleAt(t *testing.T, c kubeRunConfig) kubeScaleRun {
 	t.Logf("baseline (the API server alone, %s): %s", baseline, r.Baseline)
 
 	r.Cold = w.coldStart(t, k, names, c)
-	t.Logf("cold start: all stored %.1f s, served by both nodes %.1f s, every status %.1f s, settled %.1f s (complete %v); %s",
-		r.Cold.StoredSec, r.Cold.ServedSec, r.Cold.StatusesSec, r.Cold.SettledSec, r.Cold.Complete, r.Cold.API)
+	t.Logf("cold start: all stored %.1f s, served by both nodes %.1f s, every status %.1f s, settled %.1f s (complete %v); %s; CPU %+v",
+		r.Cold.StoredSec, r.Cold.ServedSec, r.Cold.StatusesSec, r.Cold.SettledSec, r.Cold.Complete, r.Cold.API, r.Cold.CPU)
 	if !r.Cold.Complete {
-		t.Errorf("%d Ingresses, %d nodes: %d of %d statuses within %s", r.Ingresses, c.nodes, r.Cold.Statuses, r.Ingresses, c.limit)
+		t.Errorf("%d Ingresses, %d nodes: %d of %d statuses within %s; without: %s", r.Ingresses, c.nodes, r.Cold.Statuses, r.Ingresses, c.limit,
+			k.withoutStatus(names, 10))
 	}
 
-	a = w.sampleAPI(ctx)
+	a, cpu0 := w.sampleAPI(ctx), w.sampleCPU()
 	time.Sleep(c.rest)
 	r.Rest = phase(a, w.sampleAPI(ctx), &r.Baseline, 0, c.nodes)
-	t.Logf("at rest (%s): %s; %.2f writes/s per node", c.rest, r.Rest, r.Rest.WritesPerSecPerNode)
+	r.RestCPU = w.cpuBetween(cpu0, w.sampleCPU(), r.Cold.Leader)
+	t.Logf("at rest (%s): %s; %.2f writes/s per node; CPU %+v", c.rest, r.Rest, r.Rest.WritesPerSecPerNode, r.RestCPU)
+	// At rest nothing changes, so nothing may write a LoadBalancer: a
+	// status tick or heartbeat that did would cost a write per load
+	// balancer and node.
+	for _, q := range r.Rest.Requests {
+		if writeVerbs[q.Verb] && strings.HasPrefix(q.Resource, "loadbalancers") {
+			t.Errorf("at rest: %.0f %s %s in %s, want none", q.Count, q.Verb, q.Resource, c.rest)
+		}
+	}
 	r.Memory = w.memory(ctx)
 	r.Storage = w.storage(ctx)
 	t.Logf("memory: %+v; storage: %+v", r.Memory, r.Storage)
@@ -253,7 +265,7 @@ const settleQuiet = 5 * time.Second
 func (w *kubeWorld) coldStart(t *testing.T, k *kubeTracker, names []string, c kubeRunConfig) kubeColdStart {
 	ctx := t.Context()
 	cs := kubeColdStart{LimitSec: c.limit.Seconds(), SettleQuietMs: ms(settleQuiet)}
-	a := w.sampleAPI(ctx)
+	a, cpu0 := w.sampleAPI(ctx), w.sampleCPU()
 	t0 := time.Now()
 	w.startAgents()
 	w.startControllers(c.ingresses + 1000)
@@ -298,6 +310,7 @@ func (w *kubeWorld) coldStart(t *testing.T, k *kubeTracker, names []string, c ku
 	cs.API = phase(a, w.sampleAPI(ctx), nil, 0, c.nodes)
 	leader, _ := w.leader(ctx)
 	cs.Leader = leader.name
+	cs.CPU = w.cpuBetween(cpu0, w.sampleCPU(), leader.name)
 	cs.Placements = map[string]int{}
 	k.mu.Lock()
 	for _, lb := range k.lbs {
@@ -396,6 +409,9 @@ func (w *kubeWorld) newIngressSeries(t *testing.T, k *kubeTracker, samples int) 
 		host, key := name+".fresh.bench.example", kubeFreshNS+"/"+name
 		svc, es := Backend(kubeFreshNS, name, int32(w.freshPort), w.lab.HostAddr.String())
 		w.must(w.createBackend(ctx, svc, es))
+		// The backend's own snapshot and debounce are over before the
+		// Ingress comes: the new Ingress alone is measured.
+		time.Sleep(300 * time.Millisecond)
 		t0 := time.Now()
 		w.must(w.createIngress(ctx, Ingress(kubeFreshNS, name, i, Rule(host, Prefix("/", name)))))
 		lb, storedAt := k.waitLB(t, key, 60*time.Second, func(lb *model.LoadBalancer) bool {

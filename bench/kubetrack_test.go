@@ -2,10 +2,12 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -201,4 +203,32 @@ func nsClient(ns string) *http.Client {
 			})
 			return conn, err
 		}}}
+}
+
+// withoutStatus describes up to n of the names whose Ingress has no
+// status yet: their load balancer's placement and the nodes' reports.
+func (k *kubeTracker) withoutStatus(names []string, n int) string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []string
+	for _, name := range names {
+		if _, ok := k.statusAt[name]; ok {
+			continue
+		}
+		if len(out) == n {
+			out = append(out, "…")
+			break
+		}
+		lb := k.lbs[k.bySource[name]]
+		if lb == nil {
+			out = append(out, name+" (no load balancer)")
+			continue
+		}
+		var reports []string
+		for _, r := range lb.Status.Nodes {
+			reports = append(reports, fmt.Sprintf("%s %s", r.Node, r.State))
+		}
+		out = append(out, fmt.Sprintf("%s (%s, active %s, standby %s, reports [%s])", name, lb.UUID, lb.Placement.Active, lb.Placement.Standby, strings.Join(reports, ", ")))
+	}
+	return strings.Join(out, "; ")
 }

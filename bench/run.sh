@@ -14,7 +14,7 @@
 #                                    # .json and the charts in docs/benchmarks/
 #                                    # (PIER_BENCH_SCALE=1 does the same)
 #   bench/run.sh kube-scale          # only the Kubernetes mode at scale
-#                                    # (section 10): a real kube-apiserver,
+#                                    # (section 11): a real kube-apiserver,
 #                                    # two `pier controller`, one `pier agent`
 #                                    # per node; 100, 1,000, 3,000 and 10,000
 #                                    # Ingresses (PIER_BENCH_KUBE_SIZES) on 10
@@ -103,7 +103,7 @@ extras_run() {
   fi
 }
 
-# kube_scale_run is `bench/run.sh kube-scale` (section 10 of
+# kube_scale_run is `bench/run.sh kube-scale` (section 11 of
 # docs/benchmarks.md): pier's Kubernetes mode against a real etcd and
 # kube-apiserver, the controller as two leader-elected `pier controller`
 # processes, one `pier agent` per node (real HAProxy on up to 10 nodes,
@@ -113,7 +113,7 @@ extras_run() {
 # about 2 minutes at 1,000 Ingresses, 5 at 3,000; PIER_BENCH_QUICK=1
 # (100 Ingresses, 3 nodes, a few samples) takes about 90 s.
 kube_scale_run() {
-  echo "== 10. kube-scale: ${PIER_BENCH_KUBE_SIZES:-100,1000,3000,10000} Ingresses on ${PIER_BENCH_KUBE_NODES:-10,50} nodes" >&2
+  echo "== 11. kube-scale: ${PIER_BENCH_KUBE_SIZES:-100,1000,3000,10000} Ingresses on ${PIER_BENCH_KUBE_NODES:-10,50} nodes" >&2
   PIER_KUBE_APISERVER="${PIER_KUBE_APISERVER:-$(hack/test-apiserver.sh | tail -n 1)}"
   export PIER_KUBE_APISERVER
   (cd bench && PIER_BIN="$cache/pier" PIER_BENCH_OUT="$raw" "$cache/bench.test" \

@@ -26,7 +26,9 @@ type kubeRun struct {
 		LimitSec    float64        `json:"limit_s"`
 		API         kubePhase      `json:"api"`
 		Placements  map[string]int `json:"active_per_node"`
+		CPU         kubeCPU        `json:"cpu"`
 	} `json:"cold_start"`
+	RestCPU  kubeCPU     `json:"at_rest_cpu"`
 	Baseline kubePhase   `json:"baseline"`
 	Rest     kubePhase   `json:"at_rest"`
 	Endpoint *kubeSeries `json:"endpoint"`
@@ -55,6 +57,17 @@ type kubeRun struct {
 	LoadStart float64 `json:"load_avg_start"`
 	LoadEnd   float64 `json:"load_avg_end"`
 	Summary   string  `json:"summary"`
+}
+
+type kubeCPU struct {
+	ControllerLeader float64 `json:"controller_leader_s"`
+	AgentMean        float64 `json:"agent_mean_s"`
+	AgentMax         float64 `json:"agent_max_s"`
+	IdleAgentMean    float64 `json:"idle_agent_mean_s"`
+	APIServer        float64 `json:"kube_apiserver_s"`
+	Etcd             float64 `json:"etcd_s"`
+	Benchmark        float64 `json:"benchmark_s"`
+	Sec              float64 `json:"duration_s"`
 }
 
 type kubePhase struct {
@@ -108,7 +121,7 @@ func kubeReport(path, out string) error {
 		return err
 	}
 	m := meta(filepath.Dir(path))
-	md := fmt.Sprintf("# pier's Kubernetes mode at scale, %s, %s\n\nMachine: %s, %d CPUs, Linux %s; load average %s at the start, %s at the end; %s; %s. The run took %.0f s. docs/benchmarks.md section 10 explains the figures and what runs.\n\n",
+	md := fmt.Sprintf("# pier's Kubernetes mode at scale, %s, %s\n\nMachine: %s, %d CPUs, Linux %s; load average %s at the start, %s at the end; %s; %s. The run took %.0f s. docs/benchmarks.md section 11 explains the figures and what runs.\n\n",
 		m.Date, m.GitRev, m.CPU, m.CPUs, m.Kernel, m.LoadStart, m.LoadEnd, m.Go, m.HAProxy, m.DurationSec) + kubeMarkdown(runs)
 	js, err := json.MarshalIndent(struct {
 		Meta      Meta            `json:"meta"`
@@ -212,6 +225,23 @@ func kubeMarkdown(runs []kubeRun) string {
 			bytesIEC(s.MeanBytes), statusShare, mfShare, bytesIEC(s.EtcdDBBytes))
 	}
 	p("\nRSS is VmRSS (peak: VmHWM) from /proc; HAProxy per node sums the RSS of a node's HAProxy processes (shared pages counted in each). Object sizes are the JSON the API server serves for a list, the form etcd keeps a custom resource in; the etcd database is `apiserver_storage_size_bytes`, everything the run wrote (Ingresses, Services, EndpointSlices, Events, history not yet compacted).\n")
+
+	p("\n### CPU\n\nCPU time (user + system) over the cold start, and per second at rest. Every process shares this machine's CPUs: in a cluster each node's agent and HAProxy have the node's own, and the cold start here is slower by the time they wait for one another.\n\n")
+	p("| Ingresses | nodes | phase | controller leader | agent + its HAProxy, mean / max | idle agent | kube-apiserver | etcd | benchmark |\n|---:|---:|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range runs {
+		cpuRow := func(name string, c kubeCPU, per float64, unit string) {
+			idle := "–"
+			if c.IdleAgentMean > 0 {
+				idle = fmt.Sprintf("%.2f %s", c.IdleAgentMean/per, unit)
+			}
+			p("| %s | %d | %s | %.2f %s | %.2f / %.2f %s | %s | %.2f %s | %.2f %s | %.2f %s |\n", thousands(float64(r.Ingresses)), r.Nodes, name,
+				c.ControllerLeader/per, unit, c.AgentMean/per, c.AgentMax/per, unit, idle, c.APIServer/per, unit, c.Etcd/per, unit, c.Benchmark/per, unit)
+		}
+		cpuRow(fmt.Sprintf("cold start (%.0f s)", r.Cold.CPU.Sec), r.Cold.CPU, 1, "s")
+		if r.RestCPU.Sec > 0 {
+			cpuRow("at rest", r.RestCPU, r.RestCPU.Sec, "s/s")
+		}
+	}
 
 	b.WriteString("\n" + kubeTargets(runs))
 	p("\n```\n")
