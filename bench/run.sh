@@ -13,6 +13,14 @@
 #                                    # bench/results/<time>-<rev>-scale.md,
 #                                    # .json and the charts in docs/benchmarks/
 #                                    # (PIER_BENCH_SCALE=1 does the same)
+#   bench/run.sh kube-scale          # only the Kubernetes mode at scale
+#                                    # (section 11): a real kube-apiserver,
+#                                    # two `pier controller`, one `pier agent`
+#                                    # per node; 100, 1,000, 3,000 and 10,000
+#                                    # Ingresses (PIER_BENCH_KUBE_SIZES) on 10
+#                                    # and 50 nodes (PIER_BENCH_KUBE_NODES);
+#                                    # writes bench/results/<time>-<rev>-kube-scale.md
+#                                    # and .json (needs root: lab namespaces)
 #   bench/run.sh extras              # only the extras' prices (section 6):
 #                                    # bench/results/<time>-<rev>-extras.md
 #                                    # and .json (about 8 minutes)
@@ -48,6 +56,9 @@ if [ "${1:-}" = scale ] || [ "${PIER_BENCH_SCALE:-}" = 1 ]; then
 fi
 if [ "${1:-}" = extras ]; then
   mode=extras
+fi
+if [ "${1:-}" = kube-scale ]; then
+  mode=kube-scale
 fi
 
 count=5 benchtime=1s suffix=""
@@ -92,6 +103,26 @@ extras_run() {
   fi
 }
 
+# kube_scale_run is `bench/run.sh kube-scale` (section 11 of
+# docs/benchmarks.md): pier's Kubernetes mode against a real etcd and
+# kube-apiserver, the controller as two leader-elected `pier controller`
+# processes, one `pier agent` per node (real HAProxy on up to 10 nodes,
+# PIER_BENCH_KUBE_HAPROXY_NODES, each in a lab namespace; the others
+# idle). PIER_BENCH_KUBE_API_RATE=5/10 runs every pier process at that
+# --kube-api-qps/--kube-api-burst. One world per size and node count:
+# about 2 minutes at 1,000 Ingresses, 5 at 3,000; PIER_BENCH_QUICK=1
+# (100 Ingresses, 3 nodes, a few samples) takes about 90 s.
+kube_scale_run() {
+  echo "== 11. kube-scale: ${PIER_BENCH_KUBE_SIZES:-100,1000,3000,10000} Ingresses on ${PIER_BENCH_KUBE_NODES:-10,50} nodes" >&2
+  PIER_KUBE_APISERVER="${PIER_KUBE_APISERVER:-$(hack/test-apiserver.sh | tail -n 1)}"
+  export PIER_KUBE_APISERVER
+  (cd bench && PIER_BIN="$cache/pier" PIER_BENCH_OUT="$raw" "$cache/bench.test" \
+    -test.run '^TestKubeScale$' -test.v -test.timeout 60m) >&2
+  local out
+  out="bench/results/$(date -u +%Y%m%dT%H%M%SZ)-$(git rev-parse --short HEAD 2>/dev/null || echo norev)-kube-scale$suffix"
+  "$cache/report" -kube-scale "$raw/kube-scale.json" -out "$out"
+}
+
 echo "== build (into bench/.cache)" >&2
 mkdir -p "$cache" bench/results
 go build -trimpath -o "$cache/pier" ./cmd/pier
@@ -100,6 +131,10 @@ go build -o "$cache/report" ./bench/report
 
 if [ "$mode" = scale ]; then
   scale_run
+  exit 0
+fi
+if [ "$mode" = kube-scale ]; then
+  kube_scale_run
   exit 0
 fi
 if [ "$mode" = extras ]; then

@@ -35,7 +35,19 @@ func main() {
 	scale := flag.String("scale", "", "scale.json of TestScale (bench/run.sh scale): report it alone, with -out and/or -charts")
 	routing := flag.String("routing", "", "routing.json of TestRouting: chart its req/s into -charts")
 	charts := flag.String("charts", "", "folder for the PNG charts (new-ingress-latency.png from -scale, routing-rps.png from -routing)")
+	kube := flag.String("kube-scale", "", "kube-scale.json of TestKubeScale (bench/run.sh kube-scale): report it alone, with -out")
 	flag.Parse()
+	if *kube != "" {
+		if *out == "" {
+			fmt.Fprintln(os.Stderr, "usage: report -kube-scale KUBE_SCALE_JSON -out PATH_WITHOUT_EXTENSION")
+			os.Exit(2)
+		}
+		if err := kubeReport(*kube, *out); err != nil {
+			fmt.Fprintln(os.Stderr, "report:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *scale != "" || *routing != "" || *charts != "" {
 		if err := scaleReport(*scale, *routing, *out, *charts); err != nil {
 			fmt.Fprintln(os.Stderr, "report:", err)

@@ -13,8 +13,9 @@ import (
 	"pier.dev/pier/internal/store"
 )
 
-// writeTimeout bounds one status write: a write over a connection that
-// hangs gives up and is retried.
+// writeTimeout bounds one status write (one report, or one batch where
+// the store batches): a write over a connection that hangs gives up and
+// is retried.
 const writeTimeout = 2 * time.Second
 
 // statusWriter writes the agent's reports in the background. The agent's
@@ -24,8 +25,9 @@ const writeTimeout = 2 * time.Second
 // Only the newest report per load balancer waits; a failed write is
 // retried every second until it succeeds or a newer one replaces it.
 type statusWriter struct {
-	store  store.Store
-	logger *slog.Logger
+	store   store.Store
+	logger  *slog.Logger
+	timeout time.Duration // writeTimeout (tests shorten it)
 
 	mu      sync.Mutex
 	pending map[string]model.NodeStatus // newest unwritten report per UUID
@@ -48,7 +50,7 @@ type writtenReport struct {
 }
 
 func newStatusWriter(st store.Store, logger *slog.Logger) *statusWriter {
-	return &statusWriter{store: st, logger: logger, pending: map[string]model.NodeStatus{},
+	return &statusWriter{store: st, logger: logger, timeout: writeTimeout, pending: map[string]model.NodeStatus{},
 		wake: make(chan struct{}, 1), written: make(chan writtenReport, 1024)}
 }
 
@@ -114,10 +116,8 @@ func (w *statusWriter) writeAll(ctx context.Context) {
 		}
 		w.mu.Unlock()
 		uuids = uuids[n:]
-		wctx, cancel := context.WithTimeout(ctx, writeTimeout)
-		missing, err := w.putReports(wctx, reports)
-		cancel()
-		if !w.wrote(reports, missing, err) {
+		done, missing, err := w.putReports(ctx, reports)
+		if !w.wrote(reports, done, missing, err) {
 			return // the store is away: try again on the next tick
 		}
 	}
@@ -143,44 +143,71 @@ const batchSize = 512
 
 // putReports writes reports in one write where the store can
 // (store.NodeStatusBatcher), else one by one, stopping at the first
-// failure. It returns the UUIDs the store has no load balancer for.
-func (w *statusWriter) putReports(ctx context.Context, reports map[string]model.NodeStatus) (missing []string, err error) {
-	if b, ok := w.store.(store.NodeStatusBatcher); ok {
-		return b.PutNodeStatuses(ctx, reports)
-	}
+// failure; each write has the writer's timeout. It returns the UUIDs dealt with
+// before any failure (all of them without one): written, or in missing
+// when the store has no load balancer for them.
+//
+// One by one, what was written before a failure counts: a store that
+// writes over the network (kube, one API request or two per report, at
+// the client's rate) takes longer than one timeout for a node's cold
+// start of hundreds of reports, and a pass that wrote none of them, as
+// far as the next pass knew, started again from the first, read it
+// again to find it unchanged, and never reached the later ones.
+func (w *statusWriter) putReports(ctx context.Context, reports map[string]model.NodeStatus) (done, missing []string, err error) {
 	uuids := make([]string, 0, len(reports))
 	for uuid := range reports {
 		uuids = append(uuids, uuid)
 	}
 	sort.Strings(uuids)
+	if b, ok := w.store.(store.NodeStatusBatcher); ok {
+		wctx, cancel := context.WithTimeout(ctx, w.timeout)
+		defer cancel()
+		if missing, err = b.PutNodeStatuses(wctx, reports); err != nil {
+			return nil, nil, err
+		}
+		return uuids, missing, nil
+	}
 	for _, uuid := range uuids {
-		err := w.store.PutNodeStatus(ctx, uuid, reports[uuid])
+		wctx, cancel := context.WithTimeout(ctx, w.timeout)
+		err := w.store.PutNodeStatus(wctx, uuid, reports[uuid])
+		cancel()
 		switch {
 		case errors.Is(err, store.ErrNotFound):
+			// Its load balancer is gone: nothing to report on. Said, since
+			// a report dropped here is never written.
+			w.logger.Info("status report dropped: the store has no such load balancer", "uuid", uuid)
 			missing = append(missing, uuid)
 		case err != nil:
-			return nil, err
+			return done, missing, err
 		}
+		done = append(done, uuid)
 	}
-	return missing, nil
+	return done, missing, nil
 }
 
-// wrote records the outcome of writing reports: on success the ones
-// still pending unchanged are done (missing ones too: their load
+// wrote records the outcome of writing reports: the ones done and still
+// pending unchanged are no longer pending (missing ones too: their load
 // balancer is gone) and the loop hears which reached the store; a failure
-// is logged once. It reports whether the write succeeded.
-func (w *statusWriter) wrote(reports map[string]model.NodeStatus, missing []string, err error) bool {
+// is logged once. It reports whether the whole write succeeded.
+func (w *statusWriter) wrote(reports map[string]model.NodeStatus, done, missing []string, err error) bool {
 	w.mu.Lock()
-	if err == nil {
-		for uuid, r := range reports {
-			if cur, still := w.pending[uuid]; still && cur == r {
-				delete(w.pending, uuid)
-			}
+	for _, uuid := range done {
+		if cur, still := w.pending[uuid]; still && cur == reports[uuid] {
+			delete(w.pending, uuid)
 		}
 	}
 	wasFailing := w.failing
 	w.failing = err != nil
 	w.mu.Unlock()
+	for _, uuid := range done {
+		if slices.Contains(missing, uuid) {
+			continue
+		}
+		select {
+		case w.written <- writtenReport{uuid: uuid, report: reports[uuid]}:
+		default: // the loop is behind: it only misses a fence, the safe side
+		}
+	}
 	if err != nil {
 		if !wasFailing {
 			w.logger.Warn("could not report status; retrying every second, the data plane is not affected", "reports", len(reports), "error", err)
@@ -189,15 +216,6 @@ func (w *statusWriter) wrote(reports map[string]model.NodeStatus, missing []stri
 	}
 	if wasFailing {
 		w.logger.Info("status reports reach the store again")
-	}
-	for uuid, r := range reports {
-		if slices.Contains(missing, uuid) {
-			continue
-		}
-		select {
-		case w.written <- writtenReport{uuid: uuid, report: r}:
-		default: // the loop is behind: it only misses a fence, the safe side
-		}
 	}
 	return true
 }

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"strconv"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -40,4 +41,27 @@ func (c *objectCache) forget(uuid string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.m, uuid)
+}
+
+// refresh replaces the cached copy of u's object with u when u is newer:
+// the watch delivers what other processes wrote (an agent's report, the
+// controller's spec), and a write on top of the copy it replaces would
+// only conflict, then read, then write again. Objects not cached stay
+// uncached: an agent watches every LoadBalancer and writes few of them.
+// A copy the watch has not caught up with (this store's own newer
+// write) is kept: resourceVersions are etcd's revisions, compared as
+// numbers; one that is not a number is never taken for newer.
+func (c *objectCache) refresh(u *unstructured.Unstructured) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur, ok := c.m[u.GetName()]
+	if ok && newerVersion(u.GetResourceVersion(), cur.GetResourceVersion()) {
+		c.m[u.GetName()] = u
+	}
+}
+
+func newerVersion(a, b string) bool {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	return errA == nil && errB == nil && x > y
 }

@@ -146,8 +146,10 @@ func (f *follower) watchOnce(ctx context.Context) (progressed bool, err error) {
 func (f *follower) apply(typ watch.EventType, u *unstructured.Unstructured) {
 	switch typ {
 	case watch.Added, watch.Modified:
+		f.s.cache.refresh(u)
 		f.put(u)
 	case watch.Deleted:
+		f.s.cache.forget(u.GetName())
 		f.remove(u)
 	case watch.Bookmark:
 		// only the resourceVersion, taken above

@@ -1,0 +1,94 @@
+package kube
+
+import (
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/store"
+	"pier.dev/pier/internal/store/storetest"
+)
+
+// requests counts a client's requests by method.
+type requests struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (r *requests) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		r.mu.Lock()
+		r.n[req.Method]++
+		r.mu.Unlock()
+		return rt.RoundTrip(req)
+	})
+}
+
+func (r *requests) reset() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := r.n
+	r.n = map[string]int{}
+	return n
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestWatchRefreshesCache: when the other node's agent has reported, the
+// next report of this node's agent goes on top of the version its watch
+// delivered: one PUT, not a PUT that conflicts, a GET and a PUT again.
+func TestWatchRefreshesCache(t *testing.T) {
+	srv := cluster(t)
+	counted := &requests{n: map[string]int{}}
+	cfg := srv.Config()
+	cfg.Wrap(counted.wrap)
+	a := newStore(t, cfg, nil) // node-a's agent
+	b, err := New(srv.Config(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	ctx := t.Context()
+	if err := a.PutSpec(ctx, storetest.Sample("lb")); err != nil {
+		t.Fatal(err)
+	}
+	events, err := a.Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := func(s *Store, node, hash string) {
+		t.Helper()
+		if err := s.PutNodeStatus(ctx, "lb", model.NodeStatus{Node: node, State: model.StateActive, SpecHash: hash}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	report(a, "node-a", "h1")
+	report(b, "node-b", "h1")
+	// a's watch delivers b's report.
+	deadline := time.After(10 * time.Second)
+	for seen := false; !seen; {
+		select {
+		case ev := <-events:
+			_, seen = ev.LoadBalancer.Status.Report("node-b")
+			seen = seen && ev.Type == store.EventPut
+		case <-deadline:
+			t.Fatal("node-b's report did not arrive on node-a's watch")
+		}
+	}
+	counted.reset()
+	report(a, "node-a", "h2")
+	if got := counted.reset(); got[http.MethodPut] != 1 || got[http.MethodGet] != 0 {
+		t.Fatalf("node-a's report after node-b's took %v, want one PUT and no GET", got)
+	}
+	lb := mustGet(t, a, "lb")
+	if ra, _ := lb.Status.Report("node-a"); ra.SpecHash != "h2" {
+		t.Fatalf("node-a's report is %+v, want h2", ra)
+	}
+	if rb, ok := lb.Status.Report("node-b"); !ok || rb.SpecHash != "h1" {
+		t.Fatalf("node-b's report is %+v (%v), want h1 kept", rb, ok)
+	}
+}
