@@ -26,8 +26,10 @@ func TestRemovedFileFreesAddresses(t *testing.T) {
 	write(t, manifests, "10-old.json",
 		ingress("old", "one", "one.example", 0, nil), ingress("old", "two", "two.example", 1, nil))
 	p := harness.StartPier(t, harness.Options{Manifests: manifests, State: state,
+		// One namespace holds the whole pool here, which the default
+		// per-namespace quota (a quarter of the pool) would refuse.
 		ExtraArgs: []string{"--internal-pool", "127.31.0.0/31", "--public-pool", "",
-			"--address-quarantine", "0"}})
+			"--address-quarantine", "0", "--max-load-balancers-per-namespace", "0"}})
 	held := map[string]string{"one.example": p.Addresses("old", "one")[0], "two.example": p.Addresses("old", "two")[0]}
 	for host, vip := range held {
 		expectServed(t, p, vip, host, victimEcho, 2)
