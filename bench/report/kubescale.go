@@ -167,7 +167,7 @@ func kubeMarkdown(runs []kubeRun) string {
 	}
 	p("\nTimes from the first pier process started (cold start: the objects exist, nothing of pier runs), from the EndpointSlice patch (endpoint change) and from the Ingress's creation (new Ingress). Served at the holder: a request through the active node's own HAProxy, from inside that node. Settled: the benchmark's watch sees the LoadBalancer reported by both its nodes at the new spec (the change's last API write). p99 is the nearest rank: below 100 samples, the largest.\n")
 
-	p("\n### API requests\n\nThe API server's own count (`apiserver_request_total`, by verb and resource, every response code), less the benchmark's requests and, at rest, less the API server's background measured before pier started. Writes are POST, PUT, PATCH, APPLY and DELETE.\n\n")
+	p("\n### API requests\n\nThe API server's own count (`apiserver_request_total`, by verb and resource, every response code), less the benchmark's requests; at rest, less the API server's background measured before pier started; per change, less that background and pier's own at rest (the Leases), so that a change counts its own requests only (results before 2026-12-02 03:30 UTC count the Leases renewed meanwhile in the changes). Writes are POST, PUT, PATCH, APPLY and DELETE.\n\n")
 	p("| Ingresses | nodes | API rate | phase | writes | reads | 409 conflicts | by verb and resource |\n|---:|---:|---|---|---:|---:|---:|---|\n")
 	for _, r := range runs {
 		row := func(name string, ph kubePhase, unit string) {
