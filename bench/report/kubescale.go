@@ -281,8 +281,12 @@ func kubeTargets(runs []kubeRun) string {
 		}
 		return fmt.Sprintf("missed by %.0f %%", 100*(v-limit)/limit)
 	}
-	status := pick.Cold.StatusesSec
-	p("| every status written ≤ 30 s from cold start | %.1f s | %s |\n", status, verdict(status, 30, pick.Cold.Complete))
+	if status := pick.Cold.StatusesSec; pick.Cold.Complete {
+		p("| every status written ≤ 30 s from cold start | %.1f s | %s |\n", status, verdict(status, 30, true))
+	} else {
+		p("| every status written ≤ 30 s from cold start | %s of %s in %.0f s | missed by more than %.0f %% |\n",
+			thousands(float64(pick.Cold.Statuses)), thousands(float64(pick.Ingresses)), pick.Cold.LimitSec, 100*(pick.Cold.LimitSec-30)/30)
+	}
 	if s := pick.Endpoint; s != nil {
 		p("| endpoint change served at the holder, p99 ≤ 30 ms | %.0f ms | %s |\n", s.ServedP99, verdict(s.ServedP99, 30, true))
 	}
