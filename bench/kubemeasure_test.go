@@ -287,6 +287,21 @@ func phase(a, b apiSample, baseline *apiPhase, changes, nodes int) apiPhase {
 	return p
 }
 
+// plus is a background of both phases' rates: the API server's own and
+// pier's at rest, which a change's phase takes off to count the change's
+// own requests.
+func (p apiPhase) plus(q apiPhase) *apiPhase {
+	sum := map[reqKey]float64{}
+	for _, x := range append(append([]apiRequest(nil), p.Requests...), q.Requests...) {
+		sum[x.reqKey] += x.PerSec
+	}
+	out := &apiPhase{}
+	for k, v := range sum {
+		out.Requests = append(out.Requests, apiRequest{reqKey: k, PerSec: v})
+	}
+	return out
+}
+
 func (p apiPhase) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%.0f writes (%.2f/s), %.0f reads (%.2f/s), %.0f conflicts:", p.Writes, p.WritesPerSec, p.Reads, p.ReadsPerSec, p.Conflicts)

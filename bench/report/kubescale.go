@@ -121,8 +121,12 @@ func kubeReport(path, out string) error {
 		return err
 	}
 	m := meta(filepath.Dir(path))
-	md := fmt.Sprintf("# pier's Kubernetes mode at scale, %s, %s\n\nMachine: %s, %d CPUs, Linux %s; load average %s at the start, %s at the end; %s; %s. The run took %.0f s. docs/benchmarks.md section 11 explains the figures and what runs.\n\n",
-		m.Date, m.GitRev, m.CPU, m.CPUs, m.Kernel, m.LoadStart, m.LoadEnd, m.Go, m.HAProxy, m.DurationSec) + kubeMarkdown(runs)
+	took := fmt.Sprintf("load average %s at the start, %s at the end. The run took %.0f s.", m.LoadStart, m.LoadEnd, m.DurationSec)
+	if m.DurationSec == 0 { // not from bench/run.sh: runs of TestKubeScale put together
+		took = "each run's load average at its start and end is in the table."
+	}
+	md := fmt.Sprintf("# pier's Kubernetes mode at scale, %s, %s\n\nMachine: %s, %d CPUs, Linux %s; %s; %s; %s docs/benchmarks.md section 11 explains the figures and what runs.\n\n",
+		m.Date, m.GitRev, m.CPU, m.CPUs, m.Kernel, m.Go, m.HAProxy, took) + kubeMarkdown(runs)
 	js, err := json.MarshalIndent(struct {
 		Meta      Meta            `json:"meta"`
 		KubeScale json.RawMessage `json:"kube_scale"`
@@ -167,7 +171,7 @@ func kubeMarkdown(runs []kubeRun) string {
 	}
 	p("\nTimes from the first pier process started (cold start: the objects exist, nothing of pier runs), from the EndpointSlice patch (endpoint change) and from the Ingress's creation (new Ingress). Served at the holder: a request through the active node's own HAProxy, from inside that node. Settled: the benchmark's watch sees the LoadBalancer reported by both its nodes at the new spec (the change's last API write). p99 is the nearest rank: below 100 samples, the largest.\n")
 
-	p("\n### API requests\n\nThe API server's own count (`apiserver_request_total`, by verb and resource, every response code), less the benchmark's requests and, at rest, less the API server's background measured before pier started. Writes are POST, PUT, PATCH, APPLY and DELETE.\n\n")
+	p("\n### API requests\n\nThe API server's own count (`apiserver_request_total`, by verb and resource, every response code), less the benchmark's requests; at rest, less the API server's background measured before pier started; per change, less that background and pier's own at rest (the Leases), so that a change counts its own requests only (results before 2026-12-02 03:30 UTC count the Leases renewed meanwhile in the changes). Writes are POST, PUT, PATCH, APPLY and DELETE.\n\n")
 	p("| Ingresses | nodes | API rate | phase | writes | reads | 409 conflicts | by verb and resource |\n|---:|---:|---|---|---:|---:|---:|---|\n")
 	for _, r := range runs {
 		row := func(name string, ph kubePhase, unit string) {
@@ -281,8 +285,12 @@ func kubeTargets(runs []kubeRun) string {
 		}
 		return fmt.Sprintf("missed by %.0f %%", 100*(v-limit)/limit)
 	}
-	status := pick.Cold.StatusesSec
-	p("| every status written ≤ 30 s from cold start | %.1f s | %s |\n", status, verdict(status, 30, pick.Cold.Complete))
+	if status := pick.Cold.StatusesSec; pick.Cold.Complete {
+		p("| every status written ≤ 30 s from cold start | %.1f s | %s |\n", status, verdict(status, 30, true))
+	} else {
+		p("| every status written ≤ 30 s from cold start | %s of %s in %.0f s | missed by more than %.0f %% |\n",
+			thousands(float64(pick.Cold.Statuses)), thousands(float64(pick.Ingresses)), pick.Cold.LimitSec, 100*(pick.Cold.LimitSec-30)/30)
+	}
 	if s := pick.Endpoint; s != nil {
 		p("| endpoint change served at the holder, p99 ≤ 30 ms | %.0f ms | %s |\n", s.ServedP99, verdict(s.ServedP99, 30, true))
 	}
