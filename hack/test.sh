@@ -66,6 +66,12 @@ if [ "$(tr -d '\n' <.test-status)" != 00 ] || [ "$summary" != 0 ]; then
   exit 1
 fi
 
+# The Kubernetes-mode scale benchmark's quick form (100 Ingresses, 3
+# nodes: real API server, two controllers, an agent per node), so that
+# the benchmark cannot rot; its figures mean nothing here. About 1 min.
+echo "== kube-scale benchmark, quick form (bench TestKubeScale)" >&2
+PIER_BENCH_QUICK=1 PIER_BENCH_OUT="$(mktemp -d)" go test -count=1 -run '^TestKubeScale$' -timeout 5m ./bench
+
 # The upstream Gateway API conformance suite (v1.7.0, unmodified): a Go
 # module of its own, so its k8s.io/* v0.37 stays out of pier's go.mod, and
 # so outside `./...` above. About 1.5 min here (40 core and 19 extended
