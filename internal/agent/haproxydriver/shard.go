@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"sort"
+	"sync"
 	"time"
 
 	"pier.dev/pier/internal/haproxy/layout"
@@ -44,7 +45,9 @@ type shard struct {
 	// (foldIn runs it outside the lane); nil when none runs.
 	folding map[string]*instance
 	// droppedPid and dropped are the worker and its DroppedLogs as last
-	// read (countDropped); only the one member read under way writes them.
+	// read (countDropped). droppedMu guards them: the applies of several
+	// load balancers of the shard read its stats at once.
+	droppedMu  sync.Mutex
 	droppedPid string
 	dropped    uint64
 }

@@ -175,6 +175,8 @@ func (sh *shard) countDropped(info string, dropped prometheus.Counter) {
 	if !ok {
 		return
 	}
+	sh.droppedMu.Lock()
+	defer sh.droppedMu.Unlock()
 	switch {
 	case pid != sh.droppedPid:
 		if sh.droppedPid != "" {
