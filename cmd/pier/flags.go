@@ -116,6 +116,7 @@ func (t *translateFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&t.opts.TakeClassless, "classless-ingresses", false, "also serve Ingresses that name no class when no IngressClass of ours is the default")
 	fs.BoolVar(&t.opts.TakeClasslessServices, "classless-services", false, "also serve Services of type LoadBalancer that name no loadBalancerClass (by default only class pier.dev/native)")
 	fs.BoolVar(&t.opts.MembersFromClusterIP, "members-from-cluster-ip", false, "proxy to the Service ClusterIP instead of the ready endpoints (the seed's two-hop mode)")
+	fs.BoolVar(&t.opts.HealthChecks, "health-checks", t.opts.HealthChecks, "check every pool member with a TCP connect (inter 2s, fall 3, rise 2), so that a member nobody can reach gets no requests and shows down; an Ingress opts out with pier.dev/health-check: \"false\". false: only Ingresses that set it \"true\" are checked")
 	fs.IntVar(&t.opts.MaxIngresses, "max-ingresses", t.opts.MaxIngresses, "refuse Ingresses beyond this many (newest first)")
 	fs.IntVar(&t.opts.MaxHTTPRoutes, "max-httproutes", t.opts.MaxHTTPRoutes, "refuse HTTPRoutes attached to pier's Gateways beyond this many (newest first)")
 	fs.IntVar(&t.opts.MaxPathsPerIngress, "max-paths-per-ingress", t.opts.MaxPathsPerIngress, "refuse an Ingress with more paths than this")

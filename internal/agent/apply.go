@@ -176,6 +176,7 @@ func (a *Agent) forget(uuid string) {
 	delete(a.lastReport, uuid)
 	a.writer.forget(uuid)
 	delete(a.statsAt, uuid)
+	delete(a.rates, uuid)
 	a.vrrp.forget(uuid)
 }
 

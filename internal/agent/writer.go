@@ -173,7 +173,7 @@ func (w *statusWriter) wrote(reports map[string]model.NodeStatus, missing []stri
 	w.mu.Lock()
 	if err == nil {
 		for uuid, r := range reports {
-			if cur, still := w.pending[uuid]; still && cur == r {
+			if cur, still := w.pending[uuid]; still && cur.Equal(r) {
 				delete(w.pending, uuid)
 			}
 		}

@@ -44,9 +44,11 @@ type AgentConfig struct {
 	// ApplyConcurrency bounds the load balancers applied at once
 	// (agent.Config.ApplyConcurrency).
 	ApplyConcurrency int
-	APIAddr          string
-	APIAllowedHosts  []string // host names the API answers besides its address (api.Server.AllowedHosts)
-	Render           render.Options
+	// RatesEvery is agent.Config.RatesEvery.
+	RatesEvery      time.Duration
+	APIAddr         string
+	APIAllowedHosts []string // host names the API answers besides its address (api.Server.AllowedHosts)
+	Render          render.Options
 
 	// LeaseNamespace holds the agents' heartbeat Leases (the
 	// controller's --lease-namespace). The Lease is renewed every
@@ -167,7 +169,7 @@ func RunAgent(ctx context.Context, cfg AgentConfig, logger *slog.Logger) error {
 	m := metrics.New()
 	a := agent.New(agent.Config{
 		Node: cfg.Node, StateDir: stateDir, Store: st, Secrets: apiSecrets{client},
-		HAProxyBinary: cfg.HAProxyBinary, HAProxyProcesses: cfg.HAProxyProcesses, HAProxyLanding: cfg.HAProxyLanding, ApplyConcurrency: cfg.ApplyConcurrency, Render: cfg.Render, Metrics: m, Logger: logger,
+		HAProxyBinary: cfg.HAProxyBinary, HAProxyProcesses: cfg.HAProxyProcesses, HAProxyLanding: cfg.HAProxyLanding, ApplyConcurrency: cfg.ApplyConcurrency, RatesEvery: cfg.RatesEvery, Render: cfg.Render, Metrics: m, Logger: logger,
 		VRRP: cfg.vrrp(), BGP: cfg.BGP, Heartbeats: peers, HandOverOnExit: cfg.OnExit != ExitStay,
 		// Handed over, the data plane has no traffic left to keep: HAProxy
 		// stops gracefully, finishing the requests under way (a request

@@ -106,6 +106,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		ac.Store, ac.Secrets, ac.HAProxyBinary, ac.Render = st, v, cfg.HAProxyBinary, cfg.Render
 		ac.HAProxyProcesses, ac.HAProxyLanding, ac.ApplyConcurrency = cfg.HAProxyProcesses, cfg.HAProxyLanding, cfg.ApplyConcurrency
 		ac.StopOnExit, ac.Metrics = true, m
+		// The embedded store makes a report cost nothing: rates as fresh
+		// as the members read.
+		ac.RatesEvery = agent.StatsEvery
 		return agent.New(ac)
 	}
 	// pier run's nodes come with every snapshot, as the Node informer's

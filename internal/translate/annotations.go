@@ -27,7 +27,8 @@ const (
 	// AnnotationBalance picks the HAProxy balance algorithm of the pools
 	// this Ingress routes to.
 	AnnotationBalance = AnnotationPrefix + "balance"
-	// AnnotationHealthCheck turns on active TCP health checks of members.
+	// AnnotationHealthCheck turns active TCP health checks of members on
+	// or off; without it Options.HealthChecks decides.
 	AnnotationHealthCheck = AnnotationPrefix + "health-check"
 )
 
@@ -74,7 +75,7 @@ type ingressSettings struct {
 	group       string
 	externalIP  string
 	balance     model.Algorithm
-	healthCheck bool
+	healthCheck *bool // nil: Options.HealthChecks
 
 	// ingress-nginx's annotations (compat.go).
 	sslRedirect, forceSSLRedirect            bool
@@ -157,7 +158,9 @@ func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue
 		case AnnotationBalance:
 			s.balance, err = parseAlgorithm(v)
 		case AnnotationHealthCheck:
-			s.healthCheck, err = parseBool(v)
+			var on bool
+			on, err = parseBool(v)
+			s.healthCheck = &on
 		case AnnotationRequestHeaders:
 			s.requestHeaders, err = parseHeaderLines("request-headers", v)
 		case AnnotationResponseHeaders:
@@ -226,3 +229,12 @@ func parseAlgorithm(v string) (model.Algorithm, error) {
 }
 
 func parseBool(v string) (bool, error) { return encode.Bool(v) }
+
+// checks is whether the Ingress's pools check their members: its
+// pier.dev/health-check when set, else the operator's default.
+func (s ingressSettings) checks(opts Options) bool {
+	if s.healthCheck != nil {
+		return *s.healthCheck
+	}
+	return opts.HealthChecks
+}

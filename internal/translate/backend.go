@@ -69,7 +69,7 @@ func (x *index) poolFor(ing *networkingv1.Ingress, b *networkingv1.IngressServic
 		// A port no Service can have: like a missing port, only this
 		// route answers 503 (RELIABILITY B21).
 		pool := &model.Pool{ID: model.ID("pool", ing.Namespace, b.Name, portKey), Name: ing.Namespace + "_" + b.Name + "_" + portKey,
-			Namespace: ing.Namespace, Service: b.Name, Port: portKey, Algorithm: set.balance, HealthCheck: set.healthCheck}
+			Namespace: ing.Namespace, Service: b.Name, Port: portKey, Algorithm: set.balance, HealthCheck: set.checks(opts)}
 		set.applyTimeouts(pool)
 		set.applyAffinity(pool)
 		set.applyProtocol(pool)
@@ -87,7 +87,7 @@ func (x *index) poolFor(ing *networkingv1.Ingress, b *networkingv1.IngressServic
 		Service:     b.Name,
 		Port:        portKey,
 		Algorithm:   set.balance,
-		HealthCheck: set.healthCheck,
+		HealthCheck: set.checks(opts),
 	}
 	set.applyTimeouts(pool)
 	set.applyAffinity(pool)

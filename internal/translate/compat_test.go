@@ -571,3 +571,27 @@ func TestRewriteTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestHealthChecksByDefault: members are checked unless the Ingress says
+// pier.dev/health-check: "false"; with the operator's default off, only
+// an Ingress that says "true" is.
+func TestHealthChecksByDefault(t *testing.T) {
+	off := DefaultOptions()
+	off.HealthChecks = false
+	for _, c := range []struct {
+		name  string
+		ann   map[string]string
+		opts  Options
+		check bool
+	}{
+		{"default", nil, DefaultOptions(), true},
+		{"annotation off", map[string]string{AnnotationHealthCheck: "false"}, DefaultOptions(), false},
+		{"operator off", nil, off, false},
+		{"operator off, annotation on", map[string]string{AnnotationHealthCheck: "true"}, off, true},
+	} {
+		lb := onlyLB(t, Ingresses(snapshotOf(simpleIngress(t, "ns", "a", 0, c.ann, "a.example", "/")), c.opts))
+		if got := lb.Pools[0].HealthCheck; got != c.check {
+			t.Errorf("%s: pool HealthCheck %v, want %v", c.name, got, c.check)
+		}
+	}
+}

@@ -69,6 +69,12 @@ type Options struct {
 	// serve a rule to requests it was written to exclude), for agents of
 	// a version whose render refuses such rules.
 	GatewayExtendedMatches bool
+	// HealthChecks checks the members of every pool with TCP connects
+	// (render: inter 2s, fall 3, rise 2), so that a member nobody can
+	// reach gets no requests and shows down, unless an Ingress turns
+	// them off with pier.dev/health-check: "false". Off, only the
+	// Ingresses that set it "true" are checked.
+	HealthChecks bool
 	// Now is compared with certificate expiry to warn about expired
 	// certificates; zero skips the check. Passed in, not read, so that
 	// translation stays a pure function.
@@ -88,6 +94,7 @@ func DefaultOptions() Options {
 		MaxRegexPathsPerLoadBalancer: DefaultMaxRegexPathsPerLoadBalancer,
 		MaxRegexPathsPerNamespace:    DefaultMaxRegexPathsPerNamespace,
 		GatewayExtendedMatches:       true,
+		HealthChecks:                 true,
 	}
 }
 
