@@ -116,6 +116,13 @@ func (t *translateFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&t.opts.TakeClassless, "classless-ingresses", false, "also serve Ingresses that name no class when no IngressClass of ours is the default")
 	fs.BoolVar(&t.opts.TakeClasslessServices, "classless-services", false, "also serve Services of type LoadBalancer that name no loadBalancerClass (by default only class pier.dev/native)")
 	fs.BoolVar(&t.opts.MembersFromClusterIP, "members-from-cluster-ip", false, "proxy to the Service ClusterIP instead of the ready endpoints (the seed's two-hop mode)")
+	fs.Func("default-certificate", "a TLS Secret namespace/name (in pier run, one of the manifests): every Ingress's load balancer listens for HTTPS, serving it to clients whose SNI matches none of its own certificates, so routes without spec.tls answer over HTTPS and force-ssl-redirect has somewhere to send clients (ingress-nginx's --default-ssl-certificate); the Secret must be of type kubernetes.io/tls (in a namespace pier watches)", func(v string) error {
+		if err := translate.ParseDefaultCertificate(v); err != nil {
+			return err
+		}
+		t.opts.DefaultCertificate = v
+		return nil
+	})
 	fs.BoolVar(&t.opts.HealthChecks, "health-checks", t.opts.HealthChecks, "check every pool member with a TCP connect (inter 2s, fall 3, rise 2), so that a member nobody can reach gets no requests and shows down; an Ingress opts out with pier.dev/health-check: \"false\". false: only Ingresses that set it \"true\" are checked")
 	fs.IntVar(&t.opts.MaxIngresses, "max-ingresses", t.opts.MaxIngresses, "refuse Ingresses beyond this many (newest first)")
 	fs.IntVar(&t.opts.MaxHTTPRoutes, "max-httproutes", t.opts.MaxHTTPRoutes, "refuse HTTPRoutes attached to pier's Gateways beyond this many (newest first)")

@@ -166,6 +166,12 @@ type Certificate struct {
 	Hosts     []string  `json:"hosts"` // SNI names, validated host syntax
 	SHA256    string    `json:"sha256"`
 	NotAfter  time.Time `json:"notAfter"`
+	// Default marks the operator's default certificate
+	// (--default-certificate): it is served to clients whose SNI matches
+	// no other certificate (or who send none), and matches no name of its
+	// own, so a tenant's certificate for a name it also covers still wins.
+	// At most one per listener, first.
+	Default bool `json:"default,omitempty"`
 }
 
 // PolicyAction is what an L7Policy does with a matching request.

@@ -421,6 +421,9 @@ func (p *Pipeline) rebuild(ctx context.Context, prev, snap *source.Snapshot, e e
 	// (Ingresses, Gateway API objects, what is ours).
 	if !endpointsOnly {
 		p.refs = referencesOf(snap, res.Ours)
+		if d := p.Translate.DefaultCertificate; d != "" {
+			p.refs.secrets[d] = true // every Ingress's load balancer serves it
+		}
 	}
 	p.mu.Lock()
 	p.ready = true

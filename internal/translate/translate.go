@@ -69,6 +69,10 @@ type Options struct {
 	// serve a rule to requests it was written to exclude), for agents of
 	// a version whose render refuses such rules.
 	GatewayExtendedMatches bool
+	// DefaultCertificate, a TLS Secret as namespace/name, is served on an
+	// HTTPS listener that every Ingress's load balancer then has
+	// (defaultcert.go); "" is none.
+	DefaultCertificate string
 	// HealthChecks checks the members of every pool with TCP connects
 	// (render: inter 2s, fall 3, rise 2), so that a member nobody can
 	// reach gets no requests and shows down, unless an Ingress turns
@@ -173,7 +177,7 @@ func Ingresses(snap *source.Snapshot, opts Options) *Result {
 
 	parsed, capped := capRegexPaths(parsed, opts)
 	res.Problems = append(res.Problems, capped...)
-	lbs, problems := assemble(parsed, opts)
+	lbs, problems := assemble(parsed, opts, resolveDefaultCert(idx, opts))
 	res.Problems = append(res.Problems, problems...)
 	for _, lb := range lbs {
 		for _, src := range lb.Sources {
