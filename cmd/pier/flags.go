@@ -128,6 +128,7 @@ func (t *translateFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&t.opts.MaxHTTPRoutes, "max-httproutes", t.opts.MaxHTTPRoutes, "refuse HTTPRoutes attached to pier's Gateways beyond this many (newest first)")
 	fs.IntVar(&t.opts.MaxPathsPerIngress, "max-paths-per-ingress", t.opts.MaxPathsPerIngress, "refuse an Ingress with more paths than this")
 	fs.BoolVar(&t.opts.GatewayExtendedMatches, "gateway-extended-matches", t.opts.GatewayExtendedMatches, "route HTTPRoute header, query-parameter and method matches; false refuses such routes with a reason (while agents of a version that cannot render them still run)")
+	fs.Var((*commaList)(&t.opts.AuthURLNamespaces), "auth-url-namespaces", "comma-separated namespaces whose Services the auth-url of an Ingress of any namespace may name, such as an oauth2-proxy of its own (repeatable); empty: an auth-url names a Service of its Ingress's namespace only")
 	fs.Var((*commaList)(&t.opts.ExternalIPNamespaces), "external-ip-namespaces", "comma-separated namespaces whose Ingresses may pin an address with pier.dev/external-ip (Services with spec.loadBalancerIP, Gateways with spec.addresses) (repeatable); empty: every namespace")
 	fs.Var(sharedGroupsFlag{&t.opts.SharedGroups}, "shared-load-balancer", "GROUP=NS1,NS2,…: let these namespaces share the pier.dev/load-balancer group GROUP (one load balancer, one address); \"*\" for every namespace. Repeatable. Without it a group is per namespace")
 }

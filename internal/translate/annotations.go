@@ -30,6 +30,12 @@ const (
 	// AnnotationHealthCheck turns active TCP health checks of members on
 	// or off; without it Options.HealthChecks decides.
 	AnnotationHealthCheck = AnnotationPrefix + "health-check"
+	// AnnotationAuthURLCASecret names a Secret of the Ingress's namespace
+	// whose ca.crt signs the certificate of an https auth-url's Service.
+	AnnotationAuthURLCASecret = AnnotationPrefix + "auth-url-ca-secret"
+	// AnnotationAuthURLVerify "false" sends an https auth-url's requests
+	// without checking the Service's certificate.
+	AnnotationAuthURLVerify = AnnotationPrefix + "auth-url-verify"
 )
 
 // maxAnnotationsSize is the API server's limit on all annotations of an
@@ -161,6 +167,12 @@ func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue
 			var on bool
 			on, err = parseBool(v)
 			s.healthCheck = &on
+		case AnnotationAuthURLCASecret:
+			s.extAuth.caSecret, err = parseSecretName("auth-url-ca-secret", v)
+		case AnnotationAuthURLVerify:
+			var verify bool
+			verify, err = parseBool(v)
+			s.extAuth.noVerify = !verify
 		case AnnotationRequestHeaders:
 			s.requestHeaders, err = parseHeaderLines("request-headers", v)
 		case AnnotationResponseHeaders:

@@ -200,9 +200,9 @@ var compatAnnotations = map[string]compatAnnotation{
 		return err
 	}, difference: extAuthDifference},
 	"auth-signin": {parse: func(s *ingressSettings, v string) (err error) {
-		s.extAuth.signin, err = parseRedirectURL(v)
+		s.extAuth.signin, err = parseSigninURL(v)
 		return err
-	}, difference: "an absolute http(s) URL without nginx variables ($host, $escaped_request_uri); rd= the request's URL is appended"},
+	}, difference: "an absolute http(s) URL whose nginx variables are " + encode.SigninVariableNames + " (others refuse the Ingress); rd= the request's URL is appended unless the query has rd="},
 	"auth-response-headers": {parse: func(s *ingressSettings, v string) (err error) {
 		s.extAuth.headers, err = parseAuthResponseHeaders(v)
 		return err

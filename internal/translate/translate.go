@@ -69,6 +69,10 @@ type Options struct {
 	// serve a rule to requests it was written to exclude), for agents of
 	// a version whose render refuses such rules.
 	GatewayExtendedMatches bool
+	// AuthURLNamespaces lists the namespaces whose Services an auth-url
+	// of any namespace may name (an oauth2-proxy of its own); without
+	// them an auth-url names a Service of its Ingress's namespace only.
+	AuthURLNamespaces []string
 	// DefaultCertificate, a TLS Secret as namespace/name, is served on an
 	// HTTPS listener that every Ingress's load balancer then has
 	// (defaultcert.go); "" is none.
