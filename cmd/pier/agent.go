@@ -34,6 +34,8 @@ func agentCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.VRRPInterface, "vrrp-interface", "",
 		"hold the load balancers' VIPs and FIPs with VRRP (keepalived) on this interface: the active node holds them, the standby takes them over when it fails; empty: pier does not touch addresses, they are someone else's business (a cloud, MetalLB, static routes)")
 	fs.StringVar(&cfg.KeepalivedBinary, "keepalived-binary", "keepalived", "keepalived binary, used with --vrrp-interface")
+	fs.DurationVar(&cfg.RatesEvery, "report-rates-every", time.Minute,
+		"the window over which each load balancer's requests per second and 5xx share are measured for its status (the web view, pier get); a change of them is a status write, at most one a window per load balancer with traffic, from the node that holds it; 0 reports no rates (thousands of load balancers per node at the default --kube-api-qps)")
 	onExit := fs.String("on-exit", string(cluster.ExitStay),
 		"what SIGTERM does: stay (move nothing; HAProxy outlives the agent, for a host install), handover (hand the addresses this node holds to the standby nodes and let requests under way finish, keeping the placements: for a pod, whose HAProxy dies with it) or drain (handover, then delete the heartbeat Lease so the controller re-places this node's load balancers at once)")
 	drainOnExit := fs.Bool("drain-on-exit", false, "the same as --on-exit=drain (kept for old command lines)")

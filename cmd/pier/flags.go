@@ -123,11 +123,20 @@ func (t *translateFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&t.opts.TakeClassless, "classless-ingresses", false, "also serve Ingresses that name no class when no IngressClass of ours is the default")
 	fs.BoolVar(&t.opts.TakeClasslessServices, "classless-services", false, "also serve Services of type LoadBalancer that name no loadBalancerClass (by default only class pier.dev/native)")
 	fs.BoolVar(&t.opts.MembersFromClusterIP, "members-from-cluster-ip", false, "proxy to the Service ClusterIP instead of the ready endpoints (the seed's two-hop mode)")
+	fs.Func("default-certificate", "a TLS Secret namespace/name (in pier run, one of the manifests): every Ingress's load balancer listens for HTTPS, serving it to clients whose SNI matches none of its own certificates, so routes without spec.tls answer over HTTPS and force-ssl-redirect has somewhere to send clients (ingress-nginx's --default-ssl-certificate); the Secret must be of type kubernetes.io/tls (in a namespace pier watches)", func(v string) error {
+		if err := translate.ParseDefaultCertificate(v); err != nil {
+			return err
+		}
+		t.opts.DefaultCertificate = v
+		return nil
+	})
+	fs.BoolVar(&t.opts.HealthChecks, "health-checks", t.opts.HealthChecks, "check every pool member with a TCP connect (inter 2s, fall 3, rise 2), so that a member nobody can reach gets no requests and shows down; an Ingress opts out with pier.dev/health-check: \"false\". false: only Ingresses that set it \"true\" are checked")
 	fs.IntVar(&t.opts.MaxIngresses, "max-ingresses", t.opts.MaxIngresses, "refuse Ingresses beyond this many (newest first)")
 	fs.IntVar(&t.opts.MaxHTTPRoutes, "max-httproutes", t.opts.MaxHTTPRoutes, "refuse HTTPRoutes attached to pier's Gateways beyond this many (newest first)")
 	fs.IntVar(&t.opts.MaxPathsPerIngress, "max-paths-per-ingress", t.opts.MaxPathsPerIngress, "refuse an Ingress with more paths than this")
 	t.registerQuota(fs)
 	fs.BoolVar(&t.opts.GatewayExtendedMatches, "gateway-extended-matches", t.opts.GatewayExtendedMatches, "route HTTPRoute header, query-parameter and method matches; false refuses such routes with a reason (while agents of a version that cannot render them still run)")
+	fs.Var((*commaList)(&t.opts.AuthURLNamespaces), "auth-url-namespaces", "comma-separated namespaces whose Services the auth-url of an Ingress of any namespace may name, such as an oauth2-proxy of its own (repeatable); empty: an auth-url names a Service of its Ingress's namespace only")
 	fs.Var((*commaList)(&t.opts.ExternalIPNamespaces), "external-ip-namespaces", "comma-separated namespaces whose Ingresses may pin an address with pier.dev/external-ip (Services with spec.loadBalancerIP, Gateways with spec.addresses) (repeatable); empty: every namespace")
 	fs.BoolVar(&t.opts.IgnoreSnippets, "ignore-snippets", false, "serve an Ingress with snippet annotations (configuration-snippet, server-snippet, auth-snippet, …) with the snippet ignored and a Warning, during a migration; without it such an Ingress is refused with the typed alternative, as ingress-nginx does with snippets disabled: a dropped snippet may have been a rule (a deny, an auth check, a security header)")
 	fs.Var(sharedGroupsFlag{&t.opts.SharedGroups}, "shared-load-balancer", "GROUP=NS1,NS2,…: let these namespaces share the pier.dev/load-balancer group GROUP (one load balancer, one address); \"*\" for every namespace. Repeatable. Without it a group is per namespace")

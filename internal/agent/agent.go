@@ -55,6 +55,11 @@ type Config struct {
 	// run). The node agent leaves it serving, so that restarting the
 	// agent drops nothing; the next agent adopts what runs.
 	StopOnExit bool
+	// RatesEvery is the window over which a load balancer's request rate
+	// and 5xx share are measured for its report; 0 reports none. Each
+	// change of the rounded rates is a status write (in Kubernetes mode
+	// an API write), at most one a window per load balancer.
+	RatesEvery time.Duration
 	Metrics    *metrics.Metrics
 	Logger     *slog.Logger
 }
@@ -121,6 +126,8 @@ type Agent struct {
 	statsAt      map[string]time.Time
 	statsReading bool
 	statsReads   chan statsRead
+	// rates is each UUID's request rate window (stats.go).
+	rates map[string]rateWindow
 
 	// latest is the newest store view of every LoadBalancer, status
 	// included: the mover gets those placed here (movers.go).
@@ -160,6 +167,7 @@ func New(cfg Config) *Agent {
 		lastReport: map[string]model.NodeStatus{},
 		latest:     map[string]*model.LoadBalancer{},
 		statsAt:    map[string]time.Time{},
+		rates:      map[string]rateWindow{},
 		statsReads: make(chan statsRead, 1),
 		served:     map[string]bool{},
 		drainReq:   make(chan bool, 1),

@@ -249,6 +249,7 @@ func (a *Agent) forget(uuid string) {
 	delete(a.statsAt, uuid)
 	delete(a.served, uuid)
 	delete(a.superseded, uuid)
+	delete(a.rates, uuid)
 }
 
 // recover lets each driver stop what a previous agent left for load

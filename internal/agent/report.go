@@ -23,7 +23,7 @@ func (a *Agent) report(_ context.Context, lb *model.LoadBalancer, state model.St
 	}
 	a.withStats(&r, lb)
 	a.lastReport[lb.UUID] = model.NodeStatus{State: state, ConfigHash: configHash, Message: message}
-	if last, ok := a.reported[lb.UUID]; ok && last == r {
+	if last, ok := a.reported[lb.UUID]; ok && last.Equal(r) {
 		return // nothing new: a write would only wake every watcher
 	}
 	stamped := r

@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"log/slog"
+	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -10,10 +12,27 @@ import (
 	"pier.dev/pier/internal/model"
 )
 
-// statsEvery is how often the members up of a load balancer are read
-// again from its data plane: an operator's page refreshes within
-// seconds, and a member's health check takes seconds to change.
-const statsEvery = 10 * time.Second
+// StatsEvery is the longest a load balancer's members up go unread from
+// its data plane: an operator's page refreshes within seconds, and a
+// member's health check takes seconds to change.
+const StatsEvery = 10 * time.Second
+
+// statsEveryMin is how often the members up are read on a node of few
+// load balancers: a health check's interval (render: inter 2s), so that
+// a member that goes down shows within two of them.
+const statsEveryMin = 2 * time.Second
+
+// statsReadsPerSecond bounds the reads a node makes: 100 load balancers
+// a second, what a node of 1,000 read at StatsEvery (50 ms of a CPU
+// every second, in the background).
+const statsReadsPerSecond = 100
+
+// statsEvery is how often the members of each of n load balancers are
+// read: every statsEveryMin while that stays within statsReadsPerSecond,
+// slower on a larger node, and at least every StatsEvery.
+func statsEvery(n int) time.Duration {
+	return min(max(statsEveryMin, time.Duration(n)*time.Second/statsReadsPerSecond), StatsEvery)
+}
 
 // statsRead is what a background member read hands back to the loop:
 // which load balancers it read, and when it began.
@@ -46,6 +65,14 @@ func (a *Agent) withStats(r *model.NodeStatus, lb *model.LoadBalancer) {
 		m.MembersUp.WithLabelValues(lb.Name).Set(float64(s.MembersUp))
 		m.Members.WithLabelValues(lb.Name).Set(float64(s.Members))
 	}
+	if len(s.MembersDown) > 0 {
+		r.MembersDown = slices.Clone(s.MembersDown[:min(len(s.MembersDown), model.MaxMembersDown)])
+	}
+	if a.cfg.RatesEvery > 0 {
+		w := a.rates[lb.UUID].advance(s, time.Now(), a.cfg.RatesEvery)
+		a.rates[lb.UUID] = w
+		r.RequestsPerSecond, r.ErrorShare = w.perSecond, w.errorShare
+	}
 }
 
 // forgetStats drops the member gauges of a load balancer no longer
@@ -56,6 +83,46 @@ func (a *Agent) forgetStats(uuid string) {
 		m.MembersUp.DeleteLabelValues(lb.Name)
 		m.Members.DeleteLabelValues(lb.Name)
 	}
+}
+
+// rateWindow measures a load balancer's request rate over windows of at
+// least RatesEvery: the driver's totals when the window began, and the
+// rates the last full window measured.
+type rateWindow struct {
+	began                 time.Time // zero: no window yet
+	requests, errors5xx   uint64
+	perSecond, errorShare float64
+}
+
+// advance closes the window once it is at least every long and opens the next;
+// before that it keeps the last window's rates. Totals that went down (a
+// driver made anew) open a window without a rate.
+func (w rateWindow) advance(s driver.Stats, now time.Time, every time.Duration) rateWindow {
+	elapsed := now.Sub(w.began)
+	switch {
+	case w.began.IsZero() || s.Requests < w.requests || s.Errors5xx < w.errors5xx:
+		return rateWindow{began: now, requests: s.Requests, errors5xx: s.Errors5xx}
+	case elapsed < every:
+		return w
+	}
+	requests := s.Requests - w.requests
+	next := rateWindow{began: now, requests: s.Requests, errors5xx: s.Errors5xx,
+		perSecond: twoFigures(float64(requests) / elapsed.Seconds())}
+	if requests > 0 {
+		next.errorShare = twoFigures(float64(min(s.Errors5xx-w.errors5xx, requests)) / float64(requests))
+	}
+	return next
+}
+
+// twoFigures rounds x to two significant figures (1234 -> 1200, 0.0456
+// -> 0.046): what an operator reads, and a rate that wobbles in its
+// third figure does not rewrite the report every window.
+func twoFigures(x float64) float64 {
+	if x == 0 {
+		return 0
+	}
+	scale := math.Pow(10, 1-math.Floor(math.Log10(math.Abs(x))))
+	return math.Round(x*scale) / scale
 }
 
 // readMembers asks rep which members of uuids are up and returns when it
@@ -81,9 +148,10 @@ func (a *Agent) refreshStats(ctx context.Context) {
 		return
 	}
 	start := time.Now()
+	every := statsEvery(len(a.applied))
 	due := map[driver.Reporter][]string{}
 	for uuid := range a.applied {
-		if start.Sub(a.statsAt[uuid]) < statsEvery {
+		if start.Sub(a.statsAt[uuid]) < every {
 			continue
 		}
 		if rep, ok := a.reporterOf(uuid); ok {

@@ -58,7 +58,7 @@ func (r *reportingDriver) refreshes() (lbs, calls int) {
 }
 
 // TestStatsReported drives the agent's steps by hand (no loop): an apply
-// reports the driver's counts; a refresh before statsEvery reads
+// reports the driver's counts; a refresh before StatsEvery reads
 // nothing; a due refresh reads every due load balancer in one call, and
 // one that finds the same numbers writes nothing, one that finds others
 // writes them; a slow data plane does not hold the step that starts the
@@ -120,11 +120,11 @@ func TestStatsReported(t *testing.T) {
 	d.set(2, 0)
 	refresh()
 	if n, _ := d.refreshes(); n != 0 || a.statsReading {
-		t.Fatalf("%d member reads within statsEvery (reading: %v), want 0", n, a.statsReading)
+		t.Fatalf("%d member reads within StatsEvery (reading: %v), want 0", n, a.statsReading)
 	}
 	due := func() {
 		for _, lb := range lbs {
-			a.statsAt[lb.UUID] = time.Now().Add(-statsEvery)
+			a.statsAt[lb.UUID] = time.Now().Add(-StatsEvery)
 		}
 	}
 	due()
@@ -175,4 +175,42 @@ func TestStatsReported(t *testing.T) {
 func applyNow(ctx context.Context, a *Agent, lb *model.LoadBalancer) {
 	a.held[lb.UUID] = lb.Provider
 	a.finishApply(ctx, runApply(ctx, a.driverOf(lb), lb, a.cfg.Logger))
+}
+
+func TestStatsEvery(t *testing.T) {
+	for n, want := range map[int]time.Duration{0: 2 * time.Second, 150: 2 * time.Second, 500: 5 * time.Second,
+		1000: 10 * time.Second, 3000: 10 * time.Second} {
+		if got := statsEvery(n); got != want {
+			t.Errorf("statsEvery(%d) = %v, want %v", n, got, want)
+		}
+	}
+}
+
+// TestRateWindow: the first look opens a window; a window shorter than
+// RatesEvery keeps the last rates; a full one measures requests per
+// second and the 5xx share to two figures; totals that went down open a
+// window without rates.
+func TestRateWindow(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	every := 10 * time.Second
+	var w rateWindow
+	step := func(at time.Duration, req, errs uint64, rate, share float64) {
+		t.Helper()
+		w = w.advance(driver.Stats{Requests: req, Errors5xx: errs}, t0.Add(at), every)
+		if w.perSecond != rate || w.errorShare != share {
+			t.Fatalf("at %v: %v/s, share %v; want %v, %v", at, w.perSecond, w.errorShare, rate, share)
+		}
+	}
+	step(0, 500, 3, 0, 0)
+	step(5*time.Second, 900, 3, 0, 0)              // not a window yet
+	step(12*time.Second, 12841, 123, 1000, 0.0097) // 12341 in 12 s, 120 of them 5xx
+	step(20*time.Second, 12841, 123, 1000, 0.0097) // 8 s: the last window's
+	step(24*time.Second, 12841, 123, 0, 0)         // 12 s with none
+	step(40*time.Second, 7, 0, 0, 0)               // a new driver: no rate yet
+	step(50*time.Second, 207, 200, 20, 1)
+	for in, want := range map[float64]float64{1234: 1200, 0.0456: 0.046, 99.5: 100, 7: 7, 0: 0} {
+		if got := twoFigures(in); got != want {
+			t.Errorf("twoFigures(%v) = %v, want %v", in, got, want)
+		}
+	}
 }

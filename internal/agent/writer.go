@@ -192,7 +192,7 @@ func (w *statusWriter) putReports(ctx context.Context, reports map[string]model.
 func (w *statusWriter) wrote(reports map[string]model.NodeStatus, done, missing []string, err error) bool {
 	w.mu.Lock()
 	for _, uuid := range done {
-		if cur, still := w.pending[uuid]; still && cur == reports[uuid] {
+		if cur, still := w.pending[uuid]; still && cur.Equal(reports[uuid]) {
 			delete(w.pending, uuid)
 		}
 	}

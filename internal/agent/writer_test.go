@@ -64,7 +64,7 @@ func TestWriterWrittenAt(t *testing.T) {
 	if got := w.writtenAt(); !got.After(backup.UpdatedAt) {
 		t.Fatalf("written through %s after the report of %s was written, want later", got, backup.UpdatedAt)
 	}
-	if len(st.writes) != 1 || st.writes[0] != backup {
+	if len(st.writes) != 1 || !st.writes[0].Equal(backup) {
 		t.Fatalf("store got %+v, want the one report", st.writes)
 	}
 }

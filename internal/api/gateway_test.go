@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -152,5 +153,18 @@ func TestGatewayTables(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "SOURCE") || !strings.Contains(b.String(), "Gateway/ns/gw") {
 		t.Errorf("load balancers:\n%s", b.String())
+	}
+	b.Reset()
+	lb.Placement.Active = "n1"
+	lb.Status = model.Status{Nodes: []model.NodeStatus{{Node: "n1", MembersUp: 1, Members: 2, RequestsPerSecond: 35, ErrorShare: 0.046}}}
+	if err := PrintTable(&b, []*model.LoadBalancer{lb}, now); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	if f := strings.Fields(lines[0]); !slices.Equal(f[8:11], []string{"MEMBERS", "REQ/S", "5XX"}) {
+		t.Errorf("header %q", lines[0])
+	}
+	if f := strings.Fields(lines[1]); !slices.Equal(f[8:11], []string{"1/2", "35", "4.6%"}) {
+		t.Errorf("row %q, want members 1/2, 35 req/s, 4.6%% 5xx", lines[1])
 	}
 }

@@ -50,6 +50,8 @@ type AgentConfig struct {
 	// ApplyConcurrency bounds the load balancers applied at once
 	// (agent.Config.ApplyConcurrency).
 	ApplyConcurrency int
+	// RatesEvery is agent.Config.RatesEvery.
+	RatesEvery       time.Duration
 	APIAddr          string
 	APIAllowedHosts  []string // host names the API answers besides its address (api.Server.AllowedHosts)
 	Render           render.Options
@@ -216,7 +218,7 @@ func RunAgent(ctx context.Context, cfg AgentConfig, logger *slog.Logger) error {
 		return err
 	}
 	a := agent.New(agent.Config{
-		Node: cfg.Node, Store: st, Drivers: drivers, ApplyConcurrency: cfg.ApplyConcurrency, Metrics: m, Logger: logger,
+		Node: cfg.Node, Store: st, Drivers: drivers, ApplyConcurrency: cfg.ApplyConcurrency, RatesEvery: cfg.RatesEvery, Metrics: m, Logger: logger,
 		Mover: mv, HandOverOnExit: cfg.OnExit != ExitStay,
 		// Handed over, the data plane has no traffic left to keep: HAProxy
 		// stops gracefully, finishing the requests under way (a request

@@ -44,18 +44,23 @@ const (
 // are fixed: bcrypt ("$2a$", "$2b$" or "$2y$", a cost 04 to
 // MaxBcryptCost, 53 characters), SHA-512 ("$6$", 86) and SHA-256 ("$5$",
 // 43) crypt, with an optional "rounds=N$" (N 1000 to MaxShaCryptRounds)
-// and a salt of 1-16 characters. Apache's "$apr1$" and "{SHA}" are not
-// crypt(3) formats: HAProxy 2.6 on Debian loads them without a warning
-// and refuses every password (tried with htpasswd-made hashes), so
-// they are refused here with what to do instead. The error never
-// repeats the hash.
+// and a salt of 1-16 characters, and MD5-crypt ("$1$", a salt of 1-8
+// characters, 22; libxcrypt checks it, measured on bookworm). Apache's
+// "$apr1$" and "{SHA}" are not crypt(3) formats: HAProxy 2.6 on Debian
+// loads them without a warning and refuses every password (tried with
+// htpasswd-made hashes), so they are refused here ($apr1$ goes through
+// Apr1Hash instead). The error never repeats the hash.
 func CryptHash(s string) (Value, error) {
 	const k = "password hash"
 	switch {
 	case strings.HasPrefix(s, "$apr1$"):
 		return Value{}, refuse(k, "apr1", "$apr1$...", "Apache MD5 ($apr1$) is not checked by crypt(3), HAProxy would refuse every password: regenerate it with htpasswd -B (bcrypt)")
 	case strings.HasPrefix(s, "{SHA}"):
-		return Value{}, refuse(k, "sha1", "{SHA}...", "{SHA} is not checked by crypt(3): regenerate it with htpasswd -B (bcrypt)")
+		return Value{}, refuse(k, "sha1", "{SHA}...", "{SHA} (htpasswd -s) is one unsalted SHA-1: whoever reads the Secret tests a dictionary at billions a second, and crypt(3) does not check it; regenerate it with htpasswd -B (bcrypt), or keep htpasswd's default ($apr1$)")
+	case strings.HasPrefix(s, "$1$"):
+		if md5Crypt(s[3:]) {
+			return Value{s}, nil
+		}
 	case len(s) == 60 && (strings.HasPrefix(s, "$2a$") || strings.HasPrefix(s, "$2b$") || strings.HasPrefix(s, "$2y$")):
 		cost := s[4:6]
 		if s[6] == '$' && cost >= "04" && cost <= "31" && cost[0] >= '0' && cost[0] <= '3' && cost[1] >= '0' && cost[1] <= '9' &&
@@ -81,7 +86,28 @@ func CryptHash(s string) (Value, error) {
 		}
 	}
 	return Value{}, refuse(k, "format", s[:min(len(s), 4)]+"...",
-		"must be bcrypt ($2y$, $2b$, $2a$), SHA-512 ($6$) or SHA-256 ($5$) crypt: regenerate it with htpasswd -B")
+		"must be bcrypt ($2y$, $2b$, $2a$), SHA-512 ($6$), SHA-256 ($5$) or MD5 ($1$) crypt, or Apache MD5 ($apr1$): regenerate it with htpasswd -B")
+}
+
+// Apr1Hash validates Apache's MD5 password hash, what htpasswd writes by
+// default: "$apr1$", a salt of 1-8 characters of crypt's alphabet, "$"
+// and 22 characters. crypt(3) does not know it, so HAProxy's userlist
+// cannot check it; render checks it in Lua instead (its apr1 action).
+// The error never repeats the hash.
+func Apr1Hash(s string) (Value, error) {
+	rest, ok := strings.CutPrefix(s, "$apr1$")
+	if !ok || !md5Crypt(rest) {
+		return Value{}, refuse("password hash", "format", s[:min(len(s), 6)]+"...",
+			"an Apache MD5 hash is $apr1$, a salt of 1-8 characters, $ and 22 characters (htpasswd's default)")
+	}
+	return Value{s}, nil
+}
+
+// md5Crypt checks "salt$hash" of MD5-crypt and Apache MD5: a salt of 1-8
+// characters and a hash of 22, of crypt's alphabet.
+func md5Crypt(s string) bool {
+	salt, hash, found := strings.Cut(s, "$")
+	return found && len(salt) >= 1 && len(salt) <= 8 && onlyCrypt(salt) && len(hash) == 22 && onlyCrypt(hash)
 }
 
 // CryptCost estimates what crypt(3) spends on a hash CryptHash
@@ -92,6 +118,8 @@ func CryptCost(h Value) int {
 	switch {
 	case len(s) > 7 && s[0] == '$' && s[1] == '2':
 		return 1 << atoiDigits(s[4:6])
+	case strings.HasPrefix(s, "$1$"):
+		return 2 // 1,000 MD5 rounds, about 0.1 ms
 	case strings.HasPrefix(s, "$6$") || strings.HasPrefix(s, "$5$"):
 		rounds := MaxShaCryptRounds
 		if rest, ok := strings.CutPrefix(s[3:], "rounds="); ok {

@@ -11,21 +11,24 @@ func TestCryptHash(t *testing.T) {
 	const sha256 = "$5$12C1iHnz82B7pN8Z$4R6Pzl3UaQSfz523zxmyGrGN5EtIsuGZzToVBOVsun2"
 	good := []string{bcrypt, "$2y$" + bcrypt[4:], "$2a$" + bcrypt[4:], sha512, sha256,
 		"$5$rounds=5000$12C1iHnz82B7pN8Z$4R6Pzl3UaQSfz523zxmyGrGN5EtIsuGZzToVBOVsun2",
-		"$2y$12$" + bcrypt[7:], "$6$rounds=1000$" + sha512[3:]}
+		"$2y$12$" + bcrypt[7:], "$6$rounds=1000$" + sha512[3:],
+		"$1$abcdefgh$cHJi5PXp/ki/ktXzqlk6I1", "$1$a$cHJi5PXp/ki/ktXzqlk6I1"} // openssl passwd -1
 	for _, h := range good {
 		if _, err := CryptHash(h); err != nil {
 			t.Errorf("CryptHash(%q): %v", h, err)
 		}
 	}
 	bad := map[string]string{
-		"$apr1$abc$def":                      "htpasswd -B",
-		"{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=":  "htpasswd -B",
-		"plain":                              "regenerate",
-		"":                                   "regenerate",
-		"$2b$03$" + bcrypt[7:]:               "regenerate", // cost below 04
-		"$2b$05$" + bcrypt[7:] + "x":         "regenerate",
-		"$2x$" + bcrypt[4:]:                  "regenerate",
-		"$1$abcdefgh$abcdefghijklmnopqrstuv": "regenerate",
+		"$apr1$abc$def":                       "htpasswd -B",
+		"{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=":   "htpasswd -B",
+		"plain":                               "regenerate",
+		"":                                    "regenerate",
+		"$2b$03$" + bcrypt[7:]:                "regenerate", // cost below 04
+		"$2b$05$" + bcrypt[7:] + "x":          "regenerate",
+		"$2x$" + bcrypt[4:]:                   "regenerate",
+		"$1$abcdefghi$cHJi5PXp/ki/ktXzqlk6I1": "regenerate", // a salt of 9
+		"$1$abcdefgh$cHJi5PXp/ki/ktXzqlk6I":   "regenerate",
+		"$1$$cHJi5PXp/ki/ktXzqlk6I1":          "regenerate",
 		"$5$rounds=12$12C1iHnz82B7pN8Z$4R6Pzl3UaQSfz523zxmyGrGN5EtIsuGZzToVBOVsun2": "regenerate",
 		"$6$" + strings.Repeat("a", 17) + sha512[19:]:                               "regenerate",
 		// The cost attacks: minutes of haproxy -c, seconds of a worker.
@@ -47,6 +50,25 @@ func TestCryptHash(t *testing.T) {
 		}
 		if err != nil && len(h) > 12 && strings.Contains(err.Error(), h[8:]) {
 			t.Errorf("CryptHash(%q): the error repeats the hash: %v", h, err)
+		}
+	}
+}
+
+// TestApr1Hash: htpasswd's default form, nothing else.
+func TestApr1Hash(t *testing.T) {
+	const h = "$apr1$abcdefgh$h9FWgUz3n9YxylKLlR5SQ/" // openssl passwd -apr1
+	for _, good := range []string{h, "$apr1$a$h9FWgUz3n9YxylKLlR5SQ/"} {
+		if _, err := Apr1Hash(good); err != nil {
+			t.Errorf("Apr1Hash(%q): %v", good, err)
+		}
+	}
+	for _, bad := range []string{"", "$1$abcdefgh$h9FWgUz3n9YxylKLlR5SQ/", "$apr1$abcdefghi$h9FWgUz3n9YxylKLlR5SQ/",
+		"$apr1$abcdefgh$h9FWgUz3n9YxylKLlR5SQ", h + "x", h + "\n", "$apr1$ab;d$h9FWgUz3n9YxylKLlR5SQ/", "$apr1$$h9FWgUz3n9YxylKLlR5SQ/"} {
+		_, err := Apr1Hash(bad)
+		if err == nil {
+			t.Errorf("Apr1Hash(%q) accepted", bad)
+		} else if len(bad) > 16 && strings.Contains(err.Error(), bad[14:]) {
+			t.Errorf("Apr1Hash(%q): the error repeats the hash: %v", bad, err)
 		}
 	}
 }

@@ -141,6 +141,20 @@ func MapLine(key, value Word) (string, error) {
 
 var sniChars = charset("abcdefghijklmnopqrstuvwxyz0123456789.-*")
 
+// CrtListDefaultLine encodes the crt-list line of a default certificate:
+// "<cert file> !*\n". Listed first it is what HAProxy serves to a client
+// whose SNI matches no line (or who sends none), and the negative filter
+// of every name keeps its own names out of the SNI lookup, so a later
+// line's certificate for a name it also covers still wins (measured with
+// HAProxy 2.6: a tenant's *.example.com over a default for *.example.com).
+func CrtListDefaultLine(cert Word) (string, error) {
+	line, err := CrtListLine(cert)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(line, "\n") + " !*\n", nil
+}
+
 // CrtListLine encodes one crt-list line: "<cert file> [<sni filter>...]\n".
 // The file must come from FilePath; filters must be host names (as
 // validated by Host or WildcardHost): crt-list lines have their own

@@ -83,6 +83,13 @@ func ShowServersState(backend Word) (Command, error) {
 	return NewCommand(Lit("show"), Lit("servers"), Lit("state"), backend)
 }
 
+// ShowFrontendStat: "show stat <frontend> 1 -1", the CSV counters of one
+// frontend (type 1: frontends only, -1: every server id, of which a
+// frontend has none), as a header line and one line.
+func ShowFrontendStat(frontend Word) (Command, error) {
+	return NewCommand(Lit("show"), Lit("stat"), frontend, Num(1), Num(-1))
+}
+
 // SetServerWeight: "set server <backend>/<server> weight <0-256>".
 func SetServerWeight(backend, server Word, weight int) (Command, error) {
 	if weight < 0 || weight > 256 {

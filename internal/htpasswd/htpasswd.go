@@ -40,10 +40,14 @@ const MaxUsers = 1000
 // -B's default) or 780 at SHA-crypt's default rounds.
 const MaxListCost = 1 << 14
 
-// User is one user with a crypt(3) password hash, both validated.
+// User is one user with a password hash, both validated: a crypt(3)
+// hash (encode.CryptHash), which HAProxy's userlist checks, or, with
+// Apr1, Apache's MD5 (encode.Apr1Hash), what htpasswd writes by default,
+// which crypt(3) does not know and render checks in Lua.
 type User struct {
 	Name encode.Value
 	Hash encode.Value
+	Apr1 bool
 }
 
 // FromSecret reads the users of a Secret's data as typ says, sorted by
@@ -100,6 +104,13 @@ func user(name, hash string) (User, error) {
 	if err != nil {
 		return User{}, err
 	}
+	if strings.HasPrefix(hash, "$apr1$") {
+		h, err := encode.Apr1Hash(hash)
+		if err != nil {
+			return User{}, fmt.Errorf("user %s: %w", n, err)
+		}
+		return User{Name: n, Hash: h, Apr1: true}, nil
+	}
 	h, err := encode.CryptHash(hash)
 	if err != nil {
 		return User{}, fmt.Errorf("user %s: %w", n, err)
@@ -116,7 +127,9 @@ func finish(users []User) ([]User, error) {
 	}
 	cost := 0
 	for _, u := range users {
-		cost += encode.CryptCost(u.Hash)
+		if !u.Apr1 { // HAProxy does not hash these when it loads: they are in no userlist
+			cost += encode.CryptCost(u.Hash)
+		}
 	}
 	if cost > MaxListCost {
 		return nil, fmt.Errorf("hashing the %d users costs about %d bcrypt rounds, the limit is %d (HAProxy hashes every user on each check and reload of a process other load balancers share): "+

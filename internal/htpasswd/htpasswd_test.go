@@ -1,6 +1,7 @@
 package htpasswd
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -24,7 +25,8 @@ func TestFromSecret(t *testing.T) {
 		typ  string
 	}{
 		"no auth key":  {map[string][]byte{"users": []byte("a:" + bcrypt)}, TypeFile},
-		"apr1":         {map[string][]byte{"auth": []byte("a:$apr1$x$y")}, TypeFile},
+		"apr1 cut":     {map[string][]byte{"auth": []byte("a:$apr1$x$y")}, TypeFile},
+		"{SHA}":        {map[string][]byte{"auth": []byte("a:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=")}, TypeFile},
 		"no colon":     {map[string][]byte{"auth": []byte("a" + bcrypt)}, TypeFile},
 		"evil name":    {map[string][]byte{"auth": []byte("a;evil:" + bcrypt)}, TypeFile},
 		"evil hash":    {map[string][]byte{"auth": []byte("a:" + bcrypt + ";evil")}, TypeFile},
@@ -41,6 +43,26 @@ func TestFromSecret(t *testing.T) {
 		} else if strings.Contains(err.Error(), bcrypt[7:]) || strings.Contains(err.Error(), "$y") {
 			t.Errorf("%s: the error repeats a hash: %v", name, err)
 		}
+	}
+}
+
+// TestApacheAndMD5Crypt: htpasswd's default ($apr1$, checked in Lua)
+// and MD5-crypt ($1$, which libxcrypt checks) are read; only the first
+// is marked Apr1, and neither counts much toward the list's cost.
+func TestApacheAndMD5Crypt(t *testing.T) {
+	const apr1 = "$apr1$abcdefgh$h9FWgUz3n9YxylKLlR5SQ/"
+	const md5 = "$1$abcdefgh$cHJi5PXp/ki/ktXzqlk6I1"
+	users, err := FromSecret(map[string][]byte{"auth": []byte("prom:" + apr1 + "\nold:" + md5 + "\nnew:" + bcrypt + "\n")}, TypeFile)
+	if err != nil || len(users) != 3 {
+		t.Fatalf("%v %v", users, err)
+	}
+	for _, u := range users {
+		if u.Apr1 != (u.Name.String() == "prom") {
+			t.Errorf("%s: Apr1 %v", u.Name, u.Apr1)
+		}
+	}
+	if _, err := FromSecret(map[string][]byte{"auth": []byte(manyUsersWith(MaxUsers, apr1))}, TypeFile); err != nil {
+		t.Errorf("%d apr1 users: %v", MaxUsers, err)
 	}
 }
 
@@ -82,6 +104,14 @@ func manyUsers(n int) string {
 	var b strings.Builder
 	for i := 0; i < n; i++ {
 		b.WriteString("u" + strings.Repeat("x", i%50) + string(rune('a'+i%26)) + string(rune('a'+i/26%26)) + string(rune('a'+i/676)) + ":" + bcrypt + "\n")
+	}
+	return b.String()
+}
+
+func manyUsersWith(n int, hash string) string {
+	var b strings.Builder
+	for i := range n {
+		b.WriteString("u" + strconv.Itoa(i) + ":" + hash + "\n")
 	}
 	return b.String()
 }

@@ -14,6 +14,7 @@ package model
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -169,6 +170,12 @@ type Certificate struct {
 	Hosts     []string  `json:"hosts"` // SNI names, validated host syntax
 	SHA256    string    `json:"sha256"`
 	NotAfter  time.Time `json:"notAfter"`
+	// Default marks the operator's default certificate
+	// (--default-certificate): it is served to clients whose SNI matches
+	// no other certificate (or who send none), and matches no name of its
+	// own, so a tenant's certificate for a name it also covers still wins.
+	// At most one per listener, first.
+	Default bool `json:"default,omitempty"`
 }
 
 // PolicyAction is what an L7Policy does with a matching request.
@@ -472,11 +479,33 @@ type NodeStatus struct {
 	Reloads        uint64 `json:"reloads,omitempty"`
 	RuntimeUpdates uint64 `json:"runtimeUpdates,omitempty"`
 	// MembersUp of Members are the pool members that HAProxy on this node
-	// sees up, refreshed at most every 10 s.
-	MembersUp int       `json:"membersUp,omitempty"`
-	Members   int       `json:"members,omitempty"`
-	UpdatedAt time.Time `json:"updatedAt,omitempty"`
+	// sees up (its health checks pass), read every 2 s, up to every 10 s
+	// on a node of more than 200 load balancers.
+	MembersUp int `json:"membersUp,omitempty"`
+	Members   int `json:"members,omitempty"`
+	// MembersDown are the members HAProxy on this node sees down (its
+	// health checks fail, or it is not running), as address:port,
+	// sorted: the first MaxMembersDown of them.
+	MembersDown []string `json:"membersDown,omitempty"`
+	// RequestsPerSecond is the rate of HTTP requests the listeners took
+	// on this node, and ErrorShare the share of them answered with a 5xx
+	// (0 to 1), over the agent's last rate window (10 s in pier run,
+	// --report-rates-every in Kubernetes mode), each rounded to two
+	// significant figures so that a report is written again only when
+	// they change by that much.
+	RequestsPerSecond float64   `json:"requestsPerSecond,omitempty"`
+	ErrorShare        float64   `json:"errorShare,omitempty"`
+	UpdatedAt         time.Time `json:"updatedAt,omitempty"`
 }
+
+// MaxMembersDown bounds NodeStatus.MembersDown: enough to say which
+// members to look at, and a status object stays small when a whole
+// Service of thousands is down (Members - MembersUp still counts them).
+const MaxMembersDown = 10
+
+// Equal reports whether r and o say the same (a NodeStatus holds a
+// slice, so == does not compile).
+func (r NodeStatus) Equal(o NodeStatus) bool { return reflect.DeepEqual(r, o) }
 
 // VRRPState is a node's role for a LoadBalancer's addresses.
 type VRRPState string

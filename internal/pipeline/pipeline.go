@@ -421,6 +421,18 @@ func (p *Pipeline) rebuild(ctx context.Context, prev, snap *source.Snapshot, e e
 	// (Ingresses, Gateway API objects, what is ours).
 	if !endpointsOnly {
 		p.refs = referencesOf(snap, res.Ours)
+		if d := p.Translate.DefaultCertificate; d != "" {
+			p.refs.secrets[d] = true // every Ingress's load balancer serves it
+		}
+		// Every pool's Service: those annotations name (auth-url, also
+		// of another namespace, default-backend) as much as the routes'.
+		for _, lb := range res.LoadBalancers {
+			for _, pool := range lb.Pools {
+				if pool.Service != "" {
+					p.refs.services[pool.Namespace+"/"+pool.Service] = true
+				}
+			}
+		}
 	}
 	p.mu.Lock()
 	p.ready = true

@@ -127,8 +127,10 @@ func (m agentMaker) make(n nodeAgent) (*agent.Agent, error) {
 		return nil, fmt.Errorf("haproxy driver: %w", err)
 	}
 	native := nativedriver.NewOrUnavailable(nativedriver.Config{StateDir: n.stateDir, Netns: n.netns, Logger: n.logger})
+	// The embedded store makes a report cost nothing: rates as fresh as
+	// the members read.
 	return agent.New(agent.Config{Node: n.name, Store: m.store, Drivers: []driver.Driver{hd, native}, Mover: n.mover,
-		ApplyConcurrency: m.cfg.ApplyConcurrency, StopOnExit: true, Metrics: m.metrics, Logger: n.logger}), nil
+		ApplyConcurrency: m.cfg.ApplyConcurrency, RatesEvery: agent.StatsEvery, StopOnExit: true, Metrics: m.metrics, Logger: n.logger}), nil
 }
 
 // nodes builds pier run's nodes and their agents: the lab's with

@@ -27,12 +27,19 @@ const (
 	// AnnotationBalance picks the HAProxy balance algorithm of the pools
 	// this Ingress routes to.
 	AnnotationBalance = AnnotationPrefix + "balance"
-	// AnnotationHealthCheck turns on active TCP health checks of members.
+	// AnnotationHealthCheck turns active TCP health checks of members on
+	// or off; without it Options.HealthChecks decides.
 	AnnotationHealthCheck = AnnotationPrefix + "health-check"
 	// AnnotationAccessLog picks the access logging of the Ingress's load
 	// balancer: on, off or sample=N (one request in N); unset, the
 	// agent's --access-log. In a group the most verbose member decides.
 	AnnotationAccessLog = AnnotationPrefix + "access-log"
+	// AnnotationAuthURLCASecret names a Secret of the Ingress's namespace
+	// whose ca.crt signs the certificate of an https auth-url's Service.
+	AnnotationAuthURLCASecret = AnnotationPrefix + "auth-url-ca-secret"
+	// AnnotationAuthURLVerify "false" sends an https auth-url's requests
+	// without checking the Service's certificate.
+	AnnotationAuthURLVerify = AnnotationPrefix + "auth-url-verify"
 )
 
 // maxAnnotationsSize is the API server's limit on all annotations of an
@@ -78,7 +85,7 @@ type ingressSettings struct {
 	group       string
 	externalIP  string
 	balance     model.Algorithm
-	healthCheck bool
+	healthCheck *bool            // nil: Options.HealthChecks
 	accessLog   *model.AccessLog // nil: unset
 
 	// ingress-nginx's annotations (compat.go).
@@ -169,12 +176,20 @@ func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue
 		case AnnotationBalance:
 			s.balance, err = parseAlgorithm(v)
 		case AnnotationHealthCheck:
-			s.healthCheck, err = parseBool(v)
+			var on bool
+			on, err = parseBool(v)
+			s.healthCheck = &on
 		case AnnotationAccessLog:
 			var a model.AccessLog
 			if a, err = model.ParseAccessLog(v); err == nil {
 				s.accessLog = &a
 			}
+		case AnnotationAuthURLCASecret:
+			s.extAuth.caSecret, err = parseSecretName("auth-url-ca-secret", v)
+		case AnnotationAuthURLVerify:
+			var verify bool
+			verify, err = parseBool(v)
+			s.extAuth.noVerify = !verify
 		case AnnotationRequestHeaders:
 			s.requestHeaders, err = parseHeaderLines("request-headers", v)
 		case AnnotationResponseHeaders:
@@ -243,3 +258,12 @@ func parseAlgorithm(v string) (model.Algorithm, error) {
 }
 
 func parseBool(v string) (bool, error) { return encode.Bool(v) }
+
+// checks is whether the Ingress's pools check their members: its
+// pier.dev/health-check when set, else the operator's default.
+func (s ingressSettings) checks(opts Options) bool {
+	if s.healthCheck != nil {
+		return *s.healthCheck
+	}
+	return opts.HealthChecks
+}

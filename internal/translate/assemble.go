@@ -16,7 +16,7 @@ type lbGroup struct {
 
 // assemble groups accepted Ingresses into LoadBalancers: one per Ingress,
 // or one per pier.dev/load-balancer group.
-func assemble(parsed []*parsedIngress, opts Options) ([]*model.LoadBalancer, []model.Problem) {
+func assemble(parsed []*parsedIngress, opts Options, def defaultCert) ([]*model.LoadBalancer, []model.Problem) {
 	groups := map[string]*lbGroup{}
 	var order []*lbGroup
 	mains, canaries, allCanaries := splitCanaries(parsed)
@@ -33,7 +33,7 @@ func assemble(parsed []*parsedIngress, opts Options) ([]*model.LoadBalancer, []m
 	var lbs []*model.LoadBalancer
 	var problems []model.Problem
 	for _, g := range order {
-		lb, ps := g.build(opts, canaries)
+		lb, ps := g.build(opts, canaries, def)
 		lbs = append(lbs, lb)
 		problems = append(problems, ps...)
 	}
@@ -78,7 +78,7 @@ type claim struct {
 	owner *parsedIngress
 }
 
-func (g *lbGroup) build(opts Options, canaries map[string][]*canaryRef) (*model.LoadBalancer, []model.Problem) {
+func (g *lbGroup) build(opts Options, canaries map[string][]*canaryRef, def defaultCert) (*model.LoadBalancer, []model.Problem) {
 	lb := &model.LoadBalancer{UUID: g.uuid, Name: g.name, Provider: model.ProviderHAProxy}
 	var problems []model.Problem
 	claims := map[string]claim{}
@@ -144,12 +144,20 @@ func (g *lbGroup) build(opts Options, canaries map[string][]*canaryRef) (*model.
 	})
 	passthrough, ptProblems := passthroughRoutes(g.members, hostOwners, pools)
 	problems = append(problems, ptProblems...)
+	// The owner's first certificate is the fallback; one of another
+	// namespace must not be served to every client (StrictSNI), the
+	// operator's default certificate may.
+	strict := len(certs) > 0 && certs[0].Namespace != g.members[0].source.Namespace && def.cert == nil
+	if len(certs) == 0 && def.cert == nil && len(passthrough) == 0 {
+		problems = append(problems, forceRedirectWarnings(g.members, g.name, def)...)
+	}
+	certs = def.withDefault(certs)
 	switch {
 	case len(certs) > 0:
 		lb.Listeners = append(lb.Listeners, model.Listener{
 			Name: model.DefaultHTTPSListenerName, Protocol: model.ProtocolTerminatedHTTPS, Port: opts.HTTPSPort,
 			DefaultPoolID: defaultPool, Certificates: certs, Policies: policiesFor(kept, false, certHosts(certs)),
-			StrictSNI: certs[0].Namespace != g.members[0].source.Namespace, Passthrough: passthrough,
+			StrictSNI: strict, Passthrough: passthrough,
 		})
 	case len(passthrough) > 0:
 		// Nothing to terminate: the listener passes its hosts and closes

@@ -65,6 +65,16 @@ func TestBasicAuth(t *testing.T) {
 		}
 	}
 
+	// htpasswd's default, $apr1$ (kube-prometheus guides' htpasswd -c).
+	lb = onlyLB(t, run(auth, authSecret("ns", "users", map[string]string{"auth": "prom:$apr1$Zq3.x/Ab$M68YK0YO.mONLY/uwDkP60\n"})))
+	served := false
+	for _, p := range lb.Listeners[0].Policies {
+		served = served || (p.Source.Name == "private" && p.Options != nil && p.Options.BasicAuth != nil)
+	}
+	if !served {
+		t.Error("$apr1$: the Ingress is not served with basic auth")
+	}
+
 	refused := func(name string, ann map[string]string, field, msg string, secrets ...*corev1.Secret) {
 		t.Helper()
 		res := run(ann, secrets...)
@@ -84,8 +94,8 @@ func TestBasicAuth(t *testing.T) {
 	}
 	secretField := "metadata.annotations[" + NginxPrefix + "auth-secret]"
 	refused("missing", auth, secretField, "not found")
-	refused("apr1", auth, secretField, "htpasswd -B",
-		authSecret("ns", "users", map[string]string{"auth": "alice:$apr1$r31.....$HqJZimcKQFAMYayBlzkrA/\n"}))
+	refused("apr1 salt of 9", auth, secretField, "a salt of 1-8 characters",
+		authSecret("ns", "users", map[string]string{"auth": "alice:$apr1$r31......$HqJZimcKQFAMYayBlzkrA/\n"}))
 	refused("sha1", auth, secretField, "htpasswd -B",
 		authSecret("ns", "users", map[string]string{"auth": "alice:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=\n"}))
 	refused("plain", auth, secretField, "line 1",

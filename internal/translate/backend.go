@@ -61,6 +61,13 @@ func newIndex(snap *source.Snapshot) *index {
 // hostile or broken source.
 func (x *index) poolFor(ing *networkingv1.Ingress, b *networkingv1.IngressServiceBackend,
 	field string, set ingressSettings, opts Options) (*model.Pool, []model.Problem, error) {
+	return x.poolIn(ing.Namespace, ing, b, field, set, opts)
+}
+
+// poolIn is poolFor with the Service in namespace ns (auth-url's Service,
+// which the operator may allow in another namespace); problems are ing's.
+func (x *index) poolIn(ns string, ing *networkingv1.Ingress, b *networkingv1.IngressServiceBackend,
+	field string, set ingressSettings, opts Options) (*model.Pool, []model.Problem, error) {
 	if errs := validation.IsDNS1035Label(b.Name); len(errs) > 0 {
 		return nil, nil, fmt.Errorf("%s.name: invalid service name %s", field, quoteForMessage(b.Name))
 	}
@@ -68,8 +75,8 @@ func (x *index) poolFor(ing *networkingv1.Ingress, b *networkingv1.IngressServic
 	if errors.Is(err, errPortOutOfRange) {
 		// A port no Service can have: like a missing port, only this
 		// route answers 503 (RELIABILITY B21).
-		pool := &model.Pool{ID: model.ID("pool", ing.Namespace, b.Name, portKey), Name: ing.Namespace + "_" + b.Name + "_" + portKey,
-			Namespace: ing.Namespace, Service: b.Name, Port: portKey, Algorithm: set.balance, HealthCheck: set.healthCheck}
+		pool := &model.Pool{ID: model.ID("pool", ns, b.Name, portKey), Name: ns + "_" + b.Name + "_" + portKey,
+			Namespace: ns, Service: b.Name, Port: portKey, Algorithm: set.balance, HealthCheck: set.checks(opts)}
 		set.applyTimeouts(pool)
 		set.applyAffinity(pool)
 		set.applyProtocol(pool)
@@ -81,32 +88,32 @@ func (x *index) poolFor(ing *networkingv1.Ingress, b *networkingv1.IngressServic
 		return nil, nil, fmt.Errorf("%s.port: %w", field, err)
 	}
 	pool := &model.Pool{
-		ID:          model.ID("pool", ing.Namespace, b.Name, portKey),
-		Name:        ing.Namespace + "_" + b.Name + "_" + portKey,
-		Namespace:   ing.Namespace,
+		ID:          model.ID("pool", ns, b.Name, portKey),
+		Name:        ns + "_" + b.Name + "_" + portKey,
+		Namespace:   ns,
 		Service:     b.Name,
 		Port:        portKey,
 		Algorithm:   set.balance,
-		HealthCheck: set.healthCheck,
+		HealthCheck: set.checks(opts),
 	}
 	set.applyTimeouts(pool)
 	set.applyAffinity(pool)
 	set.applyProtocol(pool)
 	set.applyUpstream(pool, opts)
-	svc := x.services[ing.Namespace+"/"+b.Name]
+	svc := x.services[ns+"/"+b.Name]
 	if svc == nil {
 		return pool, []model.Problem{warning(ing, "ServiceNotFound", field,
-			"service %s/%s not found: requests for this route get 503", ing.Namespace, b.Name)}, nil
+			"service %s/%s not found: requests for this route get 503", ns, b.Name)}, nil
 	}
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
 		return pool, []model.Problem{warning(ing, "UnsupportedBackend", field,
 			"service %s/%s is of type ExternalName, which pier does not proxy to: requests for this route get 503",
-			ing.Namespace, b.Name)}, nil
+			ns, b.Name)}, nil
 	}
 	sp := findServicePort(svc, b.Port)
 	if sp == nil {
 		return pool, []model.Problem{warning(ing, "ServicePortNotFound", field,
-			"service %s/%s has no port %s: requests for this route get 503", ing.Namespace, b.Name, portKey)}, nil
+			"service %s/%s has no port %s: requests for this route get 503", ns, b.Name, portKey)}, nil
 	}
 	var refused []string
 	var problems []model.Problem
@@ -122,7 +129,7 @@ func (x *index) poolFor(ing *networkingv1.Ingress, b *networkingv1.IngressServic
 	}
 	if len(refused) > 0 {
 		problems = append(problems, warning(ing, "EndpointRefused", field,
-			"service %s/%s: %s; not used as members", ing.Namespace, b.Name, joinRefusals(refused)))
+			"service %s/%s: %s; not used as members", ns, b.Name, joinRefusals(refused)))
 	}
 	return pool, problems, nil
 }

@@ -213,9 +213,9 @@ var compatAnnotations = map[string]compatAnnotation{
 		return err
 	}, difference: extAuthDifference},
 	"auth-signin": {parse: func(s *ingressSettings, v string) (err error) {
-		s.extAuth.signin, err = parseRedirectURL(v)
+		s.extAuth.signin, err = parseSigninURL(v)
 		return err
-	}, difference: "an absolute http(s) URL without nginx variables ($host, $escaped_request_uri); rd= the request's URL is appended"},
+	}, difference: "an absolute http(s) URL whose nginx variables are " + encode.SigninVariableNames + " (others refuse the Ingress); rd= the request's URL is appended unless the query has rd="},
 	"auth-response-headers": {parse: func(s *ingressSettings, v string) (err error) {
 		s.extAuth.headers, err = parseAuthResponseHeaders(v)
 		return err
@@ -231,7 +231,7 @@ var compatAnnotations = map[string]compatAnnotation{
 	"auth-secret": {parse: func(s *ingressSettings, v string) (err error) {
 		s.auth.secret, err = parseAuthSecret(v)
 		return err
-	}, difference: "a Secret of the Ingress's namespace only; its hashes must be bcrypt, SHA-512 or SHA-256 crypt (htpasswd -B): $apr1$ and {SHA} refuse the Ingress"},
+	}, difference: "a Secret of the Ingress's namespace only; its hashes must be htpasswd's $apr1$ (checked in Lua), bcrypt (htpasswd -B) or SHA-512, SHA-256 or MD5 crypt: {SHA} (htpasswd -s) refuses the Ingress"},
 	"auth-secret-type": {parse: func(s *ingressSettings, v string) (err error) {
 		s.auth.secretType, err = parseAuthSecretType(v)
 		return err

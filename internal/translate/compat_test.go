@@ -644,3 +644,93 @@ func TestRewriteTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestHealthChecksByDefault: members are checked unless the Ingress says
+// pier.dev/health-check: "false"; with the operator's default off, only
+// an Ingress that says "true" is.
+func TestHealthChecksByDefault(t *testing.T) {
+	off := DefaultOptions()
+	off.HealthChecks = false
+	for _, c := range []struct {
+		name  string
+		ann   map[string]string
+		opts  Options
+		check bool
+	}{
+		{"default", nil, DefaultOptions(), true},
+		{"annotation off", map[string]string{AnnotationHealthCheck: "false"}, DefaultOptions(), false},
+		{"operator off", nil, off, false},
+		{"operator off, annotation on", map[string]string{AnnotationHealthCheck: "true"}, off, true},
+	} {
+		lb := onlyLB(t, Ingresses(snapshotOf(simpleIngress(t, "ns", "a", 0, c.ann, "a.example", "/")), c.opts))
+		if got := lb.Pools[0].HealthCheck; got != c.check {
+			t.Errorf("%s: pool HealthCheck %v, want %v", c.name, got, c.check)
+		}
+	}
+}
+
+// TestDefaultCertificate: with --default-certificate every Ingress's load
+// balancer gets an HTTPS listener whose first certificate is the default
+// (an ID of its own, no hosts, not strict), with the Ingress's routes and
+// its own certificates after it; force-ssl-redirect without spec.tls
+// then needs no warning. Without one, or with one that cannot be used,
+// the HTTPS listener is absent and the Ingress that forces the redirect
+// is warned, naming the reason.
+func TestDefaultCertificate(t *testing.T) {
+	force := map[string]string{NginxPrefix + "force-ssl-redirect": "true"}
+	plain := simpleIngress(t, "ns", "a", 0, force, "a.example", "/")
+	withTLS := tlsIngress(t, "ns", "b", 1, nil)
+	snap := snapshotOf(plain, withTLS)
+	snap.Secrets = append(snap.Secrets, tlsSecretFor(t, "ns", "tls", "a.example"), tlsSecretFor(t, "pier-system", "default", "*.example"))
+	opts := DefaultOptions()
+	opts.DefaultCertificate = "pier-system/default"
+	res := Ingresses(snap, opts)
+	if len(res.LoadBalancers) != 2 {
+		t.Fatalf("load balancers %d, problems %+v", len(res.LoadBalancers), res.Problems)
+	}
+	for _, lb := range res.LoadBalancers {
+		if len(lb.Listeners) != 2 {
+			t.Fatalf("%s: %d listeners, want HTTP and HTTPS", lb.Name, len(lb.Listeners))
+		}
+		l := lb.Listeners[1]
+		c := l.Certificates[0]
+		if !c.Default || c.Namespace != "pier-system" || c.Secret != "default" || len(c.Hosts) != 0 || l.StrictSNI || len(l.Policies) == 0 {
+			t.Errorf("%s: HTTPS listener %+v", lb.Name, l)
+		}
+		if lb.Name == "ns/b" && (len(l.Certificates) != 2 || l.Certificates[1].Secret != "tls" || l.Certificates[1].ID == c.ID) {
+			t.Errorf("ns/b: certificates %+v, want the default then its own", l.Certificates)
+		}
+	}
+	for _, p := range res.Problems {
+		if p.Reason == "HTTPSNotServed" {
+			t.Errorf("warned with a default certificate: %+v", p)
+		}
+	}
+	for name, ref := range map[string]string{"none": "", "missing": "pier-system/gone"} {
+		opts.DefaultCertificate = ref
+		res := Ingresses(snap, opts)
+		var warned []string
+		for _, p := range res.Problems {
+			if p.Reason == "HTTPSNotServed" {
+				warned = append(warned, p.Name+": "+p.Message)
+			}
+		}
+		if len(warned) != 1 || !strings.HasPrefix(warned[0], "a: ") || (ref != "" && !strings.Contains(warned[0], "pier-system/gone cannot be used: not found")) {
+			t.Errorf("%s: warnings %q", name, warned)
+		}
+		for _, lb := range res.LoadBalancers {
+			if lb.Name == "ns/a" && len(lb.Listeners) != 1 {
+				t.Errorf("%s: ns/a has %d listeners", name, len(lb.Listeners))
+			}
+		}
+	}
+}
+
+func TestParseDefaultCertificate(t *testing.T) {
+	for v, ok := range map[string]bool{"": true, "pier-system/default": true, "ns/a.b": true,
+		"default": false, "ns/a/b": false, "/a": false, "NS/a": false, "ns/a\n": false} {
+		if err := ParseDefaultCertificate(v); (err == nil) != ok {
+			t.Errorf("ParseDefaultCertificate(%q) = %v", v, err)
+		}
+	}
+}

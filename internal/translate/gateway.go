@@ -98,7 +98,7 @@ func Gateways(snap *source.Snapshot, opts Options) *Result {
 	}
 	for _, p := range order {
 		st.Gateways[p.ref] = p.status()
-		if lb := p.loadBalancer(); lb != nil {
+		if lb := p.loadBalancer(opts.HealthChecks); lb != nil {
 			res.LoadBalancers = append(res.LoadBalancers, lb)
 			res.Accepted[p.ref] = lb.UUID
 			if p.address.notUsable != "" {

@@ -159,7 +159,7 @@ func gatewayPolicies(entries []gwEntry, gateway model.Source) []model.L7Policy {
 // port of its usable listeners (several Gateway listeners on one port
 // share it, told apart by host rules), its routes' policies and pools.
 // nil when the Gateway is not accepted or has no usable listener.
-func (p *parsedGateway) loadBalancer() *model.LoadBalancer {
+func (p *parsedGateway) loadBalancer(checks bool) *model.LoadBalancer {
 	if p.refusal != "" || !anyUsable(p.listeners) {
 		return nil
 	}
@@ -214,6 +214,7 @@ func (p *parsedGateway) loadBalancer() *model.LoadBalancer {
 	}
 	for id, pool := range p.pools {
 		if used[id] {
+			pool.HealthCheck = checks // a Gateway has no annotation to say otherwise
 			lb.Pools = append(lb.Pools, *pool)
 		}
 	}

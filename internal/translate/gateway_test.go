@@ -352,3 +352,24 @@ func TestGatewayRouteRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestGatewayPoolsChecked: a Gateway's pools are checked as the
+// operator's default says (a Gateway has no annotation for it).
+func TestGatewayPoolsChecked(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		snap := gatewaySnap(t, precedenceDocs)
+		withServices(snap, "default", "prefix-root", "api", "api-exact", "api-post", "api-h1", "api-h2", "api-q",
+			"dup-first", "dup-second", "newer", "wild", "anyhost")
+		opts := gatewayOpts()
+		opts.HealthChecks = on
+		res := Gateways(snap, opts)
+		if len(res.LoadBalancers) != 1 || len(res.LoadBalancers[0].Pools) == 0 {
+			t.Fatalf("load balancers: %+v, problems %+v", res.LoadBalancers, res.Problems)
+		}
+		for _, p := range res.LoadBalancers[0].Pools {
+			if p.HealthCheck != on {
+				t.Errorf("HealthChecks %v: pool %s HealthCheck %v", on, p.Name, p.HealthCheck)
+			}
+		}
+	}
+}

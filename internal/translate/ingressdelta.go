@@ -70,7 +70,7 @@ func IngressChanges(prev *Result, prevSnap, snap *source.Snapshot, opts Options)
 			part.Ingresses = append(part.Ingresses, ing)
 		}
 	}
-	part.Services, part.EndpointSlices = servicesOfNamespaces(part.Ingresses, snap)
+	part.Services, part.EndpointSlices = servicesOfNamespaces(part.Ingresses, opts.AuthURLNamespaces, snap)
 	sub := Ingresses(&part, opts)
 	return mergeIngressChanges(prev, sub, again, affected), true
 }
@@ -79,11 +79,15 @@ func IngressChanges(prev *Result, prevSnap, snap *source.Snapshot, opts Options)
 // EndpointSlices: those of the Ingresses' own namespaces. Every Service
 // an Ingress's translation looks up is of its namespace (its backends,
 // the default-backend and auth-url annotations: poolFor, resolveFallback,
-// resolveExtAuth), so this is exact whatever annotation names one.
+// resolveExtAuth), or of a namespace --auth-url-namespaces lists (more),
+// so this is exact whatever annotation names one.
 // Indexing every Service of a cluster again for one new Ingress cost more
 // than translating it.
-func servicesOfNamespaces(ings []*networkingv1.Ingress, snap *source.Snapshot) ([]*corev1.Service, []*discoveryv1.EndpointSlice) {
+func servicesOfNamespaces(ings []*networkingv1.Ingress, more []string, snap *source.Snapshot) ([]*corev1.Service, []*discoveryv1.EndpointSlice) {
 	namespaces := map[string]bool{}
+	for _, ns := range more { // --auth-url-namespaces: any Ingress's auth-url may name their Services
+		namespaces[ns] = true
+	}
 	for _, ing := range ings {
 		namespaces[ing.Namespace] = true
 	}

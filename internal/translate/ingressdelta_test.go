@@ -27,6 +27,11 @@ func TestIngressChangesEqualsFullTranslate(t *testing.T) {
 	opts := DefaultOptions()
 	opts.SharedGroups = map[string][]string{"shared": {"*"}}
 	for seed := range uint64(40) {
+		if seed%2 == 1 {
+			opts.DefaultCertificate = "shop/tls" // every load balancer has HTTPS
+		} else {
+			opts.DefaultCertificate = ""
+		}
 		rng := rand.New(rand.NewPCG(seed, 9))
 		snap := endpointFixture(t)
 		snap.Secrets = append(snap.Secrets, tlsSecretFor(t, "shop", "tls", "h0.example", "h1.example"))

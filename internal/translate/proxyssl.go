@@ -91,7 +91,8 @@ func ProxySSLSecret(ing *networkingv1.Ingress) (namespace, name string, ok bool)
 type NamedObject struct{ Namespace, Name string }
 
 // NamedSecrets are the Secrets other than TLS ones that ing's annotations
-// name and pier reads (auth-secret, proxy-ssl-secret): what the sources
+// name and pier reads (auth-secret, proxy-ssl-secret,
+// pier.dev/auth-url-ca-secret): what the sources
 // watch and the pipeline rebuilds on.
 func NamedSecrets(ing *networkingv1.Ingress) []NamedObject {
 	var out []NamedObject
@@ -99,6 +100,9 @@ func NamedSecrets(ing *networkingv1.Ingress) []NamedObject {
 		out = append(out, NamedObject{ns, name})
 	}
 	if ns, name, ok := ProxySSLSecret(ing); ok {
+		out = append(out, NamedObject{ns, name})
+	}
+	if ns, name, ok := AuthURLCASecret(ing); ok {
 		out = append(out, NamedObject{ns, name})
 	}
 	return out

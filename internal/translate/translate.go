@@ -80,6 +80,20 @@ type Options struct {
 	// (configuration-snippet, server-snippet, …) with the snippet ignored
 	// and a Warning; without it such an Ingress is refused (snippets.go).
 	IgnoreSnippets bool
+	// AuthURLNamespaces lists the namespaces whose Services an auth-url
+	// of any namespace may name (an oauth2-proxy of its own); without
+	// them an auth-url names a Service of its Ingress's namespace only.
+	AuthURLNamespaces []string
+	// DefaultCertificate, a TLS Secret as namespace/name, is served on an
+	// HTTPS listener that every Ingress's load balancer then has
+	// (defaultcert.go); "" is none.
+	DefaultCertificate string
+	// HealthChecks checks the members of every pool with TCP connects
+	// (render: inter 2s, fall 3, rise 2), so that a member nobody can
+	// reach gets no requests and shows down, unless an Ingress turns
+	// them off with pier.dev/health-check: "false". Off, only the
+	// Ingresses that set it "true" are checked.
+	HealthChecks bool
 	// Now is compared with certificate expiry to warn about expired
 	// certificates; zero skips the check. Passed in, not read, so that
 	// translation stays a pure function.
@@ -102,6 +116,7 @@ func DefaultOptions() Options {
 		MaxRegexPathsPerLoadBalancer: DefaultMaxRegexPathsPerLoadBalancer,
 		MaxRegexPathsPerNamespace:    DefaultMaxRegexPathsPerNamespace,
 		GatewayExtendedMatches:       true,
+		HealthChecks:                 true,
 	}
 }
 
@@ -191,7 +206,7 @@ func Ingresses(snap *source.Snapshot, opts Options) *Result {
 
 	parsed, capped := capRegexPaths(parsed, opts)
 	res.Problems = append(res.Problems, capped...)
-	lbs, problems := assemble(parsed, opts)
+	lbs, problems := assemble(parsed, opts, resolveDefaultCert(idx, opts))
 	res.Problems = append(res.Problems, problems...)
 	for _, lb := range lbs {
 		for _, src := range lb.Sources {

@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"net/netip"
 	"time"
 
 	"pier.dev/pier/internal/model"
@@ -51,6 +52,8 @@ type nodeReport struct {
 	VRRP           string
 	MembersUp      int
 	Members        int
+	MembersDown    []string
+	Rate, Errors   string // "" without rates (the native provider)
 	Reloads        uint64
 	RuntimeUpdates uint64
 }
@@ -108,6 +111,11 @@ type memberView struct {
 	Port    int
 	Weight  int
 	Target  string
+	// Health is how HAProxy on the serving node sees the member: "up",
+	// "down", "not checked" (a pool without health checks, which HAProxy
+	// counts up whatever the member does), or "" when not known (no
+	// report, or past the MaxMembersDown the report lists).
+	Health string
 }
 
 type problemView struct {
@@ -152,8 +160,9 @@ func buildLB(lb *model.LoadBalancer, problems map[string][]model.Problem, now ti
 		p.History = append(p.History, holderChange{At: c.At, From: Clean(c.From), To: Clean(c.To)})
 	}
 	pools := map[string]poolRef{}
+	health := memberHealth(lb)
 	for _, pool := range lb.Pools {
-		v := buildPool(pool)
+		v := buildPool(pool, health)
 		p.Pools = append(p.Pools, v)
 		pools[pool.ID] = poolRef{Anchor: v.Anchor, Name: v.Name, Members: len(v.Members)}
 	}
@@ -184,6 +193,12 @@ func nodeReports(lb *model.LoadBalancer) []nodeReport {
 			n.Reported, n.State, n.Current = true, Clean(string(r.State)), r.SpecHash == lb.SpecHash()
 			n.SpecHash, n.ConfigHash, n.Message, n.Updated = Clean(r.SpecHash), Clean(r.ConfigHash), Clean(r.Message), r.UpdatedAt
 			n.VRRP, n.MembersUp, n.Members = Clean(string(r.VRRP)), r.MembersUp, r.Members
+			for _, m := range r.MembersDown {
+				n.MembersDown = append(n.MembersDown, Clean(m))
+			}
+			if lb.Provider == model.ProviderHAProxy {
+				n.Rate, n.Errors = rateText(r.RequestsPerSecond), shareText(r.ErrorShare)
+			}
 			n.Reloads, n.RuntimeUpdates = r.Reloads, r.RuntimeUpdates
 		}
 		out = append(out, n)
@@ -198,12 +213,44 @@ func nodeReports(lb *model.LoadBalancer) []nodeReport {
 	return out
 }
 
-func buildPool(pool model.Pool) poolView {
+// memberHealth says how the serving node's HAProxy sees a member: down
+// when its report lists it, up when the report lists every member down
+// (fewer than MaxMembersDown: the list was not cut) and this one is not
+// among them, else not known.
+func memberHealth(lb *model.LoadBalancer) func(m model.Member, checked bool) string {
+	r, ok := servingReport(lb)
+	if !ok || r.Members == 0 || lb.Provider != model.ProviderHAProxy {
+		return func(model.Member, bool) string { return "" }
+	}
+	down := map[string]bool{}
+	for _, m := range r.MembersDown {
+		down[m] = true
+	}
+	complete := len(r.MembersDown) < model.MaxMembersDown
+	return func(m model.Member, checked bool) string {
+		a, err := netip.ParseAddr(m.Address)
+		if err != nil || m.Port < 1 || m.Port > 65535 {
+			return ""
+		}
+		switch key := netip.AddrPortFrom(a, uint16(m.Port)).String(); {
+		case down[key]:
+			return "down"
+		case !complete:
+			return ""
+		case !checked:
+			return "not checked"
+		}
+		return "up"
+	}
+}
+
+func buildPool(pool model.Pool, health func(model.Member, bool) string) poolView {
 	v := poolView{Anchor: "pool-" + Clean(pool.ID), ID: Clean(pool.ID), Name: Clean(pool.Name),
 		Service: Clean(pool.Namespace + "/" + pool.Service), Port: Clean(pool.Port),
 		Algorithm: Clean(string(pool.Algorithm)), HealthCheck: pool.HealthCheck}
 	for _, m := range pool.Members {
-		v.Members = append(v.Members, memberView{Address: Clean(m.Address), Port: m.Port, Weight: m.Weight, Target: Clean(m.Target)})
+		v.Members = append(v.Members, memberView{Address: Clean(m.Address), Port: m.Port, Weight: m.Weight, Target: Clean(m.Target),
+			Health: health(m, pool.HealthCheck)})
 	}
 	return v
 }

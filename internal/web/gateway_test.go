@@ -82,7 +82,7 @@ func TestGatewayPages(t *testing.T) {
 	f.h.Gateways = gatewayFixture("demo", "gw", "http", "u1", "bad$value")
 	_, _, body := get(t, f.srv.URL+"/")
 	mustContain(t, "overview", body, `<a href="/ui/gateway/demo/gw">demo/gw</a> <span class="muted">(Gateway)</span>`,
-		`<td class="num"><span class="bad">1</span></td>`, `id="gw-problem-count">1 Gateway API object with problems</a>`)
+		`<td class="num problems"><span class="bad">1</span></td>`, `id="gw-problem-count">1 Gateway API object with problems</a>`)
 	_, _, body = get(t, f.srv.URL+"/ui/lb/u1")
 	mustContain(t, "detail", body, `href="/ui/gateway/demo/gw"`, `href="/ui/httproute/demo/web"`,
 		`<a href="/ui/httproute/demo/bad">demo/bad</a> <span class="muted">(HTTPRoute)</span>`)

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"math"
 	"net/http"
 	"net/url"
 	"sort"
@@ -150,23 +151,48 @@ type health struct {
 	Total          int    `json:"t"`
 	Reloads        uint64 `json:"rl"`
 	RuntimeUpdates uint64 `json:"ru"`
+	// Rate and Errors are the node's requests per second and 5xx share
+	// as the page prints them; "" where no rate is measured (the native
+	// provider).
+	Rate   string `json:"r,omitempty"`
+	Errors string `json:"e,omitempty"`
 }
 
-func healthOf(lb *model.LoadBalancer, specMembers int) health {
+// servingReport is the report of the node that serves lb: the one that
+// holds its addresses, else the active node.
+func servingReport(lb *model.LoadBalancer) (model.NodeStatus, bool) {
 	node := lb.Status.Holder
 	if node == "" {
 		node = lb.Placement.Active
 	}
-	r, ok := lb.Status.Report(node)
+	return lb.Status.Report(node)
+}
+
+func healthOf(lb *model.LoadBalancer, specMembers int) health {
+	r, ok := servingReport(lb)
 	if !ok {
 		return health{Total: specMembers} // shown as the spec's count
 	}
-	h := health{Node: Clean(node), Known: r.Members > 0 || specMembers == 0, Up: r.MembersUp, Total: r.Members,
+	h := health{Node: Clean(r.Node), Known: r.Members > 0 || specMembers == 0, Up: r.MembersUp, Total: r.Members,
 		Reloads: r.Reloads, RuntimeUpdates: r.RuntimeUpdates}
 	if !h.Known {
 		h.Total = specMembers
 	}
+	if lb.Provider == model.ProviderHAProxy {
+		h.Rate, h.Errors = rateText(r.RequestsPerSecond), shareText(r.ErrorShare)
+	}
 	return h
+}
+
+// rateText prints a rate already rounded to two figures: "1200 req/s",
+// "0.5 req/s".
+func rateText(perSecond float64) string {
+	return strconv.FormatFloat(perSecond, 'f', -1, 64) + " req/s"
+}
+
+// shareText prints a share of 0 to 1 as a percentage: "0.97% 5xx".
+func shareText(share float64) string {
+	return strconv.FormatFloat(math.Round(share*1e4)/100, 'f', -1, 64) + "% 5xx"
 }
 
 type lbRow struct {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -211,6 +212,43 @@ func TestHealthFromTheHolder(t *testing.T) {
 		`4 <span class="muted">/</span> 6`,
 		`node-a <span class="state s-ACTIVE">ACTIVE</span> <span class="role r-FAULT"`,
 		`node-b <span class="state s-ACTIVE">ACTIVE</span> <span class="role r-MASTER"`)
+}
+
+// TestMembersDownAndTraffic: the serving node's report of members down
+// marks them on the detail page, the others of a checked pool up, and its
+// rates show in the overview and in the node's row; the standby's
+// members down do not mark the members.
+func TestMembersDownAndTraffic(t *testing.T) {
+	l := lb("u1", "demo", "shop", 3)
+	l.Pools[0].HealthCheck = true
+	f := newFixture(t, nil, l)
+	ctx := context.Background()
+	for _, r := range []model.NodeStatus{
+		{Node: "node-a", State: model.StateActive, SpecHash: l.SpecHash(), MembersUp: 2, Members: 3, MembersDown: []string{"10.0.0.2:8080"},
+			RequestsPerSecond: 1200, ErrorShare: 0.0097, UpdatedAt: now},
+		{Node: "node-b", State: model.StateActive, SpecHash: l.SpecHash(), MembersUp: 0, Members: 3,
+			MembersDown: []string{"10.0.0.1:8080", "10.0.0.2:8080", "10.0.0.3:8080"}, UpdatedAt: now},
+	} {
+		if err := f.store.PutNodeStatus(ctx, l.UUID, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _, body := get(t, f.srv.URL+"/")
+	rs := rows(body)
+	if len(rs) != 1 {
+		t.Fatalf("%d rows", len(rs))
+	}
+	mustContain(t, "overview row", rs[0], `>2 / 3 up</span>`, `1200 req/s <span class="muted">·</span> 0.97% 5xx`)
+	_, _, body = get(t, f.srv.URL+"/ui/lb/u1")
+	members := regexp.MustCompile(`(?s)<tr class="member">.*?</tr>`).FindAllString(body, -1)
+	if len(members) != 3 {
+		t.Fatalf("%d member rows:\n%s", len(members), body)
+	}
+	for i, want := range []string{`<span class="ok">up</span>`, `<span class="bad">down</span>`, `<span class="ok">up</span>`} {
+		mustContain(t, "member "+strconv.Itoa(i+1), members[i], want)
+	}
+	mustContain(t, "node rows", body, `down: <span class="addr">10.0.0.2:8080</span></div>`,
+		`1200 req/s <span class="muted">·</span> 0.97% 5xx`, `0 req/s <span class="muted">·</span> 0% 5xx`)
 }
 
 // TestFailoverHistory: the detail page names the node that holds the

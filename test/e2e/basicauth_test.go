@@ -22,8 +22,10 @@ const (
 
 // authManifests: an Ingress with auth-type basic and one without on the
 // same host and load balancer, the users in an Opaque Secret in the
-// ingress-nginx form (key "auth", htpasswd lines), and an Ingress whose
-// Secret holds an Apache $apr1$ hash (refused).
+// ingress-nginx form (key "auth", htpasswd lines); an Ingress whose
+// Secret holds an Apache $apr1$ hash, what htpasswd -c writes (the
+// kube-prometheus guides' way: prom/prom-pw, from openssl passwd -apr1),
+// and one whose Secret holds an unsalted {SHA} (htpasswd -s: refused).
 const authManifests = pierClass + `
 apiVersion: v1
 kind: Secret
@@ -38,7 +40,13 @@ apiVersion: v1
 kind: Secret
 metadata: {name: apache-auth, namespace: shop}
 stringData:
-  auth: "alice:$apr1$r31.....$HqJZimcKQFAMYayBlzkrA/"
+  auth: "prom:$apr1$Zq3.x/Ab$M68YK0YO.mONLY/uwDkP60"
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: sha-auth, namespace: shop}
+stringData:
+  auth: "alice:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g="
 ---
 apiVersion: networking.k8s.io/v1
 kind: Ingress
@@ -82,13 +90,28 @@ spec:
   rules:
     - host: apache.example
       http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: echo, port: {number: 80}}}}]}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: sha
+  namespace: shop
+  annotations:
+    nginx.ingress.kubernetes.io/auth-type: basic
+    nginx.ingress.kubernetes.io/auth-secret: sha-auth
+spec:
+  ingressClassName: pier
+  rules:
+    - host: sha.example
+      http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: echo, port: {number: 80}}}}]}
 ` + shopEcho
 
 // TestBasicAuthFromSecret runs `pier run` on an ingress-nginx basic-auth
 // Ingress and its Secret file: 401 with the realm without credentials or
 // with a wrong password, 200 with each user, the other Ingress of the
-// host unaffected; a Secret holding $apr1$ refuses its Ingress with the
-// reason; rotating the Secret's file changes who gets in.
+// host unaffected; a Secret holding $apr1$ lets its user in with its
+// password only; one holding {SHA} refuses its Ingress with the reason;
+// rotating the Secret's file changes who gets in.
 func TestBasicAuthFromSecret(t *testing.T) {
 	manifests, state := harness.ShortTempDir(t), harness.ShortTempDir(t)
 	port := harness.StartEcho(t, "echo", "echo-pod")
@@ -126,10 +149,22 @@ func TestBasicAuthFromSecret(t *testing.T) {
 				resp.Header.Get("WWW-Authenticate"), tc.status, tc.challenge)
 		}
 	}
-	apache, err := p.Ingress("shop", "apache")
-	if err != nil || len(apache.Problems) == 0 || apache.Problems[0].Reason != "InvalidAnnotation" ||
-		!strings.Contains(apache.Problems[0].Message, "htpasswd -B") || len(apache.Status.LoadBalancer.Ingress) != 0 {
-		t.Errorf("apache: want an InvalidAnnotation refusal naming htpasswd -B and no address, got %+v %v", apache, err)
+	apacheAddr := net.JoinHostPort(p.Addresses("shop", "apache")[0], strconv.Itoa(p.HTTPPort))
+	apacheReq := func(user, pass string) string {
+		return strings.Replace(request("/", user, pass), "Host: shop.example", "Host: apache.example", 1)
+	}
+	for _, tc := range []struct {
+		what, user, pass string
+		status           int
+	}{{"$apr1$, no credentials", "", "", 401}, {"$apr1$, wrong password", "prom", "prom", 401}, {"$apr1$", "prom", "prom-pw", 200}} {
+		if resp := send(t, apacheAddr, "127.0.0.1", apacheReq(tc.user, tc.pass)); resp.StatusCode != tc.status {
+			t.Errorf("%s: %d, want %d", tc.what, resp.StatusCode, tc.status)
+		}
+	}
+	sha, err := p.Ingress("shop", "sha")
+	if err != nil || len(sha.Problems) == 0 || sha.Problems[0].Reason != "InvalidAnnotation" ||
+		!strings.Contains(sha.Problems[0].Message, "htpasswd -B") || len(sha.Status.LoadBalancer.Ingress) != 0 {
+		t.Errorf("sha: want an InvalidAnnotation refusal naming htpasswd -B and no address, got %+v %v", sha, err)
 	}
 
 	write(aliceN3w)

@@ -44,7 +44,7 @@ func TestGatewayWebView(t *testing.T) {
 			t.Errorf("overview row %q: want the source demo/web (Gateway)", row)
 		}
 		// The refused route's problem counts on its Gateway's row and above the table.
-		if c := eval[string](t, ctx, `document.querySelector("#lb-rows tr.row td.num .bad").innerText`); c != "1" {
+		if c := eval[string](t, ctx, `document.querySelector("#lb-rows tr.row td.problems .bad").innerText`); c != "1" {
 			t.Errorf("problems on the Gateway's row %q, want 1", c)
 		}
 		if c := eval[string](t, ctx, `document.getElementById("gw-problem-count").innerText`); !strings.HasPrefix(c, "1 Gateway API object") {

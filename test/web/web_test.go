@@ -122,7 +122,9 @@ func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action
 	}
 }
 
-// startPier runs the real binary on a copy of examples/.
+// startPier runs the real binary on a copy of examples/, their
+// EndpointSlices pointed at echo backends started for the test: HAProxy
+// checks every member, and a member nobody serves shows down.
 func startPier(t *testing.T) (*harness.Pier, string) {
 	t.Helper()
 	manifests, state := harness.ShortTempDir(t), harness.ShortTempDir(t)
@@ -130,12 +132,22 @@ func startPier(t *testing.T) (*harness.Pier, string) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no examples: %v", err)
 	}
+	ports := map[string]int{
+		"9001": harness.StartEcho(t, "webservice-1", "webserver-1-pod"),
+		"9002": harness.StartEcho(t, "webservice-dev", "webserver-dev-pod"),
+		"9003": harness.StartEcho(t, "webservice-qa", "webserver-qa-pod"),
+		"9004": harness.StartEcho(t, "webservice-2", "webserver-2-pod"),
+	}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		harness.WriteFile(t, filepath.Join(manifests, filepath.Base(f)), string(b))
+		s := string(b)
+		for fixed, port := range ports {
+			s = strings.ReplaceAll(s, fixed, strconv.Itoa(port))
+		}
+		harness.WriteFile(t, filepath.Join(manifests, filepath.Base(f)), s)
 	}
 	return harness.StartPier(t, harness.Options{Manifests: manifests, State: state}), manifests
 }
@@ -166,8 +178,9 @@ func TestWebView(t *testing.T) {
 		}
 		// The page waits for the agent: all three end ACTIVE.
 		poll(t, ctx, `document.querySelectorAll("#lb-rows tr.row.row-ACTIVE").length === 3`, 10*time.Second)
-		// The agent reports what HAProxy sees: every member up (no health
-		// checks in the examples), and counts of reloads / runtime updates.
+		// The agent reports what HAProxy's health checks see: every member
+		// up (each has its echo backend), and counts of reloads / runtime
+		// updates.
 		health := eval[[]string](t, ctx, `Array.from(document.querySelectorAll("#lb-rows tr.row td.health")).map(c => c.innerText)`)
 		reloads := eval[[]string](t, ctx, `Array.from(document.querySelectorAll("#lb-rows tr.row td.reloads")).map(c => c.innerText)`)
 		for i, name := range examples {
@@ -188,7 +201,7 @@ func TestWebView(t *testing.T) {
 			chromedp.Click(chromedp.Search(`//a[@class="lb-name" and text()="demo/simple-fanout"]`)),
 			chromedp.WaitVisible(chromedp.CSS("details.pool")))
 		text := eval[string](t, ctx, `document.getElementById("live").innerText`)
-		for _, want := range []string{"Pool demo_webservice-dev_80", "Pool demo_webservice-qa_http", "127.0.0.1", "9002", "9003",
+		for _, want := range []string{"Pool demo_webservice-dev_80", "Pool demo_webservice-qa_http", "127.0.0.1",
 			"PATH STARTS_WITH /dev", "Listener http", addrs["simple-fanout"][0], addrs["simple-fanout"][1], "active", "ACTIVE"} {
 			if !strings.Contains(text, want) {
 				t.Errorf("detail page: missing %q in\n%s", want, text)
@@ -249,7 +262,8 @@ func TestWebView(t *testing.T) {
 		if before == nil {
 			t.Fatal("no reload counts on the single-service row")
 		}
-		harness.WriteFile(t, filepath.Join(manifests, "zz-member.yaml"), secondEndpoint)
+		harness.WriteFile(t, filepath.Join(manifests, "zz-member.yaml"),
+			strings.ReplaceAll(secondEndpoint, "SECONDPORT", strconv.Itoa(harness.StartEcho(t, "webservice-1", "webserver-1-b"))))
 		poll(t, ctx, row+`.querySelector("td.health").innerText.startsWith("2 / 2 up")`, 5*time.Second)
 		after := counts.FindStringSubmatch(eval[string](t, ctx, row+`.querySelector("td.reloads").innerText`))
 		if after == nil || after[1] != before[1] || atoi(after[2]) != atoi(before[2])+1 {
@@ -336,7 +350,8 @@ func atoi(s string) int {
 }
 
 // secondEndpoint gives webservice-1 (single-service's backend) a second
-// ready endpoint: a member change within the pool's server slots.
+// ready endpoint, a second echo backend on SECONDPORT: a member change
+// within the pool's server slots.
 const secondEndpoint = `
 apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
@@ -345,9 +360,9 @@ metadata:
   namespace: demo
   labels: {kubernetes.io/service-name: webservice-1}
 addressType: IPv4
-ports: [{name: http, port: 9001}]
+ports: [{name: http, port: SECONDPORT}]
 endpoints:
-  - addresses: ["127.0.0.2"]
+  - addresses: ["127.0.0.1"]
     conditions: {ready: true}
 `
 

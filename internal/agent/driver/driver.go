@@ -102,8 +102,15 @@ type Stats struct {
 	// member changes sent without a reload.
 	Reloads, RuntimeUpdates uint64
 	// MembersUp of Members are the members the data plane sees up, as of
-	// the last RefreshMembers.
+	// the last RefreshMembers; MembersDown are the others, each as
+	// address:port, sorted, once each.
 	MembersUp, Members int
+	MembersDown        []string
+	// Requests counts the HTTP requests the load balancer's listeners
+	// took and Errors5xx its 5xx responses, from the first
+	// RefreshMembers on, across reloads; a reload's old worker's last
+	// requests are not counted. A rate is their change over a time.
+	Requests, Errors5xx uint64
 }
 
 // Reporter is implemented by a driver that can tell an operator how a
@@ -111,7 +118,7 @@ type Stats struct {
 // for every report. RefreshMembers asks the data plane which members of
 // the load balancers uuids are up (HAProxy: one runtime API conversation
 // per process); the agent calls it after each apply, and at most every
-// 10 s per load balancer outside its loop, so it must be safe beside
+// 2 to 10 s per load balancer outside its loop, so it must be safe beside
 // Apply.
 type Reporter interface {
 	Stats(uuid string) Stats

@@ -251,6 +251,8 @@ type instance struct {
 	// stats counts reloads and runtime updates, and holds the members up
 	// as of the last RefreshMembers (Members is computed when asked).
 	stats driver.Stats
+	// baseline is what the last read of its request counters saw.
+	baseline requestBaseline
 }
 
 // restarted reports whether the supervisor restarted HAProxy since the

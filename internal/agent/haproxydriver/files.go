@@ -204,7 +204,11 @@ func pruneTLSFiles(at layout.LB, lb *model.LoadBalancer, r *render.Result) error
 	if err != nil {
 		return err
 	}
-	lists = append(append(lists, maps...), lua...)
+	authMaps, err := filepath.Glob(filepath.Join(at.Dir, layout.AuthLuaPrefix+"*.map"))
+	if err != nil {
+		return err
+	}
+	lists = append(append(append(lists, maps...), lua...), authMaps...)
 	certs, err := filepath.Glob(filepath.Join(at.CertsDir(), "*.pem"))
 	if err != nil {
 		return err

@@ -125,14 +125,14 @@ func TestLandingServesWithoutReload(t *testing.T) {
 }
 
 // TestLandingIneligibleReloads: a load balancer the landing cannot
-// reproduce (health checks) takes the reload, as before.
+// reproduce (balance leastconn) takes the reload, as before.
 func TestLandingIneligibleReloads(t *testing.T) {
 	needHAProxy(t)
 	d, port, first := newLanded(t, 4)
 	sh := d.lbs[first.UUID].sh
 	reloads := sh.proc.Stats().ReloadsOK
 	lb := landingLB(t, 2, port)
-	lb.Pools[0].HealthCheck = true
+	lb.Pools[0].Algorithm = model.AlgorithmLeastConnections
 	applyAll(t, d, lb)
 	if isLanded(d, lb.UUID) || sh.proc.Stats().ReloadsOK != reloads+1 {
 		t.Fatalf("landed %v, reloads %d", isLanded(d, lb.UUID), sh.proc.Stats().ReloadsOK-reloads)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -41,8 +42,9 @@ func (d *Driver) Stats(uuid string) driver.Stats {
 }
 
 // RefreshMembers asks HAProxy which members of the load balancers uuids
-// are up: one `show servers state <backend>` per backend, over one
-// runtime API connection per process.
+// are up, and how many requests their listeners took: one `show servers
+// state <backend>` per backend and one `show stat <frontend>` per HTTP
+// frontend, over one runtime API connection per process.
 //
 //   - Asking for their own backends keeps the answers small when a
 //     process runs hundreds of load balancers (a shard): the whole
@@ -91,7 +93,10 @@ func (d *Driver) RefreshMembers(ctx context.Context, uuids []string) error {
 	d.mu.Lock()
 	for _, c := range counts {
 		if c.known && c.inst.result == c.result {
-			c.inst.stats.MembersUp = c.up
+			c.inst.stats.MembersUp, c.inst.stats.MembersDown = c.up, c.down
+		}
+		if c.requests != nil {
+			c.inst.countRequests(c.generation, c.requests)
 		}
 	}
 	d.mu.Unlock()
@@ -103,36 +108,95 @@ func (d *Driver) RefreshMembers(ctx context.Context, uuids []string) error {
 type memberCount struct {
 	inst    *instance
 	result  *render.Result
-	members []render.Server
+	members []render.Member
 	up      int
+	down    []string
 	known   bool // up was read (or follows from the state)
+	// requests are the counters of its frontends, by name, as read from
+	// the process of generation (nil: not read).
+	requests   map[string]frontendCounters
+	generation uint64
 }
 
-// readShardMembers reads the members up of counts, all load balancers of
-// sh, over one connection.
+// frontendCounters are one frontend's request counters in one process.
+type frontendCounters struct{ requests, errors5xx uint64 }
+
+// requestBaseline is what the last read of an instance's counters saw:
+// the process generation (a reload or restart starts a new worker at
+// zero) and each frontend's counters.
+type requestBaseline struct {
+	generation uint64
+	frontends  map[string]frontendCounters
+}
+
+// countRequests adds what the frontends took since the baseline to the
+// instance's totals. The first read only sets the baseline: an adopted
+// process's counters began before this driver. In a new generation every
+// frontend began at zero, so all it counts is new; so is a frontend the
+// baseline did not have.
+func (i *instance) countRequests(generation uint64, now map[string]frontendCounters) {
+	if i.baseline.frontends != nil {
+		for name, c := range now {
+			was, ok := i.baseline.frontends[name]
+			if generation != i.baseline.generation || !ok || c.requests < was.requests || c.errors5xx < was.errors5xx {
+				was = frontendCounters{}
+			}
+			i.stats.Requests += c.requests - was.requests
+			i.stats.Errors5xx += c.errors5xx - was.errors5xx
+		}
+	}
+	i.baseline = requestBaseline{generation: generation, frontends: now}
+}
+
+// generation tells the worker generations of a process apart: it grows
+// with every reload a new worker confirmed and every restart. A failed
+// reload may or may not have left a new worker; the counters going down
+// tell that one (countRequests).
+func generation(sh *shard) uint64 {
+	st := sh.proc.Stats()
+	return st.ReloadsOK + st.Restarts
+}
+
+// runtimeAsk is one command of a shard's read and whose answer it is.
+type runtimeAsk struct {
+	count    *memberCount
+	frontend string // "" for `show servers state`
+}
+
+// readShardMembers reads the members up and the request counters of
+// counts, all load balancers of sh, and the process's dropped access-log
+// lines, over one connection.
 func readShardMembers(ctx context.Context, sh *shard, counts []*memberCount, dropped prometheus.Counter) error {
 	if !sh.proc.Running() {
 		for _, c := range counts {
-			c.up, c.known = 0, true
+			c.up, c.down, c.known = 0, downOf(c.members, nil), true
 		}
 		return nil
 	}
 	// show info first: its DroppedLogs are the access-log lines this
 	// process could not send (accesslog).
 	lines := []string{"show info"}
-	owners := []*memberCount{nil} // owners[i] asked lines[i]
+	asks := []runtimeAsk{{}} // asks[i] is lines[i]; the first, show info, is no load balancer's
 	for _, c := range counts {
+		cmds, err := c.result.FrontendStatCommands()
+		if err != nil {
+			return err
+		}
+		names := c.result.FrontendNames()
+		for i, cmd := range cmds {
+			lines = append(lines, cmd.String())
+			asks = append(asks, runtimeAsk{count: c, frontend: names[i]})
+		}
 		if len(c.members) == 0 {
 			c.up, c.known = 0, true
 			continue
 		}
-		cmds, err := c.result.MembersStateCommands()
-		if err != nil {
+		if cmds, err = c.result.MembersStateCommands(); err != nil {
 			return err
 		}
 		for _, cmd := range cmds {
 			lines = append(lines, cmd.String())
-			owners = append(owners, c)
+			asks = append(asks, runtimeAsk{count: c})
 		}
 	}
 	answers := make(map[*memberCount]*strings.Builder, len(counts))
@@ -140,11 +204,22 @@ func readShardMembers(ctx context.Context, sh *shard, counts []*memberCount, dro
 	ctx, cancel := context.WithTimeout(ctx, refreshTimeout(len(lines)))
 	defer cancel()
 	var info string
+	gen := generation(sh)
 	err := sh.proc.RuntimeBatch(ctx, sh.at.Socket(), lines, func(_, answer string) error {
-		c := owners[next]
+		ask := asks[next]
 		next++
+		c := ask.count
 		if c == nil {
 			info = answer
+			return nil
+		}
+		if ask.frontend != "" {
+			if n, ok := frontendStat(answer); ok {
+				if c.requests == nil {
+					c.requests = map[string]frontendCounters{}
+				}
+				c.requests[ask.frontend] = n
+			}
 			return nil
 		}
 		b := answers[c]
@@ -159,8 +234,18 @@ func readShardMembers(ctx context.Context, sh *shard, counts []*memberCount, dro
 	if err != nil {
 		return fmt.Errorf("show servers state: %w", err)
 	}
-	for c, b := range answers {
-		c.up, c.known = membersUp(b.String(), c.members), true
+	if generation(sh) != gen {
+		// A reload ran meanwhile: some counters may be the old worker's.
+		for _, c := range counts {
+			c.requests = nil
+		}
+	}
+	for _, c := range counts {
+		c.generation = gen
+		if b := answers[c]; b != nil {
+			running := serversRunning(b.String())
+			c.up, c.down, c.known = upOf(c.members, running), downOf(c.members, running), true
+		}
 	}
 	sh.countDropped(info, dropped)
 	return nil
@@ -212,23 +297,19 @@ func droppedLogs(info string) (pid string, n uint64, ok bool) {
 // in maintenance or failing its checks reads STOPPED (0) or STARTING (1).
 const srvOpRunning = "2"
 
-// membersUp counts the servers of members that `show servers state`
-// reports RUNNING. Its lines (format 1) are
+// serversRunning reads the servers that `show servers state` reports
+// RUNNING. Its lines (format 1) are
 //
 //	be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state ...
 //
 // after a version line and a "#" header; the process may serve other
-// backends too, which are not counted.
-func membersUp(answer string, members []render.Server) int {
-	want := make(map[render.Server]bool, len(members))
-	for _, m := range members {
-		want[m] = true
-	}
-	up := 0
+// backends too, which the callers do not ask about.
+func serversRunning(answer string) map[render.Server]bool {
+	running := map[render.Server]bool{}
 	var f [6]string // the fields read: be_id to srv_op_state
 	for line := range strings.Lines(answer) {
 		// Six of a line's two dozen fields, without a slice of them all:
-		// membersUp reads every server of thousands of backends.
+		// this reads every server of thousands of backends.
 		n := 0
 		for field := range strings.FieldsSeq(line) {
 			f[n] = field
@@ -239,9 +320,73 @@ func membersUp(answer string, members []render.Server) int {
 		if n < len(f) || strings.HasPrefix(f[0], "#") {
 			continue
 		}
-		if want[render.Server{Backend: f[1], Name: f[3]}] && f[5] == srvOpRunning {
+		if f[5] == srvOpRunning {
+			running[render.Server{Backend: f[1], Name: f[3]}] = true
+		}
+	}
+	return running
+}
+
+// upOf counts the servers of members that are running.
+func upOf(members []render.Member, running map[render.Server]bool) int {
+	up := 0
+	for _, m := range members {
+		if running[m.Server] {
 			up++
 		}
 	}
 	return up
+}
+
+// downOf lists the members (address:port) of the servers that are not
+// running, sorted, once each (one endpoint in two pools is one member).
+func downOf(members []render.Member, running map[render.Server]bool) []string {
+	var out []string
+	for _, m := range members {
+		if !running[m.Server] {
+			out = append(out, m.Addr.String())
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// frontendStat reads a frontend's HTTP requests and 5xx responses from
+// `show stat <frontend> 1 -1`: a "# pxname,svname,..." header naming the
+// CSV fields, then the FRONTEND line. Fields are found by name, so
+// HAProxy versions that add fields read the same.
+func frontendStat(answer string) (frontendCounters, bool) {
+	var header []string
+	for line := range strings.Lines(answer) {
+		line = strings.TrimRight(line, "\r\n")
+		if rest, ok := strings.CutPrefix(line, "# "); ok {
+			header = strings.Split(rest, ",")
+			continue
+		}
+		fields := strings.Split(line, ",")
+		if header == nil || len(fields) < 2 || fields[1] != "FRONTEND" {
+			continue
+		}
+		var out frontendCounters
+		var found int
+		for i, name := range header {
+			if i >= len(fields) {
+				break
+			}
+			switch name {
+			case "req_tot":
+				out.requests, found = parseCounter(fields[i]), found+1
+			case "hrsp_5xx":
+				out.errors5xx, found = parseCounter(fields[i]), found+1
+			}
+		}
+		return out, found == 2
+	}
+	return frontendCounters{}, false
+}
+
+// parseCounter reads a CSV counter; an empty field (not applicable) is 0.
+func parseCounter(s string) uint64 {
+	n, _ := strconv.ParseUint(s, 10, 64)
+	return n
 }

@@ -2,6 +2,9 @@ package haproxydriver
 
 import (
 	"context"
+	"net/netip"
+	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -35,7 +38,7 @@ func TestStatsThroughHAProxy(t *testing.T) {
 	}
 	want := func(when string, s driver.Stats) {
 		t.Helper()
-		if got := d.Stats(lb.UUID); got != s {
+		if got := d.Stats(lb.UUID); !reflect.DeepEqual(got, s) {
 			t.Fatalf("%s: stats %+v, want %+v", when, got, s)
 		}
 	}
@@ -59,8 +62,26 @@ func TestStatsThroughHAProxy(t *testing.T) {
 	if err := d.RefreshMembers(ctx, []string{lb.UUID}); err != nil {
 		t.Fatal(err)
 	}
-	want("a member in maintenance", driver.Stats{Reloads: 1, RuntimeUpdates: 1, MembersUp: 2, Members: 3})
-	if got := d.Stats("0f8a2d3e-1111-4222-8333-444455556699"); got != (driver.Stats{}) {
+	var down []string
+	for _, m := range inst.result.Members() {
+		if m.Name == "s2" {
+			down = append(down, m.Addr.String())
+		}
+	}
+	want("a member in maintenance", driver.Stats{Reloads: 1, RuntimeUpdates: 1, MembersUp: 2, Members: 3, MembersDown: down})
+
+	// Requests count from the first read on: five more, of which none
+	// is a 5xx.
+	for range 5 {
+		if get(lb) == "" {
+			t.Fatal("no answer through the load balancer")
+		}
+	}
+	if err := d.RefreshMembers(ctx, []string{lb.UUID}); err != nil {
+		t.Fatal(err)
+	}
+	want("five requests", driver.Stats{Reloads: 1, RuntimeUpdates: 1, MembersUp: 2, Members: 3, MembersDown: down, Requests: 5})
+	if got := d.Stats("0f8a2d3e-1111-4222-8333-444455556699"); !reflect.DeepEqual(got, driver.Stats{}) {
 		t.Fatalf("stats of a load balancer never applied: %+v", got)
 	}
 }
@@ -106,7 +127,8 @@ func TestShardMembersReadAtOnce(t *testing.T) {
 }
 
 // TestMembersUp parses `show servers state` as HAProxy 2.6 prints it:
-// free slots, other backends and servers not RUNNING do not count.
+// free slots, other backends and servers not RUNNING do not count, and
+// the members down are listed once each.
 func TestMembersUp(t *testing.T) {
 	answer := `1
 # be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state srv_uweight srv_iweight srv_time_since_last_change
@@ -115,18 +137,64 @@ func TestMembersUp(t *testing.T) {
 3 be_x_p1 3 s3 127.0.0.1 0 5 1 1 7
 4 be_y_p1 1 s1 10.0.0.9 2 0 1 1 7
 5 be_x_p2 1 s1 10.0.0.3 2 0 1 1 7
+5 be_x_p2 2 s2 10.0.0.2 0 0 1 1 7
 6	be_x_p3  1   s1 10.0.0.4 2 0 1 1 7` + "\r" + `
 7 be_x_p4 1 s1 2
 `
-	members := []render.Server{{Backend: "be_x_p1", Name: "s1"}, {Backend: "be_x_p1", Name: "s2"}, {Backend: "be_x_p2", Name: "s1"},
-		{Backend: "be_x_p3", Name: "s1"}, {Backend: "be_x_p4", Name: "s1"}}
+	m := func(be, name, addr string) render.Member {
+		return render.Member{Server: render.Server{Backend: be, Name: name}, Addr: netip.MustParseAddrPort(addr)}
+	}
+	members := []render.Member{m("be_x_p1", "s1", "10.0.0.1:80"), m("be_x_p1", "s2", "10.0.0.2:80"), m("be_x_p2", "s1", "10.0.0.3:80"),
+		m("be_x_p2", "s2", "10.0.0.2:80"), m("be_x_p3", "s1", "10.0.0.4:80"), m("be_x_p4", "s1", "10.0.0.5:80")}
 	// be_x_p3's line, tabs, runs of spaces and a CR, counts; be_x_p4's,
 	// cut short of srv_op_state, does not.
-	if got := membersUp(answer, members); got != 3 {
-		t.Fatalf("membersUp = %d, want 3", got)
+	running := serversRunning(answer)
+	if got := upOf(members, running); got != 3 {
+		t.Fatalf("up = %d, want 3", got)
 	}
-	if got := membersUp("", members); got != 0 {
-		t.Fatalf("membersUp of an empty answer = %d", got)
+	if got, want := downOf(members, running), []string{"10.0.0.2:80", "10.0.0.5:80"}; !slices.Equal(got, want) {
+		t.Fatalf("down = %v, want %v", got, want)
+	}
+	if got := upOf(members, serversRunning("")); got != 0 {
+		t.Fatalf("up of an empty answer = %d", got)
+	}
+}
+
+// TestFrontendStat reads the counters of `show stat <frontend> 1 -1` as
+// HAProxy 2.6 prints them, by the header's names.
+func TestFrontendStat(t *testing.T) {
+	answer := "# pxname,svname,qcur,stot,hrsp_4xx,hrsp_5xx,req_rate,req_tot,mode,\n" +
+		"fe_x_80,FRONTEND,,7,3,2,0,41,http,\n\n"
+	got, ok := frontendStat(answer)
+	if !ok || got != (frontendCounters{requests: 41, errors5xx: 2}) {
+		t.Fatalf("frontendStat = %+v %v", got, ok)
+	}
+	if _, ok := frontendStat("Unknown frontend.\n"); ok {
+		t.Fatal("an error answer read as counters")
+	}
+}
+
+// TestCountRequests: the first read sets the baseline; later reads add
+// what each frontend took; a new worker generation, or counters that went
+// down, start from zero.
+func TestCountRequests(t *testing.T) {
+	var i instance
+	c := func(req, e uint64) frontendCounters { return frontendCounters{requests: req, errors5xx: e} }
+	steps := []struct {
+		gen       uint64
+		now       map[string]frontendCounters
+		req, errs uint64
+	}{
+		{1, map[string]frontendCounters{"a": c(100, 5)}, 0, 0},
+		{1, map[string]frontendCounters{"a": c(130, 6), "b": c(4, 0)}, 34, 1},
+		{2, map[string]frontendCounters{"a": c(10, 1), "b": c(2, 0)}, 46, 2},
+		{2, map[string]frontendCounters{"a": c(3, 0), "b": c(5, 0)}, 52, 2},
+	}
+	for n, s := range steps {
+		i.countRequests(s.gen, s.now)
+		if i.stats.Requests != s.req || i.stats.Errors5xx != s.errs {
+			t.Fatalf("step %d: %d requests, %d 5xx; want %d, %d", n, i.stats.Requests, i.stats.Errors5xx, s.req, s.errs)
+		}
 	}
 }
 

@@ -193,7 +193,17 @@ func (b LB) AuthLua(digest string) (string, error) {
 	return filepath.Join(b.Dir, AuthLuaPrefix+short+".lua"), nil
 }
 
-// AuthLuaPrefix starts the name of every auth Lua file.
+// AuthMap is the map file of a userlist's $apr1$ users (render's Apache
+// MD5 check) whose content has the hex digest.
+func (b LB) AuthMap(digest string) (string, error) {
+	short, err := shortDigest(digest)
+	if err != nil {
+		return "", fmt.Errorf("auth map: %w", err)
+	}
+	return filepath.Join(b.Dir, AuthLuaPrefix+short+".map"), nil
+}
+
+// AuthLuaPrefix starts the name of every auth Lua file and auth map.
 const AuthLuaPrefix = "auth-"
 
 // RouteMapPrefix starts the name of every routing map file.

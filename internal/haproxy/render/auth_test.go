@@ -23,6 +23,12 @@ const (
 var fixtureSecrets = map[string]map[string][]byte{
 	"ns/staff": {"auth": []byte("alice:" + aliceHash + "\nbob:" + bobHash + "\n")},
 	"ns/ops":   {"carol": []byte(carolHash), "dave": []byte("$2y$" + aliceHash[4:] + "\n")},
+	// htpasswd's default ($apr1$, checked in Lua) beside MD5-crypt and
+	// bcrypt (checked by crypt(3)); hashes from openssl passwd -apr1 / -1.
+	"ns/apache": {"auth": []byte("prom:$apr1$Zq3.x/Ab$M68YK0YO.mONLY/uwDkP60\n" +
+		"long:$apr1$s$H.et6DDOD091qWnimmXBV.\n" +
+		"erin:$1$md5salt$hIVFH61iJn483N1XvX7.U.\n" +
+		"alice:" + aliceHash + "\n")},
 }
 
 func fixtureUsers(a model.BasicAuth) ([]htpasswd.User, error) {

@@ -87,6 +87,11 @@ func Render(lb *model.LoadBalancer, at layout.LB, prev Slots, opts Options) (*Re
 		return nil, fmt.Errorf("render %s: %w", encode.Printable(v.uuid), err)
 	}
 	r.Maps = append(r.Maps, sniMaps...)
+	authMaps, err := authMapFiles(v.sections, at)
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", encode.Printable(v.uuid), err)
+	}
+	r.Maps = append(r.Maps, authMaps...)
 	if r.AuthLua, err = authLuaFile(v.sections); err != nil {
 		return nil, fmt.Errorf("render %s: %w", encode.Printable(v.uuid), err)
 	}

@@ -30,6 +30,9 @@ func crtList(v *view, at layout.LB) ([]byte, error) {
 				continue
 			}
 			seen[cert.ID] = cert
+			if cert.Default && len(out) > 0 {
+				return nil, fmt.Errorf("crt-list: default certificate %s is not the first", encode.Printable(cert.ID))
+			}
 			lines, err := crtListLines(at, cert)
 			if err != nil {
 				return nil, fmt.Errorf("crt-list: certificate %s: %w", encode.Printable(cert.ID), err)
@@ -50,6 +53,12 @@ func crtListLines(at layout.LB, cert model.Certificate) (string, error) {
 	path, err := at.Cert(cert.ID, cert.SHA256)
 	if err != nil {
 		return "", err
+	}
+	if cert.Default {
+		if len(cert.Hosts) > 0 {
+			return "", fmt.Errorf("a default certificate names no host, this one %d", len(cert.Hosts))
+		}
+		return encode.CrtListDefaultLine(encode.FilePath(path))
 	}
 	filters := make([]encode.Word, 0, len(cert.Hosts))
 	for _, h := range cert.Hosts {

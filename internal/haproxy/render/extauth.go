@@ -27,6 +27,12 @@ var extAuthLua string
 
 const actionMarker = "@ACTION@"
 
+// apr1Lua is pier's Apache MD5 check of basic-auth passwords ($apr1$),
+// whose action writeAuth calls; named per load balancer as extAuthLua.
+//
+//go:embed apr1.lua
+var apr1Lua string
+
 // extAuthProfile is a policy's model.ExternalAuth, validated again.
 type extAuthProfile struct {
 	action     encode.Word // lua.pier_auth_<uuid>
@@ -179,13 +185,19 @@ func sortedSet(m map[string]bool) []string {
 // auth-url or custom-http-errors, or nil: the embedded actions each
 // needs, named pier_auth_<uuid> and pier_errors_<uuid>.
 func authLuaFile(s *sections) ([]byte, error) {
-	if len(s.authPools) == 0 && len(s.errorPools) == 0 {
+	apr1 := false
+	for _, users := range s.byID {
+		for _, u := range users {
+			apr1 = apr1 || u.Apr1
+		}
+	}
+	if len(s.authPools) == 0 && len(s.errorPools) == 0 && !apr1 {
 		return nil, nil
 	}
 	if err := encode.ID("", s.uuid).Err(); err != nil {
 		return nil, err
 	}
-	if !strings.Contains(extAuthLua, actionMarker) || !strings.Contains(customErrorsLua, actionMarker) {
+	if !strings.Contains(extAuthLua, actionMarker) || !strings.Contains(customErrorsLua, actionMarker) || !strings.Contains(apr1Lua, actionMarker) {
 		return nil, errors.New("a Lua action has no action marker")
 	}
 	var out []string
@@ -194,6 +206,9 @@ func authLuaFile(s *sections) ([]byte, error) {
 	}
 	if len(s.errorPools) > 0 {
 		out = append(out, strings.ReplaceAll(customErrorsLua, actionMarker, "pier_errors_"+s.uuid))
+	}
+	if apr1 {
+		out = append(out, strings.ReplaceAll(apr1Lua, actionMarker, "pier_apr1_"+s.uuid))
 	}
 	return []byte(strings.Join(out, "\n")), nil
 }

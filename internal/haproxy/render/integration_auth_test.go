@@ -12,8 +12,9 @@ import (
 // with the users read from Secret data by package htpasswd as the agent
 // reads them: without credentials, or with a wrong password or another
 // Secret's user, the route answers 401 with WWW-Authenticate and its
-// realm and the backend sees nothing; each hash format (bcrypt, SHA-512
-// and SHA-256 crypt, checked by the system's crypt(3)) lets its user in;
+// realm and the backend sees nothing; each hash format (bcrypt, SHA-512,
+// SHA-256 and MD5 crypt, checked by the system's crypt(3), and Apache's
+// $apr1$, checked in Lua) lets its user in, with its own password only;
 // another Ingress's route of the same host and load balancer needs no
 // credentials.
 func TestIntegrationBasicAuth(t *testing.T) {
@@ -29,6 +30,8 @@ func TestIntegrationBasicAuth(t *testing.T) {
 			model.PolicyOptions{BasicAuth: basicAuth("Staff only", "staff", htpasswd.TypeFile)}),
 		with(toPool(private, hostIs("app.test"), pathPrefix("/ops")),
 			model.PolicyOptions{BasicAuth: basicAuth("Ops - team", "ops", htpasswd.TypeMap)}),
+		with(toPool(private, hostIs("app.test"), pathPrefix("/metrics")),
+			model.PolicyOptions{BasicAuth: basicAuth("Prometheus", "apache", htpasswd.TypeFile)}),
 		toPool(public, hostIs("app.test"), pathPrefix("/")),
 	))}, private, public)
 	addr := serveLB(t, bin, lb)
@@ -53,6 +56,16 @@ func TestIntegrationBasicAuth(t *testing.T) {
 		{"sha256, auth-map", "/ops", basic("carol", "pw256"), 200, "", "private"},
 		{"bcrypt $2y$ (htpasswd -B)", "/ops", basic("dave", "s3cret"), 200, "", "private"},
 		{"$2y$ wrong password", "/ops", basic("dave", "s3cret2"), 401, `Basic realm="Ops - team"`, ""},
+		{"$apr1$ (htpasswd's default)", "/metrics", basic("prom", "prom-pw"), 200, "", "private"},
+		{"$apr1$, a password of 41 bytes with ':' and UTF-8", "/metrics", basic("long", "a long password: over 16 bytes, with é"), 200, "", "private"},
+		{"$apr1$ wrong password", "/metrics", basic("prom", "prom-pw2"), 401, `Basic realm="Prometheus"`, ""},
+		{"$apr1$ empty password", "/metrics", basic("prom", ""), 401, `Basic realm="Prometheus"`, ""},
+		{"$apr1$ user's password for another user", "/metrics", basic("long", "prom-pw"), 401, `Basic realm="Prometheus"`, ""},
+		{"$apr1$ user elsewhere", "/admin", basic("prom", "prom-pw"), 401, `Basic realm="Staff only"`, ""},
+		{"MD5-crypt $1$ beside $apr1$", "/metrics", basic("erin", "erin-pw"), 200, "", "private"},
+		{"bcrypt beside $apr1$", "/metrics", basic("alice", "s3cret"), 200, "", "private"},
+		{"bcrypt beside $apr1$, wrong", "/metrics", basic("alice", "prom-pw"), 401, `Basic realm="Prometheus"`, ""},
+		{"no credentials beside $apr1$", "/metrics", "", 401, `Basic realm="Prometheus"`, ""},
 		{"other route, no credentials", "/", "", 200, "", "public"},
 		{"other route, /administrator", "/administrator", "", 200, "", "public"},
 	} {

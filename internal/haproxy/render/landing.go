@@ -309,14 +309,17 @@ func Landable(r *Result, o LandingOptions) string {
 }
 
 // spareReason says why pool p needs more than a spare backend has.
+// Health checks are not a reason: every pool checks its members by
+// default, so refusing them would land nothing. The spare slots are not
+// checked; the landing serves for the seconds until the shard reloads,
+// which checks them from then on (a member that refuses connections is
+// down at its first check there).
 func spareReason(p *poolView, slots int) string {
 	switch {
 	case p.tcp:
 		return "TCP"
 	case p.balance.String() != "roundrobin":
 		return "balance " + p.balance.String()
-	case p.check:
-		return "health checks"
 	case p.connect != 0 || p.server != 0:
 		return "timeouts"
 	case p.cookie != nil:

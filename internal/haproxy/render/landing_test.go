@@ -98,12 +98,16 @@ func TestLandable(t *testing.T) {
 	if reason := Landable(mustRender(t, landableFixture(), nil), o); reason != "" {
 		t.Fatalf("landable fixture: %s", reason)
 	}
+	checked := landableFixture()
+	checked.Pools[0].HealthCheck = true
+	if reason := Landable(mustRender(t, checked, nil), o); reason != "" {
+		t.Fatalf("a pool that checks its members does not land: %s", reason)
+	}
 	for _, tc := range []struct {
 		name   string
 		change func(lb *model.LoadBalancer)
 		want   string
 	}{
-		{"health checks", func(lb *model.LoadBalancer) { lb.Pools[0].HealthCheck = true }, "health checks"},
 		{"ipv6", func(lb *model.LoadBalancer) { lb.VIP = "fd00::10" }, "IPv6"},
 		{"other port", func(lb *model.LoadBalancer) { lb.Listeners[0].Port = 8080 }, "not the landing's 80"},
 		{"options", func(lb *model.LoadBalancer) {

@@ -333,10 +333,17 @@ func writeProfiles(c *encode.Config, ps []*profile) {
 			// would send the client to https://a.com:80/. Drop the port
 			// first (an IPv6 literal ends with "]", so it keeps its
 			// colons); the request is answered here, nothing else sees it.
-			c.Line(httpRequest, encode.Lit("replace-header"), encode.Lit("Host"), encode.Lit("^(.*):[0-9]+$"),
-				encode.Lit("\\1"), ifWord, name)
-			c.Line(httpRequest, encode.Lit("redirect"), encode.Lit("scheme"), encode.Lit("https"),
-				encode.Lit("code"), encode.Num(308), ifWord, name)
+			// A request whose X-Forwarded-Proto says https came over TLS
+			// that a proxy in front ended: the forwarding rules before
+			// these keep that header only from a --trusted-proxies
+			// client (pier sets "http" for any other), and redirecting it
+			// would loop.
+			notHTTPS := []encode.Word{encode.Lit("!{"), encode.Lit("req.hdr(x-forwarded-proto)"), encode.Lit("-i"),
+				encode.Lit("-m"), encode.Lit("str"), encode.Lit("https"), closeBrace}
+			c.Line(append([]encode.Word{httpRequest, encode.Lit("replace-header"), encode.Lit("Host"), encode.Lit("^(.*):[0-9]+$"),
+				encode.Lit("\\1"), ifWord, name}, notHTTPS...)...)
+			c.Line(append([]encode.Word{httpRequest, encode.Lit("redirect"), encode.Lit("scheme"), encode.Lit("https"),
+				encode.Lit("code"), encode.Num(308), ifWord, name}, notHTTPS...)...)
 		}
 		if p.gwRedirect != nil {
 			writeRedirect(c, name, p.gwRedirect)

@@ -93,6 +93,38 @@ func TestCrtListRefusesBadHost(t *testing.T) {
 	}
 }
 
+// TestCrtListDefaultCertificate: the operator's default certificate is
+// the first line and matches no name ("!*"); one anywhere else, or with
+// hosts, is refused.
+func TestCrtListDefaultCertificate(t *testing.T) {
+	var lb *model.LoadBalancer
+	for _, f := range fixtures() {
+		if f.name == "tls-two-certs" {
+			lb = f.lb.Clone()
+		}
+	}
+	def := model.Certificate{ID: model.ID("default-cert", "pier", "default"), Namespace: "pier", Secret: "default", SHA256: "cc", Default: true}
+	l := &lb.Listeners[1]
+	l.Certificates = append([]model.Certificate{def}, l.Certificates...)
+	out, err := CrtList(lb, fixtureOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 3 || !strings.HasSuffix(lines[0], "-cc.pem !*") || !strings.HasSuffix(lines[1], " foo.bar.com") {
+		t.Fatalf("crt-list:\n%s", out)
+	}
+	l.Certificates[0], l.Certificates[1] = l.Certificates[1], l.Certificates[0]
+	if out, err := CrtList(lb, fixtureOptions()); err == nil {
+		t.Fatalf("a default certificate second rendered:\n%s", out)
+	}
+	l.Certificates[0], l.Certificates[1] = l.Certificates[1], l.Certificates[0]
+	l.Certificates[0].Hosts = []string{"a.example"}
+	if out, err := CrtList(lb, fixtureOptions()); err == nil {
+		t.Fatalf("a default certificate with hosts rendered:\n%s", out)
+	}
+}
+
 // StrictSNI (a shared load balancer whose owner has no certificate, issue
 // 14 T3) adds strict-sni to every TLS bind, and HAProxy takes it.
 func TestStrictSNI(t *testing.T) {

@@ -90,6 +90,12 @@ type Server struct {
 	Backend, Name string
 }
 
+// Member is a server that holds a member, and the member it holds.
+type Member struct {
+	Server
+	Addr netip.AddrPort
+}
+
 // MembersStateCommands are the runtime commands that read the state of
 // Members: one "show servers state" per backend that holds a member.
 func (r *Result) MembersStateCommands() ([]encode.Command, error) {
@@ -111,16 +117,50 @@ func (r *Result) MembersStateCommands() ([]encode.Command, error) {
 	return out, nil
 }
 
+// FrontendStatCommands are the runtime commands that read the request
+// counters of the load balancer: one "show stat" per HTTP frontend of
+// its listeners, in listener order. A passthrough listener's TCP
+// frontend carries connections, not requests, and is not read; nor are
+// the internal frontends of auth-url and custom errors, whose requests
+// are a listener's requests again.
+func (r *Result) FrontendStatCommands() ([]encode.Command, error) {
+	var out []encode.Command
+	for i := range r.view.listeners {
+		l := &r.view.listeners[i]
+		if !l.terminates() {
+			continue
+		}
+		c, err := encode.ShowFrontendStat(frontendName(r.UUID, l.port))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// FrontendNames names the frontends FrontendStatCommands reads, in
+// their order.
+func (r *Result) FrontendNames() []string {
+	var out []string
+	for i := range r.view.listeners {
+		if l := &r.view.listeners[i]; l.terminates() {
+			out = append(out, frontendName(r.UUID, l.port).String())
+		}
+	}
+	return out
+}
+
 // Members lists the servers that hold a member (the used slots), pool by
 // pool, slot by slot: what counts as a member when HAProxy is asked
 // which are up. Free slots are placeholders and do not count.
-func (r *Result) Members() []Server {
-	var out []Server
+func (r *Result) Members() []Member {
+	var out []Member
 	for _, p := range r.view.pools {
 		be := r.names.backend(r.UUID, p.id).String()
 		for i, s := range p.slots {
 			if s.used {
-				out = append(out, Server{Backend: be, Name: serverName(i).String()})
+				out = append(out, Member{Server: Server{Backend: be, Name: serverName(i).String()}, Addr: s.key()})
 			}
 		}
 	}

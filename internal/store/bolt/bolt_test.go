@@ -58,7 +58,7 @@ func TestReopenKeepsData(t *testing.T) {
 	if len(lbs) != 2 || lbs[0].UUID != "a" || lbs[1].UUID != "b" {
 		t.Fatalf("after reopen List = %v, want a and b", lbs)
 	}
-	if r, _ := lbs[1].Status.Report("node-a"); r != report || lbs[1].Status.SpecHash != "h" || lbs[1].VIP != "127.10.0.1" || len(lbs[1].Pools[0].Members) != 1 {
+	if r, _ := lbs[1].Status.Report("node-a"); !r.Equal(report) || lbs[1].Status.SpecHash != "h" || lbs[1].VIP != "127.10.0.1" || len(lbs[1].Pools[0].Members) != 1 {
 		t.Fatalf("after reopen b = %+v", lbs[1])
 	}
 	info, err := os.Stat(path)
@@ -227,7 +227,7 @@ func TestPutNodeStatuses(t *testing.T) {
 			t.Fatalf("event for %s, want %s", ev.LoadBalancer.UUID, id)
 		}
 		got, _ := ev.LoadBalancer.Status.Report(node)
-		if got != reports[id] {
+		if !got.Equal(reports[id]) {
 			t.Fatalf("%s reported %+v, want %+v", id, got, reports[id])
 		}
 	}

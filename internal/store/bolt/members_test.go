@@ -111,7 +111,7 @@ func TestPutMembersWritesBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored := inFile(t, s, "a")
-	if r, _ := stored.Status.Report("node-a"); firstMember(stored) != "10.0.0.7" || r != report {
+	if r, _ := stored.Status.Report("node-a"); firstMember(stored) != "10.0.0.7" || !r.Equal(report) {
 		t.Fatalf("after a report the file holds members %q and report %+v; want both changes", firstMember(stored), r)
 	}
 	if len(s.pending) != 0 {

@@ -92,7 +92,7 @@ func TestPutSpecRetriesAfterStatusWrite(t *testing.T) {
 		t.Fatalf("PutSpec after an interleaved status write: %v", err)
 	}
 	got := mustGet(t, ctl, "lb")
-	if r, ok := got.Status.Report("node-a"); got.VIP != "127.10.0.9" || !ok || r != report || got.Status.State != model.StateActive {
+	if r, ok := got.Status.Report("node-a"); got.VIP != "127.10.0.9" || !ok || !r.Equal(report) || got.Status.State != model.StateActive {
 		t.Fatalf("got VIP %s status %+v, want 127.10.0.9 and node-a's report %+v", got.VIP, got.Status, report)
 	}
 }
@@ -114,7 +114,7 @@ func TestPutNodeStatusRetriesOnConflict(t *testing.T) {
 	got := mustGet(t, a, "lb").Status
 	ra, okA := got.Report("node-a")
 	rb, okB := got.Report("node-b")
-	if !okA || !okB || ra != mine || rb != theirs || got.State != model.StateActive {
+	if !okA || !okB || !ra.Equal(mine) || !rb.Equal(theirs) || got.State != model.StateActive {
 		t.Fatalf("status = %+v, want both reports and the active's summary", got)
 	}
 }

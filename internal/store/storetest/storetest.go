@@ -253,7 +253,8 @@ func summary(report model.NodeStatus, others ...model.NodeStatus) model.Status {
 func testPutNodeStatus(t *testing.T, s store.Store) {
 	mustPut(t, s, Sample("a"))
 	report := model.NodeStatus{Node: "node-a", State: model.StateError, Message: "haproxy -c failed",
-		SpecHash: "h0", ConfigHash: "c0"}
+		SpecHash: "h0", ConfigHash: "c0", MembersUp: 1, Members: 3, MembersDown: []string{"10.1.0.5:8080", "[fd00::5]:8080"},
+		RequestsPerSecond: 1200, ErrorShare: 0.046}
 	mustReport(t, s, "a", report)
 	want := Sample("a")
 	want.Status = summary(report)
