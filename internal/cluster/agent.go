@@ -51,10 +51,10 @@ type AgentConfig struct {
 	// (agent.Config.ApplyConcurrency).
 	ApplyConcurrency int
 	// RatesEvery is agent.Config.RatesEvery.
-	RatesEvery       time.Duration
-	APIAddr          string
-	APIAllowedHosts  []string // host names the API answers besides its address (api.Server.AllowedHosts)
-	Render           render.Options
+	RatesEvery      time.Duration
+	APIAddr         string
+	APIAllowedHosts []string // host names the API answers besides its address (api.Server.AllowedHosts)
+	Render          render.Options
 	// AccessLog receives the access-log lines (haproxydriver.Config.AccessLog).
 	AccessLog io.Writer
 
