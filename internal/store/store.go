@@ -64,6 +64,25 @@ type MemberWriter interface {
 	PutMembers(ctx context.Context, lb *model.LoadBalancer) error
 }
 
+// ConcurrentWriter is implemented by a store whose writes are worth
+// running several at once: each write over the network waits a round
+// trip, so one at a time bounds a cold start of thousands of load
+// balancers by the API server's latency rather than by its rate.
+// WriteConcurrency is how many of its PutSpec calls may run at once.
+type ConcurrentWriter interface {
+	WriteConcurrency() int
+}
+
+// Creator is implemented by a store that writes a new load balancer
+// cheaper when told it is new: the Kubernetes store then skips the read
+// PutSpec makes of an object it has not seen (a GET answered 404 before
+// every create, half of a cold start's requests). CreateSpec is PutSpec
+// for an lb the caller believes is not stored; if it is, CreateSpec does
+// what PutSpec would.
+type Creator interface {
+	CreateSpec(ctx context.Context, lb *model.LoadBalancer) error
+}
+
 // EventType says what happened to a LoadBalancer.
 type EventType string
 

@@ -74,7 +74,10 @@ var corpus = map[string]expectation{
 	"headers/site":          {refused, nil},
 	"headers-typed/site":    {serves, []probe{{host: "headers-typed.example.com", path: "/", service: "one", respHeader: [2]string{"X-Frame-Options", "DENY"}}}},
 	"keycloak/keycloak":     {differs, []probe{{https: true, host: "keycloak.example.com", path: "/auth/realms/master", service: "tls", backendPath: "/realms/master"}}},
-	"monitoring/prometheus": {refused, nil},
+	"monitoring/prometheus": {differs, []probe{
+		{host: "prometheus.example.com", path: "/", basic: [2]string{"admin", "prom-pass"}, service: "one"},
+		{host: "prometheus.example.com", path: "/", basic: [2]string{"admin", "wrong"}, status: 401},
+		{host: "prometheus.example.com", path: "/", status: 401}}},
 	"monitoring-am/alertmanager": {differs, []probe{
 		{host: "alertmanager.example.com", path: "/", basic: [2]string{"admin", "alert-pass"}, service: "two"},
 		{host: "alertmanager.example.com", path: "/", status: 401}}},

@@ -92,3 +92,41 @@ func TestWatchRefreshesCache(t *testing.T) {
 		t.Fatalf("node-b's report is %+v (%v), want h1 kept", rb, ok)
 	}
 }
+
+// TestCreateSpecSkipsTheRead: a new load balancer takes one POST and no
+// GET (PutSpec's read of an object it has not seen answers 404 first),
+// and one another process created meanwhile is still replaced as PutSpec
+// would: the create conflicts, and the write goes on top of a read.
+func TestCreateSpecSkipsTheRead(t *testing.T) {
+	srv := cluster(t)
+	counted := &requests{n: map[string]int{}}
+	cfg := srv.Config()
+	cfg.Wrap(counted.wrap)
+	s := newStore(t, cfg, nil)
+	other, err := New(srv.Config(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	ctx := t.Context()
+
+	counted.reset()
+	if err := s.CreateSpec(ctx, storetest.Sample("new")); err != nil {
+		t.Fatal(err)
+	}
+	if got := counted.reset(); got[http.MethodPost] != 1 || got[http.MethodGet] != 0 || len(got) != 1 {
+		t.Fatalf("creating a new load balancer took %v, want one POST", got)
+	}
+
+	if err := other.PutSpec(ctx, storetest.Sample("theirs")); err != nil {
+		t.Fatal(err)
+	}
+	next := storetest.Sample("theirs")
+	next.VIP = "127.10.0.9"
+	if err := s.CreateSpec(ctx, next); err != nil {
+		t.Fatalf("CreateSpec of a load balancer another store created: %v", err)
+	}
+	if got := mustGet(t, other, "theirs").VIP; got != next.VIP {
+		t.Fatalf("VIP after CreateSpec over another store's object = %s, want %s", got, next.VIP)
+	}
+}

@@ -93,6 +93,14 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
+// writeConcurrency is how many spec writes a controller runs at once
+// (store.ConcurrentWriter). The client's rate limit (--kube-api-qps)
+// still paces them; this only stops each from waiting for the one before.
+const writeConcurrency = 16
+
+// WriteConcurrency implements store.ConcurrentWriter.
+func (s *Store) WriteConcurrency() int { return writeConcurrency }
+
 // New returns a Store that talks to the API server in cfg. The CRD must be
 // installed; New does not check (Get, List and Watch report it).
 func New(cfg *rest.Config, opts Options) (*Store, error) {

@@ -71,6 +71,24 @@ func (s *Store) PutSpec(ctx context.Context, lb *model.LoadBalancer) error {
 	return fmt.Errorf("put spec %s: %w: still conflicting after %d attempts", lb.UUID, ErrConflict, specAttempts)
 }
 
+// CreateSpec implements store.Creator: an object this store has not seen
+// is created without reading it first; if it exists after all (created
+// meanwhile, or by an earlier process), PutSpec writes on top of it.
+func (s *Store) CreateSpec(ctx context.Context, lb *model.LoadBalancer) error {
+	if lb == nil || lb.UUID == "" {
+		return errors.New("create spec: load balancer has no UUID")
+	}
+	if s.cache.get(lb.UUID) == nil {
+		unlock := s.lock(lb.UUID)
+		err := s.create(ctx, lb)
+		unlock()
+		if !errors.Is(err, ErrConflict) {
+			return wrapPut("create spec", lb.UUID, err)
+		}
+	}
+	return s.PutSpec(ctx, lb)
+}
+
 // lostRace: the object changed (409) or went away (404) since it was read.
 func lostRace(err error) bool { return apierrors.IsConflict(err) || apierrors.IsNotFound(err) }
 

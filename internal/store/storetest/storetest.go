@@ -70,6 +70,38 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
 	}
+	// The optional writers' contracts, for the stores that have them.
+	if _, ok := newStore(t).(store.Creator); ok {
+		t.Run("CreateSpec", func(t *testing.T) { testCreateSpec(t, newStore(t)) })
+	}
+}
+
+// testCreateSpec: a new load balancer reads back as PutSpec's would, and
+// one already stored is replaced as PutSpec replaces it, its status and
+// CreatedAt kept.
+func testCreateSpec(t *testing.T, s store.Store) {
+	c := s.(store.Creator)
+	if err := c.CreateSpec(t.Context(), Sample("")); err == nil {
+		t.Fatal("CreateSpec without UUID succeeded")
+	}
+	if err := c.CreateSpec(t.Context(), Sample("a")); err != nil {
+		t.Fatalf("CreateSpec(a): %v", err)
+	}
+	want := Sample("a")
+	want.Status.State = model.StatePending
+	assertEqual(t, "Get after CreateSpec", mustGet(t, s, "a"), want)
+
+	report := model.NodeStatus{Node: "node-a", State: model.StateActive, SpecHash: "h",
+		UpdatedAt: time.Date(2025, 7, 1, 0, 0, 0, 0, time.UTC)}
+	mustReport(t, s, "a", report)
+	next := Sample("a")
+	next.VIP = "127.10.0.9"
+	if err := c.CreateSpec(t.Context(), next); err != nil {
+		t.Fatalf("CreateSpec of a stored load balancer: %v", err)
+	}
+	want.VIP = "127.10.0.9"
+	want.Status = summary(report)
+	assertEqual(t, "Get after CreateSpec of a stored one", mustGet(t, s, "a"), want)
 }
 
 // Sample returns a LoadBalancer with every part of the model filled in, so
