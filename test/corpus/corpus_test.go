@@ -71,9 +71,9 @@ var corpus = map[string]expectation{
 		{https: true, host: "harbor.example.com", path: "/c/login", service: "one"},
 		{https: true, host: "harbor.example.com", path: "/harbor/projects", service: "two"},
 		{host: "harbor.example.com", path: "/", status: redirect, location: "https://harbor.example.com/"}}},
-	"headers/site":          {refused, nil},
-	"headers-typed/site":    {serves, []probe{{host: "headers-typed.example.com", path: "/", service: "one", respHeader: [2]string{"X-Frame-Options", "DENY"}}}},
-	"keycloak/keycloak":     {differs, []probe{{https: true, host: "keycloak.example.com", path: "/auth/realms/master", service: "tls", backendPath: "/realms/master"}}},
+	"headers/site":       {refused, nil},
+	"headers-typed/site": {serves, []probe{{host: "headers-typed.example.com", path: "/", service: "one", respHeader: [2]string{"X-Frame-Options", "DENY"}}}},
+	"keycloak/keycloak":  {differs, []probe{{https: true, host: "keycloak.example.com", path: "/auth/realms/master", service: "tls", backendPath: "/realms/master"}}},
 	"monitoring/prometheus": {differs, []probe{
 		{host: "prometheus.example.com", path: "/", basic: [2]string{"admin", "prom-pass"}, service: "one"},
 		{host: "prometheus.example.com", path: "/", basic: [2]string{"admin", "wrong"}, status: 401},
