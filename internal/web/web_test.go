@@ -167,9 +167,9 @@ func TestOverviewWithoutJavaScript(t *testing.T) {
 	}
 	// Sorted by name: demo/blog, demo/shop, prod/api.
 	mustContain(t, "row demo/blog", rs[0], "demo/blog", `href="/ui/lb/u2"`, `href="/ui/ingress/demo/blog"`, "127.10.0.2", "127.20.0.2",
-		"node-a", "node-b", `title="as HAProxy on node-a sees them">1 / 1 up<`, `<span class="bad">2</span>`, ">90m<", "haproxy",
+		"node-a", "node-b", `title="as HAProxy on node-a sees them, in 1 pool">1 / 1 up<`, `<span class="bad">2</span>`, ">90m<", "haproxy",
 		`2 <span class="muted">/</span> 11`)
-	mustContain(t, "row demo/shop", rs[1], ">3 / 3 up<", "in 1 pool", `2 <span class="muted">/</span> 13`)
+	mustContain(t, "row demo/shop", rs[1], ">3 / 3 up<", "in 1 pool\"", `2 <span class="muted">/</span> 13`)
 	mustContain(t, "row prod/api", rs[2], ">0 / 0 up<", `<span class="muted">–</span>`) // no standby
 	mustContain(t, "summary", body, "3 load balancers", "3 active", "1 Ingress with problems",
 		"Members up / members", // the health column says what it counts
@@ -207,8 +207,8 @@ func TestHealthFromTheHolder(t *testing.T) {
 	if len(rs) != 2 {
 		t.Fatalf("%d rows", len(rs))
 	}
-	mustContain(t, "native row", rs[0], `title="no member health reported">2 in spec<`)
-	mustContain(t, "haproxy row", rs[1], `<span class="bad" title="as HAProxy on node-b sees them">1 / 3 up</span>`,
+	mustContain(t, "native row", rs[0], `title="no member health reported; in 1 pool">2 in spec<`)
+	mustContain(t, "haproxy row", rs[1], `<span class="bad" title="as HAProxy on node-b sees them, in 1 pool">1 / 3 up</span>`,
 		`4 <span class="muted">/</span> 6`,
 		`node-a <span class="state s-ACTIVE">ACTIVE</span> <span class="role r-FAULT"`,
 		`node-b <span class="state s-ACTIVE">ACTIVE</span> <span class="role r-MASTER"`)
