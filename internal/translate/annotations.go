@@ -123,8 +123,11 @@ type annotationIssue struct {
 	key, message string
 	fatal        bool
 	// snippet: the key is a snippet, refused unless snippets are
-	// ignored (applySnippetPolicy).
+	// ignored (applyPolicies).
 	snippet bool
+	// protection: the key asks for a protection pier lacks
+	// (protections.go), refused unless protections are ignored.
+	protection bool
 }
 
 // parseAnnotations reads every pier.dev/ and nginx.ingress.kubernetes.io/
@@ -153,6 +156,10 @@ func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue
 			continue
 		}
 		if strings.HasPrefix(k, NginxPrefix) && !compat {
+			if asksProtection(name, v, ann) {
+				issues = append(issues, annotationIssue{key: k, protection: true, message: protectionIgnored(name)})
+				continue
+			}
 			issues = append(issues, annotationIssue{key: k, message: unsupportedNginx(k)})
 			continue
 		}

@@ -59,10 +59,11 @@ type AnnotationReport struct {
 // annotation of ann, sorted by key, for pier lint. Values are checked
 // too: an invalid value is reported unsupported with the parser's
 // reason, as translation would refuse the Ingress; a snippet is
-// reported unsupported, and refusing it unless ignoreSnippets.
-func ReportAnnotations(ann map[string]string, ignoreSnippets bool) []AnnotationReport {
+// reported unsupported, and refusing it unless opts.IgnoreSnippets (a
+// missing protection likewise, unless opts.IgnoreProtections).
+func ReportAnnotations(ann map[string]string, opts Options) []AnnotationReport {
 	_, issues := parseAnnotations(ann)
-	issues = applySnippetPolicy(issues, ann, ignoreSnippets)
+	issues = applyPolicies(issues, ann, opts)
 	problem := map[string]annotationIssue{}
 	for _, is := range issues {
 		if _, dup := problem[is.key]; !dup || is.fatal {
@@ -106,7 +107,7 @@ func isPrecedenceNote(is annotationIssue) bool {
 // regular expressions (use-regex, else rewrite-target) is then reported
 // unsupported with the first such path's reason.
 func ReportIngress(ing *networkingv1.Ingress, opts Options) []AnnotationReport {
-	out := ReportAnnotations(ing.Annotations, opts.IgnoreSnippets)
+	out := ReportAnnotations(ing.Annotations, opts)
 	s, _ := parseAnnotations(ing.Annotations)
 	p := &parsedIngress{ing: ing, settings: s}
 	p.checkStripForm()

@@ -63,15 +63,18 @@ func parseIngress(ing *networkingv1.Ingress, x *index, opts Options) (*parsedIng
 			size, maxAnnotationsSize, quoteForMessage(largest), len(ing.Annotations[largest])))
 	}
 	settings, issues := parseAnnotations(ing.Annotations)
-	issues = applySnippetPolicy(issues, ing.Annotations, opts.IgnoreSnippets)
+	issues = applyPolicies(issues, ing.Annotations, opts)
 	refused := false
 	for _, is := range issues {
 		field := fieldForAnnotation(is.key)
 		if is.fatal {
 			refused = true
 			reason := "InvalidAnnotation"
-			if is.snippet {
+			switch {
+			case is.snippet:
 				reason = "SnippetRefused"
+			case is.protection:
+				reason = "ProtectionRefused"
 			}
 			problems = append(problems, refusal(ing, reason, field, "%s: %s", quoteForMessage(is.key), is.message))
 		} else {

@@ -226,7 +226,7 @@ func affectedLoadBalancers(prev *Result, changed map[model.ObjectRef]*networking
 // assemble derives it; ok is false when its annotations refuse it.
 func identityOf(ing *networkingv1.Ingress, opts Options) (string, bool) {
 	settings, issues := parseAnnotations(ing.Annotations)
-	for _, is := range applySnippetPolicy(issues, ing.Annotations, opts.IgnoreSnippets) {
+	for _, is := range applyPolicies(issues, ing.Annotations, opts) {
 		if is.fatal {
 			return "", false
 		}

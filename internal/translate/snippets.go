@@ -134,19 +134,23 @@ func snippetRefused(key, value string) string {
 		snippetAdvice(key, value) + "; --ignore-snippets serves the Ingress without it"
 }
 
-// applySnippetPolicy makes the snippet issues of ann fatal unless ignore
-// is set.
-func applySnippetPolicy(issues []annotationIssue, ann map[string]string, ignore bool) []annotationIssue {
+// applyPolicies makes the snippet issues of ann fatal unless
+// opts.IgnoreSnippets, and the protection issues unless
+// opts.IgnoreProtections (protections.go).
+func applyPolicies(issues []annotationIssue, ann map[string]string, opts Options) []annotationIssue {
 	for i := range issues {
 		is := &issues[i]
-		if !is.snippet {
-			continue
-		}
-		if ignore {
+		name := is.key[strings.LastIndexByte(is.key, '/')+1:]
+		switch {
+		case is.snippet && opts.IgnoreSnippets:
 			is.message = snippetIgnored(is.key, ann[is.key])
-			continue
+		case is.snippet:
+			is.fatal, is.message = true, snippetRefused(is.key, ann[is.key])
+		case is.protection && opts.IgnoreProtections:
+			is.message = protectionIgnored(name)
+		case is.protection:
+			is.fatal, is.message = true, protectionRefused(name)
 		}
-		is.fatal, is.message = true, snippetRefused(is.key, ann[is.key])
 	}
 	return issues
 }

@@ -80,6 +80,10 @@ type Options struct {
 	// (configuration-snippet, server-snippet, …) with the snippet ignored
 	// and a Warning; without it such an Ingress is refused (snippets.go).
 	IgnoreSnippets bool
+	// IgnoreProtections serves an Ingress whose client-certificate or
+	// ModSecurity annotations pier cannot honour without them, with a
+	// Warning; without it such an Ingress is refused (protections.go).
+	IgnoreProtections bool
 	// AuthURLNamespaces lists the namespaces whose Services an auth-url
 	// of any namespace may name (an oauth2-proxy of its own); without
 	// them an auth-url names a Service of its Ingress's namespace only.

@@ -81,9 +81,9 @@ var corpus = map[string]expectation{
 	"monitoring-am/alertmanager": {differs, []probe{
 		{host: "alertmanager.example.com", path: "/", basic: [2]string{"admin", "alert-pass"}, service: "two"},
 		{host: "alertmanager.example.com", path: "/", status: 401}}},
-	// Served without the client-certificate check it asks for: the
-	// Warnings say so, and lint calls it a difference.
-	"mtls/partner-api":    {differs, []probe{{https: true, host: "partner.example.com", path: "/", service: "one"}}},
+	// pier checks no client certificates: served without the check, any
+	// client would get in, so it is refused (ProtectionRefused).
+	"mtls/partner-api":    {refused, nil},
 	"nextcloud/nextcloud": {refused, nil},
 	"nextcloud-typed/nextcloud": {differs, []probe{{host: "cloud.example.com", path: "/index.php",
 		header: map[string]string{"X-Echo-Set-Header": "X-Powered-By: PHP"}, service: "one", respHeader: [2]string{"X-Powered-By", ""}}}},
