@@ -194,7 +194,7 @@ func RunAgent(ctx context.Context, cfg AgentConfig, logger *slog.Logger) error {
 		return err
 	}
 	restCfg = cfg.APIRate.apply(restCfg, DefaultAgentAPIRate)
-	_, client, st, err := connect(restCfg, nil, logger)
+	_, client, st, err := connect(restCfg, nil, cfg.Node, logger)
 	if err != nil {
 		return err
 	}

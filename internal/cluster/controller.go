@@ -116,8 +116,8 @@ func RestConfig(path string) (*rest.Config, error) {
 
 // connect opens what both commands need: a client and the LoadBalancer
 // store on the custom resource. wrap, if set, wraps their transport (the
-// controller's write fence).
-func connect(restCfg *rest.Config, wrap func(http.RoundTripper) http.RoundTripper, logger *slog.Logger) (*rest.Config, kubernetes.Interface, *kubestore.Store, error) {
+// controller's write fence); node is an agent's (kubestore.Options.Node).
+func connect(restCfg *rest.Config, wrap func(http.RoundTripper) http.RoundTripper, node string, logger *slog.Logger) (*rest.Config, kubernetes.Interface, *kubestore.Store, error) {
 	if wrap != nil {
 		restCfg = rest.CopyConfig(restCfg)
 		restCfg.Wrap(wrap)
@@ -126,7 +126,7 @@ func connect(restCfg *rest.Config, wrap func(http.RoundTripper) http.RoundTrippe
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	st, err := kubestore.New(restCfg, kubestore.Options{Logger: logger.With("component", "store")})
+	st, err := kubestore.New(restCfg, kubestore.Options{Node: node, Logger: logger.With("component", "store")})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -163,7 +163,7 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 	// Every write but the lease's own passes the fence; the lease's
 	// renewals are what open it.
 	fence := newWriteFence(orDefault(cfg.LeaseDuration, defaultLeaseDuration), logger.With("component", "leader"))
-	restCfg, client, st, err := connect(baseCfg, fence.transport, logger)
+	restCfg, client, st, err := connect(baseCfg, fence.transport, "", logger)
 	if err != nil {
 		return err
 	}

@@ -43,6 +43,17 @@ func (c *objectCache) forget(uuid string) {
 	delete(c.m, uuid)
 }
 
+// offer caches u unless the copy cached is newer: refresh for an object
+// the cache is to hold even before this store writes it.
+func (c *objectCache) offer(u *unstructured.Unstructured) {
+	c.mu.Lock()
+	cur, ok := c.m[u.GetName()]
+	c.mu.Unlock()
+	if !ok || newerVersion(u.GetResourceVersion(), cur.GetResourceVersion()) {
+		c.put(u)
+	}
+}
+
 // refresh replaces the cached copy of u's object with u when u is newer:
 // the watch delivers what other processes wrote (an agent's report, the
 // controller's spec), and a write on top of the copy it replaces would

@@ -130,3 +130,60 @@ func TestCreateSpecSkipsTheRead(t *testing.T) {
 		t.Fatalf("VIP after CreateSpec over another store's object = %s, want %s", got, next.VIP)
 	}
 }
+
+// TestAgentCachesWhatIsPlacedOnIt: a node's agent (Options.Node) writes
+// its first report of a load balancer placed on it on top of the version
+// its watch delivered, one PUT and no GET; a load balancer placed
+// elsewhere is not cached, and a report of it reads first.
+func TestAgentCachesWhatIsPlacedOnIt(t *testing.T) {
+	srv := cluster(t)
+	counted := &requests{n: map[string]int{}}
+	cfg := srv.Config()
+	cfg.Wrap(counted.wrap)
+	controller := newStore(t, nil, nil)
+	agent, err := New(cfg, Options{Node: "node-b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { agent.Close() })
+	ctx := t.Context()
+	events, err := agent.Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	here, elsewhere := storetest.Sample("here"), storetest.Sample("elsewhere")
+	elsewhere.Placement.Active, elsewhere.Placement.Standby = "node-c", "node-d"
+	for _, lb := range []*model.LoadBalancer{here, elsewhere} {
+		if err := controller.PutSpec(ctx, lb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.After(10 * time.Second)
+	for seen := map[string]bool{}; len(seen) < 2; {
+		select {
+		case ev := <-events:
+			seen[ev.LoadBalancer.UUID] = true
+		case <-deadline:
+			t.Fatal("the agent's watch did not deliver both load balancers")
+		}
+	}
+	report := model.NodeStatus{Node: "node-b", State: model.StateActive, SpecHash: "h1"}
+	counted.reset()
+	if err := agent.PutNodeStatus(ctx, "here", report); err != nil {
+		t.Fatal(err)
+	}
+	if got := counted.reset(); got[http.MethodPut] != 1 || got[http.MethodGet] != 0 {
+		t.Fatalf("the first report of a load balancer placed on the node took %v, want one PUT and no GET", got)
+	}
+	other := report
+	other.Node = "node-c"
+	if err := agent.PutNodeStatus(ctx, "elsewhere", other); err != nil {
+		t.Fatal(err)
+	}
+	if got := counted.reset(); got[http.MethodGet] != 1 {
+		t.Fatalf("a report of a load balancer placed elsewhere took %v, want it read first (not cached)", got)
+	}
+	if r, ok := mustGet(t, controller, "here").Status.Report("node-b"); !ok || r.SpecHash != "h1" {
+		t.Fatalf("node-b's report is %+v (%v)", r, ok)
+	}
+}

@@ -68,6 +68,12 @@ type Options struct {
 	FieldManager string
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
+	// Node, set by a node's agent, keeps in the write cache every watched
+	// object placed on that node: its first report then goes on top of
+	// the version the watch delivered, one PUT instead of a GET and a
+	// PUT (a cold start of hundreds of load balancers per node paid a
+	// read for each). Objects placed elsewhere stay uncached.
+	Node string
 }
 
 // Store implements store.Store on the LoadBalancer custom resource.
@@ -126,6 +132,20 @@ func NewForClient(client dynamic.Interface, opts Options) *Store {
 		log:      log.With("store", "kube"),
 		watchers: map[*watcher]context.CancelFunc{},
 	}
+}
+
+// placedHere reports whether u's placement names this store's node
+// (Options.Node) as active or standby.
+func (s *Store) placedHere(u *unstructured.Unstructured) bool {
+	if s.opts.Node == "" {
+		return false
+	}
+	for _, role := range []string{"active", "standby"} {
+		if n, _, _ := unstructured.NestedString(u.Object, "spec", "placement", role); n == s.opts.Node {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Store) lock(uuid string) func() {

@@ -146,7 +146,11 @@ func (f *follower) watchOnce(ctx context.Context) (progressed bool, err error) {
 func (f *follower) apply(typ watch.EventType, u *unstructured.Unstructured) {
 	switch typ {
 	case watch.Added, watch.Modified:
-		f.s.cache.refresh(u)
+		if f.s.placedHere(u) {
+			f.s.cache.offer(u)
+		} else {
+			f.s.cache.refresh(u)
+		}
 		f.put(u)
 	case watch.Deleted:
 		f.s.cache.forget(u.GetName())
@@ -166,6 +170,9 @@ func (f *follower) relist(ctx context.Context) error {
 	seen := make(map[string]bool, len(items))
 	for _, u := range items {
 		seen[u.GetName()] = true
+		if f.s.placedHere(u) {
+			f.s.cache.offer(u)
+		}
 		f.put(u)
 	}
 	for uuid, last := range f.known {
