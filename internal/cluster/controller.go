@@ -71,12 +71,16 @@ type APIRate struct {
 }
 
 // Default rates: the controller writes every load balancer and status of
-// the installation; an agent writes its own node's Lease and the status
-// of the load balancers it holds, so a cluster of many nodes multiplies
-// the agents' rate, which stays small.
+// the installation; an agent writes its own node's Lease and one report
+// per load balancer it holds. At rest that is its Lease alone; after a
+// cold start or a node's return it is a report for each of hundreds of
+// load balancers, and at 10 a second 600 of them took a minute. The
+// reports of the whole cluster are two per load balancer whatever the
+// number of nodes, so a faster agent shortens that burst without adding
+// to it.
 var (
 	DefaultControllerAPIRate = APIRate{QPS: 50, Burst: 100}
-	DefaultAgentAPIRate      = APIRate{QPS: 10, Burst: 20}
+	DefaultAgentAPIRate      = APIRate{QPS: 25, Burst: 50}
 )
 
 // validate refuses a negative rate; the zero APIRate means the default.
