@@ -140,6 +140,15 @@ func (t *translateFlags) register(fs *flag.FlagSet) {
 	fs.Var((*commaList)(&t.opts.ExternalIPNamespaces), "external-ip-namespaces", "comma-separated namespaces whose Ingresses may pin an address with pier.dev/external-ip (Services with spec.loadBalancerIP, Gateways with spec.addresses) (repeatable); empty: every namespace")
 	fs.BoolVar(&t.opts.IgnoreSnippets, "ignore-snippets", false, "serve an Ingress with snippet annotations (configuration-snippet, server-snippet, auth-snippet, …) with the snippet ignored and a Warning, during a migration; without it such an Ingress is refused with the typed alternative, as ingress-nginx does with snippets disabled: a dropped snippet may have been a rule (a deny, an auth check, a security header)")
 	fs.BoolVar(&t.opts.IgnoreProtections, "ignore-protection-annotations", false, "serve an Ingress whose client-certificate (auth-tls-secret) or ModSecurity (enable-modsecurity, enable-owasp-core-rules) annotations pier cannot honour, without that protection and with a Warning; without it such an Ingress is refused (ProtectionRefused), since served without the check every client or request its author kept out gets in")
+	fs.Func("default-load-balancer-group", "GROUP: every Ingress without pier.dev/load-balancer joins the load balancer group GROUP, shared by every namespace: one load balancer and one address for the whole class, as ingress-nginx answers every Ingress on its own address (hosts still belong to the namespace of their oldest Ingress). Empty: each Ingress gets its own load balancer", func(v string) error {
+		if v != "" {
+			if err := translate.ValidGroupName(v); err != nil {
+				return fmt.Errorf("--default-load-balancer-group: %w", err)
+			}
+		}
+		t.opts.DefaultGroup = v
+		return nil
+	})
 	fs.Var(sharedGroupsFlag{&t.opts.SharedGroups}, "shared-load-balancer", "GROUP=NS1,NS2,…: let these namespaces share the pier.dev/load-balancer group GROUP (one load balancer, one address); \"*\" for every namespace. Repeatable. Without it a group is per namespace")
 }
 

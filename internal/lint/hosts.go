@@ -126,7 +126,7 @@ func groupAdvice(host string, ings []*networkingv1.Ingress) string {
 		sort.Strings(ns)
 		advice += fmt.Sprintf(" and start pier with --shared-load-balancer %s=%s (a group is per namespace without it)", group, strings.Join(ns, ","))
 	}
-	return advice
+	return advice + "; or start pier with --default-load-balancer-group NAME to serve every Ingress of the class from one address"
 }
 
 // groupFromHost is a group name made of host's first label.

@@ -238,6 +238,13 @@ func compatName(key string) (string, bool) {
 	return name, ok && known
 }
 
+// ValidGroupName checks a load-balancer group name given outside an
+// Ingress (--default-load-balancer-group) as the annotation's is checked.
+func ValidGroupName(v string) error {
+	_, err := parseGroup(v)
+	return err
+}
+
 func parseGroup(v string) (string, error) {
 	if errs := validation.IsDNS1123Label(v); len(errs) > 0 {
 		return "", fmt.Errorf("invalid group name %s: %s", quoteForMessage(v), strings.Join(errs, "; "))

@@ -45,9 +45,15 @@ func assemble(parsed []*parsedIngress, opts Options, def defaultCert) ([]*model.
 // lbIdentity derives the LoadBalancer UUID: the Ingress UID when it has a
 // real one, else a name-based UUID, so that it is stable across restarts.
 // A group is per namespace unless the administrator shares it
-// (--shared-load-balancer): then its identity is the group name alone.
+// (--shared-load-balancer, or the class-wide --default-load-balancer-group
+// an Ingress naming no group joins): then its identity is the group name
+// alone.
 func lbIdentity(p *parsedIngress, opts Options) (uuid, name string) {
-	if g := p.settings.group; g != "" {
+	g := p.settings.group
+	if g == "" {
+		g = opts.DefaultGroup
+	}
+	if g != "" {
 		if opts.shares(g, p.source.Namespace) {
 			return nameUUID("group", g), "group:" + g
 		}

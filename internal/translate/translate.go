@@ -59,6 +59,12 @@ type Options struct {
 	// listed, or used from a namespace not listed, is per namespace: one
 	// tenant cannot join another's load balancer by naming its group.
 	SharedGroups map[string][]string
+	// DefaultGroup, when set, is the pier.dev/load-balancer group of
+	// every Ingress that names none, shared by every namespace: one load
+	// balancer and one address for the class, as ingress-nginx serves
+	// every Ingress on the controller's address. An Ingress that names
+	// this group joins it too; one that names another keeps its own.
+	DefaultGroup string
 	// Members says which endpoint addresses may become members
 	// (members.go). The zero value refuses link-local and loopback ones.
 	Members MemberPolicy
@@ -141,6 +147,9 @@ func (o Options) mayPin(ns string) bool {
 // shares reports whether namespace ns takes part in the cross-namespace
 // group g.
 func (o Options) shares(g, ns string) bool {
+	if g != "" && g == o.DefaultGroup {
+		return true
+	}
 	for _, allowed := range o.SharedGroups[g] {
 		if allowed == ns || allowed == "*" {
 			return true
