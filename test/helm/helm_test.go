@@ -202,6 +202,7 @@ func TestHelmRefusesBadValues(t *testing.T) {
 		{"misspelt key", []string{"agent.tolerationz[0].operator=Exists"}, "additional properties 'tolerationz' not allowed"},
 		{"processes negative", []string{"agent.haproxy.processes=-1"}, "at '/agent/haproxy/processes'"},
 		{"bad log level", []string{"logLevel=verbose"}, "at '/logLevel'"},
+		{"trusted proxy not a network", []string{"agent.trustedProxies[0]=10.0.0.0/8 evil"}, "at '/agent/trustedProxies/0'"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
