@@ -12,7 +12,7 @@ import (
 	"pier.dev/pier/internal/translate"
 )
 
-// Gateway routing measurement (issue 16): one Gateway whose HTTPRoutes
+// Gateway routing measurement: one Gateway whose HTTPRoutes
 // mix header and path matches, at n routing rules, against the Ingress
 // path's RoutingConfig at the same n.
 const (

@@ -44,7 +44,7 @@ func TestGatewayRoutingFixture(t *testing.T) {
 	}
 }
 
-// TestGatewayRouting (issue 16): a Gateway whose routes mix header and
+// TestGatewayRouting: a Gateway whose routes mix header and
 // path matches, at 10 and 2,000 rules, first route (Exact path and a
 // header) and last (the host-less catch-all), side by side with the
 // Ingress path's RoutingConfig at the same sizes, keep-alive, interleaved

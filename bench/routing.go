@@ -16,7 +16,7 @@ import (
 	"pier.dev/pier/internal/translate"
 )
 
-// Routing measurement (issue 9): routes are n policies of one load
+// Routing measurement: routes are n policies of one load
 // balancer; the request takes the first or the last of them.
 const (
 	// RoutingFirstHost's Exact /health is policy 1 (an exact host and an

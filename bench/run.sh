@@ -154,7 +154,7 @@ out="bench/results/$(date -u +%Y%m%dT%H%M%SZ)-$(git rev-parse --short HEAD 2>/de
 echo "== report" >&2
 "$cache/report" -in "$raw" -out "$out"
 
-# 7. The native provider (issue 10): cost per TCP connection direct to a
+# 7. The native provider: cost per TCP connection direct to a
 # pod, through the native VIP (nftables DNAT) and through HAProxy in mode
 # tcp, interleaved in one run, in network namespaces (root only). Raw Go
 # benchmark output, next to the report.
@@ -167,7 +167,7 @@ else
   echo "== 7. native L4: skipped (needs root and nft)" >&2
 fi
 
-# 8. Shards (issue 9): n Ingresses with `pier run --haproxy-processes 4`,
+# 8. Shards: n Ingresses with `pier run --haproxy-processes 4`,
 # then with one HAProxy process per load balancer (at most 250 of them):
 # time until all serve, processes, memory, reloads. 3,000 by default, the
 # figure in docs/benchmarks.md (about a minute: the applies waiting for a

@@ -156,7 +156,7 @@ type webResult struct {
 
 // TestWeb measures the web view with 1,000 load balancers: page weight,
 // server time and, in headless Chromium, time to first contentful paint.
-// Targets (issue 12): the overview under 300 ms of server time and under
+// Targets: the overview under 300 ms of server time and under
 // 1 MB transferred. Writes web.json.
 func TestWeb(t *testing.T) {
 	out := outDir(t)

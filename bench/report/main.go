@@ -90,7 +90,7 @@ type Report struct {
 	ControlPlane []ControlRow   `json:"controlplane"`
 	Reload       ReloadSummary  `json:"reload"`
 	Memory       []MemoryRow    `json:"memory"`
-	Web          *WebResult     `json:"web,omitempty"` // web view (issue 12): web.go
+	Web          *WebResult     `json:"web,omitempty"` // web view: web.go
 	// Routing is the routing section as bench/routing_test.go wrote it
 	// (routing.md); its raw runs are routing.json, kept as they are.
 	Routing    string          `json:"routing,omitempty"`
@@ -455,12 +455,12 @@ func build(in string) (*Report, error) {
 	if r.Memory, err = memory(b); err != nil {
 		return nil, fmt.Errorf("memory.json: %w", err)
 	}
-	if b, err := os.ReadFile(in + "/web.json"); err == nil { // web view (issue 12): optional
+	if b, err := os.ReadFile(in + "/web.json"); err == nil { // web view: optional
 		if r.Web, err = webResult(b); err != nil {
 			return nil, fmt.Errorf("web.json: %w", err)
 		}
 	}
-	if b, err := os.ReadFile(in + "/routing.md"); err == nil { // routing (issue 9): optional
+	if b, err := os.ReadFile(in + "/routing.md"); err == nil { // routing: optional
 		r.Routing = string(b)
 		r.RoutingRaw, _ = os.ReadFile(in + "/routing.json")
 	}

@@ -58,10 +58,10 @@ func markdown(r *Report) string {
 		p("| %s | %d | %.1f MiB | %.1f MiB | **%.1f MiB** | %.1f MiB | **%.1f MiB** | %.2f | %.2f |\n",
 			mr.Name, mr.Policies, mr.MasterRSS, mr.WorkerRSS, mr.RSS, mr.Pss, mr.Private, mr.RatioRSS, mr.RatioPriv)
 	}
-	if r.Web != nil { // web view (issue 12)
+	if r.Web != nil { // web view
 		b.WriteString(webMarkdown(r.Web))
 	}
-	if r.Routing != "" { // routing (issue 9)
+	if r.Routing != "" { // routing
 		p("\n## 6. Routing: pier's maps vs a hand-written map config, 120 and 2,000 routes\n\n")
 		p("Keep-alive `wrk -t2 -c50`, `GET /health`; the first route is policy 1 (an exact host's Exact path), the last the host-less catch-all. Proxy CPU is the HAProxy master and worker's utime+stime over the run ÷ requests. Ratios per round, then the median (min–max).\n\n")
 		b.WriteString(r.Routing)

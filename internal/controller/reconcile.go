@@ -90,7 +90,7 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []s
 	}
 	// The work below is linear in the load balancers, without a sort of
 	// them all: with thousands stored, one new Ingress must not pay for
-	// ordering every other one (issue 9).
+	// ordering every other one.
 	existing := maps.Clone(r.Index.ByUUID())
 	// The load of each node is counted when a placement first chooses
 	// among nodes (scheduler.Place): a change to load balancers that keep
@@ -304,7 +304,7 @@ func (r *Reconciler) stored(want, old, lb *model.LoadBalancer) {
 // again; Apply would skip every other one, as the last Apply left it,
 // and delete none. The pass is linear in changed, not in the load
 // balancers stored: at 3,000, Apply's pass over them all was most of an
-// endpoint change's time in the pipeline (issue 9).
+// endpoint change's time in the pipeline.
 //
 // Apply would prepare the others again only if their index entries
 // changed since (an agent's report replaces one), and find them

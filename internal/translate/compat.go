@@ -12,7 +12,7 @@ import (
 
 // NginxPrefix is ingress-nginx's annotation prefix. Its annotations that
 // pier implements are read under it and under pier.dev/ with the same
-// name (issue 11); on one Ingress, the pier.dev/ one wins.
+// name; on one Ingress, the pier.dev/ one wins.
 const NginxPrefix = "nginx.ingress.kubernetes.io/"
 
 // Status of an annotation name for migration (pier lint, docs/migration.md).

@@ -142,7 +142,7 @@ func TestUnknownAndSnippetAnnotationsWarn(t *testing.T) {
 	ing := simpleIngress(t, "ns", "a", 0, map[string]string{
 		"pier.dev/balanse":               "leastconn",
 		"pier.dev/server-snippet":        "http-request deny",
-		"nginx.ingress.kubernetes.io/xx": "reported, never silently ignored (issue 11)",
+		"nginx.ingress.kubernetes.io/xx": "reported, never silently ignored",
 	}, "a.example", "/")
 	opts := DefaultOptions()
 	opts.IgnoreSnippets = true // else the snippet refuses the Ingress

@@ -113,7 +113,7 @@ spec:
 ` + shopEcho
 
 // TestIngressNginxAnnotations runs `pier run` on Ingresses written for
-// ingress-nginx and checks what a user checks with curl (issue 11).
+// ingress-nginx and checks what a user checks with curl.
 func TestIngressNginxAnnotations(t *testing.T) {
 	manifests, state := harness.ShortTempDir(t), harness.ShortTempDir(t)
 	port := harness.StartEcho(t, "echo", "echo-pod")

@@ -297,7 +297,7 @@ type migrationAnswer struct {
 	ForwardedForCount int // X-Forwarded-For values the backend saw
 }
 
-// TestGatewayMigration (issue 16): the seed examples and ingress-nginx-
+// TestGatewayMigration: the seed examples and ingress-nginx-
 // style Ingresses (rewrite-target with use-regex, upstream-vhost,
 // permanent-redirect, canary by header and by weight) are served through
 // `pier run`, and beside them the Gateways and HTTPRoutes that

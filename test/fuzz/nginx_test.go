@@ -11,7 +11,7 @@ import (
 )
 
 // FuzzNginxAnnotationsToConfig is FuzzIngressToConfig's property for the
-// ingress-nginx annotations (issue 11): two of them, picked by index
+// ingress-nginx annotations: two of them, picked by index
 // under either prefix, with fuzzed values, on an Ingress with TLS (so
 // ssl-redirect is on). The attacker is refused with an Error problem, or
 // every rendered line tokenises into plain words; the victim's files

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TestNativeServiceStatus (issue 10) through the real API server: a
+// TestNativeServiceStatus through the real API server: a
 // Service of type LoadBalancer of class pier.dev/native gets a native
 // load balancer and its VIP and floating IP in status.loadBalancer, from
 // the leader; one the native provider cannot serve as asked gets a

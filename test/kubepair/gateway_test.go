@@ -22,7 +22,7 @@ import (
 // host to the echo Service as the Ingress world's Ingress does.
 const gatewayName = "ha-gw"
 
-// TestKubePairGateway (issue 16): a Gateway is a load balancer like an
+// TestKubePairGateway: a Gateway is a load balancer like an
 // Ingress's, so the active/standby pair holds for it unchanged: placed on
 // both nodes, one MASTER and one BACKUP, and under steady traffic through
 // its VIP, F1 (kill -9 the holder's HAProxy) and a planned handover

@@ -46,7 +46,7 @@ endpoints:
 `
 
 // TestNativePair: a native load balancer's addresses move with the pair
-// exactly like an Ingress's (issue 10): its VIP is held by one node, the
+// exactly like an Ingress's: its VIP is held by one node, the
 // other node has the same nftables rules; a planned handover fails no
 // connection (the straddling ones are handed back and the old node's
 // conntrack finishes them) and the holder's link going down moves the

@@ -8,7 +8,7 @@ import (
 	"pier.dev/pier/test/harness"
 )
 
-// The agent re-validates the ingress-nginx options (issue 11) it reads
+// The agent re-validates the ingress-nginx options it reads
 // from the store: a hostile value never reaches HAProxy, the last good
 // configuration keeps serving, and a valid one is applied.
 func TestOptionsRevalidatedByTheAgent(t *testing.T) {

@@ -176,7 +176,7 @@ func fixtures() []fixture {
 	}
 }
 
-// annotated: policies with ingress-nginx options (issue 11) beside one
+// annotated: policies with ingress-nginx options beside one
 // without, sharing a pool; unsorted renders the ACL rules instead of maps.
 func annotated(web1, web2 model.Pool, unsorted bool) *model.LoadBalancer {
 	web2.ConnectTimeout, web2.ServerTimeout = 5*time.Second, 90*time.Second

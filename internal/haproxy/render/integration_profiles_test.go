@@ -13,7 +13,7 @@ import (
 	"pier.dev/pier/internal/model"
 )
 
-// TestIntegrationAnnotations runs the ingress-nginx options (issue 11)
+// TestIntegrationAnnotations runs the ingress-nginx options
 // through a real HAProxy, as a user would check them with curl: 308 to
 // https, 301/307 with the exact Location, 403 by client source (a second
 // loopback address as source), 413 for a large body with Content-Length
