@@ -227,7 +227,7 @@ func (a *Agent) waitApplies() {
 // driverOf is the driver that runs lb on this node, or nil when lb is
 // not placed here or no driver runs its provider.
 func (a *Agent) driverOf(lb *model.LoadBalancer) driver.Driver {
-	if lb.Placement.Active != a.cfg.Node && lb.Placement.Standby != a.cfg.Node {
+	if !lb.Placement.Has(a.cfg.Node) {
 		return nil
 	}
 	return a.drivers[lb.Provider]
