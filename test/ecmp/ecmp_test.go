@@ -149,6 +149,7 @@ func (w *world) checkFlows(t *testing.T, flows []*flow) (movedBroken, moved, sta
 	for i := range maxNodes {
 		seenPorts(t, i)
 	}
+	arrived(t)
 	failed := map[*flow]error{}
 	for _, f := range flows {
 		if perr := f.ping(2 * time.Second); perr != nil {
@@ -159,6 +160,8 @@ func (w *world) checkFlows(t *testing.T, flows []*flow) (movedBroken, moved, sta
 	for i := range maxNodes {
 		seen[i] = seenPorts(t, i)
 	}
+	atEndpoint := arrived(t)
+	sameEndpoint := 0
 	for _, f := range flows {
 		now := ""
 		for i := range maxNodes {
@@ -172,6 +175,9 @@ func (w *world) checkFlows(t *testing.T, flows []*flow) (movedBroken, moved, sta
 			if perr != nil {
 				movedBroken++
 			}
+			if atEndpoint[fmt.Sprintf("%s:%d", f.ep, f.sport)] {
+				sameEndpoint++
+			}
 			continue
 		}
 		stayed++
@@ -182,7 +188,21 @@ func (w *world) checkFlows(t *testing.T, flows []*flow) (movedBroken, moved, sta
 			}
 		}
 	}
+	t.Logf("%d of %d flows moved to another node reached the endpoint they began on", sameEndpoint, moved)
+	if sameEndpoint < moved {
+		t.Errorf("%d flows moved to another node were sent to another endpoint: the nodes' tables differ", moved-sameEndpoint)
+	}
 	return
+}
+
+// newConnections makes n requests, each of which must succeed.
+func newConnections(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		if _, err := request(time.Second); err != nil {
+			t.Fatalf("a new connection after the change: %v", err)
+		}
+	}
 }
 
 // TestECMPWithBird runs the native provider's ECMP mode against bird2
@@ -249,9 +269,13 @@ func TestECMPWithBird(t *testing.T) {
 			"established flows: %d of %d moved by the router to another node, %d of them broken; %d of %d stayed, %d broken; conntrack on node 3: %d",
 			took.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), l.ok.Load(), l.failed.Load(), l.firstErr,
 			moved, len(flows), movedBroken, stayed, len(flows), stayedBroken, conntrackEntries(3))
-		if l.failed.Load() > 0 {
+		// A request in flight when the router's route changes may be
+		// moved to another node mid-way and be reset like an established
+		// flow (see checkFlows): one per load worker at most.
+		if l.failed.Load() > 2 {
 			t.Errorf("%d requests failed while a node was added: %v", l.failed.Load(), l.firstErr)
 		}
+		newConnections(t, 300)
 		if err != nil {
 			t.Errorf("%d established flows broke that stayed on their node: %v", stayedBroken, err)
 		}
@@ -269,9 +293,13 @@ func TestECMPWithBird(t *testing.T) {
 		t.Logf("node 3 drained: router at 3 next hops after %s; %d requests, %d failed (%v); "+
 			"established flows: %d of %d moved, %d of them broken; %d stayed, %d broken",
 			took.Round(time.Millisecond), l.ok.Load(), l.failed.Load(), l.firstErr, moved, len(flows), movedBroken, stayed, stayedBroken)
-		if l.failed.Load() > 0 {
+		// A request in flight when the router's route changes may be
+		// moved to another node mid-way and be reset like an established
+		// flow (see checkFlows): one per load worker at most.
+		if l.failed.Load() > 2 {
 			t.Errorf("%d requests failed while a node drained: %v", l.failed.Load(), l.firstErr)
 		}
+		newConnections(t, 300)
 		if err != nil {
 			t.Errorf("%d established flows broke that stayed on their node: %v", stayedBroken, err)
 		}
@@ -315,11 +343,7 @@ func TestECMPWithBird(t *testing.T) {
 		if servedAgain > 5*time.Second {
 			t.Errorf("new connections failed until %s after the cut; the hold time is 3 s", servedAgain)
 		}
-		for range 300 {
-			if _, err := request(time.Second); err != nil {
-				t.Fatalf("after the routers dropped the lost node: %v", err)
-			}
-		}
+		newConnections(t, 300)
 		if err != nil {
 			t.Errorf("%d established flows broke that stayed on their node: %v", stayedBroken, err)
 		}

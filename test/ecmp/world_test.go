@@ -149,6 +149,7 @@ func newWorld(t *testing.T, n int) *world {
 	run(t, "ip", "netns", "exec", routerNS, "sysctl", "-qw", "net.ipv4.ip_forward=1", "net.ipv4.fib_multipath_hash_policy=1")
 	link(t, clientNS, "rc", clientIP, "10.77.100.1")
 	link(t, podsNS, "rp", endpoints[0], "10.77.101.1", endpoints[1:]...)
+	nftIn(t, podsNS, arrivedTable)
 	for i := range maxNodes {
 		link(t, nodeNS(i), fmt.Sprintf("r%d", i), nodeAddr(i), routerAddr(i))
 		run(t, "ip", "netns", "exec", nodeNS(i), "sysctl", "-qw", "net.ipv4.ip_forward=1")
@@ -295,6 +296,36 @@ var seenTable = fmt.Sprintf(`table inet ecmp_seen {
   }
 }
 `, clientIP, vip, port)
+
+// arrivedTable notes, in the pods namespace, the endpoint and the
+// client's port (masquerade keeps it) of every packet an endpoint gets:
+// which endpoint a node sends a flow to.
+var arrivedTable = `table inet ecmp_arrived {
+  set flows { type ipv4_addr . inet_service; flags dynamic; size 65535; }
+  chain pre {
+    type filter hook prerouting priority -400; policy accept;
+    tcp dport 8080 update @flows { ip daddr . tcp sport }
+  }
+}
+`
+
+// arrived are the endpoint:port pairs the endpoints got packets of since
+// the last call, which forgets them.
+func arrived(t *testing.T) map[string]bool {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "exec", podsNS, "nft", "list", "set", "inet", "ecmp_arrived", "flows").Output()
+	if err != nil {
+		t.Fatalf("list arrived flows: %v", err)
+	}
+	nftIn(t, podsNS, "flush set inet ecmp_arrived flows\n")
+	got := map[string]bool{}
+	for _, m := range arrivedRE.FindAllStringSubmatch(string(out), -1) {
+		got[m[1]+":"+m[2]] = true
+	}
+	return got
+}
+
+var arrivedRE = regexp.MustCompile(`(\d+\.\d+\.\d+\.\d+) \. (\d+)`)
 
 func nftIn(t *testing.T, ns, text string) {
 	t.Helper()

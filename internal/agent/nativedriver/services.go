@@ -49,9 +49,6 @@ func services(lb *model.LoadBalancer) ([]nft.Service, error) {
 		// on every node, so a moved flow reaches the endpoint it started
 		// on.
 		s.Consistent = len(lb.Placement.ECMP) > 0
-		// Placed on several nodes at once (ECMP), every node must pick
-		// the endpoint of a flow the same way, whichever sees it.
-		s.Consistent = len(lb.Placement.ECMP) > 0
 		out = append(out, s)
 	}
 	return out, nil
