@@ -189,8 +189,13 @@ func (w *world) checkFlows(t *testing.T, flows []*flow) (movedBroken, moved, sta
 		}
 	}
 	t.Logf("%d of %d flows moved to another node reached the endpoint they began on", sameEndpoint, moved)
-	if sameEndpoint < moved {
-		t.Errorf("%d flows moved to another node were sent to another endpoint: the nodes' tables differ", moved-sameEndpoint)
+	// A moved flow whose client port an earlier, closed connection
+	// through the same node used still finds that connection's conntrack
+	// entry there (TIME_WAIT, 2 minutes) and its endpoint: a few per
+	// hundred here, where one client makes thousands of connections.
+	// More would mean the nodes pick differently.
+	if moved > 0 && sameEndpoint*100 < moved*95 {
+		t.Errorf("%d of %d flows moved to another node were sent to another endpoint", moved-sameEndpoint, moved)
 	}
 	return
 }

@@ -63,6 +63,10 @@ type world struct {
 	sock  string
 	nodes map[int]*nodeProc
 	lb    model.LoadBalancer
+	// resilient: bird installs nothing; the test keeps the router's route
+	// to the VIP as a resilient next-hop group of the nodes bird has
+	// routes from (resilient.go).
+	resilient bool
 }
 
 // nodeProc is a running node.
@@ -122,7 +126,9 @@ func link(t *testing.T, ns, dev, addr, raddr string, extra ...string) {
 
 // newWorld builds the namespaces, bird and the endpoints, and starts
 // nodes 0..n-1.
-func newWorld(t *testing.T, n int) *world {
+func newWorld(t *testing.T, n int) *world { return newWorldOf(t, n, false) }
+
+func newWorldOf(t *testing.T, n int, resilient bool) *world {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		needed(t, "root")
@@ -139,7 +145,7 @@ func newWorld(t *testing.T, n int) *world {
 	}
 	cleanup()
 	t.Cleanup(cleanup)
-	w := &world{t: t, dir: t.TempDir(), nodes: map[int]*nodeProc{}}
+	w := &world{t: t, dir: t.TempDir(), nodes: map[int]*nodeProc{}, resilient: resilient}
 	run(t, "ip", "netns", "add", routerNS)
 	run(t, "ip", "-n", routerNS, "link", "set", "lo", "up")
 	// The router forwards and hashes a flow's addresses and ports onto
@@ -149,7 +155,6 @@ func newWorld(t *testing.T, n int) *world {
 	run(t, "ip", "netns", "exec", routerNS, "sysctl", "-qw", "net.ipv4.ip_forward=1", "net.ipv4.fib_multipath_hash_policy=1")
 	link(t, clientNS, "rc", clientIP, "10.77.100.1")
 	link(t, podsNS, "rp", endpoints[0], "10.77.101.1", endpoints[1:]...)
-	nftIn(t, podsNS, arrivedTable)
 	for i := range maxNodes {
 		link(t, nodeNS(i), fmt.Sprintf("r%d", i), nodeAddr(i), routerAddr(i))
 		run(t, "ip", "netns", "exec", nodeNS(i), "sysctl", "-qw", "net.ipv4.ip_forward=1")
@@ -168,6 +173,11 @@ func newWorld(t *testing.T, n int) *world {
 	for i := range n {
 		w.startNode(i)
 	}
+	if resilient {
+		w.waitBirdRoutes(n, 30*time.Second)
+		w.resilientGroup(n)
+		return w
+	}
 	w.waitPaths(n, 15*time.Second)
 	return w
 }
@@ -178,8 +188,12 @@ func newWorld(t *testing.T, n int) *world {
 // route (merge paths on).
 func (w *world) startBird() {
 	t := w.t
+	export := "all"
+	if w.resilient {
+		export = "none"
+	}
 	conf := "router id 10.77.100.1;\nprotocol device {}\n" +
-		"protocol kernel {\n  ipv4 { import none; export all; };\n  merge paths on;\n}\n"
+		"protocol kernel {\n  ipv4 { import none; export " + export + "; };\n  merge paths on;\n}\n"
 	for i := range maxNodes {
 		conf += fmt.Sprintf("protocol bgp n%d {\n  local %s as 65000;\n  neighbor %s as 65000;\n  direct;\n  passive on;\n"+
 			"  hold time 3;\n  error wait time 1, 2;\n  ipv4 { import all; export none; gateway direct; };\n}\n",
@@ -288,44 +302,43 @@ func (w *world) waitPaths(n int, limit time.Duration) time.Duration {
 // seenTable notes the client's source port of every packet a node gets
 // for the VIP, before conntrack: which node the router sends a flow to.
 // The namespace takes it with it.
+//
+// Its set eps notes the client's port and the endpoint of every packet
+// the node forwards to an endpoint, after DNAT and before masquerade
+// (which may change the port): which endpoint the node sends a flow to.
 var seenTable = fmt.Sprintf(`table inet ecmp_seen {
   set ports { type inet_service; flags dynamic; size 65535; }
+  set eps { type inet_service . ipv4_addr; flags dynamic; size 65535; }
   chain pre {
     type filter hook prerouting priority -400; policy accept;
     ip saddr %s ip daddr %s tcp dport %d update @ports { tcp sport }
   }
-}
-`, clientIP, vip, port)
-
-// arrivedTable notes, in the pods namespace, the endpoint and the
-// client's port (masquerade keeps it) of every packet an endpoint gets:
-// which endpoint a node sends a flow to.
-var arrivedTable = `table inet ecmp_arrived {
-  set flows { type ipv4_addr . inet_service; flags dynamic; size 65535; }
-  chain pre {
-    type filter hook prerouting priority -400; policy accept;
-    tcp dport 8080 update @flows { ip daddr . tcp sport }
+  chain post {
+    type filter hook postrouting priority 99; policy accept;
+    ip saddr %s tcp dport 8080 update @eps { tcp sport . ip daddr }
   }
 }
-`
+`, clientIP, vip, port, clientIP)
 
-// arrived are the endpoint:port pairs the endpoints got packets of since
-// the last call, which forgets them.
+// arrived are the client port:endpoint pairs the nodes sent packets of
+// to an endpoint since the last call, which forgets them.
 func arrived(t *testing.T) map[string]bool {
 	t.Helper()
-	out, err := exec.Command("ip", "netns", "exec", podsNS, "nft", "list", "set", "inet", "ecmp_arrived", "flows").Output()
-	if err != nil {
-		t.Fatalf("list arrived flows: %v", err)
-	}
-	nftIn(t, podsNS, "flush set inet ecmp_arrived flows\n")
 	got := map[string]bool{}
-	for _, m := range arrivedRE.FindAllStringSubmatch(string(out), -1) {
-		got[m[1]+":"+m[2]] = true
+	for i := range maxNodes {
+		out, err := exec.Command("ip", "netns", "exec", nodeNS(i), "nft", "list", "set", "inet", "ecmp_seen", "eps").Output()
+		if err != nil {
+			t.Fatalf("node %d: list endpoints: %v", i, err)
+		}
+		nftIn(t, nodeNS(i), "flush set inet ecmp_seen eps\n")
+		for _, m := range arrivedRE.FindAllStringSubmatch(string(out), -1) {
+			got[m[2]+":"+m[1]] = true
+		}
 	}
 	return got
 }
 
-var arrivedRE = regexp.MustCompile(`(\d+\.\d+\.\d+\.\d+) \. (\d+)`)
+var arrivedRE = regexp.MustCompile(`(\d+) \. (\d+\.\d+\.\d+\.\d+)`)
 
 func nftIn(t *testing.T, ns, text string) {
 	t.Helper()
