@@ -162,6 +162,13 @@ func (w *world) checkFlows(t *testing.T, flows []*flow) (movedBroken, moved, sta
 	}
 	atEndpoint := arrived(t)
 	sameEndpoint := 0
+	states := map[string]map[int]string{}
+	for i := range maxNodes {
+		states[nodeAddr(i)] = conntrackStates(i)
+	}
+	// What conntrack keeps of a moved flow, on the node it left and on
+	// the one it went to.
+	left, went := map[string]int{}, map[string]int{}
 	for _, f := range flows {
 		now := ""
 		for i := range maxNodes {
@@ -178,6 +185,10 @@ func (w *world) checkFlows(t *testing.T, flows []*flow) (movedBroken, moved, sta
 			if atEndpoint[fmt.Sprintf("%s:%d", f.ep, f.sport)] {
 				sameEndpoint++
 			}
+			left[or(states[f.node][f.sport], "none")]++
+			if now != "" {
+				went[or(states[now][f.sport], "none")]++
+			}
 			continue
 		}
 		stayed++
@@ -188,7 +199,8 @@ func (w *world) checkFlows(t *testing.T, flows []*flow) (movedBroken, moved, sta
 			}
 		}
 	}
-	t.Logf("%d of %d flows moved to another node reached the endpoint they began on", sameEndpoint, moved)
+	t.Logf("%d of %d flows moved to another node reached the endpoint they began on; "+
+		"their conntrack entries on the node they left: %v, on the node they went to: %v", sameEndpoint, moved, left, went)
 	// A moved flow whose client port an earlier, closed connection
 	// through the same node used still finds that connection's conntrack
 	// entry there (TIME_WAIT, 2 minutes) and its endpoint: a few per
@@ -198,6 +210,13 @@ func (w *world) checkFlows(t *testing.T, flows []*flow) (movedBroken, moved, sta
 		t.Errorf("%d of %d flows moved to another node were sent to another endpoint", moved-sameEndpoint, moved)
 	}
 	return
+}
+
+func or(s, otherwise string) string {
+	if s == "" {
+		return otherwise
+	}
+	return s
 }
 
 // newConnections makes n requests, each of which must succeed.

@@ -393,6 +393,30 @@ func conntrackEntries(i int) int {
 	return strings.Count(string(out), "dst="+vip+" ")
 }
 
+// conntrackStates are the states of node i's conntrack entries for the
+// client's flows to the VIP, by the client's port.
+func conntrackStates(i int) map[int]string {
+	out := map[int]string{}
+	text, err := exec.Command("ip", "netns", "exec", nodeNS(i), "cat", "/proc/net/nf_conntrack").Output()
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(text), "\n") {
+		if !strings.Contains(line, "src="+clientIP+" dst="+vip+" ") {
+			continue
+		}
+		f := strings.Fields(line)
+		m := sportRE.FindStringSubmatch(line)
+		if len(f) > 5 && m != nil {
+			p, _ := strconv.Atoi(m[1])
+			out[p] = f[5]
+		}
+	}
+	return out
+}
+
+var sportRE = regexp.MustCompile(`sport=(\d+)`)
+
 // sysctl reads a sysctl in node i's namespace.
 func sysctl(i int, name string) string {
 	out, _ := exec.Command("ip", "netns", "exec", nodeNS(i), "sysctl", "-n", name).CombinedOutput()
