@@ -11,10 +11,11 @@ import (
 )
 
 // TestECMPNodeWithFailedTableIsUnhealthy: a node of an ECMP placement
-// whose newest table failed serves the endpoints of before, a Maglev
+// whose newest table failed here serves the endpoints of before, a Maglev
 // table its peers no longer have: the mover is told it is not healthy, so
-// it withdraws its routes. A pair's node keeps serving its previous config
-// (the seeds' rule: a failed apply leaves the last good one running).
+// it withdraws its routes. A spec every node rejects changes no table and
+// keeps the node in. A pair's node keeps serving its previous config (a
+// failed apply leaves the last good one running).
 func TestECMPNodeWithFailedTableIsUnhealthy(t *testing.T) {
 	a := New(Config{Node: "n1", Drivers: []driver.Driver{&fakeDriver{provider: model.ProviderNative}}, Metrics: metrics.New(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -26,6 +27,10 @@ func TestECMPNodeWithFailedTableIsUnhealthy(t *testing.T) {
 		t.Fatal("an applied ECMP load balancer is not healthy")
 	}
 	a.failed[uuid] = "the hash of a newer spec"
+	if !a.healthy(uuid) {
+		t.Fatal("a spec every node rejects took an ECMP node out: every table is still alike")
+	}
+	a.stale[uuid] = true
 	if a.healthy(uuid) {
 		t.Fatal("an ECMP node whose newest table failed still counts as healthy: it would keep attracting flows with another endpoint table")
 	}

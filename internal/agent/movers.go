@@ -58,10 +58,11 @@ func (a *Agent) healthy(uuid string) bool {
 	if !ok || a.applied[uuid] == nil {
 		return false
 	}
-	if len(a.applied[uuid].Placement.ECMP) > 0 && a.failed[uuid] != "" {
-		// One node of an ECMP set whose newest table failed serves the
-		// endpoints of before: its Maglev table differs from its peers',
-		// and a flow the routers move between them would change endpoint.
+	if len(a.applied[uuid].Placement.ECMP) > 0 && a.stale[uuid] {
+		// One node of an ECMP set whose newest table failed here serves
+		// the endpoints of before: its Maglev table differs from its
+		// peers', and new flows would not be spread as theirs. A spec
+		// every node rejects leaves every table alike, and serving.
 		return false
 	}
 	if hc, ok := a.drivers[p].(driver.HealthChecker); ok {
