@@ -68,7 +68,10 @@ With --bgp-peer instead (networks without a shared L2 segment, the seeds'
 way), every node a load balancer is placed on advertises its VIP and FIP as
 host routes while its HAProxy serves, the active node's preferred (iBGP:
 LOCAL_PREF 200/100; eBGP: MED and AS-path prepend), and withdraws them when
-HAProxy is unhealthy or the node drains. See docs/bgp.md.
+HAProxy is unhealthy or the node drains. With --bgp-ecmp, the native load
+balancers the controller places on every node (--native-ecmp) are advertised
+by each node with equal preference: ECMP, the routers spread the flows and
+each node DNATs them in the kernel by one consistent hash. See docs/bgp.md.
 
 Flags:
 `)
@@ -84,6 +87,10 @@ Flags:
 	if cfg.BGP, err = bgpf.config(); err != nil {
 		return err
 	}
+	if bgpf.ecmp && cfg.BGP == nil {
+		return fmt.Errorf("--bgp-ecmp needs --bgp-peer: ECMP spreads the flows by the routers' multipath")
+	}
+	cfg.BGPECMP = bgpf.ecmp
 	if cfg.OnExit, err = cluster.ParseExitMode(*onExit); err != nil {
 		return err
 	}

@@ -31,6 +31,7 @@ func controllerCommand(ctx context.Context, args []string, stderr io.Writer) err
 	fs.StringVar(&cfg.LeaseNamespace, "lease-namespace", "pier-system", "namespace of the leader-election Lease and of the agents' heartbeat Leases (the agents' --lease-namespace)")
 	fs.StringVar(&cfg.LeaseName, "lease-name", "pier-controller", "name of the leader-election Lease (distinct per pier installation)")
 	allowLoopback := fs.Bool("allow-loopback-endpoints", false, "accept endpoints at loopback addresses as members (tests with every backend on one machine); never in a real cluster: they reach the node's own services")
+	fs.BoolVar(&cfg.NativeECMP, "native-ecmp", false, "place each native load balancer (Service of type LoadBalancer) on every ready node instead of an active/standby pair, for ECMP: the agents must speak BGP with --bgp-ecmp (docs/bgp.md)")
 	fs.StringVar(&cfg.Identity, "identity", "", "leader-election identity; default: hostname plus a random suffix")
 	fs.DurationVar(&cfg.LeaseDuration, "lease-duration", 15*time.Second, "leader-election lease duration")
 	fs.DurationVar(&cfg.RenewDeadline, "renew-deadline", 10*time.Second, "leader-election renew deadline")

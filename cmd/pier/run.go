@@ -30,6 +30,9 @@ func runCommand(ctx context.Context, args []string, stderr io.Writer) error {
 		"(<lab-prefix>c) and a pods host (<lab-prefix>pods, where backends run); VIPs and FIPs then come from\n"+
 		standalone.LabInternalPool+" and "+standalone.LabPublicPool+" unless the pool flags say otherwise. Needs root;\n"+
 		"every namespace is removed on exit. A Node manifest with spec.unschedulable: true drains that node")
+	fs.BoolVar(&cfg.ECMP, "ecmp", false, "with --nodes: ECMP instead of the pair for Services of type LoadBalancer: every node serves them at once and advertises their\n"+
+		"VIPs over BGP to a router namespace (<lab-prefix>r, bird2 with multipath), through which the client host reaches the pools; the\n"+
+		"other load balancers keep their pair, moved by BGP instead of VRRP (docs/bgp.md)")
 	fs.StringVar(&cfg.LabPrefix, "lab-prefix", "pier-", "prefix of the network namespaces --nodes creates")
 	fs.StringVar(&cfg.KeepalivedBinary, "keepalived-binary", "keepalived", "keepalived to run on each node with --nodes")
 	pools.register(fs, "127.10.0.0/16", "CIDR the internal VIPs are allocated from (loopback by default: no network set-up needed)", "127.20.0.0/16")
@@ -78,6 +81,9 @@ Flags:
 		if !set["public-pool"] {
 			cfg.PublicPool = standalone.LabPublicPool
 		}
+	}
+	if cfg.ECMP && cfg.Nodes < 2 {
+		return fmt.Errorf("--ecmp needs --nodes 2 or more: ECMP spreads the flows over several nodes")
 	}
 	if cfg.Quota, err = pools.quotaFor(cfg.InternalPool, cfg.PublicPool); err != nil {
 		return err

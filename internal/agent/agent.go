@@ -112,6 +112,11 @@ type Agent struct {
 	// failed holds the spec hash of each LoadBalancer whose last apply
 	// failed; the same spec is tried again only by the retry timer.
 	failed map[string]string
+	// stale marks the load balancers whose newest apply failed here for a
+	// reason of this node's (not a rejection of the spec, which every
+	// node makes alike), until an apply succeeds: an ECMP node with a
+	// stale table withdraws (healthy), retries included.
+	stale map[string]bool
 	// reported holds the last report written per UUID (without its time).
 	reported map[string]model.NodeStatus
 	// writer writes reports in the background.
@@ -163,6 +168,7 @@ func New(cfg Config) *Agent {
 		superseded: map[string]bool{},
 		retry:      map[string]time.Time{},
 		failed:     map[string]string{},
+		stale:      map[string]bool{},
 
 		lastReport: map[string]model.NodeStatus{},
 		latest:     map[string]*model.LoadBalancer{},

@@ -193,12 +193,14 @@ func (a *Agent) finishApply(ctx context.Context, r applyResult) {
 		a.failed[lb.UUID] = lb.SpecHash()
 		if !errors.Is(r.err, driver.ErrRejected) {
 			a.retry[lb.UUID] = time.Now().Add(retryAfter)
+			a.stale[lb.UUID] = true
 		}
 		a.cfg.Logger.Error("apply failed; the previous config keeps serving", "lb", lb.Name, "uuid", lb.UUID, "error", r.err)
 		a.report(ctx, lb, model.StateError, "", r.err.Error())
 		return
 	}
 	delete(a.failed, lb.UUID)
+	delete(a.stale, lb.UUID)
 	a.applied[lb.UUID], a.hashes[lb.UUID] = lb, r.applied.ConfigHash
 	if !r.membersRead.IsZero() {
 		a.statsAt[lb.UUID] = r.membersRead
@@ -227,7 +229,7 @@ func (a *Agent) waitApplies() {
 // driverOf is the driver that runs lb on this node, or nil when lb is
 // not placed here or no driver runs its provider.
 func (a *Agent) driverOf(lb *model.LoadBalancer) driver.Driver {
-	if lb.Placement.Active != a.cfg.Node && lb.Placement.Standby != a.cfg.Node {
+	if !lb.Placement.Has(a.cfg.Node) {
 		return nil
 	}
 	return a.drivers[lb.Provider]
@@ -243,6 +245,7 @@ func (a *Agent) forget(uuid string) {
 	delete(a.hashes, uuid)
 	delete(a.retry, uuid)
 	delete(a.failed, uuid)
+	delete(a.stale, uuid)
 	delete(a.reported, uuid)
 	delete(a.lastReport, uuid)
 	a.writer.forget(uuid)

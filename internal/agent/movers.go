@@ -31,7 +31,7 @@ func (a *Agent) syncMover(ctx context.Context) {
 	}
 	placed := make([]*model.LoadBalancer, 0, len(a.latest))
 	for _, lb := range a.latest {
-		if lb.Placement.Active == a.cfg.Node || lb.Placement.Standby == a.cfg.Node {
+		if lb.Placement.Has(a.cfg.Node) {
 			placed = append(placed, lb)
 		}
 	}
@@ -56,6 +56,13 @@ func (a *Agent) tickMover(ctx context.Context) {
 func (a *Agent) healthy(uuid string) bool {
 	p, ok := a.held[uuid]
 	if !ok || a.applied[uuid] == nil {
+		return false
+	}
+	if len(a.applied[uuid].Placement.ECMP) > 0 && a.stale[uuid] {
+		// One node of an ECMP set whose newest table failed here serves
+		// the endpoints of before: its Maglev table differs from its
+		// peers', and new flows would not be spread as theirs. A spec
+		// every node rejects leaves every table alike, and serving.
 		return false
 	}
 	if hc, ok := a.drivers[p].(driver.HealthChecker); ok {

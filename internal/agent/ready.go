@@ -76,7 +76,7 @@ func (a *Agent) checkReady() error {
 	}
 	var waiting, unhealthy []string
 	for uuid, lb := range a.latest {
-		if lb.Placement.Active != a.cfg.Node && lb.Placement.Standby != a.cfg.Node {
+		if !lb.Placement.Has(a.cfg.Node) {
 			continue
 		}
 		hash := lb.SpecHash()

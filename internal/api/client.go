@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -79,7 +80,7 @@ func PrintTable(w io.Writer, lbs []*model.LoadBalancer, now time.Time) error {
 		}
 		members, rate, errors := traffic(lb)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", lb.Name, lb.Provider, sourceOf(lb), dash(lb.VIP), dash(lb.FIP),
-			state, withRole(lb, lb.Placement.Active), withRole(lb, lb.Placement.Standby), members, rate, errors, age(now.Sub(lb.CreatedAt)))
+			state, withRole(lb, lb.Placement.Active), standbyCell(lb), members, rate, errors, age(now.Sub(lb.CreatedAt)))
 	}
 	return tw.Flush()
 }
@@ -122,6 +123,24 @@ func sourceOf(lb *model.LoadBalancer) string {
 
 // withRole is a placed node with the VRRP role its agent reports, if any:
 // "n0 (MASTER)". After a failover the standby is the MASTER.
+// standbyCell is the standby node, or with ECMP every other node that
+// serves at once (ECMP).
+func standbyCell(lb *model.LoadBalancer) string {
+	if len(lb.Placement.ECMP) == 0 {
+		return withRole(lb, lb.Placement.Standby)
+	}
+	var others []string
+	for _, n := range lb.Placement.ECMP {
+		if n != lb.Placement.Active {
+			others = append(others, n)
+		}
+	}
+	if len(others) == 0 {
+		return "-"
+	}
+	return strings.Join(others, ",") + " (ecmp)"
+}
+
 func withRole(lb *model.LoadBalancer, node string) string {
 	if node == "" {
 		return "-"

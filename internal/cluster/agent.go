@@ -76,6 +76,9 @@ type AgentConfig struct {
 	// BGP, when set, advertises the addresses to routers instead of
 	// VRRP (flags --bgp-*).
 	BGP *bgp.Config
+	// BGPECMP advertises the native load balancers of an ECMP placement
+	// with equal preference (--bgp-ecmp).
+	BGPECMP bool
 }
 
 // ExitMode is what an agent does with its node's share of the traffic
@@ -163,7 +166,7 @@ func (cfg AgentConfig) mover(stateDir string, peers addrhold.Heartbeats, m *metr
 		}
 		return mv, nil
 	case cfg.BGP != nil:
-		return bgp.NewMover(bgp.MoverConfig{Speaker: *cfg.BGP, Node: cfg.Node, Metrics: m, Logger: logger}), nil
+		return bgp.NewMover(bgp.MoverConfig{Speaker: *cfg.BGP, Node: cfg.Node, ECMP: cfg.BGPECMP, Metrics: m, Logger: logger}), nil
 	}
 	return nil, nil
 }

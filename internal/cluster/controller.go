@@ -45,7 +45,10 @@ type ControllerConfig struct {
 	// (--address-quarantine).
 	AddressQuarantine time.Duration
 	// Quota caps each namespace's load balancers and floating IPs.
-	Quota           controller.Quota
+	Quota controller.Quota
+	// NativeECMP places native load balancers on every ready node
+	// (--native-ecmp).
+	NativeECMP      bool
 	RouterIDs       string // --vrrp-router-ids, "FIRST-LAST"
 	APIAddr         string
 	APIAllowedHosts []string // host names the API answers besides its address (api.Server.AllowedHosts)
@@ -184,7 +187,7 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 	events := newEventSink(client)
 	defer events.shutdown()
 	p := &pipeline.Pipeline{
-		Store: st, IPAM: alloc, RouterIDs: routerid.New(ids), Quota: cfg.Quota, Translate: cfg.Translate, Addresses: cfg.Status,
+		Store: st, IPAM: alloc, RouterIDs: routerid.New(ids), Quota: cfg.Quota, NativeECMP: cfg.NativeECMP, Translate: cfg.Translate, Addresses: cfg.Status,
 		Status: newStatusWriter(client, gwClient, cfg.Translate.GatewayControllerName, logger), Problems: events, Metrics: m, Logger: logger,
 	}
 	// The web view's Ingress pages come from the pipeline, which only the

@@ -37,8 +37,12 @@ type Reconciler struct {
 	// allocator over routerid.DefaultRange.
 	RouterIDs *routerid.Allocator
 	// Quota caps each namespace (quota.go); zero: none.
-	Quota  Quota
-	Logger *slog.Logger
+	Quota Quota
+	// NativeECMP places native load balancers on every ready node (the
+	// agents advertise them with equal preference over BGP) instead of
+	// an active/standby pair.
+	NativeECMP bool
+	Logger     *slog.Logger
 
 	replayed bool
 	// last is what Apply made of each load balancer it placed, and
@@ -128,7 +132,7 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []s
 		delete(existing, uuid)
 		r.Logger.Info("load balancer deleted", "lb", lb.Name, "uuid", uuid, "vip", lb.VIP, "fip", lb.FIP)
 	}
-	cluster := nodesOf(nodes)
+	cluster := nodesOf(nodes, r.NativeECMP)
 	// Quota usage matters only to new load balancers: counted once one
 	// comes (a change to existing ones, an endpoint change, skips it).
 	var used *usage
@@ -325,7 +329,7 @@ func (r *Reconciler) ApplyChanged(ctx context.Context, res *translate.Result, no
 			return nil, false, nil
 		}
 	}
-	cluster := nodesOf(nodes)
+	cluster := nodesOf(nodes, r.NativeECMP)
 	load := lazyLoad(r.Index.lbs)
 	for _, want := range oldestFirst(changed, r.Index.lbs) {
 		old := r.Index.lbs[want.UUID]
@@ -401,8 +405,8 @@ type clusterNodes struct {
 
 // nodesOf keeps the ready nodes; a cordoned one among them is marked
 // draining, so the scheduler leaves it its roles but gives it no new one.
-func nodesOf(nodes []source.Node) clusterNodes {
-	c := clusterNodes{placeable: scheduler.Nodes{Draining: map[string]bool{}}, address: map[string]string{}}
+func nodesOf(nodes []source.Node, ecmp bool) clusterNodes {
+	c := clusterNodes{placeable: scheduler.Nodes{Draining: map[string]bool{}, NativeECMP: ecmp}, address: map[string]string{}}
 	for _, n := range nodes {
 		if n.Ready {
 			c.placeable.Ready = append(c.placeable.Ready, n.Name)
@@ -443,7 +447,8 @@ func (r *Reconciler) prepare(want, old *model.LoadBalancer, nodes clusterNodes, 
 	}
 	placement.ActiveAddress = nodes.address[placement.Active]
 	placement.StandbyAddress = nodes.address[placement.Standby]
-	if placement.Active != lb.Placement.Active || placement.Standby != lb.Placement.Standby {
+	if placement.Active != lb.Placement.Active || placement.Standby != lb.Placement.Standby ||
+		!slices.Equal(placement.ECMP, lb.Placement.ECMP) {
 		load().Add(placement) // the maps of the one count: later placements see it
 	}
 	lb.Placement = placement

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -370,7 +371,7 @@ func TestApplyChanged(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.SpecHash() != want.SpecHash() || got.VIP != want.VIP || got.Placement != want.Placement {
+			if got.SpecHash() != want.SpecHash() || got.VIP != want.VIP || !reflect.DeepEqual(got.Placement, want.Placement) {
 				t.Errorf("%s: ApplyChanged stored %+v, Apply %+v", uuid, got, want)
 			}
 			if changed.Index.lbs[uuid].SpecHash() != got.SpecHash() {

@@ -15,6 +15,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -40,6 +41,9 @@ const (
 	BGPPreferred  BGPState = "preferred"
 	BGPAdvertised BGPState = "advertised"
 	BGPWithdrawn  BGPState = "withdrawn"
+	// BGPECMP: advertised with the same preference as every other node
+	// of an ECMP placement; the router spreads the flows over them.
+	BGPECMP BGPState = "ecmp"
 )
 
 // LoadBalancer is the unit the store keeps and the agent applies. Spec
@@ -98,6 +102,20 @@ type Placement struct {
 	// segment (unicast VRRP peers); empty when a node has none known.
 	ActiveAddress  string `json:"activeAddress,omitempty"`
 	StandbyAddress string `json:"standbyAddress,omitempty"`
+	// ECMP, when not empty, names every node that serves the load
+	// balancer at once, sorted (a native load balancer placed with
+	// --native-ecmp): each advertises its addresses over BGP with the
+	// same preference and the routers spread the flows. Active and
+	// Standby are then its first two, for the readers of a pair.
+	ECMP []string `json:"ecmp,omitempty"`
+}
+
+// Has reports whether p places the load balancer on node.
+func (p Placement) Has(node string) bool {
+	if node == "" {
+		return false
+	}
+	return node == p.Active || node == p.Standby || slices.Contains(p.ECMP, node)
 }
 
 // Protocol of a Listener.
@@ -469,8 +487,9 @@ type NodeStatus struct {
 	VRRP VRRPState `json:"vrrp,omitempty"`
 	// BGP is what this node advertises for the LoadBalancer's addresses
 	// when the agent speaks BGP (--bgp-peer): BGPPreferred (the active
-	// node), BGPAdvertised (the standby) or BGPWithdrawn (its HAProxy is
-	// not serving, or the node drains); empty otherwise.
+	// node), BGPAdvertised (the standby), BGPECMP (one of the nodes of an
+	// ECMP placement, all equal) or BGPWithdrawn (its data plane is not
+	// serving, or the node drains); empty otherwise.
 	BGP BGPState `json:"bgp,omitempty"`
 	// Reloads and RuntimeUpdates count the HAProxy reloads and the
 	// runtime API updates this node's agent made for the LoadBalancer
@@ -554,7 +573,7 @@ func (s Status) WithReport(r NodeStatus, p Placement) Status {
 func (s Status) Summarize(p Placement) Status {
 	var nodes []NodeStatus
 	for _, r := range s.Nodes {
-		if r.Node != "" && (r.Node == p.Active || r.Node == p.Standby) {
+		if p.Has(r.Node) {
 			nodes = append(nodes, r)
 		}
 	}

@@ -70,3 +70,23 @@ func Do(name string, f func() error) error {
 	runtime.UnlockOSThread()
 	return ferr
 }
+
+// Enter moves the calling goroutine's thread into network namespace name
+// for good: it locks the thread, which never comes back and ends with the
+// goroutine. For a loop that must open its sockets there (a BGP
+// speaker's listener) and runs until its process or server stops.
+func Enter(name string) error {
+	if err := CheckName(name); err != nil {
+		return err
+	}
+	target, err := os.Open(filepath.Join("/run/netns", name))
+	if err != nil {
+		return fmt.Errorf("open network namespace: %w", err)
+	}
+	defer target.Close()
+	runtime.LockOSThread()
+	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+		return fmt.Errorf("enter network namespace %s: %w", name, err)
+	}
+	return nil
+}

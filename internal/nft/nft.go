@@ -22,7 +22,9 @@
 //
 //	map services   addr . proto . port : goto svc_<id>  (nat prerouting, nat output)
 //	chain svc_<id> dnat ip to numgen random mod N map @eps_<id>
-//	               (jhash ip saddr instead of numgen with source affinity)
+//	               (jhash ip saddr instead of numgen with source affinity;
+//	               jhash of the flow's addresses and ports mod 251 into a
+//	               Maglev table when Consistent, for ECMP)
 //	map eps_<id>   i : endpoint i mod N (entries past N linger one change)
 //	set rejects    addr . proto . port of services with no endpoint
 //	               (filter input, forward, output: TCP reset, ICMP port unreachable)
@@ -74,6 +76,13 @@ type Service struct {
 	// SourceHash keeps a client address on one endpoint (while the
 	// endpoints do not change) instead of spreading its connections.
 	SourceHash bool
+	// Consistent picks the endpoint of a new flow by a hash of its
+	// addresses and ports (jhash, a fixed seed) into a Maglev table of
+	// MaglevSlots entries filled from the sorted endpoints (maglev.go):
+	// every node serving the service computes the same endpoint for a
+	// flow, so one a router moves to another node (ECMP) is sent to the
+	// endpoint it started on. It wins over SourceHash.
+	Consistent bool
 	// Slots is how many entries its endpoint map holds once Render's
 	// transaction ran (Render fills it in; see update.go).
 	Slots int

@@ -29,7 +29,7 @@ func Render(prev, next []Service) ([]byte, []Service, error) {
 		return nil, nil, err
 	}
 	for i := range next {
-		next[i].Slots = len(next[i].Backends)
+		next[i].Slots = slotCount(next[i])
 	}
 	var t text
 	if len(next) == 0 || prev == nil {
@@ -157,7 +157,7 @@ func updateService(t *text, old, s Service) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	keep := max(len(old.Backends), len(s.Backends))
+	keep := max(slotCount(old), slotCount(s))
 	have, err := slotWords(old, old.Slots)
 	if err != nil {
 		return 0, err
@@ -282,15 +282,28 @@ func names(s Service) (serviceNames, error) {
 	return serviceNames{chain: chain, eps: eps}, err
 }
 
+// slotCount is how many entries the rule of s picks among: one per
+// endpoint, or the Maglev table's.
+func slotCount(s Service) int {
+	if s.Consistent && len(s.Backends) > 0 {
+		return MaglevSlots
+	}
+	return len(s.Backends)
+}
+
 // slotWords are the first n entries of s's endpoint map: entry i is
-// backend i mod N.
+// backend i mod N, or slot i of the Maglev table when s is Consistent.
 func slotWords(s Service, n int) ([]word, error) {
 	if len(s.Backends) == 0 {
 		return nil, nil
 	}
+	table := s.Backends
+	if s.Consistent {
+		table = maglev(s.Backends, MaglevSlots)
+	}
 	out := make([]word, 0, n)
 	for i := range n {
-		b := s.Backends[i%len(s.Backends)]
+		b := table[i%len(table)]
 		aw, err := addr4(b.Addr)
 		if err != nil {
 			return nil, fmt.Errorf("backend: %w", err)
@@ -323,11 +336,16 @@ func pickRule(s Service, n serviceNames) ([]word, error) {
 		return nil, err
 	}
 	pick := lit("numgen random mod")
-	if s.SourceHash {
+	switch {
+	case s.Consistent:
+		// The flow's addresses and ports: a node that never saw the
+		// flow's first packet picks what the first node picked.
+		pick = join(" ", lit("jhash ip saddr ."), p, lit("sport . ip daddr ."), p, lit("dport mod"))
+	case s.SourceHash:
 		pick = lit("jhash ip saddr mod")
 	}
-	rule := []word{lit("meta l4proto"), p, lit("dnat ip to"), pick, num(len(s.Backends))}
-	if s.SourceHash {
+	rule := []word{lit("meta l4proto"), p, lit("dnat ip to"), pick, num(slotCount(s))}
+	if s.SourceHash || s.Consistent {
 		// A fixed seed: a client keeps its endpoint across transactions.
 		rule = append(rule, lit("seed 0x5049"))
 	}

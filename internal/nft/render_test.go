@@ -32,6 +32,10 @@ func fixtures() map[string][]Service {
 			{ID: "a2", Addrs: []netip.Addr{vip}, Proto: UDP, Port: 53,
 				Backends: []Backend{ep("10.98.10.2", 5353)}},
 		},
+		"consistent": {
+			{ID: "c1", Addrs: []netip.Addr{vip, fip}, Proto: TCP, Port: 80, Consistent: true,
+				Backends: []Backend{ep("10.98.11.2", 8080), ep("10.98.10.2", 8080), ep("10.98.12.2", 8080)}},
+		},
 		"no-endpoints-and-affinity": {
 			{ID: "b1", Addrs: []netip.Addr{vip}, Proto: TCP, Port: 81},
 			{ID: "b2", Addrs: []netip.Addr{vip}, Proto: UDP, Port: 81},

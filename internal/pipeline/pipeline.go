@@ -67,10 +67,13 @@ type Pipeline struct {
 	// range 1-255.
 	RouterIDs *routerid.Allocator
 	// Quota caps each namespace's load balancers and floating IPs.
-	Quota     controller.Quota
-	Translate translate.Options
-	Addresses status.Addresses
-	Status    StatusSink
+	Quota controller.Quota
+	// NativeECMP places native load balancers on every ready node
+	// (controller.Reconciler).
+	NativeECMP bool
+	Translate  translate.Options
+	Addresses  status.Addresses
+	Status     StatusSink
 	// Problems, if set, receives the problems new in each rebuild; every
 	// problem is also logged once and kept in Book.
 	Problems ProblemSink
@@ -171,7 +174,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	p.index = controller.NewIndex(lbs)
 	p.reconciler = &controller.Reconciler{Store: p.Store, Index: p.index, IPAM: p.IPAM, RouterIDs: p.RouterIDs,
-		Quota: p.Quota, Logger: p.Logger}
+		Quota: p.Quota, NativeECMP: p.NativeECMP, Logger: p.Logger}
 	// Store events are applied to the index at once; the status pass they
 	// call for runs at once too, unless one ran less than storePassEvery
 	// ago: then it runs when that time is up, with every event that came

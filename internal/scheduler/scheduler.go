@@ -1,6 +1,7 @@
 // Package scheduler is the service-monitor role: it dispatches each
 // LoadBalancer on its provider and places it on two ready nodes, active
-// and standby (haproxy and native alike).
+// and standby (haproxy and native alike), or, for native load balancers
+// with ECMP, on every ready node at once.
 package scheduler
 
 import (
@@ -21,6 +22,10 @@ type Nodes struct {
 	// roles it has (a placement never moves while its node lives) but is
 	// given no new one, active or standby.
 	Draining map[string]bool
+	// NativeECMP places native load balancers on every ready node
+	// (placeECMP) instead of a pair: the nodes' agents advertise the
+	// addresses over BGP with equal preference (pier agent --bgp-ecmp).
+	NativeECMP bool
 }
 
 // placer decides where one provider's load balancers run. It calls load
@@ -43,6 +48,9 @@ var placers = map[model.Provider]placer{
 // most placements keep their nodes, and counting every load balancer for
 // each made an endpoint change's reconcile linear in them.
 func Place(lb *model.LoadBalancer, nodes Nodes, load func() Load) (model.Placement, error) {
+	if lb.Provider == model.ProviderNative && nodes.NativeECMP {
+		return placeECMP(lb, nodes)
+	}
 	place, ok := placers[lb.Provider]
 	if !ok {
 		return model.Placement{}, fmt.Errorf("load balancer %s: provider %q: %w", lb.Name, lb.Provider, ErrUnsupportedProvider)
@@ -107,6 +115,41 @@ func placePair(lb *model.LoadBalancer, nodes Nodes, load func() Load) (model.Pla
 	return p, nil
 }
 
+// placeECMP places a load balancer on every ready node that does not
+// drain, and keeps it on the draining nodes it was on: a draining node
+// withdraws its routes (its agent drains), and keeping the placement
+// keeps its table, so that the flows the routers still send it until
+// they have the withdrawal are served. A new load balancer is placed on
+// no draining node. Active and Standby are the first two of the set, so
+// that what reads a pair (status summary, web, kubectl) reads one.
+func placeECMP(lb *model.LoadBalancer, nodes Nodes) (model.Placement, error) {
+	was := map[string]bool{}
+	for _, n := range lb.Placement.ECMP {
+		was[n] = true
+	}
+	if len(lb.Placement.ECMP) == 0 {
+		was[lb.Placement.Active], was[lb.Placement.Standby] = true, true
+	}
+	var p model.Placement
+	for _, n := range nodes.Ready {
+		if !nodes.Draining[n] || was[n] {
+			p.ECMP = append(p.ECMP, n)
+		}
+	}
+	if len(p.ECMP) == 0 {
+		if len(nodes.Ready) == 0 {
+			return model.Placement{}, fmt.Errorf("load balancer %s: no ready node", lb.Name)
+		}
+		return model.Placement{}, fmt.Errorf("load balancer %s: every ready node is cordoned", lb.Name)
+	}
+	sort.Strings(p.ECMP)
+	p.Active = p.ECMP[0]
+	if len(p.ECMP) > 1 {
+		p.Standby = p.ECMP[1]
+	}
+	return p, nil
+}
+
 // leastLoaded is the first of nodes other than taken in the order rank
 // gives them by load, "" when there is none. With one candidate, load is
 // not counted.
@@ -132,8 +175,15 @@ type Load struct {
 	Placed, Active map[string]int
 }
 
-// Add counts a placement.
+// Add counts a placement. An ECMP placement counts on every node it
+// names, active on none: the pairs spread over the nodes as before.
 func (l Load) Add(p model.Placement) {
+	if len(p.ECMP) > 0 {
+		for _, n := range p.ECMP {
+			l.Placed[n]++
+		}
+		return
+	}
 	if p.Active != "" {
 		l.Placed[p.Active]++
 		l.Active[p.Active]++

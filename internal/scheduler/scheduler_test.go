@@ -3,6 +3,7 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -53,7 +54,7 @@ func TestPlace(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || got != tt.want {
+			if err != nil || !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("Place = %+v, %v; want %+v", got, err, tt.want)
 			}
 		})
@@ -103,7 +104,7 @@ func TestNativePlacedAsPair(t *testing.T) {
 		t.Fatal(err)
 	}
 	ha, _ := Place(&model.LoadBalancer{Provider: model.ProviderHAProxy}, nodes, counted(LoadOf(nil)))
-	if native != ha || native.Active == "" || native.Standby == "" {
+	if !reflect.DeepEqual(native, ha) || native.Active == "" || native.Standby == "" {
 		t.Fatalf("native placed %+v, haproxy %+v", native, ha)
 	}
 	_, err = Place(&model.LoadBalancer{Provider: "bgp"}, nodes, counted(LoadOf(nil)))
@@ -133,5 +134,51 @@ func TestActivesSpread(t *testing.T) {
 				t.Errorf("%d nodes: %s has %d placements, want %d", len(nodes), n, got, want)
 			}
 		}
+	}
+}
+
+// TestPlaceECMP: with NativeECMP a native load balancer is placed on
+// every ready node that does not drain, keeps the draining nodes it was
+// on (they withdraw their routes but serve the flows still sent to them),
+// and is given no new draining node; haproxy load balancers stay pairs.
+func TestPlaceECMP(t *testing.T) {
+	nodes := Nodes{Ready: []string{"c", "a", "b", "d"}, Draining: map[string]bool{"d": true}, NativeECMP: true}
+	lb := &model.LoadBalancer{Name: "x", Provider: model.ProviderNative}
+	p, err := Place(lb, nodes, counted(LoadOf(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := model.Placement{Active: "a", Standby: "b", ECMP: []string{"a", "b", "c"}}
+	if !reflect.DeepEqual(p, want) {
+		t.Fatalf("placed %+v, want %+v", p, want)
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		if !p.Has(n) {
+			t.Errorf("placement does not name %s", n)
+		}
+	}
+	if p.Has("d") {
+		t.Error("a new load balancer placed on a draining node")
+	}
+	// b drains, e comes: b keeps serving, e joins.
+	lb.Placement = p
+	nodes = Nodes{Ready: []string{"a", "b", "c", "e"}, Draining: map[string]bool{"b": true}, NativeECMP: true}
+	if p, err = Place(lb, nodes, counted(LoadOf(nil))); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"a", "b", "c", "e"}; !reflect.DeepEqual(p.ECMP, want) {
+		t.Fatalf("after a drain and a new node: %v, want %v", p.ECMP, want)
+	}
+	// c is gone.
+	lb.Placement = p
+	if p, _ = Place(lb, Nodes{Ready: []string{"a", "b", "e"}, NativeECMP: true}, counted(LoadOf(nil))); !reflect.DeepEqual(p.ECMP, []string{"a", "b", "e"}) {
+		t.Fatalf("after c went: %v", p.ECMP)
+	}
+	if _, err := Place(&model.LoadBalancer{Name: "y", Provider: model.ProviderNative}, Nodes{Ready: []string{"a"}, Draining: map[string]bool{"a": true}, NativeECMP: true}, counted(LoadOf(nil))); err == nil {
+		t.Fatal("placed a new load balancer on cordoned nodes only")
+	}
+	ha, err := Place(&model.LoadBalancer{Name: "z", Provider: model.ProviderHAProxy}, nodes, counted(LoadOf(nil)))
+	if err != nil || len(ha.ECMP) != 0 || ha.Standby == "" {
+		t.Fatalf("haproxy placed %+v, %v with NativeECMP", ha, err)
 	}
 }

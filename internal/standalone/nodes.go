@@ -10,6 +10,7 @@ import (
 
 	"pier.dev/pier/internal/agent"
 	"pier.dev/pier/internal/agent/addrhold"
+	"pier.dev/pier/internal/agent/bgp"
 	"pier.dev/pier/internal/agent/driver"
 	"pier.dev/pier/internal/agent/haproxydriver"
 	"pier.dev/pier/internal/agent/mover"
@@ -58,10 +59,14 @@ var _ addrhold.Heartbeats = localHeartbeats{}
 // buildLab creates the network of `pier run --nodes N`: a namespace per
 // node on a bridge, a client host and a pods host (see package lab), and
 // one agent per node that runs HAProxy and keepalived in its namespace.
-func buildLab(cfg Config, stateDir string, newAgent func(nodeAgent) (*agent.Agent, error), logger *slog.Logger) (*lab.Lab, []*node, error) {
+//
+// With --ecmp the addresses move with BGP instead: a router host runs
+// bird (ecmp.go), every node's agent advertises to it, the native load
+// balancers from every node at once.
+func buildLab(cfg Config, stateDir string, newAgent func(nodeAgent) (*agent.Agent, error), logger *slog.Logger) (*lab.Lab, []*node, func(), error) {
 	var nodes []*node
-	fail := func(err error) (*lab.Lab, []*node, error) {
-		return nil, nil, fmt.Errorf("--nodes %d: %w", cfg.Nodes, err)
+	fail := func(err error) (*lab.Lab, []*node, func(), error) {
+		return nil, nil, nil, fmt.Errorf("--nodes %d: %w", cfg.Nodes, err)
 	}
 	if err := lab.Available(); err != nil {
 		return fail(err)
@@ -70,20 +75,44 @@ func buildLab(cfg Config, stateDir string, newAgent func(nodeAgent) (*agent.Agen
 	if err != nil {
 		return fail(err)
 	}
+	var router *labRouter
+	if cfg.ECMP {
+		var pools []netip.Prefix
+		for _, s := range []string{cfg.InternalPool, cfg.PublicPool} {
+			if p, err := netip.ParsePrefix(s); err == nil {
+				pools = append(pools, p)
+			}
+		}
+		if router, err = startLabRouter(l, stateDir, pools, logger); err != nil {
+			l.Remove()
+			return fail(err)
+		}
+	}
+	remove := func() {
+		router.stop()
+		l.Remove()
+	}
 	peers := localHeartbeats{}
 	for _, h := range l.Nodes {
 		n := &node{source: source.Node{Name: h.Name, Ready: true, Address: h.Addr}}
 		nodeDir := nodeStateDir(stateDir, h.Name)
 		nodeLog := logger.With("component", "agent", "node", h.Name)
-		mv, err := addrhold.NewMover(addrhold.Config{Node: h.Name, Interface: "eth0", Dir: addrhold.DefaultDir(nodeDir), Netns: h.NS,
-			KeepalivedBinary: cfg.KeepalivedBinary, Logger: nodeLog.With("component", "vrrp")}, peers)
+		var mv mover.Mover
+		var err error
+		if router != nil {
+			mv = bgp.NewMover(bgp.MoverConfig{Speaker: ecmpSpeaker(h, router.host.Addr), Node: h.Name, Netns: h.NS, ECMP: true,
+				Logger: nodeLog.With("component", "bgp")})
+		} else {
+			mv, err = addrhold.NewMover(addrhold.Config{Node: h.Name, Interface: "eth0", Dir: addrhold.DefaultDir(nodeDir), Netns: h.NS,
+				KeepalivedBinary: cfg.KeepalivedBinary, Logger: nodeLog.With("component", "vrrp")}, peers)
+		}
 		if err == nil {
 			n.agent, err = newAgent(nodeAgent{name: h.Name, stateDir: nodeDir, netns: h.NS, mover: mv, logger: nodeLog})
 		} else {
 			err = fmt.Errorf("vrrp: %w", err)
 		}
 		if err != nil {
-			l.Remove()
+			remove()
 			return fail(err)
 		}
 		peers[h.Name] = n.agent
@@ -92,7 +121,7 @@ func buildLab(cfg Config, stateDir string, newAgent func(nodeAgent) (*agent.Agen
 	logger.Info("lab network built: each node is a network namespace on one bridge, with no route out",
 		"nodes", hostList(l.Nodes), "client", l.Client.NS+" "+l.Client.Addr.String(), "pods", l.Pods.NS+" "+l.Pods.Addr.String(),
 		"try", "ip netns exec "+l.Client.NS+" curl http://<VIP>:<port>/")
-	return l, nodes, nil
+	return l, nodes, remove, nil
 }
 
 // nodeStateDir is the state folder of node's agent with --nodes: short,
@@ -138,12 +167,12 @@ func (m agentMaker) make(n nodeAgent) (*agent.Agent, error) {
 func (m agentMaker) nodes(stateDir string, logger *slog.Logger) (nodes *nodeSet, removeLab func(), err error) {
 	nodes = &nodeSet{log: logger}
 	if m.cfg.Nodes >= 2 {
-		l, labNodes, err := buildLab(m.cfg, stateDir, m.make, logger)
+		_, labNodes, remove, err := buildLab(m.cfg, stateDir, m.make, logger)
 		if err != nil {
 			return nil, nil, err
 		}
 		nodes.nodes = labNodes
-		return nodes, l.Remove, nil
+		return nodes, remove, nil
 	}
 	a, err := m.make(nodeAgent{name: m.cfg.Node, stateDir: stateDir, logger: logger.With("component", "agent")})
 	if err != nil {

@@ -64,9 +64,13 @@ type Config struct {
 	Nodes            int
 	LabPrefix        string // namespace names: <prefix>n0, <prefix>c, …
 	KeepalivedBinary string
-	Translate        translate.Options
-	Render           render.Options
-	Status           status.Addresses
+	// ECMP, with Nodes ≥ 2, moves the addresses with BGP to a router
+	// host running bird and places native load balancers on every node
+	// (ECMP) instead of a pair.
+	ECMP      bool
+	Translate translate.Options
+	Render    render.Options
+	Status    status.Addresses
 	// AccessLog receives every node's access-log lines
 	// (haproxydriver.Config.AccessLog).
 	AccessLog io.Writer
@@ -100,7 +104,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	m := metrics.New()
 	v := newView(logger)
 	p := &pipeline.Pipeline{
-		Store: st, IPAM: alloc, RouterIDs: routerid.New(ids), Quota: cfg.Quota, Translate: cfg.Translate, Addresses: cfg.Status, Status: v,
+		Store: st, IPAM: alloc, RouterIDs: routerid.New(ids), Quota: cfg.Quota, NativeECMP: cfg.ECMP && cfg.Nodes >= 2, Translate: cfg.Translate, Addresses: cfg.Status, Status: v,
 		Metrics: m, Logger: logger, Observe: v.observe,
 	}
 	// pier run's nodes come with every snapshot, as the Node informer's

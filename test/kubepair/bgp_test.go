@@ -37,7 +37,13 @@ func (w *world) startBird() error {
 	if _, err := exec.LookPath("bird"); err != nil {
 		return fmt.Errorf("bird (apt-get install bird2): %w", err)
 	}
-	conf := fmt.Sprintf("log stderr all;\ndebug protocols { states, events, routes };\nrouter id %s;\nprotocol device {}\nprotocol kernel { ipv4 { import none; export all; }; }\n", w.lab.Client.Addr)
+	kernel := "protocol kernel { ipv4 { import none; export all; }; }\n"
+	if w.ecmp {
+		// Multipath: every node's equal route is a next hop of one
+		// kernel route, flows hashed over them by their ports too.
+		kernel = "protocol kernel { merge paths on; ipv4 { import none; export all; }; }\n"
+	}
+	conf := fmt.Sprintf("log stderr all;\ndebug protocols { states, events, routes };\nrouter id %s;\nprotocol device {}\n%s", w.lab.Client.Addr, kernel)
 	for _, h := range w.lab.Nodes {
 		conf += fmt.Sprintf("protocol bgp %s {\n  local %s as %d;\n  neighbor %s as %d;\n  direct;\n  passive on;\n"+
 			"  hold time 3;\n  error wait time 1, 2;\n  graceful restart on;\n  ipv4 { import all; export none; gateway direct; };\n}\n",

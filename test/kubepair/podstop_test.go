@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -103,7 +104,7 @@ func podStop(t *testing.T, w *world, vip, fip netip.Addr, holder, other string, 
 	if len(failed) > 0 {
 		t.Errorf("%d requests failed across the pod's stop and restart, first %+v", len(failed), failed[0])
 	}
-	if lb.Placement != placement {
+	if !reflect.DeepEqual(lb.Placement, placement) {
 		t.Errorf("placement moved from %+v to %+v across the pod's stop", placement, lb.Placement)
 	}
 	if !w.holds(other, vip) {

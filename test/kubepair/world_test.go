@@ -79,6 +79,13 @@ type world struct {
 	bird      *bird
 	// gateway: the app is a Gateway and an HTTPRoute (gateway_test.go).
 	gateway bool
+	// ecmp: the app is a native Service of type LoadBalancer placed on
+	// every node (--native-ecmp), advertised by each with equal
+	// preference (--bgp-ecmp), the router spreading the flows
+	// (ecmp_test.go); nodeCount nodes instead of two.
+	ecmp      bool
+	nodeCount int
+	flows     *flowServer
 }
 
 // need returns the pier binary, or skips (fails under CI) when something
@@ -104,12 +111,15 @@ func newWorldWith(t *testing.T, routerASN uint32) *world {
 type worldOptions struct {
 	routerASN uint32
 	gateway   bool
+	ecmp      bool
+	nodes     int // 0: two
 }
 
 func newWorldOf(t *testing.T, o worldOptions) *world {
 	t.Helper()
 	w := &world{t: t, bin: need(t), agents: map[string]*proc{}, states: map[string]string{},
-		nodes: map[string]*lab.Host{}, kube: map[string]string{}, routerASN: o.routerASN, gateway: o.gateway}
+		nodes: map[string]*lab.Host{}, kube: map[string]string{}, routerASN: o.routerASN, gateway: o.gateway,
+		ecmp: o.ecmp, nodeCount: max(o.nodes, 2)}
 	routerASN := o.routerASN
 	w.srv = kubeapi.Shared(t)
 	w.dir = t.TempDir()
@@ -128,8 +138,8 @@ func newWorldOf(t *testing.T, o worldOptions) *world {
 	w.must(w.createNodes(ctx))
 	w.must(w.createApp(ctx))
 	w.must(w.startEcho())
-	for _, n := range []string{"n0", "n1"} {
-		w.must(w.startAgent(n))
+	for _, h := range w.lab.Nodes {
+		w.must(w.startAgent(h.Name))
 	}
 	w.must(w.startController())
 	return w
@@ -175,7 +185,7 @@ func (w *world) connect(ctx context.Context) error {
 
 func (w *world) buildLab() error {
 	lab.RemoveStale("kp")
-	l, err := lab.Build(lab.Options{Prefix: "kp" + strconv.Itoa(os.Getpid()) + "-", Nodes: 2, Client: true, Pods: true, HostLink: true})
+	l, err := lab.Build(lab.Options{Prefix: "kp" + strconv.Itoa(os.Getpid()) + "-", Nodes: max(w.nodeCount, 2), Client: true, Pods: true, HostLink: true})
 	if err != nil {
 		return err
 	}
@@ -269,6 +279,9 @@ func (w *world) createApp(ctx context.Context) error {
 	if w.gateway {
 		return w.createGateway(ctx)
 	}
+	if w.ecmp {
+		return w.createECMPService(ctx)
+	}
 	prefix, class := networkingv1.PathTypePrefix, className
 	ing := &networkingv1.Ingress{
 		ObjectMeta: metav1.ObjectMeta{Name: ingName},
@@ -295,6 +308,9 @@ func (w *world) deleteObjects() {
 		w.deleteGateway(ctx)
 	}
 	_ = w.cs.CoreV1().Services(appNS).Delete(ctx, "echo", metav1.DeleteOptions{})
+	if w.ecmp {
+		w.deleteECMPService(ctx)
+	}
 	_ = w.cs.DiscoveryV1().EndpointSlices(appNS).Delete(ctx, "echo-1", metav1.DeleteOptions{})
 	for name := range w.nodes {
 		_ = w.cs.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
@@ -305,6 +321,9 @@ func (w *world) deleteObjects() {
 }
 
 func (w *world) startEcho() error {
+	if w.ecmp {
+		return w.startFlowServer()
+	}
 	w.echo = w.lab.Pods.Command(context.WithoutCancel(w.t.Context()), w.bin, "echo",
 		"--listen", netip.AddrPortFrom(w.lab.Pods.Addr, echoPort).String(),
 		"--namespace", appNS, "--service", "echo", "--pod", "echo-1", "--log-level", "warn")
@@ -332,6 +351,9 @@ func (w *world) startAgent(node string, extra ...string) error {
 		moves = []string{"--bgp-peer", w.lab.Client.Addr.String(), "--bgp-asn", strconv.Itoa(nodeASN),
 			"--bgp-peer-asn", strconv.Itoa(int(w.routerASN)), "--bgp-next-hop", h.Addr.String(),
 			"--bgp-hold-time", strconv.Itoa(bgpHoldTime)}
+		if w.ecmp {
+			moves = append(moves, "--bgp-ecmp")
+		}
 	}
 	args := append([]string{"ip", "netns", "exec", h.NS, w.bin, "agent",
 		"--kubeconfig", w.kube["pier-agent"], "--node", node, "--state-dir", state, "--api-addr", api}, moves...)
@@ -355,11 +377,15 @@ func (w *world) startController() error {
 	}
 	api := l.Addr().String()
 	l.Close()
-	p, err := startProc(w.t, w.dir, "controller", api, w.bin, "controller",
+	var ecmp []string
+	if w.ecmp {
+		ecmp = []string{"--native-ecmp"}
+	}
+	p, err := startProc(w.t, w.dir, "controller", api, append([]string{w.bin, "controller",
 		"--kubeconfig", w.kube["pier-controller"], "--api-addr", api, "--identity", "ctl-1",
 		"--internal-pool", internalPool, "--public-pool", publicPool, "--watch-namespace", appNS,
 		"--lease-namespace", leaseNS, "--lease-name", "pier-kubepair",
-		"--lease-duration", "4s", "--renew-deadline", "3s", "--retry-period", "1s", "--log-level", "debug")
+		"--lease-duration", "4s", "--renew-deadline", "3s", "--retry-period", "1s", "--log-level", "debug"}, ecmp...)...)
 	if err != nil {
 		return err
 	}
@@ -377,6 +403,9 @@ func (w *world) teardown() {
 	for _, p := range w.agents {
 		p.stop(10 * time.Second)
 	}
+	if w.flows != nil {
+		w.flows.close()
+	}
 	if w.echo != nil && w.echo.Process != nil {
 		_ = w.echo.Process.Kill()
 		_ = w.echo.Wait()
@@ -386,7 +415,7 @@ func (w *world) teardown() {
 	}
 	w.deleteObjects()
 	if w.t.Failed() {
-		for _, p := range append([]*proc{w.ctl}, w.agents["n0"], w.agents["n1"]) {
+		for _, p := range append([]*proc{w.ctl}, w.agents["n0"], w.agents["n1"], w.agents["n2"]) {
 			if p != nil {
 				w.t.Logf("--- %s log (%s), last lines:\n%s", p.name, p.logPath, p.tail(40))
 			}

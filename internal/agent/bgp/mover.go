@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"os"
+	"strings"
 	"time"
 
 	"pier.dev/pier/internal/agent/mover"
@@ -20,6 +22,16 @@ import (
 // node. Each node accepts the addresses of the load balancers placed on it
 // all the time (a local route on lo, tagged bgpRouteProto), so that a
 // standby serves the moment the router switches.
+//
+// With ECMP (MoverConfig.ECMP) a load balancer placed on a set of nodes
+// (model.Placement.ECMP, a native load balancer with the controller's
+// --native-ecmp) is advertised by each of them with the same preference
+// as the active node's (LOCAL_PREF 200, MED 0, no prepend): a router
+// with multipath installs every node as a next hop and spreads the flows
+// over them; each node DNATs in the kernel to the endpoint a consistent
+// hash of the flow picks (package nft, Consistent). A node advertises
+// only while its table is applied and current, and withdraws on drain
+// and on exit like any other.
 
 // bgpRouteProto tags the local routes of advertised addresses, so that a
 // later agent finds and removes what one before it left.
@@ -34,7 +46,11 @@ type MoverConfig struct {
 	// Netns is the network namespace of the data plane, where the local
 	// routes go ("" for the agent's own; the sessions are always the
 	// agent's own).
-	Netns   string
+	Netns string
+	// ECMP advertises the load balancers of an ECMP placement with equal
+	// preference from every node of it; without, such a placement is
+	// advertised as a pair (its Active preferred).
+	ECMP    bool
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
 }
@@ -92,7 +108,29 @@ func (m *Mover) Start(_ context.Context, node mover.Node) error {
 	for _, addr := range addrs {
 		m.local[addr] = true
 	}
+	if m.cfg.ECMP {
+		if loose, err := tcpLoose(m.cfg.Netns); err != nil || !loose {
+			m.logger.Warn("bgp: ECMP: this node drops the mid-flow TCP packets of a flow the routers move to it, without a SYN it never saw: set net.netfilter.nf_conntrack_tcp_loose=1",
+				"loose", loose, "error", err)
+		}
+	}
 	return nil
+}
+
+// tcpLoose reads net.netfilter.nf_conntrack_tcp_loose in netns: with it
+// conntrack picks up a TCP flow from any packet of it, which ECMP needs
+// when a router moves a flow to a node that never saw its SYN.
+func tcpLoose(netns string) (bool, error) {
+	var b []byte
+	err := netnsdo.Do(netns, func() error {
+		var err error
+		b, err = os.ReadFile("/proc/sys/net/netfilter/nf_conntrack_tcp_loose")
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	return strings.TrimSpace(string(b)) != "0", nil
 }
 
 // Sync takes the load balancers placed here.
@@ -204,22 +242,38 @@ func (m *Mover) plan() (want []Route, local map[netip.Addr]bool, states map[stri
 		if len(addrs) == 0 {
 			continue
 		}
-		state := model.BGPWithdrawn
-		if !m.draining && m.node.Healthy(lb.UUID) {
-			state = model.BGPAdvertised
-			if lb.Placement.Active == m.cfg.Node {
-				state = model.BGPPreferred
-			}
-		}
+		state := m.state(lb)
 		states[lb.UUID] = state
 		for _, addr := range addrs {
 			local[addr] = true
 			if state != model.BGPWithdrawn {
-				want = append(want, Route{Addr: addr, Active: state == model.BGPPreferred})
+				want = append(want, Route{Addr: addr, Active: state != model.BGPAdvertised})
 			}
 		}
 	}
 	return want, local, states
+}
+
+// state is what this node advertises lb as. The rules:
+//
+//   - Withdrawn while the node drains or lb's data plane does not serve
+//     here (for a native load balancer: its nftables table is not applied
+//     with lb's current spec, or the last transaction failed).
+//   - With ECMP, a load balancer of an ECMP placement is advertised by
+//     every node of it with the same preference (the active's): the
+//     routers' multipath spreads its flows over them.
+//   - Else the active node's routes are preferred, the standby's
+//     advertised with a lower preference.
+func (m *Mover) state(lb *model.LoadBalancer) model.BGPState {
+	switch {
+	case m.draining || !m.node.Healthy(lb.UUID):
+		return model.BGPWithdrawn
+	case m.cfg.ECMP && len(lb.Placement.ECMP) > 0:
+		return model.BGPECMP
+	case lb.Placement.Active == m.cfg.Node:
+		return model.BGPPreferred
+	}
+	return model.BGPAdvertised
 }
 
 // setStates records what is advertised per load balancer and returns the

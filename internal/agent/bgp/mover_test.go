@@ -24,7 +24,14 @@ import (
 // this process, on loopback, a fresh one per mover, peered with the
 // mover's speaker. A load balancer's addresses are attracted while the
 // router has a route to them. The local routes go to a node namespace.
-func TestMoverContract(t *testing.T) {
+func TestMoverContract(t *testing.T) { moverContract(t, false) }
+
+// TestMoverContractECMP runs the contract against the ECMP mode: load
+// balancers placed on three nodes at once, advertised with the active
+// node's preference from this one, whose Role says ecmp.
+func TestMoverContractECMP(t *testing.T) { moverContract(t, true) }
+
+func moverContract(t *testing.T, ecmp bool) {
 	top := topo.New(t, topo.Options{Nodes: 1})
 	n0 := top.Nodes[0]
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -33,7 +40,7 @@ func TestMoverContract(t *testing.T) {
 		New: func(t *testing.T) mover.Mover {
 			port := testport.Get(t)
 			router = startRouter(t, port, logger)
-			m := NewMover(MoverConfig{Node: "n0", Netns: n0.NS, Logger: logger, Speaker: Config{ASN: 64512,
+			m := NewMover(MoverConfig{Node: "n0", Netns: n0.NS, ECMP: ecmp, Logger: logger, Speaker: Config{ASN: 64512,
 				RouterID: n0.Addr, Peers: []Peer{{Address: netip.MustParseAddr("127.0.0.1"), ASN: 64512, Port: uint16(port)}}}})
 			t.Cleanup(func() {
 				if m.speaker != nil {
@@ -43,12 +50,26 @@ func TestMoverContract(t *testing.T) {
 			return m
 		},
 		LB: func(_ *testing.T, n int) *model.LoadBalancer {
-			return &model.LoadBalancer{UUID: fmt.Sprintf("%08d-0000-4000-8000-000000000000", n),
+			lb := &model.LoadBalancer{UUID: fmt.Sprintf("%08d-0000-4000-8000-000000000000", n),
 				VIP: fmt.Sprintf("10.99.1.%d", 20+n), FIP: fmt.Sprintf("10.99.2.%d", 20+n),
 				Placement: model.Placement{Active: "n0", Standby: "n1"}}
+			if ecmp {
+				lb.Provider = model.ProviderNative
+				lb.Placement.ECMP = []string{"n0", "n1", "n2"}
+			}
+			return lb
 		},
 		Attracts: func(t *testing.T, lb *model.LoadBalancer) bool {
 			return routed(t, router, lb.VIP, n0.Addr) && routed(t, router, lb.FIP, n0.Addr)
+		},
+		Role: func(t *testing.T, m mover.Mover, lb *model.LoadBalancer) {
+			want := model.BGPPreferred
+			if ecmp {
+				want = model.BGPECMP
+			}
+			if got := m.Role(lb.UUID).BGP; got != want {
+				t.Errorf("role of an advertised load balancer %q, want %q", got, want)
+			}
 		},
 	})
 }

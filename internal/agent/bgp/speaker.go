@@ -47,6 +47,8 @@ import (
 	"github.com/osrg/gobgp/v3/pkg/server"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"pier.dev/pier/internal/netnsdo"
 )
 
 // Preference values of the seeds.
@@ -89,7 +91,13 @@ type Config struct {
 	// policy, so this bounds the memory a router can make the speaker
 	// use. 0: DefaultMaxPrefixes; negative: no limit.
 	MaxPrefixes int
-	Logger      *slog.Logger
+	// Netns, when set, is the network namespace the speaker's listener
+	// lives in (pier run --nodes --ecmp: every node's speaker in one
+	// process): GoBGP creates it on its serving goroutine, which runs on
+	// a thread moved there for good. Sessions then only come in: the
+	// peers connect to ListenPort (required), the speaker never dials.
+	Netns  string
+	Logger *slog.Logger
 }
 
 // DefaultMaxPrefixes leaves room for what routers send a host they
@@ -156,8 +164,13 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 		limit = uint32(cfg.MaxPrefixes)
 	}
 	hold := uint64(max(cfg.HoldTime.Seconds(), 3)) // BGP's smallest non-zero hold time
+	if cfg.Netns != "" && cfg.ListenPort == 0 {
+		return nil, fmt.Errorf("BGP speaker in namespace %s: a listen port is required", cfg.Netns)
+	}
 	srv := server.NewBgpServer(server.LoggerOption(newLogger(cfg.Logger)))
-	go srv.Serve()
+	if err := serve(srv, cfg.Netns); err != nil {
+		return nil, err
+	}
 	s := &Speaker{cfg: cfg, srv: srv, routes: map[netip.Addr]bool{}}
 	listen := int32(-1)
 	if cfg.ListenPort > 0 {
@@ -184,7 +197,7 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 		}
 		err := srv.AddPeer(ctx, &api.AddPeerRequest{Peer: &api.Peer{
 			Conf:      &api.PeerConf{NeighborAddress: p.Address.String(), PeerAsn: p.ASN, AuthPassword: string(p.Password)},
-			Transport: &api.Transport{RemotePort: port, PassiveMode: false},
+			Transport: &api.Transport{RemotePort: port, PassiveMode: cfg.Netns != ""},
 			// Short retries: a router that restarts is back in seconds.
 			Timers: &api.Timers{Config: &api.TimersConfig{ConnectRetry: 1, HoldTime: hold, KeepaliveInterval: max(hold/3, 1), IdleHoldTimeAfterReset: 1}},
 			// LocalRestarting sets the Restart and Forwarding bits of the
@@ -435,4 +448,28 @@ func sortedKeys(m map[netip.Addr]bool) []netip.Addr {
 	}
 	slices.SortFunc(out, func(a, b netip.Addr) int { return a.Compare(b) })
 	return out
+}
+
+// serve runs srv's loop, in network namespace netns when set: its
+// goroutine keeps the thread it moved there (locked, never moved back), so
+// the listeners GoBGP opens on it are the namespace's; the thread ends
+// with the loop, when the server stops.
+func serve(srv *server.BgpServer, netns string) error {
+	if netns == "" {
+		go srv.Serve()
+		return nil
+	}
+	entered := make(chan error, 1)
+	go func() {
+		err := netnsdo.Enter(netns) // the thread goes with the goroutine
+		entered <- err
+		if err != nil {
+			return
+		}
+		srv.Serve()
+	}()
+	if err := <-entered; err != nil {
+		return fmt.Errorf("BGP speaker: enter network namespace %s: %w", netns, err)
+	}
+	return nil
 }

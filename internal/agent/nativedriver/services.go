@@ -43,6 +43,12 @@ func services(lb *model.LoadBalancer) ([]nft.Service, error) {
 		if err != nil {
 			return nil, err
 		}
+		// Several nodes serve an ECMP placement at once and a router may
+		// move a flow between them mid-way: each picks a new flow's
+		// endpoint by a consistent hash of it (a Maglev table), the same
+		// on every node, so a moved flow reaches the endpoint it started
+		// on.
+		s.Consistent = len(lb.Placement.ECMP) > 0
 		out = append(out, s)
 	}
 	return out, nil

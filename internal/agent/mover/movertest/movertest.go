@@ -34,6 +34,10 @@ type Harness struct {
 	// addresses to this node now (VRRP: the node holds them; BGP: the
 	// router's path to them goes through this node).
 	Attracts func(t *testing.T, lb *model.LoadBalancer) bool
+	// Role, when set, checks the Role of a load balancer the mover
+	// attracts (what its status will say); nil checks only that it is
+	// not zero.
+	Role func(t *testing.T, m mover.Mover, lb *model.LoadBalancer)
 }
 
 // Run checks h's mover against the contract:
@@ -251,6 +255,9 @@ func testAttracts(t *testing.T, h Harness) {
 	r.do(func(m mover.Mover) {
 		if err := m.Ready(); err != nil {
 			t.Errorf("attracting, yet not ready: %v", err)
+		}
+		if h.Role != nil {
+			h.Role(t, m, lb)
 		}
 	})
 }
