@@ -3,11 +3,8 @@ package bench
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -100,21 +97,7 @@ func loadAvg() float64 {
 // CLI, `haproxy -c` first), in dir, and stops it at the end of the test.
 func startHAProxy(t *testing.T, dir, cfg string) *process.Instance {
 	t.Helper()
-	inst := process.New(process.Config{Dir: dir, ConfigFiles: []string{cfg},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), StopTimeout: 20 * time.Second})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := inst.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := inst.Stop(ctx); err != nil {
-			t.Errorf("stop haproxy in %s: %v", dir, err)
-		}
-	})
-	return inst
+	return startHAProxyBinary(t, "", dir, cfg)
 }
 
 // startConfig writes conf as dir/haproxy.conf and runs it

@@ -21,6 +21,12 @@
 #                                    # and 50 nodes (PIER_BENCH_KUBE_NODES);
 #                                    # writes bench/results/<time>-<rev>-kube-scale.md
 #                                    # and .json (needs root: lab namespaces)
+#   bench/run.sh versions            # only the data plane under HAProxy 2.6
+#                                    # (the host's) and 3.0 (Debian trixie's,
+#                                    # hack/haproxy30.sh), interleaved
+#                                    # (section 1b): bench/results/<time>-<rev>-versions.md
+#                                    # and .json (about 3 minutes, plus the
+#                                    # first extraction of 3.0)
 #   bench/run.sh extras              # only the extras' prices (section 6):
 #                                    # bench/results/<time>-<rev>-extras.md
 #                                    # and .json (about 8 minutes)
@@ -59,6 +65,9 @@ if [ "${1:-}" = extras ]; then
 fi
 if [ "${1:-}" = kube-scale ]; then
   mode=kube-scale
+fi
+if [ "${1:-}" = versions ]; then
+  mode=versions
 fi
 
 count=5 benchtime=1s suffix=""
@@ -123,6 +132,21 @@ kube_scale_run() {
   "$cache/report" -kube-scale "$raw/kube-scale.json" -out "$out"
 }
 
+# versions_run is `bench/run.sh versions` (section 1b of
+# docs/benchmarks.md): TestDataPlane's two configs under the host's
+# HAProxy and under Debian trixie's 3.0, four instances measured in turn
+# in each round. PIER_BENCH_VERSIONS_ROUNDS (3) and
+# PIER_BENCH_VERSIONS_SECONDS (10) shorten it on a shared machine.
+versions_run() {
+  local out="$1" bin30
+  bin30="$(hack/haproxy30.sh | tail -n 1)"
+  echo "== 1b. data plane under HAProxy 2.6 and 3.0 ($bin30)" >&2
+  (cd bench && PIER_BENCH_OUT="$raw" PIER_BENCH_HAPROXY30="$bin30" "$cache/bench.test" \
+    -test.run '^TestDataPlaneVersions$' -test.v -test.timeout 20m) >&2
+  cp "$raw/versions.md" "$out-versions.md"
+  cp "$raw/versions.json" "$out-versions.json"
+}
+
 echo "== build (into bench/.cache)" >&2
 mkdir -p "$cache" bench/results
 go build -trimpath -o "$cache/pier" ./cmd/pier
@@ -135,6 +159,10 @@ if [ "$mode" = scale ]; then
 fi
 if [ "$mode" = kube-scale ]; then
   kube_scale_run
+  exit 0
+fi
+if [ "$mode" = versions ]; then
+  versions_run "bench/results/$(date -u +%Y%m%dT%H%M%SZ)-$(git rev-parse --short HEAD 2>/dev/null || echo norev)$suffix"
   exit 0
 fi
 if [ "$mode" = extras ]; then

@@ -5,7 +5,8 @@
 # unit, golden, real-HAProxy integration, bad input, faults, the Kubernetes
 # mode against a real kube-apiserver, the five Ingress conformance
 # features against both `pier run` and the Kubernetes mode, and the
-# upstream Gateway API conformance suite — then the
+# upstream Gateway API conformance suite — then render's HAProxy tests,
+# bad input and e2e again under HAProxy 3.0 (the image's), the
 # concurrent unit packages under the race detector, short fuzz runs and the
 # README demo in check mode.
 #
@@ -83,6 +84,21 @@ PIER_BENCH_QUICK=1 PIER_BENCH_OUT="$(mktemp -d)" go test -count=1 -run '^TestKub
 echo "== Gateway API conformance (test/gatewayconformance)" >&2
 (cd test/gatewayconformance && export GOTOOLCHAIN=go1.27.3 && go vet . &&
   GATEWAY_CONFORMANCE_REPORT="$(mktemp)" go test -count=1 -timeout 15m .)
+
+# HAProxy 3.0 beside 2.6: the host (bookworm) runs 2.6, pier's agent image
+# (trixie) ships 3.0. hack/haproxy30.sh extracts trixie's haproxy and its
+# libraries with mmdebstrap into .cache/haproxy30 (about 5 min on a first
+# run, cached after) and prints a binary that runs from there; first on
+# PATH, it is the `haproxy` of render's real-HAProxy tests (`haproxy -c
+# -dW`, warnings fatal, and the integration tests that serve traffic), of
+# the bad-input suite and of the e2e suite (`pier run` execs it, reloads
+# it). See docs/architecture.md, "HAProxy versions".
+echo "== HAProxy 3.0: render's integration tests, test/badinput, test/e2e" >&2
+start=$(date +%s)
+haproxy30=$(hack/haproxy30.sh | tail -n 1)
+PATH="$(dirname "$haproxy30"):$PATH" go test -count=1 -timeout 20m \
+  ./internal/haproxy/render ./test/badinput ./test/e2e
+echo "HAProxy 3.0 step: $(( $(date +%s) - start ))s" >&2
 
 # The unit packages that run goroutines or share state, again under the race
 # detector. Not the suites under test/: they mostly drive bin/pier as a
