@@ -204,8 +204,8 @@ type extrasRun struct {
 	ClientCPU []int   `json:"client_cpus"`
 }
 
-// TestExtrasCost prices each of pier's per-request extras precisely
-//: HAProxy runs one thread pinned to one CPU (nbthread 1,
+// TestExtrasCost prices each of pier's per-request extras precisely:
+// HAProxy runs one thread pinned to one CPU (nbthread 1,
 // cpu-map), the load generator and the echo backend (this test process,
 // its threads pinned) to the other, so they do not take turns on the
 // proxy's CPU. Each run sends a fixed number of keep-alive requests and
