@@ -27,6 +27,9 @@
 #                                    # (section 1b): bench/results/<time>-<rev>-versions.md
 #                                    # and .json (about 3 minutes, plus the
 #                                    # first extraction of 3.0)
+#   bench/run.sh regex-cost          # only the costliest accepted regular
+#                                    # expressions (section 12):
+#                                    # bench/results/<time>-<rev>-regexcost.md
 #   bench/run.sh extras              # only the extras' prices (section 6):
 #                                    # bench/results/<time>-<rev>-extras.md
 #                                    # and .json (about 8 minutes)
@@ -65,6 +68,9 @@ if [ "${1:-}" = extras ]; then
 fi
 if [ "${1:-}" = kube-scale ]; then
   mode=kube-scale
+fi
+if [ "${1:-}" = regex-cost ]; then
+  mode=regex-cost
 fi
 if [ "${1:-}" = versions ]; then
   mode=versions
@@ -110,6 +116,21 @@ extras_run() {
     cp "$raw/extras.md" "$out-extras.md"
     cp "$raw/extras.json" "$out-extras.json"
   fi
+}
+
+# regex_cost_run is `bench/run.sh regex-cost` (section 12 of
+# docs/benchmarks.md): a load balancer at the cap of regular-expression
+# paths, each of the costliest shape validation accepts, requests that
+# work every expression to its match limit, and a neighbour on the same
+# HAProxy process meanwhile; pier, the same with prefixes, and a
+# hand-written config with and without the match limit. About a minute.
+regex_cost_run() {
+  local out="$1"
+  echo "== 12. the costliest accepted regular expressions (about a minute)" >&2
+  (cd bench && PIER_BENCH_OUT="$raw" "$cache/bench.test" \
+    -test.run '^TestRegexCost$' -test.v -test.timeout 10m) >&2
+  cp "$raw/regexcost.md" "$out-regexcost.md"
+  cp "$raw/regexcost.json" "$out-regexcost.json"
 }
 
 # kube_scale_run is `bench/run.sh kube-scale` (section 11 of
@@ -159,6 +180,10 @@ if [ "$mode" = scale ]; then
 fi
 if [ "$mode" = kube-scale ]; then
   kube_scale_run
+  exit 0
+fi
+if [ "$mode" = regex-cost ]; then
+  regex_cost_run "bench/results/$(date -u +%Y%m%dT%H%M%SZ)-$(git rev-parse --short HEAD 2>/dev/null || echo norev)$suffix"
   exit 0
 fi
 if [ "$mode" = versions ]; then
