@@ -1,4 +1,4 @@
-package translate
+package gatewayapi
 
 import (
 	"strconv"
@@ -14,6 +14,7 @@ import (
 
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
+	"pier.dev/pier/internal/translate"
 )
 
 const gatewayClassDoc = `
@@ -79,8 +80,8 @@ func withServices(snap *source.Snapshot, ns string, names ...string) {
 	}
 }
 
-func gatewayOpts() Options {
-	o := DefaultOptions()
+func gatewayOpts() translate.Options {
+	o := translate.DefaultOptions()
 	o.GatewayExtendedMatches = true
 	return o
 }

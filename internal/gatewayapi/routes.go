@@ -1,4 +1,4 @@
-package translate
+package gatewayapi
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/translate"
 )
 
 // parsedRoute is an HTTPRoute validated once, attached to any number of
@@ -32,7 +33,7 @@ type parsedRoute struct {
 // parentRefs to other kinds or to Gateways that are not ours are left to
 // their controllers.
 func attachRoute(r *gwv1.HTTPRoute, gws map[model.ObjectRef]*parsedGateway, ns map[string]map[string]string,
-	x *index, opts Options, st *GatewayStatus, problems *[]model.Problem) {
+	x *index, opts translate.Options, st *translate.GatewayStatus, problems *[]model.Problem) {
 	ref := model.ObjectRef{Kind: model.KindHTTPRoute, Namespace: r.Namespace, Name: r.Name}
 	var pr *parsedRoute
 	var parents []gwv1.RouteParentStatus
@@ -77,7 +78,7 @@ const reasonTooManyHTTPRoutes = "TooManyHTTPRoutes"
 // refuseRoute records a route past the cap or its namespace's quota:
 // Accepted=False with reason on each parentRef of ours, attached to no
 // listener (attachedRoutes does not count it), and an Error problem.
-func refuseRoute(r *gwv1.HTTPRoute, gws map[model.ObjectRef]*parsedGateway, opts Options, st *GatewayStatus, problems *[]model.Problem, reason, msg string) {
+func refuseRoute(r *gwv1.HTTPRoute, gws map[model.ObjectRef]*parsedGateway, opts translate.Options, st *translate.GatewayStatus, problems *[]model.Problem, reason, msg string) {
 	var parents []gwv1.RouteParentStatus
 	for _, parent := range r.Spec.ParentRefs {
 		if !isGatewayKind(parent) || gws[gatewayRefOf(parent, r.Namespace)] == nil {
@@ -93,8 +94,8 @@ func refuseRoute(r *gwv1.HTTPRoute, gws map[model.ObjectRef]*parsedGateway, opts
 
 // refuseGatewayOverQuota refuses a Gateway its namespace's quota has no
 // room for: Accepted=False, no load balancer, and an Error problem.
-func refuseGatewayOverQuota(p *parsedGateway, opts Options, problems *[]model.Problem) {
-	p.refusal = ReasonQuotaExceeded
+func refuseGatewayOverQuota(p *parsedGateway, opts translate.Options, problems *[]model.Problem) {
+	p.refusal = translate.ReasonQuotaExceeded
 	p.refusalMessage = fmt.Sprintf("namespace %s already has %d Gateways served, the most one namespace may have (--max-gateways-per-namespace): the newest past it are refused",
 		p.gw.Namespace, opts.MaxGatewaysPerNamespace)
 	*problems = append(*problems, gatewayProblem(p.gw, p.refusal, "", p.refusalMessage))
@@ -111,7 +112,7 @@ func namespaceLabelsOf(all map[string]map[string]string, ns string) map[string]s
 	return map[string]string{"kubernetes.io/metadata.name": ns}
 }
 
-func parseRoute(r *gwv1.HTTPRoute, x *index, opts Options, problems *[]model.Problem) *parsedRoute {
+func parseRoute(r *gwv1.HTTPRoute, x *index, opts translate.Options, problems *[]model.Problem) *parsedRoute {
 	pr := &parsedRoute{r: r, counted: map[*gwListener]bool{}}
 	pr.hosts, pr.rules, pr.refusal = parseRouteSpec(r, opts)
 	if pr.refusal != nil {
