@@ -54,12 +54,12 @@ type weighted struct {
 // refHeaders (nil, or one per ref) are the refs' header changes: a ref
 // with some gets a pool of its own, and a rule of several refs a split
 // of pools rather than one pool of all their members.
-func (x *index) rulePool(r *gwv1.HTTPRoute, rule int, refs []gwv1.HTTPBackendRef, refHeaders [][]model.HeaderOp, opts translate.Options) backendResult {
+func (x *index) rulePool(kind string, r *gwv1.HTTPRoute, rule int, refs []gwv1.HTTPBackendRef, refHeaders [][]model.HeaderOp, opts translate.Options) backendResult {
 	var res backendResult
 	var ok []weighted
 	var fail, total int64
 	for i, ref := range refs {
-		w, reason, msg := x.resolveBackend(r.Namespace, ref.BackendRef, opts)
+		w, reason, msg := x.resolveBackend(kind, r.Namespace, ref.BackendRef, opts)
 		if reason != "" {
 			if res.unresolved == "" {
 				res.unresolved, res.detail = reason, fmt.Sprintf("spec.rules[%d].backendRefs[%d]: %s", rule, i, msg)
@@ -95,7 +95,7 @@ func (x *index) rulePool(r *gwv1.HTTPRoute, rule int, refs []gwv1.HTTPBackendRef
 // resolveBackend checks one backendRef: a core Service of the route's
 // namespace, or of another one whose ReferenceGrant lets HTTPRoutes of
 // the route's namespace refer to it, with a port it has.
-func (x *index) resolveBackend(routeNS string, ref gwv1.BackendRef, opts translate.Options) (weighted, string, string) {
+func (x *index) resolveBackend(kind, routeNS string, ref gwv1.BackendRef, opts translate.Options) (weighted, string, string) {
 	w := weighted{weight: 1, ns: routeNS}
 	if ref.Weight != nil {
 		w.weight = *ref.Weight
@@ -116,9 +116,9 @@ func (x *index) resolveBackend(routeNS string, ref gwv1.BackendRef, opts transla
 	if errs := validation.IsDNS1035Label(w.svc); len(errs) > 0 {
 		return w, string(gwv1.RouteReasonBackendNotFound), "invalid service name " + translate.Quote(w.svc)
 	}
-	if !x.grants.permits("HTTPRoute", routeNS, "Service", w.ns, w.svc) {
+	if !x.grants.permits(kind, routeNS, "Service", w.ns, w.svc) {
 		return w, string(gwv1.RouteReasonRefNotPermitted),
-			fmt.Sprintf("service %s/%s is in another namespace and no ReferenceGrant there permits HTTPRoutes of %s", w.ns, w.svc, routeNS)
+			fmt.Sprintf("service %s/%s is in another namespace and no ReferenceGrant there permits %ss of %s", w.ns, w.svc, kind, routeNS)
 	}
 	ns := w.ns
 	if ref.Port == nil || *ref.Port < 1 || *ref.Port > 65535 {

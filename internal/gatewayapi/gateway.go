@@ -61,26 +61,32 @@ func Translate(snap *source.Snapshot, opts translate.Options) *translate.Result 
 	ns := namespaceLabels(snap.Namespaces)
 	served := 0
 	routeQuota := translate.NewNamespaceQuota(opts.MaxHTTPRoutesPerNamespace)
-	for _, r := range oldestObjects(snap.HTTPRoutes) {
+	for _, ro := range routeObjects(snap) {
+		r := ro.r
 		if !namesOurGateway(r, gws) {
 			continue
+		}
+		// GRPCRoutes count with the HTTPRoutes, under the same flags.
+		what := "HTTPRoutes"
+		if ro.kind == model.KindGRPCRoute {
+			what = "routes (HTTPRoutes and GRPCRoutes)"
 		}
 		// The namespace's quota first, as for Ingresses: what it refuses
 		// leaves the global cap to the others.
 		if routeQuota.Full(r.Namespace) {
-			refuseRoute(r, gws, opts, st, &res.Problems, translate.ReasonQuotaExceeded, fmt.Sprintf(
-				"namespace %s already has %d HTTPRoutes served, the most one namespace may have (--max-httproutes-per-namespace): the newest past it are refused",
-				r.Namespace, opts.MaxHTTPRoutesPerNamespace))
+			refuseRoute(ro, gws, opts, st, &res.Problems, translate.ReasonQuotaExceeded, fmt.Sprintf(
+				"namespace %s already has %d %s served, the most one namespace may have (--max-httproutes-per-namespace): the newest past it are refused",
+				r.Namespace, opts.MaxHTTPRoutesPerNamespace, what))
 			continue
 		}
 		if opts.MaxHTTPRoutes > 0 && served >= opts.MaxHTTPRoutes {
-			refuseRoute(r, gws, opts, st, &res.Problems, reasonTooManyHTTPRoutes,
-				fmt.Sprintf("pier serves at most %d HTTPRoutes (--max-httproutes)", opts.MaxHTTPRoutes))
+			refuseRoute(ro, gws, opts, st, &res.Problems, reasonTooManyHTTPRoutes,
+				fmt.Sprintf("pier serves at most %d %s (--max-httproutes)", opts.MaxHTTPRoutes, what))
 			continue
 		}
 		served++
 		routeQuota.Take(r.Namespace)
-		attachRoute(r, gws, ns, idx, opts, st, &res.Problems)
+		attachRoute(ro, gws, ns, idx, opts, st, &res.Problems)
 	}
 	for _, p := range order {
 		st.Gateways[p.ref] = p.status()

@@ -165,7 +165,7 @@ spec:
     port: 8083
     protocol: HTTP
     allowedRoutes: {namespaces: {from: Selector, selector: {matchLabels: {kubernetes.io/metadata.name: other}}}}
-  - {name: kinds, port: 8082, protocol: HTTP, allowedRoutes: {kinds: [{kind: GRPCRoute}]}}
+  - {name: kinds, port: 8082, protocol: HTTP, allowedRoutes: {kinds: [{kind: TCPRoute}]}}
   - {name: unresolved, port: 8443, protocol: HTTPS, tls: {certificateRefs: [{name: missing}]}}
 ---
 kind: Gateway

@@ -51,6 +51,9 @@ func gatewaySnap(t *testing.T, docs string) *source.Snapshot {
 		case "HTTPRoute":
 			o := &gwv1.HTTPRoute{}
 			snap.HTTPRoutes, obj = append(snap.HTTPRoutes, o), o
+		case "GRPCRoute":
+			o := &gwv1.GRPCRoute{}
+			snap.GRPCRoutes, obj = append(snap.GRPCRoutes, o), o
 		case "Namespace":
 			o := &corev1.Namespace{}
 			snap.Namespaces, obj = append(snap.Namespaces, o), o

@@ -18,8 +18,9 @@ type gwEntry struct {
 	poolID string
 	status int // 500 when every backendRef failed (no pool)
 	route  *gwv1.HTTPRoute
-	rule   int // index of the rule in the route
-	index  int // index of the match in the rule
+	kind   string // the route's: model.KindHTTPRoute or model.KindGRPCRoute
+	rule   int    // index of the rule in the route
+	index  int    // index of the match in the rule
 	// options are the rule's filters for this match and listener.
 	options *model.PolicyOptions
 	// isolation marks a listener's 404 entry (gateway_isolation.go):
@@ -137,7 +138,7 @@ func gatewayPolicies(entries []gwEntry, gateway model.Source) []model.L7Policy {
 		seen[key] = true
 		source := gateway // an isolation entry is the Gateway's own
 		if e.route != nil {
-			source = model.Source{Kind: model.KindHTTPRoute, Namespace: e.route.Namespace, Name: e.route.Name, UID: translate.ValidUID(string(e.route.UID))}
+			source = model.Source{Kind: e.kind, Namespace: e.route.Namespace, Name: e.route.Name, UID: translate.ValidUID(string(e.route.UID))}
 		}
 		p := model.L7Policy{
 			ID:       model.ID("gateway-policy", key),

@@ -42,12 +42,25 @@ type gwListener struct {
 	notAccepted, unresolved, conflicted string
 	message                             string
 	attached                            int32
+	// routeHosts are the hostnames the routes attached so far serve,
+	// by route kind (grpcroutes.go: one kind per hostname).
+	routeHosts map[string][]string
 }
 
 // usable reports whether routes may attach: the listener is accepted, not
 // in conflict, its references resolve and it takes HTTPRoutes.
 func (l *gwListener) usable() bool {
 	return l.notAccepted == "" && l.conflicted == "" && l.unresolved == "" && len(l.kinds) > 0
+}
+
+// takes reports whether the listener takes routes of kind.
+func (l *gwListener) takes(kind string) bool {
+	for _, k := range l.kinds {
+		if string(k.Kind) == kind {
+			return true
+		}
+	}
+	return false
 }
 
 var routeKindHTTP = gwv1.RouteGroupKind{Group: ptrTo(gwv1.Group(gwv1.GroupName)), Kind: "HTTPRoute"}
@@ -161,21 +174,28 @@ func parseListener(gw *gwv1.Gateway, spec *gwv1.Listener, x *index) *gwListener 
 	}
 	l.kinds = routeKinds(spec.AllowedRoutes)
 	if l.unresolved == "" && spec.AllowedRoutes != nil && len(spec.AllowedRoutes.Kinds) > 0 && len(spec.AllowedRoutes.Kinds) != len(l.kinds) {
-		l.unresolved, l.message = string(gwv1.ListenerReasonInvalidRouteKinds), "only HTTPRoute is supported in allowedRoutes.kinds"
+		l.unresolved, l.message = string(gwv1.ListenerReasonInvalidRouteKinds), "only HTTPRoute and GRPCRoute are supported in allowedRoutes.kinds"
 	}
 	return l
 }
 
-// routeKinds are the kinds a listener takes: HTTPRoute unless the user
-// listed kinds, then those of them pier supports.
+// routeKinds are the kinds a listener takes: HTTPRoute and GRPCRoute
+// (gRPC is HTTP/2: h2c on HTTP, ALPN h2 on HTTPS) unless the user listed
+// kinds, then those of them pier supports.
 func routeKinds(ar *gwv1.AllowedRoutes) []gwv1.RouteGroupKind {
 	if ar == nil || len(ar.Kinds) == 0 {
-		return []gwv1.RouteGroupKind{routeKindHTTP}
+		return []gwv1.RouteGroupKind{routeKindHTTP, routeKindGRPC}
 	}
 	var out []gwv1.RouteGroupKind
 	for _, k := range ar.Kinds {
-		if (k.Group == nil || *k.Group == gwv1.GroupName) && k.Kind == "HTTPRoute" {
+		if k.Group != nil && *k.Group != gwv1.GroupName {
+			continue
+		}
+		switch k.Kind {
+		case model.KindHTTPRoute:
 			out = append(out, routeKindHTTP)
+		case model.KindGRPCRoute:
+			out = append(out, routeKindGRPC)
 		}
 	}
 	return out

@@ -16,6 +16,7 @@ import (
 // our Gateways.
 type parsedRoute struct {
 	r       *gwv1.HTTPRoute
+	kind    string // model.KindHTTPRoute or model.KindGRPCRoute
 	hosts   []string
 	rules   []gwRule
 	refusal *routeRefusal
@@ -32,9 +33,10 @@ type parsedRoute struct {
 // parentRefs name, and records one parent status per such parentRef.
 // parentRefs to other kinds or to Gateways that are not ours are left to
 // their controllers.
-func attachRoute(r *gwv1.HTTPRoute, gws map[model.ObjectRef]*parsedGateway, ns map[string]map[string]string,
+func attachRoute(ro routeObject, gws map[model.ObjectRef]*parsedGateway, ns map[string]map[string]string,
 	x *index, opts translate.Options, st *translate.GatewayStatus, problems *[]model.Problem) {
-	ref := model.ObjectRef{Kind: model.KindHTTPRoute, Namespace: r.Namespace, Name: r.Name}
+	r := ro.r
+	ref := model.ObjectRef{Kind: ro.kind, Namespace: r.Namespace, Name: r.Name}
 	var pr *parsedRoute
 	var parents []gwv1.RouteParentStatus
 	for _, parent := range r.Spec.ParentRefs {
@@ -43,7 +45,7 @@ func attachRoute(r *gwv1.HTTPRoute, gws map[model.ObjectRef]*parsedGateway, ns m
 			continue
 		}
 		if pr == nil {
-			pr = parseRoute(r, x, opts, problems)
+			pr = parseRoute(ro, x, opts, problems)
 		}
 		accepted, reason, msg := p.attach(pr, parent, namespaceLabelsOf(ns, r.Namespace))
 		parents = append(parents, gwv1.RouteParentStatus{
@@ -78,7 +80,8 @@ const reasonTooManyHTTPRoutes = "TooManyHTTPRoutes"
 // refuseRoute records a route past the cap or its namespace's quota:
 // Accepted=False with reason on each parentRef of ours, attached to no
 // listener (attachedRoutes does not count it), and an Error problem.
-func refuseRoute(r *gwv1.HTTPRoute, gws map[model.ObjectRef]*parsedGateway, opts translate.Options, st *translate.GatewayStatus, problems *[]model.Problem, reason, msg string) {
+func refuseRoute(ro routeObject, gws map[model.ObjectRef]*parsedGateway, opts translate.Options, st *translate.GatewayStatus, problems *[]model.Problem, reason, msg string) {
+	r := ro.r
 	var parents []gwv1.RouteParentStatus
 	for _, parent := range r.Spec.ParentRefs {
 		if !isGatewayKind(parent) || gws[gatewayRefOf(parent, r.Namespace)] == nil {
@@ -88,8 +91,8 @@ func refuseRoute(r *gwv1.HTTPRoute, gws map[model.ObjectRef]*parsedGateway, opts
 			ControllerName: gwv1.GatewayController(opts.GatewayControllerName),
 			Conditions:     []metav1.Condition{condition(r.Generation, string(gwv1.RouteConditionAccepted), false, reason, msg)}})
 	}
-	st.Routes[model.ObjectRef{Kind: model.KindHTTPRoute, Namespace: r.Namespace, Name: r.Name}] = parents
-	*problems = append(*problems, routeProblem(r, model.SeverityError, reason, "", msg))
+	st.Routes[model.ObjectRef{Kind: ro.kind, Namespace: r.Namespace, Name: r.Name}] = parents
+	*problems = append(*problems, routeProblem(ro.kind, r, model.SeverityError, reason, "", msg))
 }
 
 // refuseGatewayOverQuota refuses a Gateway its namespace's quota has no
@@ -112,16 +115,22 @@ func namespaceLabelsOf(all map[string]map[string]string, ns string) map[string]s
 	return map[string]string{"kubernetes.io/metadata.name": ns}
 }
 
-func parseRoute(r *gwv1.HTTPRoute, x *index, opts translate.Options, problems *[]model.Problem) *parsedRoute {
-	pr := &parsedRoute{r: r, counted: map[*gwListener]bool{}}
+func parseRoute(ro routeObject, x *index, opts translate.Options, problems *[]model.Problem) *parsedRoute {
+	r := ro.r
+	pr := &parsedRoute{r: r, kind: ro.kind, counted: map[*gwListener]bool{}}
 	pr.hosts, pr.rules, pr.refusal = parseRouteSpec(r, opts)
+	if ro.refusal != nil {
+		// What the GRPCRoute asked that its HTTPRoute form cannot say
+		// comes first: the form's own findings would name its fields.
+		pr.refusal = ro.refusal
+	}
 	if pr.refusal != nil {
-		*problems = append(*problems, routeProblem(r, model.SeverityError, string(gwv1.RouteReasonUnsupportedValue),
+		*problems = append(*problems, routeProblem(ro.kind, r, model.SeverityError, string(gwv1.RouteReasonUnsupportedValue),
 			pr.refusal.field, pr.refusal.message+": the route is not served"))
 		return pr
 	}
 	for i, rule := range r.Spec.Rules {
-		b := x.rulePool(r, i, rule.BackendRefs, pr.rules[i].refHeaders, opts)
+		b := x.rulePool(ro.kind, r, i, rule.BackendRefs, pr.rules[i].refHeaders, opts)
 		if len(rule.BackendRefs) == 0 && !answersItself(rule.Filters) {
 			// Nothing to forward to and nothing that answers: 500,
 			// as the spec asks (the suite's HTTPRouteNoBackendRefs).
@@ -134,8 +143,15 @@ func parseRoute(r *gwv1.HTTPRoute, x *index, opts translate.Options, problems *[
 			b.pools[j] = pr.rules[i].settings.applyTo(b.pools[j])
 			b.split.Pools[j].PoolID = b.pools[j].ID
 		}
+		if ro.kind == model.KindGRPCRoute {
+			b.pool = grpcPool(b.pool)
+			for j := range b.pools {
+				b.pools[j] = grpcPool(b.pools[j])
+				b.split.Pools[j].PoolID = b.pools[j].ID
+			}
+		}
 		if b.unresolved != "" {
-			*problems = append(*problems, routeProblem(r, model.SeverityWarning, b.unresolved,
+			*problems = append(*problems, routeProblem(ro.kind, r, model.SeverityWarning, b.unresolved,
 				fmt.Sprintf("spec.rules[%d].backendRefs", i), b.detail+": that backend gets no requests"))
 		}
 		pr.backends = append(pr.backends, b)
@@ -143,8 +159,8 @@ func parseRoute(r *gwv1.HTTPRoute, x *index, opts translate.Options, problems *[
 	return pr
 }
 
-func routeProblem(r *gwv1.HTTPRoute, sev model.Severity, reason, field, message string) model.Problem {
-	return model.Problem{Kind: model.KindHTTPRoute, Namespace: r.Namespace, Name: r.Name,
+func routeProblem(kind string, r *gwv1.HTTPRoute, sev model.Severity, reason, field, message string) model.Problem {
+	return model.Problem{Kind: kind, Namespace: r.Namespace, Name: r.Name,
 		Severity: sev, Reason: reason, Field: field, Message: message}
 }
 
@@ -195,7 +211,7 @@ func (p *parsedGateway) attach(pr *parsedRoute, parent gwv1.ParentReference, nsL
 	}
 	var allowed []*gwListener
 	for _, l := range selected {
-		if len(l.kinds) == 0 || !p.allows(l, pr.r.Namespace, nsLabels) {
+		if !l.takes(pr.kind) || !p.allows(l, pr.r.Namespace, nsLabels) {
 			continue
 		}
 		// attachedRoutes counts a route on a listener with unresolved
@@ -215,14 +231,22 @@ func (p *parsedGateway) attach(pr *parsedRoute, parent gwv1.ParentReference, nsL
 	if pr.refusal != nil {
 		return false, string(gwv1.RouteReasonUnsupportedValue), pr.refusal.field + ": " + pr.refusal.message
 	}
-	matched := false
+	matched, conflicted := false, false
 	for _, l := range allowed {
 		hosts := intersectHosts(l.host, pr.hosts)
 		if len(hosts) == 0 {
 			continue
 		}
+		if l.servesOtherKind(pr.kind, hosts) {
+			conflicted = true
+			continue
+		}
 		matched = true
+		l.served(pr.kind, hosts)
 		p.addEntries(l, hosts, pr)
+	}
+	if !matched && conflicted {
+		return false, reasonRouteKindConflict, "an older route of the other kind (HTTPRoute or GRPCRoute) already serves one of its hostnames on the listener"
 	}
 	if !matched {
 		return false, string(gwv1.RouteReasonNoMatchingListenerHostname), "no hostname of the route matches the listeners'"
@@ -286,7 +310,7 @@ func (p *parsedGateway) addEntries(l *gwListener, hosts []string, pr *parsedRout
 		for mi, m := range rule.matches {
 			for _, h := range hosts {
 				p.entries[l.port] = append(p.entries[l.port], gwEntry{
-					host: h, match: m, poolID: poolID, status: status, route: pr.r, rule: ri, index: mi,
+					host: h, match: m, poolID: poolID, status: status, route: pr.r, kind: pr.kind, rule: ri, index: mi,
 					options: withSplit(rule.filters.options(m, l.protocol, l.port), b.split),
 				})
 			}
