@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"context"
-	"crypto/tls"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -10,9 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/h2c"
 
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/test/harness"
@@ -37,7 +32,8 @@ func startGRPCBackend(t *testing.T, name string) int {
 		w.WriteHeader(http.StatusOK)
 		w.Header().Set("Grpc-Status", "0")
 	})
-	srv := &http.Server{Handler: h2c.NewHandler(h, &http2.Server{}), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, Protocols: new(http.Protocols)}
+	srv.Protocols.SetUnencryptedHTTP2(true)
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return ln.Addr().(*net.TCPAddr).Port
@@ -152,10 +148,11 @@ endpoints: [{addresses: ["127.0.0.1"], conditions: {ready: true}}]
 			t.Errorf("pool %s: protocol %q, want GRPC", pool.Name, pool.Protocol)
 		}
 	}
-	h2 := &http.Client{Timeout: 5 * time.Second, Transport: &http2.Transport{AllowHTTP: true,
-		DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, network, addr)
-		}}}
+	// HTTP/2 without TLS and with prior knowledge only, as gRPC clients
+	// speak it: no HTTP/1.1 request, no upgrade.
+	h2c := new(http.Protocols)
+	h2c.SetUnencryptedHTTP2(true)
+	h2 := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Protocols: h2c}}
 	call := func(host, path string) (int, http.Header, error) {
 		req, err := http.NewRequest(http.MethodPost, "http://"+net.JoinHostPort(lb.VIP, strconv.Itoa(port))+path, strings.NewReader("\x00\x00\x00\x00\x00"))
 		if err != nil {
