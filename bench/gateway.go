@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"pier.dev/pier/internal/gatewayapi"
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source/files"
@@ -99,7 +100,7 @@ func GatewayRoutingConfig(n int, targetPort, decoyPort int32, port int, dir stri
 	}
 	opts := translate.DefaultOptions()
 	opts.Members.AllowLoopback = true // the backends listen on 127.0.0.1, as in pier run
-	res := translate.Gateways(snap, opts)
+	res := gatewayapi.Translate(snap, opts)
 	if len(res.Problems) > 0 || len(res.LoadBalancers) != 1 {
 		return nil, nil, fmt.Errorf("gateway routing fixture: %d load balancers, problems %v", len(res.LoadBalancers), res.Problems)
 	}

@@ -132,7 +132,7 @@ func (t *translateFlags) register(fs *flag.FlagSet) {
 	})
 	fs.BoolVar(&t.opts.HealthChecks, "health-checks", t.opts.HealthChecks, "check every pool member with a TCP connect (inter 2s, fall 3, rise 2), so that a member nobody can reach gets no requests and shows down; an Ingress opts out with pier.dev/health-check: \"false\". false: only Ingresses that set it \"true\" are checked")
 	fs.IntVar(&t.opts.MaxIngresses, "max-ingresses", t.opts.MaxIngresses, "refuse Ingresses beyond this many (newest first)")
-	fs.IntVar(&t.opts.MaxHTTPRoutes, "max-httproutes", t.opts.MaxHTTPRoutes, "refuse HTTPRoutes attached to pier's Gateways beyond this many (newest first)")
+	fs.IntVar(&t.opts.MaxHTTPRoutes, "max-httproutes", t.opts.MaxHTTPRoutes, "refuse HTTPRoutes and GRPCRoutes (counted together) attached to pier's Gateways beyond this many (newest first)")
 	fs.IntVar(&t.opts.MaxPathsPerIngress, "max-paths-per-ingress", t.opts.MaxPathsPerIngress, "refuse an Ingress with more paths than this")
 	t.registerQuota(fs)
 	fs.BoolVar(&t.opts.GatewayExtendedMatches, "gateway-extended-matches", t.opts.GatewayExtendedMatches, "route HTTPRoute header, query-parameter and method matches; false refuses such routes with a reason (while agents of a version that cannot render them still run)")

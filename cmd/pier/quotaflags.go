@@ -108,7 +108,7 @@ func (t *translateFlags) registerQuota(fs *flag.FlagSet) {
 	fs.Var(&t.ingShare, "max-ingresses-per-namespace",
 		"refuse a namespace's newest Ingresses (QuotaExceeded) past this many, so that one namespace cannot fill --max-ingresses for the others: a count, or a share of --max-ingresses, rounded up; 0: no quota")
 	fs.Var(&t.routeShare, "max-httproutes-per-namespace",
-		"refuse a namespace's newest HTTPRoutes attached to pier's Gateways (Accepted=False, QuotaExceeded) past this many, so that one namespace cannot fill --max-httproutes for the others: a count, or a share of --max-httproutes, rounded up; 0: no quota")
+		"refuse a namespace's newest HTTPRoutes and GRPCRoutes attached to pier's Gateways (Accepted=False, QuotaExceeded) past this many, so that one namespace cannot fill --max-httproutes for the others: a count, or a share of --max-httproutes, rounded up; 0: no quota")
 	fs.IntVar(&t.opts.MaxGatewaysPerNamespace, "max-gateways-per-namespace", t.opts.MaxGatewaysPerNamespace,
 		"refuse a namespace's newest Gateways of pier's classes (Accepted=False, QuotaExceeded) past this many; each is a load balancer with its own addresses; 0: no quota")
 	fs.IntVar(&t.opts.MaxRegexPathsPerNamespace, "max-regex-paths-per-namespace", t.opts.MaxRegexPathsPerNamespace,

@@ -19,7 +19,8 @@ import (
 
 // The Gateway API half of the status writer (leader only, as for
 // Ingresses): GatewayClass conditions, Gateway conditions, listeners and
-// addresses, HTTPRoute status.parents entries of our controllerName. Each
+// addresses, HTTPRoute and GRPCRoute status.parents entries of our
+// controllerName. Each
 // object's status is merged (status.Merge*: transition times kept,
 // other controllers' parent entries and other condition types left as
 // they are) and written only when the merge changed it; a conflict is
@@ -51,6 +52,14 @@ func (w *statusWriter) PublishGateways(ctx context.Context, snap *source.Snapsho
 		}
 		wrote, err := w.writeRoute(ctx, r, want, controller, now)
 		w.report("httproute", r.Namespace+"/"+r.Name, wrote, err)
+	}
+	for _, r := range snap.GRPCRoutes {
+		want := st.Routes[gatewayRef(model.KindGRPCRoute, r.Namespace, r.Name)]
+		if want == nil && !hasParentOf(r.Status.Parents, controller) {
+			continue
+		}
+		wrote, err := w.writeGRPCRoute(ctx, r, want, controller, now)
+		w.report("grpcroute", r.Namespace+"/"+r.Name, wrote, err)
 	}
 	return nil
 }
@@ -151,6 +160,27 @@ func (w *statusWriter) writeRoute(ctx context.Context, cached *gwv1.HTTPRoute, w
 			return true
 		},
 		func(ctx context.Context, r *gwv1.HTTPRoute) error {
+			_, err := routes.UpdateStatus(ctx, r, metav1.UpdateOptions{FieldManager: "pier"})
+			return err
+		})
+}
+
+func (w *statusWriter) writeGRPCRoute(ctx context.Context, cached *gwv1.GRPCRoute, want []gwv1.RouteParentStatus,
+	controller gwv1.GatewayController, now metav1.Time) (bool, error) {
+	routes := w.gw.GatewayV1().GRPCRoutes(cached.Namespace)
+	return writeMerged(ctx, w, cached, want,
+		func(ctx context.Context) (*gwv1.GRPCRoute, error) {
+			return routes.Get(ctx, cached.Name, metav1.GetOptions{})
+		},
+		func(r *gwv1.GRPCRoute) bool {
+			merged := status.MergeRouteParents(r.Status.Parents, want, controller, now)
+			if status.SameGatewayAPIStatus(merged, r.Status.Parents) {
+				return false
+			}
+			r.Status.Parents = merged
+			return true
+		},
+		func(ctx context.Context, r *gwv1.GRPCRoute) error {
 			_, err := routes.UpdateStatus(ctx, r, metav1.UpdateOptions{FieldManager: "pier"})
 			return err
 		})

@@ -21,6 +21,7 @@ import (
 
 	"pier.dev/pier/internal/agent/haproxydriver"
 	"pier.dev/pier/internal/controller"
+	"pier.dev/pier/internal/gatewayapi"
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/ipam"
 	"pier.dev/pier/internal/model"
@@ -126,7 +127,7 @@ func Run(ctx context.Context, snap *source.Snapshot, cfg Config) (*Report, error
 	opts.Now = time.Now() // as the pipeline's rebuild: expired certificates are reported
 	res := translate.Ingresses(snap, opts)
 	res.Merge(translate.Services(snap, opts))
-	res.Merge(translate.Gateways(snap, opts))
+	res.Merge(gatewayapi.Translate(snap, opts))
 	lbs, ipamProblems, err := reconcile(ctx, dir, res, cfg, logger)
 	if err != nil {
 		return nil, err

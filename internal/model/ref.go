@@ -22,6 +22,7 @@ const (
 	KindGateway      = "Gateway"
 	KindGatewayClass = "GatewayClass"
 	KindHTTPRoute    = "HTTPRoute"
+	KindGRPCRoute    = "GRPCRoute"
 )
 
 // IngressRef is the ObjectRef of an Ingress.

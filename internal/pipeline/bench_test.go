@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"pier.dev/pier/internal/controller"
+	"pier.dev/pier/internal/gatewayapi"
 	"pier.dev/pier/internal/ipam"
 	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/model"
@@ -188,7 +189,7 @@ func benchParts(b *testing.B, n int, group, incremental bool) {
 				if !ok {
 					res = translate.Ingresses(next, p.Translate)
 					res.Merge(translate.Services(next, p.Translate))
-					res.Merge(translate.Gateways(next, p.Translate))
+					res.Merge(gatewayapi.Translate(next, p.Translate))
 				}
 			})
 			step(2, func() {

@@ -149,6 +149,8 @@ func gatewayAPIStatusChanged(prev, next *source.Snapshot) bool {
 		return reflect.DeepEqual(a.Status, b.Status)
 	}) || changed(prev.HTTPRoutes, next.HTTPRoutes, func(a, b *gwv1.HTTPRoute) bool {
 		return reflect.DeepEqual(a.Status, b.Status)
+	}) || changed(prev.GRPCRoutes, next.GRPCRoutes, func(a, b *gwv1.GRPCRoute) bool {
+		return reflect.DeepEqual(a.Status, b.Status)
 	})
 }
 
@@ -235,6 +237,8 @@ func gatewayAPIChanged(prev, next *source.Snapshot) bool {
 		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
 	}) || changed(prev.HTTPRoutes, next.HTTPRoutes, func(a, b *gwv1.HTTPRoute) bool {
 		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
+	}) || changed(prev.GRPCRoutes, next.GRPCRoutes, func(a, b *gwv1.GRPCRoute) bool {
+		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
 	}) || changed(prev.ReferenceGrants, next.ReferenceGrants, func(a, b *gwv1beta1.ReferenceGrant) bool {
 		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
 	}) || changed(routeNamespaces(prev), routeNamespaces(next), func(a, b *corev1.Namespace) bool {
@@ -242,16 +246,19 @@ func gatewayAPIChanged(prev, next *source.Snapshot) bool {
 	})
 }
 
-// routeNamespaces are the Namespaces holding an HTTPRoute: only their
+// routeNamespaces are the Namespaces holding a route: only their
 // labels can change an attachment (allowedRoutes selectors). Namespaces
 // that come and go without routes (every test, every tenant) rebuild
 // nothing; a route that comes or goes with one is a change of its own.
 func routeNamespaces(snap *source.Snapshot) []*corev1.Namespace {
-	if len(snap.HTTPRoutes) == 0 {
+	if len(snap.HTTPRoutes) == 0 && len(snap.GRPCRoutes) == 0 {
 		return nil
 	}
-	has := make(map[string]bool, len(snap.HTTPRoutes))
+	has := make(map[string]bool, len(snap.HTTPRoutes)+len(snap.GRPCRoutes))
 	for _, r := range snap.HTTPRoutes {
+		has[r.Namespace] = true
+	}
+	for _, r := range snap.GRPCRoutes {
 		has[r.Namespace] = true
 	}
 	var out []*corev1.Namespace
@@ -370,7 +377,17 @@ func gatewayReferences(snap *source.Snapshot, ours map[model.ObjectRef]bool, r r
 		}
 	}
 	for _, route := range snap.HTTPRoutes {
-		if !namesOurGateway(route, ours) {
+		if !namesOurGateway(route.Namespace, route.Spec.ParentRefs, ours) {
+			continue
+		}
+		for _, rule := range route.Spec.Rules {
+			for _, b := range rule.BackendRefs {
+				r.services[refNamespace(b.Namespace, route.Namespace)+"/"+string(b.Name)] = true
+			}
+		}
+	}
+	for _, route := range snap.GRPCRoutes {
+		if !namesOurGateway(route.Namespace, route.Spec.ParentRefs, ours) {
 			continue
 		}
 		for _, rule := range route.Spec.Rules {
@@ -389,9 +406,9 @@ func refNamespace(ns *gwv1.Namespace, def string) string {
 	return def
 }
 
-func namesOurGateway(route *gwv1.HTTPRoute, ours map[model.ObjectRef]bool) bool {
-	for _, p := range route.Spec.ParentRefs {
-		ns := route.Namespace
+func namesOurGateway(routeNS string, parents []gwv1.ParentReference, ours map[model.ObjectRef]bool) bool {
+	for _, p := range parents {
+		ns := routeNS
 		if p.Namespace != nil {
 			ns = string(*p.Namespace)
 		}

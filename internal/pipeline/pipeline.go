@@ -24,6 +24,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 
 	"pier.dev/pier/internal/controller"
+	"pier.dev/pier/internal/gatewayapi"
 	"pier.dev/pier/internal/ipam"
 	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/model"
@@ -381,7 +382,7 @@ func (p *Pipeline) rebuild(ctx context.Context, prev, snap *source.Snapshot, e e
 	if !incremental {
 		res = translate.Ingresses(snap, opts)
 		res.Merge(translate.Services(snap, opts))
-		res.Merge(translate.Gateways(snap, opts))
+		res.Merge(gatewayapi.Translate(snap, opts))
 	}
 	translated := len(res.Accepted)
 	var ipamProblems []model.Problem

@@ -29,6 +29,7 @@ type Snapshot struct {
 	GatewayClasses []*gwv1.GatewayClass
 	Gateways       []*gwv1.Gateway
 	HTTPRoutes     []*gwv1.HTTPRoute
+	GRPCRoutes     []*gwv1.GRPCRoute
 	// ReferenceGrants (v1beta1, the standard channel's version in
 	// v1.4) permit cross-namespace backendRefs and certificateRefs.
 	ReferenceGrants []*gwv1beta1.ReferenceGrant

@@ -26,8 +26,6 @@ type index struct {
 	// slices by "namespace/service" (the kubernetes.io/service-name label).
 	slices map[string][]*discoveryv1.EndpointSlice
 	snap   *source.Snapshot
-	// grants are the snapshot's ReferenceGrants (Gateway API only).
-	grants grantIndex
 }
 
 func newIndex(snap *source.Snapshot) *index {
@@ -35,7 +33,6 @@ func newIndex(snap *source.Snapshot) *index {
 		services: map[string]*corev1.Service{},
 		slices:   map[string][]*discoveryv1.EndpointSlice{},
 		snap:     snap,
-		grants:   newGrantIndex(snap.ReferenceGrants),
 	}
 	for _, s := range snap.Services {
 		x.services[s.Namespace+"/"+s.Name] = s

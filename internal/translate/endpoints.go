@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
@@ -209,17 +210,29 @@ func passOver(snap *source.Snapshot, changed serviceSet) *source.Snapshot {
 	return part
 }
 
-// namedByRoute reports whether an HTTPRoute names one of the changed
-// Services: its weighted pools are built otherwise.
+// namedByRoute reports whether an HTTPRoute or a GRPCRoute names one of
+// the changed Services: their pools (weighted, h2c) are built otherwise.
 func namedByRoute(snap *source.Snapshot, changed serviceSet) bool {
+	names := func(routeNS string, b gwv1.BackendObjectReference) bool {
+		ns := routeNS
+		if b.Namespace != nil {
+			ns = string(*b.Namespace)
+		}
+		return changed.has(ns, string(b.Name))
+	}
 	for _, route := range snap.HTTPRoutes {
 		for _, rule := range route.Spec.Rules {
 			for _, b := range rule.BackendRefs {
-				ns := route.Namespace
-				if b.Namespace != nil {
-					ns = string(*b.Namespace)
+				if names(route.Namespace, b.BackendObjectReference) {
+					return true
 				}
-				if changed.has(ns, string(b.Name)) {
+			}
+		}
+	}
+	for _, route := range snap.GRPCRoutes {
+		for _, rule := range route.Spec.Rules {
+			for _, b := range rule.BackendRefs {
+				if names(route.Namespace, b.BackendObjectReference) {
 					return true
 				}
 			}

@@ -15,12 +15,15 @@ import (
 	"pier.dev/pier/internal/source"
 )
 
+// GatewaysForTest is gatewayapi.Translate, set by gatewayapi_test.go.
+var GatewaysForTest func(*source.Snapshot, Options) *Result
+
 // fullTranslate is the pipeline's translation: Ingresses, native
 // Services and Gateways, merged.
 func fullTranslate(snap *source.Snapshot, opts Options) *Result {
 	res := Ingresses(snap, opts)
 	res.Merge(Services(snap, opts))
-	res.Merge(Gateways(snap, opts))
+	res.Merge(GatewaysForTest(snap, opts))
 	return res
 }
 

@@ -155,3 +155,5 @@ func rulesMatch(rules []model.L7Rule, host, path string) bool {
 	}
 	return true
 }
+
+func ptrTo[T any](v T) *T { return &v }

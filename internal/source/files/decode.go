@@ -52,6 +52,7 @@ var keptKinds = map[schema.GroupVersionKind]bool{
 	gwv1.SchemeGroupVersion.WithKind("GatewayClass"): true,
 	gwv1.SchemeGroupVersion.WithKind("Gateway"):      true,
 	gwv1.SchemeGroupVersion.WithKind("HTTPRoute"):    true,
+	gwv1.SchemeGroupVersion.WithKind("GRPCRoute"):    true,
 	// v1beta1 is ReferenceGrant's version in the v1.4 standard channel.
 	gwv1beta1.SchemeGroupVersion.WithKind("ReferenceGrant"): true,
 }

@@ -178,6 +178,8 @@ func add(snap *source.Snapshot, obj kubeObject) {
 		snap.Gateways = append(snap.Gateways, o)
 	case *gwv1.HTTPRoute:
 		snap.HTTPRoutes = append(snap.HTTPRoutes, o)
+	case *gwv1.GRPCRoute:
+		snap.GRPCRoutes = append(snap.GRPCRoutes, o)
 	case *gwv1beta1.ReferenceGrant:
 		snap.ReferenceGrants = append(snap.ReferenceGrants, o)
 	}
@@ -250,6 +252,7 @@ func sortSnapshot(snap *source.Snapshot) {
 	slices.SortFunc(snap.GatewayClasses, byName[*gwv1.GatewayClass])
 	slices.SortFunc(snap.Gateways, byName[*gwv1.Gateway])
 	slices.SortFunc(snap.HTTPRoutes, byName[*gwv1.HTTPRoute])
+	slices.SortFunc(snap.GRPCRoutes, byName[*gwv1.GRPCRoute])
 	slices.SortFunc(snap.ReferenceGrants, byName[*gwv1beta1.ReferenceGrant])
 	slices.SortFunc(snap.Nodes, func(a, b source.Node) int { return cmp.Compare(a.Name, b.Name) })
 }

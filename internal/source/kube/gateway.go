@@ -66,6 +66,7 @@ type gatewayListers struct {
 	classes    func() ([]*gwv1.GatewayClass, error)
 	gateways   func() ([]*gwv1.Gateway, error)
 	routes     func() ([]*gwv1.HTTPRoute, error)
+	grpcRoutes func() ([]*gwv1.GRPCRoute, error) // nil: GRPCRoutes not watched
 	grants     func() ([]*gwv1beta1.ReferenceGrant, error)
 	namespaces func() ([]*corev1.Namespace, error)
 }
@@ -162,6 +163,33 @@ func (w *gatewayWatch) forbidden(ctx context.Context) (string, error) {
 	return "", nil
 }
 
+// grpcRoutesUnwatched says why GRPCRoutes cannot be watched ("" when
+// they can): their CRD came to the standard channel after the others and
+// RBAC written before pier served them does not grant them, so a cluster
+// without them keeps the rest of the Gateway API rather than losing it
+// all (an informer that cannot list never syncs).
+func (w *gatewayWatch) grpcRoutesUnwatched(ctx context.Context) string {
+	list, err := w.discovery.ServerResourcesForGroupVersion(gwv1.GroupVersion.String())
+	if err != nil {
+		return "discovery of " + gwv1.GroupVersion.String() + ": " + err.Error()
+	}
+	served := false
+	for _, r := range list.APIResources {
+		served = served || r.Name == "grpcroutes"
+	}
+	if !served {
+		return gwv1.GroupVersion.String() + " does not serve grpcroutes: install the standard channel's GRPCRoute CRD"
+	}
+	_, err = w.client.GatewayV1().GRPCRoutes(w.namespace).List(ctx, metav1.ListOptions{Limit: 1})
+	switch {
+	case apierrors.IsForbidden(err):
+		return "listing grpcroutes is forbidden: grant the controller the Gateway API rules of deploy/rbac.yaml"
+	case err != nil:
+		return "list grpcroutes: " + err.Error()
+	}
+	return ""
+}
+
 // wait looks for the CRDs every recheck; once served, it starts the
 // informers and asks for a snapshot when their caches synced.
 func (w *gatewayWatch) wait(ctx context.Context, changed chan struct{}) {
@@ -201,9 +229,18 @@ func (w *gatewayWatch) run(ctx context.Context) ([]cache.InformerSynced, *gatewa
 	routes := gwFactory.Gateway().V1().HTTPRoutes()
 	grants := gwFactory.Gateway().V1beta1().ReferenceGrants()
 	namespaces := coreFactory.Core().V1().Namespaces()
+	watched := []cache.SharedIndexInformer{classes.Informer(), gateways.Informer(), routes.Informer(),
+		grants.Informer(), namespaces.Informer()}
+	var grpcRoutes func() ([]*gwv1.GRPCRoute, error)
+	if reason := w.grpcRoutesUnwatched(ctx); reason != "" {
+		w.logger.Warn("GRPCRoutes are not served; the rest of the Gateway API is", "reason", reason)
+	} else {
+		inf := gwFactory.Gateway().V1().GRPCRoutes()
+		watched = append(watched, inf.Informer())
+		grpcRoutes = func() ([]*gwv1.GRPCRoute, error) { return inf.Lister().List(labels.Everything()) }
+	}
 	var synced []cache.InformerSynced
-	for _, inf := range []cache.SharedIndexInformer{classes.Informer(), gateways.Informer(), routes.Informer(),
-		grants.Informer(), namespaces.Informer()} {
+	for _, inf := range watched {
 		if _, err := inf.AddEventHandler(w.handler); err != nil {
 			// Only fails on an informer already stopped, i.e. ctx ended.
 			w.logger.Debug("add gateway event handler", "error", err)
@@ -221,6 +258,7 @@ func (w *gatewayWatch) run(ctx context.Context) ([]cache.InformerSynced, *gatewa
 		classes:    func() ([]*gwv1.GatewayClass, error) { return classes.Lister().List(labels.Everything()) },
 		gateways:   func() ([]*gwv1.Gateway, error) { return gateways.Lister().List(labels.Everything()) },
 		routes:     func() ([]*gwv1.HTTPRoute, error) { return routes.Lister().List(labels.Everything()) },
+		grpcRoutes: grpcRoutes,
 		grants:     func() ([]*gwv1beta1.ReferenceGrant, error) { return grants.Lister().List(labels.Everything()) },
 		namespaces: func() ([]*corev1.Namespace, error) { return namespaces.Lister().List(labels.Everything()) },
 	}
@@ -246,6 +284,11 @@ func (w *gatewayWatch) fill(snap *source.Snapshot) error {
 	if snap.HTTPRoutes, err = l.routes(); err != nil {
 		return fmt.Errorf("list httproutes: %w", err)
 	}
+	if l.grpcRoutes != nil {
+		if snap.GRPCRoutes, err = l.grpcRoutes(); err != nil {
+			return fmt.Errorf("list grpcroutes: %w", err)
+		}
+	}
 	if snap.ReferenceGrants, err = l.grants(); err != nil {
 		return fmt.Errorf("list reference grants: %w", err)
 	}
@@ -255,6 +298,7 @@ func (w *gatewayWatch) fill(snap *source.Snapshot) error {
 	sortByName(snap.GatewayClasses)
 	sortByName(snap.Gateways)
 	sortByName(snap.HTTPRoutes)
+	sortByName(snap.GRPCRoutes)
 	sortByName(snap.ReferenceGrants)
 	sortByName(snap.Namespaces)
 	return nil

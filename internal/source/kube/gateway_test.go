@@ -229,3 +229,59 @@ func TestGatewayWatchTurnsOn(t *testing.T) {
 		t.Errorf("logs:\n%s", logs)
 	}
 }
+
+// GRPCRoutes are watched when served and listable; a cluster whose CRDs
+// or RBAC lack them keeps the rest of the Gateway API, and says why once.
+func TestSourceGRPCRoutes(t *testing.T) {
+	gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gw"}, Spec: gwv1.GatewaySpec{GatewayClassName: "pier"}}
+	route := &gwv1.GRPCRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "g"}}
+	for _, c := range []struct {
+		name       string
+		resources  []string
+		forbidden  bool
+		wantRoutes int
+		wantLog    string
+	}{
+		{"served", []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes"}, false, 1, ""},
+		{"not served", []string{"gatewayclasses", "gateways", "httproutes"}, false, 0, "does not serve grpcroutes"},
+		{"forbidden", []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes"}, true, 0, "listing grpcroutes is forbidden"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			client := fake.NewClientset(readyNode("a"), NewAgentLease(leaseNS, "a", time.Hour, time.Now()))
+			client.Resources = gatewayDiscovery(c.resources, []string{"referencegrants"})
+			gwClient := gwfake.NewSimpleClientset()
+			if _, err := gwClient.GatewayV1().Gateways("default").Create(ctx, gw, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := gwClient.GatewayV1().GRPCRoutes("default").Create(ctx, route, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if c.forbidden {
+				gwClient.PrependReactor("list", "grpcroutes", func(k8stesting.Action) (bool, runtime.Object, error) {
+					return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: gwv1.GroupName, Resource: "grpcroutes"}, "", nil)
+				})
+			}
+			logs := &syncBuffer{}
+			src := New(client, Options{LeaseNamespace: leaseNS, Quiet: 10 * time.Millisecond, MaxDelay: 50 * time.Millisecond,
+				Gateway: gwClient, GatewayRecheck: 20 * time.Millisecond}, slog.New(slog.NewTextHandler(logs, nil)))
+			snaps := make(chan *source.Snapshot, 10)
+			go func() { _ = src.Run(ctx, func(s *source.Snapshot) { snaps <- s }) }()
+			select {
+			case s := <-snaps:
+				if len(s.Gateways) != 1 || len(s.GRPCRoutes) != c.wantRoutes {
+					t.Errorf("snapshot gateways %d grpcroutes %d, want 1 and %d", len(s.Gateways), len(s.GRPCRoutes), c.wantRoutes)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("no snapshot")
+			}
+			if c.wantLog != "" && strings.Count(logs.String(), c.wantLog) != 1 {
+				t.Errorf("the log does not say once %q:\n%s", c.wantLog, logs)
+			}
+			if strings.Contains(logs.String(), "support is off") {
+				t.Errorf("Gateway API support turned off:\n%s", logs)
+			}
+		})
+	}
+}

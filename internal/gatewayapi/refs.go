@@ -1,4 +1,4 @@
-package translate
+package gatewayapi
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/translate"
 )
 
 // maxSplitRefs bounds the backendRefs of a rule whose refs carry
@@ -25,11 +26,11 @@ func parseRefFilters(field string, fs []gwv1.HTTPRouteFilter) ([]model.HeaderOp,
 		switch {
 		case f.Type != gwv1.HTTPRouteFilterRequestHeaderModifier:
 			return nil, &routeRefusal{at, fmt.Sprintf("filter type %s is not supported on a backendRef (RequestHeaderModifier)",
-				quoteForMessage(string(f.Type)))}
+				translate.Quote(string(f.Type)))}
 		case out != nil:
-			return nil, &routeRefusal{at, fmt.Sprintf("a second %s filter", quoteForMessage(string(f.Type)))}
+			return nil, &routeRefusal{at, fmt.Sprintf("a second %s filter", translate.Quote(string(f.Type)))}
 		case f.RequestHeaderModifier == nil:
-			return nil, &routeRefusal{at, fmt.Sprintf("type %s without its settings", quoteForMessage(string(f.Type)))}
+			return nil, &routeRefusal{at, fmt.Sprintf("type %s without its settings", translate.Quote(string(f.Type)))}
 		}
 		ops, err := headerOps(f.RequestHeaderModifier)
 		if err != nil {

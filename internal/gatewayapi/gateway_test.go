@@ -1,4 +1,4 @@
-package translate
+package gatewayapi
 
 import (
 	"slices"
@@ -9,6 +9,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/translate"
 )
 
 const precedenceDocs = gatewayClassDoc + `
@@ -74,7 +75,7 @@ func TestGatewayPrecedence(t *testing.T) {
 	snap := gatewaySnap(t, precedenceDocs)
 	withServices(snap, "default", "prefix-root", "api", "api-exact", "api-post", "api-h1", "api-h2", "api-q",
 		"dup-first", "dup-second", "newer", "wild", "anyhost")
-	res := Gateways(snap, gatewayOpts())
+	res := Translate(snap, gatewayOpts())
 	if len(res.LoadBalancers) != 1 {
 		t.Fatalf("load balancers: %d, problems %+v", len(res.LoadBalancers), res.Problems)
 	}
@@ -164,7 +165,7 @@ spec:
     port: 8083
     protocol: HTTP
     allowedRoutes: {namespaces: {from: Selector, selector: {matchLabels: {kubernetes.io/metadata.name: other}}}}
-  - {name: kinds, port: 8082, protocol: HTTP, allowedRoutes: {kinds: [{kind: GRPCRoute}]}}
+  - {name: kinds, port: 8082, protocol: HTTP, allowedRoutes: {kinds: [{kind: TCPRoute}]}}
   - {name: unresolved, port: 8443, protocol: HTTPS, tls: {certificateRefs: [{name: missing}]}}
 ---
 kind: Gateway
@@ -211,7 +212,7 @@ func TestGatewayAttachment(t *testing.T) {
 	for _, ns := range []string{"default", "other", "blue"} {
 		withServices(snap, ns, "svc")
 	}
-	res := Gateways(snap, gatewayOpts())
+	res := Translate(snap, gatewayOpts())
 	for _, c := range cases {
 		parents := res.Gateway.Routes[routeRef(c.ns, c.name)]
 		if len(parents) != 1 {
@@ -226,7 +227,7 @@ func TestGatewayAttachment(t *testing.T) {
 		if got.Reason != string(c.reason) || got.Status != wantStatus {
 			t.Errorf("%s/%s: Accepted %s/%s (%s), want %s/%s", c.ns, c.name, got.Status, got.Reason, got.Message, wantStatus, c.reason)
 		}
-		if parents[0].ControllerName != DefaultGatewayControllerName {
+		if parents[0].ControllerName != translate.DefaultGatewayControllerName {
 			t.Errorf("%s/%s: controllerName %q", c.ns, c.name, parents[0].ControllerName)
 		}
 	}
@@ -314,7 +315,7 @@ func TestGatewayRouteRefusals(t *testing.T) {
 			opts := gatewayOpts()
 			opts.GatewayExtendedMatches = !tc.strict
 			opts.MaxPathsPerIngress = 3 // the victim has 1, the last case asks for 4
-			res := Gateways(snap, opts)
+			res := Translate(snap, opts)
 			parents := res.Gateway.Routes[routeRef("default", "bad")]
 			if len(parents) != 1 {
 				t.Fatalf("parents: %+v", parents)
@@ -362,7 +363,7 @@ func TestGatewayPoolsChecked(t *testing.T) {
 			"dup-first", "dup-second", "newer", "wild", "anyhost")
 		opts := gatewayOpts()
 		opts.HealthChecks = on
-		res := Gateways(snap, opts)
+		res := Translate(snap, opts)
 		if len(res.LoadBalancers) != 1 || len(res.LoadBalancers[0].Pools) == 0 {
 			t.Fatalf("load balancers: %+v, problems %+v", res.LoadBalancers, res.Problems)
 		}

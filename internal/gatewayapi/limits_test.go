@@ -1,4 +1,4 @@
-package translate
+package gatewayapi
 
 import (
 	"strings"
@@ -30,7 +30,7 @@ spec:
 	withServices(snap, "default", "svc")
 	opts := gatewayOpts()
 	opts.MaxHTTPRoutes = 2
-	res := Gateways(snap, opts)
+	res := Translate(snap, opts)
 
 	for _, name := range []string{"oldest", "older"} {
 		c := findCondition(t, res.Gateway.Routes[routeRef("default", name)][0].Conditions, string(gwv1.RouteConditionAccepted))

@@ -1,4 +1,4 @@
-package translate
+package gatewayapi
 
 import (
 	"sort"
@@ -7,6 +7,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/translate"
 )
 
 // gwEntry is one match of one rule of one route, for one host, on one
@@ -17,8 +18,9 @@ type gwEntry struct {
 	poolID string
 	status int // 500 when every backendRef failed (no pool)
 	route  *gwv1.HTTPRoute
-	rule   int // index of the rule in the route
-	index  int // index of the match in the rule
+	kind   string // the route's: model.KindHTTPRoute or model.KindGRPCRoute
+	rule   int    // index of the rule in the route
+	index  int    // index of the match in the rule
 	// options are the rule's filters for this match and listener.
 	options *model.PolicyOptions
 	// isolation marks a listener's 404 entry (gateway_isolation.go):
@@ -47,7 +49,7 @@ func gatewayEntryBefore(a, b gwEntry) bool {
 	if isWildcard(a.host) && isWildcard(b.host) && len(a.host) != len(b.host) {
 		return len(a.host) > len(b.host)
 	}
-	if ra, rb := pathRank(a.match.pathMatch), pathRank(b.match.pathMatch); ra != rb {
+	if ra, rb := translate.PathRank(a.match.pathMatch), translate.PathRank(b.match.pathMatch); ra != rb {
 		return ra < rb
 	}
 	if len(a.match.path) != len(b.match.path) {
@@ -136,7 +138,7 @@ func gatewayPolicies(entries []gwEntry, gateway model.Source) []model.L7Policy {
 		seen[key] = true
 		source := gateway // an isolation entry is the Gateway's own
 		if e.route != nil {
-			source = model.Source{Kind: model.KindHTTPRoute, Namespace: e.route.Namespace, Name: e.route.Name, UID: validUID(string(e.route.UID))}
+			source = model.Source{Kind: e.kind, Namespace: e.route.Namespace, Name: e.route.Name, UID: translate.ValidUID(string(e.route.UID))}
 		}
 		p := model.L7Policy{
 			ID:       model.ID("gateway-policy", key),
@@ -165,7 +167,7 @@ func (p *parsedGateway) loadBalancer(checks bool) *model.LoadBalancer {
 	}
 	lb := &model.LoadBalancer{
 		UUID: p.uuid, Name: "gateway:" + p.gw.Namespace + "/" + p.gw.Name, Provider: model.ProviderHAProxy,
-		Sources: []model.Source{{Kind: model.KindGateway, Namespace: p.gw.Namespace, Name: p.gw.Name, UID: validUID(string(p.gw.UID))}},
+		Sources: []model.Source{{Kind: model.KindGateway, Namespace: p.gw.Namespace, Name: p.gw.Name, UID: translate.ValidUID(string(p.gw.UID))}},
 		// IPAM grants the pinned address or refuses it, as an Ingress's
 		// pier.dev/external-ip; CreatedAt makes the older object win
 		// when two new ones ask for the same address.

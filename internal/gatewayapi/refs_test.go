@@ -1,4 +1,4 @@
-package translate
+package gatewayapi
 
 import (
 	"bytes"
@@ -8,17 +8,18 @@ import (
 	"pier.dev/pier/internal/haproxy/layout"
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/translate"
 )
 
 // refsResult is filterResult with a second Service, svc2.
-func refsResult(t *testing.T, rules string) *Result {
+func refsResult(t *testing.T, rules string) *translate.Result {
 	t.Helper()
 	docs := filterGateway + refusalVictim + "---\nkind: HTTPRoute\nmetadata: {name: r}\nspec:\n  parentRefs: [{name: gw}]\n" +
 		"  hostnames: [app.example]\n  rules: " + rules + "\n"
 	snap := gatewaySnap(t, docs)
 	withServices(snap, "default", "svc", "svc2")
 	snap.Secrets = append(snap.Secrets, tlsSecretFor(t, "default", "tls", "app.example"))
-	return Gateways(snap, gatewayOpts())
+	return Translate(snap, gatewayOpts())
 }
 
 func lbPools(lb *model.LoadBalancer) map[string]*model.Pool {

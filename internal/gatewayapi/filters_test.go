@@ -1,4 +1,4 @@
-package translate
+package gatewayapi
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"pier.dev/pier/internal/haproxy/layout"
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/translate"
 )
 
 // filterGateway has an HTTP listener on 80 and 8080 and an HTTPS one on
@@ -30,18 +31,18 @@ spec:
 
 // filterResult translates filterGateway, the victim route and a route
 // "r" with rules (YAML flow sequence), with Service svc.
-func filterResult(t *testing.T, rules string) *Result {
+func filterResult(t *testing.T, rules string) *translate.Result {
 	t.Helper()
 	docs := filterGateway + refusalVictim + "---\nkind: HTTPRoute\nmetadata: {name: r}\nspec:\n  parentRefs: [{name: gw}]\n" +
 		"  hostnames: [app.example]\n  rules: " + rules + "\n"
 	snap := gatewaySnap(t, docs)
 	withServices(snap, "default", "svc")
 	snap.Secrets = append(snap.Secrets, tlsSecretFor(t, "default", "tls", "app.example"))
-	return Gateways(snap, gatewayOpts())
+	return Translate(snap, gatewayOpts())
 }
 
 // routeOptions returns the options of route r's policies on port, by path.
-func routeOptions(t *testing.T, res *Result, port int) map[string]*model.PolicyOptions {
+func routeOptions(t *testing.T, res *translate.Result, port int) map[string]*model.PolicyOptions {
 	t.Helper()
 	if len(res.LoadBalancers) != 1 {
 		t.Fatalf("load balancers %d: %+v", len(res.LoadBalancers), res.Problems)
@@ -103,7 +104,7 @@ func TestGatewayHeaderFilters(t *testing.T) {
 	assertAccepted(t, res)
 }
 
-func assertAccepted(t *testing.T, res *Result) {
+func assertAccepted(t *testing.T, res *translate.Result) {
 	t.Helper()
 	c := findCondition(t, res.Gateway.Routes[routeRef("default", "r")][0].Conditions, string(gwv1.RouteConditionAccepted))
 	if c.Status != metav1.ConditionTrue {

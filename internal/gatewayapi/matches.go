@@ -1,4 +1,4 @@
-package translate
+package gatewayapi
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 
 	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/translate"
 )
 
 // gwMatch is one validated HTTPRouteMatch.
@@ -48,12 +49,12 @@ type routeRefusal struct {
 // invalid value refuses the whole route (as one invalid path refuses a
 // whole Ingress): serving the rest would serve a route other than the
 // one written.
-func parseRouteSpec(r *gwv1.HTTPRoute, opts Options) ([]string, []gwRule, *routeRefusal) {
+func parseRouteSpec(r *gwv1.HTTPRoute, opts translate.Options) ([]string, []gwRule, *routeRefusal) {
 	var hosts []string
 	for i, h := range r.Spec.Hostnames {
-		if _, err := checkHost(string(h)); err != nil || h == "" {
+		if _, err := translate.CheckHost(string(h)); err != nil || h == "" {
 			return nil, nil, &routeRefusal{fmt.Sprintf("spec.hostnames[%d]", i),
-				fmt.Sprintf("hostname %s: %v", quoteForMessage(string(h)), err)}
+				fmt.Sprintf("hostname %s: %v", translate.Quote(string(h)), err)}
 		}
 		hosts = append(hosts, string(h))
 	}
@@ -118,7 +119,7 @@ func parseMatch(m gwv1.HTTPRouteMatch) (gwMatch, error) {
 	seen := map[string]bool{}
 	for i, h := range m.Headers {
 		if h.Type != nil && *h.Type != gwv1.HeaderMatchExact {
-			return out, fmt.Errorf("headers[%d]: type %s is not supported (Exact only)", i, quoteForMessage(string(*h.Type)))
+			return out, fmt.Errorf("headers[%d]: type %s is not supported (Exact only)", i, translate.Quote(string(*h.Type)))
 		}
 		name, err := encode.HeaderName(string(h.Name))
 		if err != nil {
@@ -139,13 +140,13 @@ func parseMatch(m gwv1.HTTPRouteMatch) (gwMatch, error) {
 	seen = map[string]bool{}
 	for i, q := range m.QueryParams {
 		if q.Type != nil && *q.Type != gwv1.QueryParamMatchExact {
-			return out, fmt.Errorf("queryParams[%d]: type %s is not supported (Exact only)", i, quoteForMessage(string(*q.Type)))
+			return out, fmt.Errorf("queryParams[%d]: type %s is not supported (Exact only)", i, translate.Quote(string(*q.Type)))
 		}
 		if !queryNamePattern.MatchString(string(q.Name)) {
-			return out, fmt.Errorf("queryParams[%d].name %s: allowed are letters, digits and ._~- (1-256)", i, quoteForMessage(string(q.Name)))
+			return out, fmt.Errorf("queryParams[%d].name %s: allowed are letters, digits and ._~- (1-256)", i, translate.Quote(string(q.Name)))
 		}
 		if len(q.Value) > maxQueryValue || !queryValuePattern.MatchString(q.Value) {
-			return out, fmt.Errorf("queryParams[%d].value %s: allowed are letters, digits and ._~-!*+:@/ (1-1024)", i, quoteForMessage(q.Value))
+			return out, fmt.Errorf("queryParams[%d].value %s: allowed are letters, digits and ._~-!*+:@/ (1-1024)", i, translate.Quote(q.Value))
 		}
 		if !seen[string(q.Name)] { // query names are case-sensitive
 			seen[string(q.Name)] = true
@@ -189,9 +190,9 @@ func gatewayPath(pm *gwv1.HTTPPathMatch) (model.CompareType, string, error) {
 	case gwv1.PathMatchPathPrefix:
 		pt = networkingv1.PathTypePrefix
 	default:
-		return "", "", fmt.Errorf("path type %s is not supported (Exact, PathPrefix)", quoteForMessage(string(typ)))
+		return "", "", fmt.Errorf("path type %s is not supported (Exact, PathPrefix)", translate.Quote(string(typ)))
 	}
-	path, compare, err := checkPath(value, &pt)
+	path, compare, err := translate.CheckPath(value, &pt)
 	return compare, path, err
 }
 
@@ -202,7 +203,7 @@ func gatewayMethod(m string) (string, error) {
 		gwv1.HTTPMethodConnect, gwv1.HTTPMethodOptions, gwv1.HTTPMethodTrace, gwv1.HTTPMethodPatch:
 		return m, nil
 	}
-	return "", fmt.Errorf("method %s is not one of the spec's", quoteForMessage(m))
+	return "", fmt.Errorf("method %s is not one of the spec's", translate.Quote(m))
 }
 
 // intersectHosts is the spec's hostname intersection of a listener's

@@ -1,4 +1,4 @@
-package translate
+package gatewayapi
 
 import (
 	"encoding/json"
@@ -12,6 +12,7 @@ import (
 
 	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/translate"
 )
 
 // ruleSettings are what an HTTPRouteRule asks of its pool besides its
@@ -43,7 +44,7 @@ const maxRuleTimeout = 24 * time.Hour
 const defaultConnectTimeout = 5 * time.Second
 
 // maxRetryAttempts bounds retry.attempts: pool tries are at most 11.
-const maxRetryAttempts = maxTries - 1
+const maxRetryAttempts = translate.MaxTries - 1
 
 // gepDuration is GEP-2257's Duration: 1-4 parts of 1-5 digits and a unit.
 var gepDuration = regexp.MustCompile(`^([0-9]{1,5}(h|m|s|ms)){1,4}$`)
@@ -53,7 +54,7 @@ var gepDuration = regexp.MustCompile(`^([0-9]{1,5}(h|m|s|ms)){1,4}$`)
 func parseGEPDuration(d gwv1.Duration) (time.Duration, error) {
 	s := string(d)
 	if !gepDuration.MatchString(s) {
-		return 0, fmt.Errorf("duration %s is not a Gateway API duration (e.g. 10s, 1m30s, 500ms)", quoteForMessage(s))
+		return 0, fmt.Errorf("duration %s is not a Gateway API duration (e.g. 10s, 1m30s, 500ms)", translate.Quote(s))
 	}
 	return time.ParseDuration(s)
 }
@@ -172,7 +173,7 @@ func (s *ruleSettings) parseRetry(field string, r *gwv1.HTTPRouteRetry, request,
 		if request > 0 {
 			fit := max(1, int(request/backend))
 			if s.Tries == 0 || s.Tries > fit {
-				s.Tries = min(fit, maxTries)
+				s.Tries = min(fit, translate.MaxTries)
 			}
 		}
 	}
@@ -195,12 +196,12 @@ func retryableStatus(c int) bool {
 // replaces, a cookie past either.
 func parseSessionPersistence(field string, sp *gwv1.SessionPersistence, r *gwv1.HTTPRoute, index int) (*model.CookieAffinity, *routeRefusal) {
 	if sp.Type != nil && *sp.Type != gwv1.CookieBasedSessionPersistence {
-		return nil, &routeRefusal{field + ".type", fmt.Sprintf("%s session persistence is not supported (only Cookie)", quoteForMessage(string(*sp.Type)))}
+		return nil, &routeRefusal{field + ".type", fmt.Sprintf("%s session persistence is not supported (only Cookie)", translate.Quote(string(*sp.Type)))}
 	}
 	a := &model.CookieAffinity{Name: "pier_" + model.ID("gateway-session", r.Namespace, r.Name, strconv.Itoa(index))[:12]}
 	if sp.SessionName != nil {
 		if _, err := encode.CookieName(*sp.SessionName); err != nil {
-			return nil, &routeRefusal{field + ".sessionName", fmt.Sprintf("cookie name %s: 1-64 letters, digits, '_' or '-'", quoteForMessage(*sp.SessionName))}
+			return nil, &routeRefusal{field + ".sessionName", fmt.Sprintf("cookie name %s: 1-64 letters, digits, '_' or '-'", translate.Quote(*sp.SessionName))}
 		}
 		a.Name = *sp.SessionName
 	}
@@ -218,7 +219,7 @@ func parseSessionPersistence(field string, sp *gwv1.SessionPersistence, r *gwv1.
 			permanent = true
 		case gwv1.SessionCookieLifetimeType:
 		default:
-			return nil, &routeRefusal{field + ".cookieConfig.lifetimeType", fmt.Sprintf("%s is not Session or Permanent", quoteForMessage(string(*c.LifetimeType)))}
+			return nil, &routeRefusal{field + ".cookieConfig.lifetimeType", fmt.Sprintf("%s is not Session or Permanent", translate.Quote(string(*c.LifetimeType)))}
 		}
 	}
 	switch {
@@ -260,8 +261,8 @@ func cookieSeconds(field string, d gwv1.Duration) (int, *routeRefusal) {
 		return 0, &routeRefusal{field, err.Error()}
 	}
 	secs := int((t + time.Second - 1) / time.Second)
-	if secs < 1 || secs > maxCookieAge {
-		return 0, &routeRefusal{field, fmt.Sprintf("%s is outside 1s-%ds", d, maxCookieAge)}
+	if secs < 1 || secs > translate.MaxCookieAge {
+		return 0, &routeRefusal{field, fmt.Sprintf("%s is outside 1s-%ds", d, translate.MaxCookieAge)}
 	}
 	return secs, nil
 }

@@ -1,8 +1,11 @@
-package translate
+package gatewayapi
 
 import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+
+	"pier.dev/pier/internal/source"
+	"pier.dev/pier/internal/translate"
 )
 
 // grantIndex holds the ReferenceGrants by the namespace they live in: a
@@ -54,4 +57,15 @@ func grantTo(to []gwv1beta1.ReferenceGrantTo, kind, name string) bool {
 		}
 	}
 	return false
+}
+
+// index is translation's look-ups with the snapshot's ReferenceGrants,
+// which only the Gateway API reads.
+type index struct {
+	*translate.Index
+	grants grantIndex
+}
+
+func newIndex(snap *source.Snapshot) *index {
+	return &index{Index: translate.NewIndex(snap), grants: newGrantIndex(snap.ReferenceGrants)}
 }

@@ -1,4 +1,4 @@
-package translate
+package gatewayapi
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 
 	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/translate"
 )
 
 // parsedGateway is one Gateway of ours on its way to a load balancer.
@@ -41,6 +42,9 @@ type gwListener struct {
 	notAccepted, unresolved, conflicted string
 	message                             string
 	attached                            int32
+	// routeHosts are the hostnames the routes attached so far serve,
+	// by route kind (grpcroutes.go: one kind per hostname).
+	routeHosts map[string][]string
 }
 
 // usable reports whether routes may attach: the listener is accepted, not
@@ -49,16 +53,26 @@ func (l *gwListener) usable() bool {
 	return l.notAccepted == "" && l.conflicted == "" && l.unresolved == "" && len(l.kinds) > 0
 }
 
+// takes reports whether the listener takes routes of kind.
+func (l *gwListener) takes(kind string) bool {
+	for _, k := range l.kinds {
+		if string(k.Kind) == kind {
+			return true
+		}
+	}
+	return false
+}
+
 var routeKindHTTP = gwv1.RouteGroupKind{Group: ptrTo(gwv1.Group(gwv1.GroupName)), Kind: "HTTPRoute"}
 
 func ptrTo[T any](v T) *T { return &v }
 
-func parseGateway(gw *gwv1.Gateway, x *index, opts Options, problems *[]model.Problem) *parsedGateway {
+func parseGateway(gw *gwv1.Gateway, x *index, opts translate.Options, problems *[]model.Problem) *parsedGateway {
 	p := &parsedGateway{gw: gw, entries: map[int][]gwEntry{}, pools: map[string]*model.Pool{},
 		ref: model.ObjectRef{Kind: model.KindGateway, Namespace: gw.Namespace, Name: gw.Name}}
-	p.uuid = validUID(string(gw.UID))
+	p.uuid = translate.ValidUID(string(gw.UID))
 	if p.uuid == "" {
-		p.uuid = nameUUID("gateway", gw.Namespace, gw.Name)
+		p.uuid = translate.NameUUID("gateway", gw.Namespace, gw.Name)
 	}
 	p.address = gatewayAddress(gw, opts)
 	switch {
@@ -137,15 +151,15 @@ func parseListener(gw *gwv1.Gateway, spec *gwv1.Listener, x *index) *gwListener 
 		return l
 	}
 	if errs := validation.IsDNS1123Subdomain(string(spec.Name)); len(errs) > 0 {
-		return refuse(gwv1.ListenerReasonInvalid, "name %s is not a valid section name", quoteForMessage(string(spec.Name)))
+		return refuse(gwv1.ListenerReasonInvalid, "name %s is not a valid section name", translate.Quote(string(spec.Name)))
 	}
 	if _, err := encode.Port(l.port); err != nil {
 		return refuse(gwv1.ListenerReasonPortUnavailable, "port: %v", err)
 	}
 	if spec.Hostname != nil {
 		h := string(*spec.Hostname)
-		if _, err := checkHost(h); err != nil || h == "" {
-			return refuse(gwv1.ListenerReasonInvalid, "hostname %s: %v", quoteForMessage(h), err)
+		if _, err := translate.CheckHost(h); err != nil || h == "" {
+			return refuse(gwv1.ListenerReasonInvalid, "hostname %s: %v", translate.Quote(h), err)
 		}
 		l.host = h
 	}
@@ -156,25 +170,32 @@ func parseListener(gw *gwv1.Gateway, spec *gwv1.Listener, x *index) *gwListener 
 		l.protocol = model.ProtocolTerminatedHTTPS
 		l.certs, l.unresolved, l.message = listenerCerts(gw, spec, l.host, x)
 	default:
-		return refuse(gwv1.ListenerReasonUnsupportedProtocol, "protocol %s is not HTTP or HTTPS", quoteForMessage(string(spec.Protocol)))
+		return refuse(gwv1.ListenerReasonUnsupportedProtocol, "protocol %s is not HTTP or HTTPS", translate.Quote(string(spec.Protocol)))
 	}
 	l.kinds = routeKinds(spec.AllowedRoutes)
 	if l.unresolved == "" && spec.AllowedRoutes != nil && len(spec.AllowedRoutes.Kinds) > 0 && len(spec.AllowedRoutes.Kinds) != len(l.kinds) {
-		l.unresolved, l.message = string(gwv1.ListenerReasonInvalidRouteKinds), "only HTTPRoute is supported in allowedRoutes.kinds"
+		l.unresolved, l.message = string(gwv1.ListenerReasonInvalidRouteKinds), "only HTTPRoute and GRPCRoute are supported in allowedRoutes.kinds"
 	}
 	return l
 }
 
-// routeKinds are the kinds a listener takes: HTTPRoute unless the user
-// listed kinds, then those of them pier supports.
+// routeKinds are the kinds a listener takes: HTTPRoute and GRPCRoute
+// (gRPC is HTTP/2: h2c on HTTP, ALPN h2 on HTTPS) unless the user listed
+// kinds, then those of them pier supports.
 func routeKinds(ar *gwv1.AllowedRoutes) []gwv1.RouteGroupKind {
 	if ar == nil || len(ar.Kinds) == 0 {
-		return []gwv1.RouteGroupKind{routeKindHTTP}
+		return []gwv1.RouteGroupKind{routeKindHTTP, routeKindGRPC}
 	}
 	var out []gwv1.RouteGroupKind
 	for _, k := range ar.Kinds {
-		if (k.Group == nil || *k.Group == gwv1.GroupName) && k.Kind == "HTTPRoute" {
+		if k.Group != nil && *k.Group != gwv1.GroupName {
+			continue
+		}
+		switch k.Kind {
+		case model.KindHTTPRoute:
 			out = append(out, routeKindHTTP)
+		case model.KindGRPCRoute:
+			out = append(out, routeKindGRPC)
 		}
 	}
 	return out
@@ -205,18 +226,18 @@ func listenerCerts(gw *gwv1.Gateway, spec *gwv1.Listener, host string, x *index)
 		if ref.Namespace != nil {
 			ns = string(*ref.Namespace)
 			if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-				return nil, string(gwv1.ListenerReasonInvalidCertificateRef), field + ": invalid namespace " + quoteForMessage(ns)
+				return nil, string(gwv1.ListenerReasonInvalidCertificateRef), field + ": invalid namespace " + translate.Quote(ns)
 			}
 		}
 		name := string(ref.Name)
 		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-			return nil, string(gwv1.ListenerReasonInvalidCertificateRef), field + ": invalid name " + quoteForMessage(name)
+			return nil, string(gwv1.ListenerReasonInvalidCertificateRef), field + ": invalid name " + translate.Quote(name)
 		}
 		if !x.grants.permits("Gateway", gw.Namespace, "Secret", ns, name) {
 			return nil, string(gwv1.ListenerReasonRefNotPermitted), fmt.Sprintf(
 				"%s: secret %s/%s is in another namespace and no ReferenceGrant there permits Gateways of %s", field, ns, name, gw.Namespace)
 		}
-		cert, _, err := certificate(x.snap.Secret(ns, name), ns, name, hosts)
+		cert, err := translate.Certificate(x.Snapshot().Secret(ns, name), ns, name, hosts)
 		if err != nil {
 			return nil, string(gwv1.ListenerReasonInvalidCertificateRef), fmt.Sprintf("%s: secret %s/%s: %v", field, ns, name, err)
 		}

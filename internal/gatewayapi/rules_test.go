@@ -1,4 +1,4 @@
-package translate
+package gatewayapi
 
 import (
 	"bytes"
@@ -13,10 +13,11 @@ import (
 	"pier.dev/pier/internal/haproxy/layout"
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/translate"
 )
 
 // routePools returns the pool of route r's policies on port 80, by path.
-func routePools(t *testing.T, res *Result) map[string]*model.Pool {
+func routePools(t *testing.T, res *translate.Result) map[string]*model.Pool {
 	t.Helper()
 	if len(res.LoadBalancers) != 1 {
 		t.Fatalf("load balancers %d: %+v", len(res.LoadBalancers), res.Problems)

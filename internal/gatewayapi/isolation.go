@@ -1,4 +1,4 @@
-package translate
+package gatewayapi
 
 import (
 	"net/http"

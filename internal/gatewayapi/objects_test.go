@@ -1,4 +1,4 @@
-package translate
+package gatewayapi
 
 import (
 	"testing"
@@ -61,7 +61,7 @@ spec:
   gatewayClassName: pier
   listeners: [{name: tls, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: missing}]}}]
 `
-	res := Gateways(gatewaySnap(t, docs), gatewayOpts())
+	res := Translate(gatewaySnap(t, docs), gatewayOpts())
 	classes := res.Gateway.Classes
 	if c := findCondition(t, classes["pier"], "Accepted"); c.Status != metav1.ConditionTrue || c.Reason != "Accepted" {
 		t.Errorf("class pier: %s/%s", c.Status, c.Reason)
@@ -181,7 +181,7 @@ spec:
 	zero, _ := backend("default", "zero", "", 80, 0)
 	snap.Services = append(snap.Services, a, b, zero)
 	snap.EndpointSlices = append(snap.EndpointSlices, aes, bes)
-	res := Gateways(snap, gatewayOpts())
+	res := Translate(snap, gatewayOpts())
 	lb := res.LoadBalancers[0]
 
 	if p := routePolicy(t, lb, "redirect"); p.Action == model.ActionFixedResponse || p.Options.Redirect == nil {
@@ -279,7 +279,7 @@ spec:
 	withServices(snap, "default", "svc")
 	snap.Secrets = append(snap.Secrets, tlsSecretFor(t, "default", "shop-tls", "shop.example"),
 		tlsSecretFor(t, "default", "any-tls", "any.example"))
-	res := Gateways(snap, gatewayOpts())
+	res := Translate(snap, gatewayOpts())
 	if len(res.LoadBalancers) != 1 {
 		t.Fatalf("load balancers %d: %+v", len(res.LoadBalancers), res.Problems)
 	}

@@ -1,4 +1,4 @@
-package translate
+package gatewayapi
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 
 	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/translate"
 )
 
 // gwFilters are a rule's validated filters. What depends on the match
@@ -49,7 +50,7 @@ func parseFilters(field string, fs []gwv1.HTTPRouteFilter) (gwFilters, *routeRef
 	for i, f := range fs {
 		at := fmt.Sprintf("%s[%d]", field, i)
 		if seen[f.Type] {
-			return out, &routeRefusal{at, fmt.Sprintf("a second %s filter", quoteForMessage(string(f.Type)))}
+			return out, &routeRefusal{at, fmt.Sprintf("a second %s filter", translate.Quote(string(f.Type)))}
 		}
 		seen[f.Type] = true
 		var err error
@@ -71,10 +72,10 @@ func parseFilters(field string, fs []gwv1.HTTPRouteFilter) (gwFilters, *routeRef
 			at += ".cors"
 		case f.Type == gwv1.HTTPRouteFilterRequestHeaderModifier, f.Type == gwv1.HTTPRouteFilterResponseHeaderModifier,
 			f.Type == gwv1.HTTPRouteFilterRequestRedirect, f.Type == gwv1.HTTPRouteFilterURLRewrite, f.Type == gwv1.HTTPRouteFilterCORS:
-			err = fmt.Errorf("type %s without its settings", quoteForMessage(string(f.Type)))
+			err = fmt.Errorf("type %s without its settings", translate.Quote(string(f.Type)))
 		default:
 			err = fmt.Errorf("filter type %s is not supported (RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite, CORS)",
-				quoteForMessage(string(f.Type)))
+				translate.Quote(string(f.Type)))
 		}
 		if err != nil {
 			return out, &routeRefusal{at, err.Error()}
@@ -134,7 +135,7 @@ func checkHeaderName(seen map[string]bool, what string, i int, name string) erro
 	}
 	key := strings.ToLower(name)
 	if seen[key] {
-		return fmt.Errorf("%s[%d].name: header %s is listed twice", what, i, quoteForMessage(name))
+		return fmt.Errorf("%s[%d].name: header %s is listed twice", what, i, translate.Quote(name))
 	}
 	seen[key] = true
 	return nil
@@ -147,7 +148,7 @@ func parseRedirect(f *gwv1.HTTPRequestRedirectFilter) (*gwRedirect, error) {
 	r := &gwRedirect{code: 302}
 	if f.Scheme != nil {
 		if *f.Scheme != "http" && *f.Scheme != "https" {
-			return nil, fmt.Errorf("scheme %s is not http or https", quoteForMessage(*f.Scheme))
+			return nil, fmt.Errorf("scheme %s is not http or https", translate.Quote(*f.Scheme))
 		}
 		r.scheme = *f.Scheme
 	}
@@ -204,7 +205,7 @@ func (out *gwFilters) parseRewrite(f *gwv1.HTTPURLRewriteFilter) error {
 func parsePathModifier(m *gwv1.HTTPPathModifier) (*gwPath, error) {
 	switch {
 	case m.Type == gwv1.FullPathHTTPPathModifier && m.ReplaceFullPath != nil && m.ReplacePrefixMatch == nil:
-		full, err := plainPath("replaceFullPath", *m.ReplaceFullPath)
+		full, err := translate.PlainPath("replaceFullPath", *m.ReplaceFullPath)
 		if err != nil {
 			return nil, err
 		}
@@ -212,14 +213,14 @@ func parsePathModifier(m *gwv1.HTTPPathModifier) (*gwPath, error) {
 	case m.Type == gwv1.PrefixMatchHTTPPathModifier && m.ReplacePrefixMatch != nil && m.ReplaceFullPath == nil:
 		v := strings.TrimRight(*m.ReplacePrefixMatch, "/")
 		if v != "" {
-			if _, err := plainPath("replacePrefixMatch", v); err != nil {
+			if _, err := translate.PlainPath("replacePrefixMatch", v); err != nil {
 				return nil, err
 			}
 		}
 		return &gwPath{prefix: &v}, nil
 	}
 	return nil, fmt.Errorf("type %s with replaceFullPath or replacePrefixMatch as it requires (ReplaceFullPath, ReplacePrefixMatch)",
-		quoteForMessage(string(m.Type)))
+		translate.Quote(string(m.Type)))
 }
 
 // checkPrefixMatches refuses ReplacePrefixMatch on a rule with a match
@@ -240,7 +241,7 @@ func (f gwFilters) checkPrefixMatches(matches []gwMatch) error {
 		if m.pathMatch != model.CompareStartsWith {
 			return fmt.Errorf("matches[%d]: ReplacePrefixMatch needs a PathPrefix match", j)
 		}
-		if _, err := plainPath("path prefix", m.path); err != nil {
+		if _, err := translate.PlainPath("path prefix", m.path); err != nil {
 			return fmt.Errorf("matches[%d]: ReplacePrefixMatch: %w", j, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package translate
+package gatewayapi
 
 import (
 	"fmt"
@@ -9,12 +9,14 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/translate"
 )
 
 // parsedRoute is an HTTPRoute validated once, attached to any number of
 // our Gateways.
 type parsedRoute struct {
 	r       *gwv1.HTTPRoute
+	kind    string // model.KindHTTPRoute or model.KindGRPCRoute
 	hosts   []string
 	rules   []gwRule
 	refusal *routeRefusal
@@ -31,9 +33,10 @@ type parsedRoute struct {
 // parentRefs name, and records one parent status per such parentRef.
 // parentRefs to other kinds or to Gateways that are not ours are left to
 // their controllers.
-func attachRoute(r *gwv1.HTTPRoute, gws map[model.ObjectRef]*parsedGateway, ns map[string]map[string]string,
-	x *index, opts Options, st *GatewayStatus, problems *[]model.Problem) {
-	ref := model.ObjectRef{Kind: model.KindHTTPRoute, Namespace: r.Namespace, Name: r.Name}
+func attachRoute(ro routeObject, gws map[model.ObjectRef]*parsedGateway, ns map[string]map[string]string,
+	x *index, opts translate.Options, st *translate.GatewayStatus, problems *[]model.Problem) {
+	r := ro.r
+	ref := model.ObjectRef{Kind: ro.kind, Namespace: r.Namespace, Name: r.Name}
 	var pr *parsedRoute
 	var parents []gwv1.RouteParentStatus
 	for _, parent := range r.Spec.ParentRefs {
@@ -42,7 +45,7 @@ func attachRoute(r *gwv1.HTTPRoute, gws map[model.ObjectRef]*parsedGateway, ns m
 			continue
 		}
 		if pr == nil {
-			pr = parseRoute(r, x, opts, problems)
+			pr = parseRoute(ro, x, opts, problems)
 		}
 		accepted, reason, msg := p.attach(pr, parent, namespaceLabelsOf(ns, r.Namespace))
 		parents = append(parents, gwv1.RouteParentStatus{
@@ -77,7 +80,8 @@ const reasonTooManyHTTPRoutes = "TooManyHTTPRoutes"
 // refuseRoute records a route past the cap or its namespace's quota:
 // Accepted=False with reason on each parentRef of ours, attached to no
 // listener (attachedRoutes does not count it), and an Error problem.
-func refuseRoute(r *gwv1.HTTPRoute, gws map[model.ObjectRef]*parsedGateway, opts Options, st *GatewayStatus, problems *[]model.Problem, reason, msg string) {
+func refuseRoute(ro routeObject, gws map[model.ObjectRef]*parsedGateway, opts translate.Options, st *translate.GatewayStatus, problems *[]model.Problem, reason, msg string) {
+	r := ro.r
 	var parents []gwv1.RouteParentStatus
 	for _, parent := range r.Spec.ParentRefs {
 		if !isGatewayKind(parent) || gws[gatewayRefOf(parent, r.Namespace)] == nil {
@@ -87,14 +91,14 @@ func refuseRoute(r *gwv1.HTTPRoute, gws map[model.ObjectRef]*parsedGateway, opts
 			ControllerName: gwv1.GatewayController(opts.GatewayControllerName),
 			Conditions:     []metav1.Condition{condition(r.Generation, string(gwv1.RouteConditionAccepted), false, reason, msg)}})
 	}
-	st.Routes[model.ObjectRef{Kind: model.KindHTTPRoute, Namespace: r.Namespace, Name: r.Name}] = parents
-	*problems = append(*problems, routeProblem(r, model.SeverityError, reason, "", msg))
+	st.Routes[model.ObjectRef{Kind: ro.kind, Namespace: r.Namespace, Name: r.Name}] = parents
+	*problems = append(*problems, routeProblem(ro.kind, r, model.SeverityError, reason, "", msg))
 }
 
 // refuseGatewayOverQuota refuses a Gateway its namespace's quota has no
 // room for: Accepted=False, no load balancer, and an Error problem.
-func refuseGatewayOverQuota(p *parsedGateway, opts Options, problems *[]model.Problem) {
-	p.refusal = ReasonQuotaExceeded
+func refuseGatewayOverQuota(p *parsedGateway, opts translate.Options, problems *[]model.Problem) {
+	p.refusal = translate.ReasonQuotaExceeded
 	p.refusalMessage = fmt.Sprintf("namespace %s already has %d Gateways served, the most one namespace may have (--max-gateways-per-namespace): the newest past it are refused",
 		p.gw.Namespace, opts.MaxGatewaysPerNamespace)
 	*problems = append(*problems, gatewayProblem(p.gw, p.refusal, "", p.refusalMessage))
@@ -111,16 +115,22 @@ func namespaceLabelsOf(all map[string]map[string]string, ns string) map[string]s
 	return map[string]string{"kubernetes.io/metadata.name": ns}
 }
 
-func parseRoute(r *gwv1.HTTPRoute, x *index, opts Options, problems *[]model.Problem) *parsedRoute {
-	pr := &parsedRoute{r: r, counted: map[*gwListener]bool{}}
+func parseRoute(ro routeObject, x *index, opts translate.Options, problems *[]model.Problem) *parsedRoute {
+	r := ro.r
+	pr := &parsedRoute{r: r, kind: ro.kind, counted: map[*gwListener]bool{}}
 	pr.hosts, pr.rules, pr.refusal = parseRouteSpec(r, opts)
+	if ro.refusal != nil {
+		// What the GRPCRoute asked that its HTTPRoute form cannot say
+		// comes first: the form's own findings would name its fields.
+		pr.refusal = ro.refusal
+	}
 	if pr.refusal != nil {
-		*problems = append(*problems, routeProblem(r, model.SeverityError, string(gwv1.RouteReasonUnsupportedValue),
+		*problems = append(*problems, routeProblem(ro.kind, r, model.SeverityError, string(gwv1.RouteReasonUnsupportedValue),
 			pr.refusal.field, pr.refusal.message+": the route is not served"))
 		return pr
 	}
 	for i, rule := range r.Spec.Rules {
-		b := x.rulePool(r, i, rule.BackendRefs, pr.rules[i].refHeaders, opts)
+		b := x.rulePool(ro.kind, r, i, rule.BackendRefs, pr.rules[i].refHeaders, opts)
 		if len(rule.BackendRefs) == 0 && !answersItself(rule.Filters) {
 			// Nothing to forward to and nothing that answers: 500,
 			// as the spec asks (the suite's HTTPRouteNoBackendRefs).
@@ -133,8 +143,15 @@ func parseRoute(r *gwv1.HTTPRoute, x *index, opts Options, problems *[]model.Pro
 			b.pools[j] = pr.rules[i].settings.applyTo(b.pools[j])
 			b.split.Pools[j].PoolID = b.pools[j].ID
 		}
+		if ro.kind == model.KindGRPCRoute {
+			b.pool = grpcPool(b.pool)
+			for j := range b.pools {
+				b.pools[j] = grpcPool(b.pools[j])
+				b.split.Pools[j].PoolID = b.pools[j].ID
+			}
+		}
 		if b.unresolved != "" {
-			*problems = append(*problems, routeProblem(r, model.SeverityWarning, b.unresolved,
+			*problems = append(*problems, routeProblem(ro.kind, r, model.SeverityWarning, b.unresolved,
 				fmt.Sprintf("spec.rules[%d].backendRefs", i), b.detail+": that backend gets no requests"))
 		}
 		pr.backends = append(pr.backends, b)
@@ -142,8 +159,8 @@ func parseRoute(r *gwv1.HTTPRoute, x *index, opts Options, problems *[]model.Pro
 	return pr
 }
 
-func routeProblem(r *gwv1.HTTPRoute, sev model.Severity, reason, field, message string) model.Problem {
-	return model.Problem{Kind: model.KindHTTPRoute, Namespace: r.Namespace, Name: r.Name,
+func routeProblem(kind string, r *gwv1.HTTPRoute, sev model.Severity, reason, field, message string) model.Problem {
+	return model.Problem{Kind: kind, Namespace: r.Namespace, Name: r.Name,
 		Severity: sev, Reason: reason, Field: field, Message: message}
 }
 
@@ -194,7 +211,7 @@ func (p *parsedGateway) attach(pr *parsedRoute, parent gwv1.ParentReference, nsL
 	}
 	var allowed []*gwListener
 	for _, l := range selected {
-		if len(l.kinds) == 0 || !p.allows(l, pr.r.Namespace, nsLabels) {
+		if !l.takes(pr.kind) || !p.allows(l, pr.r.Namespace, nsLabels) {
 			continue
 		}
 		// attachedRoutes counts a route on a listener with unresolved
@@ -214,14 +231,22 @@ func (p *parsedGateway) attach(pr *parsedRoute, parent gwv1.ParentReference, nsL
 	if pr.refusal != nil {
 		return false, string(gwv1.RouteReasonUnsupportedValue), pr.refusal.field + ": " + pr.refusal.message
 	}
-	matched := false
+	matched, conflicted := false, false
 	for _, l := range allowed {
 		hosts := intersectHosts(l.host, pr.hosts)
 		if len(hosts) == 0 {
 			continue
 		}
+		if l.servesOtherKind(pr.kind, hosts) {
+			conflicted = true
+			continue
+		}
 		matched = true
+		l.served(pr.kind, hosts)
 		p.addEntries(l, hosts, pr)
+	}
+	if !matched && conflicted {
+		return false, reasonRouteKindConflict, "an older route of the other kind (HTTPRoute or GRPCRoute) already serves one of its hostnames on the listener"
 	}
 	if !matched {
 		return false, string(gwv1.RouteReasonNoMatchingListenerHostname), "no hostname of the route matches the listeners'"
@@ -285,7 +310,7 @@ func (p *parsedGateway) addEntries(l *gwListener, hosts []string, pr *parsedRout
 		for mi, m := range rule.matches {
 			for _, h := range hosts {
 				p.entries[l.port] = append(p.entries[l.port], gwEntry{
-					host: h, match: m, poolID: poolID, status: status, route: pr.r, rule: ri, index: mi,
+					host: h, match: m, poolID: poolID, status: status, route: pr.r, kind: pr.kind, rule: ri, index: mi,
 					options: withSplit(rule.filters.options(m, l.protocol, l.port), b.split),
 				})
 			}

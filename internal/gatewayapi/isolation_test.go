@@ -1,4 +1,4 @@
-package translate
+package gatewayapi
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"pier.dev/pier/internal/haproxy/layout"
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/translate"
 )
 
 // isolationDocs is the upstream suite's GatewayHTTPListenerIsolation:
@@ -62,7 +63,7 @@ func TestGatewayListenerIsolation(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			snap := gatewaySnap(t, isolationDocs(hostnames))
 			withServices(snap, "default", services...)
-			res := Gateways(snap, gatewayOpts())
+			res := Translate(snap, gatewayOpts())
 			if len(res.LoadBalancers) != 1 {
 				t.Fatalf("load balancers %d: %+v", len(res.LoadBalancers), res.Problems)
 			}
@@ -122,7 +123,7 @@ spec:
 `
 	snap := gatewaySnap(t, docs)
 	withServices(snap, "default", "svc")
-	lb := Gateways(snap, gatewayOpts()).LoadBalancers[0]
+	lb := Translate(snap, gatewayOpts()).LoadBalancers[0]
 	for _, l := range lb.Listeners {
 		if l.ListenerHosts != nil {
 			t.Errorf("listener %s: listener hosts %q on HTTP (421 is for TLS, whose SNI chose a listener)", l.Name, l.ListenerHosts)
@@ -146,7 +147,7 @@ spec:
 func TestGatewayIsolationRender(t *testing.T) {
 	snap := gatewaySnap(t, isolationDocs("[]"))
 	withServices(snap, "default", "empty-hostname", "wildcard-example-com", "wildcard-foo-example-com", "abc-foo-example-com")
-	lb := Gateways(snap, DefaultOptions()).LoadBalancers[0]
+	lb := Translate(snap, translate.DefaultOptions()).LoadBalancers[0]
 	lb.VIP = "127.0.0.1"
 	dir := t.TempDir()
 	r, err := render.Render(lb, layout.LB{UUID: lb.UUID, Dir: dir}, nil, render.Options{Dir: dir})

@@ -1,4 +1,4 @@
-package translate
+package gatewayapi
 
 import (
 	"strconv"
@@ -14,6 +14,7 @@ import (
 
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
+	"pier.dev/pier/internal/translate"
 )
 
 const gatewayClassDoc = `
@@ -50,6 +51,9 @@ func gatewaySnap(t *testing.T, docs string) *source.Snapshot {
 		case "HTTPRoute":
 			o := &gwv1.HTTPRoute{}
 			snap.HTTPRoutes, obj = append(snap.HTTPRoutes, o), o
+		case "GRPCRoute":
+			o := &gwv1.GRPCRoute{}
+			snap.GRPCRoutes, obj = append(snap.GRPCRoutes, o), o
 		case "Namespace":
 			o := &corev1.Namespace{}
 			snap.Namespaces, obj = append(snap.Namespaces, o), o
@@ -79,8 +83,8 @@ func withServices(snap *source.Snapshot, ns string, names ...string) {
 	}
 }
 
-func gatewayOpts() Options {
-	o := DefaultOptions()
+func gatewayOpts() translate.Options {
+	o := translate.DefaultOptions()
 	o.GatewayExtendedMatches = true
 	return o
 }

@@ -1,4 +1,4 @@
-package translate
+package gatewayapi
 
 import (
 	"testing"
@@ -55,7 +55,7 @@ spec:
 		t.Run(tc.name, func(t *testing.T) {
 			snap := gatewaySnap(t, base+tc.grant)
 			withServices(snap, "backends", "api", "other")
-			res := Gateways(snap, gatewayOpts())
+			res := Translate(snap, gatewayOpts())
 			parents := res.Gateway.Routes[routeRef("shop", "cross")]
 			if len(parents) != 1 {
 				t.Fatalf("parents %+v (problems %+v)", parents, res.Problems)
@@ -109,7 +109,7 @@ spec:
 		t.Run(tc.name, func(t *testing.T) {
 			snap := gatewaySnap(t, base+tc.grant)
 			snap.Secrets = append(snap.Secrets, tlsSecretFor(t, "certs", "shop-tls", "shop.example"))
-			res := Gateways(snap, gatewayOpts())
+			res := Translate(snap, gatewayOpts())
 			st := res.Gateway.Gateways[gatewayRef("default", "gw")]
 			if len(st.Listeners) != 1 {
 				t.Fatalf("listeners %+v", st.Listeners)

@@ -1,4 +1,10 @@
-package translate
+// Package gatewayapi translates the Gateway API (GatewayClasses,
+// Gateways, HTTPRoutes, ReferenceGrants) into load balancers, as
+// translate does Ingresses: a pure function of a snapshot, no I/O. It
+// builds pools, members, certificates and quotas with translate's parts,
+// so a route's backend is the pool an Ingress's would be, and returns a
+// translate.Result, which the caller merges with the others.
+package gatewayapi
 
 import (
 	"fmt"
@@ -10,36 +16,16 @@ import (
 
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
+	"pier.dev/pier/internal/translate"
 )
 
-// DefaultGatewayControllerName is the GatewayClass spec.controllerName
-// pier answers to.
-const DefaultGatewayControllerName = "pier.dev/gateway-controller"
-
-// GatewayStatus is what the Gateway API objects of our classes should
-// say, as data: the status writer (leader only) copies it into the
-// objects. Translation cannot know whether HAProxy serves a Gateway yet,
-// so Programmed is False/Pending here; the status pass turns it True once
-// an agent reports the load balancer active, as it publishes Ingress
-// addresses.
-type GatewayStatus struct {
-	// Classes by GatewayClass name: the conditions of each class of ours.
-	Classes map[string][]metav1.Condition
-	// Gateways of our classes, by ref.
-	Gateways map[model.ObjectRef]gwv1.GatewayStatus
-	// Routes by HTTPRoute ref: one entry per parentRef naming a Gateway
-	// of ours. Entries of other controllers are not here; the writer
-	// keeps them as they are.
-	Routes map[model.ObjectRef][]gwv1.RouteParentStatus
-}
-
-// Gateways translates every Gateway of our GatewayClasses into one load
+// Translate translates every Gateway of our GatewayClasses into one load
 // balancer each (provider haproxy) and the HTTPRoutes attached to them
 // into its policies and pools. An invalid listener or route is refused
 // with its condition; every other one is translated.
-func Gateways(snap *source.Snapshot, opts Options) *Result {
-	res := &Result{Accepted: map[model.ObjectRef]string{}, Ours: map[model.ObjectRef]bool{}, AddressRefused: map[string]bool{}}
-	st := &GatewayStatus{
+func Translate(snap *source.Snapshot, opts translate.Options) *translate.Result {
+	res := &translate.Result{Accepted: map[model.ObjectRef]string{}, Ours: map[model.ObjectRef]bool{}, AddressRefused: map[string]bool{}}
+	st := &translate.GatewayStatus{
 		Classes:  map[string][]metav1.Condition{},
 		Gateways: map[model.ObjectRef]gwv1.GatewayStatus{},
 		Routes:   map[model.ObjectRef][]gwv1.RouteParentStatus{},
@@ -52,7 +38,7 @@ func Gateways(snap *source.Snapshot, opts Options) *Result {
 	idx := newIndex(snap)
 	gws := map[model.ObjectRef]*parsedGateway{}
 	var order []*parsedGateway
-	gwQuota := newNamespaceQuota(opts.MaxGatewaysPerNamespace)
+	gwQuota := translate.NewNamespaceQuota(opts.MaxGatewaysPerNamespace)
 	for _, gw := range oldestObjects(snap.Gateways) {
 		if !classes[string(gw.Spec.GatewayClassName)] {
 			continue
@@ -63,10 +49,10 @@ func Gateways(snap *source.Snapshot, opts Options) *Result {
 		if p.refusal == "" {
 			// Only a Gateway that would be served counts: one refused
 			// for its spec takes no addresses.
-			if gwQuota.full(gw.Namespace) {
+			if gwQuota.Full(gw.Namespace) {
 				refuseGatewayOverQuota(p, opts, &res.Problems)
 			} else {
-				gwQuota.take(gw.Namespace)
+				gwQuota.Take(gw.Namespace)
 			}
 		}
 		gws[ref] = p
@@ -74,27 +60,33 @@ func Gateways(snap *source.Snapshot, opts Options) *Result {
 	}
 	ns := namespaceLabels(snap.Namespaces)
 	served := 0
-	routeQuota := newNamespaceQuota(opts.MaxHTTPRoutesPerNamespace)
-	for _, r := range oldestObjects(snap.HTTPRoutes) {
+	routeQuota := translate.NewNamespaceQuota(opts.MaxHTTPRoutesPerNamespace)
+	for _, ro := range routeObjects(snap) {
+		r := ro.r
 		if !namesOurGateway(r, gws) {
 			continue
 		}
+		// GRPCRoutes count with the HTTPRoutes, under the same flags.
+		what := "HTTPRoutes"
+		if ro.kind == model.KindGRPCRoute {
+			what = "routes (HTTPRoutes and GRPCRoutes)"
+		}
 		// The namespace's quota first, as for Ingresses: what it refuses
 		// leaves the global cap to the others.
-		if routeQuota.full(r.Namespace) {
-			refuseRoute(r, gws, opts, st, &res.Problems, ReasonQuotaExceeded, fmt.Sprintf(
-				"namespace %s already has %d HTTPRoutes served, the most one namespace may have (--max-httproutes-per-namespace): the newest past it are refused",
-				r.Namespace, opts.MaxHTTPRoutesPerNamespace))
+		if routeQuota.Full(r.Namespace) {
+			refuseRoute(ro, gws, opts, st, &res.Problems, translate.ReasonQuotaExceeded, fmt.Sprintf(
+				"namespace %s already has %d %s served, the most one namespace may have (--max-httproutes-per-namespace): the newest past it are refused",
+				r.Namespace, opts.MaxHTTPRoutesPerNamespace, what))
 			continue
 		}
 		if opts.MaxHTTPRoutes > 0 && served >= opts.MaxHTTPRoutes {
-			refuseRoute(r, gws, opts, st, &res.Problems, reasonTooManyHTTPRoutes,
-				fmt.Sprintf("pier serves at most %d HTTPRoutes (--max-httproutes)", opts.MaxHTTPRoutes))
+			refuseRoute(ro, gws, opts, st, &res.Problems, reasonTooManyHTTPRoutes,
+				fmt.Sprintf("pier serves at most %d %s (--max-httproutes)", opts.MaxHTTPRoutes, what))
 			continue
 		}
 		served++
-		routeQuota.take(r.Namespace)
-		attachRoute(r, gws, ns, idx, opts, st, &res.Problems)
+		routeQuota.Take(r.Namespace)
+		attachRoute(ro, gws, ns, idx, opts, st, &res.Problems)
 	}
 	for _, p := range order {
 		st.Gateways[p.ref] = p.status()
@@ -107,14 +99,14 @@ func Gateways(snap *source.Snapshot, opts Options) *Result {
 		}
 	}
 	sort.Slice(res.LoadBalancers, func(i, j int) bool { return res.LoadBalancers[i].UUID < res.LoadBalancers[j].UUID })
-	sortProblems(res.Problems)
+	translate.SortProblems(res.Problems)
 	return res
 }
 
 // gatewayClasses returns the names of our accepted classes and records
 // each one's conditions. pier takes no parameters: a class that points
 // at some is not accepted, so its Gateways are not served.
-func gatewayClasses(in []*gwv1.GatewayClass, opts Options, st *GatewayStatus, problems *[]model.Problem) map[string]bool {
+func gatewayClasses(in []*gwv1.GatewayClass, opts translate.Options, st *translate.GatewayStatus, problems *[]model.Problem) map[string]bool {
 	ours := map[string]bool{}
 	for _, c := range in {
 		if string(c.Spec.ControllerName) != opts.GatewayControllerName {
@@ -173,33 +165,4 @@ func namespaceLabels(in []*corev1.Namespace) map[string]map[string]string {
 		out[n.Name] = n.Labels
 	}
 	return out
-}
-
-// NotProgrammed records, on each Gateway of ours the controller could not
-// give a load balancer (problems from controller.Reconciler.Apply: an
-// address IPAM refused, no node, a quota), Programmed=False with the
-// problem's reason (the spec's AddressNotUsable, AddressNotAssigned or
-// NoResources) and message. A Gateway that was served keeps its previous
-// load balancer, so its addresses stay published.
-func (st *GatewayStatus) NotProgrammed(problems []model.Problem) {
-	if st == nil {
-		return
-	}
-	for _, pr := range problems {
-		if pr.Kind != model.KindGateway {
-			continue
-		}
-		ref := model.ObjectRef{Kind: model.KindGateway, Namespace: pr.Namespace, Name: pr.Name}
-		gs, ok := st.Gateways[ref]
-		if !ok {
-			continue
-		}
-		for i := range gs.Conditions {
-			c := &gs.Conditions[i]
-			if c.Type == string(gwv1.GatewayConditionProgrammed) {
-				c.Status, c.Reason, c.Message = metav1.ConditionFalse, pr.Reason, pr.Message
-			}
-		}
-		st.Gateways[ref] = gs
-	}
 }

@@ -1,4 +1,4 @@
-package translate
+package gatewayapi
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 
 	"pier.dev/pier/internal/haproxy/layout"
 	"pier.dev/pier/internal/haproxy/render"
+	"pier.dev/pier/internal/translate"
 )
 
 // What translation makes of Gateways renders with the default options,
@@ -21,7 +22,7 @@ func TestGatewayLoadBalancersRender(t *testing.T) {
 	snap := gatewaySnap(t, precedenceDocs)
 	withServices(snap, "default", "prefix-root", "api", "api-exact", "api-post", "api-h1", "api-h2", "api-q",
 		"dup-first", "dup-second", "newer", "wild", "anyhost")
-	res := Gateways(snap, DefaultOptions())
+	res := Translate(snap, translate.DefaultOptions())
 	if len(res.LoadBalancers) != 1 {
 		t.Fatalf("load balancers %d: %+v", len(res.LoadBalancers), res.Problems)
 	}
@@ -71,7 +72,7 @@ spec:
 `
 	snap := gatewaySnap(t, docs)
 	withServices(snap, "default", "a")
-	lb := Gateways(snap, DefaultOptions()).LoadBalancers[0]
+	lb := Translate(snap, translate.DefaultOptions()).LoadBalancers[0]
 	lb.VIP = "127.0.0.1"
 	dir := t.TempDir()
 	r, err := render.Render(lb, layout.LB{UUID: lb.UUID, Dir: dir}, nil, render.Options{Dir: dir})

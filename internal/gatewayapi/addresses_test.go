@@ -1,4 +1,4 @@
-package translate
+package gatewayapi
 
 import (
 	"strings"
@@ -8,6 +8,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/translate"
 )
 
 // TestGatewayAddresses: spec.addresses asks IPAM for one IP address (the
@@ -35,7 +36,7 @@ func TestGatewayAddresses(t *testing.T) {
 		"  addresses: [{value: 10.250.3.12}]\n  listeners: [{name: http, port: 80, protocol: HTTP}]\n"
 	opts := gatewayOpts()
 	opts.ExternalIPNamespaces = []string{"default"}
-	res := Gateways(gatewaySnap(t, docs), opts)
+	res := Translate(gatewaySnap(t, docs), opts)
 
 	lbs := map[string]string{} // Gateway name → RequestedFIP
 	for _, lb := range res.LoadBalancers {
@@ -100,7 +101,7 @@ func namespaceOf(name string) string {
 	return "default"
 }
 
-func hasProblem(res *Result, name, reason string) bool {
+func hasProblem(res *translate.Result, name, reason string) bool {
 	for _, p := range res.Problems {
 		if p.Name == name && p.Reason == reason {
 			return true
@@ -123,7 +124,7 @@ kind: Gateway
 metadata: {name: b}
 spec: {gatewayClassName: pier, listeners: [{name: http, port: 80, protocol: HTTP}]}
 `
-	res := Gateways(gatewaySnap(t, docs), gatewayOpts())
+	res := Translate(gatewaySnap(t, docs), gatewayOpts())
 	res.Gateway.NotProgrammed([]model.Problem{{Kind: "Gateway", Namespace: "default", Name: "a",
 		Severity: "Error", Reason: "AddressNotUsable", Message: "external IP 10.9.9.9 is outside the configured pools"},
 		{Kind: "Ingress", Namespace: "default", Name: "b", Reason: "ExternalIPInUse"}})
@@ -134,6 +135,6 @@ spec: {gatewayClassName: pier, listeners: [{name: http, port: 80, protocol: HTTP
 	if b := findCondition(t, res.Gateway.Gateways[gatewayRef("default", "b")].Conditions, "Programmed"); b.Reason != "Pending" {
 		t.Errorf("b: %s/%s", b.Status, b.Reason)
 	}
-	var none *GatewayStatus
+	var none *translate.GatewayStatus
 	none.NotProgrammed(nil) // no Gateways translated: no panic
 }

@@ -1,4 +1,4 @@
-package translate
+package gatewayapi
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/translate"
 )
 
 // backendResult is a rule's pool (nil when every backendRef fails to
@@ -53,12 +54,12 @@ type weighted struct {
 // refHeaders (nil, or one per ref) are the refs' header changes: a ref
 // with some gets a pool of its own, and a rule of several refs a split
 // of pools rather than one pool of all their members.
-func (x *index) rulePool(r *gwv1.HTTPRoute, rule int, refs []gwv1.HTTPBackendRef, refHeaders [][]model.HeaderOp, opts Options) backendResult {
+func (x *index) rulePool(kind string, r *gwv1.HTTPRoute, rule int, refs []gwv1.HTTPBackendRef, refHeaders [][]model.HeaderOp, opts translate.Options) backendResult {
 	var res backendResult
 	var ok []weighted
 	var fail, total int64
 	for i, ref := range refs {
-		w, reason, msg := x.resolveBackend(r.Namespace, ref.BackendRef, opts)
+		w, reason, msg := x.resolveBackend(kind, r.Namespace, ref.BackendRef, opts)
 		if reason != "" {
 			if res.unresolved == "" {
 				res.unresolved, res.detail = reason, fmt.Sprintf("spec.rules[%d].backendRefs[%d]: %s", rule, i, msg)
@@ -94,7 +95,7 @@ func (x *index) rulePool(r *gwv1.HTTPRoute, rule int, refs []gwv1.HTTPBackendRef
 // resolveBackend checks one backendRef: a core Service of the route's
 // namespace, or of another one whose ReferenceGrant lets HTTPRoutes of
 // the route's namespace refer to it, with a port it has.
-func (x *index) resolveBackend(routeNS string, ref gwv1.BackendRef, opts Options) (weighted, string, string) {
+func (x *index) resolveBackend(kind, routeNS string, ref gwv1.BackendRef, opts translate.Options) (weighted, string, string) {
 	w := weighted{weight: 1, ns: routeNS}
 	if ref.Weight != nil {
 		w.weight = *ref.Weight
@@ -108,39 +109,39 @@ func (x *index) resolveBackend(routeNS string, ref gwv1.BackendRef, opts Options
 	if ref.Namespace != nil {
 		w.ns = string(*ref.Namespace)
 		if errs := validation.IsDNS1123Label(w.ns); len(errs) > 0 {
-			return w, string(gwv1.RouteReasonBackendNotFound), "invalid namespace " + quoteForMessage(w.ns)
+			return w, string(gwv1.RouteReasonBackendNotFound), "invalid namespace " + translate.Quote(w.ns)
 		}
 	}
 	w.svc = string(ref.Name)
 	if errs := validation.IsDNS1035Label(w.svc); len(errs) > 0 {
-		return w, string(gwv1.RouteReasonBackendNotFound), "invalid service name " + quoteForMessage(w.svc)
+		return w, string(gwv1.RouteReasonBackendNotFound), "invalid service name " + translate.Quote(w.svc)
 	}
-	if !x.grants.permits("HTTPRoute", routeNS, "Service", w.ns, w.svc) {
+	if !x.grants.permits(kind, routeNS, "Service", w.ns, w.svc) {
 		return w, string(gwv1.RouteReasonRefNotPermitted),
-			fmt.Sprintf("service %s/%s is in another namespace and no ReferenceGrant there permits HTTPRoutes of %s", w.ns, w.svc, routeNS)
+			fmt.Sprintf("service %s/%s is in another namespace and no ReferenceGrant there permits %ss of %s", w.ns, w.svc, kind, routeNS)
 	}
 	ns := w.ns
 	if ref.Port == nil || *ref.Port < 1 || *ref.Port > 65535 {
 		return w, string(gwv1.RouteReasonBackendNotFound), "a Service backend needs a port (1-65535)"
 	}
 	w.port = int(*ref.Port)
-	svc := x.services[ns+"/"+w.svc]
+	svc := x.Service(ns, w.svc)
 	if svc == nil {
 		return w, string(gwv1.RouteReasonBackendNotFound), fmt.Sprintf("service %s/%s not found", ns, w.svc)
 	}
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
 		return w, string(gwv1.RouteReasonBackendNotFound), fmt.Sprintf("service %s/%s is of type ExternalName, which pier does not proxy to", ns, w.svc)
 	}
-	sp := findServicePort(svc, networkingv1.ServiceBackendPort{Number: int32(w.port)})
+	sp := translate.ServicePort(svc, networkingv1.ServiceBackendPort{Number: int32(w.port)})
 	if sp == nil {
 		return w, string(gwv1.RouteReasonBackendNotFound), fmt.Sprintf("service %s/%s has no TCP port %d", ns, w.svc, w.port)
 	}
 	// Refused endpoints (loopback, link-local, pier's pools) are left
 	// out as for an Ingress.
 	if opts.MembersFromClusterIP {
-		w.members, _ = clusterIPMembers(svc, sp, opts.Members)
+		w.members, _ = translate.ClusterIPMembers(svc, sp, opts.Members)
 	} else {
-		w.members, _ = x.endpointMembers(svc, sp, opts.Members)
+		w.members, _ = x.EndpointMembers(svc, sp, opts.Members)
 	}
 	return w, "", ""
 }
@@ -215,5 +216,5 @@ func splitMembers(ws []weighted) []model.Member {
 			out = append(out, m)
 		}
 	}
-	return sortMembers(out)
+	return translate.SortMembers(out)
 }

@@ -1,4 +1,4 @@
-package translate
+package gatewayapi
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"pier.dev/pier/internal/encode"
+	"pier.dev/pier/internal/translate"
 )
 
 // gwAddress is what a Gateway's spec.addresses asks of IPAM.
@@ -30,7 +31,7 @@ type gwAddress struct {
 // Gateway may ask for at most one entry, of type IPAddress: with a value,
 // that address; without one (the GatewayAddressEmpty feature), any from
 // the pools. Hostname and named addresses are refused: pier assigns IPs.
-func gatewayAddress(gw *gwv1.Gateway, opts Options) gwAddress {
+func gatewayAddress(gw *gwv1.Gateway, opts translate.Options) gwAddress {
 	var values []string
 	for i, a := range gw.Spec.Addresses {
 		typ := gwv1.IPAddressType
@@ -39,7 +40,7 @@ func gatewayAddress(gw *gwv1.Gateway, opts Options) gwAddress {
 		}
 		if typ != gwv1.IPAddressType {
 			return gwAddress{unsupported: fmt.Sprintf("spec.addresses[%d]: type %s is not supported: pier assigns IP addresses only (type IPAddress)",
-				i, quoteForMessage(string(typ)))}
+				i, translate.Quote(string(typ)))}
 		}
 		if a.Value == "" {
 			values = append(values, "")
@@ -47,7 +48,7 @@ func gatewayAddress(gw *gwv1.Gateway, opts Options) gwAddress {
 		}
 		ip, err := encode.IP(a.Value)
 		if err != nil {
-			return gwAddress{unsupported: fmt.Sprintf("spec.addresses[%d]: %s is not an IP address", i, quoteForMessage(a.Value))}
+			return gwAddress{unsupported: fmt.Sprintf("spec.addresses[%d]: %s is not an IP address", i, translate.Quote(a.Value))}
 		}
 		values = append(values, ip.String())
 	}
@@ -57,7 +58,7 @@ func gatewayAddress(gw *gwv1.Gateway, opts Options) gwAddress {
 	case len(values) > 1:
 		return gwAddress{notUsable: fmt.Sprintf(
 			"pier binds one requested address per Gateway and %d are requested (%s): keep one", len(values), listForMessage(values))}
-	case values[0] != "" && !opts.mayPin(gw.Namespace):
+	case values[0] != "" && !opts.MayPin(gw.Namespace):
 		return gwAddress{notUsable: fmt.Sprintf(
 			"namespace %s may not pin addresses (--external-ip-namespaces): remove %s or pin from an allowed namespace", gw.Namespace, values[0])}
 	}
