@@ -49,12 +49,6 @@ const (
 	regexRun = 60
 )
 
-// regexVariant is one HAProxy configuration of the run.
-type regexVariant struct {
-	name string
-	conf []byte
-}
-
 // regexSnapshot is one load balancer (a group) of two Ingresses: the
 // tenant's, on regexEvilHost, with regexPaths paths, regular expressions
 // of regexWorst's shape when regex, else plain prefixes; and the

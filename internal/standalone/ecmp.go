@@ -124,10 +124,3 @@ func writeSysctls(netns string, kv map[string]string) error {
 		return nil
 	})
 }
-
-// routerAddr is the lab router's address on subnet.
-func routerAddr(subnet netip.Prefix) netip.Addr {
-	a := subnet.Masked().Addr().As4()
-	a[3] = labRouterNum
-	return netip.AddrFrom4(a)
-}
