@@ -146,10 +146,19 @@ kube_scale_run() {
   echo "== 11. kube-scale: ${PIER_BENCH_KUBE_SIZES:-100,1000,3000,10000} Ingresses on ${PIER_BENCH_KUBE_NODES:-10,50} nodes" >&2
   PIER_KUBE_APISERVER="${PIER_KUBE_APISERVER:-$(hack/test-apiserver.sh | tail -n 1)}"
   export PIER_KUBE_APISERVER
-  (cd bench && PIER_BIN="$cache/pier" PIER_BENCH_OUT="$raw" "$cache/bench.test" \
-    -test.run '^TestKubeScale$' -test.v -test.timeout 60m) >&2
-  local out
+  local out status=0
   out="bench/results/$(date -u +%Y%m%dT%H%M%SZ)-$(git rev-parse --short HEAD 2>/dev/null || echo norev)-kube-scale$suffix"
+  (cd bench && PIER_BIN="$cache/pier" PIER_BENCH_OUT="$raw" "$cache/bench.test" \
+    -test.run '^TestKubeScale$' -test.v -test.timeout 60m) >&2 || status=$?
+  # A failed size keeps pier's logs in $raw, which the exit trap removes:
+  # move them beside the results first.
+  for logs in "$raw"/kube-logs-*; do
+    [ -d "$logs" ] || continue
+    mkdir -p "$out-logs"
+    mv "$logs" "$out-logs/"
+    echo "bench: pier's logs of a failed size kept in $out-logs" >&2
+  done
+  [ "$status" = 0 ] || exit "$status"
   "$cache/report" -kube-scale "$raw/kube-scale.json" -out "$out"
 }
 
