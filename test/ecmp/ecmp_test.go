@@ -204,9 +204,10 @@ func (w *world) checkFlows(t *testing.T, flows []*flow) (movedBroken, moved, sta
 	// A moved flow whose client port an earlier, closed connection
 	// through the same node used still finds that connection's conntrack
 	// entry there (TIME_WAIT, 2 minutes) and its endpoint: a few per
-	// hundred here, where one client makes thousands of connections.
-	// More would mean the nodes pick differently.
-	if moved > 0 && sameEndpoint*100 < moved*95 {
+	// hundred here, where one client makes thousands of connections (5 of
+	// 77 in a loaded CI run). Nodes that picked differently would send a
+	// third of them or more elsewhere.
+	if moved > 0 && sameEndpoint*100 < moved*90 {
 		t.Errorf("%d of %d flows moved to another node were sent to another endpoint", moved-sameEndpoint, moved)
 	}
 	return
@@ -223,7 +224,9 @@ func or(s, otherwise string) string {
 func newConnections(t *testing.T, n int) {
 	t.Helper()
 	for range n {
-		if _, err := request(time.Second); err != nil {
+		// 3 s: a SYN lost while the router's next hops change is sent
+		// again after 1 s, as a client's kernel does.
+		if _, err := request(3 * time.Second); err != nil {
 			t.Fatalf("a new connection after the change: %v", err)
 		}
 	}
