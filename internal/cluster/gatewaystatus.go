@@ -151,14 +151,7 @@ func (w *statusWriter) writeRoute(ctx context.Context, cached *gwv1.HTTPRoute, w
 		func(ctx context.Context) (*gwv1.HTTPRoute, error) {
 			return routes.Get(ctx, cached.Name, metav1.GetOptions{})
 		},
-		func(r *gwv1.HTTPRoute) bool {
-			merged := status.MergeRouteParents(r.Status.Parents, want, controller, now)
-			if status.SameGatewayAPIStatus(merged, r.Status.Parents) {
-				return false
-			}
-			r.Status.Parents = merged
-			return true
-		},
+		func(r *gwv1.HTTPRoute) bool { return mergeParents(&r.Status.RouteStatus, want, controller, now) },
 		func(ctx context.Context, r *gwv1.HTTPRoute) error {
 			_, err := routes.UpdateStatus(ctx, r, metav1.UpdateOptions{FieldManager: "pier"})
 			return err
@@ -172,18 +165,23 @@ func (w *statusWriter) writeGRPCRoute(ctx context.Context, cached *gwv1.GRPCRout
 		func(ctx context.Context) (*gwv1.GRPCRoute, error) {
 			return routes.Get(ctx, cached.Name, metav1.GetOptions{})
 		},
-		func(r *gwv1.GRPCRoute) bool {
-			merged := status.MergeRouteParents(r.Status.Parents, want, controller, now)
-			if status.SameGatewayAPIStatus(merged, r.Status.Parents) {
-				return false
-			}
-			r.Status.Parents = merged
-			return true
-		},
+		func(r *gwv1.GRPCRoute) bool { return mergeParents(&r.Status.RouteStatus, want, controller, now) },
 		func(ctx context.Context, r *gwv1.GRPCRoute) error {
 			_, err := routes.UpdateStatus(ctx, r, metav1.UpdateOptions{FieldManager: "pier"})
 			return err
 		})
+}
+
+// mergeParents merges want into a route's parent statuses (the
+// HTTPRoute's and the GRPCRoute's are the same RouteStatus) and reports
+// whether that changed them.
+func mergeParents(rs *gwv1.RouteStatus, want []gwv1.RouteParentStatus, controller gwv1.GatewayController, now metav1.Time) bool {
+	merged := status.MergeRouteParents(rs.Parents, want, controller, now)
+	if status.SameGatewayAPIStatus(merged, rs.Parents) {
+		return false
+	}
+	rs.Parents = merged
+	return true
 }
 
 // writeMerged merges want into an object's status with merge (which
