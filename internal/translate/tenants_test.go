@@ -3,15 +3,15 @@ package translate
 import (
 	"strings"
 	"testing"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"pier.dev/pier/internal/fixture"
 	"pier.dev/pier/internal/model"
-	"pier.dev/pier/internal/tlscert"
 )
+
+// tlsSecretFor is the shared fixture (internal/fixture).
+var tlsSecretFor = fixture.TLSSecret
 
 // T1 of issue 14: a newer member of a group pins an external IP. The
 // group's address must not move: only the owner (oldest) may pin.
@@ -93,19 +93,6 @@ func TestGroupsArePerNamespaceUnlessShared(t *testing.T) {
 	lb := onlyLB(t, shared)
 	if lb.Name != "group:shop" || lb.UUID != nameUUID("group", "shop") || len(lb.Sources) != 3 {
 		t.Errorf("shared group = %s %s with %d sources", lb.Name, lb.UUID, len(lb.Sources))
-	}
-}
-
-func tlsSecretFor(t *testing.T, ns, name string, hosts ...string) *corev1.Secret {
-	t.Helper()
-	certPEM, keyPEM, err := tlscert.SelfSigned(hosts, epoch.Add(365*24*time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Type:       corev1.SecretTypeTLS,
-		Data:       map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM},
 	}
 }
 
