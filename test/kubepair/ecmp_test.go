@@ -330,13 +330,20 @@ func (lf *longFlows) end() (brokenOn map[string]int, startedOn map[string]int, m
 }
 
 // newConnProbe opens a new connection every 10 ms until stopped and
-// records when each failed.
+// records each one that failed.
 type newConnProbe struct {
 	mu       sync.Mutex
 	total    int
-	failures []time.Time
+	failures []failedConn
 	stop     context.CancelFunc
 	done     chan struct{}
+}
+
+// failedConn is one new connection that failed: when it was begun, when
+// it gave up, and why.
+type failedConn struct {
+	start, end time.Time
+	err        error
 }
 
 func (w *world) probeNew(vip netip.AddrPort, timeout time.Duration) *newConnProbe {
@@ -345,11 +352,12 @@ func (w *world) probeNew(vip netip.AddrPort, timeout time.Duration) *newConnProb
 	go func() {
 		defer close(p.done)
 		for ctx.Err() == nil {
+			start := time.Now()
 			_, err := w.once(vip, timeout)
 			p.mu.Lock()
 			p.total++
 			if err != nil {
-				p.failures = append(p.failures, time.Now())
+				p.failures = append(p.failures, failedConn{start: start, end: time.Now(), err: err})
 			}
 			p.mu.Unlock()
 			time.Sleep(10 * time.Millisecond)
@@ -358,10 +366,40 @@ func (w *world) probeNew(vip netip.AddrPort, timeout time.Duration) *newConnProb
 	return p
 }
 
-func (p *newConnProbe) end() (total int, failures []time.Time) {
+func (p *newConnProbe) end() (total int, failures []failedConn) {
 	p.stop()
 	<-p.done
 	return p.total, p.failures
+}
+
+// hopChange is when the router's next hops changed: after the last look
+// that saw the old set and by the first that saw the new one.
+type hopChange struct{ before, after time.Time }
+
+// checkNewConns fails the test for every new connection that failed
+// without being open while the router's next hops changed. One that was
+// open then may be moved to another node mid-handshake or mid-request,
+// and a moved connection is reset: the node it lands on masquerades with
+// its own address, which the endpoint has no socket for. The router has
+// no resilient hashing here (bird installs plain multipath routes), so
+// that is the design's cost, not a fault; more than a few such would
+// mean the change took longer than one look.
+func checkNewConns(t *testing.T, what string, total int, failures []failedConn, change hopChange) {
+	t.Helper()
+	inFlight := 0
+	for _, f := range failures {
+		if !f.start.After(change.after) && !f.end.Before(change.before) {
+			inFlight++
+			t.Logf("%s: a new connection open while the next hops changed failed (begun %s before the change was seen, %s long): %v",
+				what, change.after.Sub(f.start).Round(time.Millisecond), f.end.Sub(f.start).Round(time.Millisecond), f.err)
+			continue
+		}
+		t.Errorf("%s: a new connection failed %s after the next hops changed (%s long): %v",
+			what, f.start.Sub(change.after).Round(time.Millisecond), f.end.Sub(f.start).Round(time.Millisecond), f.err)
+	}
+	if inFlight > 3 {
+		t.Errorf("%s: %d of %d new connections open while the next hops changed failed, want at most 3", what, inFlight, total)
+	}
 }
 
 // multipath returns the next hops of the router's kernel route to addr.
@@ -376,15 +414,18 @@ func (w *world) multipath(addr netip.Addr) []string {
 	return hops
 }
 
-func (w *world) waitMultipath(addr netip.Addr, n int, limit time.Duration) (time.Time, error) {
+// waitMultipath waits until the router's route to addr has n next hops
+// and says when that changed.
+func (w *world) waitMultipath(addr netip.Addr, n int, limit time.Duration) (hopChange, error) {
 	deadline := time.Now().Add(limit)
 	for {
+		looked := time.Now()
 		if hops := w.multipath(addr); len(hops) == n {
-			return time.Now(), nil
+			return hopChange{before: looked, after: time.Now()}, nil
 		}
 		if time.Now().After(deadline) {
 			out, _ := exec.Command("ip", "-n", w.lab.Client.NS, "route", "show", addr.String()).CombinedOutput()
-			return time.Time{}, fmt.Errorf("the router's route to %s has not %d next hops within %s: %s", addr, n, limit, out)
+			return hopChange{}, fmt.Errorf("the router's route to %s has not %d next hops within %s: %s", addr, n, limit, out)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -446,10 +487,8 @@ func TestKubeECMP(t *testing.T) {
 		total, failures := probe.end()
 		broken, started, moved := flows.end()
 		t.Logf("ECMP drain: n2 out of the router's route %s after the cordon; new connections %d, failed %d; established flows by node %v, broken %v, moved and working %d",
-			out.Sub(at).Round(time.Millisecond), total, len(failures), started, broken, moved)
-		if len(failures) > 0 {
-			t.Errorf("%d of %d new connections failed during the drain", len(failures), total)
-		}
+			out.after.Sub(at).Round(time.Millisecond), total, len(failures), started, broken, moved)
+		checkNewConns(t, "drain", total, failures, out)
 	})
 
 	t.Run("node added", func(t *testing.T) {
@@ -472,10 +511,8 @@ func TestKubeECMP(t *testing.T) {
 			sum += b
 		}
 		t.Logf("ECMP node added: n2 back in the router's route %s after the uncordon; new connections %d, failed %d; established flows by node %v, broken %v (%d of 60), moved and working %d",
-			in.Sub(at).Round(time.Millisecond), total, len(failures), started, broken, sum, moved)
-		if len(failures) > 0 {
-			t.Errorf("%d of %d new connections failed while n2 came back", len(failures), total)
-		}
+			in.after.Sub(at).Round(time.Millisecond), total, len(failures), started, broken, sum, moved)
+		checkNewConns(t, "node added", total, failures, in)
 	})
 
 	t.Run("link cut", func(t *testing.T) {
@@ -508,7 +545,7 @@ func TestKubeECMP(t *testing.T) {
 			t.Error(err)
 		}
 		t.Logf("ECMP link cut: new connections served again %s after the cut (n2 out of the route by %s); established flows by node %v, broken %v, moved and working %d",
-			served.Sub(cut).Round(time.Millisecond), out.Sub(cut).Round(time.Millisecond), started, broken, moved)
+			served.Sub(cut).Round(time.Millisecond), out.after.Sub(cut).Round(time.Millisecond), started, broken, moved)
 		if limit := time.Duration(bgpHoldTime)*time.Second + 2*time.Second; served.Sub(cut) > limit {
 			t.Errorf("served again %s after the cut, want within the hold time plus 2 s (%s)", served.Sub(cut), limit)
 		}
