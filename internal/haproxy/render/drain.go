@@ -18,9 +18,10 @@ import "pier.dev/pier/internal/encode"
 // costs about 35 ns a response, under 0.5%; one copy is within noise.
 //
 // HTTP/2 is not drained: its mux drops the Connection header, and 2.6
-// has no rule action that sends GOAWAY. No bind offers h2 by ALPN; only
-// a client speaking h2 with prior knowledge on a clear port keeps its
-// connection.
+// has no rule action that sends GOAWAY. Only the TLS binds that need h2
+// offer it by ALPN (a Gateway listener's misdirected-request check, gRPC
+// routes: frontend.go); there, and for a client speaking h2 with prior
+// knowledge on a clear port, a connection is kept through the drain.
 const drainVar = "proc.pier_drain"
 
 // drainRule is the frontend line. http-after-response also covers

@@ -42,7 +42,11 @@ func writeFrontend(c *encode.Config, v *view, l *listenerView, at layout.LB) {
 			if l.strictSNI {
 				words = append(words, encode.Lit("strict-sni"))
 			}
-			if len(l.misdirect) > 0 {
+			// HTTP/2 is offered where something needs it: the misdirected
+			// request check (a client that coalesces connections does so
+			// over h2) and gRPC. Elsewhere HTTP/1.1 alone keeps the drain's
+			// Connection: close working (drain.go).
+			if len(l.misdirect) > 0 || l.grpc {
 				words = append(words, encode.Lit("alpn"), encode.Lit("h2,http/1.1"))
 			}
 		}

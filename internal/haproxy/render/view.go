@@ -62,6 +62,9 @@ type listenerView struct {
 	// misdirect are the Gateway listener hostnames sharing this TLS
 	// port, most specific first (misdirect.go); nil: no 421 check.
 	misdirect []misdirectHost
+	// grpc: some route of this listener goes to a gRPC pool, so a TLS
+	// bind must offer h2 by ALPN (gRPC clients speak nothing else).
+	grpc bool
 }
 
 type policyView struct {
@@ -155,8 +158,13 @@ func newView(lb *model.LoadBalancer, opts Options, prev Slots) (*view, error) {
 	if err := checkPassthroughPools(v); err != nil {
 		return nil, err
 	}
+	grpcPools := map[string]bool{}
+	for _, p := range lb.Pools {
+		grpcPools[p.ID] = p.Protocol == model.BackendGRPC || p.Protocol == model.BackendGRPCS
+	}
 	for i := range v.listeners {
 		l := &v.listeners[i]
+		l.grpc = routesTo(l, grpcPools)
 		v.need404 = v.need404 || (l.defaultPool == "" && l.terminates())
 		if len(l.policies) > 0 && mappable(l.policies) {
 			if l.routes, err = buildRoutes(v.uuid, l.policies); err != nil {
@@ -165,6 +173,20 @@ func newView(lb *model.LoadBalancer, opts Options, prev Slots) (*view, error) {
 		}
 	}
 	return v, nil
+}
+
+// routesTo reports whether some policy or the default of l sends to a
+// pool in pools.
+func routesTo(l *listenerView, pools map[string]bool) bool {
+	if pools[l.defaultPool] {
+		return true
+	}
+	for _, p := range l.policies {
+		if pools[p.pool] {
+			return true
+		}
+	}
+	return false
 }
 
 func listenerViews(ls []model.Listener, pools map[string]bool, lists *sections) ([]listenerView, error) {
