@@ -90,7 +90,7 @@ Flags:
 	if bgpf.ecmp && cfg.BGP == nil {
 		return fmt.Errorf("--bgp-ecmp needs --bgp-peer: ECMP spreads the flows by the routers' multipath")
 	}
-	cfg.BGPECMP = bgpf.ecmp
+	cfg.BGPECMP, cfg.BGPPreempt = bgpf.ecmp, bgpf.preempt
 	if cfg.OnExit, err = cluster.ParseExitMode(*onExit); err != nil {
 		return err
 	}

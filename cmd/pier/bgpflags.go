@@ -28,6 +28,7 @@ type bgpFlags struct {
 	passwords   string
 	maxPrefixes uint
 	ecmp        bool
+	preempt     bool
 }
 
 func (b *bgpFlags) register(fs *flag.FlagSet) {
@@ -44,6 +45,7 @@ func (b *bgpFlags) register(fs *flag.FlagSet) {
 	fs.UintVar(&b.holdTime, "bgp-hold-time", 9, "BGP hold time in seconds (3 or more; keepalives every third): without BFD, a dead node stays the routers' choice this long plus --bgp-restart-time")
 	fs.StringVar(&b.passwords, "bgp-password-file", "", "file of TCP-MD5 passwords (a mounted Secret's key): lines `PEER-ADDRESS PASSWORD`, `* PASSWORD` for every peer not named; read at start, never logged (docs/bgp.md)")
 	fs.BoolVar(&b.ecmp, "bgp-ecmp", false, "ECMP for native load balancers (Services of type LoadBalancer) the controller places on every node (its --native-ecmp): advertise their VIPs and FIPs with the same preference as every other node, while this node's nftables table for them is applied and current, for the routers' multipath to spread the flows; each node picks a flow's endpoint by the same consistent hash. Needs net.netfilter.nf_conntrack_tcp_loose=1 (the default) so that a node takes over a flow mid-way (docs/bgp.md)")
+	fs.BoolVar(&b.preempt, "bgp-preempt", false, "when the active node's HAProxy serves again after a failure, prefer its routes again at once (a second move of the traffic); by default the standby that took over keeps the traffic while it serves, as VRRP's nopreempt (docs/bgp.md)")
 	fs.UintVar(&b.maxPrefixes, "bgp-max-prefixes", bgp.DefaultMaxPrefixes, "routes a peer may send per address family before its session is ended (pier accepts none of them); 0: no limit")
 }
 

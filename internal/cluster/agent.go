@@ -79,6 +79,10 @@ type AgentConfig struct {
 	// BGPECMP advertises the native load balancers of an ECMP placement
 	// with equal preference (--bgp-ecmp).
 	BGPECMP bool
+	// BGPPreempt sends the traffic back to the active node as soon as it
+	// serves again (--bgp-preempt); without, the standby that took over
+	// keeps it.
+	BGPPreempt bool
 }
 
 // ExitMode is what an agent does with its node's share of the traffic
@@ -166,7 +170,7 @@ func (cfg AgentConfig) mover(stateDir string, peers addrhold.Heartbeats, m *metr
 		}
 		return mv, nil
 	case cfg.BGP != nil:
-		return bgp.NewMover(bgp.MoverConfig{Speaker: *cfg.BGP, Node: cfg.Node, ECMP: cfg.BGPECMP, Metrics: m, Logger: logger}), nil
+		return bgp.NewMover(bgp.MoverConfig{Speaker: *cfg.BGP, Node: cfg.Node, ECMP: cfg.BGPECMP, Preempt: cfg.BGPPreempt, Metrics: m, Logger: logger}), nil
 	}
 	return nil, nil
 }

@@ -123,12 +123,13 @@ func (w *world) waitBest(addr netip.Addr, node string, paths int, limit time.Dur
 	}
 }
 
-// TestKubeBGP runs the pair with BGP instead of VRRP (issue 13, the seeds'
-// way): both nodes advertise the VIP and FIP to the gateway router, the
-// active one preferred (iBGP, LOCAL_PREF 200/100); killing the active
-// HAProxy withdraws its routes and the router sends the traffic to the
-// standby; killing the agent (not HAProxy) changes nothing for traffic
-// (graceful restart keeps its routes); a cordon withdraws them.
+// TestKubeBGP runs the pair with BGP instead of VRRP (the seeds' way):
+// both nodes advertise the VIP and FIP to the gateway router, the active
+// one preferred (iBGP, LOCAL_PREF 200/100); killing the active HAProxy
+// withdraws its routes and the router sends the traffic to the standby,
+// which keeps it when the HAProxy is back (no second move); killing the
+// agent (not HAProxy) changes nothing for traffic (graceful restart keeps
+// its routes); a cordon withdraws them.
 func TestKubeBGP(t *testing.T) {
 	if _, err := exec.LookPath("bird"); err != nil && os.Getenv("CI") != "true" {
 		t.Skip("needs bird (apt-get install bird2)")
@@ -152,15 +153,20 @@ func TestKubeBGP(t *testing.T) {
 	}
 	t.Logf("%s: VIP %s, FIP %s; the router: %s", lb.Name, vip, fip, strings.TrimSpace(w.bird.birdc("show", "route", "for", vip.String(), "all")))
 
+	// serving is the node the router sends the traffic to, other the
+	// one beside it: without --bgp-preempt the traffic stays where it
+	// went until that node fails or drains.
+	serving, other := active, standby
+
 	t.Run("kill -9 the active HAProxy", func(t *testing.T) {
 		p := w.probe(vip, recoveryTimeout)
 		time.Sleep(500 * time.Millisecond)
-		fault, n, err := w.killHAProxy(active)
+		fault, n, err := w.killHAProxy(serving)
 		if err != nil {
 			p.Stop()
 			t.Fatal(err)
 		}
-		switched, err := w.waitBest(vip, standby, 0, 3*time.Second)
+		switched, err := w.waitBest(vip, other, 0, 3*time.Second)
 		if err != nil {
 			p.Stop()
 			t.Fatal(err)
@@ -169,27 +175,38 @@ func TestKubeBGP(t *testing.T) {
 		samples := p.Stop()
 		took := failover(t, "BGP F1", samples, fault)
 		t.Logf("BGP F1: killed %d haproxy on %s; the router's best path via %s after %s; served again after %s; %s",
-			n, active, standby, switched.Sub(fault).Round(time.Millisecond), took.Round(time.Millisecond), harness.Summary(samples))
+			n, serving, other, switched.Sub(fault).Round(time.Millisecond), took.Round(time.Millisecond), harness.Summary(samples))
 		// The supervisor restarts HAProxy; the active node advertises
-		// again and, preferred, takes the traffic back (the seeds'
-		// preference follows the roles: a second move).
-		back, err := w.waitBest(vip, active, 2, 20*time.Second)
-		if err != nil {
+		// again, as a standby does: the standby took the preference over
+		// and keeps the traffic (no second move), and both reports say so.
+		if _, err := w.waitLB(20*time.Second, "the old active advertising again, the standby preferred", func(lb *model.LoadBalancer) bool {
+			r := bgpStates(lb)
+			return r[serving] == model.BGPAdvertised && r[other] == model.BGPPreferred
+		}); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("BGP F1: %s's HAProxy back and preferred again %s after the kill", active, back.Sub(fault).Round(time.Millisecond))
+		if _, err := w.waitBest(vip, other, 2, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		if via, paths := w.bird.best(vip); via != w.nodes[other].Addr || paths != 2 {
+			t.Errorf("1 s after %s's HAProxy came back the router goes via %s with %d paths; want via %s with both (no second move)",
+				serving, via, paths, other)
+		}
+		t.Logf("BGP F1: %s's HAProxy back and advertising; the traffic stays on %s", serving, other)
+		serving, other = other, serving
 	})
 
-	t.Run("kill -9 the active agent", func(t *testing.T) {
+	t.Run("kill -9 the serving agent", func(t *testing.T) {
 		p := w.probe(vip, failureTimeout)
 		time.Sleep(500 * time.Millisecond)
-		killed := w.agents[active].kill()
+		killed := w.agents[serving].kill()
 		time.Sleep(time.Second)
-		if via, n := w.bird.best(vip); via != w.nodes[active].Addr || n != 2 {
+		if via, n := w.bird.best(vip); via != w.nodes[serving].Addr || n != 2 {
 			t.Errorf("1 s after the agent died the router goes via %s with %d paths; want via %s with both kept (graceful restart)",
-				via, n, active)
+				via, n, serving)
 		}
-		if err := w.startAgent(active); err != nil {
+		if err := w.startAgent(serving); err != nil {
 			p.Stop()
 			t.Fatal(err)
 		}
@@ -198,67 +215,73 @@ func TestKubeBGP(t *testing.T) {
 		if failed := harness.Failed(samples, time.Time{}, time.Now()); len(failed) > 0 {
 			t.Errorf("%d requests failed while the agent restarted, first %+v", len(failed), failed[0])
 		}
-		if _, err := w.waitBest(vip, active, 2, 10*time.Second); err != nil {
+		// The new agent reads its own last report: it keeps the
+		// preference it had.
+		if _, err := w.waitBest(vip, serving, 2, 10*time.Second); err != nil {
 			t.Error(err)
 		}
-		t.Logf("BGP F6: agent on %s killed at %s and restarted; %s", active, killed.Format("15:04:05.000"), harness.Summary(samples))
+		t.Logf("BGP F6: agent on %s killed at %s and restarted; %s", serving, killed.Format("15:04:05.000"), harness.Summary(samples))
 	})
 
-	t.Run("cordon the active node", func(t *testing.T) {
+	t.Run("cordon the serving node", func(t *testing.T) {
 		p := w.probe(vip, failureTimeout)
 		time.Sleep(500 * time.Millisecond)
-		wrote, err := w.cordon(active, true)
+		wrote, err := w.cordon(serving, true)
 		if err != nil {
 			p.Stop()
 			t.Fatal(err)
 		}
-		switched, err := w.waitBest(vip, standby, 1, 5*time.Second)
+		switched, err := w.waitBest(vip, other, 1, 5*time.Second)
 		if err != nil {
 			p.Stop()
 			t.Fatal(err)
 		}
 		time.Sleep(time.Second)
 		samples := p.Stop()
-		// A request under way on a connection through the active node
+		// A request under way on a connection through the drained node
 		// when the route moves is cut, as a VRRP move without the
 		// handoff; the ones after it must all succeed.
 		failed := harness.Failed(samples, switched.Add(100*time.Millisecond), time.Now())
-		t.Logf("BGP drain: %s cordoned; the router via %s after %s; %s", active, standby,
+		t.Logf("BGP drain: %s cordoned; the router via %s after %s; %s", serving, other,
 			switched.Sub(wrote).Round(time.Millisecond), harness.Summary(samples))
 		if len(failed) > 0 {
 			t.Errorf("%d requests failed after the route moved, first %+v", len(failed), failed[0])
 		}
-		if _, err := w.cordon(active, false); err != nil {
+		if _, err := w.cordon(serving, false); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := w.waitBest(vip, active, 2, 10*time.Second); err != nil {
+		// Back from the drain it advertises again, and the traffic stays.
+		if _, err := w.waitBest(vip, other, 2, 10*time.Second); err != nil {
 			t.Error(err)
 		}
+		serving, other = other, serving
 	})
 
 	// No BFD in GoBGP v3: a node cut off is found by the hold timer. (A
 	// session that ends by its hold timer gets no graceful restart from
-	// bird: the routes go at once.)
-	t.Run("the active node's link goes down", func(t *testing.T) {
+	// bird: the routes go at once.) The node cut off never stopped
+	// serving, so it did not give the preference up: when its link comes
+	// back, the traffic goes back to it.
+	t.Run("the serving node's link goes down", func(t *testing.T) {
 		cut := time.Now()
-		if err := w.nodes[active].SetLink(false); err != nil {
+		if err := w.nodes[serving].SetLink(false); err != nil {
 			t.Fatal(err)
 		}
-		switched, err := w.waitBest(vip, standby, 1, 20*time.Second)
+		switched, err := w.waitBest(vip, other, 1, 20*time.Second)
 		if err != nil {
-			_ = w.nodes[active].SetLink(true)
+			_ = w.nodes[serving].SetLink(true)
 			t.Fatal(err)
 		}
 		t.Logf("BGP F7: %s cut off; the router on %s after %s (the hold time: %d s)",
-			active, standby, switched.Sub(cut).Round(time.Millisecond), bgpHoldTime)
-		if err := w.nodes[active].SetLink(true); err != nil {
+			serving, other, switched.Sub(cut).Round(time.Millisecond), bgpHoldTime)
+		if err := w.nodes[serving].SetLink(true); err != nil {
 			t.Fatal(err)
 		}
-		back, err := w.waitBest(vip, active, 2, 30*time.Second)
+		back, err := w.waitBest(vip, serving, 2, 30*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("BGP F7: link back; %s preferred again after %s", active, back.Sub(switched).Round(time.Millisecond))
+		t.Logf("BGP F7: link back; %s preferred again after %s", serving, back.Sub(switched).Round(time.Millisecond))
 	})
 }
 

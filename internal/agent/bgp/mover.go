@@ -50,7 +50,12 @@ type MoverConfig struct {
 	// ECMP advertises the load balancers of an ECMP placement with equal
 	// preference from every node of it; without, such a placement is
 	// advertised as a pair (its Active preferred).
-	ECMP    bool
+	ECMP bool
+	// Preempt sends the traffic back to the placement's active node as
+	// soon as its data plane serves again after a failure (a second
+	// move). Without it, the node that took over keeps the traffic while
+	// it serves, as VRRP's nopreempt does (state).
+	Preempt bool
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
 }
@@ -133,8 +138,19 @@ func tcpLoose(netns string) (bool, error) {
 	return strings.TrimSpace(string(b)) != "0", nil
 }
 
-// Sync takes the load balancers placed here.
+// Sync takes the load balancers placed here. At the first, a new agent
+// takes what its last reports say it advertised as its own state: the
+// routers kept those routes through the restart (graceful restart), and
+// a report without them would tell the other node that nobody holds the
+// preference any more.
 func (m *Mover) Sync(_ context.Context, placed []*model.LoadBalancer) {
+	if !m.ready {
+		for _, lb := range placed {
+			if mine, ok := lb.Status.Report(m.cfg.Node); ok && mine.BGP != "" {
+				m.states[lb.UUID] = mine.BGP
+			}
+		}
+	}
 	m.placed, m.ready = placed, true
 }
 
@@ -263,7 +279,8 @@ func (m *Mover) plan() (want []Route, local map[netip.Addr]bool, states map[stri
 //     every node of it with the same preference (the active's): the
 //     routers' multipath spreads its flows over them.
 //   - Else the active node's routes are preferred, the standby's
-//     advertised with a lower preference.
+//     advertised with a lower preference; without Preempt, the node that
+//     serves keeps the preference (takesOver, yields).
 func (m *Mover) state(lb *model.LoadBalancer) model.BGPState {
 	switch {
 	case m.draining || !m.node.Healthy(lb.UUID):
@@ -271,9 +288,58 @@ func (m *Mover) state(lb *model.LoadBalancer) model.BGPState {
 	case m.cfg.ECMP && len(lb.Placement.ECMP) > 0:
 		return model.BGPECMP
 	case lb.Placement.Active == m.cfg.Node:
+		if !m.cfg.Preempt && m.yields(lb) {
+			return model.BGPAdvertised
+		}
+		return model.BGPPreferred
+	case !m.cfg.Preempt && m.takesOver(lb):
 		return model.BGPPreferred
 	}
 	return model.BGPAdvertised
+}
+
+// takesOver: the standby prefers its own routes once the active node
+// reports its routes withdrawn (its data plane failed or it drains), and
+// keeps them preferred until the active node reports them preferred
+// again, which it does only once this node's are not (yields). Each
+// side reads the other's last report in the load balancer's status, so
+// with the API server away the standby does not take over: the routers
+// still send it the traffic (the active's routes are gone), and the
+// active takes it back when it serves again, as with Preempt.
+func (m *Mover) takesOver(lb *model.LoadBalancer) bool {
+	active, ok := lb.Status.Report(lb.Placement.Active)
+	switch {
+	case ok && active.BGP == model.BGPWithdrawn:
+		return true
+	case m.was(lb) == model.BGPPreferred:
+		return !ok || active.BGP != model.BGPPreferred
+	}
+	return false
+}
+
+// was is what this node advertised lb as: at its last tick, or, for a
+// new agent, in its last report, so that an agent's restart (graceful:
+// the routers keep its routes) does not move the traffic either.
+func (m *Mover) was(lb *model.LoadBalancer) model.BGPState {
+	if st, ok := m.states[lb.UUID]; ok {
+		return st
+	}
+	mine, _ := lb.Status.Report(m.cfg.Node)
+	return mine.BGP
+}
+
+// yields: the active node, back after a failure, leaves the preference
+// to the standby that took over while the standby still reports its
+// routes preferred; its own routes are advertised as a standby's, so
+// the routers keep the traffic where it is. Once the standby withdraws
+// (or reports a lower preference), the active node prefers its routes
+// again.
+func (m *Mover) yields(lb *model.LoadBalancer) bool {
+	if m.was(lb) == model.BGPPreferred {
+		return false // it serves as preferred now: nothing to give back
+	}
+	standby, ok := lb.Status.Report(lb.Placement.Standby)
+	return ok && lb.Placement.Standby != "" && standby.BGP == model.BGPPreferred
 }
 
 // setStates records what is advertised per load balancer and returns the
