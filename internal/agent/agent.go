@@ -186,6 +186,11 @@ func New(cfg Config) *Agent {
 	}
 	for _, d := range cfg.Drivers {
 		a.drivers[d.Provider()] = d
+		// A process that dies releases its addresses at once: the mover's
+		// next look comes now, not up to a tick later.
+		if hn, ok := d.(driver.HealthNotifier); ok && cfg.Mover != nil {
+			hn.NotifyHealth(moverNode{a}.Wake)
+		}
 	}
 	a.concurrency = cfg.ApplyConcurrency
 	if a.concurrency <= 0 {

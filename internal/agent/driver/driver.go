@@ -78,6 +78,15 @@ type HealthChecker interface {
 	Healthy(uuid string) bool
 }
 
+// HealthNotifier is implemented by a driver that can tell when a data
+// plane stops serving (an HAProxy process exited): the agent gives it a
+// function that asks for an immediate look at every load balancer's
+// health, so that a dead process releases its addresses at once rather
+// than at the next tick. The function never blocks.
+type HealthNotifier interface {
+	NotifyHealth(changed func())
+}
+
 // Batcher is implemented by a driver that may load the applies waiting
 // for it together (HAProxy packed into a few processes: one check and one
 // reload for all of them). When Batches says it does, the more applies

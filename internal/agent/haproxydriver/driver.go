@@ -32,6 +32,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"pier.dev/pier/internal/agent/driver"
@@ -142,9 +143,26 @@ type Driver struct {
 	// accessLog reads the access-log lines; nil when Config.AccessLog is.
 	accessLog      *accesslog.Log
 	accessLogStart sync.Once
+	// healthChanged is the agent's NotifyHealth function, called when a
+	// process exits; nil until given.
+	healthChanged atomic.Pointer[func()]
 }
 
 var _ driver.Driver = (*Driver)(nil)
+
+var _ driver.HealthNotifier = (*Driver)(nil)
+
+// NotifyHealth implements driver.HealthNotifier: changed is called when
+// an HAProxy process of this driver exits on its own, so that the
+// addresses of the load balancers it served move at once.
+func (d *Driver) NotifyHealth(changed func()) { d.healthChanged.Store(&changed) }
+
+// processExited is every process's Config.OnExit.
+func (d *Driver) processExited() {
+	if f := d.healthChanged.Load(); f != nil {
+		(*f)()
+	}
+}
 
 // New returns a Driver. It starts nothing.
 func New(cfg Config) (*Driver, error) {
@@ -174,9 +192,11 @@ func New(cfg Config) (*Driver, error) {
 			Metrics: cfg.Metrics, Logger: cfg.Logger.With("component", "access-log")})
 		cfg.Render.AccessLog = log.Options()
 	}
-	return &Driver{cfg: cfg, layout: l, lbs: map[string]*instance{}, shards: map[string]*shard{},
+	d := &Driver{cfg: cfg, layout: l, lbs: map[string]*instance{}, shards: map[string]*shard{},
 		lanes: map[string]*lane{}, waiting: map[string][]*change{}, stopping: map[string]chan struct{}{},
-		handover: map[string]layout.LB{}, landing: newLanding(cfg, l), accessLog: log}, nil
+		handover: map[string]layout.LB{}, accessLog: log}
+	d.landing = newLanding(cfg, l, d.processExited)
+	return d, nil
 }
 
 // startAccessLog binds the access-log socket once. A failure leaves

@@ -56,13 +56,24 @@ func workerPIDs(t *testing.T, d *Driver, uuid string) []int {
 }
 
 // TestHealthyFollowsHAProxy kills HAProxy in each way it can die and
-// checks that Healthy turns false within healthyWithin, then true again
-// once the supervisor restarted it, and that it then serves.
+// checks that Healthy turns false within healthyWithin, that the agent's
+// NotifyHealth function is called by then with Healthy already false
+// (the mover looks at once, not at its next tick), then true again once
+// the supervisor restarted it, and that it then serves.
 func TestHealthyFollowsHAProxy(t *testing.T) {
 	needHAProxy(t)
 	d := newDriver(t, harness.ShortTempDir(t))
 	t.Cleanup(func() { d.Close(true) })
+	notified := make(chan bool, 16)
+	var lbUUID string
+	d.NotifyHealth(func() {
+		select {
+		case notified <- d.Healthy(lbUUID):
+		default:
+		}
+	})
 	lb := lbWith(1, freePort(t), memberAt(echo(t, "127.0.0.1:0", "one")))
+	lbUUID = lb.UUID
 	if d.Healthy(lb.UUID) {
 		t.Fatal("healthy before any apply")
 	}
@@ -90,7 +101,18 @@ func TestHealthyFollowsHAProxy(t *testing.T) {
 		if took > healthyWithin {
 			t.Errorf("kill -9 of the %s: unhealthy only after %s", k.name, took)
 		}
+		select {
+		case healthy := <-notified:
+			if healthy {
+				t.Errorf("kill -9 of the %s: notified while Healthy still said true", k.name)
+			}
+		case <-time.After(healthyWithin):
+			t.Errorf("kill -9 of the %s: no health notification within %s", k.name, healthyWithin)
+		}
 		harness.WaitFor(t, 20*time.Second, "the supervisor's restart", func() bool { return d.Healthy(lb.UUID) })
+		for len(notified) > 0 {
+			<-notified // a worker's death may be followed by its master's
+		}
 		if got := get(lb); got != "one" {
 			t.Fatalf("after the restart that followed the kill of the %s: healthy but serves %q", k.name, got)
 		}

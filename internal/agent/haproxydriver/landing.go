@@ -73,7 +73,7 @@ type landed struct {
 // newLanding returns the landing the driver's config asks for, or nil:
 // none without shards (with one process per load balancer a new one
 // starts a process anyway) or with no spare backends.
-func newLanding(cfg Config, l layout.Layout) *landing {
+func newLanding(cfg Config, l layout.Layout, exited func()) *landing {
 	if cfg.Processes == 0 || cfg.Landing.Backends <= 0 {
 		return nil
 	}
@@ -96,6 +96,7 @@ func newLanding(cfg Config, l layout.Layout) *landing {
 		Dir:    at.Dir,
 		Netns:  cfg.Netns,
 		Logger: cfg.Logger.With("process", "landing"),
+		OnExit: exited,
 	})}
 }
 

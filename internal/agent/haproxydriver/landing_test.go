@@ -36,7 +36,7 @@ func newLandedWith(t *testing.T, backends int, binary string) (*Driver, int, *mo
 	}
 	port := freePort(t)
 	d.cfg.Landing = render.LandingOptions{Port: port, Backends: backends}
-	d.landing = newLanding(d.cfg, d.layout)
+	d.landing = newLanding(d.cfg, d.layout, d.processExited)
 	t.Cleanup(func() { d.Close(true) })
 	first := landingLB(t, 1, port)
 	applyAll(t, d, first)

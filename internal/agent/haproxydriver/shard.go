@@ -113,6 +113,7 @@ func (d *Driver) newShard(pa layout.Process, log *slog.Logger) *shard {
 		Dir:    pa.Dir,
 		Netns:  d.cfg.Netns,
 		Logger: log,
+		OnExit: d.processExited,
 	})}
 }
 

@@ -110,12 +110,16 @@ func (e *env) write(content string) {
 
 // instance returns an Instance on the env's folder whose processes are
 // stopped when the test ends, even if it failed.
-func (e *env) instance() *Instance {
+func (e *env) instance() *Instance { return e.instanceWith(nil) }
+
+// instanceWith is instance with Config.OnExit set.
+func (e *env) instanceWith(onExit func()) *Instance {
 	i := New(Config{
 		Dir:         filepath.Join(e.root, "inst"),
 		ConfigFiles: []string{e.cfgPath},
 		Logger:      testLogger(e.t),
 		StopTimeout: 20 * time.Second,
+		OnExit:      onExit,
 	})
 	e.t.Cleanup(func() { cleanupInstance(e.t, i) })
 	return i

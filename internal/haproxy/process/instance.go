@@ -66,6 +66,11 @@ type Config struct {
 	// and its workers run in; `haproxy -c` runs in the caller's. It must
 	// pass netnsdo.CheckName.
 	Netns string
+	// OnExit, when set, is called as soon as the supervisor sees the
+	// master exit on its own (before its restart): the caller's view of
+	// what serves changed at that moment, not at its next look. It must
+	// not block.
+	OnExit func()
 }
 
 // Stats are counters for metrics. They only grow.

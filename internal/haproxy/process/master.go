@@ -263,6 +263,9 @@ func (i *Instance) supervise(stop <-chan struct{}, done chan<- struct{}) {
 		case <-m.done:
 		}
 		i.cur.CompareAndSwap(m, nil)
+		if i.cfg.OnExit != nil {
+			i.cfg.OnExit()
+		}
 		i.log.Warn("haproxy master exited, restarting", "master_pid", m.pid, "adopted", m.adopted, "exit", m.exit,
 			"uptime", time.Since(m.started).Round(time.Millisecond), "backoff", delay)
 		if time.Since(m.started) > maxBackoff {

@@ -174,11 +174,18 @@ func recoversOnGoodConfig(t *testing.T, e *env, i *Instance) {
 }
 
 // Test 4: kill -9 of the worker takes the master with it; the supervisor
-// starts a new one on the last good configuration.
+// says so at once (OnExit, well before the restart's backoff) and starts
+// a new one on the last good configuration.
 func TestWorkerKilledSupervisorRestarts(t *testing.T) {
 	e := newEnv(t)
 	e.write(e.config("a", ""))
-	i := e.instance()
+	exited := make(chan time.Time, 4)
+	i := e.instanceWith(func() {
+		select {
+		case exited <- time.Now():
+		default:
+		}
+	})
 	start(t, i)
 	oldMaster := i.PID()
 	worker := mustShowProc(t, i).current()[0].PID
@@ -188,6 +195,18 @@ func TestWorkerKilledSupervisorRestarts(t *testing.T) {
 	killed := time.Now()
 	if err := syscall.Kill(worker, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
+	}
+	select {
+	case at := <-exited:
+		// The master notices its worker's death and exits; the supervisor
+		// hears of it from the master's Wait, not from a poll.
+		if took := at.Sub(killed); took > 500*time.Millisecond {
+			t.Errorf("OnExit %s after the kill, want it as soon as the master exits", took)
+		} else {
+			t.Logf("OnExit %s after kill -9 of the worker", took.Round(time.Millisecond))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("OnExit not called within 10 s of the kill")
 	}
 	waitServing(t, i, e, oldMaster)
 	t.Logf("serving again %s after kill -9 of worker %d", time.Since(killed).Round(time.Millisecond), worker)
