@@ -90,9 +90,9 @@ func (b *bench) runConflict(t *testing.T) {
 	b.checkIsolated(t, before, 1, servedMarkers)
 }
 
-// TestB22WinnerSurvivesRestart restarts pier on the same state dir: the
+// TestConflictWinnerSurvivesRestart restarts pier on the same state dir: the
 // same Ingress wins, on the same VIP, with no other answer in between.
-func TestB22WinnerSurvivesRestart(t *testing.T) {
+func TestConflictWinnerSurvivesRestart(t *testing.T) {
 	manifests, state := harness.ShortTempDir(t), harness.ShortTempDir(t)
 	oldPort, newPort := harness.StartEcho(t, oldEcho, "old-pod"), harness.StartEcho(t, newEcho, "new-pod")
 	harness.WriteFile(t, filepath.Join(manifests, "00-class.json"), string(list(t, ingressClass())))

@@ -107,11 +107,11 @@ func checkLineLimits(t *testing.T, conf string) {
 	t.Logf("%s: %d bytes, %d lines, longest %d bytes, most words %d", filepath.Base(conf), len(data), len(lines), maxLen, maxWords)
 }
 
-// TestB24TranslateTenThousandIngresses is B24's 10,000 Ingresses (the
+// TestTranslateTenThousandIngresses is B24's 10,000 Ingresses (the
 // default --max-ingresses) through translation alone: every one accepted,
 // within a time and allocation budget generous enough for a shared CI
 // machine, with the figures logged.
-func TestB24TranslateTenThousandIngresses(t *testing.T) {
+func TestTranslateTenThousandIngresses(t *testing.T) {
 	const n = 10000
 	snap := &source.Snapshot{IngressClasses: []*networkingv1.IngressClass{ingressClass()}}
 	for i := range n {
