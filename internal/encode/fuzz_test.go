@@ -15,11 +15,11 @@ import (
 // tokenizer (modelled by Tokenize, checked against haproxy -c in
 // oracle_test.go) splits into exactly the intended words, the value intact,
 // on one line, with no comment and no expansion. `go test` runs the seeds
-// (B1-B16 and valid examples); `go test -fuzz FuzzPath` explores.
+// (the injection payloads of seeds_test.go and valid examples); `go test -fuzz FuzzPath` explores.
 
 func seed(f *testing.F, valid ...string) {
 	for _, r := range badInputs() {
-		if len(r.in) <= 8<<10 { // B8's larger rows run in TestBadInputs
+		if len(r.in) <= 8<<10 { // the 100 KiB and 1 MiB paths run in TestBadInputs
 			f.Add(r.in)
 		}
 	}
