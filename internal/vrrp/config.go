@@ -192,7 +192,7 @@ func writeInstance(line func(int, ...string), c *Config, in *Instance) {
 	line(0, "vrrp_instance", in.Name, "{")
 	// Both nodes start as BACKUP and the higher priority wins the first
 	// election; nopreempt keeps a recovered node from taking the
-	// addresses back (no flap, RELIABILITY F7).
+	// addresses back (no second move when a cut link heals).
 	line(1, "state", "BACKUP")
 	line(1, "nopreempt")
 	line(1, "interface", in.Interface)
