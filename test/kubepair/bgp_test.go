@@ -123,7 +123,7 @@ func (w *world) waitBest(addr netip.Addr, node string, paths int, limit time.Dur
 	}
 }
 
-// TestKubeBGP runs the pair with BGP instead of VRRP (issue 13, the seeds'
+// TestKubeBGP runs the pair with BGP instead of VRRP (the seeds'
 // way): both nodes advertise the VIP and FIP to the gateway router, the
 // active one preferred (iBGP, LOCAL_PREF 200/100); killing the active
 // HAProxy withdraws its routes and the router sends the traffic to the
@@ -167,8 +167,8 @@ func TestKubeBGP(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 		samples := p.Stop()
-		took := failover(t, "BGP F1", samples, fault)
-		t.Logf("BGP F1: killed %d haproxy on %s; the router's best path via %s after %s; served again after %s; %s",
+		took := failover(t, "BGP HAProxy killed", samples, fault)
+		t.Logf("BGP HAProxy killed: %d haproxy on %s; the router's best path via %s after %s; served again after %s; %s",
 			n, active, standby, switched.Sub(fault).Round(time.Millisecond), took.Round(time.Millisecond), harness.Summary(samples))
 		// The supervisor restarts HAProxy; the active node advertises
 		// again and, preferred, takes the traffic back (the seeds'
@@ -177,7 +177,7 @@ func TestKubeBGP(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("BGP F1: %s's HAProxy back and preferred again %s after the kill", active, back.Sub(fault).Round(time.Millisecond))
+		t.Logf("BGP HAProxy killed: %s's HAProxy back and preferred again %s after the kill", active, back.Sub(fault).Round(time.Millisecond))
 	})
 
 	t.Run("kill -9 the active agent", func(t *testing.T) {
@@ -201,7 +201,7 @@ func TestKubeBGP(t *testing.T) {
 		if _, err := w.waitBest(vip, active, 2, 10*time.Second); err != nil {
 			t.Error(err)
 		}
-		t.Logf("BGP F6: agent on %s killed at %s and restarted; %s", active, killed.Format("15:04:05.000"), harness.Summary(samples))
+		t.Logf("BGP agent killed: agent on %s killed at %s and restarted; %s", active, killed.Format("15:04:05.000"), harness.Summary(samples))
 	})
 
 	t.Run("cordon the active node", func(t *testing.T) {
@@ -249,7 +249,7 @@ func TestKubeBGP(t *testing.T) {
 			_ = w.nodes[active].SetLink(true)
 			t.Fatal(err)
 		}
-		t.Logf("BGP F7: %s cut off; the router on %s after %s (the hold time: %d s)",
+		t.Logf("BGP link cut: %s cut off; the router on %s after %s (the hold time: %d s)",
 			active, standby, switched.Sub(cut).Round(time.Millisecond), bgpHoldTime)
 		if err := w.nodes[active].SetLink(true); err != nil {
 			t.Fatal(err)
@@ -258,7 +258,7 @@ func TestKubeBGP(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("BGP F7: link back; %s preferred again after %s", active, back.Sub(switched).Round(time.Millisecond))
+		t.Logf("BGP link cut: link back; %s preferred again after %s", active, back.Sub(switched).Round(time.Millisecond))
 	})
 }
 
