@@ -45,8 +45,8 @@ func (v extrasVariant) requestHost() string {
 
 // firstRouteName is pier's config again, loaded on its first route
 // (RoutingFirstHost) while pier is loaded on its last: what the route's
-// place costs, with the control's resolution (issue 9: first and last
-// route within 5 %).
+// place costs, with the control's resolution (the target: first
+// and last route within 5 %).
 const firstRouteName = "pier again, its first route"
 
 // extrasVariants are what TestExtrasCost measures: pier's full config,

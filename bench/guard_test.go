@@ -43,8 +43,8 @@ var guards = []struct{ name, line string }{
 	{"character class (now)", `http-request deny deny_status 400 if { req.hdrs -m reg '[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]' }`},
 }
 
-// TestHeaderGuard prices the header guard (issue 9: keep only what earns
-// its cost) on browser-sized headers: three HAProxy processes that answer
+// TestHeaderGuard prices the header guard (keep only what earns its
+// cost) on browser-sized headers: three HAProxy processes that answer
 // 200 themselves (no backend, so the guard is a visible share of the
 // work), interleaved rounds, CPU per request from /proc.
 func TestHeaderGuard(t *testing.T) {

@@ -81,9 +81,9 @@ if [ "${PIER_BENCH_QUICK:-}" = 1 ]; then
   count=1 benchtime=1x suffix="-quick"
 fi
 
-# scale_run is `bench/run.sh scale` (issue 9, section 9 of
-# docs/benchmarks.md): with `pier run --haproxy-processes 4` and 100,
-# 1,000 and 3,000 Ingresses present (PIER_BENCH_SCALE_SIZES), a Service's
+# scale_run is `bench/run.sh scale` (section 9 of docs/benchmarks.md):
+# with `pier run --haproxy-processes 4` and 100, 1,000 and 3,000
+# Ingresses present (PIER_BENCH_SCALE_SIZES), a Service's
 # member replaced (100 samples, up to 3,000 Ingresses, 0 reloads checked),
 # a new Ingress and a new Ingress joining a shared group (20 samples
 # each), after requests through one of them, pier against a hand-written
@@ -103,8 +103,8 @@ scale_run() {
   "$cache/report" -scale "$raw/scale.json" -out "$out" ${routing:+-routing "$routing"} -charts "$charts"
 }
 
-# extras_run prices each of pier's per-request extras (issue 9, section 6
-# of docs/benchmarks.md): HAProxy one thread on one CPU, wrk and the
+# extras_run prices each of pier's per-request extras (section 6 of
+# docs/benchmarks.md): HAProxy one thread on one CPU, wrk and the
 # backend on the other, pier and each variant loaded at the same time,
 # 9 rounds (1 in a quick run). About 8 minutes; needs 2 CPUs.
 extras_run() {

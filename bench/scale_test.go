@@ -191,7 +191,7 @@ func TestScale(t *testing.T) {
 	out := outDir(t)
 	requireBinaries(t, "haproxy")
 	// 100: a nearest-rank 99th percentile of fewer samples is their
-	// largest (the target for endpoint changes is a p99).
+	// largest (the target for endpoint changes is a p99).
 	endpoints := scaleCount(t, "PIER_BENCH_SCALE_ENDPOINT_SAMPLES", 100)
 	newIngresses := scaleCount(t, "PIER_BENCH_SCALE_NEW_SAMPLES", 20)
 	joins := scaleCount(t, "PIER_BENCH_SCALE_JOIN_SAMPLES", 20)

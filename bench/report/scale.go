@@ -59,8 +59,9 @@ type scaleSeries struct {
 	BeforeServed float64 `json:"-"`
 }
 
-// scaleTargets are issue 9's targets for each kind of change: p50 and
-// p99 in ms (0: none) and the reloads allowed.
+// scaleTargets are the targets for each kind of change
+// (docs/benchmarks.md): p50 and p99 in ms (0: none) and the reloads
+// allowed.
 var scaleTargets = map[string]struct {
 	name     string
 	p50, p99 float64

@@ -17,7 +17,8 @@ import (
 // load balancer whose apply is under way keeps its newest spec pending
 // until that apply returns. Each runs in a goroutine and comes back
 // through a.done (finishApply), so a slow apply holds up neither the
-// loop nor the applies of other load balancers (issue 14, item 6).
+// loop nor the applies of other load balancers: one tenant's huge group
+// must not hold up another's change.
 func (a *Agent) applyPending(ctx context.Context) {
 	if ctx.Err() != nil {
 		return

@@ -20,7 +20,7 @@ const writeTimeout = 2 * time.Second
 
 // statusWriter writes the agent's reports in the background. The agent's
 // loop must never wait on the API server: it watches health and moves
-// addresses, and an API server that hangs (RELIABILITY F4b) would
+// addresses, and an API server that hangs or is cut off would
 // otherwise freeze a failed node in FAULT, its HAProxy not restarted.
 // Only the newest report per load balancer waits; a failed write is
 // retried every second until it succeeds or a newer one replaces it.

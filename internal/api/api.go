@@ -58,7 +58,7 @@ type Server struct {
 	// nil means the same as Healthy.
 	Ready func() error
 	// UI, when set, serves the web view at "/" (exact) and under "/ui/";
-	// the API's own routes keep precedence. (web view, issue 12)
+	// the API's own routes keep precedence.
 	UI http.Handler
 	// AllowedHosts are the host names (or addresses) a request's Host may
 	// carry besides the listener's own address and, bound to loopback,
@@ -103,7 +103,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}))
-	if s.UI != nil { // web view, issue 12: it answers 405 to anything but GET and HEAD itself
+	if s.UI != nil { // the web view answers 405 to anything but GET and HEAD itself
 		mux.Handle("/{$}", s.UI)
 		mux.Handle("/ui/", s.UI)
 	}

@@ -16,7 +16,7 @@ import (
 )
 
 // The API closes keep-alive connections left idle and bounds how many are
-// open (issue 14, item 13: it kept idle connections forever).
+// open (it once kept idle connections forever).
 func TestServerLimits(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -338,7 +338,7 @@ func leaseLock(client kubernetes.Interface, cfg ControllerConfig) (*resourcelock
 			return nil, fmt.Errorf("hostname for the leader identity: %w", err)
 		}
 		// A unique suffix: two replicas on one host must not share an
-		// identity (RELIABILITY, leader election rule 4).
+		// identity, or both would think they hold the Lease.
 		id = host + "_" + rand.String(8)
 	}
 	return &resourcelock.LeaseLock{

@@ -18,7 +18,7 @@ import (
 // seconds old, and its successor may already be writing: a deleted
 // Lease is taken at once, without waiting for it to expire. Resumed, the
 // old leader would delete what its successor made and rewrite status
-// until its renewal failed (RELIABILITY, fault F9).
+// until its renewal failed.
 //
 // So every write of the controller's clients passes the fence (see
 // transport), and the fence is open only when

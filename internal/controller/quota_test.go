@@ -10,7 +10,7 @@ import (
 
 // A namespace at its cap gets no new load balancer or floating IP; other
 // namespaces are not affected, and what exists keeps its addresses when
-// the cap is lowered (issue 14, item 9).
+// the cap is lowered.
 func TestQuota(t *testing.T) {
 	r, _ := newReconciler(t, "10.0.0.0/24", "192.0.2.0/24")
 	r.Quota = Quota{LoadBalancers: 2, PublicIPs: 1}

@@ -29,7 +29,7 @@ func refuse(kind, rule, value, msg string) *Error {
 // Printable returns s with every byte outside printable ASCII written as
 // \xNN (and '\' and '"' escaped), truncated to 64 input bytes. Bidi and
 // zero-width characters therefore never reach a terminal or an Event raw
-// (R6). It is not an HAProxy encoder: use it for messages only.
+// It is not an HAProxy encoder: use it for messages only.
 func Printable(s string) string {
 	cut := s
 	if len(cut) > maxShown {

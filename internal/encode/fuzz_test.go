@@ -9,17 +9,17 @@ import (
 	"time"
 )
 
-// The fuzz targets share one property (RELIABILITY.md, "Encoder fuzzing"):
+// The fuzz targets share one property:
 // for any input, either the validator refuses it with a printable message,
 // or every emitter that accepts the value writes a line that HAProxy's
 // tokenizer (modelled by Tokenize, checked against haproxy -c in
 // oracle_test.go) splits into exactly the intended words, the value intact,
 // on one line, with no comment and no expansion. `go test` runs the seeds
-// (B1-B16 and valid examples); `go test -fuzz FuzzPath` explores.
+// (the injection payloads of seeds_test.go and valid examples); `go test -fuzz FuzzPath` explores.
 
 func seed(f *testing.F, valid ...string) {
 	for _, r := range badInputs() {
-		if len(r.in) <= 8<<10 { // B8's larger rows run in TestBadInputs
+		if len(r.in) <= 8<<10 { // the 100 KiB and 1 MiB paths run in TestBadInputs
 			f.Add(r.in)
 		}
 	}

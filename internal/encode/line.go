@@ -7,7 +7,7 @@ import (
 )
 
 // MaxLineArgs is HAProxy's MAX_LINE_ARGS: a config line with more words
-// is refused (R13).
+// is refused, so no tenant's value may add words to a line.
 const MaxLineArgs = 64
 
 // Config builds a HAProxy configuration file from Words. The first error
@@ -117,7 +117,7 @@ func configWord(b *strings.Builder, w Word) error {
 // know no quoting: a key ends at the first space or tab, a line at CR or
 // LF, a leading '#' makes a comment, and a line longer than the buffer is
 // split. So both words must be printable ASCII without space, and the key
-// must not start with '#' (R9).
+// must not start with '#'.
 func MapLine(key, value Word) (string, error) {
 	for _, w := range []Word{key, value} {
 		if err := w.Err(); err != nil {

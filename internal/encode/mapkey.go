@@ -5,7 +5,7 @@ import "strings"
 // routeKeyChars is what a routing-map key may hold: host names (with the
 // wildcard's '*') and Path's allow-list. No whitespace, no control byte,
 // no quote, no '#': map files are split on spaces and lines, and '#'
-// starts a comment (R9).
+// starts a comment.
 var routeKeyChars = charset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~!$&()*+,;=:@%/-")
 
 // RouteKey makes the key of one routing-map entry (render's route maps):

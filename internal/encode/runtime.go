@@ -10,7 +10,7 @@ import (
 // The CLI splits words on spaces, commands on ';', and honours '\'
 // escapes, with no quoting at all; so a Command is made only of pier's
 // identifiers, constants, numbers and addresses, each in [A-Za-z0-9._:/-].
-// User-derived Values are refused outright (R9).
+// User-derived Values are refused outright.
 type Command struct{ line string }
 
 // String returns the command without the trailing newline the socket

@@ -16,7 +16,7 @@ type Value struct{ s string }
 // String returns the validated value as it is (unquoted).
 func (v Value) String() string { return v.s }
 
-// Length limits. Hosts follow DNS; the path limit is pier's (R4), well
+// Length limits. Hosts follow DNS; the path limit is pier's, well
 // under HAProxy's buffer size so a request line with it still fits.
 const (
 	MaxHostLen        = 253
@@ -27,7 +27,7 @@ const (
 	MaxURLLen         = 2048
 )
 
-// asciiText is the first layer of every string validator (R6): not empty,
+// asciiText is the first layer of every string validator: not empty,
 // bounded, valid UTF-8, ASCII only, no control characters.
 func asciiText(kind, s string, max int) error {
 	if s == "" {
@@ -137,7 +137,8 @@ const (
 	PathPrefix
 )
 
-// pathChars is RFC 3986 pchar plus '/', minus the single quote (R4).
+// pathChars is RFC 3986 pchar plus '/', minus the single quote, so
+// strong quoting needs no escape.
 var pathChars = charset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~!$&()*+,;=:@%/-")
 
 // Path validates an Ingress path. Besides the allow-list it applies the

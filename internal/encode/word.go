@@ -1,5 +1,8 @@
 // Package encode is the only way a value reaches a HAProxy file or the
-// HAProxy runtime API (RELIABILITY.md R1, R7, R9).
+// HAProxy runtime API: user-derived text never reaches either through
+// fmt or a template, never inside double quotes (where HAProxy expands
+// '$' and '\'), and map and runtime payloads get the same allow-lists as
+// config words.
 //
 // Two layers. Validators (Host, Path, HeaderValue, URL, IP, ...) hold
 // anchored allow-lists and return a Value, which only this package can

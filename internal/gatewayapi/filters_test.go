@@ -183,7 +183,7 @@ func TestGatewayRedirect(t *testing.T) {
 
 // Every invalid filter value refuses that route only, naming the field;
 // the victim keeps serving. ";evil" appended to a valid value fails
-// (RELIABILITY R5) wherever the value is a name, host, path, scheme or
+// wherever the value is a name, host, path, scheme or
 // number; a header value may hold ";" (Content-Type, Strict-Transport-
 // Security), never a control byte, quote or "%".
 func TestGatewayFilterRefusals(t *testing.T) {

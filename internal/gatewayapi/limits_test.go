@@ -8,7 +8,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
-// --max-httproutes (R13) refuses the newest routes of our Gateways past
+// --max-httproutes refuses the newest routes of our Gateways past
 // the cap, as --max-ingresses does Ingresses: Accepted=False with the
 // reason, an Error problem, not counted in attachedRoutes, not served;
 // a route of another controller's Gateway does not count.

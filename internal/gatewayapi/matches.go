@@ -93,7 +93,7 @@ func parseRouteSpec(r *gwv1.HTTPRoute, opts translate.Options) ([]string, []gwRu
 		rules = append(rules, out)
 	}
 	// Each host × match becomes a policy: bound them as an Ingress's
-	// paths are (RELIABILITY R13), so one route cannot blow up render.
+	// paths are, so one route cannot blow up render.
 	combos := 0
 	for _, rule := range rules {
 		combos += len(rule.matches) * max(1, len(hosts))
@@ -161,15 +161,16 @@ func parseMatch(m gwv1.HTTPRouteMatch) (gwMatch, error) {
 // Query parameter names and values reach map keys or ACL arguments like a
 // path, so they get an anchored allow-list of the unreserved and a few
 // sub-delimiter characters: no quote, '%', '$', '#', '&', '=', space, nor
-// the converter-argument delimiters ',', ';', '(' and ')' (RELIABILITY
-// R1, R9, B7). Wider values are refused, not escaped.
+// the converter-argument delimiters ',', ';', '(' and ')', so a value
+// stays one word in the config and in a map line, and never ends a
+// converter's arguments. Wider values are refused, not escaped.
 var (
 	queryNamePattern = regexp.MustCompile(`^[A-Za-z0-9._~-]{1,256}$`)
 	// No '?': HAProxy 2.6's url_param ends a value there ("?q=a?b" is "a").
 	queryValuePattern = regexp.MustCompile(`^[A-Za-z0-9._~!*+:@/-]+$`) // and maxQueryValue bytes
 )
 
-// maxQueryValue bounds a query parameter value (RELIABILITY R13).
+// maxQueryValue bounds a query parameter value, as paths are bounded.
 const maxQueryValue = 1024
 
 // gatewayPath validates a path match with Ingress's rules: Exact is

@@ -73,7 +73,7 @@ func namesOurGateway(r *gwv1.HTTPRoute, gws map[model.ObjectRef]*parsedGateway) 
 	return false
 }
 
-// reasonTooManyHTTPRoutes refuses the routes past --max-httproutes (R13),
+// reasonTooManyHTTPRoutes refuses the routes past --max-httproutes,
 // newest first, as TooManyIngresses does Ingresses.
 const reasonTooManyHTTPRoutes = "TooManyHTTPRoutes"
 

@@ -72,7 +72,7 @@ type Allocator struct {
 	// quarantine is how long a freed address stays reserved for its last
 	// holder: without it, a pending pin grabs the address the moment its
 	// owner is deleted, and a re-created owner finds its DNS record
-	// pointing at someone else (issue 14, T2).
+	// pointing at someone else.
 	quarantine time.Duration
 	freed      map[netip.Addr]freed
 	now        func() time.Time

@@ -8,7 +8,7 @@ import (
 	"pier.dev/pier/internal/model"
 )
 
-// The T2 race of issue 14: a squatter pins the victim's FIP and waits; the
+// The squatter's race: a squatter pins the victim's FIP and waits; the
 // victim is deleted and re-created (a new UID, the same name). Within the
 // quarantine the squatter is refused and the victim gets both its
 // addresses back; after it, the address is free for anyone.

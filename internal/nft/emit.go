@@ -14,7 +14,7 @@ import (
 // identifier pier derived from a hash. No string from a user or from the
 // store can become a word without passing one of these constructors, so
 // nothing can add a statement, a comment or a second command to the
-// transaction (RELIABILITY.md R1 for nftables).
+// transaction.
 
 // keyword is unexported: an untyped string constant converts to it, a
 // string variable outside this package cannot. lit("goto") compiles,

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// TestNoTextOutsideEmit is R1 for nftables: in this package's non-test
+// TestNoTextOutsideEmit: in this package's non-test
 // files, only emit.go builds text. Elsewhere a fmt print function other
 // than Errorf, a Write/WriteString call or a string conversion to word
 // would let a value reach the ruleset without a typed constructor.

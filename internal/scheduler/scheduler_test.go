@@ -114,7 +114,7 @@ func TestNativePlacedAsPair(t *testing.T) {
 }
 
 // With two nodes, the active role alternates: neither node carries every
-// load balancer's traffic (issue 8: no node active for far more than its
+// load balancer's traffic (no node is active for far more than its
 // share), and with three, each is active for a third.
 func TestActivesSpread(t *testing.T) {
 	for _, nodes := range [][]string{{"a", "b"}, {"a", "b", "c"}} {

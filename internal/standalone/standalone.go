@@ -1,7 +1,8 @@
-// Package standalone is `pier run`: the whole pipeline of DESIGN.md in one
-// process, fed by manifest files instead of an API server — files →
-// translate → IPAM → embedded store → scheduler → agent → HAProxy, with the
-// Ingress status kept in memory and served by the read-only API.
+// Package standalone is `pier run`: the whole pipeline
+// (docs/architecture.md) in one process, fed by manifest files instead of
+// an API server — files → translate → IPAM → embedded store → scheduler →
+// agent → HAProxy, with the Ingress status kept in memory and served by the
+// read-only API.
 package standalone
 
 import (

@@ -57,7 +57,7 @@ func (cfg Addresses) FromService(services []*corev1.Service) Addresses {
 type Published = map[model.ObjectRef][]networkingv1.IngressLoadBalancerIngress
 
 // Decide returns the status.loadBalancer.ingress list for every Ingress
-// of our class in res. Rules (RELIABILITY "Leader election and status"):
+// of our class in res. Rules:
 //   - a refused Ingress publishes nothing;
 //   - an accepted Ingress publishes its VIP then FIP once an agent reports
 //     it runs the current spec of its LoadBalancer; until then it keeps what it published

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// TestParseRefuses covers RELIABILITY.md B19 and the PEM strictness rules.
+// TestParseRefuses covers bad TLS Secrets and the PEM strictness rules.
 func TestParseRefuses(t *testing.T) {
 	cert, key := selfSigned(t, "a.example")
 	otherCert, otherKey := selfSigned(t, "b.example")

@@ -9,11 +9,12 @@ import (
 	"fmt"
 )
 
-// OpenSSL's default security level on Debian 12 (and so HAProxy 2.6
-// there) is 2: 112 bits of security. HAProxy refuses a whole
-// configuration when one certificate falls below it, so pier refuses
-// such an entry in Go first, and only that entry is dropped (issue 14,
-// T4). Measured with `haproxy -c` (2.6.12, OpenSSL 3.0.19):
+// OpenSSL's default security level on Debian 12 (and so HAProxy 2.6 there)
+// is 2: 112 bits of security. HAProxy refuses a whole configuration when
+// one certificate falls below it, so pier refuses such an entry in Go
+// first, and only that entry is dropped (otherwise one tenant's weak key
+// would stop every load balancer's reload). Measured with `haproxy -c`
+// (2.6.12, OpenSSL 3.0.19):
 //
 //   - an RSA key under 2048 bits, in the leaf or in a chain certificate:
 //     refused ("unable to load SSL certificate / chain certificate");

@@ -1,5 +1,5 @@
 // Package tlscert parses the material of kubernetes.io/tls Secrets in Go
-// before any of it reaches HAProxy (RELIABILITY.md R8): strict PEM, the
+// before any of it reaches HAProxy: strict PEM, the
 // key must match the certificate, names must be free of control bytes,
 // and what is written is a canonical re-serialisation, never the Secret's
 // bytes.
@@ -175,7 +175,7 @@ func parseKey(data []byte) (crypto.Signer, error) {
 }
 
 // checkNames refuses control bytes and invalid UTF-8 in the names that end
-// up in logs, Events and SNI matching (R6): a NUL in a certificate name is
+// up in logs, Events and SNI matching: a NUL in a certificate name is
 // a known way to make two programs disagree about who a certificate is for.
 func checkNames(c *x509.Certificate) error {
 	if err := checkName(c.Subject.CommonName); err != nil {

@@ -16,7 +16,7 @@ import (
 const AnnotationPrefix = "pier.dev/"
 
 // The annotations pier understands. Each has one typed parser; an invalid
-// value refuses the whole Ingress (RELIABILITY R5). There are no snippet
+// value refuses the whole Ingress. There are no snippet
 // annotations: raw HAProxy text from users is never accepted.
 const (
 	// AnnotationLoadBalancer names a group: Ingresses with the same value

@@ -229,7 +229,7 @@ func hostConflict(loser, owner *parsedIngress, r route, lbName string) model.Pro
 // balancer's owner (its oldest Ingress) may pin: a newer member's pin
 // would move the address of a group it merely joined, and hand the old
 // address, with the owner's hosts still resolving to it, to whoever pins
-// it next (issue 14, T1).
+// it next.
 func takeRequestedFIP(lb *model.LoadBalancer, owner, p *parsedIngress, opts Options) []model.Problem {
 	ip := p.settings.externalIP
 	field := "metadata.annotations[" + AnnotationExternalIP + "]"

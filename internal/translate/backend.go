@@ -71,7 +71,7 @@ func (x *index) poolIn(ns string, ing *networkingv1.Ingress, b *networkingv1.Ing
 	portKey, err := servicePortKey(b.Port)
 	if errors.Is(err, errPortOutOfRange) {
 		// A port no Service can have: like a missing port, only this
-		// route answers 503 (RELIABILITY B21).
+		// route answers 503.
 		pool := &model.Pool{ID: model.ID("pool", ns, b.Name, portKey), Name: ns + "_" + b.Name + "_" + portKey,
 			Namespace: ns, Service: b.Name, Port: portKey, Algorithm: set.balance, HealthCheck: set.checks(opts)}
 		set.applyTimeouts(pool)

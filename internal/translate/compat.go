@@ -32,7 +32,8 @@ type compatAnnotation struct {
 }
 
 // compatAnnotations are the ingress-nginx annotations pier implements,
-// by name without prefix. Each parser is typed and anchored (R5).
+// by name without prefix. Each parser is typed and anchored, so a valid
+// value with ";evil" appended fails.
 var compatAnnotations = map[string]compatAnnotation{
 	"enable-access-log": {parse: func(s *ingressSettings, v string) error {
 		on, err := parseNginxBool(v)

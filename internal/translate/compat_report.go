@@ -18,8 +18,8 @@ var nginxAlternatives = map[string]string{
 	"proxy-ssl-verify-depth": "a ca.crt holding only the CAs to trust: HAProxy 2.6 has no verify depth for servers, so proxy-ssl-verify on accepts any chain length to ca.crt",
 }
 
-// plannedNginx are the other ingress-nginx annotations issue 11 lists:
-// not implemented yet, so reported as such rather than as unknown. None
+// plannedNginx are ingress-nginx annotations pier plans to support but
+// does not implement yet, so reported as such rather than as unknown. None
 // is left; the list stays for the next family that is started.
 var plannedNginx = setOf()
 
@@ -39,7 +39,7 @@ func unsupportedNginx(key string) string {
 		return "unsupported ingress-nginx annotation, ignored: use " + alt
 	}
 	if plannedNginx[name] {
-		return "not yet supported by pier (planned, issue 11), ignored"
+		return "not yet supported by pier (planned), ignored"
 	}
 	return "unsupported ingress-nginx annotation, ignored (see docs/migration.md)"
 }

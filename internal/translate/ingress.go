@@ -192,7 +192,7 @@ func (p *parsedIngress) parseRules(x *index, opts Options, problems *[]model.Pro
 
 // parseTLS resolves spec.tls. A bad Secret does not refuse the Ingress:
 // its routes keep serving over HTTP, the hosts get no certificate of
-// their own, and a warning says why (RELIABILITY B19, decided here).
+// their own, and a warning says why.
 func (p *parsedIngress) parseTLS(x *index, opts Options, problems *[]model.Problem) {
 	ing := p.ing
 	for i, t := range ing.Spec.TLS {

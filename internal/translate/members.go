@@ -10,7 +10,7 @@ import (
 // An endpoint is whatever address its EndpointSlice says, and whoever may
 // write EndpointSlices (or a Service without selector, or a hostNetwork
 // pod) chooses it. Some addresses turn the load balancer against its own
-// node or itself (issue 14, item 5; RELIABILITY B21):
+// node or itself:
 //   - link-local: 169.254.169.254 is the cloud's metadata service, with
 //     the node's credentials;
 //   - loopback: the node's own services, pier's API among them, on the

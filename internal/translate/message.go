@@ -27,8 +27,8 @@ func fieldForAnnotation(key string) string {
 }
 
 // quoteForMessage makes a user string safe to show in logs, Events and API
-// answers: truncated, and with control, format and bidi characters escaped
-// (RELIABILITY R6), so a hostile value cannot forge log lines.
+// answers: truncated, and with control, format and bidi characters escaped,
+// so a hostile value cannot forge log lines.
 func quoteForMessage(s string) string {
 	body, truncated := escapeForMessage(s)
 	if truncated {

@@ -11,7 +11,7 @@ import (
 // TLS entry. Ownership is by namespace: the owner's namespace may add
 // paths and certificates for the host, no other may. A tenant who joins a
 // shared group must not add routes to another tenant's host, not even
-// more specific ones, nor serve a certificate for it (issue 14, T3).
+// more specific ones, nor serve a certificate for it.
 func hostOwnership(members []*parsedIngress) map[string]*parsedIngress {
 	owners := map[string]*parsedIngress{}
 	claim := func(key string, p *parsedIngress) {

@@ -13,7 +13,7 @@ import (
 // tlsSecretFor is the shared fixture (internal/fixture).
 var tlsSecretFor = fixture.TLSSecret
 
-// T1 of issue 14: a newer member of a group pins an external IP. The
+// A newer member of a group pins an external IP. The
 // group's address must not move: only the owner (oldest) may pin.
 func TestOnlyTheOwnerPinsTheGroupsAddress(t *testing.T) {
 	group := map[string]string{AnnotationLoadBalancer: "shop"}
@@ -60,7 +60,7 @@ func TestExternalIPNamespaces(t *testing.T) {
 	}
 }
 
-// Item 4 of issue 14: naming another namespace's group does not join it
+// Naming another namespace's group does not join it
 // unless the administrator shares the group with both namespaces.
 func TestGroupsArePerNamespaceUnlessShared(t *testing.T) {
 	group := map[string]string{AnnotationLoadBalancer: "shop"}
@@ -96,7 +96,7 @@ func TestGroupsArePerNamespaceUnlessShared(t *testing.T) {
 	}
 }
 
-// T3 of issue 14, in a group an administrator shared: a newer tenant's
+// In a group an administrator shared, a newer tenant's
 // TLS entry for the owner's host, and one without hosts, must not cover
 // the owner's host nor become the default certificate.
 func TestTLSHostsObeyHostOwnership(t *testing.T) {
@@ -154,7 +154,7 @@ func TestTLSHostsObeyHostOwnership(t *testing.T) {
 	}
 }
 
-// Item 7 of issue 14, in a shared group: an exact host under the owner's
+// In a shared group, an exact host under the owner's
 // wildcard belongs to the owner, so a newer tenant cannot take
 // admin.victim.example from *.victim.example (exact matches first). Hosts
 // outside the wildcard stay the newcomer's.

@@ -33,7 +33,8 @@ type Options struct {
 	// of a pool (the seed's two-hop mode) instead of the ready endpoints.
 	MembersFromClusterIP bool
 	// MaxIngresses and MaxPathsPerIngress bound what one snapshot may ask
-	// for (RELIABILITY R13). Ingresses past the cap are refused.
+	// for, so one tenant cannot make the rendered file or its reload
+	// unbounded. Ingresses past the cap are refused.
 	MaxIngresses       int
 	MaxPathsPerIngress int
 	// MaxHTTPRoutes bounds the HTTPRoutes attached to our Gateways, as

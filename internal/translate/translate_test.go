@@ -375,7 +375,7 @@ func TestOversizedAnnotationsAreRefused(t *testing.T) {
 	}
 }
 
-// B21: a port no Service can have makes only that route answer 503.
+// A port no Service can have makes only that route answer 503.
 func TestOutOfRangePortIsA503Route(t *testing.T) {
 	ing := ingressYAML(t, "ns", 0, `
 metadata: {name: p0}

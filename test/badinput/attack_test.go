@@ -163,7 +163,8 @@ func checkProblemText(t *testing.T, problems []model.Problem, payload string) {
 }
 
 // unsafeRune names the first character that must not reach an Event or
-// a log raw (RELIABILITY R6), or returns "".
+// a log raw (a control byte could forge a log line or move a
+// terminal's cursor), or returns "".
 func unsafeRune(s string) string {
 	if !utf8.ValidString(s) {
 		return "invalid UTF-8"

@@ -56,7 +56,7 @@ func startBench(t *testing.T) *bench {
 	harness.WriteFile(t, filepath.Join(b.manifests, "10-victim.json"), string(list(t, victim...)))
 
 	b.p = harness.StartPier(t, harness.Options{Manifests: b.manifests, State: b.state,
-		ExtraArgs: []string{"--log-format", "json", sharedB22},
+		ExtraArgs: []string{"--log-format", "json", sharedConflict},
 		Env:       []string{"TMPDIR=" + b.tmp, "HOME=" + b.home}})
 	b.vip = b.p.Addresses(victimNS, "victim")[0]
 	confs, _ := filepath.Glob(filepath.Join(b.state, "haproxy", "*", "haproxy.conf"))

@@ -13,17 +13,18 @@ import (
 	"pier.dev/pier/test/harness"
 )
 
-// B22: two namespaces claim shared.example/ in one pier.dev/load-balancer
+// Two namespaces claim shared.example/ in one pier.dev/load-balancer
 // group. The older Ingress wins although its namespace sorts last, so the
 // test tells "oldest" from "first by name".
 const (
 	oldNS, newNS = "evil-zz-old", "evil-aa-new"
-	oldEcho      = "b22-old-app"
-	newEcho      = "b22-new-app"
+	oldEcho      = "conflict-old-app"
+	newEcho      = "conflict-new-app"
 	sharedHost   = "shared.example"
-	// sharedB22 lets both namespaces share the group: without it each
-	// would get a load balancer of its own (issue 14, item 4).
-	sharedB22 = "--shared-load-balancer=b22=" + oldNS + "," + newNS
+	// sharedConflict lets both namespaces share the group: without it each
+	// would get a load balancer of its own (naming another namespace's
+	// group does not join it).
+	sharedConflict = "--shared-load-balancer=conflict=" + oldNS + "," + newNS
 )
 
 func conflictObjects(oldPort, newPort int) []runtime.Object {
@@ -35,7 +36,7 @@ func conflictObjects(oldPort, newPort int) []runtime.Object {
 	}{{oldNS, oldPort, 2020}, {newNS, newPort, 2021}} {
 		ing := ingress(c.ns, "evil", sharedHost, "/")
 		ing.Spec.Rules[0].HTTP.Paths[0].PathType = &pathPrefix
-		ing.Annotations = map[string]string{annGroup: "b22"}
+		ing.Annotations = map[string]string{annGroup: "conflict"}
 		ing.CreationTimestamp = metav1.NewTime(time.Date(c.year, 1, 1, 0, 0, 0, 0, time.UTC))
 		objs = append(objs, ing)
 		objs = append(objs, service(c.ns, "app", c.port)...)
@@ -75,7 +76,7 @@ func checkWinner(t *testing.T, p *harness.Pier, vip string, requests int) {
 	}
 }
 
-// runConflict is B22 in the shared run: winner, loser's warning, victim
+// runConflict is the path conflict in the shared run: winner, loser's warning, victim
 // untouched.
 func (b *bench) runConflict(t *testing.T) {
 	oldPort, newPort := harness.StartEcho(t, oldEcho, "old-pod"), harness.StartEcho(t, newEcho, "new-pod")
@@ -90,16 +91,16 @@ func (b *bench) runConflict(t *testing.T) {
 	b.checkIsolated(t, before, 1, servedMarkers)
 }
 
-// TestB22WinnerSurvivesRestart restarts pier on the same state dir: the
+// TestConflictWinnerSurvivesRestart restarts pier on the same state dir: the
 // same Ingress wins, on the same VIP, with no other answer in between.
-func TestB22WinnerSurvivesRestart(t *testing.T) {
+func TestConflictWinnerSurvivesRestart(t *testing.T) {
 	manifests, state := harness.ShortTempDir(t), harness.ShortTempDir(t)
 	oldPort, newPort := harness.StartEcho(t, oldEcho, "old-pod"), harness.StartEcho(t, newEcho, "new-pod")
 	harness.WriteFile(t, filepath.Join(manifests, "00-class.json"), string(list(t, ingressClass())))
-	harness.WriteFile(t, filepath.Join(manifests, "b22.json"), string(list(t, conflictObjects(oldPort, newPort)...)))
+	harness.WriteFile(t, filepath.Join(manifests, "conflict.json"), string(list(t, conflictObjects(oldPort, newPort)...)))
 
 	var vips []string
-	o := harness.Options{Manifests: manifests, State: state, ExtraArgs: []string{sharedB22}}
+	o := harness.Options{Manifests: manifests, State: state, ExtraArgs: []string{sharedConflict}}
 	for run := range 2 {
 		p := harness.StartPier(t, o)
 		o.API, o.HTTPPort, o.HTTPSPort = p.API, p.HTTPPort, p.HTTPSPort // the same pier again

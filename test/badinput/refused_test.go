@@ -73,36 +73,36 @@ var (
 		strings.Repeat("d", 62)
 )
 
-// refusalRows are B1–B16 as RELIABILITY.md gives them, minus the payloads
-// that R4's path allow-list accepts on purpose (see literalRows). pier has
-// no URL or header annotation: B15 and B16 go to its one free-form string
-// annotation, pier.dev/load-balancer.
+// refusalRows are the injection payloads, minus those the path allow-list
+// (RFC 3986 pchars) accepts on purpose (see literalPaths). pier has no URL
+// or header annotation: the URL and header rows go to its one free-form
+// string annotation, pier.dev/load-balancer.
 var refusalRows = []refusalRow{
-	{id: "B1", targets: []target{pathTarget}, payloads: []string{"/a\n    http-request return status 200 string pwned\n#"}},
-	{id: "B2", targets: []target{pathTarget}, payloads: []string{"/a'\n  acl x always_true '", "/a\"b", "/a'b"}},
-	{id: "B3", targets: []target{pathTarget}, payloads: []string{"/a\r", "/a\r\nX: y", "/a\x00b", "/a\tb", "/a\x7f"}},
-	{id: "B4", targets: []target{pathTarget}, payloads: []string{"/a b", "/a #b", "/a#b"}},
-	{id: "B5", targets: []target{pathTarget}, payloads: []string{"/a\\", "/a\\\\b", "/a\\x0a"}},
-	{id: "B6", targets: []target{pathTarget}, payloads: []string{"/${SECRET}", "/\"$PATH\""}},
-	{id: "B7", targets: []target{pathTarget}, payloads: []string{"/(a|b)", "/a{3}"}},
-	{id: "B8", targets: []target{pathTarget}, payloads: []string{"/" + strings.Repeat("a", 4<<10-1),
+	{id: "newline", targets: []target{pathTarget}, payloads: []string{"/a\n    http-request return status 200 string pwned\n#"}},
+	{id: "quote", targets: []target{pathTarget}, payloads: []string{"/a'\n  acl x always_true '", "/a\"b", "/a'b"}},
+	{id: "control-byte", targets: []target{pathTarget}, payloads: []string{"/a\r", "/a\r\nX: y", "/a\x00b", "/a\tb", "/a\x7f"}},
+	{id: "space-or-hash", targets: []target{pathTarget}, payloads: []string{"/a b", "/a #b", "/a#b"}},
+	{id: "backslash", targets: []target{pathTarget}, payloads: []string{"/a\\", "/a\\\\b", "/a\\x0a"}},
+	{id: "dollar", targets: []target{pathTarget}, payloads: []string{"/${SECRET}", "/\"$PATH\""}},
+	{id: "regex-char", targets: []target{pathTarget}, payloads: []string{"/(a|b)", "/a{3}"}},
+	{id: "long", targets: []target{pathTarget}, payloads: []string{"/" + strings.Repeat("a", 4<<10-1),
 		"/" + strings.Repeat("a", 100<<10-1), "/" + strings.Repeat("a", 1<<20-1)}},
-	{id: "B9", targets: []target{pathTarget}, payloads: []string{"/é", "/\u202egnp.exe", "/a\u200bb", "/\uff0fetc", "/\xff"}},
-	{id: "B10", targets: []target{pathTarget}, payloads: []string{"/%0a", "/%00", "/%2e%2e/", "/%zz", "/%2F"}},
-	{id: "B11", targets: []target{pathTarget}, payloads: []string{"/x\tother_backend", "/x\nvictim.example/\tattacker_backend"}},
-	{id: "B12", targets: []target{hostTarget}, payloads: []string{"a.example\n", "A.EXAMPLE", "exa mple.com",
+	{id: "non-ascii", targets: []target{pathTarget}, payloads: []string{"/é", "/\u202egnp.exe", "/a\u200bb", "/\uff0fetc", "/\xff"}},
+	{id: "percent-escape", targets: []target{pathTarget}, payloads: []string{"/%0a", "/%00", "/%2e%2e/", "/%zz", "/%2F"}},
+	{id: "map-line", targets: []target{pathTarget}, payloads: []string{"/x\tother_backend", "/x\nvictim.example/\tattacker_backend"}},
+	{id: "bad-host", targets: []target{hostTarget}, payloads: []string{"a.example\n", "A.EXAMPLE", "exa mple.com",
 		"*.*.example", "bücher.example", host254, "10.0.0.1"}},
-	{id: "B13", targets: []target{annotationTarget(annGroup), annotationTarget(annIP)},
+	{id: "annotation-injection", targets: []target{annotationTarget(annGroup), annotationTarget(annIP)},
 		payloads: []string{"v\nhttp-request deny", "v' if TRUE #", "v\"$HOME\"", "v\\", "v#x"},
 		markers:  []string{"if TRUE", "deny\n"}},
-	{id: "B14", targets: []target{annotationTarget(annBalance), annotationTarget(annHealth)},
+	{id: "typed-value", targets: []target{annotationTarget(annBalance), annotationTarget(annHealth)},
 		payloads: []string{"GET;evil", "GETX", "true\n", "99999999999999999999", "-1s", "1h\n", " 10s"}},
-	{id: "B15", targets: []target{annotationTarget(annGroup)},
+	{id: "url", targets: []target{annotationTarget(annGroup)},
 		payloads: []string{"http://a/\r\nX: y", "javascript:x", "http://user:pw@host/", "http://a/$HOME"},
 		markers:  []string{"javascript", "user:pw"}},
-	{id: "B16", targets: []target{annotationTarget(annGroup)},
+	{id: "header", targets: []target{annotationTarget(annGroup)},
 		payloads: []string{"X-A: b", "X\nY", "v'x", "v\r\nX-Evil: 1", "v\x00x", strings.Repeat("v", 64<<10)}},
-	{id: "B18-pier-annotation", targets: []target{annotationTarget(annGroup)}, payloads: []string{oneMiB}},
+	{id: "huge-pier-annotation", targets: []target{annotationTarget(annGroup)}, payloads: []string{oneMiB}},
 }
 
 // runRefusals runs every payload of every row as its own subtest.

@@ -33,12 +33,12 @@ func manyPaths(ns string, n int) []networkingv1.HTTPIngressPath {
 	return out
 }
 
-// runThousandPaths is B24's Ingress with 1,000 paths (the default
+// runThousandPaths is an Ingress with 1,000 paths (the default
 // --max-paths-per-ingress): served, render+reload timed from pier's own
 // log, HAProxy's line limits respected. One path more is refused.
 func (b *bench) runThousandPaths(t *testing.T) {
 	t.Run("1000_paths", func(t *testing.T) {
-		ns := "evil-b24-0"
+		ns := "evil-paths-0"
 		ing, a := b.attacker(ns)
 		ing.Spec.Rules[0].HTTP.Paths = manyPaths(ns, 1000)
 		before := b.reloads()
@@ -62,7 +62,7 @@ func (b *bench) runThousandPaths(t *testing.T) {
 		b.checkIsolated(t, before, 1, servedMarkers)
 	})
 	t.Run("1001_paths", func(t *testing.T) {
-		ns := "evil-b24-1"
+		ns := "evil-paths-1"
 		ing, a := b.attacker(ns)
 		ing.Spec.Rules[0].HTTP.Paths = manyPaths(ns, 1001)
 		before := b.reloads()
@@ -107,11 +107,11 @@ func checkLineLimits(t *testing.T, conf string) {
 	t.Logf("%s: %d bytes, %d lines, longest %d bytes, most words %d", filepath.Base(conf), len(data), len(lines), maxLen, maxWords)
 }
 
-// TestB24TranslateTenThousandIngresses is B24's 10,000 Ingresses (the
+// TestTranslateTenThousandIngresses puts 10,000 Ingresses (the
 // default --max-ingresses) through translation alone: every one accepted,
 // within a time and allocation budget generous enough for a shared CI
 // machine, with the figures logged.
-func TestB24TranslateTenThousandIngresses(t *testing.T) {
+func TestTranslateTenThousandIngresses(t *testing.T) {
 	const n = 10000
 	snap := &source.Snapshot{IngressClasses: []*networkingv1.IngressClass{ingressClass()}}
 	for i := range n {

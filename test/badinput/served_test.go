@@ -21,7 +21,7 @@ import (
 
 // servedMarkers must not reach HAProxy files even when the attacker's
 // Ingress is served. They include "evil", the attacker's namespace:
-// names are never rendered, identifiers are pier's own (R2).
+// names are never rendered, identifiers are pier's own (UUIDs, never a user's name).
 var servedMarkers = append([]string{"lua-load"}, globalMarkers...)
 
 // attacker is the default served attacker: ns/evil, host
@@ -32,7 +32,7 @@ func (b *bench) attacker(ns string, paths ...networkingv1.HTTPIngressPath) (*net
 	return ing, &attack{ns: ns, objs: append([]runtime.Object{ing}, service(ns, "app", b.attackerPort)...)}
 }
 
-// literalPaths are the payloads of B6 and B7 that R4's allow-list accepts
+// literalPaths are the '$' and regex payloads the path allow-list accepts
 // ('$', '*', '(', ')' and ',' are RFC 3986 pchars): pier must serve them
 // as literal prefixes, never as a regex or an environment variable.
 var literalPaths = []struct {
@@ -40,10 +40,10 @@ var literalPaths = []struct {
 	hit, miss  []string
 	missIsHome bool // also miss "/" + the value $HOME would expand to
 }{
-	{id: "B6", path: "/$HOME", hit: []string{"/$HOME", "/$HOME/x"}, miss: []string{"/", "/HOME"}, missIsHome: true},
-	{id: "B7", path: "/a.*", hit: []string{"/a.*", "/a.*/x"}, miss: []string{"/abc", "/a", "/a.x"}},
-	{id: "B7", path: "/a)", hit: []string{"/a)"}, miss: []string{"/a"}},
-	{id: "B7", path: "/a,b", hit: []string{"/a,b"}, miss: []string{"/a", "/b"}},
+	{id: "dollar", path: "/$HOME", hit: []string{"/$HOME", "/$HOME/x"}, miss: []string{"/", "/HOME"}, missIsHome: true},
+	{id: "regex-char", path: "/a.*", hit: []string{"/a.*", "/a.*/x"}, miss: []string{"/abc", "/a", "/a.x"}},
+	{id: "regex-char", path: "/a)", hit: []string{"/a)"}, miss: []string{"/a"}},
+	{id: "regex-char", path: "/a,b", hit: []string{"/a,b"}, miss: []string{"/a", "/b"}},
 }
 
 func (b *bench) runLiteralPaths(t *testing.T) {
@@ -77,7 +77,7 @@ func (b *bench) runLiteralPaths(t *testing.T) {
 	}
 }
 
-// runSnippets is B17: snippet keys refuse the Ingress (served without
+// runSnippets: snippet keys refuse the Ingress (served without
 // them, what they did would be lost) and config-style keys are ignored
 // with a Warning; their text is never rendered either way. The third key
 // adds a bidi character, which an API server would refuse in a key but
@@ -86,7 +86,7 @@ func (b *bench) runSnippets(t *testing.T) {
 	keys := []string{"pier.dev/server-snippet", "pier.dev/config-x", "pier.dev/config-\u202ex"}
 	for i, key := range keys {
 		t.Run(fmt.Sprintf("%02d_%q", i+1, key), func(t *testing.T) {
-			ns := fmt.Sprintf("evil-b17-%d", i)
+			ns := fmt.Sprintf("evil-snip-%d", i)
 			ing, a := b.attacker(ns)
 			ing.Annotations = map[string]string{key: "http-request return status 200 string pwned\nglobal\n  lua-load /tmp/pwned.lua"}
 			before := b.reloads()
@@ -112,7 +112,7 @@ func (b *bench) runSnippets(t *testing.T) {
 	}
 }
 
-// runAnnotationSizes is B18 for annotations pier does not own: 1 MiB in
+// runAnnotationSizes sends oversized annotations pier does not own: 1 MiB in
 // one value, and 500 annotations totalling 300 KB, over the API server's
 // 256 KiB cap, which `pier run` has no API server to enforce. The row's
 // outcome: refused or ignored with a reason, in bounded time and memory.
@@ -131,7 +131,7 @@ func (b *bench) runAnnotationSizes(t *testing.T) {
 	t.Run("9MiB_file", b.runOversizedFile)
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ns := fmt.Sprintf("evil-b18-%d", i)
+			ns := fmt.Sprintf("evil-size-%d", i)
 			ing, a := b.attacker(ns)
 			ing.Annotations = c.ann
 			before := b.reloads()
@@ -150,13 +150,13 @@ func (b *bench) runAnnotationSizes(t *testing.T) {
 	}
 }
 
-// runOversizedFile is B18 past the manifest reader's cap
-// (files.MaxFileSize, 8 MiB): the file is refused before it is decoded,
+// runOversizedFile writes annotations so large that their file passes the
+// manifest reader's cap (files.MaxFileSize, 8 MiB): the file is refused before it is decoded,
 // so no Ingress exists to carry a problem; pier logs the file and counts
 // it in pier_source_problems. In a cluster the API server's request
 // limit (3 MiB) plays this part.
 func (b *bench) runOversizedFile(t *testing.T) {
-	ns := "evil-b18-file"
+	ns := "evil-size-file"
 	ing, a := b.attacker(ns)
 	ing.Annotations = map[string]string{"example.com/blob": "pwned" + strings.Repeat("a", files.MaxFileSize)}
 	before := b.reloads()
@@ -203,7 +203,7 @@ func (b *bench) annotationSizeVerdict(t *testing.T, got *api.IngressResponse) in
 	return 1
 }
 
-// runBadBackends is B21: each bad backend costs its own route a 503 and
+// runBadBackends: each bad backend costs its own route a 503 and
 // nothing else: /ok on the same Ingress and the victim keep working.
 func (b *bench) runBadBackends(t *testing.T) {
 	cases := []struct {
@@ -218,7 +218,7 @@ func (b *bench) runBadBackends(t *testing.T) {
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ns := fmt.Sprintf("evil-b21-%d", i)
+			ns := fmt.Sprintf("evil-backend-%d", i)
 			bad := httpPath("/bad", &pathPrefix, c.backend.Name, c.backend.Port.Number)
 			_, a := b.attacker(ns, bad)
 			if c.backend.Name == "ext" {

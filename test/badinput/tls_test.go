@@ -93,17 +93,17 @@ func (b *bench) tlsCases(t *testing.T) []tlsCase {
 	}
 }
 
-// runTLS is B19: a bad Secret costs its TLS entry only, with a Warning:
+// runTLS: a bad Secret costs its TLS entry only, with a Warning:
 // HTTP keeps serving, no HTTPS listener, nothing of the Secret on disk.
 // An expired certificate is served, re-encoded, with a Warning.
 func (b *bench) runTLS(t *testing.T) {
 	for i, c := range b.tlsCases(t) {
 		t.Run(c.name, func(t *testing.T) {
-			ns := fmt.Sprintf("evil-b19-%d", i)
+			ns := fmt.Sprintf("evil-tls-%d", i)
 			ing, a := b.attacker(ns)
 			ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{"attacker.example"}, SecretName: "cert"}}
 			// The route is checked over HTTP: with a served certificate
-			// (expired) ssl-redirect, on by default since issue 11,
+			// (expired) ssl-redirect, on by default as in ingress-nginx,
 			// would answer 308 instead.
 			if ing.Annotations == nil {
 				ing.Annotations = map[string]string{}
@@ -205,7 +205,7 @@ func (b *bench) otherLBDirs(t *testing.T) []string {
 	return out
 }
 
-// runCrossNamespace is B20: a Secret of another namespace is never used,
+// runCrossNamespace: a Secret of another namespace is never used,
 // by "ns/name" in secretName (the API server refuses it; a manifest file
 // does not) or by an annotation, which pier does not have.
 func (b *bench) runCrossNamespace(t *testing.T) {
@@ -216,7 +216,7 @@ func (b *bench) runCrossNamespace(t *testing.T) {
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ns := fmt.Sprintf("evil-b20-%d", i)
+			ns := fmt.Sprintf("evil-xns-%d", i)
 			ing, a := b.attacker(ns)
 			if c.secretName != "" {
 				ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{"attacker.example"}, SecretName: c.secretName}}

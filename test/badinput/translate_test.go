@@ -14,7 +14,7 @@ import (
 	"pier.dev/pier/internal/translate"
 )
 
-// The rows marked † in RELIABILITY.md, and the bytes no manifest file can
+// Inputs the API server's own validation refuses, and the bytes no manifest file can
 // carry, straight into translate.Ingresses: the controller must refuse
 // what the API server (or the JSON decoder) would have stopped earlier.
 
@@ -55,12 +55,13 @@ func translateOne(t *testing.T, attacker *networkingv1.Ingress, extra ...*corev1
 	return res, &api.IngressResponse{Ingress: attacker, Problems: problems}
 }
 
-// TestApiserverRejectedHostsRefused is B12†.
+// TestApiserverRejectedHostsRefused sends the bad hosts, which the API
+// server would refuse, to translation.
 func TestApiserverRejectedHostsRefused(t *testing.T) {
-	for _, host := range refusalRowByID("B12").payloads {
+	for _, host := range refusalRowByID("bad-host").payloads {
 		t.Run(subtestName(0, "host", host), func(t *testing.T) {
-			res, got := translateOne(t, ingress("evil-b12", "evil", host, "/ok"))
-			if _, ok := res.Accepted[model.IngressRef("evil-b12", "evil")]; ok {
+			res, got := translateOne(t, ingress("evil-host", "evil", host, "/ok"))
+			if _, ok := res.Accepted[model.IngressRef("evil-host", "evil")]; ok {
 				t.Errorf("accepted")
 			}
 			checkRefused(t, got, hostTarget.names, host)
@@ -68,7 +69,7 @@ func TestApiserverRejectedHostsRefused(t *testing.T) {
 	}
 }
 
-// TestInvalidUTF8Refused sends the raw bytes of B9's "/\xff" (and a host
+// TestInvalidUTF8Refused sends the raw bytes of the non-ASCII row's "/\xff" (and a host
 // like it), which JSON and YAML manifests cannot carry, to translation.
 func TestInvalidUTF8Refused(t *testing.T) {
 	for _, c := range []struct {
@@ -87,14 +88,14 @@ func TestInvalidUTF8Refused(t *testing.T) {
 	}
 }
 
-// TestCrossNamespaceSecretIgnored is B20†: "other-ns/secret" names an
+// TestCrossNamespaceSecretIgnored: "other-ns/secret" names an
 // existing, valid Secret; it is still not used.
 func TestCrossNamespaceSecretIgnored(t *testing.T) {
 	valid := makeCert(t, "attacker.example", []string{"attacker.example"}, time.Now().Add(time.Hour))
-	ing := ingress("evil-b20", "evil", "attacker.example", "/ok")
+	ing := ingress("evil-xns", "evil", "attacker.example", "/ok")
 	ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{"attacker.example"}, SecretName: "other-ns/secret"}}
 	res, got := translateOne(t, ing, tlsSecret("other-ns", "secret", valid.cert, valid.key))
-	uuid, ok := res.Accepted[model.IngressRef("evil-b20", "evil")]
+	uuid, ok := res.Accepted[model.IngressRef("evil-xns", "evil")]
 	if !ok {
 		t.Fatalf("refused; want served over HTTP: %s", problemList(got.Problems))
 	}

@@ -113,7 +113,7 @@ func TestSeedExamples(t *testing.T) {
 
 // checkWorkersUnprivileged: with pier run as root, every HAProxy master
 // stays root (it binds and reloads) and its workers, which parse client
-// traffic, run as --haproxy-user, "haproxy" by default (issue 14, item 8).
+// traffic, run as --haproxy-user, "haproxy" by default.
 func checkWorkersUnprivileged(t *testing.T, state string) {
 	t.Helper()
 	if os.Geteuid() != 0 {

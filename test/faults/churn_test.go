@@ -10,18 +10,18 @@ import (
 	"time"
 )
 
-// l1Changes is the number of config changes in L1. RELIABILITY.md asks for
-// 300 at 1–2/s; 120 at 2/s (one minute) keeps the package within its time
+// churnChanges is the number of config changes in TestConfigChurn. The
+// target is 300 at 1–2/s; 120 at 2/s (one minute) keeps the package within its time
 // budget on a shared two-core machine and CI, and still puts every kind of
 // change (create/delete Ingress, add/remove path, annotation toggle, add
 // host) through the same load balancer 17 times.
-const l1Changes = 120
+const churnChanges = 120
 
-// l1Interval spaces the changes: ~2/s, far above the file watcher's 100 ms
+// churnInterval spaces the changes: ~2/s, far above the file watcher's 100 ms
 // debounce, so each is applied on its own.
-const l1Interval = 500 * time.Millisecond
+const churnInterval = 500 * time.Millisecond
 
-// churn is the L1 change generator: the "changing" Ingress of the group
+// churn is TestConfigChurn's change generator: the "changing" Ingress of the group
 // "shared", and short-lived "extra" Ingresses in extraGroup ("" gives each
 // its own load balancer).
 type churn struct {
@@ -70,9 +70,9 @@ func (c *churn) step() string {
 	return fmt.Sprintf("edit changing (op %d)", op)
 }
 
-// TestL1ConfigChurn: 120 changes at ~2/s to one load balancer while load
+// TestConfigChurn: 120 changes at ~2/s to one load balancer while load
 // hits an unchanged route and a changed-but-always-present route of it.
-func TestL1ConfigChurn(t *testing.T) {
+func TestConfigChurn(t *testing.T) {
 	e := newEnv(t)
 	for _, svc := range []string{"stable", "changing", "other"} {
 		write(t, e.manifests, svc+"-svc.yaml", backendYAML(svc, pods(startEchos(t, svc, 1))))
@@ -87,8 +87,8 @@ func TestL1ConfigChurn(t *testing.T) {
 		target{name: "unchanged", addr: lb.VIP, port: p.HTTPPort, host: "stable.example", path: "/"},
 		target{name: "changed", addr: lb.VIP, port: p.HTTPPort, host: "changing.example", path: "/always"})
 	time.Sleep(time.Second)
-	tick := time.NewTicker(l1Interval)
-	for range l1Changes {
+	tick := time.NewTicker(churnInterval)
+	for range churnChanges {
 		<-tick.C
 		c.step()
 	}
@@ -99,21 +99,21 @@ func TestL1ConfigChurn(t *testing.T) {
 
 	total := report(t, all)
 	n, ok := reloads(p)-reloadsBefore, reloadsOK(p)-okBefore
-	t.Logf("L1: %d changes in %s, %d requests, %v reloads (%v ok), config %s → %s",
-		l1Changes, time.Duration(l1Changes)*l1Interval, total, n, ok, hashBefore, e.configHash(lb.UUID))
+	t.Logf("config churn: %d changes in %s, %d requests, %v reloads (%v ok), config %s → %s",
+		churnChanges, time.Duration(churnChanges)*churnInterval, total, n, ok, hashBefore, e.configHash(lb.UUID))
 	requireNoErrors(t, all)
-	if n > l1Changes {
-		t.Errorf("%v reloads for %d changes: want at most one per change", n, l1Changes)
+	if n > churnChanges {
+		t.Errorf("%v reloads for %d changes: want at most one per change", n, churnChanges)
 	}
 	if ok != n {
 		t.Errorf("%v of %v reloads were not ok", n-ok, n)
 	}
-	if ok < l1Changes/4 {
-		t.Errorf("only %v reloads for %d changes: the changes did not reach HAProxy", ok, l1Changes)
+	if ok < churnChanges/4 {
+		t.Errorf("only %v reloads for %d changes: the changes did not reach HAProxy", ok, churnChanges)
 	}
 }
 
-// stormIngress is variant v of the L2 Ingress: /a and /b swap Services
+// stormIngress is variant v of TestReloadStorm's Ingress: /a and /b swap Services
 // between odd and even v, and each of four variants has a path of its own,
 // so writes coalesced while a reload runs never add up to the config that
 // already runs (which would leave the agent idle). The balance algorithm
@@ -134,16 +134,16 @@ func stormIngress(v int) ingress {
 
 const (
 	stormWrites = 60
-	// stormInterval is the fastest pace: RELIABILITY's 60 reloads in 15 s.
+	// stormInterval is the fastest pace: the target is 60 reloads in 15 s.
 	// Each write also waits for the previous reload, so a busy machine
 	// stretches the storm instead of coalescing it into fewer reloads.
 	stormInterval = 250 * time.Millisecond
 	hardStopAfter = 5 * time.Second // set by harness.StartPier
 )
 
-// TestL2ReloadStorm: 60 routing changes, each a reload, as fast as 60 in
+// TestReloadStorm: 60 routing changes, each a reload, as fast as 60 in
 // 15 s, under load; old workers must stay bounded by hard-stop-after.
-func TestL2ReloadStorm(t *testing.T) {
+func TestReloadStorm(t *testing.T) {
 	e := newEnv(t)
 	for _, svc := range []string{"svc-a", "svc-b", "stable"} {
 		write(t, e.manifests, svc+"-svc.yaml", backendYAML(svc, pods(startEchos(t, svc, 1))))
@@ -178,9 +178,9 @@ func TestL2ReloadStorm(t *testing.T) {
 
 	total := report(t, all)
 	ok, n := reloadsOK(p)-okBefore, reloads(p)-allBefore
-	t.Logf("L2: %d writes in %s, %v reloads (%v ok), %d requests, at most %d old workers at once (%d samples), config %s → %s",
+	t.Logf("reload storm: %d writes in %s, %v reloads (%v ok), %d requests, at most %d old workers at once (%d samples), config %s → %s",
 		stormWrites, took.Round(time.Millisecond), n, ok, total, maxOld, samples.n, hashBefore, e.configHash(lb.UUID))
-	t.Logf("L2: per reload, from pier's log: %s", reloadTimings(p.LogPath))
+	t.Logf("reload storm: per reload, from pier's log: %s", reloadTimings(p.LogPath))
 	requireNoErrors(t, all)
 	if ok != stormWrites {
 		t.Errorf("%v reloads from %d writes: want exactly one each", ok, stormWrites)

@@ -70,16 +70,16 @@ func outage(all []*stats, from time.Time) (lastErr, recovered time.Time, early i
 	return lastErr, recovered, early
 }
 
-// TestF1WorkerKilled: kill -9 of the HAProxy worker takes the master with
-// it (RELIABILITY 3.3); pier's supervisor must restart HAProxy within 5 s,
+// TestWorkerKilled: kill -9 of the HAProxy worker takes the master with
+// it (by default HAProxy's master exits when a worker dies); pier's supervisor must restart HAProxy within 5 s,
 // and requests fail only inside that window.
-func TestF1WorkerKilled(t *testing.T) {
+func TestWorkerKilled(t *testing.T) {
 	const maxOutage = 5 * time.Second
 	e := newEnv(t)
-	write(t, e.manifests, "f1-svc.yaml", backendYAML("f1", pods(startEchos(t, "f1", 1))))
-	write(t, e.manifests, "f1.yaml", simple("f1", "", "f1.example", "f1").yaml())
+	write(t, e.manifests, "crash-svc.yaml", backendYAML("crash", pods(startEchos(t, "crash", 1))))
+	write(t, e.manifests, "crash.yaml", simple("crash", "", "crash.example", "crash").yaml())
 	p := e.start(nil)
-	lb := lbNamed(t, p, ns+"/f1")
+	lb := lbNamed(t, p, ns+"/crash")
 	dir := e.lbDir(lb.UUID)
 	master, workers := haproxyProcs(dir)
 	if master == 0 || len(workers) != 1 {
@@ -87,7 +87,7 @@ func TestF1WorkerKilled(t *testing.T) {
 	}
 	restartsBefore, updatesBefore := p.Metric("pier_haproxy_restarts_total"), runtimeUpdates(p)
 
-	l := startLoad(target{name: "f1", addr: lb.VIP, port: p.HTTPPort, host: "f1.example", path: "/"})
+	l := startLoad(target{name: "crash", addr: lb.VIP, port: p.HTTPPort, host: "crash.example", path: "/"})
 	time.Sleep(time.Second)
 	killed := time.Now()
 	if err := syscall.Kill(workers[0], syscall.SIGKILL); err != nil {
@@ -112,7 +112,7 @@ func TestF1WorkerKilled(t *testing.T) {
 	for _, s := range all {
 		failed += s.errors()
 	}
-	t.Logf("F1: worker %d killed; master %d → %d; %d requests, %d failed, last failure %s after the kill, "+
+	t.Logf("worker killed: worker %d killed; master %d → %d; %d requests, %d failed, last failure %s after the kill, "+
 		"outage (kill → first success after it) %s; restarts counted %v; runtime API updates counted meanwhile %v",
 		workers[0], master, newMaster, total, failed, lastErr.Sub(killed).Round(time.Millisecond),
 		window.Round(time.Millisecond), p.Metric("pier_haproxy_restarts_total")-restartsBefore, runtimeUpdates(p)-updatesBefore)
@@ -129,14 +129,14 @@ func TestF1WorkerKilled(t *testing.T) {
 	}
 }
 
-// TestF2PierKilled: SIGKILL of pier run under load. HAProxy keeps serving;
+// TestPierKilledUnderLoad: SIGKILL of pier run under load. HAProxy keeps serving;
 // the next pier adopts it and does not reload an unchanged config.
-func TestF2PierKilled(t *testing.T) {
+func TestPierKilledUnderLoad(t *testing.T) {
 	e := newEnv(t)
-	write(t, e.manifests, "f2-svc.yaml", backendYAML("f2", pods(startEchos(t, "f2", 2))))
-	names := []string{"f2a", "f2b"}
+	write(t, e.manifests, "kill-svc.yaml", backendYAML("kill", pods(startEchos(t, "kill", 2))))
+	names := []string{"kill-a", "kill-b"}
 	for _, n := range names {
-		write(t, e.manifests, n+".yaml", simple(n, "", n+".example", "f2").yaml())
+		write(t, e.manifests, n+".yaml", simple(n, "", n+".example", "kill").yaml())
 	}
 	first := e.start(nil)
 	var targets []target
@@ -162,7 +162,7 @@ func TestF2PierKilled(t *testing.T) {
 	total := report(t, all)
 	ok, failed := reloadsOK(second), second.Metric("pier_haproxy_reloads_total", `result="failed"`)
 	started := second.Metric("pier_haproxy_reloads_total", `result="started"`)
-	t.Logf("F2: %d requests across the kill and restart; new pier: %v reloads ok, %v failed, %v started/adopted",
+	t.Logf("pier killed: %d requests across the kill and restart; new pier: %v reloads ok, %v failed, %v started/adopted",
 		total, ok, failed, started)
 	requireNoErrors(t, all)
 	if ok != 0 || failed != 0 {
@@ -171,7 +171,7 @@ func TestF2PierKilled(t *testing.T) {
 	for _, n := range names {
 		dir := e.lbDir(uuids[n])
 		m, w := haproxyProcs(dir)
-		t.Logf("F2: %s master pid %d → %d, workers %v, config %s → %s", n, masters[n], m, w, hashes[n], e.configHash(uuids[n]))
+		t.Logf("pier killed: %s master pid %d → %d, workers %v, config %s → %s", n, masters[n], m, w, hashes[n], e.configHash(uuids[n]))
 		if m != masters[n] || readPID(dir) != masters[n] {
 			t.Errorf("%s: master pid %d before, %d (pid file %d) after: not adopted", n, masters[n], m, readPID(dir))
 		}

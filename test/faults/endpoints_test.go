@@ -36,9 +36,9 @@ func podsSeen(tg target, want int, d time.Duration) (map[string]int, time.Durati
 	return seen, time.Since(began)
 }
 
-// TestL3EndpointChurn: 3→10→3 endpoints, 20 times, under load: no errors,
+// TestEndpointChurn: 3→10→3 endpoints, 20 times, under load: no errors,
 // no reload, every endpoint gets traffic at the 10 step.
-func TestL3EndpointChurn(t *testing.T) {
+func TestEndpointChurn(t *testing.T) {
 	const cycles = 20
 	e := newEnv(t)
 	backends := startEchos(t, "churn", 10)
@@ -68,7 +68,7 @@ func TestL3EndpointChurn(t *testing.T) {
 
 	total := report(t, all)
 	n, updates := reloads(p)-reloadsBefore, runtimeUpdates(p)-updatesBefore
-	t.Logf("L3: %d scale steps in %s, %d requests, %v reloads, %v runtime API updates, all 10 answered within %s at each 10 step, config %s → %s",
+	t.Logf("endpoint churn: %d scale steps in %s, %d requests, %v reloads, %v runtime API updates, all 10 answered within %s at each 10 step, config %s → %s",
 		2*cycles, took.Round(time.Millisecond), total, n, updates, slowest.Round(time.Millisecond), hashBefore, e.configHash(lb.UUID))
 	requireNoErrors(t, all)
 	if n != 0 {
@@ -84,25 +84,25 @@ func TestL3EndpointChurn(t *testing.T) {
 	}
 }
 
-// TestF5BackendRemoval deletes serving backends under load the way
+// TestBackendRemoval deletes serving backends under load the way
 // Kubernetes does (endpoint removed first, pod stopped after a grace),
 // then scales to 0 and back up.
-func TestF5BackendRemoval(t *testing.T) {
+func TestBackendRemoval(t *testing.T) {
 	const grace = 500 * time.Millisecond
 	e := newEnv(t)
-	backends := startEchos(t, "f5", 3)
-	write(t, e.manifests, "f5-svc.yaml", backendYAML("f5", pods(backends)))
-	write(t, e.manifests, "f5.yaml", simple("f5", "", "f5.example", "f5").yaml())
+	backends := startEchos(t, "removal", 3)
+	write(t, e.manifests, "removal-svc.yaml", backendYAML("removal", pods(backends)))
+	write(t, e.manifests, "removal.yaml", simple("removal", "", "removal.example", "removal").yaml())
 	p := e.start(nil)
-	lb := lbNamed(t, p, ns+"/f5")
+	lb := lbNamed(t, p, ns+"/removal")
 	reloadsBefore := reloads(p)
-	tg := target{name: "f5", addr: lb.VIP, port: p.HTTPPort, host: "f5.example", path: "/"}
+	tg := target{name: "removal", addr: lb.VIP, port: p.HTTPPort, host: "removal.example", path: "/"}
 
 	// 3 → 2 → 1 endpoints while load runs: no request may fail.
 	l := startLoad(tg)
 	time.Sleep(time.Second)
 	for n := 2; n >= 1; n-- {
-		e.awaitRuntimeUpdate("f5-svc.yaml", backendYAML("f5", pods(backends[:n])))
+		e.awaitRuntimeUpdate("removal-svc.yaml", backendYAML("removal", pods(backends[:n])))
 		time.Sleep(grace)
 		backends[n].stop()
 		time.Sleep(time.Second)
@@ -110,11 +110,11 @@ func TestF5BackendRemoval(t *testing.T) {
 	phase1 := l.stop()
 
 	// 0 endpoints: HAProxy answers 503 itself, quickly, on every request.
-	e.awaitRuntimeUpdate("f5-svc.yaml", backendYAML("f5", nil))
+	e.awaitRuntimeUpdate("removal-svc.yaml", backendYAML("removal", nil))
 	time.Sleep(grace)
 	backends[0].stop()
 	tg503 := tg
-	tg503.name, tg503.want = "f5-empty", http.StatusServiceUnavailable
+	tg503.name, tg503.want = "removal-empty", http.StatusServiceUnavailable
 	l = startLoad(tg503)
 	time.Sleep(2 * time.Second)
 	phase2 := l.stop()
@@ -122,16 +122,16 @@ func TestF5BackendRemoval(t *testing.T) {
 	// Scale up to new pods: served again, through the runtime API.
 	fresh := make([]*echoBackend, 3)
 	for i := range fresh {
-		fresh[i] = startEcho(t, "f5", fmt.Sprintf("f5-new-%d", i))
+		fresh[i] = startEcho(t, "removal", fmt.Sprintf("removal-new-%d", i))
 	}
-	e.awaitRuntimeUpdate("f5-svc.yaml", backendYAML("f5", pods(fresh)))
+	e.awaitRuntimeUpdate("removal-svc.yaml", backendYAML("removal", pods(fresh)))
 	l = startLoad(tg)
 	time.Sleep(2 * time.Second)
 	phase3 := l.stop()
 
 	total := report(t, phase1) + report(t, phase2) + report(t, phase3)
 	n := reloads(p) - reloadsBefore
-	t.Logf("F5: %d requests in three phases (3→2→1 endpoints, 0, 3 new), %v reloads", total, n)
+	t.Logf("backend removal: %d requests in three phases (3→2→1 endpoints, 0, 3 new), %v reloads", total, n)
 	requireNoErrors(t, phase1)
 	requireNoErrors(t, phase2)
 	requireNoErrors(t, phase3)

@@ -8,7 +8,7 @@ import (
 	"pier.dev/pier/internal/store/bolt"
 )
 
-// TestF9PierKilledAfterMemberChange: SIGKILL of pier run at once after an
+// TestPierKilledAfterMemberChange: SIGKILL of pier run at once after an
 // endpoint change served, three times. The store writes a change of
 // members alone behind (bolt.Store.PutMembers), so the state file may
 // still hold the old member when pier dies: the test puts the old member
@@ -17,19 +17,19 @@ import (
 // the new member keeps serving and the restarted pier stores it; the old
 // member, stopped once replaced, gets no request (it would fail or be
 // retried, late), and no request fails.
-func TestF9PierKilledAfterMemberChange(t *testing.T) {
+func TestPierKilledAfterMemberChange(t *testing.T) {
 	e := newEnv(t)
-	backends := startEchos(t, "f9", 4)
-	write(t, e.manifests, "f9-svc.yaml", backendYAML("f9", pods(backends[:1])))
-	write(t, e.manifests, "f9.yaml", simple("f9", "", "f9.example", "f9").yaml())
+	backends := startEchos(t, "members", 4)
+	write(t, e.manifests, "members-svc.yaml", backendYAML("members", pods(backends[:1])))
+	write(t, e.manifests, "members.yaml", simple("members", "", "members.example", "members").yaml())
 	p := e.start(nil)
-	lb := lbNamed(t, p, ns+"/f9")
-	tg := target{name: "f9", addr: lb.VIP, port: p.HTTPPort, host: "f9.example", path: "/"}
+	lb := lbNamed(t, p, ns+"/members")
+	tg := target{name: "members", addr: lb.VIP, port: p.HTTPPort, host: "members.example", path: "/"}
 
 	l := startLoad(tg)
 	old := backends[0]
 	for round, b := range backends[1:] {
-		e.awaitRuntimeUpdate("f9-svc.yaml", backendYAML("f9", pods([]*echoBackend{b})))
+		e.awaitRuntimeUpdate("members-svc.yaml", backendYAML("members", pods([]*echoBackend{b})))
 		// The old member goes away: a request HAProxy sent it would fail.
 		old.stop()
 		p.Kill()
@@ -56,7 +56,7 @@ func TestF9PierKilledAfterMemberChange(t *testing.T) {
 			t.Fatal(err)
 		}
 		p = e.start(p)
-		lbNamed(t, p, ns+"/f9")
+		lbNamed(t, p, ns+"/members")
 		stored, err := getLB(p, lb.UUID)
 		if err != nil {
 			t.Fatal(err)
@@ -75,7 +75,7 @@ func TestF9PierKilledAfterMemberChange(t *testing.T) {
 	}
 	all := l.stop()
 	total := report(t, all)
-	t.Logf("F9: %d requests across three kills right after a member change", total)
+	t.Logf("pier killed after a member change: %d requests across three kills right after a member change", total)
 	requireNoErrors(t, all)
 	// A request sent to a stopped member is retried, and answered late:
 	// none may be.

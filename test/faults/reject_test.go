@@ -96,10 +96,10 @@ func refuse(t *testing.T, e *env, uuid, marker string, tg target) refusal {
 	return r
 }
 
-// TestL5ConfigRejected: haproxy -c refuses the next config; the old one
+// TestConfigRejected: haproxy -c refuses the next config; the old one
 // keeps serving, the refusal is visible, and the next change after the
 // fault is gone applies.
-func TestL5ConfigRejected(t *testing.T) {
+func TestConfigRejected(t *testing.T) {
 	e := newEnv(t)
 	for _, svc := range []string{"old", "new"} {
 		write(t, e.manifests, svc+"-svc.yaml", backendYAML(svc, pods(startEchos(t, svc, 1))))
@@ -128,7 +128,7 @@ func TestL5ConfigRejected(t *testing.T) {
 	all := l.stop()
 
 	total := report(t, all)
-	t.Logf("L5: %d requests; while refused: %v refusals (%v 3 s later), %v reloads, status %s %q, answers %v, addresses %v; "+
+	t.Logf("config rejected: %d requests; while refused: %v refusals (%v 3 s later), %v reloads, status %s %q, answers %v, addresses %v; "+
 		"after recovery: %v reloads, status %s, answers %v; config %s → %s",
 		total, r.rejected, r.rejected3s, r.reloads, r.status.State, r.status.Message, r.answers, r.addresses,
 		reloadsOK(p)-okBefore, recovered.Status.State, after, hashBefore, e.configHash(lb.UUID))

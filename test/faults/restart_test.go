@@ -12,13 +12,13 @@ import (
 	"pier.dev/pier/test/harness"
 )
 
-// F8 timeline: changes 0–9 with pier up, SIGKILL 150 ms after the last,
+// TestRestartDuringChurn's timeline: changes 0–9 with pier up, SIGKILL 150 ms after the last,
 // changes 10–12 while it is down (the last deletes extra-1, whose load
 // balancer was running), restart.
 const (
-	f8Before  = 10
-	f8Down    = 3
-	killAfter = 150 * time.Millisecond
+	changesBeforeKill = 10
+	changesWhileDown  = 3
+	killAfter         = 150 * time.Millisecond
 )
 
 // copyManifests copies the manifest folder for a second, fresh pier.
@@ -70,10 +70,10 @@ func normalized(t *testing.T, state string, lb model.LoadBalancer) string {
 	return r.Replace(string(b))
 }
 
-// TestF8RestartDuringChurn: pier killed in the middle of an L1-style burst
-// and restarted converges on exactly what a fresh pier renders, with at
+// TestRestartDuringChurn: pier killed in the middle of a burst of changes
+// like TestConfigChurn's and restarted converges on exactly what a fresh pier renders, with at
 // most one reload per load balancer and no error on unchanged routes.
-func TestF8RestartDuringChurn(t *testing.T) {
+func TestRestartDuringChurn(t *testing.T) {
 	e := newEnv(t)
 	for _, svc := range []string{"stable", "changing", "other"} {
 		write(t, e.manifests, svc+"-svc.yaml", backendYAML(svc, pods(startEchos(t, svc, 1))))
@@ -90,9 +90,9 @@ func TestF8RestartDuringChurn(t *testing.T) {
 		target{name: "stable2", addr: shared.VIP, port: first.HTTPPort, host: "stable2.example", path: "/"})
 	time.Sleep(time.Second)
 	var extra1 model.LoadBalancer
-	for i := range f8Before {
+	for i := range changesBeforeKill {
 		if i > 0 {
-			time.Sleep(l1Interval)
+			time.Sleep(churnInterval)
 		}
 		if c.step(); i == 7 {
 			extra1 = lbNamed(t, first, ns+"/extra-1")
@@ -102,9 +102,9 @@ func TestF8RestartDuringChurn(t *testing.T) {
 	time.Sleep(killAfter)
 	first.Kill()
 	var down []string
-	for range f8Down {
+	for range changesWhileDown {
 		down = append(down, c.step())
-		time.Sleep(l1Interval)
+		time.Sleep(churnInterval)
 	}
 	// Read after the downtime: a reload the killed pier had started has
 	// finished by now and is not counted against the new one.
@@ -121,8 +121,8 @@ func TestF8RestartDuringChurn(t *testing.T) {
 	time.Sleep(time.Second)
 	all := l.stop()
 	total := report(t, all)
-	t.Logf("F8: %d changes before the kill, %v while down; %d requests; the new pier counted %v reloads ok",
-		f8Before, down, total, reloadsOK(second))
+	t.Logf("restart during churn: %d changes before the kill, %v while down; %d requests; the new pier counted %v reloads ok",
+		changesBeforeKill, down, total, reloadsOK(second))
 	requireNoErrors(t, all)
 	checkReloads(t, e.state, before)
 	checkOrphans(t, e.state, got, extra1)
@@ -138,7 +138,7 @@ func checkReloads(t *testing.T, state string, before map[string]int) {
 		if err != nil {
 			continue // stopped: checkOrphans says whether it should have been
 		}
-		t.Logf("F8: %s: %d reloads after the restart", uuid, after-n)
+		t.Logf("restart during churn: %s: %d reloads after the restart", uuid, after-n)
 		if after-n > 1 {
 			t.Errorf("%s: %d reloads after the restart, want ≤ 1", uuid, after-n)
 		}
@@ -178,7 +178,7 @@ func compareFresh(t *testing.T, e *env, got map[string]model.LoadBalancer, names
 	want := waitSynced(t, p, names)
 	for _, name := range names {
 		a, b := normalized(t, e.state, got[name]), normalized(t, fresh.state, want[name])
-		t.Logf("F8: %s: restarted pier config %s, fresh pier config %s", name, e.configHash(got[name].UUID), fresh.configHash(want[name].UUID))
+		t.Logf("restart during churn: %s: restarted pier config %s, fresh pier config %s", name, e.configHash(got[name].UUID), fresh.configHash(want[name].UUID))
 		if a != b {
 			t.Errorf("%s: the restarted pier's haproxy.conf differs from a fresh render:\n--- restarted\n%s\n--- fresh\n%s", name, a, b)
 		}

@@ -97,8 +97,8 @@ const (
 	rotateWithin = 3 * time.Second
 )
 
-// TestL4SecretRotation rotates a TLS Secret 20 times under HTTPS load.
-func TestL4SecretRotation(t *testing.T) {
+// TestSecretRotation rotates a TLS Secret 20 times under HTTPS load.
+func TestSecretRotation(t *testing.T) {
 	const host = "secure.example"
 	e := newEnv(t)
 	write(t, e.manifests, "secure-svc.yaml", backendYAML("secure", pods(startEchos(t, "secure", 1))))
@@ -145,7 +145,7 @@ func TestL4SecretRotation(t *testing.T) {
 	for _, d := range lags {
 		worst = max(worst, d)
 	}
-	t.Logf("L4: %d of %d rotations served, slowest %s, %d HTTPS requests, %v reloads (no runtime cert update), config %s → %s",
+	t.Logf("secret rotation: %d of %d rotations served, slowest %s, %d HTTPS requests, %v reloads (no runtime cert update), config %s → %s",
 		len(lags), rotations, worst.Round(time.Millisecond), total, reloads(p)-reloadsBefore, hashBefore, e.configHash(lb.UUID))
 	requireNoErrors(t, all)
 }

@@ -231,7 +231,7 @@ func checkCrtList(t testing.TB, crt []byte, lb *model.LoadBalancer) {
 }
 
 // checkProblems: every message and field path is printable as it is, so
-// it can go into an Event or a log line (R6, R12).
+// it can go into an Event or a log line.
 func checkProblems(t testing.TB, ps []model.Problem) {
 	t.Helper()
 	for _, p := range ps {

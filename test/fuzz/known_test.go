@@ -31,7 +31,7 @@ func loadManifest(t *testing.T, doc string) *translate.Result {
 // TestAnnotationKeyEscapedInField: files.Load does not validate
 // annotation keys as the apiserver does, so an unknown pier.dev/ key may
 // hold a line feed or a bidi override; translation once wrote it raw
-// into Problem.Field, from where it reached Events and logs (R6).
+// into Problem.Field, from where it reached Events and logs raw.
 func TestAnnotationKeyEscapedInField(t *testing.T) {
 	res := loadManifest(t, "apiVersion: networking.k8s.io/v1\nkind: Ingress\n"+
 		"metadata: {name: a, annotations: {\"pier.dev/x\\n\\u202e\": v}}\n"+

@@ -22,7 +22,7 @@ import (
 // that renders passes the line property of checkLines.
 func FuzzTranslateNeverPanics(f *testing.F) {
 	// Small seeds only: the YAML decoder dominates the cost of an exec,
-	// and FuzzIngressToConfig already runs the large payloads of B8/B16.
+	// and FuzzIngressToConfig already runs the long path and header payloads.
 	for _, a := range seedAttacks() {
 		if data := manifest(f, &a); len(data) <= 8<<10 {
 			f.Add(data)

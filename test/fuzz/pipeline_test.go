@@ -14,12 +14,11 @@ import (
 
 // FuzzIngressToConfig drives one hostile Ingress, next to a benign victim
 // in another namespace, through translate.Ingresses and render.Config.
-// The property (RELIABILITY.md, "Encoder fuzzing" and "Golden files"):
-// either the attacker is refused with an Error problem whose message is
-// printable, or every line of every rendered file tokenises into plain
-// words with each host and path of the model intact as one word; and in
-// both cases the victim's files are byte-identical to a run without the
-// attacker.
+// The property: either the attacker is refused with an Error problem whose
+// message is printable, or every line of every rendered file tokenises
+// into plain words with each host and path of the model intact as one
+// word; and in both cases the victim's files are byte-identical to a
+// run without the attacker.
 func FuzzIngressToConfig(f *testing.F) {
 	for _, a := range seedAttacks() {
 		f.Add(a.host, a.path, a.pathType, a.group, a.balance, a.health, a.externalIP, a.tlsHost, a.service, a.port)
@@ -34,7 +33,7 @@ func FuzzIngressToConfig(f *testing.F) {
 	})
 }
 
-// TestHugePath is B8's 1 MiB row, too big for a fuzz seed.
+// TestHugePath is the 1 MiB path, too big for a fuzz seed.
 func TestHugePath(t *testing.T) {
 	baseline := victimFiles(t, translate.Ingresses(snapshot(t, nil), translateOptions()))
 	for _, pt := range []string{"Exact", "Prefix", "ImplementationSpecific"} {

@@ -1,7 +1,8 @@
 // Package fuzz holds whole-pipeline fuzz targets: Kubernetes objects go
-// through translation and rendering, and the properties of RELIABILITY.md
-// ("Below the cluster") are checked on the HAProxy files that come out.
-// `go test ./test/fuzz` runs the seed corpus (B1-B16). To explore:
+// through translation and rendering, and properties (no injected line or
+// word, a victim untouched, printable problems) are checked on the HAProxy
+// files that come out. `go test ./test/fuzz` runs the seed corpus (the
+// injection payloads of seeds_test.go). To explore:
 //
 //	go test ./test/fuzz -run '^$' -fuzz '^FuzzIngressToConfig$' -fuzztime 60s -fuzzminimizetime 1x
 //

@@ -25,7 +25,7 @@ func (r LoadResult) String() string {
 
 // RunLoad sends requests from two clients for the whole of ctx, each at
 // about perClient requests per second: one keeps connections alive, the
-// other opens a connection per request. RELIABILITY.md: each catches a
+// other opens a connection per request: each catches a
 // different reload race.
 func RunLoad(ctx context.Context, addr string, port int, host, path string, perClient int) []LoadResult {
 	clients := map[string]*http.Client{

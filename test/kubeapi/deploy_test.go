@@ -53,7 +53,7 @@ func TestDeployManifests(t *testing.T) {
 // checkAgentToken: HAProxy's workers drop to an unprivileged user
 // (--haproxy-user), which needs SETUID and SETGID, and must not be able
 // to read the agent's service-account token: it is mounted by hand with
-// mode 0400 instead of automounted with 0644 (issue 14, item 8).
+// mode 0400 instead of automounted with 0644.
 func checkAgentToken(t *testing.T, ds *unstructured.Unstructured) {
 	t.Helper()
 	var d appsv1.DaemonSet

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// TestAPIServerOutage (F4a): kube-apiserver stops for 5 s (plus the time it
+// TestAPIServerOutage: kube-apiserver stops for 5 s (plus the time it
 // takes to start again) under traffic through the VIP. The data plane
 // does not notice (0 failed requests), a replica leads afterwards (the
 // leader keeps the Lease when the outage stays below its renew deadline),

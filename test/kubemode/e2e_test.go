@@ -61,7 +61,8 @@ func TestEndToEnd(t *testing.T) {
 	})
 	t.Logf("LoadBalancer deleted %s after the Ingress", time.Since(deleted).Round(time.Millisecond))
 	// The freed addresses are quarantined (--address-quarantine, 10
-	// minutes by default: issue 14's address takeover): another Ingress
+	// minutes by default, so a squatter's pin cannot take them over at
+	// once): another Ingress
 	// gets the next ones, and nothing answers on the old VIP for it.
 	e.create(e.ingress("web2", "web2.example", nil))
 	vip2, fip2 := addr(e.internal, 2), addr(e.public, 2)

@@ -133,7 +133,7 @@ func TestRefusals(t *testing.T) {
 }
 
 // badIngress has a path with a space, which the API server accepts for
-// pathType ImplementationSpecific and pier refuses (RELIABILITY R4, B4).
+// pathType ImplementationSpecific and pier's path allow-list refuses.
 func (e *env) badIngress(name string) *networkingv1.Ingress {
 	ing := e.ingress(name, name+".example", nil)
 	path := &ing.Spec.Rules[0].HTTP.Paths[0]

@@ -25,7 +25,7 @@ const (
 
 const statusWritten = `msg="ingress status updated"`
 
-// TestLeaderFailover (F3): of two replicas only the Lease holder writes;
+// TestLeaderFailover: of two replicas only the Lease holder writes;
 // after a SIGKILL of the leader the other takes the Lease, no address
 // moves, no Ingress status is rewritten or ever reads empty (polled every
 // 100 ms), traffic through the VIP sees no error, and an Ingress created
@@ -150,7 +150,7 @@ func (e *env) waitHolder(id string, d time.Duration) time.Time {
 	}
 }
 
-// TestLeaseDeleted (F9, as ingress-nginx's status e2e): the Lease is
+// TestLeaseDeleted (as ingress-nginx's status e2e): the Lease is
 // deleted under the leader. Afterwards one replica leads and holds the
 // Lease (a replica that lost it exits, by design, to restart clean), the
 // existing Ingress is not rewritten, and a new Ingress is written once.
@@ -212,7 +212,8 @@ func TestLeaseDeleted(t *testing.T) {
 	}
 }
 
-// leaseDeletedUnderFrozenLeader is the other outcome of F9, forced: the
+// leaseDeletedUnderFrozenLeader is the other outcome of a deleted Lease,
+// forced: the
 // leader ctl-1 is frozen (SIGSTOP, a long GC pause) when its Lease is
 // deleted, so ctl-2 creates it and leads, and applies an Ingress created
 // meanwhile. Resumed, ctl-1 must step down (exit) without writing: its

@@ -8,7 +8,7 @@ import (
 
 // Run from outside a cluster pier is not installed in, `pier controller`
 // says once which namespace is missing and which flag fixes it, and exits
-// (issue 14, item 15: it logged a client-go line every 3 s forever).
+// (it once logged a client-go line every 3 s forever).
 func TestMissingLeaseNamespace(t *testing.T) {
 	e := newEnv(t)
 	api := freeAddr(t)

@@ -173,8 +173,8 @@ func TestKubeBGP(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 		samples := p.Stop()
-		took := failover(t, "BGP F1", samples, fault)
-		t.Logf("BGP F1: killed %d haproxy on %s; the router's best path via %s after %s; served again after %s; %s",
+		took := failover(t, "BGP HAProxy killed", samples, fault)
+		t.Logf("BGP HAProxy killed: %d haproxy on %s; the router's best path via %s after %s; served again after %s; %s",
 			n, serving, other, switched.Sub(fault).Round(time.Millisecond), took.Round(time.Millisecond), harness.Summary(samples))
 		// The supervisor restarts HAProxy; the active node advertises
 		// again, as a standby does: the standby took the preference over
@@ -193,7 +193,7 @@ func TestKubeBGP(t *testing.T) {
 			t.Errorf("1 s after %s's HAProxy came back the router goes via %s with %d paths; want via %s with both (no second move)",
 				serving, via, paths, other)
 		}
-		t.Logf("BGP F1: %s's HAProxy back and advertising; the traffic stays on %s", serving, other)
+		t.Logf("BGP HAProxy killed: %s's HAProxy back and advertising; the traffic stays on %s", serving, other)
 		serving, other = other, serving
 	})
 
@@ -220,7 +220,7 @@ func TestKubeBGP(t *testing.T) {
 		if _, err := w.waitBest(vip, serving, 2, 10*time.Second); err != nil {
 			t.Error(err)
 		}
-		t.Logf("BGP F6: agent on %s killed at %s and restarted; %s", serving, killed.Format("15:04:05.000"), harness.Summary(samples))
+		t.Logf("BGP agent killed: agent on %s killed at %s and restarted; %s", serving, killed.Format("15:04:05.000"), harness.Summary(samples))
 	})
 
 	t.Run("cordon the serving node", func(t *testing.T) {
@@ -272,7 +272,7 @@ func TestKubeBGP(t *testing.T) {
 			_ = w.nodes[serving].SetLink(true)
 			t.Fatal(err)
 		}
-		t.Logf("BGP F7: %s cut off; the router on %s after %s (the hold time: %d s)",
+		t.Logf("BGP link cut: %s cut off; the router on %s after %s (the hold time: %d s)",
 			serving, other, switched.Sub(cut).Round(time.Millisecond), bgpHoldTime)
 		if err := w.nodes[serving].SetLink(true); err != nil {
 			t.Fatal(err)
@@ -281,7 +281,7 @@ func TestKubeBGP(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("BGP F7: link back; %s preferred again after %s", serving, back.Sub(switched).Round(time.Millisecond))
+		t.Logf("BGP link cut: link back; %s preferred again after %s", serving, back.Sub(switched).Round(time.Millisecond))
 	})
 }
 

@@ -25,7 +25,7 @@ const gatewayName = "ha-gw"
 // TestKubePairGateway: a Gateway is a load balancer like an
 // Ingress's, so the active/standby pair holds for it unchanged: placed on
 // both nodes, one MASTER and one BACKUP, and under steady traffic through
-// its VIP, F1 (kill -9 the holder's HAProxy) and a planned handover
+// its VIP, kill -9 of the holder's HAProxy and a planned handover
 // (cordon the holder) move its addresses within the pair's targets.
 func TestKubePairGateway(t *testing.T) {
 	w := newWorldOf(t, worldOptions{gateway: true})
@@ -40,9 +40,9 @@ func TestKubePairGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	vip, fip := netip.MustParseAddr(lb.VIP), netip.MustParseAddr(lb.FIP)
-	t.Run("F1 kill -9 the holder's HAProxy", func(t *testing.T) {
+	t.Run("kill -9 the holder's HAProxy", func(t *testing.T) {
 		holder, other, _ := w.settled(t, vip)
-		f1(t, w, vip, fip, holder, other)
+		killHolderHAProxy(t, w, vip, fip, holder, other)
 	})
 	t.Run("planned handover: cordon the holder", func(t *testing.T) {
 		holder, other, _ := w.settled(t, vip)

@@ -71,7 +71,7 @@ func nftIn(ns, stdin string, args ...string) error {
 	return nil
 }
 
-func f4b(t *testing.T, w *world, vip netip.Addr, holder, other string, placement model.Placement, out outage) {
+func apiOutageWithKill(t *testing.T, w *world, vip netip.Addr, holder, other string, placement model.Placement, out outage) {
 	p := w.probe(vip, recoveryTimeout)
 	time.Sleep(500 * time.Millisecond)
 	// Both nodes hear each other throughout: no split brain, so the API
@@ -115,7 +115,7 @@ func f4b(t *testing.T, w *world, vip netip.Addr, holder, other string, placement
 	reloads := w.reloadCounts(t)
 	// Nothing in the killed node's return (the supervisor's restart, its
 	// gate, its BACKUP role) needs the API server: it must happen during
-	// the outage as it does without one (F1), or the pair has no
+	// the outage as it does without one, or the pair has no
 	// standby until the API server is back.
 	rejoinedAt, rejoinErr := w.rejoined(holder, fault)
 	restore := time.Now()
@@ -133,8 +133,8 @@ func f4b(t *testing.T, w *world, vip netip.Addr, holder, other string, placement
 	converged := time.Since(restore)
 	time.Sleep(2 * time.Second) // anything that moves after the outage would move now
 	samples := p.Stop()
-	took := failover(t, "F4b", samples, fault)
-	t.Logf("F4b (%s): API cut %s; killed %d haproxy on %s %s into it; served again through %s after %s; restored after %s; "+
+	took := failover(t, "API outage", samples, fault)
+	t.Logf("API outage (%s): API cut %s; killed %d haproxy on %s %s into it; served again through %s after %s; restored after %s; "+
 		"roles reported %s after the restore: %s; %s",
 		out.name, cut.Format(time.StampMilli), n, holder, fault.Sub(cut).Round(time.Millisecond), other, took.Round(time.Millisecond),
 		restore.Sub(cut).Round(time.Millisecond), converged.Round(time.Millisecond), describe(lb), harness.Summary(samples))
@@ -143,10 +143,10 @@ func f4b(t *testing.T, w *world, vip netip.Addr, holder, other string, placement
 		if at, err := w.rejoined(holder, fault); err == nil {
 			late = at.Sub(restore).Round(time.Millisecond).String() + " after the restore"
 		}
-		t.Errorf("%s did not rejoin as BACKUP during the %s outage, but %s (F1 without an outage: about 1 s after the kill): "+
+		t.Errorf("%s did not rejoin as BACKUP during the %s outage, but %s (HAProxy killed without an outage: about 1 s after the kill): "+
 			"the pair had no standby until the API server came back", holder, restore.Sub(cut).Round(time.Millisecond), late)
 	} else {
-		t.Logf("F4b (%s): %s rejoined as BACKUP %s after the kill, during the outage", out.name, holder, rejoinedAt.Sub(fault).Round(time.Millisecond))
+		t.Logf("API outage (%s): %s rejoined as BACKUP %s after the kill, during the outage", out.name, holder, rejoinedAt.Sub(fault).Round(time.Millisecond))
 	}
 	if lb.Placement.Active != placement.Active || lb.Placement.Standby != placement.Standby || lb.Placement.RouterID != placement.RouterID {
 		t.Errorf("placement moved during the outage: %+v, was %+v", lb.Placement, placement)

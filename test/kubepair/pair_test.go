@@ -17,19 +17,21 @@ import (
 	"pier.dev/pier/test/harness"
 )
 
-// Targets of issue 8 (docs/failover.md).
+// The failover targets (docs/failover.md): an unplanned move within 1 s, a
+// planned one within 300 ms.
 const (
 	unplannedTarget = time.Second
 	plannedTarget   = 300 * time.Millisecond
 )
 
-// TestKubePair puts the pair through the failures of issue 8 under steady
-// traffic from the client namespace, one after the other on one cluster:
-// the reports, F1 (kill -9 the holder's HAProxy), F6 (kill -9 the
-// holder's agent, then restart it), F4b (an API-server outage for both
-// agents during an F1), a planned handover (cordon the holder) and F7
-// (the holder's link goes down, then up), then 100 endpoint changes and
-// 20 Ingress edits through the API server. Outside F7's cut both nodes are
+// TestKubePair puts the pair through the failures docs/failover.md
+// targets, under steady traffic from the client namespace, one after the
+// other on one cluster: the reports, kill -9 of the holder's HAProxy,
+// kill -9 of the holder's agent (then a restart), an API-server outage for
+// both agents while the holder's HAProxy is killed, a planned handover
+// (cordon the holder) and the holder's link going down, then up; then 100
+// endpoint changes and 20 Ingress edits through the API server. Outside
+// the link cut both nodes are
 // alive and connected, so the VIP and the FIP never have two holders:
 // sampled every 50 ms from start to end.
 func TestKubePair(t *testing.T) {
@@ -91,37 +93,37 @@ func TestKubePair(t *testing.T) {
 
 	// Each part starts from where the VIP is, so that one failing part
 	// does not mislead the next.
-	t.Run("F1 kill -9 the holder's HAProxy", func(t *testing.T) {
+	t.Run("kill -9 the holder's HAProxy", func(t *testing.T) {
 		holder, other, _ := w.settled(t, vip)
-		f1(t, w, vip, fip, holder, other)
+		killHolderHAProxy(t, w, vip, fip, holder, other)
 	})
-	t.Run("F6 kill -9 the holder's agent", func(t *testing.T) {
+	t.Run("kill -9 the holder's agent", func(t *testing.T) {
 		holder, other, lb := w.settled(t, vip)
-		f6(t, w, vip, holder, other, lb.Placement)
+		killHolderAgent(t, w, vip, holder, other, lb.Placement)
 	})
 	t.Run("pod stop: SIGTERM with --on-exit=handover, HAProxy dies with the container", func(t *testing.T) {
 		holder, other, lb := w.settled(t, vip)
 		podStop(t, w, vip, fip, holder, other, lb.Placement)
 	})
-	t.Run("F4b API outage during F1", func(t *testing.T) {
+	t.Run("API refused while the holder's HAProxy is killed", func(t *testing.T) {
 		holder, other, lb := w.settled(t, vip)
-		f4b(t, w, vip, holder, other, lb.Placement, w.refused())
+		apiOutageWithKill(t, w, vip, holder, other, lb.Placement, w.refused())
 	})
-	t.Run("F4b API unreachable during F1", func(t *testing.T) {
+	t.Run("API unreachable while the holder's HAProxy is killed", func(t *testing.T) {
 		holder, other, lb := w.settled(t, vip)
-		f4b(t, w, vip, holder, other, lb.Placement, w.dropped())
+		apiOutageWithKill(t, w, vip, holder, other, lb.Placement, w.dropped())
 	})
 	t.Run("planned handover: cordon the holder", func(t *testing.T) {
 		holder, other, _ := w.settled(t, vip)
 		planned(t, w, vip, fip, holder, other)
 	})
-	t.Run("F7 the holder's link goes down", func(t *testing.T) {
+	t.Run("the holder's link goes down", func(t *testing.T) {
 		holder, other, _ := w.settled(t, vip)
 		// The cut-off node keeps the addresses on its own eth0 (it cannot
 		// know); only the reachable side counts until the link is back.
 		hw.paused.Store(true)
 		defer hw.paused.Store(false)
-		f7(t, w, vip, holder, other)
+		cutHolderLink(t, w, vip, holder, other)
 	})
 	t.Run("edits under load", func(t *testing.T) {
 		holder, _, _ := w.settled(t, vip)
@@ -288,7 +290,7 @@ func failover(t *testing.T, name string, samples []harness.Sample, fault time.Ti
 	return took
 }
 
-func f1(t *testing.T, w *world, vip, fip netip.Addr, holder, other string) {
+func killHolderHAProxy(t *testing.T, w *world, vip, fip netip.Addr, holder, other string) {
 	p := w.probe(vip, recoveryTimeout)
 	time.Sleep(500 * time.Millisecond)
 	fault, n, err := w.killHAProxy(holder)
@@ -303,8 +305,8 @@ func f1(t *testing.T, w *world, vip, fip netip.Addr, holder, other string) {
 	}
 	time.Sleep(500 * time.Millisecond)
 	samples := p.Stop()
-	took := failover(t, "F1", samples, fault)
-	t.Logf("F1: killed %d haproxy processes on %s; VIP on %s after %s (no holder for %s); served again after %s; %s",
+	took := failover(t, "HAProxy killed", samples, fault)
+	t.Logf("HAProxy killed: %d haproxy processes on %s; VIP on %s after %s (no holder for %s); served again after %s; %s",
 		n, holder, other, moved.Sub(fault).Round(time.Millisecond), gap(lastFrom, firstTo), took.Round(time.Millisecond),
 		harness.Summary(samples))
 	if _, err := w.waitHolder(other, fip, time.Second); err != nil {
@@ -323,7 +325,7 @@ func f1(t *testing.T, w *world, vip, fip netip.Addr, holder, other string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("F1: %s rejoined as BACKUP %s after the kill (HAProxy restarted by the supervisor): %s",
+	t.Logf("HAProxy killed: %s rejoined as BACKUP %s after the kill (HAProxy restarted by the supervisor): %s",
 		holder, rejoined.Sub(fault).Round(time.Millisecond), describe(lb))
 }
 
@@ -339,7 +341,7 @@ func (w *world) rejoined(node string, since time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("the agent on %s logged no return to BACKUP since %s", node, since.Format(time.StampMilli))
 }
 
-func f6(t *testing.T, w *world, vip netip.Addr, holder, other string, placement model.Placement) {
+func killHolderAgent(t *testing.T, w *world, vip netip.Addr, holder, other string, placement model.Placement) {
 	masters := w.haproxyMasters(holder)
 	if len(masters) == 0 {
 		t.Fatalf("no HAProxy pid file under %s's state folder", holder)
@@ -373,7 +375,7 @@ func f6(t *testing.T, w *world, vip netip.Addr, holder, other string, placement 
 		t.Fatal(err)
 	}
 	failed := harness.Failed(samples, start, time.Now())
-	t.Logf("F6: agent on %s killed, down %s, restarted and serving its API in %s; %s; %s",
+	t.Logf("agent killed: agent on %s killed, down %s, restarted and serving its API in %s; %s; %s",
 		holder, restarted.Sub(killed).Round(time.Millisecond), up.Round(time.Millisecond), describe(lb), harness.Summary(samples))
 	if len(failed) > 0 {
 		t.Errorf("%d requests failed while the agent was down or restarting, first %+v", len(failed), failed[0])
@@ -459,11 +461,11 @@ func planned(t *testing.T, w *world, vip, fip netip.Addr, holder, other string) 
 	}
 }
 
-// f7 cuts the holder's switch port for less than the heartbeat timeout
-// (so the controller keeps the placement): the other node takes over;
-// when the link is back, the cut node hears the new master and steps
+// cutHolderLink cuts the holder's switch port for less than the heartbeat
+// timeout (so the controller keeps the placement): the other node takes
+// over; when the link is back, the cut node hears the new master and steps
 // down, and the addresses stay where they went.
-func f7(t *testing.T, w *world, vip netip.Addr, holder, other string) {
+func cutHolderLink(t *testing.T, w *world, vip netip.Addr, holder, other string) {
 	fences := w.agents[other].count(fenceLine, "fenced=true")
 	p := w.probe(vip, recoveryTimeout)
 	time.Sleep(500 * time.Millisecond)
@@ -486,8 +488,8 @@ func f7(t *testing.T, w *world, vip netip.Addr, holder, other string) {
 	took := time.Since(fault)
 	time.Sleep(500 * time.Millisecond)
 	samples := p.Stop()
-	recovered := failover(t, "F7", samples, fault)
-	t.Logf("F7: %s cut off; VIP on %s after %s; served again after %s; %s", holder, other,
+	recovered := failover(t, "link cut", samples, fault)
+	t.Logf("link cut: %s cut off; VIP on %s after %s; served again after %s; %s", holder, other,
 		took.Round(time.Millisecond), recovered.Round(time.Millisecond), harness.Summary(samples))
 	time.Sleep(time.Second)
 	healed := time.Now()
@@ -499,7 +501,7 @@ func f7(t *testing.T, w *world, vip netip.Addr, holder, other string) {
 	if err != nil {
 		t.Fatalf("after the link came back: %v", err)
 	}
-	t.Logf("F7: link back; %s alone holds %s after %s (the cut node stepped down)", other, vip, settled.Sub(healed).Round(time.Millisecond))
+	t.Logf("link cut: link back; %s alone holds %s after %s (the cut node stepped down)", other, vip, settled.Sub(healed).Round(time.Millisecond))
 	if _, err := w.waitRoles(15*time.Second, map[string]model.VRRPState{holder: model.VRRPBackup, other: model.VRRPMaster}); err != nil {
 		t.Fatalf("after the link came back: %v; VIP holders now %v; %s logged %d fences by the API arbitration "+
 			"(the nodes hear each other again: none is due)", err, w.lab.Holders(vip), other,

@@ -48,9 +48,9 @@ const (
 	publicPool   = "10.99.0.192/26"
 )
 
-// Heartbeats: a restarted agent (F6) is back well within the timeout, so
-// the controller moves nothing; the API outage (F4b) outlasts it, so the
-// controller sees every agent silent at once.
+// Heartbeats: a restarted agent is back well within the timeout, so the
+// controller moves nothing; the API outage of apiOutageWithKill outlasts
+// it, so the controller sees every agent silent at once.
 const (
 	hbInterval = time.Second
 	hbTimeout  = 6 * time.Second

@@ -179,7 +179,7 @@ func TestNativePair(t *testing.T) {
 		if !ok {
 			t.Fatalf("no request succeeded after the link went down: %s", harness.Summary(samples))
 		}
-		t.Logf("native F7: %s cut off; first success through %s after %s; %s", holder, other, took.Round(time.Millisecond), harness.Summary(samples))
+		t.Logf("native link cut: %s cut off; first success through %s after %s; %s", holder, other, took.Round(time.Millisecond), harness.Summary(samples))
 		if took > unplannedTarget {
 			t.Errorf("failover after link down took %s, target %s", took, unplannedTarget)
 		}

@@ -20,7 +20,8 @@ import (
 	"pier.dev/pier/test/harness"
 )
 
-// Targets of issue 8 (docs/failover.md).
+// The failover targets (docs/failover.md): an unplanned move within 1 s, a
+// planned one within 300 ms.
 const (
 	unplannedTarget = time.Second
 	plannedTarget   = 300 * time.Millisecond
@@ -62,9 +63,9 @@ func (w *holderWatch) run(ctx context.Context, env *Env) {
 }
 
 // TestPair runs `pier run --nodes 2` and puts the pair through the
-// failures of RELIABILITY.md under steady traffic from the client host:
-// F1 (kill -9 the active HAProxy), a planned handover (the holder is
-// cordoned), F7 (the holder's link goes down), endpoint and Ingress edits,
+// failures docs/failover.md targets, under steady traffic from the client
+// host: kill -9 of the active HAProxy, a planned handover (the holder is
+// cordoned), the holder's link going down, endpoint and Ingress edits,
 // and a split brain (VRRP blocked between the nodes, the API arbitrates).
 // Outside the split brain, the VIP never has two holders (sampled every
 // 50 ms).
@@ -107,7 +108,7 @@ func TestPair(t *testing.T) {
 	env.waitRoles(t, map[string]model.VRRPState{active: model.VRRPMaster, standby: model.VRRPBackup})
 	holder, other := active, standby
 
-	t.Run("F1 kill -9 the active HAProxy", func(t *testing.T) {
+	t.Run("kill -9 the active HAProxy", func(t *testing.T) {
 		probe := env.Probe(ctx, RecoveryTimeout)
 		time.Sleep(500 * time.Millisecond)
 		fault, n, err := env.KillHAProxy(holder)
@@ -123,7 +124,7 @@ func TestPair(t *testing.T) {
 		if !ok {
 			t.Fatalf("no request succeeded after the fault: %s", harness.Summary(samples))
 		}
-		t.Logf("F1: killed %d haproxy processes on %s; first success through %s after %s; %s",
+		t.Logf("HAProxy killed: %d haproxy processes on %s; first success through %s after %s; %s",
 			n, holder, other, took.Round(time.Millisecond), harness.Summary(samples))
 		if took > unplannedTarget {
 			t.Errorf("unplanned failover took %s, target %s", took, unplannedTarget)
@@ -181,7 +182,7 @@ func TestPair(t *testing.T) {
 		holder, other = other, holder
 	})
 
-	t.Run("F7 the holder's link goes down", func(t *testing.T) {
+	t.Run("the holder's link goes down", func(t *testing.T) {
 		probe := env.Probe(ctx, RecoveryTimeout)
 		time.Sleep(500 * time.Millisecond)
 		if err := env.Node(holder).SetLink(false); err != nil {
@@ -201,7 +202,7 @@ func TestPair(t *testing.T) {
 		if !ok {
 			t.Fatalf("no request succeeded after the link went down: %s", harness.Summary(samples))
 		}
-		t.Logf("F7: %s cut off; first success through %s after %s; %s", holder, other, took.Round(time.Millisecond), harness.Summary(samples))
+		t.Logf("link cut: %s cut off; first success through %s after %s; %s", holder, other, took.Round(time.Millisecond), harness.Summary(samples))
 		if took > unplannedTarget {
 			t.Errorf("failover after link down took %s, target %s", took, unplannedTarget)
 		}
@@ -295,8 +296,8 @@ func TestPair(t *testing.T) {
 		if h := env.Holders(); len(h) != 1 || h[0] != active {
 			t.Fatalf("holders after the heal: %v, want [%s]", h, active)
 		}
-		// A hot standby takes over through VRRP, as in F1, not after the
-		// API server heard of the failure.
+		// A hot standby takes over through VRRP, as when HAProxy is killed, not
+		// after the API server heard of the failure.
 		watch.armed.Store(true)
 		fault, _, err := env.KillHAProxy(active)
 		if err != nil {
@@ -318,7 +319,7 @@ func TestPair(t *testing.T) {
 	if d := watch.double.Load(); d > 0 {
 		t.Errorf("two holders of %s in %d of %d samples (first %s)", env.VIP, d, watch.samples.Load(), watch.first)
 	} else {
-		t.Logf("holders sampled %d times outside the split brain and F7's cut: never two", watch.samples.Load())
+		t.Logf("holders sampled %d times outside the split brain and the link cut: never two", watch.samples.Load())
 	}
 }
 

@@ -52,7 +52,7 @@ var haproxy_2_6_12_1_deb12u4 = map[string]pinned{
 	"request-line-extra-spaces":           {status: "200", answers: 1, forwarded: true, backend: 1, view: "uri=/c/request-line-extra-spaces/ host=victim.example"},
 	"http-0.9":                            {status: "400", answers: 1, forwarded: false, backend: 0, view: ""},
 	"http-1.0-without-host":               {status: "404", answers: 1, forwarded: false, backend: 0, view: ""},
-	"http-1.1-without-host":               {status: "400", answers: 1, forwarded: false, backend: 0, view: ""}, // pier: RFC 9112 3.2, issue 14 item 7
+	"http-1.1-without-host":               {status: "400", answers: 1, forwarded: false, backend: 0, view: ""}, // pier: RFC 9112 3.2
 	"absolute-form-same-host":             {status: "200", answers: 1, forwarded: true, backend: 1, view: "uri=http://victim.example/c/absolute-form-same-host/ host=victim.example"},
 	"absolute-form-authority-is-victim":   {status: "400", answers: 1, forwarded: false, backend: 0, view: ""},
 	"absolute-form-host-header-is-victim": {status: "400", answers: 1, forwarded: false, backend: 0, view: ""},
@@ -66,7 +66,7 @@ var haproxy_2_6_12_1_deb12u4 = map[string]pinned{
 	// and reach a backend that may normalise them to /admin: pier answers
 	// 400 to them (http-request normalize-uri, which could rewrite them
 	// instead, is experimental in 2.6). One trailing dot of the Host is
-	// the same host (issue 14, items 7 and 11).
+	// the same host.
 	"pier-reject-policy":          {status: "403", answers: 1, forwarded: false, backend: 0, view: ""},
 	"pier-reject-double-slash":    {status: "400", answers: 1, forwarded: false, backend: 0, view: ""},
 	"pier-reject-dot-segment":     {status: "400", answers: 1, forwarded: false, backend: 0, view: ""},

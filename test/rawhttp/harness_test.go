@@ -1,9 +1,9 @@
 // Package rawhttp sends malformed HTTP/1.x, byte for byte, to a real
 // HAProxy running a configuration that render.Config produced, and pins
-// what HAProxy answers and what reaches the backend, per HAProxy version
-// (RELIABILITY.md, "Data-plane probe"). An HAProxy upgrade that changes
-// any answer fails the test with the new table, to be reviewed and
-// pinned, instead of changing pier's exposure silently.
+// what HAProxy answers and what reaches the backend, per HAProxy version.
+// An HAProxy upgrade that changes any answer fails the test with the new
+// table, to be reviewed and pinned, instead of changing pier's exposure
+// silently.
 package rawhttp
 
 import (

@@ -19,14 +19,14 @@ const (
 	annIP                = "pier.dev/external-ip"
 )
 
-// T1 and T2 of issue 14 (items 1 and 4). The victim's Ingress is in group
-// "shop". In one change the attacker (another namespace) joins "shop"
-// with its own pin, which used to move the group's floating IP, and pins
-// the victim's floating IP with Host victim.example, which used to take
-// it over; a newer Ingress of the victim's own namespace pins too. Then
-// the victim is deleted and re-created (a new UID) while the pin waits.
-// The victim keeps its VIP and FIP throughout, and victim.example on them
-// always reaches the victim.
+// Address takeover by a group join and by a squatting pin. The victim's
+// Ingress is in group "shop". In one change the attacker (another
+// namespace) joins "shop" with its own pin, which used to move the group's
+// floating IP, and pins the victim's floating IP with Host victim.example,
+// which used to take it over; a newer Ingress of the victim's own namespace
+// pins too. Then the victim is deleted and re-created (a new UID) while the
+// pin waits. The victim keeps its VIP and FIP throughout, and
+// victim.example on them always reaches the victim.
 func TestAddressTakeover(t *testing.T) {
 	manifests, state := harness.ShortTempDir(t), harness.ShortTempDir(t)
 	victimPort := harness.StartEcho(t, victimEcho, "victim-pod")
@@ -71,7 +71,7 @@ func TestAddressTakeover(t *testing.T) {
 	late := waitProblem(t, p, victimNS, "late", "ExternalIPConflict")
 	t.Logf("newer member's pin refused: %s", late.Message)
 
-	// T2: the victim is deleted; the squatter's pin stays refused. (The
+	// The victim is deleted; the squatter's pin stays refused. (The
 	// victim's own newer Ingress goes first: left alone in the group it
 	// would become its owner, and its pin would then apply, by design.)
 	write(t, manifests, "20-attack.json", attack[:len(attack)-1]...)

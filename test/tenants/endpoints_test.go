@@ -18,7 +18,7 @@ import (
 	"pier.dev/pier/test/harness"
 )
 
-// Item 5 of issue 14: endpoints that loop or reach the node. The attacker's
+// Endpoints that loop or reach the node. The attacker's
 // Service lists, beside its own pod, the victim's VIP (a proxy loop),
 // pier's API (its state on a public address) and the metadata address.
 // None becomes a member: the attacker's Ingress says which and why, its

@@ -8,7 +8,7 @@ import (
 	"pier.dev/pier/test/harness"
 )
 
-// Item 4 of issue 14: naming another namespace's pier.dev/load-balancer
+// Naming another namespace's pier.dev/load-balancer
 // group does not join it unless an administrator shares the group. The
 // attacker's /admin route for victim.example lands on a load balancer of
 // its own; on the victim's addresses, every path still reaches the victim.

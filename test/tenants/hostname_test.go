@@ -14,7 +14,7 @@ import (
 	"pier.dev/pier/test/harness"
 )
 
-// Items 7 and 11 of issue 14: in a group shared with the victim, the
+// In a group shared with the victim, the
 // attacker's host-less catch-all must not take a request meant for the
 // victim's host. Before the fix, "Host: victim.example." (one trailing
 // dot) and an absolute-form request without Host reached the attacker,

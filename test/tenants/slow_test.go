@@ -19,7 +19,7 @@ import (
 	"pier.dev/pier/test/harness"
 )
 
-// Item 6 of issue 14: one tenant's huge group must not hold up another
+// One tenant's huge group must not hold up another
 // tenant's change. The review measured a 10,000-path group taking 13 s
 // per apply and an unrelated load balancer's change waiting 14.7 s
 // behind it (applies are serial in the agent). With map routing such a

@@ -15,8 +15,9 @@ import (
 	"pier.dev/pier/test/harness"
 )
 
-// sharedTLS lets victim and attacker share the group "tls": the attack of
-// T3 needs a shared load balancer, which an administrator must now allow.
+// sharedTLS lets victim and attacker share the group "tls": the
+// certificate attack needs a shared load balancer, which an administrator
+// must now allow.
 var sharedTLS = "--shared-load-balancer=tls=" + victimNS + "," + attackerNS
 
 // tlsVictim starts pier with the victim in group "tls" serving
@@ -47,7 +48,7 @@ func tlsVictimOpts(t *testing.T) (p *harness.Pier, manifests string, cert pemPai
 	return p, manifests, cert, addrs, attackerPort, o, victimPort
 }
 
-// T3 of issue 14: in a group shared with the victim, the attacker's TLS
+// In a group shared with the victim, the attacker's TLS
 // entry names victim.example with an ECDSA certificate, and a second
 // entry has no hosts. Clients asking for victim.example, or for a name
 // nobody serves, must still get the victim's certificate.
@@ -97,7 +98,7 @@ func TestCertificateHijack(t *testing.T) {
 	}
 }
 
-// T4 of issue 14: the attacker's Secret holds a 1024-bit RSA key, which Go
+// The attacker's Secret holds a 1024-bit RSA key, which Go
 // accepts and HAProxy (OpenSSL security level 2) refuses. Only that entry
 // is dropped, with InvalidTLS; the shared load balancer keeps applying
 // changes, and starts again after a restart.

@@ -314,12 +314,12 @@ func (h *Holder) Tick(healthy, servedHere func(uuid string) bool) (map[string]mo
 		h.endLinger()
 	}
 	gates, closing := h.gatesNow(now, held, healthy, servedHere)
-	// The addresses are leaving this node: keep accepting them until the
-	// peer has announced them (linger.go). With HAProxy dead, a client's
-	// SYN is then refused at once and retried, instead of being lost for
-	// a second (F1: 0.1 s to the first success through the peer instead
-	// of 0.35 s). It costs the move a few milliseconds. A drain started
-	// its linger already (PrepareDrain).
+	// The addresses are leaving this node: keep accepting them until the peer
+	// has announced them (linger.go). With HAProxy dead, a client's SYN is
+	// then refused at once and retried, instead of being lost for a second
+	// (with HAProxy killed: 0.1 s to the first success through the peer
+	// instead of 0.35 s). It costs the move a few milliseconds. A drain
+	// started its linger already (PrepareDrain).
 	if len(closing) > 0 && h.lingerUntil.IsZero() {
 		h.linger(closing)
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 // TestContested: the standby steps down only for the active node's word
-// from after its own MASTER report. RELIABILITY F4b: an active node back
+// from after its own MASTER report. An active node back
 // from an API outage renews its heartbeat before its reports follow; its
 // old MASTER report must not fence the standby that took over meanwhile.
 func TestContested(t *testing.T) {

@@ -309,7 +309,7 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) t
 
 // The seeds' case and the eBGP one: both nodes advertise, the router
 // prefers the active node; a withdrawal or a dead speaker moves it to the
-// standby within the 100 ms.
+// standby within 100 ms.
 func TestSpeakerWithBird(t *testing.T) {
 	for _, ibgp := range []bool{true, false} {
 		name := map[bool]string{true: "iBGP local-pref", false: "eBGP MED and prepend"}[ibgp]

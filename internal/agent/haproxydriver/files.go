@@ -22,8 +22,7 @@ import (
 // the fragment (to fragment: the load balancer's Config or Candidate).
 // HAProxy never reads the fragment directly: the process package copies
 // it, checks the copy with `haproxy -c` and only then loads it, so a file
-// HAProxy would refuse is never where a restart picks it up (RELIABILITY
-// 3.3). The crt-list and certificates, which the fragment names by path,
+// HAProxy would refuse is never where a restart picks it up. The crt-list and certificates, which the fragment names by path,
 // are named by their digest (package layout): a new one never replaces
 // what the last good configuration reads. The slot record goes with the
 // fragment it describes, so a new agent renders the same bytes and an

@@ -40,10 +40,10 @@ func (s *oneSecret) rotate(t *testing.T) model.Certificate {
 		Hosts: []string{"tls.example"}, SHA256: pair.SHA256}
 }
 
-// T4 of issue 14: when `haproxy -c` refuses a new configuration, every
-// file the last good one reads (crt-list, certificates) is still there,
-// unchanged, so a restart of HAProxy starts; once a new configuration
-// loads, the old files go.
+// TestRefusedConfigLeavesLastGoodFiles: when `haproxy -c` refuses a new
+// configuration, every file the last good one reads (crt-list,
+// certificates) is still there, unchanged, so a restart of HAProxy starts;
+// once a new configuration loads, the old files go.
 func TestRefusedConfigLeavesLastGoodFiles(t *testing.T) {
 	needHAProxy(t)
 	real, _ := exec.LookPath("haproxy")

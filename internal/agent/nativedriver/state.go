@@ -15,7 +15,8 @@ import (
 )
 
 // uuidPattern is what a load balancer UUID looks like; only such a name
-// becomes a file name (RELIABILITY.md R2).
+// becomes a file name, so a record from a shared store cannot
+// name a path outside the state folder.
 var uuidPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
 
 func validUUID(s string) bool { return uuidPattern.MatchString(s) }

@@ -17,7 +17,7 @@
 // The crt-list, certificate, map and Lua files are named by their content's digest:
 // a new one never overwrites a file the last configuration that loaded
 // reads, so when `haproxy -c` refuses a new set, a restart still finds
-// every file of the last good one (issue 14, T4). The agent prunes the
+// every file of the last good one. The agent prunes the
 // files no configuration reads once a new one has loaded.
 //
 //	slots.json         which member holds which server slot (sticky slots)
@@ -90,8 +90,8 @@ func ValidUUID(s string) bool { return uuidPattern.MatchString(s) }
 
 // LB returns the paths of load balancer uuid. UUIDs are ours, but the
 // store may be shared (a custom resource): check the shape and that the
-// joined path stays where it belongs (RELIABILITY R2, ingress-nginx
-// #13068).
+// joined path stays where it belongs (the Dir/Base check of
+// kubernetes/ingress-nginx#13068).
 func (l Layout) LB(uuid string) (LB, error) {
 	if !ValidUUID(uuid) {
 		return LB{}, fmt.Errorf("load balancer uuid %s is not a UUID", encode.Printable(uuid))
@@ -217,7 +217,7 @@ func (b LB) CertsDir() string { return filepath.Join(b.Dir, "certs") }
 
 // Cert is where certificate certID (PEM, key included) with content
 // digest sha256 (hex) is written. certID must be one of pier's
-// identifiers; the result is checked to stay inside the certs folder (R2).
+// identifiers; the result is checked to stay inside the certs folder.
 func (b LB) Cert(certID, sha256 string) (string, error) {
 	if err := encode.ID("", certID).Err(); err != nil {
 		return "", fmt.Errorf("certificate id: %w", err)

@@ -42,7 +42,7 @@ func TestPaths(t *testing.T) {
 	}
 }
 
-// TestRefusals: R2, a uuid from a shared store never leaves its folder.
+// TestRefusals: a uuid from a shared store never leaves its folder.
 func TestRefusals(t *testing.T) {
 	l, _ := New("/s")
 	for _, uuid := range []string{"", "..", "../x", "0F8A2D3E-1111-4222-8333-444455556666", "0f8a2d3e-1111-4222-8333-444455556666/..", "a/b"} {

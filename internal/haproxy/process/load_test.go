@@ -75,8 +75,8 @@ func unreplayable(url string) *http.Request {
 	return req
 }
 
-// Test 2 (matrix L2): reloads every 250 ms under a keep-alive client and a
-// connection-per-request client; no request may fail.
+// TestReloadUnderLoadZeroErrors: reloads every 250 ms under a keep-alive
+// client and a connection-per-request client; no request may fail.
 func TestReloadUnderLoadZeroErrors(t *testing.T) {
 	e := newEnv(t)
 	configs := []string{e.config("a", ""), e.config("b", "")}
@@ -117,9 +117,9 @@ func TestReloadUnderLoadZeroErrors(t *testing.T) {
 }
 
 // reloadStorm reloads every 250 ms (back to back when a reload takes
-// longer), alternating configs, for at least 5 s and at least 20 reloads: on
-// a slow machine the storm runs longer rather than shrinking. It returns a
-// summary.
+// longer), alternating configs, for at least 5 s and at least 20 reloads:
+// on a slow machine the storm runs longer rather than shrinking. It returns
+// a summary.
 func reloadStorm(t *testing.T, e *env, i *Instance, configs []string) string {
 	const duration, every, minReloads = 5 * time.Second, 250 * time.Millisecond, 20
 	var reloads, failed, maxOld int

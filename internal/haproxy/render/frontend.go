@@ -97,7 +97,7 @@ func writeFrontend(c *encode.Config, v *view, l *listenerView, at layout.LB) {
 
 // refuseAmbiguous answers 400 to a request whose host or path a backend
 // could read otherwise than pier's routing does, so that no request
-// reaches a rule it was not routed by (issue 14, items 7 and 11):
+// reaches a rule it was not routed by:
 //
 //   - no Host header, unless HTTP/1.0 in origin form. HAProxy 2.6 routes
 //     an HTTP/1.1 request without Host, or an absolute-form one
@@ -149,11 +149,11 @@ func refuseAmbiguous(c *encode.Config, l *listenerView) {
 
 // hostVars computes the request host once: Host header, port stripped,
 // lowercased, one trailing dot removed ("victim.example." names the same
-// host as "victim.example"; without this it fell to the host-less rules,
-// issue 14 item 7). For wildcard rules, txn.pier_hwild replaces a non-empty
-// first label and its dot by "*.": "bar.foo.com" gives "*.foo.com", which
-// equals the rule "*.foo.com"; "baz.bar.foo.com" gives "*.bar.foo.com"
-// and "foo.com" gives "*.com", which do not.
+// host as "victim.example"; without this it fell to the host-less rules).
+// For wildcard rules, txn.pier_hwild replaces a non-empty first label and
+// its dot by "*.": "bar.foo.com" gives "*.foo.com", which equals the rule
+// "*.foo.com"; "baz.bar.foo.com" gives "*.bar.foo.com" and "foo.com" gives
+// "*.com", which do not.
 func hostVars(c *encode.Config, l *listenerView) {
 	switch {
 	case l.needHost && l.routes != nil:

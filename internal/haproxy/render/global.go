@@ -42,7 +42,8 @@ func ProcessConf(p layout.Process, draining bool) ([]byte, error) {
 	c.Blank()
 	c.Section(encode.Lit("global"))
 	// expose-fd listeners lets a new worker take the listening sockets
-	// over, so a reload refuses no connection (RELIABILITY.md, reload facts).
+	// over, so a reload refuses no connection (process's
+	// TestReloadUnderLoadZeroErrors holds it).
 	c.Line(encode.Lit("stats"), encode.Lit("socket"), encode.FilePath(p.Socket()),
 		encode.Lit("mode"), encode.Lit("600"), encode.Lit("level"), encode.Lit("admin"),
 		encode.Lit("expose-fd"), encode.Lit("listeners"))

@@ -42,7 +42,7 @@ func startHeldBackend(t *testing.T, name string) (addr string, release func(), a
 // most BackendMaxConn of them at once (queued ones included); the next
 // is answered 503 by HAProxy at once, while another route of the same
 // load balancer keeps serving, and the bound lifts when the backend
-// answers (issue 14, item 5: one route cannot starve a load balancer).
+// answers: one route cannot starve a load balancer.
 func TestIntegrationBackendBound(t *testing.T) {
 	bin := haproxyBin(t)
 	if testing.Short() {

@@ -15,7 +15,7 @@ import (
 const DefaultMaxConfigBytes = 16 << 20
 
 // ErrConfigTooLarge is returned (wrapped) for a LoadBalancer whose
-// haproxy.conf would exceed Options.MaxConfigBytes (RELIABILITY R13).
+// haproxy.conf would exceed Options.MaxConfigBytes.
 var ErrConfigTooLarge = errors.New("configuration too large")
 
 // MaxLineBytes bounds every line pier writes to haproxy.conf. HAProxy

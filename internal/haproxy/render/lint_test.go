@@ -10,13 +10,13 @@ import (
 	"testing"
 )
 
-// TestNoUnencodedOutput is R1's lint: in this package's non-test files,
+// TestNoUnencodedOutput: in this package's non-test files,
 // text can reach a file only through package encode. It fails on
 //   - text/template or html/template,
 //   - any fmt print function (Sprintf, Fprintf, ...) and strconv.Quote*,
 //   - Write/WriteString calls (hand-built buffers),
 //   - a %s, %v or %q in fmt.Errorf whose argument is not wrapped in
-//     encode.Printable (errors reach Events and logs: R6, R12).
+//     encode.Printable (errors reach Events and logs).
 func TestNoUnencodedOutput(t *testing.T) {
 	files, _ := filepath.Glob("*.go")
 	checked := 0

@@ -49,8 +49,8 @@ type Options struct {
 	// MaxConfigBytes caps haproxy.conf (DefaultMaxConfigBytes, 16 MiB).
 	// Config and PlanUpdate refuse a LoadBalancer whose file would be
 	// larger, with an error wrapping ErrConfigTooLarge, so one huge
-	// group cannot make the agent write, check and reload without bound
-	// (RELIABILITY R13); the running configuration stays as it is.
+	// group cannot make the agent write, check and reload without bound;
+	// the running configuration stays as it is.
 	MaxConfigBytes int
 	// SparePools is how many empty backends a shared load balancer (an
 	// Ingress group, a Gateway) keeps for pools that join it without a

@@ -12,7 +12,8 @@ import (
 	"pier.dev/pier/internal/model"
 )
 
-// maxSlots bounds one backend (R13): 4096 servers is already far more
+// maxSlots bounds one backend, so one Service cannot grow the file
+// without end: 4096 servers is already far more
 // than one Service's ready endpoints in practice.
 const maxSlots = 4096
 

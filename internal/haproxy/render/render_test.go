@@ -11,7 +11,7 @@ import (
 // TestRefusals: a spec that breaks a rule is refused whole, with a message
 // naming the problem, and nothing is rendered. The model is re-validated
 // here even though translation validated it: the store may be a custom
-// resource edited by hand (R3).
+// resource edited by hand.
 func TestRefusals(t *testing.T) {
 	base := func() *model.LoadBalancer { return planFixture(members(2)...) }
 	for _, tc := range []struct {
@@ -125,8 +125,9 @@ func TestCrtListDefaultCertificate(t *testing.T) {
 	}
 }
 
-// StrictSNI (a shared load balancer whose owner has no certificate, issue
-// 14 T3) adds strict-sni to every TLS bind, and HAProxy takes it.
+// StrictSNI (a shared load balancer whose owner has no certificate, so
+// another tenant's certificate must not answer for it) adds strict-sni to
+// every TLS bind, and HAProxy takes it.
 func TestStrictSNI(t *testing.T) {
 	var lb *model.LoadBalancer
 	for _, f := range fixtures() {

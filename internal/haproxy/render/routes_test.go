@@ -125,7 +125,7 @@ func TestIntegrationRoutes(t *testing.T) {
 		{"b.a.test", "/p/q", "w-prefix"}, // wildcard before no host, even if shorter
 		{"b.a.test", "/zz", "w-root"},
 		{"c.b.a.test", "/p/q", "a-prefix"}, // two labels: not the wildcard
-		{"a.test.", "/only", "h-root"},     // one trailing dot: the same host (issue 14, item 7)
+		{"a.test.", "/only", "h-root"},     // one trailing dot: the same host
 		{"A.TEST.:80", "/foo", "h-exact"},
 		{"b.test", "/z", "a-root"},
 		{"b.test", "/z/", "a-root"},
@@ -144,7 +144,7 @@ func TestIntegrationRoutes(t *testing.T) {
 		t.Errorf(`Host "a.test/foo", path /bar: %d from %q, want 400 or the default`, code, got)
 	}
 	// Requests a backend could read otherwise than the routing did are
-	// refused (issue 14, items 7 and 11); the look-alikes that are not
+	// refused; the look-alikes that are not
 	// ambiguous still route.
 	for _, tc := range []struct {
 		request string

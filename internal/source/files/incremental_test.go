@@ -19,7 +19,7 @@ import (
 // renames and removals to a manifest tree and checks after each that a
 // Loader reading only what changed gives the same snapshot, problems,
 // error and changed flag as one reading every file (the reader before
-// issue 9). Each variant stresses one way of noticing a change:
+// reads became incremental). Each variant stresses one way of noticing a change:
 //   - default: the production racy window and no hints, as `pier run`
 //     polling; nearly every file is recent, so it is read again;
 //   - stat: a racy window of 30 ms (this kernel stamps files with a tick of

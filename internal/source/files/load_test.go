@@ -535,7 +535,7 @@ func TestLoadNodeWrongVersion(t *testing.T) {
 }
 
 // A large document of a kind pier ignores is skipped before it is
-// converted (issue 14, item 14: an 8 MiB ConfigMap cost ~310 MB; the limit of a file is 8 MiB).
+// converted (an 8 MiB ConfigMap, the limit of a file, once cost ~310 MB).
 func TestLoadSkipsLargeIgnoredKinds(t *testing.T) {
 	dir := t.TempDir()
 	var b strings.Builder
@@ -592,7 +592,7 @@ func TestPeekHeader(t *testing.T) {
 }
 
 // A FIFO swapped in after the scan is refused at once instead of blocking
-// the loader (issue 14, item 12).
+// the loader.
 func TestReadLimitedRefusesFIFO(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "a.yaml")
 	if err := syscall.Mkfifo(path, 0o644); err != nil {
