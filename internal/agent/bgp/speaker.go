@@ -116,6 +116,12 @@ type Peer struct {
 	Password Password
 }
 
+// connectRetry is how long the speaker waits after a session ends
+// before it connects again, and between attempts: a router that restarts
+// has this node's routes again within about this after it listens (GoBGP's
+// default connect-retry is 120 s, bird's own 120 s too).
+const connectRetry = time.Second
+
 // importPolicy is the global RIB's import policy: the speaker's own
 // paths in, every other out.
 const importPolicy = "pier-own-paths-only"
@@ -198,8 +204,10 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 		err := srv.AddPeer(ctx, &api.AddPeerRequest{Peer: &api.Peer{
 			Conf:      &api.PeerConf{NeighborAddress: p.Address.String(), PeerAsn: p.ASN, AuthPassword: string(p.Password)},
 			Transport: &api.Transport{RemotePort: port, PassiveMode: cfg.Netns != ""},
-			// Short retries: a router that restarts is back in seconds.
-			Timers: &api.Timers{Config: &api.TimersConfig{ConnectRetry: 1, HoldTime: hold, KeepaliveInterval: max(hold/3, 1), IdleHoldTimeAfterReset: 1}},
+			// Short retries: a router that restarts is back in seconds,
+			// and GoBGP's default connect-retry is 120 s.
+			Timers: &api.Timers{Config: &api.TimersConfig{ConnectRetry: uint64(connectRetry.Seconds()), HoldTime: hold,
+				KeepaliveInterval: max(hold/3, 1), IdleHoldTimeAfterReset: uint64(connectRetry.Seconds())}},
 			// LocalRestarting sets the Restart and Forwarding bits of the
 			// OPEN: without them a router ends its graceful restart the
 			// moment the new session is up, before this speaker's routes
