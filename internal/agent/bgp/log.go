@@ -79,7 +79,12 @@ func (s *sessionLog) note(msg string, fields gobgplog.Fields) bool {
 	s.since[peer] = now
 	s.mu.Unlock()
 	if msg == "Peer Down" {
-		args := []any{"peer", peer, "state", "down", "reason", fields["Reason"], "retry_every", connectRetry.String()}
+		reason, _ := fields["Reason"].(string)
+		args := []any{"peer", peer, "state", "down", "reason", reason}
+		if hint, ok := reasonHints[reason]; ok {
+			args = append(args, "meaning", hint)
+		}
+		args = append(args, "retry_every", connectRetry.String())
 		if seen {
 			args = append(args, "up_for", now.Sub(last).Round(time.Millisecond).String())
 		}
@@ -93,4 +98,14 @@ func (s *sessionLog) note(msg string, fields gobgplog.Fields) bool {
 	s.l.Info("bgp: session established again; the routes are sent", "peer", peer, "state", "established",
 		"down_for", now.Sub(last).Round(time.Millisecond).String())
 	return true
+}
+
+// reasonHints say what GoBGP's reasons for a session's end mean here. With
+// graceful restart (always on) GoBGP reports a connection that ended
+// without a notification, or by the hold timer, as "graceful-restart".
+var reasonHints = map[string]string{
+	"graceful-restart":   "the connection ended without a notification, or no keepalive came within the hold time: the router restarting or unreachable; it may keep this node's routes for the restart time if it restarts gracefully",
+	"read-failed":        "the connection ended without a notification: the router's BGP process gone, or a reset",
+	"write-failed":       "the connection ended without a notification: the router's BGP process gone, or a reset",
+	"hold-timer-expired": "no keepalive came within the hold time: the router or the path to it is down",
 }

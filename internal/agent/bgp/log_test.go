@@ -25,7 +25,7 @@ func TestSessionLog(t *testing.T) {
 	}
 	peer("Peer Up")
 	time.Sleep(20 * time.Millisecond)
-	peer("Peer Down", "Reason", "peer closed the session")
+	peer("Peer Down", "Reason", "graceful-restart")
 	time.Sleep(30 * time.Millisecond)
 	peer("Peer Up")
 	g.Info("Add a peer configuration", gobgplog.Fields{"Topic": "Peer", "Key": "10.0.0.2"})
@@ -36,7 +36,7 @@ func TestSessionLog(t *testing.T) {
 	}
 	want := [][]string{
 		{"level=INFO", `msg="bgp: session established"`, "peer=10.0.0.1", "state=established"},
-		{"level=WARN", "session lost", "peer=10.0.0.1", "state=down", `reason="peer closed the session"`, "retry_every=1s", "up_for="},
+		{"level=WARN", "session lost", "peer=10.0.0.1", "state=down", "reason=graceful-restart", `meaning="the connection ended without a notification`, "retry_every=1s", "up_for="},
 		{"level=INFO", "session established again", "peer=10.0.0.1", "state=established", "down_for="},
 		{"level=INFO", `msg="Add a peer configuration"`, "Key=10.0.0.2"},
 	}
