@@ -80,6 +80,10 @@ func (s *Speaker) replacePeer(ctx context.Context, addr string) {
 		s.replaced[addr] = time.Now()
 	}
 	s.mu.Unlock()
+	if damped {
+		s.log.Info("bgp: session lost again soon after the last; reconnecting after GoBGP's idle hold (5 s), as for a flapping router",
+			"peer", addr, "since_last", time.Since(last).Round(time.Millisecond).String())
+	}
 	if peer == nil || damped {
 		return
 	}
