@@ -116,10 +116,11 @@ type Peer struct {
 	Password Password
 }
 
-// connectRetry is how long the speaker waits after a session ends
-// before it connects again, and between attempts: a router that restarts
-// has this node's routes again within about this after it listens (GoBGP's
-// default connect-retry is 120 s, bird's own 120 s too).
+// connectRetry is how long the speaker waits between attempts to
+// connect, and after a session ends before the first (sessions.go); GoBGP
+// adds up to as much again as jitter. A router that restarts has this
+// node's routes again within 1–2 s of listening (GoBGP's default
+// connect-retry is 120 s, bird's own 120 s too).
 const connectRetry = time.Second
 
 // importPolicy is the global RIB's import policy: the speaker's own
