@@ -23,6 +23,9 @@ type nodeConfig struct {
 	Name, Self, Router string
 	StateDir           string
 	LB                 model.LoadBalancer
+	// Log is a file the node logs to at Info, what an agent logs by
+	// default (stderr gets warnings only).
+	Log string
 }
 
 // nodeEnv names the variable that makes the test binary a node.
@@ -40,7 +43,17 @@ func runNode() int {
 		fmt.Println(err)
 		return 2
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var handler slog.Handler = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})
+	if cfg.Log != "" {
+		f, err := os.OpenFile(cfg.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			fmt.Println(err)
+			return 2
+		}
+		defer f.Close()
+		handler = slog.NewMultiHandler(handler, slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	logger := slog.New(handler)
 	ctx := context.Background()
 	drv, err := nativedriver.New(nativedriver.Config{StateDir: cfg.StateDir, Logger: logger})
 	if err != nil {

@@ -67,6 +67,9 @@ type world struct {
 	// to the VIP as a resilient next-hop group of the nodes bird has
 	// routes from (resilient.go).
 	resilient bool
+	// bird is the router's bird process, birdConf its configuration.
+	bird     *exec.Cmd
+	birdConf string
 }
 
 // nodeProc is a running node.
@@ -199,17 +202,30 @@ func (w *world) startBird() {
 			"  hold time 3;\n  error wait time 1, 2;\n  ipv4 { import all; export none; gateway direct; };\n}\n",
 			i, routerAddr(i), nodeAddr(i))
 	}
-	confPath := filepath.Join(w.dir, "bird.conf")
+	w.birdConf = filepath.Join(w.dir, "bird.conf")
 	w.sock = filepath.Join(w.dir, "bird.ctl")
-	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
+	if err := os.WriteFile(w.birdConf, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	bird := exec.Command("ip", "netns", "exec", routerNS, "bird", "-f", "-c", confPath, "-s", w.sock, "-P", filepath.Join(w.dir, "bird.pid"))
+	t.Cleanup(func() {
+		if w.bird != nil {
+			_ = w.bird.Process.Kill()
+			_ = w.bird.Wait()
+		}
+	})
+	w.runBird()
+}
+
+// runBird starts bird on its configuration and returns once it answers
+// on its control socket.
+func (w *world) runBird() {
+	t := w.t
+	bird := exec.Command("ip", "netns", "exec", routerNS, "bird", "-f", "-c", w.birdConf, "-s", w.sock, "-P", filepath.Join(w.dir, "bird.pid"))
 	bird.Stderr = os.Stderr
 	if err := bird.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = bird.Process.Kill(); _ = bird.Wait() })
+	w.bird = bird
 	waitFor(t, 5*time.Second, "bird to answer", func() bool { return strings.Contains(w.birdc("show", "status"), "Daemon is up") })
 }
 
@@ -254,7 +270,7 @@ func (w *world) startEndpoints() {
 func (w *world) startNode(i int) {
 	t := w.t
 	cfg := nodeConfig{Name: fmt.Sprintf("n%d", i), Self: nodeAddr(i), Router: routerAddr(i),
-		StateDir: filepath.Join(w.dir, fmt.Sprintf("n%d", i)), LB: w.lb}
+		StateDir: filepath.Join(w.dir, fmt.Sprintf("n%d", i)), LB: w.lb, Log: w.nodeLog(i)}
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -274,6 +290,9 @@ func (w *world) startNode(i int) {
 	}
 	w.nodes[i] = p
 }
+
+// nodeLog is the file node i logs to at Info.
+func (w *world) nodeLog(i int) string { return filepath.Join(w.dir, fmt.Sprintf("n%d.log", i)) }
 
 var nexthopRE = regexp.MustCompile(`nexthop via (\S+)|^\S+ via (\S+)`)
 

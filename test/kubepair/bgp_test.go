@@ -59,7 +59,8 @@ func (w *world) startBird() error {
 	}
 	b := &bird{sock: filepath.Join(dir, "bird.ctl")}
 	b.cmd = w.lab.Client.Command(w.t.Context(), "bird", "-f", "-c", confPath, "-s", b.sock, "-P", filepath.Join(dir, "bird.pid"))
-	logFile, err := os.Create(filepath.Join(w.dir, "bird.log"))
+	// Appended: a restarted bird (router_test.go) keeps its first run's lines.
+	logFile, err := os.OpenFile(filepath.Join(w.dir, "bird.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}

@@ -116,6 +116,13 @@ type Peer struct {
 	Password Password
 }
 
+// connectRetry is how long the speaker waits between attempts to
+// connect, and after a session ends before the first (sessions.go); GoBGP
+// adds up to as much again as jitter. A router that restarts has this
+// node's routes again within 1–2 s of listening (GoBGP's default
+// connect-retry is 120 s, bird's own 120 s too).
+const connectRetry = time.Second
+
 // importPolicy is the global RIB's import policy: the speaker's own
 // paths in, every other out.
 const importPolicy = "pier-own-paths-only"
@@ -134,6 +141,11 @@ type Speaker struct {
 	mu     sync.Mutex
 	routes map[netip.Addr]bool // advertised, by address → active
 	ibgp   bool                // some peer is iBGP
+	log    *slog.Logger
+	// replaced is when each peer was last replaced after its session
+	// ended (sessions.go); stopWatch ends that watch.
+	replaced  map[string]time.Time
+	stopWatch context.CancelFunc
 }
 
 // Start starts the speaker and its sessions.
@@ -159,11 +171,6 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 	if cfg.MaxPrefixes == 0 {
 		cfg.MaxPrefixes = DefaultMaxPrefixes
 	}
-	var limit uint32 // 0: GoBGP's "no limit"
-	if cfg.MaxPrefixes > 0 {
-		limit = uint32(cfg.MaxPrefixes)
-	}
-	hold := uint64(max(cfg.HoldTime.Seconds(), 3)) // BGP's smallest non-zero hold time
 	if cfg.Netns != "" && cfg.ListenPort == 0 {
 		return nil, fmt.Errorf("BGP speaker in namespace %s: a listen port is required", cfg.Netns)
 	}
@@ -171,7 +178,10 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 	if err := serve(srv, cfg.Netns); err != nil {
 		return nil, err
 	}
-	s := &Speaker{cfg: cfg, srv: srv, routes: map[netip.Addr]bool{}}
+	s := &Speaker{cfg: cfg, srv: srv, routes: map[netip.Addr]bool{}, log: cfg.Logger, replaced: map[string]time.Time{}}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
 	listen := int32(-1)
 	if cfg.ListenPort > 0 {
 		listen = int32(cfg.ListenPort)
@@ -191,34 +201,51 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 		if p.ASN == cfg.ASN {
 			s.ibgp = true
 		}
-		port := uint32(p.Port)
-		if port == 0 {
-			port = 179
-		}
-		err := srv.AddPeer(ctx, &api.AddPeerRequest{Peer: &api.Peer{
-			Conf:      &api.PeerConf{NeighborAddress: p.Address.String(), PeerAsn: p.ASN, AuthPassword: string(p.Password)},
-			Transport: &api.Transport{RemotePort: port, PassiveMode: cfg.Netns != ""},
-			// Short retries: a router that restarts is back in seconds.
-			Timers: &api.Timers{Config: &api.TimersConfig{ConnectRetry: 1, HoldTime: hold, KeepaliveInterval: max(hold/3, 1), IdleHoldTimeAfterReset: 1}},
-			// LocalRestarting sets the Restart and Forwarding bits of the
-			// OPEN: without them a router ends its graceful restart the
-			// moment the new session is up, before this speaker's routes
-			// arrive, and moves the traffic away and back. The speaker
-			// then sends its routes once the peer's End-of-RIB came (at
-			// once from a router that sends us nothing), or after the
-			// deferral time.
-			GracefulRestart: &api.GracefulRestart{Enabled: true, RestartTime: uint32(cfg.RestartTime.Seconds()),
-				LocalRestarting: true, DeferralTime: 3},
-			AfiSafis: []*api.AfiSafi{afiSafi(netip.IPv4Unspecified(), limit), afiSafi(netip.IPv6Unspecified(), limit)},
-		}})
-		if err != nil {
+		if err := srv.AddPeer(ctx, s.peerRequest(p, true)); err != nil {
 			srv.Stop()
 			// GoBGP's error names the peer, never its configuration;
 			// the password stays out of it either way.
 			return nil, fmt.Errorf("BGP peer %s: %w", p.Address, err)
 		}
 	}
+	if err := s.watchSessions(); err != nil {
+		srv.Stop()
+		return nil, err
+	}
 	return s, nil
+}
+
+// peerRequest is p's configuration. restarting sets the Restart and
+// Forwarding bits of the OPEN: without them a router ends its graceful
+// restart the moment the new session is up, before this speaker's routes
+// arrive, and moves the traffic away and back. The speaker then sends its
+// routes once the peer's End-of-RIB came (at once from a router that
+// sends us nothing), or after the deferral time. A peer replaced after
+// its session ended (sessions.go) is not restarting: the routes go at
+// once.
+func (s *Speaker) peerRequest(p Peer, restarting bool) *api.AddPeerRequest {
+	cfg := s.cfg
+	hold := uint64(max(cfg.HoldTime.Seconds(), 3)) // BGP's smallest non-zero hold time
+	var limit uint32                               // 0: GoBGP's "no limit"
+	if cfg.MaxPrefixes > 0 {
+		limit = uint32(cfg.MaxPrefixes)
+	}
+	port := uint32(p.Port)
+	if port == 0 {
+		port = 179
+	}
+	retry := uint64(connectRetry.Seconds())
+	return &api.AddPeerRequest{Peer: &api.Peer{
+		Conf:      &api.PeerConf{NeighborAddress: p.Address.String(), PeerAsn: p.ASN, AuthPassword: string(p.Password)},
+		Transport: &api.Transport{RemotePort: port, PassiveMode: cfg.Netns != ""},
+		// Short retries: a router that restarts is back in seconds,
+		// and GoBGP's default connect-retry is 120 s.
+		Timers: &api.Timers{Config: &api.TimersConfig{ConnectRetry: retry, HoldTime: hold,
+			KeepaliveInterval: max(hold/3, 1), IdleHoldTimeAfterReset: retry}},
+		GracefulRestart: &api.GracefulRestart{Enabled: true, RestartTime: uint32(cfg.RestartTime.Seconds()),
+			LocalRestarting: restarting, DeferralTime: 3},
+		AfiSafis: []*api.AfiSafi{afiSafi(netip.IPv4Unspecified(), limit), afiSafi(netip.IPv6Unspecified(), limit)},
+	}}
 }
 
 // afiSafi enables a family with graceful restart and the prefix limit.
@@ -437,6 +464,7 @@ func (s *Speaker) Advertised() map[netip.Addr]bool {
 
 // Stop withdraws everything by closing the sessions.
 func (s *Speaker) Stop(ctx context.Context) {
+	s.stopWatch()
 	_ = s.srv.StopBgp(ctx, &api.StopBgpRequest{})
 	s.srv.Stop()
 }
