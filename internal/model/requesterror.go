@@ -53,7 +53,8 @@ type RequestError struct {
 
 // MaxRecentErrors bounds NodeStatus.RecentErrors: the kinds of error an
 // operator reads at a glance, and a status object that stays small
-// (under 10 KiB of errors with every field at its bound).
+// (under 25 KiB of errors with every field at its bound, a few KiB in
+// practice).
 const MaxRecentErrors = 10
 
 // The bounds of RequestError's strings, in bytes. The CRD's schema

@@ -66,3 +66,25 @@ func TestLastErrors(t *testing.T) {
 	_, _, body = get(t, f.srv.URL+"/ui/lb/u2")
 	mustContain(t, "quiet", body, `id="no-errors"`, "No 5xx answer seen since the serving agent started")
 }
+
+// TestLastErrorsOfAnHTTPRoute: an HTTPRoute's page lists the errors of
+// its rules on the Gateway's load balancer, not another route's.
+func TestLastErrorsOfAnHTTPRoute(t *testing.T) {
+	f := newFixture(t, fakeIngresses{}, gatewayLB("u1", "demo", "gw"))
+	f.h.Gateways = gatewayFixture("demo", "gw", "http", "u1", "v")
+	mine := model.RequestError{First: now.Add(-time.Minute), Last: now.Add(-time.Minute), Count: 5, Status: 504, Namespace: "demo",
+		Route: "web", RouteKind: model.KindHTTPRoute, Service: "web", ServicePort: "80", Member: "10.0.0.1:8080", TerminationState: "sH--"}
+	other := mine
+	other.Route, other.Status = "bad", 502
+	if err := f.store.PutNodeStatus(context.Background(), "u1", model.NodeStatus{Node: "node-a", State: model.StateActive,
+		UpdatedAt: now, RecentErrors: []model.RequestError{mine, other}}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, body := get(t, f.srv.URL+"/ui/httproute/demo/web")
+	rows := regexp.MustCompile(`(?s)<tr class="error">.*?</tr>`).FindAllString(body, -1)
+	if len(rows) != 1 || !strings.Contains(rows[0], ">504<") || !strings.Contains(rows[0], `<a href="/ui/httproute/demo/web">demo/web</a>`) {
+		t.Errorf("route page: %q, want its 504 only", rows)
+	}
+	_, _, body = get(t, f.srv.URL+"/ui/httproute/demo/bad")
+	mustContain(t, "the other route", body, `id="no-errors"`)
+}
