@@ -38,6 +38,21 @@ func RecentErrors(lbs []*model.LoadBalancer) []ErrorRow {
 	return out
 }
 
+// errorsOf are the recent 5xx kinds of route kind namespace/name in
+// every node's report of lb, newest first; nil when none.
+func errorsOf(lb *model.LoadBalancer, kind, namespace, name string) []model.RequestError {
+	var out []model.RequestError
+	for _, r := range lb.Status.Nodes {
+		for _, e := range r.RecentErrors {
+			if e.Of(kind, namespace, name) {
+				out = append(out, e)
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Last.After(out[j].Last) })
+	return out
+}
+
 // PrintErrors writes rows as kubectl-style columns: LOADBALANCER LAST
 // STATUS END COUNT SINCE REQUEST ROUTE SERVICE MEMBER POD NODE
 // REQUEST-ID. LAST and SINCE are ages (of the newest and the first

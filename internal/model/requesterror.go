@@ -51,6 +51,21 @@ type RequestError struct {
 	RequestID string `json:"requestID,omitempty"`
 }
 
+// Of says whether e is an error of route kind namespace/name: its
+// namespace and kind, and its name or one of the names joined when a
+// group's Ingresses share the pool.
+func (e RequestError) Of(kind, namespace, name string) bool {
+	if name == "" || e.Namespace != namespace || e.RouteKind != kind {
+		return false
+	}
+	for n := range strings.SplitSeq(e.Route, ",") {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
 // MaxRecentErrors bounds NodeStatus.RecentErrors: the kinds of error an
 // operator reads at a glance, and a status object that stays small
 // (under 25 KiB of errors with every field at its bound, a few KiB in

@@ -69,3 +69,25 @@ func TestBoundedKeepsEveryFieldWithinItsBound(t *testing.T) {
 		t.Errorf("Bounded changed a sane error:\n%+v\n%+v", got, sane)
 	}
 }
+
+func TestRequestErrorOf(t *testing.T) {
+	shared := model.RequestError{Namespace: "team", Route: "blog,shop", RouteKind: model.KindIngress}
+	for _, c := range []struct {
+		kind, ns, name string
+		want           bool
+	}{
+		{model.KindIngress, "team", "shop", true},
+		{model.KindIngress, "team", "blog", true},
+		{model.KindIngress, "team", "blog,shop", false},
+		{model.KindIngress, "team", "sho", false},
+		{model.KindIngress, "other", "shop", false},
+		{model.KindHTTPRoute, "team", "shop", false},
+	} {
+		if got := shared.Of(c.kind, c.ns, c.name); got != c.want {
+			t.Errorf("Of(%s, %s, %s) = %v, want %v", c.kind, c.ns, c.name, got, c.want)
+		}
+	}
+	if (model.RequestError{Namespace: "team", RouteKind: model.KindIngress}).Of(model.KindIngress, "team", "") {
+		t.Error("an answer no route chose belongs to no route")
+	}
+}

@@ -79,15 +79,5 @@ func errorViewOf(node string, e model.RequestError, now time.Time) errorView {
 // errorsOf keeps the errors of one route: its namespace and name, one of
 // the names when several Ingresses of a group share the pool.
 func errorsOf(kind, namespace, name string) func(model.RequestError) bool {
-	return func(e model.RequestError) bool {
-		if e.Namespace != namespace || e.RouteKind != kind {
-			return false
-		}
-		for _, n := range strings.Split(e.Route, ",") {
-			if n == name {
-				return true
-			}
-		}
-		return false
-	}
+	return func(e model.RequestError) bool { return e.Of(kind, namespace, name) }
 }

@@ -157,6 +157,9 @@ func TestLastErrors(t *testing.T) {
 	if strings.Contains(page, "<script>alert") {
 		t.Error("load balancer's page: the hostile path is markup")
 	}
+	if resp, err := p.Ingress("shop", "web"); err != nil || len(resp.LoadBalancers) != 1 || len(resp.LoadBalancers[0].RecentErrors) != 2 {
+		t.Errorf("the Ingress in the API: %v, %+v; want its load balancer with the 2 kinds", err, resp)
+	}
 	ing := webPage(t, p, "/ui/ingress/shop/web")
 	if n := strings.Count(ing, `<tr class="error">`); n != 2 || !strings.Contains(ing, "e2e-bad-2") {
 		t.Errorf("Ingress page: %d error rows, want 2 with the 502's request id", n)
