@@ -16,6 +16,7 @@ var getKinds = map[string]string{
 	"loadbalancers": "loadbalancers", "loadbalancer": "loadbalancers", "lb": "loadbalancers",
 	"gateways": "gateways", "gateway": "gateways", "gtw": "gateways",
 	"httproutes": "httproutes", "httproute": "httproutes",
+	"errors": "errors", "error": "errors",
 }
 
 func getCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -24,7 +25,7 @@ func getCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	addr := fs.String("api-addr", "127.0.0.1:8082", "address of a running pier's API")
 	output := fs.String("o", "table", "output format: table or json")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: pier get loadbalancers|gateways|httproutes [-o json] [--api-addr ADDR]\n\nFlags:\n")
+		fmt.Fprint(fs.Output(), "Usage: pier get loadbalancers|gateways|httproutes|errors [-o json] [--api-addr ADDR]\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if len(args) == 0 || getKinds[args[0]] == "" {
@@ -62,5 +63,9 @@ func fetchKind(ctx context.Context, kind, addr string) (any, func(io.Writer, tim
 		return routes, func(w io.Writer, now time.Time) error { return api.PrintHTTPRoutes(w, routes, now) }, err
 	}
 	lbs, err := api.ListLoadBalancers(ctx, addr)
+	if kind == "errors" {
+		rows := api.RecentErrors(lbs)
+		return rows, func(w io.Writer, now time.Time) error { return api.PrintErrors(w, rows, now) }, err
+	}
 	return lbs, func(w io.Writer, now time.Time) error { return api.PrintTable(w, lbs, now) }, err
 }

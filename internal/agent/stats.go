@@ -71,7 +71,7 @@ func (a *Agent) withStats(r *model.NodeStatus, lb *model.LoadBalancer) {
 	if a.cfg.RatesEvery > 0 {
 		w := a.rates[lb.UUID].advance(s, time.Now(), a.cfg.RatesEvery)
 		a.rates[lb.UUID] = w
-		r.RequestsPerSecond, r.ErrorShare = w.perSecond, w.errorShare
+		r.RequestsPerSecond, r.ErrorShare, r.RecentErrors = w.perSecond, w.errorShare, w.errors
 	}
 }
 
@@ -87,31 +87,51 @@ func (a *Agent) forgetStats(uuid string) {
 
 // rateWindow measures a load balancer's request rate over windows of at
 // least RatesEvery: the driver's totals when the window began, and the
-// rates the last full window measured.
+// rates the last full window measured. The recent errors are taken when
+// a window closes too: their counts change with every error, and taking
+// them at each report would make a stream of errors a status write every
+// few seconds per load balancer, where the window makes it one.
 type rateWindow struct {
 	began                 time.Time // zero: no window yet
 	requests, errors5xx   uint64
 	perSecond, errorShare float64
+	errors                []model.RequestError
 }
 
 // advance closes the window once it is at least every long and opens the next;
-// before that it keeps the last window's rates. Totals that went down (a
-// driver made anew) open a window without a rate.
+// before that it keeps the last window's rates and errors. Totals that
+// went down (a driver made anew) open a window without a rate, and keep
+// the errors.
 func (w rateWindow) advance(s driver.Stats, now time.Time, every time.Duration) rateWindow {
 	elapsed := now.Sub(w.began)
 	switch {
 	case w.began.IsZero() || s.Requests < w.requests || s.Errors5xx < w.errors5xx:
-		return rateWindow{began: now, requests: s.Requests, errors5xx: s.Errors5xx}
+		return rateWindow{began: now, requests: s.Requests, errors5xx: s.Errors5xx, errors: w.errors}
 	case elapsed < every:
 		return w
 	}
 	requests := s.Requests - w.requests
 	next := rateWindow{began: now, requests: s.Requests, errors5xx: s.Errors5xx,
-		perSecond: twoFigures(float64(requests) / elapsed.Seconds())}
+		perSecond: twoFigures(float64(requests) / elapsed.Seconds()), errors: recentErrors(s.RecentErrors)}
 	if requests > 0 {
 		next.errorShare = twoFigures(float64(min(s.Errors5xx-w.errors5xx, requests)) / float64(requests))
 	}
 	return next
+}
+
+// recentErrors is a report's copy of the driver's list, at most
+// model.MaxRecentErrors, each bounded again (a driver is trusted no more
+// than a client: the API server refuses a report past the schema's
+// bounds).
+func recentErrors(in []model.RequestError) []model.RequestError {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]model.RequestError, min(len(in), model.MaxRecentErrors))
+	for i := range out {
+		out[i] = in[i].Bounded()
+	}
+	return out
 }
 
 // twoFigures rounds x to two significant figures (1234 -> 1200, 0.0456

@@ -214,3 +214,41 @@ func TestRateWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestRecentErrorsOncePerWindow: the recent errors change a report only
+// when a rate window closes, whatever the driver counted meanwhile, so a
+// stream of errors is one status write a window; a new driver keeps the
+// last ones shown.
+func TestRecentErrorsOncePerWindow(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	every := 10 * time.Second
+	errs := func(n uint64) []model.RequestError {
+		return []model.RequestError{{Status: 502, Count: n, Path: "/x\x1b", First: t0, Last: t0.Add(time.Duration(n) * time.Second)}}
+	}
+	var w rateWindow
+	w = w.advance(driver.Stats{Requests: 10, Errors5xx: 1, RecentErrors: errs(1)}, t0, every)
+	if w.errors != nil {
+		t.Fatalf("first look: %+v, want none until a window closes", w.errors)
+	}
+	w = w.advance(driver.Stats{Requests: 20, Errors5xx: 2, RecentErrors: errs(2)}, t0.Add(5*time.Second), every)
+	if w.errors != nil {
+		t.Fatalf("mid-window: %+v", w.errors)
+	}
+	w = w.advance(driver.Stats{Requests: 30, Errors5xx: 3, RecentErrors: errs(3)}, t0.Add(10*time.Second), every)
+	if len(w.errors) != 1 || w.errors[0].Count != 3 || w.errors[0].Path != "/x%1B" {
+		t.Fatalf("window closed: %+v, want the driver's, bounded", w.errors)
+	}
+	w = w.advance(driver.Stats{Requests: 40, Errors5xx: 9, RecentErrors: errs(9)}, t0.Add(15*time.Second), every)
+	if w.errors[0].Count != 3 {
+		t.Errorf("mid-window: count %d, want the window's 3", w.errors[0].Count)
+	}
+	w = w.advance(driver.Stats{Requests: 1}, t0.Add(16*time.Second), every)
+	if len(w.errors) != 1 || w.errors[0].Count != 3 {
+		t.Errorf("new driver: %+v, want the last shown kept", w.errors)
+	}
+	many := make([]model.RequestError, 3*model.MaxRecentErrors)
+	w = w.advance(driver.Stats{Requests: 2, RecentErrors: many}, t0.Add(30*time.Second), every)
+	if len(w.errors) != model.MaxRecentErrors {
+		t.Errorf("%d errors from a driver listing %d, want %d", len(w.errors), len(many), model.MaxRecentErrors)
+	}
+}

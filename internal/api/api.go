@@ -88,6 +88,10 @@ type IngressLoadBalancer struct {
 	Message string `json:"message,omitempty"`
 	// Serving: the active node serves the current spec.
 	Serving bool `json:"serving"`
+	// RecentErrors are the recent 5xx kinds of the Ingress's routes
+	// that the load balancer's nodes report, newest first (see
+	// model.NodeStatus.RecentErrors).
+	RecentErrors []model.RequestError `json:"recentErrors,omitempty"`
 }
 
 // Handler routes the API.
@@ -215,7 +219,8 @@ func servingIngress(lbs []*model.LoadBalancer, ing *networkingv1.Ingress) []Ingr
 			if state == "" {
 				state = model.StatePending
 			}
-			out = append(out, IngressLoadBalancer{UUID: lb.UUID, Name: lb.Name, State: state, Message: lb.Status.Message, Serving: lb.Serving()})
+			out = append(out, IngressLoadBalancer{UUID: lb.UUID, Name: lb.Name, State: state, Message: lb.Status.Message, Serving: lb.Serving(),
+				RecentErrors: errorsOf(lb, model.KindIngress, ing.Namespace, ing.Name)})
 			break
 		}
 	}

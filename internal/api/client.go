@@ -72,39 +72,43 @@ func getJSON(ctx context.Context, addr, path string, v any) error {
 // PrintTable writes load balancers as kubectl-style columns.
 func PrintTable(w io.Writer, lbs []*model.LoadBalancer, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tPROVIDER\tSOURCE\tVIP\tFIP\tSTATE\tACTIVE\tSTANDBY\tMEMBERS\tREQ/S\t5XX\tAGE")
+	fmt.Fprintln(tw, "NAME\tPROVIDER\tSOURCE\tVIP\tFIP\tSTATE\tACTIVE\tSTANDBY\tMEMBERS\tREQ/S\t5XX\tLAST-5XX\tAGE")
 	for _, lb := range lbs {
 		state := string(lb.Status.State)
 		if state == "" {
 			state = string(model.StatePending)
 		}
-		members, rate, errors := traffic(lb)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", lb.Name, lb.Provider, sourceOf(lb), dash(lb.VIP), dash(lb.FIP),
-			state, withRole(lb, lb.Placement.Active), standbyCell(lb), members, rate, errors, age(now.Sub(lb.CreatedAt)))
+		t := traffic(lb, now)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", lb.Name, lb.Provider, sourceOf(lb), dash(lb.VIP), dash(lb.FIP),
+			state, withRole(lb, lb.Placement.Active), standbyCell(lb), t.members, t.rate, t.errors, t.last, age(now.Sub(lb.CreatedAt)))
 	}
 	return tw.Flush()
 }
 
+// trafficCells are the MEMBERS, REQ/S, 5XX and LAST-5XX cells.
+type trafficCells struct{ members, rate, errors, last string }
+
 // traffic is what the node serving lb (the holder, else the active node)
 // reports: members up of members, as its HAProxy's health checks see
 // them ("2/3"), requests per second and the 5xx share over its agent's
-// last rate window; "-" for what it has not reported, and the rates of a
-// native load balancer (no HAProxy counts its requests).
-func traffic(lb *model.LoadBalancer) (members, rate, errors string) {
+// last rate window, and its newest 5xx ("502 3m": pier get errors lists
+// them); "-" for what it has not reported, and the rates of a native
+// load balancer (no HAProxy counts its requests).
+func traffic(lb *model.LoadBalancer, now time.Time) trafficCells {
 	node := lb.Status.Holder
 	if node == "" {
 		node = lb.Placement.Active
 	}
 	r, ok := lb.Status.Report(node)
 	if !ok {
-		return "-", "-", "-"
+		return trafficCells{"-", "-", "-", "-"}
 	}
-	members = fmt.Sprintf("%d/%d", r.MembersUp, r.Members)
+	members := fmt.Sprintf("%d/%d", r.MembersUp, r.Members)
 	if lb.Provider != model.ProviderHAProxy {
-		return members, "-", "-"
+		return trafficCells{members, "-", "-", "-"}
 	}
-	return members, strconv.FormatFloat(r.RequestsPerSecond, 'f', -1, 64),
-		strconv.FormatFloat(math.Round(r.ErrorShare*1e4)/100, 'f', -1, 64) + "%"
+	return trafficCells{members, strconv.FormatFloat(r.RequestsPerSecond, 'f', -1, 64),
+		strconv.FormatFloat(math.Round(r.ErrorShare*1e4)/100, 'f', -1, 64) + "%", lastError(r, now)}
 }
 
 // sourceOf names what a load balancer serves, kind first:

@@ -512,9 +512,15 @@ type NodeStatus struct {
 	// --report-rates-every in Kubernetes mode), each rounded to two
 	// significant figures so that a report is written again only when
 	// they change by that much.
-	RequestsPerSecond float64   `json:"requestsPerSecond,omitempty"`
-	ErrorShare        float64   `json:"errorShare,omitempty"`
-	UpdatedAt         time.Time `json:"updatedAt,omitempty"`
+	RequestsPerSecond float64 `json:"requestsPerSecond,omitempty"`
+	ErrorShare        float64 `json:"errorShare,omitempty"`
+	// RecentErrors are the kinds of 5xx answer the load balancer gave on
+	// this node most recently, newest first, at most MaxRecentErrors,
+	// each Bounded: read from the access-log lines, and taken with the
+	// rates once a rate window, so that a stream of errors is one report
+	// a window, not one per error.
+	RecentErrors []RequestError `json:"recentErrors,omitempty"`
+	UpdatedAt    time.Time      `json:"updatedAt,omitempty"`
 }
 
 // MaxMembersDown bounds NodeStatus.MembersDown: enough to say which

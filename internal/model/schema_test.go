@@ -56,8 +56,44 @@ func TestCRDSchemaCoversModel(t *testing.T) {
 	}
 }
 
+// TestCRDSchemaBoundsRecentErrors: the schema's bounds of a report's
+// recent errors are the ones RequestError.Bounded keeps to, so that no
+// report an agent makes is refused for a long path.
+func TestCRDSchemaBoundsRecentErrors(t *testing.T) {
+	b, err := os.ReadFile("../../deploy/crd-loadbalancers.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crd struct {
+		Spec struct {
+			Versions []struct {
+				Schema struct {
+					OpenAPIV3Schema schema `json:"openAPIV3Schema"`
+				} `json:"schema"`
+			} `json:"versions"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(b, &crd); err != nil || len(crd.Spec.Versions) != 1 {
+		t.Fatalf("%v, %d versions", err, len(crd.Spec.Versions))
+	}
+	list := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"].Properties["nodes"].Items.Properties["recentErrors"]
+	if list.MaxItems != model.MaxRecentErrors || list.Items == nil {
+		t.Fatalf("recentErrors: maxItems %d, want %d", list.MaxItems, model.MaxRecentErrors)
+	}
+	for name, max := range map[string]int{"method": model.MaxErrorMethod, "host": model.MaxErrorHost, "path": model.MaxErrorPath,
+		"namespace": model.MaxErrorName, "route": model.MaxErrorRoute, "routeKind": model.MaxErrorKind, "service": model.MaxErrorName,
+		"servicePort": model.MaxErrorPort, "member": model.MaxErrorMember, "pod": model.MaxErrorName,
+		"terminationState": model.MaxErrorTerm, "requestID": model.MaxErrorRequestID} {
+		if got := list.Items.Properties[name].MaxLength; got != max {
+			t.Errorf("recentErrors[].%s: maxLength %d, want %d", name, got, max)
+		}
+	}
+}
+
 type schema struct {
 	Type                 string            `json:"type"`
+	MaxLength            int               `json:"maxLength"`
+	MaxItems             int               `json:"maxItems"`
 	Properties           map[string]schema `json:"properties"`
 	Items                *schema           `json:"items"`
 	AdditionalProperties *schema           `json:"additionalProperties"`

@@ -27,11 +27,13 @@ type lbPage struct {
 	Nodes        []nodeReport
 	// Holder is the node whose agent reports VRRP MASTER; History its
 	// changes, newest first (what an operator reads first).
-	Holder     string
-	History    []holderChange
-	Listeners  []listenerView
-	Pools      []poolView
-	Problems   []problemView
+	Holder    string
+	History   []holderChange
+	Listeners []listenerView
+	Pools     []poolView
+	Problems  []problemView
+	// Errors are the recent 5xx kinds the nodes report, newest first.
+	Errors     []errorView
 	Config     string
 	ConfigNote string
 }
@@ -154,6 +156,7 @@ func buildLB(lb *model.LoadBalancer, problems map[string][]model.Problem, now ti
 		VIP: Clean(lb.VIP), FIP: Clean(lb.FIP), RequestedFIP: Clean(lb.RequestedFIP),
 		Created: lb.CreatedAt, Age: Age(now.Sub(lb.CreatedAt)), Sources: sourceLinks(lb.Sources)}
 	p.Nodes = nodeReports(lb)
+	p.Errors = recentErrors(lb, now, nil)
 	p.Holder = Clean(lb.Status.Holder)
 	for i := len(lb.Status.History) - 1; i >= 0; i-- {
 		c := lb.Status.History[i]

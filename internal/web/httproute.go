@@ -2,10 +2,15 @@ package web
 
 import (
 	"net/http"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"pier.dev/pier/internal/model"
 )
 
 type routePage struct {
@@ -14,6 +19,8 @@ type routePage struct {
 	UID      string
 	Rules    []routeRuleView
 	Problems []problemView
+	// Errors are the recent 5xx kinds of its rules, newest first.
+	Errors []errorView
 }
 
 func (p *routePage) etagSource() any { return p }
@@ -33,7 +40,14 @@ func (h *Handler) httpRoute(w http.ResponseWriter, r *http.Request) {
 	gws, routes := h.gatewayStates()
 	for _, rt := range routes {
 		if rt.Route.Namespace == ns && rt.Route.Name == name {
-			h.page(w, r, http.StatusOK, "httproute", buildRoute(rt, gatewaySet(gws), h))
+			lbs, err := h.Store.List(r.Context())
+			if err != nil {
+				h.fail(w, r, err)
+				return
+			}
+			p := buildRoute(rt, gatewaySet(gws), h)
+			p.Errors = routeErrors(lbs, model.Source{Kind: model.KindHTTPRoute, Namespace: ns, Name: name}, h.now())
+			h.page(w, r, http.StatusOK, "httproute", p)
 			return
 		}
 	}
@@ -63,6 +77,24 @@ func buildRoute(rt HTTPRouteInfo, ours map[string]bool, h *Handler) *routePage {
 		p.Problems = append(p.Problems, buildProblem(pr))
 	}
 	return p
+}
+
+// routeErrors are the recent 5xx kinds of route's rules, from the load
+// balancers one of whose policies it made, newest first.
+func routeErrors(lbs []*model.LoadBalancer, route model.Source, now time.Time) []errorView {
+	var out []errorView
+	for _, lb := range lbs {
+		if !slices.ContainsFunc(lb.Listeners, func(l model.Listener) bool {
+			return slices.ContainsFunc(l.Policies, func(p model.L7Policy) bool {
+				return p.Source.Kind == route.Kind && p.Source.Namespace == route.Namespace && p.Source.Name == route.Name
+			})
+		}) {
+			continue
+		}
+		out = append(out, recentErrors(lb, now, errorsOf(route.Kind, route.Namespace, route.Name))...)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Created.After(out[j].Created) })
+	return out
 }
 
 // matchString is one match as "PathPrefix /api, header X-A=1, query q=1,

@@ -61,6 +61,8 @@ type ingressPage struct {
 	TLS         []keyValue // secret name → hosts
 	Policies    []ingressPolicy
 	Problems    []problemView
+	// Errors are the recent 5xx kinds of its routes, newest first.
+	Errors []errorView
 }
 
 func (p *ingressPage) etagSource() any { return p }
@@ -205,6 +207,7 @@ func buildIngress(in IngressInfo, lbs []*model.LoadBalancer, now time.Time) *ing
 	}
 	key := ing.Namespace + "/" + ing.Name
 	for _, lb := range byIngress[key] {
+		p.Errors = append(p.Errors, recentErrors(lb, now, errorsOf(model.KindIngress, ing.Namespace, ing.Name))...)
 		page := buildLB(lb, nil, now)
 		for _, l := range page.Listeners {
 			for _, pol := range l.Policies {
@@ -218,6 +221,7 @@ func buildIngress(in IngressInfo, lbs []*model.LoadBalancer, now time.Time) *ing
 	for _, pr := range in.Problems {
 		p.Problems = append(p.Problems, buildProblem(pr))
 	}
+	sort.SliceStable(p.Errors, func(i, j int) bool { return p.Errors[i].Created.After(p.Errors[j].Created) })
 	return p
 }
 

@@ -48,8 +48,14 @@ func TestHostileStringsAreText(t *testing.T) {
 	f := newFixture(t, hostileIngresses(), hostileLB())
 	// The hostile standby takes the addresses: its name reaches the
 	// holder line and the failover history.
+	// Its recent errors carry hostile requests (what a client sends
+	// reaches them) and hostile names (what a status writer could put
+	// there), on the route of the hostile Ingress.
+	hostileErr := model.RequestError{First: now.Add(-time.Minute), Last: now, Count: 3, Status: 502, Method: hostileImg,
+		Host: hostileBidi, Path: "/" + hostileScript + "\x1b[2J", Namespace: "demo", Route: hostileScript, RouteKind: "Ingress",
+		Service: hostileImg, ServicePort: hostileBidi, Member: hostileScript, Pod: hostileImg, TerminationState: hostileScript, RequestID: hostileImg}
 	if err := f.store.PutNodeStatus(context.Background(), "u9", model.NodeStatus{Node: hostileScript, State: model.StateActive,
-		VRRP: model.VRRPMaster, Message: hostileImg, UpdatedAt: now}); err != nil {
+		VRRP: model.VRRPMaster, Message: hostileImg, UpdatedAt: now, RecentErrors: []model.RequestError{hostileErr}}); err != nil {
 		t.Fatal(err)
 	}
 	f.h.Config = func(*model.LoadBalancer) ([]byte, error) { return []byte("# " + hostileScript + "\n"), nil }
@@ -79,8 +85,17 @@ func TestHostileStringsAreText(t *testing.T) {
 		"held by <b>&lt;script&gt;alert(1)&lt;/script&gt;</b>", `<td>&lt;script&gt;alert(1)&lt;/script&gt;</td></tr>`)
 	// Links made of hostile names are escaped as paths and stay on this site.
 	mustContain(t, "detail", body, `href="/ui/ingress/demo/%3Cscript%3Ealert%281%29%3C%2Fscript%3E"`)
+	// The error row: every field text, the path's control byte
+	// percent-encoded, the bidi override shown, nothing obeyed.
+	mustContain(t, "detail errors", body, `<tr class="error">`, `<code>&#34;&gt;&lt;img src=x onerror=alert(2)&gt;</code>`,
+		"/&lt;script&gt;alert(1)&lt;/script&gt;%1B[2J", "admin%E2%80%AEgnp.exe",
+		`href="/ui/ingress/demo/%3Cscript%3Ealert%281%29%3C%2Fscript%3E"`)
 	_, _, body = get(t, f.srv.URL+"/ui/ingress/demo/"+pathEscape(hostileScript))
 	mustContain(t, "ingress", body, "InvalidHost", "pier.dev/load-balancer", "refused")
+	mustContain(t, "ingress errors", body, `<tr class="error">`, "/&lt;script&gt;alert(1)&lt;/script&gt;%1B[2J")
+	if strings.Contains(body, "\x1b") {
+		t.Error("ingress page: an escape byte from a request reached the page")
+	}
 }
 
 func pathEscape(s string) string { return url.PathEscape(s) }

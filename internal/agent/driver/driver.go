@@ -120,6 +120,10 @@ type Stats struct {
 	// RefreshMembers on, across reloads; a reload's old worker's last
 	// requests are not counted. A rate is their change over a time.
 	Requests, Errors5xx uint64
+	// RecentErrors are the kinds of 5xx answer the load balancer gave
+	// here most recently, newest first (model.NodeStatus.RecentErrors),
+	// as of the last line the driver read; nil when it reads none.
+	RecentErrors []model.RequestError
 }
 
 // Reporter is implemented by a driver that can tell an operator how a

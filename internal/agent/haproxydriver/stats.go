@@ -25,20 +25,30 @@ func refreshTimeout(commands int) time.Duration {
 	return time.Second + time.Duration(commands)*time.Millisecond
 }
 
-// Stats returns what the driver counted for load balancer uuid and the
-// members up as of the last RefreshMembers. It does no I/O.
+// Stats returns what the driver counted for load balancer uuid, the
+// members up as of the last RefreshMembers, and its recent 5xx from the
+// access-log lines. It does no I/O.
 func (d *Driver) Stats(uuid string) driver.Stats {
+	s, ok := d.counts(uuid)
+	if ok && d.accessLog != nil {
+		s.RecentErrors = d.accessLog.RecentErrors(uuid)
+	}
+	return s
+}
+
+// counts are the numbers Stats reads under the driver's lock.
+func (d *Driver) counts(uuid string) (driver.Stats, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	inst := d.lbs[uuid]
 	if inst == nil {
-		return driver.Stats{}
+		return driver.Stats{}, false
 	}
 	s := inst.stats
 	if inst.result != nil {
 		s.Members = len(inst.result.Members())
 	}
-	return s
+	return s, true
 }
 
 // RefreshMembers asks HAProxy which members of the load balancers uuids

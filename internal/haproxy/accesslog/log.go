@@ -20,7 +20,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -92,6 +91,10 @@ func (l *Log) Set(lb *model.LoadBalancer) {
 		seen = old.seen
 	}
 	info := infoOf(lb, l.cfg.Options, l.cfg.Metrics, seen)
+	info.errors = &errorRing{}
+	if old != nil {
+		info.errors = old.errors
+	}
 	if old != nil {
 		kept := map[string]bool{}
 		for _, r := range info.routes() {
@@ -245,6 +248,12 @@ func (l *Log) handle(b []byte) {
 	if l.cfg.Options.Metrics {
 		count(r, &in)
 	}
+	var line Line
+	made := false
+	if isError(in.Status) {
+		line, made = lineOf(&in, info, r), true
+		info.errors.add(errorOf(&in, r, &line))
+	}
 	every := info.plan.AgentSample
 	switch {
 	case every == 0:
@@ -254,7 +263,9 @@ func (l *Log) handle(b []byte) {
 		l.lineResult("sampled")
 		return
 	}
-	line := lineOf(&in, info, r)
+	if !made {
+		line = lineOf(&in, info, r)
+	}
 	l.scratch = append(appendLine(l.scratch[:0], &line), '\n')
 	l.outMu.Lock()
 	l.out.Write(l.scratch)
@@ -363,13 +374,11 @@ func lineOf(in *wire, info *lbInfo, r *route) Line {
 
 // timeOf turns HAProxy's "seconds.milliseconds" into RFC 3339 UTC.
 func timeOf(n json.Number) string {
-	sec, frac, _ := cutDot(string(n))
-	s, err := strconv.ParseInt(sec, 10, 64)
-	if err != nil {
+	t := timeAt(n)
+	if t.IsZero() {
 		return ""
 	}
-	ms, _ := strconv.Atoi(frac)
-	return time.Unix(s, int64(ms)*int64(time.Millisecond)).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	return t.Format("2006-01-02T15:04:05.000Z07:00")
 }
 
 func cutDot(s string) (string, string, bool) {

@@ -28,6 +28,9 @@ type lbInfo struct {
 	pools map[string]*route // by pool id
 	// seen counts the lines received, for the agent's sampling.
 	seen *atomic.Uint64
+	// errors are the recent 5xx kinds (errors.go); like seen, kept
+	// when the load balancer is set again.
+	errors *errorRing
 }
 
 // route is where a line's request went, and its metrics.

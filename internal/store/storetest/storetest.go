@@ -286,7 +286,12 @@ func testPutNodeStatus(t *testing.T, s store.Store) {
 	mustPut(t, s, Sample("a"))
 	report := model.NodeStatus{Node: "node-a", State: model.StateError, Message: "haproxy -c failed",
 		SpecHash: "h0", ConfigHash: "c0", MembersUp: 1, Members: 3, MembersDown: []string{"10.1.0.5:8080", "[fd00::5]:8080"},
-		RequestsPerSecond: 1200, ErrorShare: 0.046}
+		RequestsPerSecond: 1200, ErrorShare: 0.046,
+		RecentErrors: []model.RequestError{{First: time.Date(2026, 12, 2, 3, 0, 0, 7e6, time.UTC), Last: time.Date(2026, 12, 2, 3, 14, 9, 86e6, time.UTC),
+			Count: 4213, Status: 502, Method: "GET", Host: "shop.example", Path: "/cart", Namespace: "team", Route: "shop", RouteKind: "Ingress",
+			Service: "web", ServicePort: "80", Member: "10.1.0.5:8080", Pod: "web-7f9c", TerminationState: "SH--",
+			RequestID: "eac14d8a-2460-4362-aef6-3e20e73e5348"}, {First: time.Date(2026, 12, 2, 3, 1, 0, 0, time.UTC),
+			Last: time.Date(2026, 12, 2, 3, 1, 0, 0, time.UTC), Count: 1, Status: 503, TerminationState: "SC--"}}}
 	mustReport(t, s, "a", report)
 	want := Sample("a")
 	want.Status = summary(report)
