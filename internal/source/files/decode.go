@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 	"sigs.k8s.io/yaml"
 )
@@ -34,6 +35,7 @@ func newDecoder() (*runtime.Scheme, runtime.Decoder) {
 	utilruntime.Must(discoveryv1.AddToScheme(s))
 	utilruntime.Must(gwv1.Install(s))
 	utilruntime.Must(gwv1beta1.Install(s))
+	utilruntime.Must(gwv1alpha2.Install(s))
 	return s, serializer.NewCodecFactory(s, serializer.EnableStrict).UniversalDeserializer()
 }
 
@@ -53,6 +55,8 @@ var keptKinds = map[schema.GroupVersionKind]bool{
 	gwv1.SchemeGroupVersion.WithKind("Gateway"):      true,
 	gwv1.SchemeGroupVersion.WithKind("HTTPRoute"):    true,
 	gwv1.SchemeGroupVersion.WithKind("GRPCRoute"):    true,
+	// TCPRoute is v1alpha2, in the experimental channel of v1.4.
+	gwv1alpha2.SchemeGroupVersion.WithKind("TCPRoute"): true,
 	// v1beta1 is ReferenceGrant's version in the v1.4 standard channel.
 	gwv1beta1.SchemeGroupVersion.WithKind("ReferenceGrant"): true,
 }
