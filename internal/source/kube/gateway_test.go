@@ -19,6 +19,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 	gwfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
 
@@ -26,6 +27,12 @@ import (
 )
 
 func gatewayDiscovery(v1 []string, v1beta1 []string) []*metav1.APIResourceList {
+	return gatewayDiscoveryWith(v1, v1beta1, nil)
+}
+
+// gatewayDiscoveryWith also serves v1alpha2 (the experimental channel's
+// TCPRoute) when v1alpha2 is not nil.
+func gatewayDiscoveryWith(v1, v1beta1, v1alpha2 []string) []*metav1.APIResourceList {
 	list := func(gv string, names []string) *metav1.APIResourceList {
 		l := &metav1.APIResourceList{GroupVersion: gv}
 		for _, n := range names {
@@ -39,6 +46,9 @@ func gatewayDiscovery(v1 []string, v1beta1 []string) []*metav1.APIResourceList {
 	}
 	if v1beta1 != nil {
 		out = append(out, list("gateway.networking.k8s.io/v1beta1", v1beta1))
+	}
+	if v1alpha2 != nil {
+		out = append(out, list("gateway.networking.k8s.io/v1alpha2", v1alpha2))
 	}
 	return out
 }
@@ -272,6 +282,65 @@ func TestSourceGRPCRoutes(t *testing.T) {
 			case s := <-snaps:
 				if len(s.Gateways) != 1 || len(s.GRPCRoutes) != c.wantRoutes {
 					t.Errorf("snapshot gateways %d grpcroutes %d, want 1 and %d", len(s.Gateways), len(s.GRPCRoutes), c.wantRoutes)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("no snapshot")
+			}
+			if c.wantLog != "" && strings.Count(logs.String(), c.wantLog) != 1 {
+				t.Errorf("the log does not say once %q:\n%s", c.wantLog, logs)
+			}
+			if strings.Contains(logs.String(), "support is off") {
+				t.Errorf("Gateway API support turned off:\n%s", logs)
+			}
+		})
+	}
+}
+
+// TCPRoutes are watched when the experimental channel's CRD is served and
+// listable; without it (most clusters) or without RBAC for it the rest of
+// the Gateway API is served, and the log says why once.
+func TestSourceTCPRoutes(t *testing.T) {
+	gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gw"}, Spec: gwv1.GatewaySpec{GatewayClassName: "pier"}}
+	route := &gwv1alpha2.TCPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "t"}}
+	standard := []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes"}
+	for _, c := range []struct {
+		name       string
+		v1alpha2   []string
+		forbidden  bool
+		wantRoutes int
+		wantLog    string
+	}{
+		{"served", []string{"tcproutes"}, false, 1, ""},
+		{"no v1alpha2", nil, false, 0, "v1alpha2 is not served"},
+		{"not served", []string{"tlsroutes"}, false, 0, "does not serve tcproutes"},
+		{"forbidden", []string{"tcproutes"}, true, 0, "listing tcproutes is forbidden"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			client := fake.NewClientset(readyNode("a"), NewAgentLease(leaseNS, "a", time.Hour, time.Now()))
+			client.Resources = gatewayDiscoveryWith(standard, []string{"referencegrants"}, c.v1alpha2)
+			gwClient := gwfake.NewSimpleClientset()
+			if _, err := gwClient.GatewayV1().Gateways("default").Create(ctx, gw, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := gwClient.GatewayV1alpha2().TCPRoutes("default").Create(ctx, route, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if c.forbidden {
+				gwClient.PrependReactor("list", "tcproutes", func(k8stesting.Action) (bool, runtime.Object, error) {
+					return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: gwv1.GroupName, Resource: "tcproutes"}, "", nil)
+				})
+			}
+			logs := &syncBuffer{}
+			src := New(client, Options{LeaseNamespace: leaseNS, Quiet: 10 * time.Millisecond, MaxDelay: 50 * time.Millisecond,
+				Gateway: gwClient, GatewayRecheck: 20 * time.Millisecond}, slog.New(slog.NewTextHandler(logs, nil)))
+			snaps := make(chan *source.Snapshot, 10)
+			go func() { _ = src.Run(ctx, func(s *source.Snapshot) { snaps <- s }) }()
+			select {
+			case s := <-snaps:
+				if len(s.Gateways) != 1 || len(s.TCPRoutes) != c.wantRoutes {
+					t.Errorf("snapshot gateways %d tcproutes %d, want 1 and %d", len(s.Gateways), len(s.TCPRoutes), c.wantRoutes)
 				}
 			case <-time.After(5 * time.Second):
 				t.Fatal("no snapshot")
