@@ -111,7 +111,8 @@ func gatewayListeners(t *testing.T, p *harness.Pier, ns, name string) []gwv1.Lis
 // VIP and the FIP, spread over two Services by weight. A TCPRoute whose
 // backendRef names the Service "echo;evil" is not served (its listener
 // refuses connections, and the name reaches no HAProxy file), while the
-// good TCPRoute and an HTTPRoute on the same Gateway keep serving.
+// good TCPRoute and an HTTPRoute on the same Gateway keep serving. The
+// good one is v1 (the standard channel since v1.6), the other v1alpha2.
 func TestTCPRouteEcho(t *testing.T) {
 	manifests, state := harness.ShortTempDir(t), harness.ShortTempDir(t)
 	httpPort, tcpPort, evilPort := harness.FreePort(t), harness.FreePort(t), harness.FreePort(t)
@@ -130,7 +131,7 @@ spec:
   - {name: echo, protocol: TCP, port: ` + strconv.Itoa(tcpPort) + `}
   - {name: evil, protocol: TCP, port: ` + strconv.Itoa(evilPort) + `}
 ---
-apiVersion: gateway.networking.k8s.io/v1alpha2
+apiVersion: gateway.networking.k8s.io/v1
 kind: TCPRoute
 metadata: {name: echo, namespace: demo}
 spec:
