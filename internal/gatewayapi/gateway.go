@@ -1,9 +1,10 @@
 // Package gatewayapi translates the Gateway API (GatewayClasses,
 // Gateways, HTTPRoutes, GRPCRoutes, TCPRoutes, ReferenceGrants) into load
 // balancers, as translate does Ingresses: a pure function of a snapshot,
-// no I/O. It builds pools, members, certificates and quotas with translate's parts,
-// so a route's backend is the pool an Ingress's would be, and returns a
-// translate.Result, which the caller merges with the others.
+// no I/O. It builds pools, members, certificates and quotas with
+// translate's parts, so a route's backend is the pool an Ingress's would
+// be, and returns a translate.Result, which the caller merges with the
+// others.
 package gatewayapi
 
 import (
