@@ -20,5 +20,6 @@ func TestBadInputs(t *testing.T) {
 	t.Run("B21", b.runBadBackends)
 	t.Run("B22", b.runConflict)
 	t.Run("B24", b.runThousandPaths)
+	t.Run("TCPRoute", b.runTCPRoutes)
 	b.finish(t, start)
 }
