@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"pier.dev/pier/internal/model"
@@ -201,6 +203,17 @@ endpoints: [{addresses: ["127.0.0.1"], conditions: {ready: true}}]
 	if err != nil || code != 200 || got.Service != "site" {
 		t.Errorf("the HTTPRoute beside them: %d %+v %v", code, got, err)
 	}
+	// The TCP listeners are Programmed once HAProxy serves them, as the
+	// HTTP one is.
+	harness.WaitFor(t, 10*time.Second, "the TCP listener Programmed", func() bool {
+		for _, l := range gatewayListeners(t, p, "demo", "web") {
+			if l.Name == "echo" {
+				c := meta.FindStatusCondition(l.Conditions, string(gwv1.ListenerConditionProgrammed))
+				return c != nil && c.Status == metav1.ConditionTrue
+			}
+		}
+		return false
+	})
 	for _, l := range gatewayListeners(t, p, "demo", "web") {
 		if l.Name != "http" && (l.AttachedRoutes != 1 || len(l.SupportedKinds) != 1 || l.SupportedKinds[0].Kind != model.KindTCPRoute) {
 			t.Errorf("listener %s: attachedRoutes %d, supportedKinds %+v", l.Name, l.AttachedRoutes, l.SupportedKinds)
