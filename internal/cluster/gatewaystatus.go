@@ -14,6 +14,7 @@ import (
 	"pier.dev/pier/internal/gatewayfeatures"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
+	sourcekube "pier.dev/pier/internal/source/kube"
 	"pier.dev/pier/internal/status"
 	"pier.dev/pier/internal/translate"
 )
@@ -181,8 +182,33 @@ func (w *statusWriter) writeGRPCRoute(ctx context.Context, cached *gwv1.GRPCRout
 		})
 }
 
+// writeTCPRoute writes a TCPRoute's parents at the version it was read
+// at: v1 through the dynamic client (sourcekube.TCPRouteV1), v1alpha2
+// through the typed one.
 func (w *statusWriter) writeTCPRoute(ctx context.Context, cached *gwv1alpha2.TCPRoute, want []gwv1.RouteParentStatus,
 	controller gwv1.GatewayController, now metav1.Time) (bool, error) {
+	if cached.APIVersion == gwv1.GroupVersion.String() {
+		if w.dyn == nil {
+			return false, fmt.Errorf("a v1 TCPRoute and no dynamic client to write it")
+		}
+		routes := w.dyn.Resource(sourcekube.TCPRouteV1).Namespace(cached.Namespace)
+		return writeMerged(ctx, w, cached, want,
+			func(ctx context.Context) (*gwv1alpha2.TCPRoute, error) {
+				u, err := routes.Get(ctx, cached.Name, metav1.GetOptions{})
+				if err != nil {
+					return nil, err
+				}
+				return sourcekube.TCPRouteOf(u)
+			},
+			func(r *gwv1alpha2.TCPRoute) bool { return mergeParents(&r.Status.RouteStatus, want, controller, now) },
+			func(ctx context.Context, r *gwv1alpha2.TCPRoute) error {
+				u, err := sourcekube.UnstructuredTCPRoute(r)
+				if err == nil {
+					_, err = routes.UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: "pier"})
+				}
+				return err
+			})
+	}
 	routes := w.gw.GatewayV1alpha2().TCPRoutes(cached.Namespace)
 	return writeMerged(ctx, w, cached, want,
 		func(ctx context.Context) (*gwv1alpha2.TCPRoute, error) {

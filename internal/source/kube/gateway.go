@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -80,6 +81,7 @@ type gatewayListers struct {
 // CRDs appear or the permission is granted.
 type gatewayWatch struct {
 	client    gwclient.Interface // nil: Gateway API support not wanted
+	dynamic   dynamic.Interface  // v1 TCPRoutes (tcproutes.go); nil: v1alpha2 only
 	discovery discovery.DiscoveryInterface
 	core      kubernetes.Interface
 	namespace string
@@ -270,13 +272,12 @@ func (w *gatewayWatch) run(ctx context.Context) ([]cache.InformerSynced, *gatewa
 		watched = append(watched, inf.Informer())
 		grpcRoutes = func() ([]*gwv1.GRPCRoute, error) { return inf.Lister().List(labels.Everything()) }
 	}
-	var tcpRoutes func() ([]*gwv1alpha2.TCPRoute, error)
-	if reason := w.tcpRoutesUnwatched(ctx); reason != "" {
-		w.logger.Info("TCPRoutes are not served; the rest of the Gateway API is", "reason", reason)
-	} else {
+	tcp := w.watchTCPRoutes(ctx, func() tcpRouteWatch {
 		inf := gwFactory.Gateway().V1alpha2().TCPRoutes()
-		watched = append(watched, inf.Informer())
-		tcpRoutes = func() ([]*gwv1alpha2.TCPRoute, error) { return inf.Lister().List(labels.Everything()) }
+		return tcpRouteWatch{informer: inf.Informer(), list: func() ([]*gwv1alpha2.TCPRoute, error) { return inf.Lister().List(labels.Everything()) }}
+	})
+	if tcp.informer != nil {
+		watched = append(watched, tcp.informer)
 	}
 	var synced []cache.InformerSynced
 	for _, inf := range watched {
@@ -288,6 +289,9 @@ func (w *gatewayWatch) run(ctx context.Context) ([]cache.InformerSynced, *gatewa
 	}
 	gwFactory.Start(ctx.Done())
 	coreFactory.Start(ctx.Done())
+	if tcp.start != nil {
+		tcp.start()
+	}
 	go func() {
 		<-ctx.Done()
 		gwFactory.Shutdown()
@@ -298,7 +302,7 @@ func (w *gatewayWatch) run(ctx context.Context) ([]cache.InformerSynced, *gatewa
 		gateways:   func() ([]*gwv1.Gateway, error) { return gateways.Lister().List(labels.Everything()) },
 		routes:     func() ([]*gwv1.HTTPRoute, error) { return routes.Lister().List(labels.Everything()) },
 		grpcRoutes: grpcRoutes,
-		tcpRoutes:  tcpRoutes,
+		tcpRoutes:  tcp.list,
 		grants:     func() ([]*gwv1beta1.ReferenceGrant, error) { return grants.Lister().List(labels.Everything()) },
 		namespaces: func() ([]*corev1.Namespace, error) { return namespaces.Lister().List(labels.Everything()) },
 	}

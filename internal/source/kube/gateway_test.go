@@ -12,9 +12,11 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	fakediscovery "k8s.io/client-go/discovery/fake"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -309,17 +311,33 @@ func TestSourceTCPRoutes(t *testing.T) {
 		forbidden  bool
 		wantRoutes int
 		wantLog    string
+		v1         bool // v1 serves tcproutes, read through the dynamic client
 	}{
-		{"served", []string{"tcproutes"}, false, 1, ""},
-		{"no v1alpha2", nil, false, 0, "v1alpha2 is not served"},
-		{"not served", []string{"tlsroutes"}, false, 0, "does not serve tcproutes"},
-		{"forbidden", []string{"tcproutes"}, true, 0, "listing tcproutes is forbidden"},
+		{"served", []string{"tcproutes"}, false, 1, "", false},
+		{"no v1alpha2", nil, false, 0, "v1alpha2 is not served", false},
+		{"not served", []string{"tlsroutes"}, false, 0, "does not serve tcproutes", false},
+		{"forbidden", []string{"tcproutes"}, true, 0, "listing tcproutes is forbidden", false},
+		{"v1", nil, false, 1, "", true},
+		{"v1 and v1alpha2", []string{"tcproutes"}, false, 1, "", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			client := fake.NewClientset(readyNode("a"), NewAgentLease(leaseNS, "a", time.Hour, time.Now()))
-			client.Resources = gatewayDiscoveryWith(standard, []string{"referencegrants"}, c.v1alpha2)
+			v1 := standard
+			var dyn *dynamicfake.FakeDynamicClient
+			if c.v1 {
+				v1 = append(append([]string(nil), standard...), "tcproutes")
+				u := &unstructured.Unstructured{}
+				u.SetAPIVersion("gateway.networking.k8s.io/v1")
+				u.SetKind("TCPRoute")
+				u.SetNamespace("default")
+				u.SetName("v1")
+				_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"name": "gw", "sectionName": "db"}}, "spec", "parentRefs")
+				dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+					map[schema.GroupVersionResource]string{TCPRouteV1: "TCPRouteList"}, u)
+			}
+			client.Resources = gatewayDiscoveryWith(v1, []string{"referencegrants"}, c.v1alpha2)
 			gwClient := gwfake.NewSimpleClientset()
 			if _, err := gwClient.GatewayV1().Gateways("default").Create(ctx, gw, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
@@ -333,14 +351,24 @@ func TestSourceTCPRoutes(t *testing.T) {
 				})
 			}
 			logs := &syncBuffer{}
-			src := New(client, Options{LeaseNamespace: leaseNS, Quiet: 10 * time.Millisecond, MaxDelay: 50 * time.Millisecond,
-				Gateway: gwClient, GatewayRecheck: 20 * time.Millisecond}, slog.New(slog.NewTextHandler(logs, nil)))
+			opts := Options{LeaseNamespace: leaseNS, Quiet: 10 * time.Millisecond, MaxDelay: 50 * time.Millisecond,
+				Gateway: gwClient, GatewayRecheck: 20 * time.Millisecond}
+			if dyn != nil {
+				opts.Dynamic = dyn
+			}
+			src := New(client, opts, slog.New(slog.NewTextHandler(logs, nil)))
 			snaps := make(chan *source.Snapshot, 10)
 			go func() { _ = src.Run(ctx, func(s *source.Snapshot) { snaps <- s }) }()
 			select {
 			case s := <-snaps:
 				if len(s.Gateways) != 1 || len(s.TCPRoutes) != c.wantRoutes {
-					t.Errorf("snapshot gateways %d tcproutes %d, want 1 and %d", len(s.Gateways), len(s.TCPRoutes), c.wantRoutes)
+					t.Fatalf("snapshot gateways %d tcproutes %d, want 1 and %d", len(s.Gateways), len(s.TCPRoutes), c.wantRoutes)
+				}
+				// v1 is preferred when served, and read into the
+				// v1alpha2 type with its fields and version.
+				if r := s.TCPRoutes; c.v1 && (r[0].Name != "v1" || r[0].APIVersion != "gateway.networking.k8s.io/v1" ||
+					len(r[0].Spec.ParentRefs) != 1 || *r[0].Spec.ParentRefs[0].SectionName != "db") {
+					t.Errorf("the v1 TCPRoute read as %+v", r[0])
 				}
 			case <-time.After(5 * time.Second):
 				t.Fatal("no snapshot")
