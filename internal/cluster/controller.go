@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -182,13 +183,19 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 	if err != nil {
 		return fmt.Errorf("gateway api client: %w", err)
 	}
+	dynClient, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("dynamic client: %w", err)
+	}
+	statusWriter := newStatusWriter(client, gwClient, cfg.Translate.GatewayControllerName, logger)
+	statusWriter.dyn = dynClient
 
 	m := metrics.New()
 	events := newEventSink(client)
 	defer events.shutdown()
 	p := &pipeline.Pipeline{
 		Store: st, IPAM: alloc, RouterIDs: routerid.New(ids), Quota: cfg.Quota, NativeECMP: cfg.NativeECMP, Translate: cfg.Translate, Addresses: cfg.Status,
-		Status: newStatusWriter(client, gwClient, cfg.Translate.GatewayControllerName, logger), Problems: events, Metrics: m, Logger: logger,
+		Status: statusWriter, Problems: events, Metrics: m, Logger: logger,
 	}
 	// The web view's Ingress pages come from the pipeline, which only the
 	// leader runs; load balancer pages are complete on every replica.
@@ -211,7 +218,7 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 	g.Go(named("api server", func() error { return srv.ListenAndServe(ctx, cfg.APIAddr) }))
 	g.Go(func() error {
 		err := elect(ctx, lock, fence, election, cfg, logger, func(lctx context.Context) error {
-			return lead(lctx, client, gwClient, cfg, selector, p, logger)
+			return lead(lctx, client, gwClient, dynClient, cfg, selector, p, logger)
 		})
 		if err == nil {
 			err = context.Canceled // done: end the API server too
@@ -307,10 +314,10 @@ func named(name string, f func() error) func() error {
 // Whichever of the two ends first ends the other: a pipeline that failed
 // must not leave the informers running with nobody applying their
 // snapshots (the replica would lead, silently doing nothing).
-func lead(ctx context.Context, client kubernetes.Interface, gwClient gwclient.Interface, cfg ControllerConfig,
+func lead(ctx context.Context, client kubernetes.Interface, gwClient gwclient.Interface, dynClient dynamic.Interface, cfg ControllerConfig,
 	selector labels.Selector, p *pipeline.Pipeline, logger *slog.Logger) error {
 	src := sourcekube.New(client, sourcekube.Options{Namespace: cfg.WatchNamespace, NodeSelector: selector,
-		LeaseNamespace: cfg.LeaseNamespace, Gateway: gwClient},
+		LeaseNamespace: cfg.LeaseNamespace, Gateway: gwClient, Dynamic: dynClient},
 		logger.With("component", "source"))
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return orCanceled(p.Run(ctx)) })

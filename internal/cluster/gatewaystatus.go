@@ -9,18 +9,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 
 	"pier.dev/pier/internal/gatewayfeatures"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
+	sourcekube "pier.dev/pier/internal/source/kube"
 	"pier.dev/pier/internal/status"
 	"pier.dev/pier/internal/translate"
 )
 
 // The Gateway API half of the status writer (leader only, as for
 // Ingresses): GatewayClass conditions, Gateway conditions, listeners and
-// addresses, HTTPRoute and GRPCRoute status.parents entries of our
-// controllerName. Each
+// addresses, HTTPRoute, GRPCRoute and TCPRoute status.parents entries of
+// our controllerName. Each
 // object's status is merged (status.Merge*: transition times kept,
 // other controllers' parent entries and other condition types left as
 // they are) and written only when the merge changed it; a conflict is
@@ -60,6 +62,14 @@ func (w *statusWriter) PublishGateways(ctx context.Context, snap *source.Snapsho
 		}
 		wrote, err := w.writeGRPCRoute(ctx, r, want, controller, now)
 		w.report("grpcroute", r.Namespace+"/"+r.Name, wrote, err)
+	}
+	for _, r := range snap.TCPRoutes {
+		want := st.Routes[gatewayRef(model.KindTCPRoute, r.Namespace, r.Name)]
+		if want == nil && !hasParentOf(r.Status.Parents, controller) {
+			continue
+		}
+		wrote, err := w.writeTCPRoute(ctx, r, want, controller, now)
+		w.report("tcproute", r.Namespace+"/"+r.Name, wrote, err)
 	}
 	return nil
 }
@@ -172,8 +182,48 @@ func (w *statusWriter) writeGRPCRoute(ctx context.Context, cached *gwv1.GRPCRout
 		})
 }
 
+// writeTCPRoute writes a TCPRoute's parents at the version it was read
+// at: v1 through the dynamic client (sourcekube.TCPRouteV1), v1alpha2
+// through the typed one.
+func (w *statusWriter) writeTCPRoute(ctx context.Context, cached *gwv1alpha2.TCPRoute, want []gwv1.RouteParentStatus,
+	controller gwv1.GatewayController, now metav1.Time) (bool, error) {
+	if cached.APIVersion == gwv1.GroupVersion.String() {
+		if w.dyn == nil {
+			return false, fmt.Errorf("a v1 TCPRoute and no dynamic client to write it")
+		}
+		routes := w.dyn.Resource(sourcekube.TCPRouteV1).Namespace(cached.Namespace)
+		return writeMerged(ctx, w, cached, want,
+			func(ctx context.Context) (*gwv1alpha2.TCPRoute, error) {
+				u, err := routes.Get(ctx, cached.Name, metav1.GetOptions{})
+				if err != nil {
+					return nil, err
+				}
+				return sourcekube.TCPRouteOf(u)
+			},
+			func(r *gwv1alpha2.TCPRoute) bool { return mergeParents(&r.Status.RouteStatus, want, controller, now) },
+			func(ctx context.Context, r *gwv1alpha2.TCPRoute) error {
+				u, err := sourcekube.UnstructuredTCPRoute(r)
+				if err == nil {
+					_, err = routes.UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: "pier"})
+				}
+				return err
+			})
+	}
+	routes := w.gw.GatewayV1alpha2().TCPRoutes(cached.Namespace)
+	return writeMerged(ctx, w, cached, want,
+		func(ctx context.Context) (*gwv1alpha2.TCPRoute, error) {
+			return routes.Get(ctx, cached.Name, metav1.GetOptions{})
+		},
+		func(r *gwv1alpha2.TCPRoute) bool { return mergeParents(&r.Status.RouteStatus, want, controller, now) },
+		func(ctx context.Context, r *gwv1alpha2.TCPRoute) error {
+			_, err := routes.UpdateStatus(ctx, r, metav1.UpdateOptions{FieldManager: "pier"})
+			return err
+		})
+}
+
 // mergeParents merges want into a route's parent statuses (the
-// HTTPRoute's and the GRPCRoute's are the same RouteStatus) and reports
+// HTTPRoute's, the GRPCRoute's and the TCPRoute's are the same
+// RouteStatus) and reports
 // whether that changed them.
 func mergeParents(rs *gwv1.RouteStatus, want []gwv1.RouteParentStatus, controller gwv1.GatewayController, now metav1.Time) bool {
 	merged := status.MergeRouteParents(rs.Parents, want, controller, now)

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
@@ -30,7 +31,10 @@ import (
 type statusWriter struct {
 	client kubernetes.Interface
 	// gw writes the Gateway API's status (gatewaystatus.go); nil: none.
-	gw                gwclient.Interface
+	gw gwclient.Interface
+	// dyn writes the status of v1 TCPRoutes, which gw's typed client
+	// (Gateway API v1.4.1) does not know; nil: none are read either.
+	dyn               dynamic.Interface
 	gatewayController string
 	logger            *slog.Logger
 

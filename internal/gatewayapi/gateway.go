@@ -1,9 +1,10 @@
 // Package gatewayapi translates the Gateway API (GatewayClasses,
-// Gateways, HTTPRoutes, ReferenceGrants) into load balancers, as
-// translate does Ingresses: a pure function of a snapshot, no I/O. It
-// builds pools, members, certificates and quotas with translate's parts,
-// so a route's backend is the pool an Ingress's would be, and returns a
-// translate.Result, which the caller merges with the others.
+// Gateways, HTTPRoutes, GRPCRoutes, TCPRoutes, ReferenceGrants) into load
+// balancers, as translate does Ingresses: a pure function of a snapshot,
+// no I/O. It builds pools, members, certificates and quotas with
+// translate's parts, so a route's backend is the pool an Ingress's would
+// be, and returns a translate.Result, which the caller merges with the
+// others.
 package gatewayapi
 
 import (
@@ -20,8 +21,9 @@ import (
 )
 
 // Translate translates every Gateway of our GatewayClasses into one load
-// balancer each (provider haproxy) and the HTTPRoutes attached to them
-// into its policies and pools. An invalid listener or route is refused
+// balancer each (provider haproxy), the HTTPRoutes and GRPCRoutes
+// attached to them into its policies and pools, and the TCPRoutes into
+// its TCP listeners' pools. An invalid listener or route is refused
 // with its condition; every other one is translated.
 func Translate(snap *source.Snapshot, opts translate.Options) *translate.Result {
 	res := &translate.Result{Accepted: map[model.ObjectRef]string{}, Ours: map[model.ObjectRef]bool{}, AddressRefused: map[string]bool{}}
@@ -88,6 +90,9 @@ func Translate(snap *source.Snapshot, opts translate.Options) *translate.Result 
 		routeQuota.Take(r.Namespace)
 		attachRoute(ro, gws, ns, idx, opts, st, &res.Problems)
 	}
+	// TCPRoutes take TCP listeners only, which no HTTPRoute or GRPCRoute
+	// shares; a listener serves one, so they count against no route cap.
+	attachTCPRoutes(snap.TCPRoutes, gws, ns, idx, opts, st, &res.Problems)
 	for _, p := range order {
 		st.Gateways[p.ref] = p.status()
 		if lb := p.loadBalancer(opts.HealthChecks); lb != nil {

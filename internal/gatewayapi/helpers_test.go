@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 	"sigs.k8s.io/yaml"
 
@@ -54,6 +55,9 @@ func gatewaySnap(t *testing.T, docs string) *source.Snapshot {
 		case "GRPCRoute":
 			o := &gwv1.GRPCRoute{}
 			snap.GRPCRoutes, obj = append(snap.GRPCRoutes, o), o
+		case "TCPRoute":
+			o := &gwv1alpha2.TCPRoute{}
+			snap.TCPRoutes, obj = append(snap.TCPRoutes, o), o
 		case "Namespace":
 			o := &corev1.Namespace{}
 			snap.Namespaces, obj = append(snap.Namespaces, o), o

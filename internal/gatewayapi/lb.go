@@ -185,6 +185,13 @@ func (p *parsedGateway) loadBalancer(checks bool) *model.LoadBalancer {
 			byPort[l.port] = ml
 			ports = append(ports, l.port)
 		}
+		if l.tcpRoute != nil && l.tcpRoute.backend.pool != nil {
+			pool := l.tcpRoute.backend.pool
+			if _, ok := p.pools[pool.ID]; !ok {
+				p.pools[pool.ID] = pool
+			}
+			ml.DefaultPoolID = pool.ID
+		}
 		ml.Certificates = appendCerts(ml.Certificates, l.certs)
 		if l.protocol == model.ProtocolTerminatedHTTPS {
 			ml.ListenerHosts = append(ml.ListenerHosts, l.host)
@@ -199,6 +206,14 @@ func (p *parsedGateway) loadBalancer(checks bool) *model.LoadBalancer {
 			ml.ListenerHosts = nil
 		}
 		sort.Strings(ml.ListenerHosts)
+		if ml.Protocol == model.ProtocolTCP {
+			// One pool, no policies (render/tcp.go).
+			if ml.DefaultPoolID != "" {
+				used[ml.DefaultPoolID] = true
+			}
+			lb.Listeners = append(lb.Listeners, *ml)
+			continue
+		}
 		entries := append(append([]gwEntry(nil), p.entries[port]...), p.isolationEntries(port)...)
 		ml.Policies = gatewayPolicies(entries, lb.Sources[0])
 		for _, pol := range ml.Policies {

@@ -45,6 +45,8 @@ type gwListener struct {
 	// routeHosts are the hostnames the routes attached so far serve,
 	// by route kind (grpcroutes.go: one kind per hostname).
 	routeHosts map[string][]string
+	// tcpRoute is the TCPRoute a TCP listener serves (tcproutes.go).
+	tcpRoute *tcpRoute
 }
 
 // usable reports whether routes may attach: the listener is accepted, not
@@ -169,21 +171,38 @@ func parseListener(gw *gwv1.Gateway, spec *gwv1.Listener, x *index) *gwListener 
 	case gwv1.HTTPSProtocolType:
 		l.protocol = model.ProtocolTerminatedHTTPS
 		l.certs, l.unresolved, l.message = listenerCerts(gw, spec, l.host, x)
+	case gwv1.TCPProtocolType:
+		// The API server refuses both; a manifest file may not.
+		if spec.Hostname != nil {
+			return refuse(gwv1.ListenerReasonInvalid, "a TCP listener has no hostname")
+		}
+		if spec.TLS != nil {
+			return refuse(gwv1.ListenerReasonInvalid, "a TCP listener has no tls")
+		}
+		l.protocol = model.ProtocolTCP
 	default:
-		return refuse(gwv1.ListenerReasonUnsupportedProtocol, "protocol %s is not HTTP or HTTPS", translate.Quote(string(spec.Protocol)))
+		return refuse(gwv1.ListenerReasonUnsupportedProtocol, "protocol %s is not HTTP, HTTPS or TCP", translate.Quote(string(spec.Protocol)))
 	}
-	l.kinds = routeKinds(spec.AllowedRoutes)
+	l.kinds = routeKinds(l.protocol, spec.AllowedRoutes)
 	if l.unresolved == "" && spec.AllowedRoutes != nil && len(spec.AllowedRoutes.Kinds) > 0 && len(spec.AllowedRoutes.Kinds) != len(l.kinds) {
-		l.unresolved, l.message = string(gwv1.ListenerReasonInvalidRouteKinds), "only HTTPRoute and GRPCRoute are supported in allowedRoutes.kinds"
+		l.unresolved, l.message = string(gwv1.ListenerReasonInvalidRouteKinds), "only HTTPRoute and GRPCRoute are supported in allowedRoutes.kinds of an HTTP or HTTPS listener"
+		if l.protocol == model.ProtocolTCP {
+			l.message = "only TCPRoute is supported in allowedRoutes.kinds of a TCP listener"
+		}
 	}
 	return l
 }
 
-// routeKinds are the kinds a listener takes: HTTPRoute and GRPCRoute
-// (gRPC is HTTP/2: h2c on HTTP, ALPN h2 on HTTPS) unless the user listed
-// kinds, then those of them pier supports.
-func routeKinds(ar *gwv1.AllowedRoutes) []gwv1.RouteGroupKind {
+// routeKinds are the kinds a listener takes: on HTTP and HTTPS,
+// HTTPRoute and GRPCRoute (gRPC is HTTP/2: h2c on HTTP, ALPN h2 on
+// HTTPS); on TCP, TCPRoute; unless the user listed kinds, then those of
+// them pier supports on the protocol.
+func routeKinds(proto model.Protocol, ar *gwv1.AllowedRoutes) []gwv1.RouteGroupKind {
+	tcp := proto == model.ProtocolTCP
 	if ar == nil || len(ar.Kinds) == 0 {
+		if tcp {
+			return []gwv1.RouteGroupKind{routeKindTCP}
+		}
 		return []gwv1.RouteGroupKind{routeKindHTTP, routeKindGRPC}
 	}
 	var out []gwv1.RouteGroupKind
@@ -191,11 +210,13 @@ func routeKinds(ar *gwv1.AllowedRoutes) []gwv1.RouteGroupKind {
 		if k.Group != nil && *k.Group != gwv1.GroupName {
 			continue
 		}
-		switch k.Kind {
-		case model.KindHTTPRoute:
+		switch {
+		case k.Kind == model.KindHTTPRoute && !tcp:
 			out = append(out, routeKindHTTP)
-		case model.KindGRPCRoute:
+		case k.Kind == model.KindGRPCRoute && !tcp:
 			out = append(out, routeKindGRPC)
+		case k.Kind == model.KindTCPRoute && tcp:
+			out = append(out, routeKindTCP)
 		}
 	}
 	return out

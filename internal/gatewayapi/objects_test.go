@@ -38,7 +38,7 @@ metadata: {name: mixed}
 spec:
   gatewayClassName: pier
   listeners:
-  - {name: tcp, port: 9000, protocol: TCP}
+  - {name: udp, port: 9000, protocol: UDP}
   - {name: http, port: 80, protocol: HTTP}
   - {name: http-b, port: 80, protocol: HTTP, hostname: b.example}
   - {name: clash-http, port: 81, protocol: HTTP}
@@ -113,7 +113,7 @@ spec:
 		reason string
 	}
 	want := map[gwv1.SectionName][]cond{
-		"tcp":          {{"Accepted", "False", "UnsupportedProtocol"}, {"Programmed", "False", "Invalid"}},
+		"udp":          {{"Accepted", "False", "UnsupportedProtocol"}, {"Programmed", "False", "Invalid"}},
 		"http":         {{"Accepted", "True", "Accepted"}, {"Conflicted", "False", "NoConflicts"}, {"Programmed", "False", "Pending"}},
 		"http-b":       {{"Accepted", "True", "Accepted"}, {"Conflicted", "False", "NoConflicts"}},
 		"clash-http":   {{"Conflicted", "True", "ProtocolConflict"}, {"Programmed", "False", "Invalid"}},

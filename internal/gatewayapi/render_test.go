@@ -86,3 +86,27 @@ spec:
 		}
 	}
 }
+
+// A Gateway's TCP listeners render as TCP frontends beside its HTTP one:
+// a TCPRoute's pool with its unresolved share refused, and a listener
+// without a route refusing every connection.
+func TestGatewayTCPRender(t *testing.T) {
+	docs := tcpGatewayDoc + tcpRouteDoc("default", "pg", "{name: gw, sectionName: db}",
+		"{name: pg, port: 80, weight: 3}, {name: nope, port: 80}")
+	snap := gatewaySnap(t, docs)
+	withServices(snap, "default", "pg")
+	lb := Translate(snap, translate.DefaultOptions()).LoadBalancers[0]
+	lb.VIP = "127.0.0.1"
+	dir := t.TempDir()
+	r, err := render.Render(lb, layout.LB{UUID: lb.UUID, Dir: dir}, nil, render.Options{Dir: dir})
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	for _, want := range []string{"_5432 from pier_tcp\n    mode tcp\n    bind 127.0.0.1:5432 transparent\n    default_backend ",
+		"_6379 from pier_tcp\n    mode tcp\n    bind 127.0.0.1:6379 transparent\n    tcp-request connection reject\n",
+		"tcp-request content reject if { rand(4) -m int lt 1 }"} {
+		if !bytes.Contains(r.Fragment, []byte(want)) {
+			t.Errorf("no %q in\n%s", want, r.Fragment)
+		}
+	}
+}

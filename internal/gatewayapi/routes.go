@@ -196,16 +196,7 @@ func (p *parsedGateway) attach(pr *parsedRoute, parent gwv1.ParentReference, nsL
 	if p.refusal != "" {
 		return false, string(gwv1.RouteReasonNoMatchingParent), "the Gateway is not accepted"
 	}
-	var selected []*gwListener
-	for _, l := range p.listeners {
-		if parent.SectionName != nil && *parent.SectionName != l.name {
-			continue
-		}
-		if parent.Port != nil && int(*parent.Port) != l.port {
-			continue
-		}
-		selected = append(selected, l)
-	}
+	selected := p.selectListeners(parent)
 	if len(selected) == 0 {
 		return false, string(gwv1.RouteReasonNoMatchingParent), "no listener matches sectionName and port"
 	}
@@ -252,6 +243,22 @@ func (p *parsedGateway) attach(pr *parsedRoute, parent gwv1.ParentReference, nsL
 		return false, string(gwv1.RouteReasonNoMatchingListenerHostname), "no hostname of the route matches the listeners'"
 	}
 	return true, string(gwv1.RouteReasonAccepted), ""
+}
+
+// selectListeners are the listeners a parentRef's sectionName and port
+// select (every one when it names neither).
+func (p *parsedGateway) selectListeners(parent gwv1.ParentReference) []*gwListener {
+	var selected []*gwListener
+	for _, l := range p.listeners {
+		if parent.SectionName != nil && *parent.SectionName != l.name {
+			continue
+		}
+		if parent.Port != nil && int(*parent.Port) != l.port {
+			continue
+		}
+		selected = append(selected, l)
+	}
+	return selected
 }
 
 // allows applies a listener's allowedRoutes.namespaces: Same (the

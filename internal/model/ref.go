@@ -23,6 +23,7 @@ const (
 	KindGatewayClass = "GatewayClass"
 	KindHTTPRoute    = "HTTPRoute"
 	KindGRPCRoute    = "GRPCRoute"
+	KindTCPRoute     = "TCPRoute"
 )
 
 // IngressRef is the ObjectRef of an Ingress.

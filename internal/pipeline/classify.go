@@ -8,6 +8,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	"pier.dev/pier/internal/model"
@@ -151,6 +152,8 @@ func gatewayAPIStatusChanged(prev, next *source.Snapshot) bool {
 		return reflect.DeepEqual(a.Status, b.Status)
 	}) || changed(prev.GRPCRoutes, next.GRPCRoutes, func(a, b *gwv1.GRPCRoute) bool {
 		return reflect.DeepEqual(a.Status, b.Status)
+	}) || changed(prev.TCPRoutes, next.TCPRoutes, func(a, b *gwv1alpha2.TCPRoute) bool {
+		return reflect.DeepEqual(a.Status, b.Status)
 	})
 }
 
@@ -239,6 +242,8 @@ func gatewayAPIChanged(prev, next *source.Snapshot) bool {
 		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
 	}) || changed(prev.GRPCRoutes, next.GRPCRoutes, func(a, b *gwv1.GRPCRoute) bool {
 		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
+	}) || changed(prev.TCPRoutes, next.TCPRoutes, func(a, b *gwv1alpha2.TCPRoute) bool {
+		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
 	}) || changed(prev.ReferenceGrants, next.ReferenceGrants, func(a, b *gwv1beta1.ReferenceGrant) bool {
 		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
 	}) || changed(routeNamespaces(prev), routeNamespaces(next), func(a, b *corev1.Namespace) bool {
@@ -251,14 +256,17 @@ func gatewayAPIChanged(prev, next *source.Snapshot) bool {
 // that come and go without routes (every test, every tenant) rebuild
 // nothing; a route that comes or goes with one is a change of its own.
 func routeNamespaces(snap *source.Snapshot) []*corev1.Namespace {
-	if len(snap.HTTPRoutes) == 0 && len(snap.GRPCRoutes) == 0 {
+	if len(snap.HTTPRoutes) == 0 && len(snap.GRPCRoutes) == 0 && len(snap.TCPRoutes) == 0 {
 		return nil
 	}
-	has := make(map[string]bool, len(snap.HTTPRoutes)+len(snap.GRPCRoutes))
+	has := make(map[string]bool, len(snap.HTTPRoutes)+len(snap.GRPCRoutes)+len(snap.TCPRoutes))
 	for _, r := range snap.HTTPRoutes {
 		has[r.Namespace] = true
 	}
 	for _, r := range snap.GRPCRoutes {
+		has[r.Namespace] = true
+	}
+	for _, r := range snap.TCPRoutes {
 		has[r.Namespace] = true
 	}
 	var out []*corev1.Namespace
@@ -387,6 +395,16 @@ func gatewayReferences(snap *source.Snapshot, ours map[model.ObjectRef]bool, r r
 		}
 	}
 	for _, route := range snap.GRPCRoutes {
+		if !namesOurGateway(route.Namespace, route.Spec.ParentRefs, ours) {
+			continue
+		}
+		for _, rule := range route.Spec.Rules {
+			for _, b := range rule.BackendRefs {
+				r.services[refNamespace(b.Namespace, route.Namespace)+"/"+string(b.Name)] = true
+			}
+		}
+	}
+	for _, route := range snap.TCPRoutes {
 		if !namesOurGateway(route.Namespace, route.Spec.ParentRefs, ours) {
 			continue
 		}

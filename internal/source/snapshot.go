@@ -10,6 +10,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 )
 
@@ -30,6 +31,8 @@ type Snapshot struct {
 	Gateways       []*gwv1.Gateway
 	HTTPRoutes     []*gwv1.HTTPRoute
 	GRPCRoutes     []*gwv1.GRPCRoute
+	// TCPRoutes are the experimental channel's (v1alpha2 in v1.4).
+	TCPRoutes []*gwv1alpha2.TCPRoute
 	// ReferenceGrants (v1beta1, the standard channel's version in
 	// v1.4) permit cross-namespace backendRefs and certificateRefs.
 	ReferenceGrants []*gwv1beta1.ReferenceGrant

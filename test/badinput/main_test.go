@@ -20,5 +20,6 @@ func TestBadInputs(t *testing.T) {
 	t.Run("bad-backends", b.runBadBackends)
 	t.Run("path-conflict", b.runConflict)
 	t.Run("thousand-paths", b.runThousandPaths)
+	t.Run("TCPRoute", b.runTCPRoutes)
 	b.finish(t, start)
 }

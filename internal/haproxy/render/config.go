@@ -174,6 +174,9 @@ func renderFragment(v *view, at layout.LB, opts Options) ([]byte, error) {
 		if len(l.passthrough) > 0 {
 			writePassthrough(&c, v, l)
 		}
+		if l.tcp {
+			writeTCPFrontend(&c, v, l)
+		}
 		if l.terminates() {
 			writeFrontend(&c, v, l, at)
 		}
@@ -255,7 +258,12 @@ func writeBackendNamed(c *encode.Config, name encode.Word, p *poolView, maxConn 
 	if maxConn > 0 {
 		writeBackendBound(c, p.tcp, maxConn)
 	}
-	if p.fail > 0 {
+	if p.fail > 0 && p.tcp {
+		// A TCP pool's failing share is refused connections.
+		c.Line(encode.Lit("tcp-request"), encode.Lit("content"), encode.Lit("reject"), ifWord,
+			openBrace, encode.Concat(encode.Lit("rand("), encode.Num(p.failTotal), encode.Lit(")")),
+			encode.Lit("-m"), encode.Lit("int"), encode.Lit("lt"), encode.Num(p.fail), closeBrace)
+	} else if p.fail > 0 {
 		// rand(n) is uniform in 0..n-1: fail of failTotal requests.
 		c.Line(encode.Lit("http-request"), encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(500), ifWord,
 			openBrace, encode.Concat(encode.Lit("rand("), encode.Num(p.failTotal), encode.Lit(")")),

@@ -275,6 +275,8 @@ func Landable(r *Result, o LandingOptions) string {
 	switch {
 	case l.tls || len(l.passthrough) > 0:
 		return "a TLS listener"
+	case l.tcp:
+		return "a TCP listener"
 	case l.port != o.Port:
 		return "listener port " + strconv.Itoa(l.port) + " is not the landing's " + strconv.Itoa(o.Port)
 	case len(l.policies) > 0 && l.routes == nil:

@@ -41,8 +41,8 @@ const passthroughDelay = "5s"
 type passthroughView struct{ host, pool string }
 
 // terminates: the listener has a frontend that speaks HTTP (every plain
-// HTTP listener, and a TLS one with certificates).
-func (l *listenerView) terminates() bool { return !l.tls || len(l.certs) > 0 }
+// HTTP listener, and a TLS one with certificates; never a TCP one).
+func (l *listenerView) terminates() bool { return !l.tcp && (!l.tls || len(l.certs) > 0) }
 
 func passthroughViews(l *model.Listener) ([]passthroughView, error) {
 	if len(l.Passthrough) > 0 && l.Protocol != model.ProtocolTerminatedHTTPS {
@@ -81,7 +81,7 @@ func checkPassthroughPools(v *view) error {
 				return fmt.Errorf("listener %d: passthrough %s: pool %s is not a TCP pool", l.port, encode.Printable(r.host), encode.Printable(r.pool))
 			}
 		}
-		if l.defaultPool != "" && tcp[l.defaultPool] {
+		if !l.tcp && l.defaultPool != "" && tcp[l.defaultPool] {
 			return fmt.Errorf("listener %d: default pool %s is a TCP pool", l.port, encode.Printable(l.defaultPool))
 		}
 		for _, p := range l.policies {

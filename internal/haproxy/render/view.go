@@ -43,6 +43,7 @@ type view struct {
 type listenerView struct {
 	port      int
 	tls       bool
+	tcp       bool // forwards connections to defaultPool (tcp.go)
 	strictSNI bool // no default certificate (model.Listener.StrictSNI)
 	certs     []model.Certificate
 	policies  []policyView
@@ -158,6 +159,9 @@ func newView(lb *model.LoadBalancer, opts Options, prev Slots) (*view, error) {
 	if err := checkPassthroughPools(v); err != nil {
 		return nil, err
 	}
+	if err := checkTCPListeners(v); err != nil {
+		return nil, err
+	}
 	grpcPools := map[string]bool{}
 	for _, p := range lb.Pools {
 		grpcPools[p.ID] = p.Protocol == model.BackendGRPC || p.Protocol == model.BackendGRPCS
@@ -218,6 +222,10 @@ func listenerOf(l *model.Listener, pools map[string]bool, lists *sections) (list
 	}
 	switch l.Protocol {
 	case model.ProtocolHTTP:
+	case model.ProtocolTCP:
+		if err := tcpListenerOf(l, &lv); err != nil {
+			return lv, err
+		}
 	case model.ProtocolTerminatedHTTPS:
 		lv.tls = true
 		if len(l.Certificates) == 0 && (len(l.Passthrough) == 0 || len(l.Policies) > 0 || l.DefaultPoolID != "") {

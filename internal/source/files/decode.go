@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 	"sigs.k8s.io/yaml"
 )
@@ -34,6 +35,12 @@ func newDecoder() (*runtime.Scheme, runtime.Decoder) {
 	utilruntime.Must(discoveryv1.AddToScheme(s))
 	utilruntime.Must(gwv1.Install(s))
 	utilruntime.Must(gwv1beta1.Install(s))
+	utilruntime.Must(gwv1alpha2.Install(s))
+	// TCPRoute is v1 in the standard channel since Gateway API v1.6,
+	// with v1alpha2's fields; pier's module (v1.4.1) has only the
+	// v1alpha2 type, which reads both.
+	s.AddKnownTypeWithName(gwv1.SchemeGroupVersion.WithKind("TCPRoute"), &gwv1alpha2.TCPRoute{})
+	s.AddKnownTypeWithName(gwv1.SchemeGroupVersion.WithKind("TCPRouteList"), &gwv1alpha2.TCPRouteList{})
 	return s, serializer.NewCodecFactory(s, serializer.EnableStrict).UniversalDeserializer()
 }
 
@@ -53,6 +60,10 @@ var keptKinds = map[schema.GroupVersionKind]bool{
 	gwv1.SchemeGroupVersion.WithKind("Gateway"):      true,
 	gwv1.SchemeGroupVersion.WithKind("HTTPRoute"):    true,
 	gwv1.SchemeGroupVersion.WithKind("GRPCRoute"):    true,
+	// TCPRoute: v1alpha2 (the experimental channel up to v1.5) and v1
+	// (the standard channel since v1.6).
+	gwv1alpha2.SchemeGroupVersion.WithKind("TCPRoute"): true,
+	gwv1.SchemeGroupVersion.WithKind("TCPRoute"):       true,
 	// v1beta1 is ReferenceGrant's version in the v1.4 standard channel.
 	gwv1beta1.SchemeGroupVersion.WithKind("ReferenceGrant"): true,
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	"pier.dev/pier/internal/source"
@@ -180,6 +181,8 @@ func add(snap *source.Snapshot, obj kubeObject) {
 		snap.HTTPRoutes = append(snap.HTTPRoutes, o)
 	case *gwv1.GRPCRoute:
 		snap.GRPCRoutes = append(snap.GRPCRoutes, o)
+	case *gwv1alpha2.TCPRoute:
+		snap.TCPRoutes = append(snap.TCPRoutes, o)
 	case *gwv1beta1.ReferenceGrant:
 		snap.ReferenceGrants = append(snap.ReferenceGrants, o)
 	}
@@ -253,6 +256,7 @@ func sortSnapshot(snap *source.Snapshot) {
 	slices.SortFunc(snap.Gateways, byName[*gwv1.Gateway])
 	slices.SortFunc(snap.HTTPRoutes, byName[*gwv1.HTTPRoute])
 	slices.SortFunc(snap.GRPCRoutes, byName[*gwv1.GRPCRoute])
+	slices.SortFunc(snap.TCPRoutes, byName[*gwv1alpha2.TCPRoute])
 	slices.SortFunc(snap.ReferenceGrants, byName[*gwv1beta1.ReferenceGrant])
 	slices.SortFunc(snap.Nodes, func(a, b source.Node) int { return cmp.Compare(a.Name, b.Name) })
 }

@@ -94,3 +94,40 @@ spec: {from: [], to: []}
 	}
 	checkProblems(t, problems, path, []int{2}, []string{"v1beta1"})
 }
+
+// A TCPRoute reaches the snapshot at v1alpha2 (the experimental channel
+// up to v1.5) and at v1 (the standard channel since v1.6), the same
+// fields either way; a typo is still a problem of its document only.
+func TestLoadTCPRoute(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tcp.yaml")
+	writeFile(t, path, `apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TCPRoute
+metadata: {name: old, namespace: db}
+spec:
+  parentRefs: [{name: gw, namespace: default, sectionName: pg}]
+  rules: [{backendRefs: [{name: pg, port: 5432}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: TCPRoute
+metadata: {name: new, namespace: db}
+spec:
+  parentRefs: [{name: gw, namespace: default}]
+  rules: [{name: main, backendRefs: [{name: pg, port: 5432, weight: 2}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: TCPRoute
+metadata: {name: typo}
+spec:
+  parentRefs: [{name: gw}]
+  rules: [{backendRef: [{name: pg, port: 5432}]}]
+`)
+	snap, problems := mustLoad(t, path)
+	if got := names(snap.TCPRoutes); strings.Join(got, ",") != "db/new,db/old" {
+		t.Fatalf("tcproutes %v", got)
+	}
+	if r := snap.TCPRoutes[0]; len(r.Spec.Rules) != 1 || *r.Spec.Rules[0].BackendRefs[0].Weight != 2 {
+		t.Errorf("the v1 TCPRoute read as %+v", r.Spec)
+	}
+	checkProblems(t, problems, path, []int{3}, []string{"backendRef"})
+}

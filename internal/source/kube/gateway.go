@@ -12,10 +12,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 	gwinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
@@ -66,7 +68,8 @@ type gatewayListers struct {
 	classes    func() ([]*gwv1.GatewayClass, error)
 	gateways   func() ([]*gwv1.Gateway, error)
 	routes     func() ([]*gwv1.HTTPRoute, error)
-	grpcRoutes func() ([]*gwv1.GRPCRoute, error) // nil: GRPCRoutes not watched
+	grpcRoutes func() ([]*gwv1.GRPCRoute, error)      // nil: GRPCRoutes not watched
+	tcpRoutes  func() ([]*gwv1alpha2.TCPRoute, error) // nil: TCPRoutes not watched
 	grants     func() ([]*gwv1beta1.ReferenceGrant, error)
 	namespaces func() ([]*corev1.Namespace, error)
 }
@@ -78,6 +81,7 @@ type gatewayListers struct {
 // CRDs appear or the permission is granted.
 type gatewayWatch struct {
 	client    gwclient.Interface // nil: Gateway API support not wanted
+	dynamic   dynamic.Interface  // v1 TCPRoutes (tcproutes.go); nil: v1alpha2 only
 	discovery discovery.DiscoveryInterface
 	core      kubernetes.Interface
 	namespace string
@@ -190,6 +194,35 @@ func (w *gatewayWatch) grpcRoutesUnwatched(ctx context.Context) string {
 	return ""
 }
 
+// tcpRoutesUnwatched says why TCPRoutes cannot be watched ("" when they
+// can): their CRD is the experimental channel's (v1alpha2), which most
+// clusters do not install, so its absence costs only TCPRoutes.
+func (w *gatewayWatch) tcpRoutesUnwatched(ctx context.Context) string {
+	gv := gwv1alpha2.GroupVersion.String()
+	list, err := w.discovery.ServerResourcesForGroupVersion(gv)
+	switch {
+	case apierrors.IsNotFound(err):
+		return gv + " is not served: install the experimental channel's TCPRoute CRD"
+	case err != nil:
+		return "discovery of " + gv + ": " + err.Error()
+	}
+	served := false
+	for _, r := range list.APIResources {
+		served = served || r.Name == "tcproutes"
+	}
+	if !served {
+		return gv + " does not serve tcproutes: install the experimental channel's TCPRoute CRD"
+	}
+	_, err = w.client.GatewayV1alpha2().TCPRoutes(w.namespace).List(ctx, metav1.ListOptions{Limit: 1})
+	switch {
+	case apierrors.IsForbidden(err):
+		return "listing tcproutes is forbidden: grant the controller the Gateway API rules of deploy/rbac.yaml"
+	case err != nil:
+		return "list tcproutes: " + err.Error()
+	}
+	return ""
+}
+
 // wait looks for the CRDs every recheck; once served, it starts the
 // informers and asks for a snapshot when their caches synced.
 func (w *gatewayWatch) wait(ctx context.Context, changed chan struct{}) {
@@ -239,6 +272,13 @@ func (w *gatewayWatch) run(ctx context.Context) ([]cache.InformerSynced, *gatewa
 		watched = append(watched, inf.Informer())
 		grpcRoutes = func() ([]*gwv1.GRPCRoute, error) { return inf.Lister().List(labels.Everything()) }
 	}
+	tcp := w.watchTCPRoutes(ctx, func() tcpRouteWatch {
+		inf := gwFactory.Gateway().V1alpha2().TCPRoutes()
+		return tcpRouteWatch{informer: inf.Informer(), list: func() ([]*gwv1alpha2.TCPRoute, error) { return inf.Lister().List(labels.Everything()) }}
+	})
+	if tcp.informer != nil {
+		watched = append(watched, tcp.informer)
+	}
 	var synced []cache.InformerSynced
 	for _, inf := range watched {
 		if _, err := inf.AddEventHandler(w.handler); err != nil {
@@ -249,6 +289,9 @@ func (w *gatewayWatch) run(ctx context.Context) ([]cache.InformerSynced, *gatewa
 	}
 	gwFactory.Start(ctx.Done())
 	coreFactory.Start(ctx.Done())
+	if tcp.start != nil {
+		tcp.start()
+	}
 	go func() {
 		<-ctx.Done()
 		gwFactory.Shutdown()
@@ -259,6 +302,7 @@ func (w *gatewayWatch) run(ctx context.Context) ([]cache.InformerSynced, *gatewa
 		gateways:   func() ([]*gwv1.Gateway, error) { return gateways.Lister().List(labels.Everything()) },
 		routes:     func() ([]*gwv1.HTTPRoute, error) { return routes.Lister().List(labels.Everything()) },
 		grpcRoutes: grpcRoutes,
+		tcpRoutes:  tcp.list,
 		grants:     func() ([]*gwv1beta1.ReferenceGrant, error) { return grants.Lister().List(labels.Everything()) },
 		namespaces: func() ([]*corev1.Namespace, error) { return namespaces.Lister().List(labels.Everything()) },
 	}
@@ -289,6 +333,11 @@ func (w *gatewayWatch) fill(snap *source.Snapshot) error {
 			return fmt.Errorf("list grpcroutes: %w", err)
 		}
 	}
+	if l.tcpRoutes != nil {
+		if snap.TCPRoutes, err = l.tcpRoutes(); err != nil {
+			return fmt.Errorf("list tcproutes: %w", err)
+		}
+	}
 	if snap.ReferenceGrants, err = l.grants(); err != nil {
 		return fmt.Errorf("list reference grants: %w", err)
 	}
@@ -299,6 +348,7 @@ func (w *gatewayWatch) fill(snap *source.Snapshot) error {
 	sortByName(snap.Gateways)
 	sortByName(snap.HTTPRoutes)
 	sortByName(snap.GRPCRoutes)
+	sortByName(snap.TCPRoutes)
 	sortByName(snap.ReferenceGrants)
 	sortByName(snap.Namespaces)
 	return nil

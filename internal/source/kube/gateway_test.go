@@ -12,13 +12,16 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	fakediscovery "k8s.io/client-go/discovery/fake"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 	gwfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
 
@@ -26,6 +29,12 @@ import (
 )
 
 func gatewayDiscovery(v1 []string, v1beta1 []string) []*metav1.APIResourceList {
+	return gatewayDiscoveryWith(v1, v1beta1, nil)
+}
+
+// gatewayDiscoveryWith also serves v1alpha2 (the experimental channel's
+// TCPRoute) when v1alpha2 is not nil.
+func gatewayDiscoveryWith(v1, v1beta1, v1alpha2 []string) []*metav1.APIResourceList {
 	list := func(gv string, names []string) *metav1.APIResourceList {
 		l := &metav1.APIResourceList{GroupVersion: gv}
 		for _, n := range names {
@@ -39,6 +48,9 @@ func gatewayDiscovery(v1 []string, v1beta1 []string) []*metav1.APIResourceList {
 	}
 	if v1beta1 != nil {
 		out = append(out, list("gateway.networking.k8s.io/v1beta1", v1beta1))
+	}
+	if v1alpha2 != nil {
+		out = append(out, list("gateway.networking.k8s.io/v1alpha2", v1alpha2))
 	}
 	return out
 }
@@ -272,6 +284,91 @@ func TestSourceGRPCRoutes(t *testing.T) {
 			case s := <-snaps:
 				if len(s.Gateways) != 1 || len(s.GRPCRoutes) != c.wantRoutes {
 					t.Errorf("snapshot gateways %d grpcroutes %d, want 1 and %d", len(s.Gateways), len(s.GRPCRoutes), c.wantRoutes)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("no snapshot")
+			}
+			if c.wantLog != "" && strings.Count(logs.String(), c.wantLog) != 1 {
+				t.Errorf("the log does not say once %q:\n%s", c.wantLog, logs)
+			}
+			if strings.Contains(logs.String(), "support is off") {
+				t.Errorf("Gateway API support turned off:\n%s", logs)
+			}
+		})
+	}
+}
+
+// TCPRoutes are watched when the experimental channel's CRD is served and
+// listable; without it (most clusters) or without RBAC for it the rest of
+// the Gateway API is served, and the log says why once.
+func TestSourceTCPRoutes(t *testing.T) {
+	gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gw"}, Spec: gwv1.GatewaySpec{GatewayClassName: "pier"}}
+	route := &gwv1alpha2.TCPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "t"}}
+	standard := []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes"}
+	for _, c := range []struct {
+		name       string
+		v1alpha2   []string
+		forbidden  bool
+		wantRoutes int
+		wantLog    string
+		v1         bool // v1 serves tcproutes, read through the dynamic client
+	}{
+		{"served", []string{"tcproutes"}, false, 1, "", false},
+		{"no v1alpha2", nil, false, 0, "v1alpha2 is not served", false},
+		{"not served", []string{"tlsroutes"}, false, 0, "does not serve tcproutes", false},
+		{"forbidden", []string{"tcproutes"}, true, 0, "listing tcproutes is forbidden", false},
+		{"v1", nil, false, 1, "", true},
+		{"v1 and v1alpha2", []string{"tcproutes"}, false, 1, "", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			client := fake.NewClientset(readyNode("a"), NewAgentLease(leaseNS, "a", time.Hour, time.Now()))
+			v1 := standard
+			var dyn *dynamicfake.FakeDynamicClient
+			if c.v1 {
+				v1 = append(append([]string(nil), standard...), "tcproutes")
+				u := &unstructured.Unstructured{}
+				u.SetAPIVersion("gateway.networking.k8s.io/v1")
+				u.SetKind("TCPRoute")
+				u.SetNamespace("default")
+				u.SetName("v1")
+				_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"name": "gw", "sectionName": "db"}}, "spec", "parentRefs")
+				dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+					map[schema.GroupVersionResource]string{TCPRouteV1: "TCPRouteList"}, u)
+			}
+			client.Resources = gatewayDiscoveryWith(v1, []string{"referencegrants"}, c.v1alpha2)
+			gwClient := gwfake.NewSimpleClientset()
+			if _, err := gwClient.GatewayV1().Gateways("default").Create(ctx, gw, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := gwClient.GatewayV1alpha2().TCPRoutes("default").Create(ctx, route, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if c.forbidden {
+				gwClient.PrependReactor("list", "tcproutes", func(k8stesting.Action) (bool, runtime.Object, error) {
+					return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: gwv1.GroupName, Resource: "tcproutes"}, "", nil)
+				})
+			}
+			logs := &syncBuffer{}
+			opts := Options{LeaseNamespace: leaseNS, Quiet: 10 * time.Millisecond, MaxDelay: 50 * time.Millisecond,
+				Gateway: gwClient, GatewayRecheck: 20 * time.Millisecond}
+			if dyn != nil {
+				opts.Dynamic = dyn
+			}
+			src := New(client, opts, slog.New(slog.NewTextHandler(logs, nil)))
+			snaps := make(chan *source.Snapshot, 10)
+			go func() { _ = src.Run(ctx, func(s *source.Snapshot) { snaps <- s }) }()
+			select {
+			case s := <-snaps:
+				if len(s.Gateways) != 1 || len(s.TCPRoutes) != c.wantRoutes {
+					t.Fatalf("snapshot gateways %d tcproutes %d, want 1 and %d", len(s.Gateways), len(s.TCPRoutes), c.wantRoutes)
+				}
+				// v1 is preferred when served, and read into the
+				// v1alpha2 type with its fields and version.
+				if r := s.TCPRoutes; c.v1 && (r[0].Name != "v1" || r[0].APIVersion != "gateway.networking.k8s.io/v1" ||
+					len(r[0].Spec.ParentRefs) != 1 || *r[0].Spec.ParentRefs[0].SectionName != "db") {
+					t.Errorf("the v1 TCPRoute read as %+v", r[0])
 				}
 			case <-time.After(5 * time.Second):
 				t.Fatal("no snapshot")

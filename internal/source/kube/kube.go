@@ -1,8 +1,8 @@
 // Package kube fills source.Snapshot from Kubernetes informers (Ingress,
 // IngressClass, Service, EndpointSlice, TLS Secret, the Secrets Ingresses
 // name in auth-secret, Node, the agents' heartbeat Leases, and the Gateway
-// API's GatewayClass, Gateway, HTTPRoute and ReferenceGrant when its CRDs
-// are installed) for the controller. The first event after a quiet spell
+// API's GatewayClass, Gateway, HTTPRoute, GRPCRoute, TCPRoute and
+// ReferenceGrant when their CRDs are installed) for the controller. The first event after a quiet spell
 // is taken at once (an endpoint change is served without waiting); the
 // events that follow it within the quiet time are a burst, coalesced
 // (Contour's rule: wait 100 ms for quiet, at most 500 ms) into one more
@@ -24,6 +24,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -50,6 +51,10 @@ type Options struct {
 	// HTTPRoute, ReferenceGrant, and Namespaces for their labels) if the
 	// API server serves its CRDs; nil leaves it out.
 	Gateway gwclient.Interface
+	// Dynamic, with Gateway, reads TCPRoutes at v1 (the standard channel
+	// since Gateway API v1.6), which Gateway's typed client does not
+	// know; nil: v1alpha2 TCPRoutes only.
+	Dynamic dynamic.Interface
 	// GatewayRecheck is how often discovery is asked again while the
 	// Gateway API CRDs are not installed (default 30 s).
 	GatewayRecheck time.Duration
@@ -144,7 +149,7 @@ func (s *Source) Run(ctx context.Context, onChange func(*source.Snapshot)) error
 	}); err != nil {
 		return fmt.Errorf("add lease event handler: %w", err)
 	}
-	gw := &gatewayWatch{client: s.opts.Gateway, discovery: s.client.Discovery(), core: s.client, namespace: s.opts.Namespace,
+	gw := &gatewayWatch{client: s.opts.Gateway, dynamic: s.opts.Dynamic, discovery: s.client.Discovery(), core: s.client, namespace: s.opts.Namespace,
 		recheck: s.opts.GatewayRecheck, logger: s.logger, handler: handler}
 	gwSynced, err := gw.start(ctx, changed)
 	if err != nil {

@@ -1,0 +1,171 @@
+package gatewayapi
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
+
+	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/translate"
+)
+
+// A TCPRoute forwards the connections of the TCP listeners it attaches
+// to, whole, to its backendRefs (render: a mode tcp frontend on the
+// Gateway's addresses, beside its HTTP ones). A connection carries no
+// host, path or header to choose by, so:
+//
+//   - a TCPRoute has one rule (a second could never be chosen): one of
+//     more rules is refused, UnsupportedValue;
+//   - a TCP listener serves one TCPRoute, the oldest (then the first by
+//     namespace/name, the order routes attach in); a newer one is not
+//     accepted there (ListenerInUse) while the older one is;
+//   - the rule's backendRefs are resolved as an HTTPRoute rule's
+//     (Services, weights, ReferenceGrants from TCPRoutes), into one TCP
+//     pool: members weighted by their Service's share, and the share of
+//     refs that do not resolve refused connections (the spec: "connection
+//     rejections must respect weight"); when none resolves the listener
+//     refuses every connection.
+
+var routeKindTCP = gwv1.RouteGroupKind{Group: ptrTo(gwv1.Group(gwv1.GroupName)), Kind: model.KindTCPRoute}
+
+// reasonListenerInUse refuses a TCPRoute on a TCP listener an older
+// TCPRoute already serves.
+const reasonListenerInUse = "ListenerInUse"
+
+// tcpRoute is a TCPRoute parsed once for all its parentRefs.
+type tcpRoute struct {
+	r       *gwv1alpha2.TCPRoute
+	refusal *routeRefusal
+	backend backendResult
+	counted map[*gwListener]bool
+}
+
+// attachTCPRoutes attaches every TCPRoute naming a Gateway of ours,
+// oldest first, and records its parents' status.
+func attachTCPRoutes(routes []*gwv1alpha2.TCPRoute, gws map[model.ObjectRef]*parsedGateway, ns map[string]map[string]string,
+	x *index, opts translate.Options, st *translate.GatewayStatus, problems *[]model.Problem) {
+	for _, r := range oldestObjects(routes) {
+		var tr *tcpRoute
+		var parents []gwv1.RouteParentStatus
+		for _, parent := range r.Spec.ParentRefs {
+			p := gws[gatewayRefOf(parent, r.Namespace)]
+			if p == nil || !isGatewayKind(parent) {
+				continue
+			}
+			if tr == nil {
+				tr = parseTCPRoute(r, x, opts, problems)
+			}
+			accepted, reason, msg := p.attachTCP(tr, parent, namespaceLabelsOf(ns, r.Namespace))
+			parents = append(parents, gwv1.RouteParentStatus{
+				ParentRef:      parent,
+				ControllerName: gwv1.GatewayController(opts.GatewayControllerName),
+				Conditions: []metav1.Condition{
+					condition(r.Generation, string(gwv1.RouteConditionAccepted), accepted, reason, msg),
+					tr.resolvedRefs(),
+				},
+			})
+		}
+		if len(parents) > 0 {
+			st.Routes[model.ObjectRef{Kind: model.KindTCPRoute, Namespace: r.Namespace, Name: r.Name}] = parents
+		}
+	}
+}
+
+// parseTCPRoute checks the rule and resolves its backendRefs to a TCP
+// pool (nil: connections are refused).
+func parseTCPRoute(r *gwv1alpha2.TCPRoute, x *index, opts translate.Options, problems *[]model.Problem) *tcpRoute {
+	tr := &tcpRoute{r: r, counted: map[*gwListener]bool{}}
+	problem := func(sev model.Severity, reason, field, msg string) {
+		*problems = append(*problems, model.Problem{Kind: model.KindTCPRoute, Namespace: r.Namespace, Name: r.Name,
+			Severity: sev, Reason: reason, Field: field, Message: msg})
+	}
+	if n := len(r.Spec.Rules); n != 1 {
+		tr.refusal = &routeRefusal{"spec.rules", fmt.Sprintf(
+			"%d rules: pier serves a TCPRoute of one rule (a connection carries nothing to choose between rules by)", n)}
+		problem(model.SeverityError, string(gwv1.RouteReasonUnsupportedValue), tr.refusal.field, tr.refusal.message+": the route is not served")
+		return tr
+	}
+	refs := make([]gwv1.HTTPBackendRef, 0, len(r.Spec.Rules[0].BackendRefs))
+	for _, ref := range r.Spec.Rules[0].BackendRefs {
+		refs = append(refs, gwv1.HTTPBackendRef{BackendRef: ref})
+	}
+	// The pool's names and IDs come from the route's namespace and name,
+	// as an HTTPRoute rule's.
+	tr.backend = x.rulePool(model.KindTCPRoute, &gwv1.HTTPRoute{ObjectMeta: r.ObjectMeta}, 0, refs, nil, opts)
+	tr.backend.pool = tcpPool(tr.backend.pool)
+	if len(refs) == 0 {
+		tr.backend.pool = nil // the API server refuses this; a file may not
+		tr.backend.unresolved, tr.backend.detail = string(gwv1.RouteReasonBackendNotFound), "spec.rules[0].backendRefs: none"
+	}
+	if tr.backend.unresolved != "" {
+		problem(model.SeverityWarning, tr.backend.unresolved, "spec.rules[0].backendRefs",
+			tr.backend.detail+": that backend's share of connections is refused")
+	}
+	return tr
+}
+
+// tcpPool is the TCP form of a pool a TCPRoute's rule resolved to: a
+// pool of its own, apart from the HTTP pools of the same Services.
+func tcpPool(p *model.Pool) *model.Pool {
+	if p == nil {
+		return nil
+	}
+	t := *p
+	t.TCP = true
+	t.ID = model.ID("tcp", p.ID)
+	t.Name = p.Name + "_tcp"
+	return &t
+}
+
+func (tr *tcpRoute) resolvedRefs() metav1.Condition {
+	if b := tr.backend; b.unresolved != "" {
+		return condition(tr.r.Generation, string(gwv1.RouteConditionResolvedRefs), false, b.unresolved, b.detail)
+	}
+	return condition(tr.r.Generation, string(gwv1.RouteConditionResolvedRefs), true, string(gwv1.RouteReasonResolvedRefs), "")
+}
+
+// attachTCP applies the attachment rules for one parentRef, as attach
+// does an HTTPRoute's (sectionName and port, allowedRoutes kinds and
+// namespaces), with one route per TCP listener instead of hostnames.
+func (p *parsedGateway) attachTCP(tr *tcpRoute, parent gwv1.ParentReference, nsLabels map[string]string) (bool, string, string) {
+	if p.refusal != "" {
+		return false, string(gwv1.RouteReasonNoMatchingParent), "the Gateway is not accepted"
+	}
+	selected := p.selectListeners(parent)
+	if len(selected) == 0 {
+		return false, string(gwv1.RouteReasonNoMatchingParent), "no listener matches sectionName and port"
+	}
+	var allowed []*gwListener
+	for _, l := range selected {
+		if !l.takes(model.KindTCPRoute) || !p.allows(l, tr.r.Namespace, nsLabels) {
+			continue
+		}
+		if !tr.counted[l] {
+			tr.counted[l] = true
+			l.attached++
+		}
+		if l.usable() {
+			allowed = append(allowed, l)
+		}
+	}
+	if len(allowed) == 0 {
+		return false, string(gwv1.RouteReasonNotAllowedByListeners), "no selected listener allows this route (a TCP listener whose allowedRoutes take TCPRoutes from its namespace)"
+	}
+	if tr.refusal != nil {
+		return false, string(gwv1.RouteReasonUnsupportedValue), tr.refusal.field + ": " + tr.refusal.message
+	}
+	matched := false
+	for _, l := range allowed {
+		if l.tcpRoute != nil && l.tcpRoute != tr {
+			continue
+		}
+		matched = true
+		l.tcpRoute = tr
+	}
+	if !matched {
+		return false, reasonListenerInUse, "an older TCPRoute already serves the listener: a TCP listener serves one route"
+	}
+	return true, string(gwv1.RouteReasonAccepted), ""
+}
