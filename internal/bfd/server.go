@@ -61,6 +61,9 @@ type Change struct {
 	Peer     netip.Addr
 	From, To State
 	Diag     Diag
+	// RemoteState is the state the neighbour last said (admin-down: it
+	// stopped on purpose, no failure).
+	RemoteState State
 	// SinceLastPacket is how long before the change the neighbour's last
 	// packet came (0: none ever came).
 	SinceLastPacket time.Duration
@@ -390,7 +393,8 @@ func (sess *Session) receive(p Packet) {
 		sess.stats.Received++
 	}
 	if changed {
-		sess.pending = append(sess.pending, Change{Peer: sess.peer, From: from, To: sess.m.state, Diag: sess.m.diag, SinceLastPacket: since})
+		sess.pending = append(sess.pending, Change{Peer: sess.peer, From: from, To: sess.m.state, Diag: sess.m.diag,
+			RemoteState: sess.m.remoteState, SinceLastPacket: since})
 	}
 	sess.mu.Unlock()
 	if taken {
@@ -424,7 +428,8 @@ func (sess *Session) run() {
 		from := sess.m.state
 		since := sess.since(now)
 		if sess.m.expire(now) {
-			sess.pending = append(sess.pending, Change{Peer: sess.peer, From: from, To: sess.m.state, Diag: sess.m.diag, SinceLastPacket: since})
+			sess.pending = append(sess.pending, Change{Peer: sess.peer, From: from, To: sess.m.state, Diag: sess.m.diag,
+				RemoteState: sess.m.remoteState, SinceLastPacket: since})
 		}
 		// A change of state or a poll to answer goes out at once; the
 		// rest on the jittered period.
