@@ -33,6 +33,13 @@ const (
 	DefaultMultiplier = 3
 )
 
+// The intervals a session accepts: below 10 ms a busy host's scheduling
+// alone would take sessions down.
+const (
+	MinInterval = 10 * time.Millisecond
+	MaxInterval = time.Minute
+)
+
 // Config configures a Server.
 type Config struct {
 	// Netns, when set, is the network namespace the sockets are opened
@@ -199,8 +206,8 @@ func (s *Server) Add(peer netip.Addr, cfg SessionConfig) (*Session, error) {
 	if cfg.Multiplier == 0 {
 		cfg.Multiplier = DefaultMultiplier
 	}
-	if cfg.Interval < time.Millisecond || cfg.Interval > time.Minute {
-		return nil, fmt.Errorf("BFD %s: interval %s: 1ms to 1m", peer, cfg.Interval)
+	if cfg.Interval < MinInterval || cfg.Interval > MaxInterval {
+		return nil, fmt.Errorf("BFD %s: interval %s: %s to %s", peer, cfg.Interval, MinInterval, MaxInterval)
 	}
 	if cfg.Multiplier < 1 || cfg.Multiplier > 255 {
 		return nil, fmt.Errorf("BFD %s: multiplier %d: 1 to 255", peer, cfg.Multiplier)
