@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -13,6 +14,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"pier.dev/pier/internal/netnsdo"
 )
 
 // The BFD world: one node, one router, a veth between them. The router is
@@ -35,9 +41,9 @@ func bfdWorld(t *testing.T, bfd bool) (birdc func(...string) string) {
 	if os.Geteuid() != 0 {
 		needed(t, "root")
 	}
-	for _, tool := range []string{"ip", "bird", "birdc", "nft"} {
+	for _, tool := range []string{"ip", "bird", "birdc"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			needed(t, tool+" (apt-get install bird2 iproute2 nftables)")
+			needed(t, tool+" (apt-get install bird2 iproute2)")
 		}
 	}
 	cleanup := func() {
@@ -141,23 +147,35 @@ func monitorRoutes(t *testing.T, addr string) *routeMonitor {
 	return m
 }
 
-// cut drops every packet in and out of the node, as a dead link behind a
-// switch does: the router's interface stays up (a link down on a direct
-// session would end it at once, BFD or not).
-func cut(t *testing.T) {
+// cut makes the node's packets to the router vanish, as a dead link
+// behind a switch does: a blackhole route for the router's address in the
+// node, added over netlink from this process, so the moment of the cut is
+// known to the microsecond (an nft process would take tens of
+// milliseconds to start on a loaded machine). The router's interface
+// stays up: a link down on a direct session would end it at once, BFD or
+// not.
+func cut(t *testing.T) time.Time {
 	t.Helper()
-	cmd := exec.Command("ip", "netns", "exec", bfdNodeNS, "nft", "-f", "-")
-	cmd.Stdin = strings.NewReader("table inet h31b-cut {\n" +
-		"  chain in { type filter hook input priority -10; policy drop; iif lo accept; }\n" +
-		"  chain out { type filter hook output priority -10; policy drop; oif lo accept; }\n}\n")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("nft: %v: %s", err, out)
+	var at time.Time
+	err := netnsdo.Do(bfdNodeNS, func() error {
+		at = time.Now()
+		return netlink.RouteAdd(blackhole())
+	})
+	if err != nil {
+		t.Fatalf("blackhole route in %s: %v", bfdNodeNS, err)
 	}
+	return at
 }
 
 func heal(t *testing.T) {
 	t.Helper()
-	run(t, "ip", "netns", "exec", bfdNodeNS, "nft", "delete", "table", "inet", "h31b-cut")
+	if err := netnsdo.Do(bfdNodeNS, func() error { return netlink.RouteDel(blackhole()) }); err != nil {
+		t.Fatalf("blackhole route in %s: %v", bfdNodeNS, err)
+	}
+}
+
+func blackhole() *netlink.Route {
+	return &netlink.Route{Dst: &net.IPNet{IP: net.ParseIP(bfdRouter).To4(), Mask: net.CIDRMask(32, 32)}, Type: unix.RTN_BLACKHOLE}
 }
 
 // lossTime cuts the node and returns how long until the router's kernel
@@ -166,8 +184,7 @@ func heal(t *testing.T) {
 func lossTime(t *testing.T, sp *speaker, limit time.Duration) time.Duration {
 	t.Helper()
 	mon := monitorRoutes(t, vip)
-	start := time.Now()
-	cut(t)
+	start := cut(t)
 	var took time.Duration
 	select {
 	case at := <-mon.deleted:
