@@ -136,7 +136,7 @@ func (s *Server) read4() {
 	for {
 		n, cm, from, err := s.conn4.ReadFrom(buf)
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
+			if errors.Is(err, net.ErrClosed) || s.isClosed() {
 				return
 			}
 			continue
@@ -155,7 +155,7 @@ func (s *Server) read6() {
 	for {
 		n, cm, from, err := s.conn6.ReadFrom(buf)
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
+			if errors.Is(err, net.ErrClosed) || s.isClosed() {
 				return
 			}
 			continue
@@ -166,6 +166,12 @@ func (s *Server) read6() {
 		}
 		s.deliver(buf[:n], from, hops)
 	}
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 // deliver hands a datagram to its session: single hop, so the session is
