@@ -208,7 +208,8 @@ func lossTime(t *testing.T, sp *speaker, limit time.Duration) time.Duration {
 func TestBGPWithBFD(t *testing.T) {
 	const runs = 5
 	birdc := bfdWorld(t, true)
-	sp := startBFDSpeaker(t, helperConfig{BFD: BFD{Enabled: true}})
+	logPath := filepath.Join(t.TempDir(), "speaker.log")
+	sp := startBFDSpeaker(t, helperConfig{BFD: BFD{Enabled: true}, Log: logPath})
 	sp.advertise(t, Route{Addr: netip.MustParseAddr(vip), Active: true})
 	took := waitFor(t, 20*time.Second, "the route in the router's kernel table", func() bool { return kernelRoute(t, vip) })
 	waitFor(t, 10*time.Second, "BFD up on both sides", func() bool {
@@ -232,6 +233,13 @@ func TestBGPWithBFD(t *testing.T) {
 	}
 	if st := sp.state(t); st.BFD != "up" || !st.Established {
 		t.Errorf("after the cuts healed: %+v, want BFD up and the session established", st)
+	}
+	// The speaker saw each cut too (bird's BFD went quiet or said down)
+	// and reset the BGP session at once, saying why.
+	logged, _ := os.ReadFile(logPath)
+	if n := strings.Count(string(logged), "BGP peer lost: its BFD session went down"); n < runs ||
+		!strings.Contains(string(logged), "since_last_packet=") || !strings.Contains(string(logged), `Communicated-Reason="BFD session down"`) {
+		t.Errorf("the speaker logged %d BFD losses of %d cuts, or no reset:\n%s", n, runs, logged)
 	}
 
 	// An agent that exits for a restart stops BFD with admin-down first,
