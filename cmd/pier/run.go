@@ -34,7 +34,7 @@ func runCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.BoolVar(&cfg.ECMP, "ecmp", false, "with --nodes: ECMP instead of the pair for Services of type LoadBalancer: every node serves them at once and advertises their\n"+
 		"VIPs over BGP to a router namespace (<lab-prefix>r, bird2 with multipath), through which the client host reaches the pools; the\n"+
 		"other load balancers keep their pair, moved by BGP instead of VRRP (docs/bgp.md)")
-	fs.BoolVar(&cfg.BFD.Enabled, "bgp-bfd", false, "with --ecmp: BFD between the router and every node (bird's `bfd on`), so that a node cut off is out of the router's routes\n"+
+	fs.BoolVar(&cfg.BFD.Enabled, "bgp-bfd", false, "with --ecmp: BFD between the router and every node (bird's \"bfd on\"), so that a node cut off is out of the router's routes\n"+
 		"within --bgp-bfd-multiplier × --bgp-bfd-interval (300 ms) instead of the 3 s hold time")
 	fs.DurationVar(&cfg.BFD.Interval, "bgp-bfd-interval", bfd.DefaultInterval, "with --bgp-bfd: BFD packet interval once up, both ways")
 	var bfdMult uint
