@@ -312,6 +312,13 @@ func (m *Mover) publishSessions(ctx context.Context) {
 			up = 1
 		}
 		m.cfg.Metrics.BGPSessionUp.WithLabelValues(p.Address).Set(up)
+		if p.BFD != "" {
+			bfdUp := 0.0
+			if p.BFD == "up" {
+				bfdUp = 1
+			}
+			m.cfg.Metrics.BGPBFDUp.WithLabelValues(p.Address).Set(bfdUp)
+		}
 	}
 }
 
