@@ -433,7 +433,10 @@ func (sess *Session) run() {
 	defer close(sess.stopped)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	var nextTx time.Time // zero: send now
+	// nextTx is when the next periodic packet is due; zero: none (the
+	// neighbour asked for no periodic packets).
+	var nextTx time.Time
+	first := true
 	lastState := Down
 	for {
 		now := time.Now()
@@ -446,8 +449,9 @@ func (sess *Session) run() {
 		}
 		// A change of state or a poll to answer goes out at once; the
 		// rest on the jittered period.
-		send := nextTx.IsZero() || !now.Before(nextTx) || sess.m.sendFinal || sess.m.state != lastState
-		lastState = sess.m.state
+		due := !nextTx.IsZero() && !now.Before(nextTx)
+		send := first || due || sess.m.sendFinal || sess.m.state != lastState
+		first, lastState = false, sess.m.state
 		var pkt []byte
 		interval := sess.m.txInterval()
 		if send {
@@ -457,9 +461,12 @@ func (sess *Session) run() {
 			if interval > 0 {
 				nextTx = now.Add(sess.m.jitter(interval, sess.rand))
 			}
-		} else if interval > 0 && nextTx.Sub(now) > interval {
-			// The neighbour lowered its minimum: do not wait out the old.
+		} else if interval > 0 && (nextTx.IsZero() || nextTx.Sub(now) > interval) {
+			// The neighbour lowered its minimum (or asked for packets
+			// again): do not wait out the old period.
 			nextTx = now.Add(sess.m.jitter(interval, sess.rand))
+		} else if interval == 0 {
+			nextTx = time.Time{}
 		}
 		wake := nextTx
 		if d := sess.m.detectAt; !d.IsZero() && (wake.IsZero() || d.Before(wake)) {
