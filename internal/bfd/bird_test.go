@@ -41,6 +41,13 @@ func needed(t *testing.T, what string) {
 // bird.
 func birdWorld(t *testing.T) (birdc func(...string) string, kill func()) {
 	t.Helper()
+	return birdWorldWith(t, "interval 100 ms; multiplier 3;")
+}
+
+// birdWorldWith is birdWorld with iface as the options of bird's
+// interface "*" (its timers).
+func birdWorldWith(t *testing.T, iface string) (birdc func(...string) string, kill func()) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		needed(t, "root")
 	}
@@ -68,8 +75,8 @@ func birdWorld(t *testing.T) (birdc func(...string) string, kill func()) {
 	run(t, "ip", "-n", nodeNS, "link", "set", "eth0", "up")
 	dir := t.TempDir()
 	conf := fmt.Sprintf("router id %s;\nprotocol device {}\n"+
-		"protocol bfd {\n  interface \"*\" { interval 100 ms; multiplier 3; };\n  neighbor %s dev \"vn\" local %s;\n}\n",
-		birdAddr, nodeAddr, birdAddr)
+		"protocol bfd {\n  interface \"*\" { %s };\n  neighbor %s dev \"vn\" local %s;\n}\n",
+		birdAddr, iface, nodeAddr, birdAddr)
 	confPath, sock := filepath.Join(dir, "bird.conf"), filepath.Join(dir, "bird.ctl")
 	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
@@ -240,5 +247,39 @@ func TestBFDAdminDownWithBird(t *testing.T) {
 	t.Logf("admin-down: bird down after %s: %s", took.Round(time.Millisecond), strings.TrimSpace(birdc("show", "bfd", "sessions")))
 	if took > 100*time.Millisecond {
 		t.Errorf("bird took %s, want it at once (the admin-down packets)", took)
+	}
+}
+
+// TestBFDSlowNeighbourWithBird: a neighbour that wants packets no faster
+// than every 300 ms gets them so, though this side would send every 100
+// ms; the session stays up on both sides through the change of rates
+// (the Poll Sequences).
+func TestBFDSlowNeighbourWithBird(t *testing.T) {
+	birdc, _ := birdWorldWith(t, "min rx interval 300 ms; min tx interval 100 ms; multiplier 3;")
+	srv, err := Listen(Config{Netns: nodeNS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	sess, err := srv.Add(netip.MustParseAddr(birdAddr), SessionConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the session up on both sides", func() bool { return sess.State() == Up && birdState(birdc) == "Up" })
+	time.Sleep(500 * time.Millisecond) // past the Poll Sequences
+	before := sess.Stats()
+	time.Sleep(3 * time.Second)
+	after := sess.Stats()
+	sent, received := after.Sent-before.Sent, after.Received-before.Received
+	t.Logf("3 s up: sent %d (bird asks for 300 ms at the most), received %d (bird sends every 100 ms)", sent, received)
+	// 225-300 ms apart: 10-14 in 3 s; at this side's 100 ms it would be 30-40.
+	if sent < 9 || sent > 15 {
+		t.Errorf("sent %d packets in 3 s, want 10-14 (every 225-300 ms)", sent)
+	}
+	if received < 25 {
+		t.Errorf("received %d packets in 3 s, want about 30-40 (bird every 75-100 ms)", received)
+	}
+	if sess.State() != Up || birdState(birdc) != "Up" {
+		t.Errorf("the session left up: here %s, bird %s", sess.State(), birdState(birdc))
 	}
 }
