@@ -71,7 +71,9 @@ LOCAL_PREF 200/100; eBGP: MED and AS-path prepend), and withdraws them when
 HAProxy is unhealthy or the node drains. With --bgp-ecmp, the native load
 balancers the controller places on every node (--native-ecmp) are advertised
 by each node with equal preference: ECMP, the routers spread the flows and
-each node DNATs them in the kernel by one consistent hash. See docs/bgp.md.
+each node DNATs them in the kernel by one consistent hash. With --bgp-bfd, a
+BFD session with every peer lets a router drop a node that stopped answering
+within 300 ms instead of the hold time. See docs/bgp.md.
 
 Flags:
 `)

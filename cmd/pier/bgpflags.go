@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"pier.dev/pier/internal/agent/bgp"
+	"pier.dev/pier/internal/bfd"
 )
 
 // bgpFlags are `pier agent`'s --bgp-* flags.
@@ -29,6 +30,9 @@ type bgpFlags struct {
 	maxPrefixes uint
 	ecmp        bool
 	preempt     bool
+	bfd         bool
+	bfdInterval time.Duration
+	bfdMult     uint
 }
 
 func (b *bgpFlags) register(fs *flag.FlagSet) {
@@ -46,6 +50,9 @@ func (b *bgpFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&b.passwords, "bgp-password-file", "", "file of TCP-MD5 passwords (a mounted Secret's key): lines `PEER-ADDRESS PASSWORD`, `* PASSWORD` for every peer not named; read at start, never logged (docs/bgp.md)")
 	fs.BoolVar(&b.ecmp, "bgp-ecmp", false, "ECMP for native load balancers (Services of type LoadBalancer) the controller places on every node (its --native-ecmp): advertise their VIPs and FIPs with the same preference as every other node, while this node's nftables table for them is applied and current, for the routers' multipath to spread the flows; each node picks a flow's endpoint by the same consistent hash. Needs net.netfilter.nf_conntrack_tcp_loose=1 (the default) so that a node takes over a flow mid-way (docs/bgp.md)")
 	fs.BoolVar(&b.preempt, "bgp-preempt", false, "when the active node's HAProxy serves again after a failure, prefer its routes again at once (a second move of the traffic); by default the standby that took over keeps the traffic while it serves, as VRRP's nopreempt (docs/bgp.md)")
+	fs.BoolVar(&b.bfd, "bgp-bfd", false, "run a BFD session (RFC 5880, single hop: UDP 3784, TTL 255) with every --bgp-peer, so that a router sees this node gone --bgp-bfd-multiplier × --bgp-bfd-interval after its last packet (300 ms by default) instead of after the hold time; this node resets a peer's BGP session when its BFD goes down. The routers must run BFD for the session too (bird: a bfd protocol and \"bfd on\" in the bgp protocol; FRR: \"neighbor ADDR bfd\"; docs/bgp.md)")
+	fs.DurationVar(&b.bfdInterval, "bgp-bfd-interval", bfd.DefaultInterval, fmt.Sprintf("with --bgp-bfd: how often BFD packets go each way once the session is up (%s to %s; until up, once a second)", bfd.MinInterval, bfd.MaxInterval))
+	fs.UintVar(&b.bfdMult, "bgp-bfd-multiplier", bfd.DefaultMultiplier, "with --bgp-bfd: how many BFD packets in a row may be lost before the session is down (1-255)")
 	fs.UintVar(&b.maxPrefixes, "bgp-max-prefixes", bgp.DefaultMaxPrefixes, "routes a peer may send per address family before its session is ended (pier accepts none of them); 0: no limit")
 }
 
@@ -66,6 +73,13 @@ func (b *bgpFlags) config() (*bgp.Config, error) {
 	if b.prepend == 0 {
 		cfg.StandbyPrepend = -1
 	}
+	if b.bfdInterval < bfd.MinInterval || b.bfdInterval > bfd.MaxInterval {
+		return nil, fmt.Errorf("--bgp-bfd-interval %s: %s to %s", b.bfdInterval, bfd.MinInterval, bfd.MaxInterval)
+	}
+	if b.bfdMult < 1 || b.bfdMult > 255 {
+		return nil, fmt.Errorf("--bgp-bfd-multiplier %d: 1 to 255", b.bfdMult)
+	}
+	cfg.BFD = bgp.BFD{Enabled: b.bfd, Interval: b.bfdInterval, Multiplier: int(b.bfdMult)}
 	switch {
 	case b.maxPrefixes == 0:
 		cfg.MaxPrefixes = -1

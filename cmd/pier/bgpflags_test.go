@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"pier.dev/pier/internal/agent/bgp"
 )
 
 func TestBGPFlags(t *testing.T) {
@@ -26,8 +29,12 @@ func TestBGPFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(cfg.Peers) != 2 || cfg.Peers[0].ASN != 65000 || cfg.Peers[1].ASN != 65010 || cfg.Peers[1].Port != 1179 ||
-		cfg.RouterID.String() != "10.0.0.11" || cfg.StandbyPrepend != 2 {
+		cfg.RouterID.String() != "10.0.0.11" || cfg.StandbyPrepend != 2 || cfg.BFD.Enabled {
 		t.Errorf("config %+v", cfg)
+	}
+	b, _ = parse("--bgp-peer", "10.0.0.1@2", "--bgp-asn", "1", "--bgp-next-hop", "10.0.0.11", "--bgp-bfd", "--bgp-bfd-interval", "50ms", "--bgp-bfd-multiplier", "5")
+	if cfg, err := b.config(); err != nil || cfg.BFD != (bgp.BFD{Enabled: true, Interval: 50 * time.Millisecond, Multiplier: 5}) {
+		t.Errorf("--bgp-bfd: %+v, %v", cfg, err)
 	}
 	for _, tc := range []struct {
 		args []string
@@ -38,6 +45,9 @@ func TestBGPFlags(t *testing.T) {
 		{[]string{"--bgp-peer", "10.0.0.1;x", "--bgp-asn", "1", "--bgp-peer-asn", "2", "--bgp-next-hop", "10.0.0.11"}, "want ADDR"},
 		{[]string{"--bgp-peer", "10.0.0.1", "--bgp-asn", "1", "--bgp-peer-asn", "2"}, "--bgp-next-hop"},
 		{[]string{"--bgp-peer", "10.0.0.1@x", "--bgp-asn", "1", "--bgp-next-hop", "10.0.0.11"}, "bad AS number"},
+		{[]string{"--bgp-peer", "10.0.0.1@2", "--bgp-asn", "1", "--bgp-next-hop", "10.0.0.11", "--bgp-bfd", "--bgp-bfd-interval", "1ms"}, "--bgp-bfd-interval"},
+		{[]string{"--bgp-peer", "10.0.0.1@2", "--bgp-asn", "1", "--bgp-next-hop", "10.0.0.11", "--bgp-bfd", "--bgp-bfd-multiplier", "0"}, "--bgp-bfd-multiplier"},
+		{[]string{"--bgp-peer", "10.0.0.1@2", "--bgp-asn", "1", "--bgp-next-hop", "10.0.0.11", "--bgp-bfd-multiplier", "256"}, "--bgp-bfd-multiplier"},
 	} {
 		b, err := parse(tc.args...)
 		if err == nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"pier.dev/pier/internal/bfd"
 	"pier.dev/pier/internal/standalone"
 	"pier.dev/pier/internal/translate"
 )
@@ -33,6 +34,11 @@ func runCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.BoolVar(&cfg.ECMP, "ecmp", false, "with --nodes: ECMP instead of the pair for Services of type LoadBalancer: every node serves them at once and advertises their\n"+
 		"VIPs over BGP to a router namespace (<lab-prefix>r, bird2 with multipath), through which the client host reaches the pools; the\n"+
 		"other load balancers keep their pair, moved by BGP instead of VRRP (docs/bgp.md)")
+	fs.BoolVar(&cfg.BFD.Enabled, "bgp-bfd", false, "with --ecmp: BFD between the router and every node (bird's \"bfd on\"), so that a node cut off is out of the router's routes\n"+
+		"within --bgp-bfd-multiplier × --bgp-bfd-interval (300 ms) instead of the 3 s hold time")
+	fs.DurationVar(&cfg.BFD.Interval, "bgp-bfd-interval", bfd.DefaultInterval, "with --bgp-bfd: BFD packet interval once up, both ways")
+	var bfdMult uint
+	fs.UintVar(&bfdMult, "bgp-bfd-multiplier", bfd.DefaultMultiplier, "with --bgp-bfd: BFD packets in a row that may be lost")
 	fs.StringVar(&cfg.LabPrefix, "lab-prefix", "pier-", "prefix of the network namespaces --nodes creates")
 	fs.StringVar(&cfg.KeepalivedBinary, "keepalived-binary", "keepalived", "keepalived to run on each node with --nodes")
 	pools.register(fs, "127.10.0.0/16", "CIDR the internal VIPs are allocated from (loopback by default: no network set-up needed)", "127.20.0.0/16")
@@ -68,6 +74,16 @@ Flags:
 		return err
 	}
 	cfg.Paths = paths
+	if cfg.BFD.Enabled && !cfg.ECMP {
+		return fmt.Errorf("--bgp-bfd needs --ecmp: only the ECMP lab's nodes speak BGP")
+	}
+	if cfg.BFD.Interval < bfd.MinInterval || cfg.BFD.Interval > bfd.MaxInterval {
+		return fmt.Errorf("--bgp-bfd-interval %s: %s to %s", cfg.BFD.Interval, bfd.MinInterval, bfd.MaxInterval)
+	}
+	if bfdMult < 1 || bfdMult > 255 {
+		return fmt.Errorf("--bgp-bfd-multiplier %d: 1 to 255", bfdMult)
+	}
+	cfg.BFD.Multiplier = int(bfdMult)
 	cfg.InternalPool, cfg.PublicPool = pools.internal, pools.public
 	cfg.AddressQuarantine = pools.quarantine
 	if cfg.Nodes >= 2 {

@@ -26,6 +26,7 @@ type Metrics struct {
 	HAProxyRestarts prometheus.Counter
 	SourceProblems  prometheus.Gauge
 	BGPSessionUp    *prometheus.GaugeVec
+	BGPBFDUp        *prometheus.GaugeVec
 	BGPRoutes       *prometheus.GaugeVec
 
 	// Per-request metrics, counted by the agent from each request's
@@ -107,6 +108,9 @@ func New() *Metrics {
 		BGPSessionUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "pier_bgp_session_up", Help: "1 while the agent's BGP session with a peer is established (--bgp-peer).",
 		}, []string{"peer"}),
+		BGPBFDUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "pier_bgp_bfd_up", Help: "1 while the agent's BFD session with a BGP peer is up (--bgp-bfd); absent without BFD.",
+		}, []string{"peer"}),
 		BGPRoutes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "pier_bgp_routes_advertised", Help: "Host routes the agent advertises, preferred (active node) or not (standby).",
 		}, []string{"preferred"}),
@@ -149,6 +153,6 @@ func New() *Metrics {
 		m.AccessLogLines, m.AccessLogDropped, m.MembersUp, m.Members)
 	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.LoadBalancers, m.IngressProblems, m.Rebuilds, m.StatusPasses, m.Snapshots, m.RebuildSeconds, m.Reloads, m.RuntimeUpdates, m.Landings, m.FragmentChecks,
-		m.ConfigRejected, m.ApplySeconds, m.HAProxyRestarts, m.SourceProblems, m.BGPSessionUp, m.BGPRoutes)
+		m.ConfigRejected, m.ApplySeconds, m.HAProxyRestarts, m.SourceProblems, m.BGPSessionUp, m.BGPBFDUp, m.BGPRoutes)
 	return m
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"pier.dev/pier/internal/agent/bgp"
+	pierbfd "pier.dev/pier/internal/bfd"
 	"pier.dev/pier/internal/lab"
 	"pier.dev/pier/internal/netnsdo"
 )
@@ -24,7 +25,7 @@ const (
 	labASN        = 65000
 	labRouterNum  = 2 // r's host number: 10.99.0.2
 	labBGPPort    = 179
-	labHoldTime   = 3 * time.Second // BGP's least: a cut node is out after 3 s
+	labHoldTime   = 3 * time.Second // BGP's least: without BFD a cut node is out after 3 s
 	labRouterName = "r"
 )
 
@@ -35,22 +36,36 @@ type labRouter struct {
 }
 
 // birdConfig is bird's configuration for the lab router: only typed
-// values (addresses, numbers) go into it.
-func birdConfig(routerID netip.Addr, asn uint32, nodes []netip.Addr, port uint16, hold time.Duration) string {
+// values (addresses, numbers) go into it. With bfd enabled, bird runs BFD
+// with every node at the nodes' interval and multiplier, and ends a
+// node's BGP session (its routes with it) when BFD goes down.
+func birdConfig(routerID netip.Addr, asn uint32, nodes []netip.Addr, port uint16, hold time.Duration, bfd bgp.BFD) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "log stderr { warning, error, fatal };\nrouter id %s;\nprotocol device {}\n", routerID)
 	b.WriteString("protocol kernel { merge paths on; ipv4 { import none; export all; }; }\n")
+	bfdOn := ""
+	if bfd.Enabled {
+		interval, mult := bfd.Interval, bfd.Multiplier
+		if interval == 0 {
+			interval = pierbfd.DefaultInterval
+		}
+		if mult == 0 {
+			mult = pierbfd.DefaultMultiplier
+		}
+		fmt.Fprintf(&b, "protocol bfd {\n  interface \"*\" { interval %d ms; multiplier %d; };\n}\n", interval.Milliseconds(), mult)
+		bfdOn = "  bfd on;\n"
+	}
 	for i, n := range nodes {
 		fmt.Fprintf(&b, "protocol bgp node%d {\n  local %s as %d;\n  neighbor %s port %d as %d;\n  direct;\n"+
-			"  hold time %d;\n  connect retry time 1;\n  error wait time 1, 2;\n  ipv4 { import all; export none; gateway direct; };\n}\n",
-			i, routerID, asn, n, port, asn, int(hold.Seconds()))
+			"  hold time %d;\n  connect retry time 1;\n  error wait time 1, 2;\n%s  ipv4 { import all; export none; gateway direct; };\n}\n",
+			i, routerID, asn, n, port, asn, int(hold.Seconds()), bfdOn)
 	}
 	return b.String()
 }
 
 // startLabRouter adds the router host, starts bird in it and routes the
 // client's traffic for the pools through it.
-func startLabRouter(l *lab.Lab, dir string, pools []netip.Prefix, logger *slog.Logger) (*labRouter, error) {
+func startLabRouter(l *lab.Lab, dir string, pools []netip.Prefix, bfd bgp.BFD, logger *slog.Logger) (*labRouter, error) {
 	if _, err := exec.LookPath("bird"); err != nil {
 		return nil, fmt.Errorf("--ecmp needs bird2 as the lab's router (apt-get install bird2; hack/deps.sh): %w", err)
 	}
@@ -85,7 +100,7 @@ func startLabRouter(l *lab.Lab, dir string, pools []netip.Prefix, logger *slog.L
 		return nil, err
 	}
 	conf := filepath.Join(birdDir, "bird.conf")
-	if err := os.WriteFile(conf, []byte(birdConfig(r.Addr, labASN, nodes, labBGPPort, labHoldTime)), 0o600); err != nil {
+	if err := os.WriteFile(conf, []byte(birdConfig(r.Addr, labASN, nodes, labBGPPort, labHoldTime, bfd)), 0o600); err != nil {
 		return nil, err
 	}
 	cmd := exec.Command("ip", "netns", "exec", r.NS, "bird", "-f", "-c", conf, "-s", filepath.Join(birdDir, "bird.ctl"),
@@ -95,7 +110,7 @@ func startLabRouter(l *lab.Lab, dir string, pools []netip.Prefix, logger *slog.L
 		return nil, fmt.Errorf("bird: %w", err)
 	}
 	logger.Info("lab router: bird peers with every node over iBGP and spreads the flows over them (ECMP)",
-		"router", r.NS+" "+r.Addr.String(), "asn", labASN, "show", "birdc -s "+filepath.Join(birdDir, "bird.ctl")+" show route all; ip -n "+r.NS+" route")
+		"router", r.NS+" "+r.Addr.String(), "asn", labASN, "bfd", bfd.Enabled, "show", "birdc -s "+filepath.Join(birdDir, "bird.ctl")+" show route all; ip -n "+r.NS+" route")
 	return &labRouter{host: r, bird: cmd}, nil
 }
 
@@ -108,9 +123,9 @@ func (r *labRouter) stop() {
 
 // ecmpSpeaker is the BGP configuration of node h's speaker in the lab:
 // it listens in h's namespace, the router connects.
-func ecmpSpeaker(h *lab.Host, router netip.Addr) bgp.Config {
+func ecmpSpeaker(h *lab.Host, router netip.Addr, bfd bgp.BFD) bgp.Config {
 	return bgp.Config{ASN: labASN, RouterID: h.Addr, NextHop: h.Addr, ListenPort: labBGPPort, Netns: h.NS,
-		HoldTime: labHoldTime, Peers: []bgp.Peer{{Address: router, ASN: labASN}}}
+		HoldTime: labHoldTime, BFD: bfd, Peers: []bgp.Peer{{Address: router, ASN: labASN}}}
 }
 
 // writeSysctls sets /proc/sys values inside netns.

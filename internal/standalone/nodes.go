@@ -83,7 +83,7 @@ func buildLab(cfg Config, stateDir string, newAgent func(nodeAgent) (*agent.Agen
 				pools = append(pools, p)
 			}
 		}
-		if router, err = startLabRouter(l, stateDir, pools, logger); err != nil {
+		if router, err = startLabRouter(l, stateDir, pools, cfg.BFD, logger); err != nil {
 			l.Remove()
 			return fail(err)
 		}
@@ -100,7 +100,7 @@ func buildLab(cfg Config, stateDir string, newAgent func(nodeAgent) (*agent.Agen
 		var mv mover.Mover
 		var err error
 		if router != nil {
-			mv = bgp.NewMover(bgp.MoverConfig{Speaker: ecmpSpeaker(h, router.host.Addr), Node: h.Name, Netns: h.NS, ECMP: true,
+			mv = bgp.NewMover(bgp.MoverConfig{Speaker: ecmpSpeaker(h, router.host.Addr, cfg.BFD), Node: h.Name, Netns: h.NS, ECMP: true,
 				Logger: nodeLog.With("component", "bgp")})
 		} else {
 			mv, err = addrhold.NewMover(addrhold.Config{Node: h.Name, Interface: "eth0", Dir: addrhold.DefaultDir(nodeDir), Netns: h.NS,

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"pier.dev/pier/internal/agent/bgp"
 	"pier.dev/pier/internal/api"
 	"pier.dev/pier/internal/controller"
 	"pier.dev/pier/internal/haproxy/render"
@@ -68,7 +69,11 @@ type Config struct {
 	// ECMP, with Nodes ≥ 2, moves the addresses with BGP to a router
 	// host running bird and places native load balancers on every node
 	// (ECMP) instead of a pair.
-	ECMP      bool
+	ECMP bool
+	// BFD, with ECMP, runs BFD between the router and every node's
+	// speaker (bird's bgp protocols get `bfd on`): a node cut off is out
+	// of the router's routes within BFD's detection time.
+	BFD       bgp.BFD
 	Translate translate.Options
 	Render    render.Options
 	Status    status.Addresses

@@ -26,6 +26,7 @@ type nodeConfig struct {
 	// Log is a file the node logs to at Info, what an agent logs by
 	// default (stderr gets warnings only).
 	Log string
+	BFD bool // BFD with the router at the defaults
 }
 
 // nodeEnv names the variable that makes the test binary a node.
@@ -67,7 +68,7 @@ func runNode() int {
 	}
 	self := netip.MustParseAddr(cfg.Self)
 	mv := bgp.NewMover(bgp.MoverConfig{Node: cfg.Name, ECMP: true, Logger: logger, Speaker: bgp.Config{
-		ASN: 65000, RouterID: self, HoldTime: 3 * time.Second,
+		ASN: 65000, RouterID: self, HoldTime: 3 * time.Second, BFD: bgp.BFD{Enabled: cfg.BFD},
 		Peers: []bgp.Peer{{Address: netip.MustParseAddr(cfg.Router), ASN: 65000}}}})
 	if err := mv.Start(ctx, node{drv}); err != nil {
 		fmt.Println(err)

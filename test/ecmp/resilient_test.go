@@ -44,7 +44,7 @@ func (w *world) resilientGroup(n int) {
 // resilient hashing: no established flow moves, so none breaks, and the
 // new node takes new connections.
 func TestECMPResilientRouter(t *testing.T) {
-	w := newWorldOf(t, 3, true)
+	w := newWorldOf(t, 3, worldOptions{resilient: true})
 	flows := w.establish(t, 150)
 	// Each flow speaks every 200 ms, so its bucket is never idle for the
 	// router's idle timer (1 s).

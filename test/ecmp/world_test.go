@@ -70,6 +70,14 @@ type world struct {
 	// bird is the router's bird process, birdConf its configuration.
 	bird     *exec.Cmd
 	birdConf string
+	// bfd: bird and every node run BFD (bird's `bfd on`).
+	bfd bool
+}
+
+// worldOptions shape a world.
+type worldOptions struct {
+	resilient bool // see world.resilient
+	bfd       bool // see world.bfd
 }
 
 // nodeProc is a running node.
@@ -129,9 +137,10 @@ func link(t *testing.T, ns, dev, addr, raddr string, extra ...string) {
 
 // newWorld builds the namespaces, bird and the endpoints, and starts
 // nodes 0..n-1.
-func newWorld(t *testing.T, n int) *world { return newWorldOf(t, n, false) }
+func newWorld(t *testing.T, n int) *world { return newWorldOf(t, n, worldOptions{}) }
 
-func newWorldOf(t *testing.T, n int, resilient bool) *world {
+func newWorldOf(t *testing.T, n int, opts worldOptions) *world {
+	resilient := opts.resilient
 	t.Helper()
 	if os.Geteuid() != 0 {
 		needed(t, "root")
@@ -148,7 +157,7 @@ func newWorldOf(t *testing.T, n int, resilient bool) *world {
 	}
 	cleanup()
 	t.Cleanup(cleanup)
-	w := &world{t: t, dir: t.TempDir(), nodes: map[int]*nodeProc{}, resilient: resilient}
+	w := &world{t: t, dir: t.TempDir(), nodes: map[int]*nodeProc{}, resilient: resilient, bfd: opts.bfd}
 	run(t, "ip", "netns", "add", routerNS)
 	run(t, "ip", "-n", routerNS, "link", "set", "lo", "up")
 	// The router forwards and hashes a flow's addresses and ports onto
@@ -186,9 +195,9 @@ func newWorldOf(t *testing.T, n int, resilient bool) *world {
 }
 
 // startBird runs bird in the router namespace: an iBGP session with each
-// node (hold time 3 s, the least BGP allows: BFD is not there yet) and
-// its kernel protocol merging the equal best routes into one multipath
-// route (merge paths on).
+// node (hold time 3 s, the least BGP allows; with BFD, `bfd on` and a bfd
+// protocol at the nodes' 100 ms × 3) and its kernel protocol merging the
+// equal best routes into one multipath route (merge paths on).
 func (w *world) startBird() {
 	t := w.t
 	export := "all"
@@ -197,10 +206,15 @@ func (w *world) startBird() {
 	}
 	conf := "router id 10.77.100.1;\nprotocol device {}\n" +
 		"protocol kernel {\n  ipv4 { import none; export " + export + "; };\n  merge paths on;\n}\n"
+	bfdOn := ""
+	if w.bfd {
+		conf += "protocol bfd {\n  interface \"*\" { interval 100 ms; multiplier 3; };\n}\n"
+		bfdOn = "  bfd on;\n"
+	}
 	for i := range maxNodes {
 		conf += fmt.Sprintf("protocol bgp n%d {\n  local %s as 65000;\n  neighbor %s as 65000;\n  direct;\n  passive on;\n"+
-			"  hold time 3;\n  error wait time 1, 2;\n  ipv4 { import all; export none; gateway direct; };\n}\n",
-			i, routerAddr(i), nodeAddr(i))
+			"  hold time 3;\n  error wait time 1, 2;\n%s  ipv4 { import all; export none; gateway direct; };\n}\n",
+			i, routerAddr(i), nodeAddr(i), bfdOn)
 	}
 	w.birdConf = filepath.Join(w.dir, "bird.conf")
 	w.sock = filepath.Join(w.dir, "bird.ctl")
@@ -270,7 +284,7 @@ func (w *world) startEndpoints() {
 func (w *world) startNode(i int) {
 	t := w.t
 	cfg := nodeConfig{Name: fmt.Sprintf("n%d", i), Self: nodeAddr(i), Router: routerAddr(i),
-		StateDir: filepath.Join(w.dir, fmt.Sprintf("n%d", i)), LB: w.lb, Log: w.nodeLog(i)}
+		StateDir: filepath.Join(w.dir, fmt.Sprintf("n%d", i)), LB: w.lb, Log: w.nodeLog(i), BFD: w.bfd}
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		t.Fatal(err)
 	}

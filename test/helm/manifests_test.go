@@ -410,7 +410,8 @@ func TestHelmAddressing(t *testing.T) {
 		args := m.agent(t).Spec.Template.Spec.Containers[0].Args
 		want := []string{"--bgp-asn=64512", "--bgp-peer-asn=64512", "--bgp-peer=192.0.2.1",
 			"--bgp-peer=192.0.2.2:1790@64513", "--bgp-peer=[2001:db8::1]:179", "--bgp-next-hop=$(POD_IP)",
-			"--bgp-standby-prepend=0", "--bgp-hold-time=30", "--bgp-max-prefixes=200", "--bgp-password-file=/etc/pier/bgp/passwords"}
+			"--bgp-standby-prepend=0", "--bgp-hold-time=30", "--bgp-max-prefixes=200", "--bgp-password-file=/etc/pier/bgp/passwords",
+			"--bgp-bfd", "--bgp-bfd-interval=150ms", "--bgp-bfd-multiplier=4"}
 		if got := argsWithPrefix(args, "--bgp"); !reflect.DeepEqual(got, want) {
 			t.Errorf("agent BGP args\n got %q\nwant %q", got, want)
 		}

@@ -200,7 +200,8 @@ func (m *Mover) startSpeaker(ctx context.Context) error {
 		return err
 	}
 	m.speaker = s
-	m.logger.Info("bgp: speaker started", "asn", m.cfg.Speaker.ASN, "router_id", m.cfg.Speaker.RouterID, "peers", len(m.cfg.Speaker.Peers))
+	m.logger.Info("bgp: speaker started", "asn", m.cfg.Speaker.ASN, "router_id", m.cfg.Speaker.RouterID, "peers", len(m.cfg.Speaker.Peers),
+		"bfd", m.cfg.Speaker.BFD.Enabled)
 	return nil
 }
 
@@ -377,6 +378,13 @@ func (m *Mover) publishSessions(ctx context.Context) {
 			up = 1
 		}
 		m.cfg.Metrics.BGPSessionUp.WithLabelValues(p.Address).Set(up)
+		if p.BFD != "" {
+			bfdUp := 0.0
+			if p.BFD == "up" {
+				bfdUp = 1
+			}
+			m.cfg.Metrics.BGPBFDUp.WithLabelValues(p.Address).Set(bfdUp)
+		}
 	}
 }
 
@@ -417,9 +425,13 @@ func (m *Mover) syncLocalRoutes(want map[netip.Addr]bool) {
 // Close, with stop, closes the sessions (the peers withdraw the routes)
 // and removes the local routes. Without, the sessions end with the
 // process, unannounced: the routers keep the routes for the restart time
-// (graceful restart) while HAProxy keeps serving.
+// (graceful restart) while HAProxy keeps serving; BFD is stopped first
+// with admin-down, or the routers would take the silence for a failure.
 func (m *Mover) Close(ctx context.Context, stop bool) {
 	if !stop {
+		if m.speaker != nil {
+			m.speaker.StopBFD()
+		}
 		return
 	}
 	if m.speaker != nil {

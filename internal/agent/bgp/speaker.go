@@ -31,6 +31,13 @@
 // signed with TCP-MD5 (RFC 2385, Peer.Password), which the kernel checks
 // on every segment: a neighbour without the key can neither open a
 // session nor reset one.
+//
+// With Config.BFD the speaker also runs a BFD session (package bfd) with
+// every peer: a router with BFD on its side drops the node's session and
+// routes a few hundred milliseconds after the node stops answering,
+// instead of after the hold time; the speaker resets a peer's BGP session
+// the moment BFD says the peer is gone, so it reconnects at once when the
+// path is back.
 package bgp
 
 import (
@@ -48,6 +55,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"pier.dev/pier/internal/bfd"
 	"pier.dev/pier/internal/netnsdo"
 )
 
@@ -86,6 +94,8 @@ type Config struct {
 	// (0: 9 s). Without BFD it is how long a dead node stays the
 	// routers' choice (plus RestartTime).
 	HoldTime time.Duration
+	// BFD, when enabled, runs a BFD session with every peer.
+	BFD BFD
 	// MaxPrefixes is how many routes a peer may send per address family
 	// before its session is ended; they are all rejected, but kept before
 	// policy, so this bounds the memory a router can make the speaker
@@ -99,6 +109,23 @@ type Config struct {
 	Netns  string
 	Logger *slog.Logger
 }
+
+// BFD configures the speaker's BFD sessions (RFC 5880, single hop per RFC
+// 5881): the peers must run BFD for the same addresses (bird: a `bfd`
+// protocol and `bfd on` in the BGP protocol).
+type BFD struct {
+	Enabled bool
+	// Interval is how often packets go each way once the session is Up
+	// (0: 100 ms); Multiplier how many may be missed (0: 3). The router
+	// sees the node gone Multiplier × Interval after its last packet.
+	Interval   time.Duration
+	Multiplier int
+}
+
+// BirdBFDProtocol is the bfd protocol a bird2 router needs for pier's
+// sessions, beside `bfd on;` in each BGP protocol: packets every 100 ms
+// each way, bird's side seen gone after three missed.
+const BirdBFDProtocol = "protocol bfd {\n  interface \"*\" { interval 100 ms; multiplier 3; };\n}\n"
 
 // DefaultMaxPrefixes leaves room for what routers send a host they
 // peer with (a default route, the fabric's loopbacks) and ends a session
@@ -146,6 +173,9 @@ type Speaker struct {
 	// ended (sessions.go); stopWatch ends that watch.
 	replaced  map[string]time.Time
 	stopWatch context.CancelFunc
+	// bfd and its sessions, by peer address: nil without Config.BFD.
+	bfd         *bfd.Server
+	bfdSessions map[netip.Addr]*bfd.Session
 }
 
 // Start starts the speaker and its sessions.
@@ -212,6 +242,13 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 		srv.Stop()
 		return nil, err
 	}
+	if cfg.BFD.Enabled {
+		if err := s.startBFD(); err != nil {
+			s.stopWatch()
+			srv.Stop()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -246,6 +283,52 @@ func (s *Speaker) peerRequest(p Peer, restarting bool) *api.AddPeerRequest {
 			LocalRestarting: restarting, DeferralTime: 3},
 		AfiSafis: []*api.AfiSafi{afiSafi(netip.IPv4Unspecified(), limit), afiSafi(netip.IPv6Unspecified(), limit)},
 	}}
+}
+
+// startBFD opens the BFD sockets (in the speaker's namespace) and a
+// session per peer.
+func (s *Speaker) startBFD() error {
+	b, err := bfd.Listen(bfd.Config{Netns: s.cfg.Netns, Logger: s.log})
+	if err != nil {
+		return err
+	}
+	s.bfd, s.bfdSessions = b, map[netip.Addr]*bfd.Session{}
+	for _, p := range s.cfg.Peers {
+		sess, err := b.Add(p.Address, bfd.SessionConfig{Interval: s.cfg.BFD.Interval, Multiplier: s.cfg.BFD.Multiplier,
+			OnChange: s.bfdChanged})
+		if err != nil {
+			b.Close()
+			return err
+		}
+		s.bfdSessions[p.Address.Unmap()] = sess
+	}
+	return nil
+}
+
+// bfdChanged reacts to a BFD session's change: a peer whose session left
+// Up is lost, now, not at the end of the hold time. Its BGP session is
+// reset (a NOTIFICATION, which a dead path may never carry, then closed)
+// so it reconnects as soon as the path is back. A peer that said
+// admin-down stopped its BFD on purpose: that is no failure (RFC 5882
+// section 3.2), the BGP session stays.
+func (s *Speaker) bfdChanged(c bfd.Change) {
+	switch {
+	case c.To == bfd.Up:
+		s.log.Info("BFD session up", "peer", c.Peer)
+	case c.From == bfd.Up && c.RemoteState == bfd.AdminDown:
+		s.log.Info("BFD session down: the peer stopped its BFD on purpose; the BGP session stays", "peer", c.Peer)
+	case c.From == bfd.Up:
+		s.log.Warn("BGP peer lost: its BFD session went down; resetting the BGP session", "peer", c.Peer,
+			"since_last_packet", c.SinceLastPacket.Round(time.Millisecond), "diag", c.Diag.String())
+		// Not on the BFD session's goroutine, which keeps its timers.
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := s.srv.ResetPeer(ctx, &api.ResetPeerRequest{Address: c.Peer.String(), Communication: "BFD session down"}); err != nil {
+				s.log.Warn("BGP peer lost: reset failed", "peer", c.Peer, "error", err)
+			}
+		}()
+	}
 }
 
 // afiSafi enables a family with graceful restart and the prefix limit.
@@ -383,6 +466,9 @@ type PeerState struct {
 	// withdrawn, kept before policy and all rejected (MaxPrefixes
 	// counts them, per family).
 	Received uint64
+	// BFD is the state of the peer's BFD session ("up", "down", …; ""
+	// without BFD).
+	BFD string
 }
 
 // Peers reports the state of every session.
@@ -394,6 +480,9 @@ func (s *Speaker) Peers(ctx context.Context) ([]PeerState, error) {
 			Established: st == api.PeerState_ESTABLISHED}
 		for _, af := range p.GetAfiSafis() {
 			ps.Received += af.GetState().GetReceived()
+		}
+		if a, err := netip.ParseAddr(ps.Address); err == nil && s.bfdSessions[a.Unmap()] != nil {
+			ps.BFD = s.bfdSessions[a.Unmap()].State().String()
 		}
 		out = append(out, ps)
 	})
@@ -465,8 +554,19 @@ func (s *Speaker) Advertised() map[netip.Addr]bool {
 // Stop withdraws everything by closing the sessions.
 func (s *Speaker) Stop(ctx context.Context) {
 	s.stopWatch()
+	s.StopBFD()
 	_ = s.srv.StopBgp(ctx, &api.StopBgpRequest{})
 	s.srv.Stop()
+}
+
+// StopBFD ends the BFD sessions with admin-down, which a router must not
+// take for a failure (RFC 5882 section 3.2): before an exit that leaves
+// the BGP sessions to end with the process (graceful restart), or the
+// router would drop the routes the moment the packets stop.
+func (s *Speaker) StopBFD() {
+	if s.bfd != nil {
+		s.bfd.Close()
+	}
 }
 
 func sortedKeys(m map[netip.Addr]bool) []netip.Addr {

@@ -43,6 +43,9 @@ type helperConfig struct {
 	MaxPrefixes  int
 	// Log, when set, is where the speaker logs at Debug.
 	Log string
+	// HoldTime and BFD go to the speaker's Config as they are.
+	HoldTime time.Duration
+	BFD      BFD
 }
 
 // helperState answers the helper's "state" command.
@@ -50,6 +53,7 @@ type helperState struct {
 	Established bool
 	Received    uint64
 	Learned     int
+	BFD         string
 }
 
 func TestMain(m *testing.M) {
@@ -78,7 +82,7 @@ func runHelper() int {
 		defer f.Close()
 		logger = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	cfg := Config{ASN: hc.ASN, RouterID: self, MaxPrefixes: hc.MaxPrefixes,
+	cfg := Config{ASN: hc.ASN, RouterID: self, MaxPrefixes: hc.MaxPrefixes, HoldTime: hc.HoldTime, BFD: hc.BFD,
 		Peers:  []Peer{{Address: netip.MustParseAddr(hc.Peer), ASN: hc.PeerASN, Password: Password(hc.Password)}},
 		Logger: logger}
 	// What an agent logs of its configuration at start, as a careless
@@ -91,11 +95,16 @@ func runHelper() int {
 	}
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
+		if in.Text() == "stop-bfd" {
+			s.StopBFD()
+			fmt.Println("ok")
+			continue
+		}
 		if in.Text() == "state" {
 			var st helperState
 			peers, err := s.Peers(context.Background())
 			if err == nil && len(peers) == 1 {
-				st.Established, st.Received = peers[0].Established, peers[0].Received
+				st.Established, st.Received, st.BFD = peers[0].Established, peers[0].Received, peers[0].BFD
 				st.Learned, err = s.Learned(context.Background())
 			}
 			if err != nil {
