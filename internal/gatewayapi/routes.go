@@ -48,14 +48,7 @@ func attachRoute(ro routeObject, gws map[model.ObjectRef]*parsedGateway, ns map[
 			pr = parseRoute(ro, x, opts, problems)
 		}
 		accepted, reason, msg := p.attach(pr, parent, namespaceLabelsOf(ns, r.Namespace))
-		parents = append(parents, gwv1.RouteParentStatus{
-			ParentRef:      parent,
-			ControllerName: gwv1.GatewayController(opts.GatewayControllerName),
-			Conditions: []metav1.Condition{
-				condition(r.Generation, string(gwv1.RouteConditionAccepted), accepted, reason, msg),
-				pr.resolvedRefs(),
-			},
-		})
+		parents = append(parents, parentStatus(parent, opts, r.Generation, accepted, reason, msg, pr.resolvedRefs()))
 	}
 	if len(parents) > 0 {
 		st.Routes[ref] = parents
@@ -334,4 +327,18 @@ func answersItself(filters []gwv1.HTTPRouteFilter) bool {
 		}
 	}
 	return false
+}
+
+// parentStatus is a route's status on one parent of ours: Accepted as the
+// attachment said, and the route's ResolvedRefs (the same on every parent).
+func parentStatus(parent gwv1.ParentReference, opts translate.Options, generation int64, accepted bool, reason, msg string,
+	resolved metav1.Condition) gwv1.RouteParentStatus {
+	return gwv1.RouteParentStatus{
+		ParentRef:      parent,
+		ControllerName: gwv1.GatewayController(opts.GatewayControllerName),
+		Conditions: []metav1.Condition{
+			condition(generation, string(gwv1.RouteConditionAccepted), accepted, reason, msg),
+			resolved,
+		},
+	}
 }

@@ -58,14 +58,7 @@ func attachTCPRoutes(routes []*gwv1alpha2.TCPRoute, gws map[model.ObjectRef]*par
 				tr = parseTCPRoute(r, x, opts, problems)
 			}
 			accepted, reason, msg := p.attachTCP(tr, parent, namespaceLabelsOf(ns, r.Namespace))
-			parents = append(parents, gwv1.RouteParentStatus{
-				ParentRef:      parent,
-				ControllerName: gwv1.GatewayController(opts.GatewayControllerName),
-				Conditions: []metav1.Condition{
-					condition(r.Generation, string(gwv1.RouteConditionAccepted), accepted, reason, msg),
-					tr.resolvedRefs(),
-				},
-			})
+			parents = append(parents, parentStatus(parent, opts, r.Generation, accepted, reason, msg, tr.resolvedRefs()))
 		}
 		if len(parents) > 0 {
 			st.Routes[model.ObjectRef{Kind: model.KindTCPRoute, Namespace: r.Namespace, Name: r.Name}] = parents
