@@ -108,6 +108,13 @@ func TestLastErrors(t *testing.T) {
 		send("/bad/cart", "e2e-bad-"+strconv.Itoa(i), 502)
 	}
 	send("/gone", "", 503)
+	// HAProxy logs a request when its stream ends, on whichever thread
+	// ran it: two requests on two connections may reach the agent in
+	// either order, within the same millisecond. The hostile path must
+	// be the kind's newest sample, so it goes once the first is counted.
+	harness.WaitFor(t, 5*time.Second, "the first 503 counted", func() bool {
+		return p.Metric("pier_ingress_requests_total", `service="gone"`) == 1
+	})
 	sendRaw(t, vip, p.HTTPPort, hostilePath, 503)
 	for range 5 {
 		send("/", "", 200)
