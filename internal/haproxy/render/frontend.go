@@ -45,10 +45,15 @@ func writeFrontend(c *encode.Config, v *view, l *listenerView, at layout.LB) {
 			// HTTP/2 is offered where something needs it: the misdirected
 			// request check (a client that coalesces connections does so
 			// over h2) and gRPC. Elsewhere HTTP/1.1 alone keeps the drain's
-			// Connection: close working (drain.go).
+			// Connection: close working (drain.go). The ALPN is named on
+			// every TLS bind: HAProxy 2.8 and later offer h2 on a bind
+			// that names none, 2.6 does not, and a listener should not
+			// change protocol with the binary it runs on.
+			alpn := encode.Lit("http/1.1")
 			if len(l.misdirect) > 0 || l.grpc {
-				words = append(words, encode.Lit("alpn"), encode.Lit("h2,http/1.1"))
+				alpn = encode.Lit("h2,http/1.1")
 			}
+			words = append(words, encode.Lit("alpn"), alpn)
 		}
 		c.Line(words...)
 	}

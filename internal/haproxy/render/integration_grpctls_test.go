@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"pier.dev/pier/internal/haproxy/process"
 	"pier.dev/pier/internal/model"
 )
 
@@ -63,13 +62,10 @@ func TestIntegrationGRPCOverTLS(t *testing.T) {
 	}
 
 	plainOnly := serve(plain)
-	// HAProxy 2.8 and later offer h2 by ALPN on every HTTP bind without
-	// an alpn keyword (3.0, the image's, does): there the plain listener
-	// offers h2 too, and a drain cannot close those connections.
-	plainWant := ""
-	if v, err := process.BinaryVersion(context.Background(), bin); err == nil && v.AtLeast(2, 8) {
-		plainWant = "h2"
-	}
+	// Every TLS bind names its ALPN: the plain listener offers HTTP/1.1
+	// alone under 2.6 and 3.0 alike (HAProxy 2.8 and later would offer h2
+	// on a bind that names none, and a drain cannot close h2).
+	plainWant := "http/1.1"
 	for addr, want := range map[string]string{withGRPC: "h2", plainOnly: plainWant} {
 		c, err := tls.Dial("tcp", addr, &tls.Config{ServerName: "plain.test", InsecureSkipVerify: true, NextProtos: []string{"h2", "http/1.1"}})
 		if err != nil {
@@ -77,9 +73,7 @@ func TestIntegrationGRPCOverTLS(t *testing.T) {
 		}
 		got := c.ConnectionState().NegotiatedProtocol
 		c.Close()
-		// Without ALPN on the bind the server picks nothing: the client
-		// falls back to HTTP/1.1.
-		if got != want && !(want == "" && got == "http/1.1") {
+		if got != want {
 			t.Errorf("ALPN on %s: %q, want %q", addr, got, want)
 		}
 	}

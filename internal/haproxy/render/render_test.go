@@ -144,7 +144,7 @@ func TestStrictSNI(t *testing.T) {
 	for _, line := range strings.Split(string(r.Fragment), "\n") {
 		if strings.Contains(line, " ssl crt-list ") {
 			binds++
-			if !strings.HasSuffix(line, " strict-sni") {
+			if !strings.Contains(line, " strict-sni") {
 				t.Errorf("TLS bind without strict-sni: %s", line)
 			}
 		}
