@@ -2,7 +2,7 @@
 // pairs (active, standby). VRRP ids are 1–255 per L2 segment, so pier runs
 // one VRRP instance per ordered pair, carrying the addresses of every load
 // balancer placed on it, rather than one per load balancer. The reversed
-// pair is another instance: the priorities (200 active, 100 standby) are
+// pair is another instance: the priorities (vrrp.PriorityActive, PriorityStandby) are
 // the other way round.
 //
 // As ipam (metallb's rule), the allocator is a cache of what the store

@@ -6,8 +6,8 @@
 // One VRRP instance serves one ordered pair of nodes (active, standby) and
 // carries the VIPs and floating IPs of every load balancer placed on that
 // pair: VRRP router ids are 1–255 per segment, so one instance per load
-// balancer would not scale. The active node has priority 200 and the
-// standby 100 (the seed's local preferences). Each instance tracks a file
+// balancer would not scale. The active node has priority 250 and the
+// standby 240 (PriorityActive says why so close). Each instance tracks a file
 // the agent writes: "0" while every HAProxy process serving the pair's
 // load balancers on this node is healthy, anything else puts the instance
 // in FAULT, which sends a priority-0 advert so that the peer takes over at
@@ -35,10 +35,16 @@ import (
 	"time"
 )
 
-// Priorities of the two nodes of a pair.
+// Priorities of the two nodes of a pair. A backup that hears the
+// master's priority-0 advert (its gate closed: HAProxy died, a drain)
+// takes over after its skew time, (256 - priority) / 256 of an advert:
+// 6 ms at 240 with 0.1 s adverts, where 100 waited 61 ms. The first
+// election does not rest on the gap between the two (the standby's gate
+// stays closed for a while on a new instance, addrhold's standbyHold);
+// the gap still decides it should both gates open at once.
 const (
-	PriorityActive  = 200
-	PriorityStandby = 100
+	PriorityActive  = 250
+	PriorityStandby = 240
 )
 
 // Instance is one VRRP instance on this node.

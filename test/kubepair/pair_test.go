@@ -67,8 +67,9 @@ func TestKubePair(t *testing.T) {
 	t.Run("reports and both hot", func(t *testing.T) {
 		t.Logf("%s: VIP %s, FIP %s, %s", lb.Name, vip, fip, describe(lb))
 		// Both keepalived start as BACKUP with nopreempt: the active node
-		// (priority 200) wins the first election only if its master-down
-		// timer ends first, about 40 ms sooner at the same start.
+		// wins the first election because the standby's gate stays closed
+		// for a while on a new instance (and its higher priority would
+		// end its master-down timer about 4 ms sooner at the same start).
 		if holder != lb.Placement.Active {
 			t.Errorf("the standby %s holds the addresses from the start, not the active %s: its keepalived %s",
 				holder, lb.Placement.Active, w.startGap(holder, other))

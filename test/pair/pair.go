@@ -117,13 +117,14 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	}); err != nil {
 		return fail(err)
 	}
+	var last []harness.Sample
 	if err := env.waitFor(ctx, "the VIP to serve from the client host", 30*time.Second, func() bool {
 		p := env.Probe(ctx, RecoveryTimeout)
 		time.Sleep(100 * time.Millisecond)
-		s := p.Stop()
-		return len(s) > 0 && s[len(s)-1].OK
+		last = p.Stop()
+		return len(last) > 0 && last[len(last)-1].OK
 	}); err != nil {
-		return fail(err)
+		return fail(fmt.Errorf("%w (the last look: %s; holders of %s: %v)", err, harness.Summary(last), env.VIP, env.Holders()))
 	}
 	return env, nil
 }

@@ -8,7 +8,7 @@
 // Load balancers placed on the same ordered pair of nodes (active,
 // standby) share one VRRP instance: its router id is the placement's
 // RouterID, its name "vr<id>". The active node of the pair has priority
-// 200, the standby 100, both start as BACKUP with nopreempt, so the first
+// 250, the standby 240, both start as BACKUP with nopreempt, so the first
 // election goes to the active node and a node that comes back never takes
 // the addresses back (no second move).
 //
