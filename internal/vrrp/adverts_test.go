@@ -41,6 +41,7 @@ func TestParseAdvert(t *testing.T) {
 func TestAdvertsHeard(t *testing.T) {
 	topo.Skip(t, "keepalived", "nft")
 	top := topo.New(t, topo.Options{Nodes: 2})
+	var ks []*Keepalived
 	for i := range 2 {
 		k, err := NewKeepalived("", top.Nodes[i].NS, slog.New(slog.DiscardHandler))
 		if err != nil {
@@ -50,10 +51,9 @@ func TestAdvertsHeard(t *testing.T) {
 		if err := k.Apply(t.Context(), pairConfig(t.TempDir(), top, i)); err != nil {
 			t.Fatal(err)
 		}
-		if err := k.SetHealthy("pair-a-b", true); err != nil {
-			t.Fatal(err)
-		}
+		ks = append(ks, k)
 	}
+	openActiveFirst(t, ks, func() bool { return slices.Equal(top.Holders(vip), []string{top.Nodes[0].Name}) })
 	a, err := ListenAdverts(top.Nodes[1].NS)
 	if err != nil {
 		t.Fatal(err)

@@ -33,6 +33,7 @@ func TestForgedAdvertsIgnored(t *testing.T) {
 	holds := func(i int) bool { return top.Nodes[i].Has(vip) }
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var cfgs [2]Config
+	var ks []*Keepalived
 	for i := range cfgs {
 		k, err := NewKeepalived("", top.Nodes[i].NS, logger)
 		if err != nil {
@@ -43,11 +44,9 @@ func TestForgedAdvertsIgnored(t *testing.T) {
 		if err := k.Apply(t.Context(), cfgs[i]); err != nil {
 			t.Fatal(err)
 		}
-		if err := k.SetHealthy("pair-a-b", true); err != nil {
-			t.Fatal(err)
-		}
+		ks = append(ks, k)
 	}
-	waitFor(t, "the active node takes the address", 3*time.Second, func() bool { return holds(0) && !holds(1) })
+	openActiveFirst(t, ks, func() bool { return holds(0) && !holds(1) })
 
 	adv := forge.Advert{RouterID: 42, Priority: 255, Interval: DefaultAdvert, Addrs: []netip.Addr{vip}}
 	both := []netip.Addr{top.Nodes[0].Addr, top.Nodes[1].Addr}
@@ -140,6 +139,7 @@ func TestPairIPv6Filtered(t *testing.T) {
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var cfgs [2]Config
+	var ks []*Keepalived
 	for i := range cfgs {
 		k, err := NewKeepalived("", top.Nodes[i].NS, logger)
 		if err != nil {
@@ -157,12 +157,10 @@ func TestPairIPv6Filtered(t *testing.T) {
 		if err := k.Apply(t.Context(), cfgs[i]); err != nil {
 			t.Fatal(err)
 		}
-		if err := k.SetHealthy("pair-a-b", true); err != nil {
-			t.Fatal(err)
-		}
+		ks = append(ks, k)
 	}
 	holds := func(i int) bool { return top.Nodes[i].Has(vip6) }
-	waitFor(t, "the active node takes the IPv6 address", 3*time.Second, func() bool { return holds(0) })
+	openActiveFirst(t, ks, func() bool { return holds(0) })
 	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		if !holds(0) || holds(1) {
 			t.Fatalf("holders n0 %t, n1 %t: the nodes do not hear each other's IPv6 adverts; standby's log:\n%s",
