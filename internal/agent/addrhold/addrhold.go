@@ -37,6 +37,7 @@ import (
 	"strconv"
 	"time"
 
+	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/netnsdo"
 	"pier.dev/pier/internal/vrrp"
@@ -58,7 +59,9 @@ type Config struct {
 	Netns            string
 	Advert           time.Duration
 	KeepalivedBinary string
-	Logger           *slog.Logger
+	// Metrics, when set, counts the orphan sweep's removals.
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
 }
 
 // Instance is one VRRP instance as the holder sees it.
@@ -106,6 +109,12 @@ type Holder struct {
 	// handoff is, per instance, its handoff table (handoff.go).
 	handoff map[string]handoffState
 	warned  map[string]bool
+	// recorded, unwanted, lastRecord and orphansRemoved: the orphan
+	// sweep's state (orphans.go); recorded is nil until the first Sync.
+	recorded       map[netip.Addr]bool
+	unwanted       map[netip.Addr]time.Time
+	lastRecord     []byte
+	orphansRemoved int
 }
 
 // New returns a Holder; Sync starts keepalived.
@@ -230,6 +239,18 @@ func (h *Holder) Sync(ctx context.Context, lbs []*model.LoadBalancer) error {
 	h.synced = true
 	h.instances = view
 	h.setLone(lone)
+	want := map[netip.Addr]bool{}
+	for _, in := range view {
+		for _, a := range in.Addresses {
+			want[a] = true
+		}
+	}
+	for _, addrs := range lone {
+		for _, a := range addrs {
+			want[a] = true
+		}
+	}
+	h.recordHeld(want, time.Now())
 	h.instOf = map[string]string{}
 	for name, in := range view {
 		for _, uuid := range in.UUIDs {
@@ -352,6 +373,9 @@ func (h *Holder) Tick(healthy, servedHere func(uuid string) bool) (map[string]mo
 	}
 	h.tickHandoff(now)
 	if err := h.tickLone(held, now); err != nil {
+		errs = append(errs, err)
+	}
+	if err := h.sweepOrphans(held, now); err != nil {
 		errs = append(errs, err)
 	}
 	out := map[string]model.VRRPState{}
