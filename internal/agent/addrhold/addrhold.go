@@ -109,12 +109,8 @@ type Holder struct {
 	// handoff is, per instance, its handoff table (handoff.go).
 	handoff map[string]handoffState
 	warned  map[string]bool
-	// recorded, unwanted, lastRecord and orphansRemoved: the orphan
-	// sweep's state (orphans.go); recorded is nil until the first Sync.
-	recorded       map[netip.Addr]bool
-	unwanted       map[netip.Addr]time.Time
-	lastRecord     []byte
-	orphansRemoved int
+	// orphans is the record of held addresses and its sweep (orphans.go).
+	orphans *orphanSweep
 }
 
 // New returns a Holder; Sync starts keepalived.
@@ -130,9 +126,11 @@ func New(cfg Config) (*Holder, error) {
 		skipped: map[string]string{}, gates: map[string]bool{}, roles: map[string]model.VRRPState{},
 		since: map[string]time.Time{}, fenced: map[string]bool{}, warned: map[string]bool{},
 		openAfter: map[string]time.Time{}, lone: map[string][]netip.Addr{}, loneAdded: map[netip.Addr]time.Time{}, released: map[netip.Addr]time.Time{}}
-	// A previous agent may have died in the middle of a handover.
+	// A previous agent may have died in the middle of a handover, or
+	// holding addresses whose load balancers are gone.
 	h.endLinger()
 	h.endHandoffs()
+	h.orphans = newOrphanSweep(h.readRecord())
 	return h, nil
 }
 
@@ -158,12 +156,7 @@ func Plan(node, iface string, lbs []*model.LoadBalancer) (instances []vrrp.Insta
 		}
 		src, srcErr := netip.ParseAddr(self)
 		dst, dstErr := netip.ParseAddr(peer)
-		var addrs []netip.Addr
-		for _, s := range []string{lb.VIP, lb.FIP} {
-			if a, err := netip.ParseAddr(s); err == nil && !a.IsLoopback() {
-				addrs = append(addrs, a.Unmap())
-			}
-		}
+		addrs := lbAddrs(lb)
 		switch {
 		case len(addrs) == 0:
 			skipped[lb.UUID] = "its addresses are loopback: every node has them"
@@ -205,6 +198,17 @@ func Plan(node, iface string, lbs []*model.LoadBalancer) (instances []vrrp.Insta
 	return instances, view, lone, skipped
 }
 
+// lbAddrs is what a node holds for lb: its VIP and FIP, unless loopback.
+func lbAddrs(lb *model.LoadBalancer) []netip.Addr {
+	var addrs []netip.Addr
+	for _, s := range []string{lb.VIP, lb.FIP} {
+		if a, err := netip.ParseAddr(s); err == nil && !a.IsLoopback() {
+			addrs = append(addrs, a.Unmap())
+		}
+	}
+	return addrs
+}
+
 // Sync makes keepalived carry the instances of the load balancers placed
 // on this node (lbs may hold others: they are ignored). keepalived is
 // reloaded only when its configuration changes.
@@ -233,24 +237,19 @@ func (h *Holder) Sync(ctx context.Context, lbs []*model.LoadBalancer) error {
 			h.openAfter[name] = time.Now().Add(standbyHold)
 		}
 	}
+	// What the interface has before keepalived hears of a new address: the
+	// orphan sweep's record takes only what pier put there (orphans.go).
+	present, err := netnsdo.Addresses(h.cfg.Netns, h.cfg.Interface)
+	if err != nil {
+		present = nil
+	}
 	if err := h.ka.Apply(ctx, cfg); err != nil {
 		return fmt.Errorf("keepalived: %w", err)
 	}
 	h.synced = true
 	h.instances = view
 	h.setLone(lone)
-	want := map[netip.Addr]bool{}
-	for _, in := range view {
-		for _, a := range in.Addresses {
-			want[a] = true
-		}
-	}
-	for _, addrs := range lone {
-		for _, a := range addrs {
-			want[a] = true
-		}
-	}
-	h.recordHeld(want, time.Now())
+	h.recordHeld(wantedBy(lbs, view, lone), present, time.Now())
 	h.instOf = map[string]string{}
 	for name, in := range view {
 		for _, uuid := range in.UUIDs {
