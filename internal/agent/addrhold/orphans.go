@@ -265,7 +265,11 @@ func (h *Holder) writeRecord() {
 // recordHeld notes the addresses a Sync wants (present: the interface just
 // before keepalived was given them) and writes the record.
 func (h *Holder) recordHeld(want map[netip.Addr]heldEntry, present map[netip.Addr]bool, now time.Time) {
-	for _, e := range h.orphans.note(want, present, now) {
+	foreign := h.orphans.note(want, present, now)
+	if present == nil {
+		foreign = nil // not known to be there: recorded once a Tick sees them off it
+	}
+	for _, e := range foreign {
 		h.cfg.Logger.Info("vrrp: address already on the interface before this agent held it and not on its record: never swept while it stays",
 			"address", e.Address, "uuid", e.UUID, "lb", e.Name, "interface", h.cfg.Interface)
 	}
