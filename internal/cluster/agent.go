@@ -164,7 +164,7 @@ func (cfg AgentConfig) mover(stateDir string, peers addrhold.Heartbeats, m *metr
 	switch {
 	case cfg.VRRPInterface != "":
 		mv, err := addrhold.NewMover(addrhold.Config{Node: cfg.Node, Interface: cfg.VRRPInterface, Dir: addrhold.DefaultDir(stateDir),
-			KeepalivedBinary: cfg.KeepalivedBinary, Logger: logger.With("component", "vrrp")}, peers)
+			KeepalivedBinary: cfg.KeepalivedBinary, Metrics: m, Logger: logger.With("component", "vrrp")}, peers)
 		if err != nil {
 			return nil, fmt.Errorf("vrrp: %w", err)
 		}

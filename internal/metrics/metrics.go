@@ -28,6 +28,7 @@ type Metrics struct {
 	BGPSessionUp    *prometheus.GaugeVec
 	BGPBFDUp        *prometheus.GaugeVec
 	BGPRoutes       *prometheus.GaugeVec
+	OrphansRemoved  prometheus.Counter
 
 	// Per-request metrics, counted by the agent from each request's
 	// access-log line (package accesslog).
@@ -111,6 +112,10 @@ func New() *Metrics {
 		BGPBFDUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "pier_bgp_bfd_up", Help: "1 while the agent's BFD session with a BGP peer is up (--bgp-bfd); absent without BFD.",
 		}, []string{"peer"}),
+		OrphansRemoved: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pier_orphan_addresses_removed_total",
+			Help: "VIPs and floating IPs the agent removed from this node because no load balancer placed here has them any more (left by a keepalived or an agent that died while their load balancer was deleted or moved).",
+		}),
 		BGPRoutes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "pier_bgp_routes_advertised", Help: "Host routes the agent advertises, preferred (active node) or not (standby).",
 		}, []string{"preferred"}),
@@ -153,6 +158,6 @@ func New() *Metrics {
 		m.AccessLogLines, m.AccessLogDropped, m.MembersUp, m.Members)
 	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.LoadBalancers, m.IngressProblems, m.Rebuilds, m.StatusPasses, m.Snapshots, m.RebuildSeconds, m.Reloads, m.RuntimeUpdates, m.Landings, m.FragmentChecks,
-		m.ConfigRejected, m.ApplySeconds, m.HAProxyRestarts, m.SourceProblems, m.BGPSessionUp, m.BGPBFDUp, m.BGPRoutes)
+		m.ConfigRejected, m.ApplySeconds, m.HAProxyRestarts, m.SourceProblems, m.BGPSessionUp, m.BGPBFDUp, m.BGPRoutes, m.OrphansRemoved)
 	return m
 }

@@ -63,7 +63,7 @@ var _ addrhold.Heartbeats = localHeartbeats{}
 // With --ecmp the addresses move with BGP instead: a router host runs
 // bird (ecmp.go), every node's agent advertises to it, the native load
 // balancers from every node at once.
-func buildLab(cfg Config, stateDir string, newAgent func(nodeAgent) (*agent.Agent, error), logger *slog.Logger) (*lab.Lab, []*node, func(), error) {
+func buildLab(cfg Config, stateDir string, newAgent func(nodeAgent) (*agent.Agent, error), m *metrics.Metrics, logger *slog.Logger) (*lab.Lab, []*node, func(), error) {
 	var nodes []*node
 	fail := func(err error) (*lab.Lab, []*node, func(), error) {
 		return nil, nil, nil, fmt.Errorf("--nodes %d: %w", cfg.Nodes, err)
@@ -104,7 +104,7 @@ func buildLab(cfg Config, stateDir string, newAgent func(nodeAgent) (*agent.Agen
 				Logger: nodeLog.With("component", "bgp")})
 		} else {
 			mv, err = addrhold.NewMover(addrhold.Config{Node: h.Name, Interface: "eth0", Dir: addrhold.DefaultDir(nodeDir), Netns: h.NS,
-				KeepalivedBinary: cfg.KeepalivedBinary, Logger: nodeLog.With("component", "vrrp")}, peers)
+				KeepalivedBinary: cfg.KeepalivedBinary, Metrics: m, Logger: nodeLog.With("component", "vrrp")}, peers)
 		}
 		if err == nil {
 			n.agent, err = newAgent(nodeAgent{name: h.Name, stateDir: nodeDir, netns: h.NS, mover: mv, logger: nodeLog})
@@ -167,7 +167,7 @@ func (m agentMaker) make(n nodeAgent) (*agent.Agent, error) {
 func (m agentMaker) nodes(stateDir string, logger *slog.Logger) (nodes *nodeSet, removeLab func(), err error) {
 	nodes = &nodeSet{log: logger}
 	if m.cfg.Nodes >= 2 {
-		_, labNodes, remove, err := buildLab(m.cfg, stateDir, m.make, logger)
+		_, labNodes, remove, err := buildLab(m.cfg, stateDir, m.make, m.metrics, logger)
 		if err != nil {
 			return nil, nil, err
 		}

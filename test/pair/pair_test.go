@@ -5,6 +5,8 @@ package pair
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -321,6 +323,29 @@ func TestPair(t *testing.T) {
 	} else {
 		t.Logf("holders sampled %d times outside the split brain and the link cut: never two", watch.samples.Load())
 	}
+	// Through every fault above the orphan sweep took nothing from the live
+	// pair: the metric, exposed by pier run, says 0.
+	if !strings.Contains(env.metrics(t), "\npier_orphan_addresses_removed_total 0\n") {
+		t.Errorf("pier_orphan_addresses_removed_total is not exposed at 0 after the faults")
+	}
+	if n := env.logged("removed an orphaned address"); n > 0 {
+		t.Errorf("the orphan sweep removed %d addresses from a live pair", n)
+	}
+}
+
+// metrics reads pier run's /metrics.
+func (e *Env) metrics(t *testing.T) string {
+	t.Helper()
+	resp, err := http.Get("http://" + e.opts.APIAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // loadBalancer reads the one LoadBalancer from pier run's API.

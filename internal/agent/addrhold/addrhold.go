@@ -37,6 +37,7 @@ import (
 	"strconv"
 	"time"
 
+	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/netnsdo"
 	"pier.dev/pier/internal/vrrp"
@@ -58,7 +59,9 @@ type Config struct {
 	Netns            string
 	Advert           time.Duration
 	KeepalivedBinary string
-	Logger           *slog.Logger
+	// Metrics, when set, counts the orphan sweep's removals.
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
 }
 
 // Instance is one VRRP instance as the holder sees it.
@@ -106,6 +109,8 @@ type Holder struct {
 	// handoff is, per instance, its handoff table (handoff.go).
 	handoff map[string]handoffState
 	warned  map[string]bool
+	// orphans is the record of held addresses and its sweep (orphans.go).
+	orphans *orphanSweep
 }
 
 // New returns a Holder; Sync starts keepalived.
@@ -121,9 +126,11 @@ func New(cfg Config) (*Holder, error) {
 		skipped: map[string]string{}, gates: map[string]bool{}, roles: map[string]model.VRRPState{},
 		since: map[string]time.Time{}, fenced: map[string]bool{}, warned: map[string]bool{},
 		openAfter: map[string]time.Time{}, lone: map[string][]netip.Addr{}, loneAdded: map[netip.Addr]time.Time{}, released: map[netip.Addr]time.Time{}}
-	// A previous agent may have died in the middle of a handover.
+	// A previous agent may have died in the middle of a handover, or
+	// holding addresses whose load balancers are gone.
 	h.endLinger()
 	h.endHandoffs()
+	h.orphans = newOrphanSweep(h.readRecord())
 	return h, nil
 }
 
@@ -149,12 +156,7 @@ func Plan(node, iface string, lbs []*model.LoadBalancer) (instances []vrrp.Insta
 		}
 		src, srcErr := netip.ParseAddr(self)
 		dst, dstErr := netip.ParseAddr(peer)
-		var addrs []netip.Addr
-		for _, s := range []string{lb.VIP, lb.FIP} {
-			if a, err := netip.ParseAddr(s); err == nil && !a.IsLoopback() {
-				addrs = append(addrs, a.Unmap())
-			}
-		}
+		addrs := lbAddrs(lb)
 		switch {
 		case len(addrs) == 0:
 			skipped[lb.UUID] = "its addresses are loopback: every node has them"
@@ -196,6 +198,17 @@ func Plan(node, iface string, lbs []*model.LoadBalancer) (instances []vrrp.Insta
 	return instances, view, lone, skipped
 }
 
+// lbAddrs is what a node holds for lb: its VIP and FIP, unless loopback.
+func lbAddrs(lb *model.LoadBalancer) []netip.Addr {
+	var addrs []netip.Addr
+	for _, s := range []string{lb.VIP, lb.FIP} {
+		if a, err := netip.ParseAddr(s); err == nil && !a.IsLoopback() {
+			addrs = append(addrs, a.Unmap())
+		}
+	}
+	return addrs
+}
+
 // Sync makes keepalived carry the instances of the load balancers placed
 // on this node (lbs may hold others: they are ignored). keepalived is
 // reloaded only when its configuration changes.
@@ -224,12 +237,19 @@ func (h *Holder) Sync(ctx context.Context, lbs []*model.LoadBalancer) error {
 			h.openAfter[name] = time.Now().Add(standbyHold)
 		}
 	}
+	// What the interface has before keepalived hears of a new address: the
+	// orphan sweep's record takes only what pier put there (orphans.go).
+	present, err := netnsdo.Addresses(h.cfg.Netns, h.cfg.Interface)
+	if err != nil {
+		present = nil
+	}
 	if err := h.ka.Apply(ctx, cfg); err != nil {
 		return fmt.Errorf("keepalived: %w", err)
 	}
 	h.synced = true
 	h.instances = view
 	h.setLone(lone)
+	h.recordHeld(wantedBy(lbs, view, lone), present, time.Now())
 	h.instOf = map[string]string{}
 	for name, in := range view {
 		for _, uuid := range in.UUIDs {
@@ -352,6 +372,9 @@ func (h *Holder) Tick(healthy, servedHere func(uuid string) bool) (map[string]mo
 	}
 	h.tickHandoff(now)
 	if err := h.tickLone(held, now); err != nil {
+		errs = append(errs, err)
+	}
+	if err := h.sweepOrphans(held, now); err != nil {
 		errs = append(errs, err)
 	}
 	out := map[string]model.VRRPState{}
