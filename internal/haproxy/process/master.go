@@ -25,7 +25,7 @@ const (
 	// must show within that. One poll reads /proc/<pid>/stat (two files
 	// took about 35 µs, measured): 50 polls a second cost under 0.2% of a
 	// core per adopted master.
-	adoptedPoll = 20 * time.Millisecond
+	adoptedPoll    = 20 * time.Millisecond
 	abandonTimeout = 5 * time.Second
 	maxLogSize     = 8 << 20
 )
