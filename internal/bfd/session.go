@@ -2,179 +2,220 @@ package bfd
 
 import (
 	"math/rand/v2"
+	"net"
+	"net/netip"
+	"sync"
 	"time"
 )
 
-// SlowInterval is the transmit interval while a session is not Up (RFC
-// 5880 section 6.8.3: at least one second), so that a neighbour that is
-// not there costs one packet a second.
-const SlowInterval = time.Second
+// Session is one neighbour's session.
+type Session struct {
+	srv  *Server
+	peer netip.Addr
+	cfg  SessionConfig
+	conn *net.UDPConn
+	rand *rand.Rand // the session goroutine's only
 
-// machine is one session's state variables (RFC 5880 section 6.8.1) and
-// its reactions to packets and to time, with no I/O and no clock of its
-// own: the caller passes the time in, so a test drives it packet by packet.
-type machine struct {
-	state       State
-	remoteState State
-	localDisc   uint32
-	remoteDisc  uint32
-	diag        Diag
-	// interval is what this side wants once Up, both ways: its
-	// DesiredMinTxInterval and its RequiredMinRxInterval.
-	interval time.Duration
-	mult     uint8
-	// What the neighbour last said.
-	remoteMinRx     time.Duration
-	remoteDesiredTx time.Duration
-	remoteMult      uint8
-	// polling: a Poll Sequence is under way (the advertised transmit
-	// interval changed), every packet carries P until one with F comes.
-	polling bool
-	// sendFinal: the neighbour polled; the next packet, at once, has F.
-	sendFinal bool
-	lastRx    time.Time
-	// detectAt is when the session times out without a packet; zero when
-	// no detection timer runs (admin-down, or already timed out).
-	detectAt time.Time
+	mu      sync.Mutex
+	m       *machine
+	pending []Change // to report, from the session goroutine
+	stats   Stats
+	kick    chan struct{}
+	done    chan struct{} // closed by Close: run returns
+	stopped chan struct{} // closed by run as it returns
+	once    sync.Once
 }
 
-func newMachine(localDisc uint32, interval time.Duration, mult uint8) *machine {
-	return &machine{state: Down, remoteState: Down, localDisc: localDisc, interval: interval, mult: mult,
-		// RFC 5880 section 6.8.1: bfd.RemoteMinRxInterval starts at 1 µs,
-		// so that the first packets go out before the neighbour spoke.
-		remoteMinRx: time.Microsecond}
+// Stats count a session's packets.
+type Stats struct {
+	Sent, Received, Dropped uint64
+	// LastDrop says why the last packet was dropped.
+	LastDrop string
 }
 
-// advertisedTx is the Desired Min TX Interval this side sends: the slow
-// second until Up.
-func (m *machine) advertisedTx() time.Duration {
-	if m.state == Up {
-		return m.interval
+func newRand() *rand.Rand { return rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())) }
+
+// discriminator picks a random non-zero local discriminator, unique among
+// the server's sessions.
+func (sess *Session) discriminator() uint32 {
+	for {
+		d := rand.Uint32()
+		if d == 0 {
+			continue
+		}
+		sess.srv.mu.Lock()
+		taken := false
+		for _, o := range sess.srv.byPeer {
+			if o.m.localDisc == d {
+				taken = true
+			}
+		}
+		sess.srv.mu.Unlock()
+		if !taken {
+			return d
+		}
 	}
-	return max(m.interval, SlowInterval)
 }
 
-// txInterval is the agreed transmit interval, before jitter: the larger of
-// what this side wants and what the neighbour accepts (section 6.8.7).
-// 0: the neighbour asked for no periodic packets.
-func (m *machine) txInterval() time.Duration {
-	if m.remoteMinRx == 0 {
+// State is the session's state.
+func (sess *Session) State() State {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return sess.m.state
+}
+
+// Stats returns the session's counters.
+func (sess *Session) Stats() Stats {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return sess.stats
+}
+
+// Peer is the neighbour's address.
+func (sess *Session) Peer() netip.Addr { return sess.peer }
+
+func (sess *Session) drop(why string, ttl int) {
+	sess.mu.Lock()
+	sess.stats.Dropped++
+	first := sess.stats.LastDrop != why
+	sess.stats.LastDrop = why
+	sess.mu.Unlock()
+	if first {
+		sess.srv.logger.Warn("BFD: packet dropped", "peer", sess.peer, "reason", why, "ttl", ttl)
+	}
+}
+
+func (sess *Session) receive(p Packet) {
+	now := time.Now()
+	sess.mu.Lock()
+	from := sess.m.state
+	since := sess.since(now)
+	taken, changed := sess.m.receive(p, now)
+	if !taken {
+		sess.stats.Dropped++
+		sess.stats.LastDrop = "your discriminator is not this session's"
+	} else {
+		sess.stats.Received++
+	}
+	if changed {
+		sess.pending = append(sess.pending, Change{Peer: sess.peer, From: from, To: sess.m.state, Diag: sess.m.diag,
+			RemoteState: sess.m.remoteState, SinceLastPacket: since})
+	}
+	sess.mu.Unlock()
+	if taken {
+		select {
+		case sess.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// since is how long ago the last packet came, 0 if none; sess.mu held.
+func (sess *Session) since(now time.Time) time.Duration {
+	if sess.m.lastRx.IsZero() {
 		return 0
 	}
-	return max(m.advertisedTx(), m.remoteMinRx)
+	return now.Sub(sess.m.lastRx)
 }
 
-// detectTime is how long this side waits for a packet (section 6.8.4):
-// the neighbour's multiplier times its agreed transmit interval.
-func (m *machine) detectTime() time.Duration {
-	return time.Duration(m.remoteMult) * max(m.interval, m.remoteDesiredTx)
-}
-
-// jitter returns the wait before the next periodic packet: 75 to 100 % of
-// interval, at most 90 % when the multiplier is 1 (section 6.8.7).
-func (m *machine) jitter(interval time.Duration, r *rand.Rand) time.Duration {
-	top := 0.25
-	if m.mult == 1 {
-		top = 0.15
-	}
-	return time.Duration(float64(interval) * (0.75 + top*r.Float64()))
-}
-
-// receive applies a packet that passed Parse and came from the session's
-// neighbour (section 6.8.6). It reports whether the packet was taken
-// (a wrong Your Discriminator is not) and whether the state changed.
-func (m *machine) receive(p Packet, now time.Time) (taken, changed bool) {
-	if p.YourDisc != 0 && p.YourDisc != m.localDisc {
-		return false, false
-	}
-	if m.state == AdminDown {
-		return false, false
-	}
-	m.remoteDisc, m.remoteState = p.MyDisc, p.State
-	m.remoteMinRx, m.remoteDesiredTx, m.remoteMult = p.RequiredMinRx, p.DesiredMinTx, p.DetectMult
-	if p.Final && m.polling {
-		m.polling = false
-	}
-	m.lastRx = now
-	old := m.state
-	switch {
-	case p.State == AdminDown:
-		if m.state != Down {
-			m.down(DiagNeighborDown)
+// run sends the periodic packets, times the session out and reports its
+// changes.
+func (sess *Session) run() {
+	defer sess.srv.wg.Done()
+	defer close(sess.stopped)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	// nextTx is when the next periodic packet is due; zero: none (the
+	// neighbour asked for no periodic packets).
+	var nextTx time.Time
+	first := true
+	lastState := Down
+	for {
+		now := time.Now()
+		sess.mu.Lock()
+		from := sess.m.state
+		since := sess.since(now)
+		if sess.m.expire(now) {
+			sess.pending = append(sess.pending, Change{Peer: sess.peer, From: from, To: sess.m.state, Diag: sess.m.diag,
+				RemoteState: sess.m.remoteState, SinceLastPacket: since})
 		}
-	case m.state == Down:
-		switch p.State {
-		case Down:
-			m.state = Init
-		case Init:
-			m.up()
+		// A change of state or a poll to answer goes out at once; the
+		// rest on the jittered period.
+		due := !nextTx.IsZero() && !now.Before(nextTx)
+		send := first || due || sess.m.sendFinal || sess.m.state != lastState
+		first, lastState = false, sess.m.state
+		var pkt []byte
+		interval := sess.m.txInterval()
+		if send {
+			pkt = sess.m.packet().Marshal()
+			sess.stats.Sent++
+			nextTx = time.Time{}
+			if interval > 0 {
+				nextTx = now.Add(sess.m.jitter(interval, sess.rand))
+			}
+		} else if interval > 0 && (nextTx.IsZero() || nextTx.Sub(now) > interval) {
+			// The neighbour lowered its minimum (or asked for packets
+			// again): do not wait out the old period.
+			nextTx = now.Add(sess.m.jitter(interval, sess.rand))
+		} else if interval == 0 {
+			nextTx = time.Time{}
 		}
-	case m.state == Init:
-		if p.State == Init || p.State == Up {
-			m.up()
+		wake := nextTx
+		if d := sess.m.detectAt; !d.IsZero() && (wake.IsZero() || d.Before(wake)) {
+			wake = d
 		}
-	case m.state == Up:
-		if p.State == Down {
-			m.down(DiagNeighborDown)
+		changes := sess.pending
+		sess.pending = nil
+		sess.mu.Unlock()
+		if pkt != nil {
+			if _, err := sess.conn.Write(pkt); err != nil {
+				// The neighbour unreachable (ICMP, no route): the
+				// detection time says what that means; nothing to do.
+				sess.srv.logger.Debug("BFD: send", "peer", sess.peer, "error", err)
+			}
+		}
+		for _, c := range changes {
+			if sess.cfg.OnChange != nil {
+				sess.cfg.OnChange(c)
+			}
+		}
+		wait := time.Hour
+		if !wake.IsZero() {
+			wait = max(time.Until(wake), 0)
+		}
+		timer.Reset(wait)
+		select {
+		case <-sess.done:
+			return
+		case <-sess.kick:
+			if !timer.Stop() {
+				select {
+				case <-timer.C:
+				default:
+				}
+			}
+		case <-timer.C:
 		}
 	}
-	if p.Poll {
-		m.sendFinal = true
-	}
-	m.detectAt = now.Add(m.detectTime())
-	return true, m.state != old
 }
 
-func (m *machine) up() {
-	m.state = Up
-	m.diag = DiagNone
-	// The advertised transmit interval drops from the slow second to the
-	// configured one: a change of timers is announced with a Poll
-	// Sequence (section 6.8.3).
-	if m.interval < SlowInterval {
-		m.polling = true
-	}
-}
-
-func (m *machine) down(d Diag) {
-	m.state, m.diag = Down, d
-	// Back to the slow second; no poll is needed outside Up.
-	m.polling = false
-}
-
-// expire applies the passing of time: past the detection time without a
-// packet, an Init or Up session goes Down and the neighbour is
-// forgotten (section 6.8.4). It reports whether the state changed.
-func (m *machine) expire(now time.Time) bool {
-	if m.detectAt.IsZero() || now.Before(m.detectAt) {
-		return false
-	}
-	m.detectAt = time.Time{}
-	m.remoteDisc, m.remoteState = 0, Down
-	m.remoteMinRx = time.Microsecond
-	if m.state == Init || m.state == Up {
-		m.down(DiagDetectExpired)
-		return true
-	}
-	return false
-}
-
-// adminDown stops the session on purpose (section 6.8.16): the packets
-// that follow tell the neighbour, which must not take it for a failure.
-func (m *machine) adminDown() {
-	m.state, m.diag = AdminDown, DiagAdminDown
-	m.polling, m.sendFinal = false, false
-	m.detectAt = time.Time{}
-}
-
-// packet is the next packet to send; it clears a pending Final.
-func (m *machine) packet() Packet {
-	p := Packet{Diag: m.diag, State: m.state, DetectMult: m.mult, MyDisc: m.localDisc, YourDisc: m.remoteDisc,
-		DesiredMinTx: m.advertisedTx(), RequiredMinRx: m.interval}
-	if m.sendFinal {
-		p.Final, m.sendFinal = true, false
-	} else if m.polling {
-		p.Poll = true
-	}
-	return p
+// Close ends the session: it tells the neighbour admin-down (which must
+// not take it for a failure, RFC 5882 section 3.2) and stops. It waits
+// for the session's goroutine, so OnChange must not call it.
+func (sess *Session) Close() {
+	sess.once.Do(func() {
+		sess.srv.remove(sess)
+		close(sess.done)
+		<-sess.stopped // no periodic packet after the admin-down ones
+		sess.mu.Lock()
+		sess.m.adminDown()
+		pkt := sess.m.packet().Marshal()
+		sess.mu.Unlock()
+		// A few times, a packet may be lost; the neighbour's detection
+		// time says Down anyway if all are.
+		for range 3 {
+			_, _ = sess.conn.Write(pkt)
+		}
+		_ = sess.conn.Close()
+	})
 }

@@ -47,3 +47,42 @@ func TailRewrite(target string) (Word, error) {
 	}
 	return Word{s: target + `\2`, kind: kindUser, quote: true}, nil
 }
+
+// RegexTarget makes the replacement of replace-path for rewrite-target
+// with capture groups: a path of letters, digits and ._~/- in which $1 to
+// $9 stand for groups of the path regex (at most groups), written as \1
+// to \9. No "%" (a log-format directive of the replacement) and no other
+// "$" or "\". With every $N read as a letter it must be a path Path
+// accepts as Exact (no "//", "/./", "/../"). At least one group is
+// referenced: a target without groups is set-path's.
+func RegexTarget(target string, groups int) (Word, error) {
+	const k = "rewrite target"
+	var out, plain strings.Builder
+	used := false
+	for i := 0; i < len(target); i++ {
+		c := target[i]
+		if c != '$' {
+			out.WriteByte(c)
+			plain.WriteByte(c)
+			continue
+		}
+		if i+1 == len(target) || target[i+1] < '1' || target[i+1] > '9' {
+			return Word{}, refuse(k, "syntax", target, "$ must be followed by a digit 1-9 (a capture group)")
+		}
+		n := int(target[i+1] - '0')
+		if n > groups {
+			return Word{}, refuse(k, "groups", target, "$"+itoa(n)+" but the path has "+itoa(groups)+" capture groups")
+		}
+		out.WriteString(`\` + itoa(n))
+		plain.WriteByte('x')
+		used = true
+		i++
+	}
+	if !used {
+		return Word{}, refuse(k, "syntax", target, "holds no $1-$9")
+	}
+	if err := plainPath(k, plain.String()); err != nil {
+		return Word{}, err
+	}
+	return Word{s: out.String(), kind: kindUser, quote: true}, nil
+}

@@ -110,18 +110,6 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// BFD configures the speaker's BFD sessions (RFC 5880, single hop per RFC
-// 5881): the peers must run BFD for the same addresses (bird: a `bfd`
-// protocol and `bfd on` in the BGP protocol).
-type BFD struct {
-	Enabled bool
-	// Interval is how often packets go each way once the session is Up
-	// (0: 100 ms); Multiplier how many may be missed (0: 3). The router
-	// sees the node gone Multiplier × Interval after its last packet.
-	Interval   time.Duration
-	Multiplier int
-}
-
 // BirdBFDProtocol is the bfd protocol a bird2 router needs for pier's
 // sessions, beside `bfd on;` in each BGP protocol: packets every 100 ms
 // each way, bird's side seen gone after three missed.
@@ -285,52 +273,6 @@ func (s *Speaker) peerRequest(p Peer, restarting bool) *api.AddPeerRequest {
 	}}
 }
 
-// startBFD opens the BFD sockets (in the speaker's namespace) and a
-// session per peer.
-func (s *Speaker) startBFD() error {
-	b, err := bfd.Listen(bfd.Config{Netns: s.cfg.Netns, Logger: s.log})
-	if err != nil {
-		return err
-	}
-	s.bfd, s.bfdSessions = b, map[netip.Addr]*bfd.Session{}
-	for _, p := range s.cfg.Peers {
-		sess, err := b.Add(p.Address, bfd.SessionConfig{Interval: s.cfg.BFD.Interval, Multiplier: s.cfg.BFD.Multiplier,
-			OnChange: s.bfdChanged})
-		if err != nil {
-			b.Close()
-			return err
-		}
-		s.bfdSessions[p.Address.Unmap()] = sess
-	}
-	return nil
-}
-
-// bfdChanged reacts to a BFD session's change: a peer whose session left
-// Up is lost, now, not at the end of the hold time. Its BGP session is
-// reset (a NOTIFICATION, which a dead path may never carry, then closed)
-// so it reconnects as soon as the path is back. A peer that said
-// admin-down stopped its BFD on purpose: that is no failure (RFC 5882
-// section 3.2), the BGP session stays.
-func (s *Speaker) bfdChanged(c bfd.Change) {
-	switch {
-	case c.To == bfd.Up:
-		s.log.Info("BFD session up", "peer", c.Peer)
-	case c.From == bfd.Up && c.RemoteState == bfd.AdminDown:
-		s.log.Info("BFD session down: the peer stopped its BFD on purpose; the BGP session stays", "peer", c.Peer)
-	case c.From == bfd.Up:
-		s.log.Warn("BGP peer lost: its BFD session went down; resetting the BGP session", "peer", c.Peer,
-			"since_last_packet", c.SinceLastPacket.Round(time.Millisecond), "diag", c.Diag.String())
-		// Not on the BFD session's goroutine, which keeps its timers.
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := s.srv.ResetPeer(ctx, &api.ResetPeerRequest{Address: c.Peer.String(), Communication: "BFD session down"}); err != nil {
-				s.log.Warn("BGP peer lost: reset failed", "peer", c.Peer, "error", err)
-			}
-		}()
-	}
-}
-
 // afiSafi enables a family with graceful restart and the prefix limit.
 func afiSafi(family netip.Addr, limit uint32) *api.AfiSafi {
 	f := familyOf(family)
@@ -457,89 +399,6 @@ func familyOf(a netip.Addr) *api.Family {
 	return &api.Family{Afi: api.Family_AFI_IP6, Safi: api.Family_SAFI_UNICAST}
 }
 
-// PeerState is one session as the speaker sees it.
-type PeerState struct {
-	Address     string
-	State       string // "established", "active", "connect", …
-	Established bool
-	// Received is how many routes the peer sent that it has not
-	// withdrawn, kept before policy and all rejected (MaxPrefixes
-	// counts them, per family).
-	Received uint64
-	// BFD is the state of the peer's BFD session ("up", "down", …; ""
-	// without BFD).
-	BFD string
-}
-
-// Peers reports the state of every session.
-func (s *Speaker) Peers(ctx context.Context) ([]PeerState, error) {
-	var out []PeerState
-	err := s.srv.ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
-		st := p.GetState().GetSessionState()
-		ps := PeerState{Address: p.GetConf().GetNeighborAddress(), State: sessionName(st),
-			Established: st == api.PeerState_ESTABLISHED}
-		for _, af := range p.GetAfiSafis() {
-			ps.Received += af.GetState().GetReceived()
-		}
-		if a, err := netip.ParseAddr(ps.Address); err == nil && s.bfdSessions[a.Unmap()] != nil {
-			ps.BFD = s.bfdSessions[a.Unmap()].State().String()
-		}
-		out = append(out, ps)
-	})
-	slices.SortFunc(out, func(a, b PeerState) int {
-		switch {
-		case a.Address < b.Address:
-			return -1
-		case a.Address > b.Address:
-			return 1
-		}
-		return 0
-	})
-	return out, err
-}
-
-// Learned counts the paths in the speaker's RIB that came from a peer:
-// none while the import policy holds, whatever the routers send.
-func (s *Speaker) Learned(ctx context.Context) (int, error) {
-	peers := map[string]bool{}
-	for _, p := range s.cfg.Peers {
-		peers[p.Address.String()] = true
-	}
-	n := 0
-	for _, family := range []netip.Addr{netip.IPv4Unspecified(), netip.IPv6Unspecified()} {
-		err := s.srv.ListPath(ctx, &api.ListPathRequest{TableType: api.TableType_GLOBAL, Family: familyOf(family)},
-			func(d *api.Destination) {
-				for _, p := range d.GetPaths() {
-					if peers[p.GetNeighborIp()] {
-						n++
-					}
-				}
-			})
-		if err != nil {
-			return 0, fmt.Errorf("list BGP paths: %w", err)
-		}
-	}
-	return n, nil
-}
-
-func sessionName(st api.PeerState_SessionState) string {
-	switch st {
-	case api.PeerState_IDLE:
-		return "idle"
-	case api.PeerState_CONNECT:
-		return "connect"
-	case api.PeerState_ACTIVE:
-		return "active"
-	case api.PeerState_OPENSENT:
-		return "opensent"
-	case api.PeerState_OPENCONFIRM:
-		return "openconfirm"
-	case api.PeerState_ESTABLISHED:
-		return "established"
-	}
-	return "unknown"
-}
-
 // Advertised returns the advertised routes, by address → active.
 func (s *Speaker) Advertised() map[netip.Addr]bool {
 	s.mu.Lock()
@@ -557,16 +416,6 @@ func (s *Speaker) Stop(ctx context.Context) {
 	s.StopBFD()
 	_ = s.srv.StopBgp(ctx, &api.StopBgpRequest{})
 	s.srv.Stop()
-}
-
-// StopBFD ends the BFD sessions with admin-down, which a router must not
-// take for a failure (RFC 5882 section 3.2): before an exit that leaves
-// the BGP sessions to end with the process (graceful restart), or the
-// router would drop the routes the moment the packets stop.
-func (s *Speaker) StopBFD() {
-	if s.bfd != nil {
-		s.bfd.Close()
-	}
 }
 
 func sortedKeys(m map[netip.Addr]bool) []netip.Addr {
