@@ -180,16 +180,6 @@ func Render(c Config) ([]byte, error) {
 	// keepalived 2.2 and 2.3 take it (vrrp_strict, which would check
 	// more, refuses unicast peers).
 	line(1, "vrrp_check_unicast_src")
-	// The VRRP process runs with real-time scheduling (SCHED_RR): with
-	// 0.1 s adverts the peer takes over after about 0.3 s without one, and
-	// a master starved of CPU by a busy node (HAProxy at full load, a
-	// build, a noisy neighbour) sent them late enough for its standby to
-	// take the addresses too. keepalived bounds the CPU it may use between
-	// blocking calls (vrrp_rlimit_rttime, 10 ms by default), so a fault in
-	// it cannot starve the node in turn. It needs CAP_SYS_NICE (the chart
-	// grants it); without, keepalived logs "cannot raise priority" and
-	// runs as before.
-	line(1, "vrrp_rt_priority", "50")
 	line(0, "}")
 	instances := slices.Clone(c.Instances)
 	slices.SortFunc(instances, func(a, b Instance) int { return cmp.Compare(a.Name, b.Name) })

@@ -225,7 +225,7 @@ func TestHelmDefaults(t *testing.T) {
 	if sc == nil || sc.Capabilities == nil {
 		t.Fatal("agent: no capabilities")
 	}
-	wantCaps := []corev1.Capability{"NET_ADMIN", "NET_RAW", "NET_BIND_SERVICE", "SETUID", "SETGID", "KILL", "SYS_NICE"}
+	wantCaps := []corev1.Capability{"NET_ADMIN", "NET_RAW", "NET_BIND_SERVICE", "SETUID", "SETGID", "KILL"}
 	if !reflect.DeepEqual(sc.Capabilities.Add, wantCaps) || !reflect.DeepEqual(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
 		t.Errorf("agent: capabilities add %v drop %v, want exactly add %v drop [ALL]", sc.Capabilities.Add, sc.Capabilities.Drop, wantCaps)
 	}
