@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"pier.dev/pier/internal/cluster"
+	"pier.dev/pier/internal/vrrp"
 )
 
 func agentCommand(ctx context.Context, args []string, stderr io.Writer) error {
@@ -34,6 +35,8 @@ func agentCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.VRRPInterface, "vrrp-interface", "",
 		"hold the load balancers' VIPs and FIPs with VRRP (keepalived) on this interface: the active node holds them, the standby takes them over when it fails; empty: pier does not touch addresses, they are someone else's business (a cloud, MetalLB, static routes)")
 	fs.StringVar(&cfg.KeepalivedBinary, "keepalived-binary", "keepalived", "keepalived binary, used with --vrrp-interface")
+	fs.DurationVar(&cfg.VRRPAdvert, "vrrp-advert-interval", vrrp.DefaultAdvert,
+		"with --vrrp-interface: VRRP advert interval, whole centiseconds (10ms-40s); the standby takes over about 3 intervals after the active node's last advert (a cut link: 0.3 s at the default), and keepalived's CPU grows with 1/interval")
 	fs.DurationVar(&cfg.RatesEvery, "report-rates-every", time.Minute,
 		"the window over which each load balancer's requests per second and 5xx share are measured for its status (the web view, pier get); a change of them is a status write, at most one a window per load balancer with traffic, from the node that holds it; 0 reports no rates (thousands of load balancers per node at the default --kube-api-qps)")
 	onExit := fs.String("on-exit", string(cluster.ExitStay),

@@ -9,6 +9,7 @@ import (
 	"pier.dev/pier/internal/bfd"
 	"pier.dev/pier/internal/standalone"
 	"pier.dev/pier/internal/translate"
+	"pier.dev/pier/internal/vrrp"
 )
 
 func runCommand(ctx context.Context, args []string, stderr io.Writer) error {
@@ -41,6 +42,8 @@ func runCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.UintVar(&bfdMult, "bgp-bfd-multiplier", bfd.DefaultMultiplier, "with --bgp-bfd: BFD packets in a row that may be lost")
 	fs.StringVar(&cfg.LabPrefix, "lab-prefix", "pier-", "prefix of the network namespaces --nodes creates")
 	fs.StringVar(&cfg.KeepalivedBinary, "keepalived-binary", "keepalived", "keepalived to run on each node with --nodes")
+	fs.DurationVar(&cfg.VRRPAdvert, "vrrp-advert-interval", vrrp.DefaultAdvert,
+		"with --nodes: the nodes' VRRP advert interval, whole centiseconds (10ms-40s); the standby takes over about 3 intervals after the active node's last advert")
 	pools.register(fs, "127.10.0.0/16", "CIDR the internal VIPs are allocated from (loopback by default: no network set-up needed)", "127.20.0.0/16")
 	routerIDFlag(fs, &cfg.RouterIDs)
 	apiAddrFlag(fs, &cfg.APIAddr, &cfg.APIAllowedHosts, "127.0.0.1:8082", apiUsage)
@@ -100,6 +103,9 @@ Flags:
 	}
 	if cfg.ECMP && cfg.Nodes < 2 {
 		return fmt.Errorf("--ecmp needs --nodes 2 or more: ECMP spreads the flows over several nodes")
+	}
+	if err := vrrp.CheckAdvert(cfg.VRRPAdvert); err != nil {
+		return fmt.Errorf("--vrrp-advert-interval: %w", err)
 	}
 	if cfg.Quota, err = pools.quotaFor(cfg.InternalPool, cfg.PublicPool); err != nil {
 		return err

@@ -27,6 +27,7 @@ import (
 	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/statedir"
 	kubestore "pier.dev/pier/internal/store/kube"
+	"pier.dev/pier/internal/vrrp"
 )
 
 // DefaultAgentStateDir is where `pier agent` keeps its HAProxy folders
@@ -70,6 +71,9 @@ type AgentConfig struct {
 	// business.
 	VRRPInterface    string
 	KeepalivedBinary string
+	// VRRPAdvert is the VRRP advert interval (--vrrp-advert-interval);
+	// 0 is vrrp.DefaultAdvert.
+	VRRPAdvert time.Duration
 	// OnExit is what a SIGTERM does to this node's addresses and
 	// placements (ExitStay, ExitHandOver, ExitDrain).
 	OnExit ExitMode
@@ -127,6 +131,8 @@ func (cfg AgentConfig) validate() error {
 		return fmt.Errorf("--heartbeat-interval %s: must be positive", cfg.HeartbeatInterval)
 	case cfg.BGP != nil && cfg.VRRPInterface != "":
 		return errors.New("--bgp-peer and --vrrp-interface exclude each other: pick one way to move the addresses (docs/bgp.md)")
+	case cfg.VRRPAdvert != 0 && vrrp.CheckAdvert(cfg.VRRPAdvert) != nil:
+		return fmt.Errorf("--vrrp-advert-interval: %w", vrrp.CheckAdvert(cfg.VRRPAdvert))
 	case cfg.HeartbeatTimeout <= cfg.HeartbeatInterval:
 		// One late renewal must not make the node look dead.
 		return fmt.Errorf("--heartbeat-timeout %s must be longer than --heartbeat-interval %s", cfg.HeartbeatTimeout, cfg.HeartbeatInterval)
@@ -164,7 +170,7 @@ func (cfg AgentConfig) mover(stateDir string, peers addrhold.Heartbeats, m *metr
 	switch {
 	case cfg.VRRPInterface != "":
 		mv, err := addrhold.NewMover(addrhold.Config{Node: cfg.Node, Interface: cfg.VRRPInterface, Dir: addrhold.DefaultDir(stateDir),
-			KeepalivedBinary: cfg.KeepalivedBinary, Metrics: m, Logger: logger.With("component", "vrrp")}, peers)
+			Advert: cfg.VRRPAdvert, KeepalivedBinary: cfg.KeepalivedBinary, Metrics: m, Logger: logger.With("component", "vrrp")}, peers)
 		if err != nil {
 			return nil, fmt.Errorf("vrrp: %w", err)
 		}

@@ -104,7 +104,7 @@ func buildLab(cfg Config, stateDir string, newAgent func(nodeAgent) (*agent.Agen
 				Logger: nodeLog.With("component", "bgp")})
 		} else {
 			mv, err = addrhold.NewMover(addrhold.Config{Node: h.Name, Interface: "eth0", Dir: addrhold.DefaultDir(nodeDir), Netns: h.NS,
-				KeepalivedBinary: cfg.KeepalivedBinary, Metrics: m, Logger: nodeLog.With("component", "vrrp")}, peers)
+				Advert: cfg.VRRPAdvert, KeepalivedBinary: cfg.KeepalivedBinary, Metrics: m, Logger: nodeLog.With("component", "vrrp")}, peers)
 		}
 		if err == nil {
 			n.agent, err = newAgent(nodeAgent{name: h.Name, stateDir: nodeDir, netns: h.NS, mover: mv, logger: nodeLog})

@@ -66,6 +66,9 @@ type Config struct {
 	Nodes            int
 	LabPrefix        string // namespace names: <prefix>n0, <prefix>c, …
 	KeepalivedBinary string
+	// VRRPAdvert is the nodes' VRRP advert interval; 0 is
+	// vrrp.DefaultAdvert.
+	VRRPAdvert time.Duration
 	// ECMP, with Nodes ≥ 2, moves the addresses with BGP to a router
 	// host running bird and places native load balancers on every node
 	// (ECMP) instead of a pair.

@@ -35,6 +35,8 @@ type Options struct {
 	Host      string // Host header of the Ingress under test
 	Ingress   string // namespace/name whose address is probed
 	Log       func(format string, args ...any)
+	// Args are more flags for pier run (a measurement's settings).
+	Args []string
 }
 
 // Env is a running pair.
@@ -80,6 +82,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	env.pier = exec.Command(opts.Bin, "run", "--nodes", "2", "--lab-prefix", opts.Prefix, "-f", manifests,
 		"--state-dir", filepath.Join(opts.Dir, "s"), "--http-port", strconv.Itoa(opts.HTTPPort),
 		"--https-port", strconv.Itoa(opts.HTTPPort+1), "--api-addr", opts.APIAddr, "--log-level", "info")
+	env.pier.Args = append(env.pier.Args, opts.Args...)
 	env.pier.Stdout, env.pier.Stderr = logf, logf
 	if err := env.pier.Start(); err != nil {
 		logf.Close()
