@@ -75,14 +75,27 @@ func (r *Reconciler) remember(want, stored *model.LoadBalancer) {
 	r.last[want.UUID] = &applied{want: want, stored: stored, gen: r.gen}
 }
 
+// Outcome is what Apply or ApplyChanged made of a result.
+type Outcome struct {
+	// Problems are those of the load balancers refused their addresses,
+	// nodes, VRRP router id or quota.
+	Problems []model.Problem
+	// Refused are the sources of the new load balancers that were not
+	// created (for those problems, or for addresses translation refused,
+	// res.AddressRefused): they are not served, so not accepted
+	// (translate.Result.Without). An existing load balancer refused a
+	// change keeps its stored spec, and its sources are not refused.
+	Refused []model.ObjectRef
+}
+
 // Apply makes the store match res, placing load balancers on nodes (the
 // nodes of the snapshot res was translated from; only ready ones are
-// placed on). Ingresses whose LoadBalancer could not get its addresses or
-// its VRRP router id are removed from res.Accepted and reported as
-// problems; a LoadBalancer that already exists keeps its stored spec in
-// that case, so a refused change never disturbs what serves. It reads
-// nothing from the store.
-func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []source.Node) ([]model.Problem, error) {
+// placed on). Load balancers that could not get their addresses or their
+// VRRP router id are reported as problems, and the sources of the new
+// ones among them as refused; a LoadBalancer that already exists keeps
+// its stored spec in that case, so a refused change never disturbs what
+// serves. res is left as it was, and nothing is read from the store.
+func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []source.Node) (Outcome, error) {
 	sameNodes := r.lastNodes != nil && reflect.DeepEqual(r.lastNodes, nodes)
 	r.lastNodes = nil // until this Apply completes
 	r.gen++
@@ -102,10 +115,27 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []s
 	load := lazyLoad(existing)
 	// Deletions first: addresses freed by a load balancer that is gone
 	// are available to the ones created in this same pass.
+	if err := r.deleteGone(ctx, res.LoadBalancers, existing, load); err != nil {
+		return Outcome{}, err
+	}
+	todo, refused := r.toPrepare(res, existing, sameNodes)
+	out := Outcome{Refused: refused}
+	writes := r.prepareAll(todo, existing, nodesOf(nodes, r.NativeECMP), load, &out)
+	if err := r.keepAll(ctx, writes); err != nil {
+		return out, err
+	}
+	r.lastNodes = append([]source.Node{}, nodes...)
+	r.lastGen = r.gen
+	return out, nil
+}
+
+// deleteGone deletes the load balancers of existing that wanted lacks,
+// and removes them from existing.
+func (r *Reconciler) deleteGone(ctx context.Context, wanted []*model.LoadBalancer, existing map[string]*model.LoadBalancer, load func() scheduler.Load) error {
 	var gone []string
-	if stays := countStored(res.LoadBalancers, existing); stays < len(existing) {
-		desired := make(map[string]bool, len(res.LoadBalancers))
-		for _, want := range res.LoadBalancers {
+	if stays := countStored(wanted, existing); stays < len(existing) {
+		desired := make(map[string]bool, len(wanted))
+		for _, want := range wanted {
 			desired[want.UUID] = true
 		}
 		for uuid := range existing {
@@ -123,7 +153,7 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []s
 	for _, uuid := range gone {
 		lb := existing[uuid]
 		if err := r.Store.Delete(ctx, uuid); err != nil && !errors.Is(err, store.ErrNotFound) {
-			return nil, fmt.Errorf("delete load balancer %s: %w", lb.Name, err)
+			return fmt.Errorf("delete load balancer %s: %w", lb.Name, err)
 		}
 		r.Index.remove(uuid)
 		delete(r.last, uuid)
@@ -132,21 +162,20 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []s
 		delete(existing, uuid)
 		r.Logger.Info("load balancer deleted", "lb", lb.Name, "uuid", uuid, "vip", lb.VIP, "fip", lb.FIP)
 	}
-	cluster := nodesOf(nodes, r.NativeECMP)
-	// Quota usage matters only to new load balancers: counted once one
-	// comes (a change to existing ones, an endpoint change, skips it).
-	var used *usage
-	var problems []model.Problem
-	var todo []*model.LoadBalancer
+	return nil
+}
+
+// toPrepare returns the load balancers of res that must be prepared
+// again, and the sources of the new ones whose addresses translation
+// refused (res.AddressRefused).
+func (r *Reconciler) toPrepare(res *translate.Result, existing map[string]*model.LoadBalancer, sameNodes bool) (todo []*model.LoadBalancer, refused []model.ObjectRef) {
 	for _, want := range res.LoadBalancers {
 		old := existing[want.UUID]
 		if res.AddressRefused[want.UUID] {
 			// Translation refused the addresses it asks for and said
 			// why: as for an address IPAM refuses, what serves stays.
 			if old == nil {
-				for _, src := range want.Sources {
-					delete(res.Accepted, src.Ref())
-				}
+				refused = appendSources(refused, want)
 			}
 			continue
 		}
@@ -161,9 +190,17 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []s
 		}
 		todo = append(todo, want)
 	}
-	// Oldest first: when two new load balancers pin the same floating IP,
-	// the older Ingress gets it, whatever their UUIDs. The writes wait
-	// until every one is prepared: then they can run at once (keepAll).
+	return todo, refused
+}
+
+// prepareAll prepares todo, oldest first: when two new load balancers
+// pin the same floating IP, the older Ingress gets it, whatever their
+// UUIDs. What it refuses goes to out. The writes wait until every one
+// is prepared: then they can run at once (keepAll).
+func (r *Reconciler) prepareAll(todo []*model.LoadBalancer, existing map[string]*model.LoadBalancer, cluster clusterNodes, load func() scheduler.Load, out *Outcome) []write {
+	// Quota usage matters only to new load balancers: counted once one
+	// comes (a change to existing ones, an endpoint change, skips it).
+	var used *usage
 	var writes []write
 	for _, want := range oldestFirst(todo, existing) {
 		old := existing[want.UUID]
@@ -180,11 +217,9 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []s
 			lb, err = r.prepare(want, old, cluster, load)
 		}
 		if err != nil {
-			problems = append(problems, problemsForSources(want, err)...)
+			out.Problems = append(out.Problems, problemsForSources(want, err)...)
 			if old == nil {
-				for _, src := range want.Sources {
-					delete(res.Accepted, src.Ref())
-				}
+				out.Refused = appendSources(out.Refused, want)
 			}
 			continue
 		}
@@ -193,12 +228,15 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []s
 		}
 		writes = append(writes, write{want: want, old: old, lb: lb})
 	}
-	if err := r.keepAll(ctx, writes); err != nil {
-		return problems, err
+	return writes
+}
+
+// appendSources appends the refs of lb's sources to refs.
+func appendSources(refs []model.ObjectRef, lb *model.LoadBalancer) []model.ObjectRef {
+	for _, src := range lb.Sources {
+		refs = append(refs, src.Ref())
 	}
-	r.lastNodes = append([]source.Node{}, nodes...)
-	r.lastGen = r.gen
-	return problems, nil
+	return refs
 }
 
 // write is one load balancer keepAll stores: lb, prepared from want,
@@ -318,15 +356,15 @@ func (r *Reconciler) stored(want, old, lb *model.LoadBalancer) {
 // what Apply would: the nodes changed, the last Apply failed, or one of
 // changed was not placed by the last Apply or is no longer stored (new,
 // refused, deleted since). The caller then calls Apply.
-func (r *Reconciler) ApplyChanged(ctx context.Context, res *translate.Result, nodes []source.Node, changed []*model.LoadBalancer) (problems []model.Problem, ok bool, err error) {
+func (r *Reconciler) ApplyChanged(ctx context.Context, res *translate.Result, nodes []source.Node, changed []*model.LoadBalancer) (out Outcome, ok bool, err error) {
 	if !r.replayed || r.lastNodes == nil || r.gen != r.lastGen || !reflect.DeepEqual(r.lastNodes, nodes) {
-		return nil, false, nil
+		return Outcome{}, false, nil
 	}
 	for _, want := range changed {
 		a := r.last[want.UUID]
 		if a == nil || a.gen != r.lastGen || r.Index.lbs[want.UUID] == nil ||
 			res.AddressRefused[want.UUID] || a.want.RequestedFIP != want.RequestedFIP {
-			return nil, false, nil
+			return Outcome{}, false, nil
 		}
 	}
 	cluster := nodesOf(nodes, r.NativeECMP)
@@ -336,16 +374,17 @@ func (r *Reconciler) ApplyChanged(ctx context.Context, res *translate.Result, no
 		lb, err := r.prepare(want, old, cluster, load)
 		if err != nil {
 			// old serves on: as in Apply, a refused change of an
-			// existing load balancer leaves its stored spec.
-			problems = append(problems, problemsForSources(want, err)...)
+			// existing load balancer leaves its stored spec, and its
+			// sources are not refused.
+			out.Problems = append(out.Problems, problemsForSources(want, err)...)
 			continue
 		}
 		if err := r.keep(ctx, want, old, lb, true); err != nil {
 			r.lastNodes = nil // as a failed Apply: the next pass is a full one
-			return problems, true, err
+			return out, true, err
 		}
 	}
-	return problems, true, nil
+	return out, true, nil
 }
 
 // lazyLoad returns the nodes' load over lbs, counted on its first call

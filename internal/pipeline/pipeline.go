@@ -17,7 +17,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
 	"sync"
 	"time"
 
@@ -384,36 +383,33 @@ func (p *Pipeline) rebuild(ctx context.Context, prev, snap *source.Snapshot, e e
 		res.Merge(translate.Services(snap, opts))
 		res.Merge(gatewayapi.Translate(snap, opts))
 	}
-	translated := len(res.Accepted)
-	var ipamProblems []model.Problem
+	var applied controller.Outcome
 	var err error
-	applied := false
+	done := false
 	if endpointsOnly {
 		// Only the patched load balancers differ from what the last
 		// Apply was given: they alone are reconciled.
-		ipamProblems, applied, err = p.reconciler.ApplyChanged(ctx, res, snap.Nodes, patched)
+		applied, done, err = p.reconciler.ApplyChanged(ctx, res, snap.Nodes, patched)
 	}
-	if !applied && err == nil {
-		if endpointsOnly {
-			// Apply refuses by deleting from Accepted, which the patch
-			// shares with the last result.
-			res.Accepted = maps.Clone(res.Accepted)
-		}
-		ipamProblems, err = p.reconciler.Apply(ctx, res, snap.Nodes)
+	if !done && err == nil {
+		applied, err = p.reconciler.Apply(ctx, res, snap.Nodes)
 	}
 	if err != nil {
 		p.translated = nil
 		return err
 	}
-	// Reconciling refuses load balancers by changing res (Accepted, the
-	// Gateway status): such a result is no base for a patch.
+	// A result the reconciler refused load balancers of, or had problems
+	// with, differs from what the status pass reads (Accepted, the
+	// Gateway status): it is no base for a patch.
 	p.translated = nil
-	if len(ipamProblems) == 0 && len(res.Accepted) == translated {
+	if len(applied.Problems) == 0 && len(applied.Refused) == 0 {
 		p.translated = res
 		if endpointsOnly {
 			p.poolsOf = res // the patch kept every load balancer's place and pools
 		}
 	}
+	ipamProblems := applied.Problems
+	res = res.Without(applied.Refused)
 	res.Gateway.NotProgrammed(ipamProblems)
 	problems := append(res.Problems, ipamProblems...)
 	fresh := p.Book.Update(problems)
