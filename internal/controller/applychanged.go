@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"reflect"
 
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
@@ -27,15 +26,9 @@ import (
 // changed was not placed by the last Apply or is no longer stored (new,
 // refused, deleted since). The caller then calls Apply.
 func (r *Reconciler) ApplyChanged(ctx context.Context, res *translate.Result, nodes []source.Node, changed []*model.LoadBalancer) (out Outcome, ok bool, err error) {
-	if !r.replayed || r.lastNodes == nil || r.gen != r.lastGen || !reflect.DeepEqual(r.lastNodes, nodes) {
+	stored := func(uuid string) bool { return r.Index.lbs[uuid] != nil }
+	if !r.replayed || !r.last.covers(res, nodes, changed, stored) {
 		return Outcome{}, false, nil
-	}
-	for _, want := range changed {
-		a := r.last[want.UUID]
-		if a == nil || a.gen != r.lastGen || r.Index.lbs[want.UUID] == nil ||
-			res.AddressRefused[want.UUID] || a.want.RequestedFIP != want.RequestedFIP {
-			return Outcome{}, false, nil
-		}
 	}
 	cluster := nodesOf(nodes, r.NativeECMP)
 	load := lazyLoad(r.Index.lbs)
@@ -50,7 +43,7 @@ func (r *Reconciler) ApplyChanged(ctx context.Context, res *translate.Result, no
 			continue
 		}
 		if err := r.keep(ctx, want, old, lb, true); err != nil {
-			r.lastNodes = nil // as a failed Apply: the next pass is a full one
+			r.last.failed() // as a failed Apply: the next pass is a full one
 			return out, true, err
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"reflect"
 	"slices"
 
 	"pier.dev/pier/internal/ipam"
@@ -42,34 +41,10 @@ type Reconciler struct {
 	Logger     *slog.Logger
 
 	replayed bool
-	// last is what Apply made of each load balancer it placed, and
-	// lastNodes the nodes the last complete Apply placed them on (nil
-	// after one that failed): Apply skips preparing again what it would
-	// prepare the same. An entry counts only if the last complete Apply
-	// left it (its generation is lastGen): entries are kept from one
-	// Apply to the next and marked, not rebuilt, as thousands of them
-	// would cost an endpoint change a map of thousands of writes.
-	last      map[string]*applied
-	lastNodes []source.Node
-	lastGen   int
-	gen       int // of the Apply under way
-	prepared  int // load balancers prepared, for tests
-}
-
-// applied pairs a translated load balancer with the index entry Apply
-// left for it (stored, or found unchanged), and the Apply that did.
-type applied struct {
-	want, stored *model.LoadBalancer
-	gen          int
-}
-
-// remember records what this Apply made of want.
-func (r *Reconciler) remember(want, stored *model.LoadBalancer) {
-	if a := r.last[want.UUID]; a != nil {
-		a.want, a.stored, a.gen = want, stored, r.gen
-		return
-	}
-	r.last[want.UUID] = &applied{want: want, stored: stored, gen: r.gen}
+	// last remembers the passes: Apply skips preparing again what it
+	// would prepare the same, and ApplyChanged may stand for it.
+	last     lastApply
+	prepared int // load balancers prepared, for tests
 }
 
 // Outcome is what Apply or ApplyChanged made of a result.
@@ -93,12 +68,7 @@ type Outcome struct {
 // its stored spec in that case, so a refused change never disturbs what
 // serves. res is left as it was, and nothing is read from the store.
 func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []source.Node) (Outcome, error) {
-	sameNodes := r.lastNodes != nil && reflect.DeepEqual(r.lastNodes, nodes)
-	r.lastNodes = nil // until this Apply completes
-	r.gen++
-	if r.last == nil {
-		r.last = map[string]*applied{}
-	}
+	sameNodes := r.last.begin(nodes)
 	if r.RouterIDs == nil || !r.replayed {
 		r.replay(r.Index.List())
 	}
@@ -121,8 +91,7 @@ func (r *Reconciler) Apply(ctx context.Context, res *translate.Result, nodes []s
 	if err := r.keepAll(ctx, writes); err != nil {
 		return out, err
 	}
-	r.lastNodes = append([]source.Node{}, nodes...)
-	r.lastGen = r.gen
+	r.last.completed(nodes)
 	return out, nil
 }
 
@@ -153,7 +122,7 @@ func (r *Reconciler) deleteGone(ctx context.Context, wanted []*model.LoadBalance
 			return fmt.Errorf("delete load balancer %s: %w", lb.Name, err)
 		}
 		r.Index.remove(uuid)
-		delete(r.last, uuid)
+		r.last.forget(uuid)
 		r.IPAM.Release(uuid)
 		r.RouterIDs.Release(uuid)
 		delete(existing, uuid)
@@ -176,13 +145,12 @@ func (r *Reconciler) toPrepare(res *translate.Result, existing map[string]*model
 			}
 			continue
 		}
-		if a := r.last[want.UUID]; a != nil && sameNodes && a.gen == r.lastGen && a.want == want && a.stored == old {
+		if r.last.placedAsIs(want, old, sameNodes) {
 			// The very load balancer placed last time, on the same nodes,
 			// and the index still holds what was left for it (an
 			// endpoint change, or an Ingress change elsewhere, leaves
 			// every other one so): preparing it again would give the
 			// same. It saves a copy and two hashes per load balancer.
-			a.gen = r.gen
 			continue
 		}
 		todo = append(todo, want)

@@ -235,7 +235,7 @@ func TestApplySkipsWhatItPlacedLastTime(t *testing.T) {
 	if _, err := r.Apply(ctx, result(a, b), nodes); err != nil {
 		t.Fatal(err)
 	}
-	placed := *r.last["a-uuid"]
+	placed := *r.last.byUUID["a-uuid"]
 	if placed.want != a || placed.stored == nil {
 		t.Fatalf("last pass not recorded: %+v", placed)
 	}
@@ -246,7 +246,7 @@ func TestApplySkipsWhatItPlacedLastTime(t *testing.T) {
 	if _, err := r.Apply(ctx, result(a, &patched), nodes); err != nil {
 		t.Fatal(err)
 	}
-	if n, now := r.prepared-before, r.last["a-uuid"]; n != 1 || now.want != placed.want || now.stored != placed.stored {
+	if n, now := r.prepared-before, r.last.byUUID["a-uuid"]; n != 1 || now.want != placed.want || now.stored != placed.stored {
 		t.Errorf("%d load balancers prepared, want 1 (the patched one)", n)
 	}
 	if got, err := st.Get(ctx, "b-uuid"); err != nil || len(got.Pools) != 1 {

@@ -23,7 +23,7 @@ func (r *Reconciler) keepAll(ctx context.Context, writes []write) error {
 	var todo []write
 	for _, w := range writes {
 		if w.old != nil && unchanged(w.old, w.lb) {
-			r.remember(w.want, w.old)
+			r.last.remember(w.want, w.old)
 			continue
 		}
 		todo = append(todo, w)
@@ -85,7 +85,7 @@ func (r *Reconciler) put(ctx context.Context, old, lb *model.LoadBalancer) error
 // a store that can (store.MemberWriter) hands it on before it is durable.
 func (r *Reconciler) keep(ctx context.Context, want, old, lb *model.LoadBalancer, members bool) error {
 	if old != nil && unchanged(old, lb) {
-		r.remember(want, old)
+		r.last.remember(want, old)
 		return nil
 	}
 	put := func(ctx context.Context, lb *model.LoadBalancer) error { return r.put(ctx, old, lb) }
@@ -103,7 +103,7 @@ func (r *Reconciler) keep(ctx context.Context, want, old, lb *model.LoadBalancer
 // over old, is stored.
 func (r *Reconciler) stored(want, old, lb *model.LoadBalancer) {
 	r.Index.put(lb)
-	r.remember(want, r.Index.lbs[want.UUID])
+	r.last.remember(want, r.Index.lbs[want.UUID])
 	r.Logger.Info("load balancer stored", "lb", lb.Name, "uuid", lb.UUID, "vip", lb.VIP, "fip", lb.FIP,
 		"active", lb.Placement.Active, "standby", lb.Placement.Standby, "router_id", lb.Placement.RouterID,
 		"created", old == nil)
