@@ -74,11 +74,11 @@ func placements(t *testing.T, st store.Store) map[string]model.Placement {
 
 func apply(t *testing.T, r *Reconciler, nodes []source.Node, lbs ...*model.LoadBalancer) []model.Problem {
 	t.Helper()
-	problems, err := r.Apply(context.Background(), result(lbs...), nodes)
+	applied, err := r.Apply(context.Background(), result(lbs...), nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return problems
+	return applied.Problems
 }
 
 func wantIDs(t *testing.T, st store.Store, want map[string]int) {
@@ -135,14 +135,15 @@ func TestVanishedPairFreesItsRouterID(t *testing.T) {
 
 	// lb3 goes on (c, a): a third pair, with no id left.
 	res := result(lb1, lb2, lbFor("lb3", "lb3", t0, ""))
-	problems, err := r.Apply(context.Background(), res, pairNodes)
+	applied, err := r.Apply(context.Background(), res, pairNodes)
+	problems := applied.Problems
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(problems) != 1 || problems[0].Name != "lb3" || problems[0].Reason != "VRRPRouterIDsExhausted" {
 		t.Fatalf("problems %+v, want lb3 VRRPRouterIDsExhausted", problems)
 	}
-	if _, ok := res.Accepted[model.IngressRef("ns", "lb3")]; ok {
+	if _, ok := res.Without(applied.Refused).Accepted[model.IngressRef("ns", "lb3")]; ok {
 		t.Error("lb3 accepted without a router id")
 	}
 	if _, ok := placements(t, st)["lb3"]; ok {

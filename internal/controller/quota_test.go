@@ -22,7 +22,8 @@ func TestQuota(t *testing.T) {
 		return lb
 	}
 	res := result(inNS("a1", "team-a", 0), inNS("a2", "team-a", 1), inNS("b1", "team-b", 2))
-	problems, err := r.Apply(ctx, res, nodes)
+	applied, err := r.Apply(ctx, res, nodes)
+	problems := applied.Problems
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +31,7 @@ func TestQuota(t *testing.T) {
 	if len(problems) != 1 || problems[0].Reason != "QuotaExceeded" || problems[0].Name != "a2" {
 		t.Fatalf("problems %+v, want QuotaExceeded on a2 only", problems)
 	}
-	if _, ok := res.Accepted[model.ObjectRef{Kind: "Ingress", Namespace: "team-a", Name: "a2"}]; ok {
+	if _, ok := res.Without(applied.Refused).Accepted[model.ObjectRef{Kind: "Ingress", Namespace: "team-a", Name: "a2"}]; ok {
 		t.Error("a2 still accepted")
 	}
 	got := map[string]bool{}
@@ -45,7 +46,8 @@ func TestQuota(t *testing.T) {
 	// balancer cap does.
 	r2, _ := newReconciler(t, "10.0.0.0/24", "")
 	r2.Quota = Quota{LoadBalancers: 2, PublicIPs: 1}
-	problems, err = r2.Apply(ctx, result(inNS("a1", "team-a", 0), inNS("a2", "team-a", 1), inNS("a3", "team-a", 2)), nodes)
+	applied, err = r2.Apply(ctx, result(inNS("a1", "team-a", 0), inNS("a2", "team-a", 1), inNS("a3", "team-a", 2)), nodes)
+	problems = applied.Problems
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +57,8 @@ func TestQuota(t *testing.T) {
 
 	// A lower cap takes nothing from what exists.
 	r.Quota = Quota{LoadBalancers: 1, PublicIPs: 0}
-	problems, err = r.Apply(ctx, result(inNS("a1", "team-a", 0), inNS("b1", "team-b", 2)), nodes)
+	applied, err = r.Apply(ctx, result(inNS("a1", "team-a", 0), inNS("b1", "team-b", 2)), nodes)
+	problems = applied.Problems
 	if err != nil || len(problems) != 0 {
 		t.Fatalf("re-applying what exists under a lower cap: %v, %+v", err, problems)
 	}

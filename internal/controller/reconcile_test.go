@@ -60,7 +60,8 @@ func TestDeletionsReleaseBeforeAssignments(t *testing.T) {
 	if _, err := r.Apply(ctx, result(lbFor("b-uuid", "old", t0, "")), nodes); err != nil {
 		t.Fatal(err)
 	}
-	problems, err := r.Apply(ctx, result(lbFor("a-uuid", "new", t0.Add(time.Hour), "")), nodes)
+	applied, err := r.Apply(ctx, result(lbFor("a-uuid", "new", t0.Add(time.Hour), "")), nodes)
+	problems := applied.Problems
 	if err != nil || len(problems) != 0 {
 		t.Fatalf("apply: %v, problems %+v", err, problems)
 	}
@@ -82,7 +83,8 @@ func TestSamePinGoesToTheOlder(t *testing.T) {
 	older := lbFor("ffff-older", "older", t0, "192.0.2.7")
 	newer := lbFor("0000-newer", "newer", t0.Add(time.Minute), "192.0.2.7")
 	res := result(newer, older)
-	problems, err := r.Apply(ctx, res, nodes)
+	applied, err := r.Apply(ctx, res, nodes)
+	problems := applied.Problems
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,8 +95,11 @@ func TestSamePinGoesToTheOlder(t *testing.T) {
 	if len(problems) != 1 || problems[0].Name != "newer" || problems[0].Reason != "ExternalIPInUse" {
 		t.Fatalf("problems = %+v", problems)
 	}
-	if _, ok := res.Accepted[model.IngressRef("ns", "newer")]; ok {
+	if _, ok := res.Without(applied.Refused).Accepted[model.IngressRef("ns", "newer")]; ok {
 		t.Fatal("the refused Ingress is still accepted")
+	}
+	if _, ok := res.Accepted[model.IngressRef("ns", "newer")]; !ok {
+		t.Fatal("Apply edited the result it was given: a patch of it would lose the Ingress")
 	}
 }
 
@@ -117,7 +122,8 @@ func TestGatewayAddressThroughIPAM(t *testing.T) {
 	ing := lbFor("0000-ing", "ing", t0.Add(time.Minute), "192.0.2.7")
 	outside := gatewayLB("aaaa-outside", "outside", t0, "198.51.100.1")
 	res := result(gw, ing, outside)
-	problems, err := r.Apply(ctx, res, nodes)
+	applied, err := r.Apply(ctx, res, nodes)
+	problems := applied.Problems
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,13 +139,14 @@ func TestGatewayAddressThroughIPAM(t *testing.T) {
 		t.Fatalf("problems %v, want %v", reasons, want)
 	}
 	// The Ingress, newer, asking for the Gateway's address.
-	if _, ok := res.Accepted[model.IngressRef("ns", "ing")]; ok {
+	if _, ok := res.Without(applied.Refused).Accepted[model.IngressRef("ns", "ing")]; ok {
 		t.Fatal("the newer Ingress is still accepted")
 	}
 
 	// The internal pool holds two VIPs: a third load balancer gets none.
 	more := result(gw, gatewayLB("bbbb-second", "second", t0, ""), gatewayLB("cccc-third", "third", t0.Add(time.Hour), ""))
-	problems, err = r.Apply(ctx, more, nodes)
+	applied, err = r.Apply(ctx, more, nodes)
+	problems = applied.Problems
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +169,8 @@ func TestAddressRefusedHoldsBack(t *testing.T) {
 	fresh := gatewayLB("bbbb-new", "new", t0, "")
 	res := result(changed, fresh)
 	res.AddressRefused = map[string]bool{"aaaa-served": true, "bbbb-new": true}
-	problems, err := r.Apply(ctx, res, nodes)
+	applied, err := r.Apply(ctx, res, nodes)
+	problems := applied.Problems
 	if err != nil || len(problems) != 0 {
 		t.Fatalf("apply: %v, problems %+v (translation reports them)", err, problems)
 	}
@@ -172,10 +180,10 @@ func TestAddressRefusedHoldsBack(t *testing.T) {
 	if _, err := st.Get(ctx, "bbbb-new"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("new load balancer created: %v", err)
 	}
-	if _, ok := res.Accepted[model.ObjectRef{Kind: model.KindGateway, Namespace: "ns", Name: "new"}]; ok {
+	if _, ok := res.Without(applied.Refused).Accepted[model.ObjectRef{Kind: model.KindGateway, Namespace: "ns", Name: "new"}]; ok {
 		t.Fatal("the held-back new Gateway is still accepted")
 	}
-	if _, ok := res.Accepted[model.ObjectRef{Kind: model.KindGateway, Namespace: "ns", Name: "served"}]; !ok {
+	if _, ok := res.Without(applied.Refused).Accepted[model.ObjectRef{Kind: model.KindGateway, Namespace: "ns", Name: "served"}]; !ok {
 		t.Fatal("the served Gateway left Accepted: its addresses would be unpublished")
 	}
 }
@@ -196,7 +204,8 @@ func TestGatewayAddressQuarantine(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := gatewayLB("bbbb-other", "other", t0, "192.0.2.7")
-	problems, err := r.Apply(ctx, result(other), nodes)
+	applied, err := r.Apply(ctx, result(other), nodes)
+	problems := applied.Problems
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +213,8 @@ func TestGatewayAddressQuarantine(t *testing.T) {
 		t.Fatalf("problems %+v, want other refused: reserved for gw", problems)
 	}
 	again := gatewayLB("cccc-gw", "gw", t0.Add(time.Hour), "192.0.2.7")
-	problems, err = r.Apply(ctx, result(again), nodes)
+	applied, err = r.Apply(ctx, result(again), nodes)
+	problems = applied.Problems
 	if err != nil || len(problems) != 0 {
 		t.Fatalf("re-created: %v, problems %+v", err, problems)
 	}
@@ -225,7 +235,7 @@ func TestApplySkipsWhatItPlacedLastTime(t *testing.T) {
 	if _, err := r.Apply(ctx, result(a, b), nodes); err != nil {
 		t.Fatal(err)
 	}
-	placed := *r.last["a-uuid"]
+	placed := *r.last.byUUID["a-uuid"]
 	if placed.want != a || placed.stored == nil {
 		t.Fatalf("last pass not recorded: %+v", placed)
 	}
@@ -236,7 +246,7 @@ func TestApplySkipsWhatItPlacedLastTime(t *testing.T) {
 	if _, err := r.Apply(ctx, result(a, &patched), nodes); err != nil {
 		t.Fatal(err)
 	}
-	if n, now := r.prepared-before, r.last["a-uuid"]; n != 1 || now.want != placed.want || now.stored != placed.stored {
+	if n, now := r.prepared-before, r.last.byUUID["a-uuid"]; n != 1 || now.want != placed.want || now.stored != placed.stored {
 		t.Errorf("%d load balancers prepared, want 1 (the patched one)", n)
 	}
 	if got, err := st.Get(ctx, "b-uuid"); err != nil || len(got.Pools) != 1 {
@@ -348,7 +358,8 @@ func TestApplyChanged(t *testing.T) {
 		}
 		next, b := patch(res, 1, "10.244.0.9")
 		before := changed.prepared
-		problems, ok, err := changed.ApplyChanged(ctx, next, nodes, []*model.LoadBalancer{b})
+		applied, ok, err := changed.ApplyChanged(ctx, next, nodes, []*model.LoadBalancer{b})
+		problems := applied.Problems
 		if err != nil || !ok || len(problems) > 0 {
 			t.Fatalf("ApplyChanged: ok %v, problems %v, error %v", ok, problems, err)
 		}
@@ -432,7 +443,8 @@ func TestApplyChanged(t *testing.T) {
 			r, st, res := setup(t)
 			next, changed, ns := tc.prepare(r, st, res)
 			before, puts := r.prepared, st.puts
-			problems, ok, err := r.ApplyChanged(ctx, next, ns, changed)
+			applied, ok, err := r.ApplyChanged(ctx, next, ns, changed)
+			problems := applied.Problems
 			if ok || err != nil || problems != nil {
 				t.Fatalf("ApplyChanged: ok %v, problems %v, error %v; want it refused", ok, problems, err)
 			}

@@ -128,10 +128,13 @@ func Run(ctx context.Context, snap *source.Snapshot, cfg Config) (*Report, error
 	res := translate.Ingresses(snap, opts)
 	res.Merge(translate.Services(snap, opts))
 	res.Merge(gatewayapi.Translate(snap, opts))
-	lbs, ipamProblems, err := reconcile(ctx, dir, res, cfg, logger)
+	lbs, applied, err := reconcile(ctx, dir, res, cfg, logger)
 	if err != nil {
 		return nil, err
 	}
+	// What the reconciler refused is not served, as in the pipeline.
+	res = res.Without(applied.Refused)
+	ipamProblems := applied.Problems
 	report := &Report{}
 	binary, why := findHAProxy(cfg.HAProxy)
 	report.HAProxy, report.Checked = why, binary != ""
@@ -163,31 +166,31 @@ var lintNode = source.Node{Name: "lint", Ready: true}
 
 // reconcile gives the load balancers of res their addresses as the
 // controller would, into a store in dir, and returns what it stored by
-// UUID with the problems of the Ingresses it refused.
-func reconcile(ctx context.Context, dir string, res *translate.Result, cfg Config, logger *slog.Logger) (map[string]*model.LoadBalancer, []model.Problem, error) {
+// UUID with what it refused.
+func reconcile(ctx context.Context, dir string, res *translate.Result, cfg Config, logger *slog.Logger) (map[string]*model.LoadBalancer, controller.Outcome, error) {
 	alloc, err := ipam.FromCIDRs(cfg.InternalPool, cfg.PublicPool)
 	if err != nil {
-		return nil, nil, err
+		return nil, controller.Outcome{}, err
 	}
 	st, err := bolt.Open(filepath.Join(dir, "lint.db"))
 	if err != nil {
-		return nil, nil, err
+		return nil, controller.Outcome{}, err
 	}
 	defer st.Close()
 	r := &controller.Reconciler{Store: st, Index: controller.NewIndex(nil), IPAM: alloc, Quota: cfg.Quota, Logger: logger}
-	problems, err := r.Apply(ctx, res, []source.Node{lintNode})
+	applied, err := r.Apply(ctx, res, []source.Node{lintNode})
 	if err != nil {
-		return nil, nil, fmt.Errorf("assign addresses: %w", err)
+		return nil, controller.Outcome{}, fmt.Errorf("assign addresses: %w", err)
 	}
 	stored, err := st.List(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, controller.Outcome{}, err
 	}
 	out := make(map[string]*model.LoadBalancer, len(stored))
 	for _, lb := range stored {
 		out[lb.UUID] = lb
 	}
-	return out, problems, nil
+	return out, applied, nil
 }
 
 // served is the HAProxy load balancers that serve an accepted Ingress.

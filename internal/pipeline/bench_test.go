@@ -45,7 +45,7 @@ func BenchmarkEndpointChange(b *testing.B) {
 				es.Endpoints[0].Addresses = []string{addrs[i%2]}
 				next.EndpointSlices[0] = es
 				if mode == "full" {
-					p.translated = nil
+					p.last.forget()
 				}
 				if err := p.take(ctx, next); err != nil {
 					b.Fatal(err)
@@ -122,7 +122,7 @@ func BenchmarkIngressChange(b *testing.B) {
 						next := clone(snap)
 						next.Ingresses = append(next.Ingresses, benchNewIngress(snap, i, kind == "group"))
 						if mode == "full" {
-							p.translated = nil
+							p.last.forget()
 						}
 						if err := p.take(ctx, next); err != nil {
 							b.Fatal(err)
@@ -132,7 +132,7 @@ func BenchmarkIngressChange(b *testing.B) {
 							b.Fatalf("new Ingress not accepted: %v", p.Book.Of(model.IngressRef("ns", next.Ingresses[len(next.Ingresses)-1].Name)))
 						}
 						if mode == "full" {
-							p.translated = nil
+							p.last.forget()
 						}
 						if err := p.take(ctx, snap); err != nil {
 							b.Fatal(err)
@@ -180,11 +180,11 @@ func benchParts(b *testing.B, n int, group, incremental bool) {
 			p.mu.Unlock()
 			var e effect
 			var res *translate.Result
-			step(0, func() { e = classify(prev, next, p.refs, "") })
+			step(0, func() { e = classify(prev, next, p.last.refs, "") })
 			step(1, func() {
 				ok := false
-				if incremental && e.ingresses && p.translated != nil {
-					res, ok = translate.IngressChanges(p.translated, prev, next, p.Translate)
+				if incremental && e.ingresses && p.last.translated != nil {
+					res, ok = translate.IngressChanges(p.last.translated, prev, next, p.Translate)
 				}
 				if !ok {
 					res = translate.Ingresses(next, p.Translate)
@@ -197,8 +197,8 @@ func benchParts(b *testing.B, n int, group, incremental bool) {
 					b.Fatal(err)
 				}
 			})
-			p.result, p.translated = res, res
-			step(3, func() { p.refs = referencesOf(next, res.Ours) })
+			p.result, p.last.translated = res, res
+			step(3, func() { p.last.refs = referencesOf(next, res.Ours) })
 			step(4, func() {
 				if err := p.statusPass(ctx, next, "rebuild"); err != nil {
 					b.Fatal(err)

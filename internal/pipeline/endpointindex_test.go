@@ -21,7 +21,7 @@ func TestIndexForEndpoints(t *testing.T) {
 	if !p.indexedForEndpoints() {
 		t.Fatal("not indexed after the idle build")
 	}
-	pools, objects := p.pools, p.endpointIndex
+	pools, objects := p.last.pools, p.last.endpoints
 
 	next := clone(snap)
 	es := snap.EndpointSlices[3].DeepCopy()
@@ -31,9 +31,9 @@ func TestIndexForEndpoints(t *testing.T) {
 	if err := p.take(ctx, next); err != nil {
 		t.Fatal(err)
 	}
-	if !p.indexedForEndpoints() || p.endpointIndex != objects || !sameMap(p.pools, pools) {
+	if !p.indexedForEndpoints() || p.last.endpoints != objects || !sameMap(p.last.pools, pools) {
 		t.Fatalf("after an endpoint change: indexed %v, endpoint index moved along %v, pool index kept %v",
-			p.indexedForEndpoints(), p.endpointIndex == objects, sameMap(p.pools, pools))
+			p.indexedForEndpoints(), p.last.endpoints == objects, sameMap(p.last.pools, pools))
 	}
 	found := false
 	for _, lb := range p.result.LoadBalancers {
@@ -60,7 +60,7 @@ func TestIndexForEndpoints(t *testing.T) {
 	if err := p.take(ctx, ingressChange); err != nil {
 		t.Fatal(err)
 	}
-	if !p.endpointIndex.Of(ingressChange) || p.endpointIndex != objects {
+	if !p.last.endpoints.Of(ingressChange) || p.last.endpoints != objects {
 		t.Fatal("an Ingress change did not move the endpoint index along")
 	}
 	if p.indexedForEndpoints() {

@@ -39,7 +39,7 @@ func TestIngressChangesEqualFullRebuilds(t *testing.T) {
 			if err := inc.take(ctx, next); err != nil {
 				t.Fatal(err)
 			}
-			full.translated = nil
+			full.last.forget()
 			if err := full.take(ctx, next); err != nil {
 				t.Fatal(err)
 			}

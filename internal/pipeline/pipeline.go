@@ -17,14 +17,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
+	"slices"
 	"sync"
 	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
 
 	"pier.dev/pier/internal/controller"
-	"pier.dev/pier/internal/gatewayapi"
 	"pier.dev/pier/internal/ipam"
 	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/model"
@@ -92,23 +91,11 @@ type Pipeline struct {
 	// Owned by Run's goroutine.
 	index      *controller.Index
 	reconciler *controller.Reconciler
-	result     *translate.Result
-	refs       references
-	// translated is the last rebuild's translation as translation left
-	// it, for an endpoint change to patch (translate.EndpointMembers);
-	// nil when reconciling it changed what the status pass reads
-	// (refusals), which only a full translation gives back.
-	translated *translate.Result
-	// pools indexes the pools of poolsOf, which an endpoint change's
-	// patch keeps (translate.IndexPools): built at the first endpoint
-	// change after any other rebuild, or when Run is idle before it
-	// (indexForEndpoints), then kept.
-	pools   translate.PoolIndex
-	poolsOf *translate.Result
-	// endpointIndex finds the Services and slices of an endpoint change
-	// in the snapshot it indexes; once built, take moves it along from
-	// one snapshot to the next.
-	endpointIndex *translate.EndpointIndex
+	// result is what the last rebuild published from: its translation
+	// less what the reconciler refused.
+	result *translate.Result
+	// last is what the next rebuild is derived from (lastRebuild).
+	last lastRebuild
 	// storeChangedBehindUs: someone else changed or deleted a load
 	// balancer since the last rebuild.
 	storeChangedBehindUs bool
@@ -253,29 +240,11 @@ const indexWhenIdle = 100 * time.Millisecond
 
 // indexedForEndpoints reports whether the indexes an endpoint change uses
 // are those of the last result and snapshot.
-func (p *Pipeline) indexedForEndpoints() bool {
-	return p.poolsIndexed() && p.endpointIndex.Of(p.snap)
-}
+func (p *Pipeline) indexedForEndpoints() bool { return p.last.indexed(p.snap) }
 
-// poolsIndexed reports whether the pool index is the last result's, or
-// there is no result to index.
-func (p *Pipeline) poolsIndexed() bool {
-	return p.translated == nil || p.poolsOf == p.translated
-}
-
-// indexForEndpoints builds what an endpoint change of snap needs and is
-// not built yet: the pool index of the last translation, the endpoint
-// index of snap. At 3,000 Ingresses the two took 6 ms of the first
-// endpoint change after a start or an Ingress change, when it was built
-// then; Run builds them when it is idle.
-func (p *Pipeline) indexForEndpoints(snap *source.Snapshot) {
-	if !p.poolsIndexed() {
-		p.pools, p.poolsOf = translate.IndexPools(p.translated), p.translated
-	}
-	if snap != nil && !p.endpointIndex.Of(snap) {
-		p.endpointIndex = translate.IndexEndpoints(snap)
-	}
-}
+// indexForEndpoints builds, when Run is idle, what an endpoint change of
+// snap needs (lastRebuild.index).
+func (p *Pipeline) indexForEndpoints(snap *source.Snapshot) { p.last.index(snap) }
 
 // storePassEvery paces the status passes that store events call for. A
 // pass decides what every Ingress publishes (a few milliseconds at 3,000),
@@ -313,7 +282,10 @@ func (p *Pipeline) storeChanged(ctx context.Context, change controller.Change) e
 		return nil
 	}
 	if change == controller.SpecChanged {
+		// The next rebuild puts it back, translating everything: the
+		// last translation no longer says what the store holds.
 		p.storeChangedBehindUs = true
+		p.last.forget()
 	}
 	p.mu.Lock()
 	snap := p.snap
@@ -326,10 +298,8 @@ func (p *Pipeline) take(ctx context.Context, snap *source.Snapshot) error {
 	p.mu.Lock()
 	prev := p.snap
 	p.mu.Unlock()
-	if p.endpointIndex.Of(prev) {
-		p.endpointIndex.Update(prev, snap)
-	}
-	e := classify(prev, snap, p.refs, p.Addresses.Service)
+	p.last.advance(prev, snap)
+	e := classify(prev, snap, p.last.refs, p.Addresses.Service)
 	if e.rebuild == "" && p.storeChangedBehindUs {
 		e.rebuild = ReasonLoadBalancer
 	}
@@ -354,103 +324,45 @@ func (p *Pipeline) take(ctx context.Context, snap *source.Snapshot) error {
 	return err
 }
 
-// rebuild translates snap and reconciles the store with it. When e says
-// that only the endpoints of some Services changed since prev, their
-// members are patched into the last translation (translate.EndpointMembers);
-// when only Ingresses did, the load balancers of those Ingresses alone
-// are translated again (translate.IngressChanges): either only when that
-// gives the same result as translating everything again.
+// rebuild translates snap and reconciles the store with it. How it
+// translates is lastRebuild's choice (translate): when e says that only
+// the endpoints of some Services changed since prev, their members are
+// patched into the last translation; when only Ingresses did, the load
+// balancers of those Ingresses alone are translated again; either only
+// when that gives the same result as translating everything again.
 func (p *Pipeline) rebuild(ctx context.Context, prev, snap *source.Snapshot, e effect) error {
-	reason := e.rebuild
 	start := time.Now()
-	behind := p.storeChangedBehindUs
 	p.storeChangedBehindUs = false
 	opts := p.Translate
 	opts.Now = start
-	var res *translate.Result
-	var patched []*model.LoadBalancer
-	incremental, endpointsOnly := false, false
-	if e.endpoints != nil && !behind && p.translated != nil {
-		// Built already, unless no idle time came since the last rebuild.
-		p.indexForEndpoints(snap)
-		res, patched, incremental = translate.EndpointMembers(p.translated, p.pools, p.endpointIndex, snap, e.endpoints, opts)
-		endpointsOnly = incremental
-	}
-	if e.ingresses && !behind && p.translated != nil {
-		res, incremental = translate.IngressChanges(p.translated, prev, snap, opts)
-	}
-	if !incremental {
-		res = translate.Ingresses(snap, opts)
-		res.Merge(translate.Services(snap, opts))
-		res.Merge(gatewayapi.Translate(snap, opts))
-	}
-	translated := len(res.Accepted)
-	var ipamProblems []model.Problem
-	var err error
-	applied := false
-	if endpointsOnly {
-		// Only the patched load balancers differ from what the last
-		// Apply was given: they alone are reconciled.
-		ipamProblems, applied, err = p.reconciler.ApplyChanged(ctx, res, snap.Nodes, patched)
-	}
-	if !applied && err == nil {
-		if endpointsOnly {
-			// Apply refuses by deleting from Accepted, which the patch
-			// shares with the last result.
-			res.Accepted = maps.Clone(res.Accepted)
-		}
-		ipamProblems, err = p.reconciler.Apply(ctx, res, snap.Nodes)
-	}
+	c := p.last.translate(prev, snap, e, opts)
+	applied, err := p.reconcile(ctx, c, snap.Nodes)
 	if err != nil {
-		p.translated = nil
+		p.last.forget()
 		return err
 	}
-	// Reconciling refuses load balancers by changing res (Accepted, the
-	// Gateway status): such a result is no base for a patch.
-	p.translated = nil
-	if len(ipamProblems) == 0 && len(res.Accepted) == translated {
-		p.translated = res
-		if endpointsOnly {
-			p.poolsOf = res // the patch kept every load balancer's place and pools
-		}
-	}
-	res.Gateway.NotProgrammed(ipamProblems)
-	problems := append(res.Problems, ipamProblems...)
+	p.last.keep(snap, c, applied, p.Translate.DefaultCertificate)
+	res := c.res.Without(applied.Refused)
+	res.Gateway.NotProgrammed(applied.Problems)
+	problems := slices.Concat(res.Problems, applied.Problems)
 	fresh := p.Book.Update(problems)
 	if p.Problems != nil {
 		p.Problems.Report(ctx, snap, fresh)
 	}
 	p.result = res
-	// An endpoint change changed nothing references are made of
-	// (Ingresses, Gateway API objects, what is ours).
-	if !endpointsOnly {
-		p.refs = referencesOf(snap, res.Ours)
-		if d := p.Translate.DefaultCertificate; d != "" {
-			p.refs.secrets[d] = true // every Ingress's load balancer serves it
-		}
-		// Every pool's Service: those annotations name (auth-url, also
-		// of another namespace, default-backend) as much as the routes'.
-		for _, lb := range res.LoadBalancers {
-			for _, pool := range lb.Pools {
-				if pool.Service != "" {
-					p.refs.services[pool.Namespace+"/"+pool.Service] = true
-				}
-			}
-		}
-	}
 	p.mu.Lock()
 	p.ready = true
 	p.mu.Unlock()
-	p.Metrics.Rebuilds.WithLabelValues(reason).Inc()
+	p.Metrics.Rebuilds.WithLabelValues(e.rebuild).Inc()
 	p.Metrics.RebuildSeconds.Observe(time.Since(start).Seconds())
 	countProblems(p.Metrics, problems)
-	p.Logger.Debug("rebuilt", "reason", reason, "incremental", incremental, "ingresses", len(res.Ours), "accepted", len(res.Accepted),
+	p.Logger.Debug("rebuilt", "reason", e.rebuild, "incremental", c.incremental(), "ingresses", len(res.Ours), "accepted", len(res.Accepted),
 		"load_balancers", len(res.LoadBalancers), "problems", len(problems), "took", time.Since(start))
-	if reason == ReasonInitial {
+	if e.rebuild == ReasonInitial {
 		p.logFirstTranslation(snap, res, len(problems), time.Since(start))
 	}
-	if endpointsOnly {
-		// An endpoint change leaves what a status pass reads as it was
+	if c.membersOnly() {
+		// A members change leaves what a status pass reads as it was
 		// (EndpointMembers keeps the translation's Ours, Accepted and
 		// Gateway status; no address moves), so a pass now would publish
 		// what the last one did. Run's paced pass still runs it,
@@ -462,6 +374,20 @@ func (p *Pipeline) rebuild(ctx context.Context, prev, snap *source.Snapshot, e e
 		return nil
 	}
 	return p.statusPass(ctx, snap, "rebuild")
+}
+
+// reconcile stores what c translated: for a members change, the load
+// balancers it patched alone when the reconciler can know that gives
+// what Apply would (ApplyChanged, which writes them as member changes),
+// else everything (Apply).
+func (p *Pipeline) reconcile(ctx context.Context, c change, nodes []source.Node) (controller.Outcome, error) {
+	if c.membersOnly() {
+		applied, done, err := p.reconciler.ApplyChanged(ctx, c.res, nodes, c.patched)
+		if done || err != nil {
+			return applied, err
+		}
+	}
+	return p.reconciler.Apply(ctx, c.res, nodes)
 }
 
 // statusPass decides what every object of our class publishes from the
@@ -493,59 +419,6 @@ func countProblems(m *metrics.Metrics, problems []model.Problem) {
 	for sev, n := range counts {
 		m.IngressProblems.WithLabelValues(string(sev)).Set(float64(n))
 	}
-}
-
-// Ingress implements api.Ingresses from the last snapshot: a copy, with
-// the status the sink holds (pier run) or the snapshot's (the API
-// server's, in Kubernetes mode), and the problems of the last rebuild.
-func (p *Pipeline) Ingress(namespace, name string) (*networkingv1.Ingress, []model.Problem, bool) {
-	for _, st := range p.ingresses(func(ing *networkingv1.Ingress) bool {
-		return ing.Namespace == namespace && ing.Name == name
-	}) {
-		return st.Ingress, st.Problems, true
-	}
-	return nil, nil, false
-}
-
-// ingresses returns the Ingresses of the last snapshot that keep selects,
-// as copies with their status and problems; nil before the first snapshot.
-func (p *Pipeline) ingresses(keep func(*networkingv1.Ingress) bool) []IngressState {
-	p.init()
-	p.mu.Lock()
-	snap := p.snap
-	p.mu.Unlock()
-	if snap == nil {
-		return nil
-	}
-	reader, _ := p.Status.(StatusReader)
-	out := []IngressState{}
-	for _, ing := range snap.Ingresses {
-		if !keep(ing) {
-			continue
-		}
-		ref := model.IngressRef(ing.Namespace, ing.Name)
-		c := ing.DeepCopy()
-		c.APIVersion, c.Kind = "networking.k8s.io/v1", "Ingress"
-		if reader != nil {
-			c.Status.LoadBalancer.Ingress = reader.Published(ref)
-		}
-		out = append(out, IngressState{Ingress: c, Problems: p.Book.Of(ref)})
-	}
-	return out
-}
-
-// IngressState is one Ingress as pier knows it: a copy with the status it
-// publishes, and the problems of the last rebuild.
-type IngressState struct {
-	Ingress  *networkingv1.Ingress
-	Problems []model.Problem
-}
-
-// Ingresses lists every Ingress of the last snapshot as Ingress does one
-// (the web view reads it). Before the first snapshot (a controller
-// replica that has not led) it returns nil: not known here.
-func (p *Pipeline) Ingresses() []IngressState {
-	return p.ingresses(func(*networkingv1.Ingress) bool { return true })
 }
 
 // logFirstTranslation says what the first snapshot gave, once: how many

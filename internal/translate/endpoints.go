@@ -32,7 +32,7 @@ import (
 // from snap. Load balancers it does not touch are prev's own pointers;
 // patched lists the ones it copied, in res's order. res shares prev's
 // Accepted, Ours, Problems and Gateway status: a caller that changes one
-// (the reconciler refusing a load balancer) copies it first. prev itself
+// copies it first (Result.Without, for what the reconciler refused). prev itself
 // is left as it was.
 //
 // pools, if not nil, is IndexPools(prev): only the load balancers it

@@ -6,6 +6,7 @@
 package translate
 
 import (
+	"maps"
 	"sort"
 	"time"
 
@@ -181,6 +182,23 @@ type Result struct {
 	// keeping what the store holds and creating no new one. nil or
 	// missing: none.
 	AddressRefused map[string]bool
+}
+
+// Without is r less the objects in refused (the sources of load balancers
+// the reconciler did not create): a copy whose Accepted lacks them, or r
+// itself when refused is empty. r is left as it was, so that a result a
+// later change patches (EndpointMembers, IngressChanges) is still what
+// translation gave.
+func (r *Result) Without(refused []model.ObjectRef) *Result {
+	if len(refused) == 0 {
+		return r
+	}
+	c := *r
+	c.Accepted = maps.Clone(r.Accepted)
+	for _, ref := range refused {
+		delete(c.Accepted, ref)
+	}
+	return &c
 }
 
 // Ingresses translates every Ingress of our class in snap.

@@ -436,3 +436,22 @@ func TestUnusableEndpointAddressesAreSkipped(t *testing.T) {
 		t.Fatalf("want only the usable endpoint, got %d members: %+v", got, lb.Pools[0].Members)
 	}
 }
+
+// Without drops the refused sources from a copy: the result it is called
+// on stays what translation gave, so that a later patch of it (an
+// endpoint or Ingress change) still holds the refused source, which the
+// reconciler then refuses again or admits.
+func TestWithoutLeavesTheResult(t *testing.T) {
+	a, b := model.IngressRef("ns", "a"), model.IngressRef("ns", "b")
+	res := &Result{Accepted: map[model.ObjectRef]string{a: "uuid-a", b: "uuid-b"}}
+	if got := res.Without(nil); got != res {
+		t.Fatal("nothing refused: want the result itself, not a copy")
+	}
+	got := res.Without([]model.ObjectRef{b})
+	if _, ok := got.Accepted[b]; ok || got.Accepted[a] != "uuid-a" {
+		t.Fatalf("without b: accepted %v, want a alone", got.Accepted)
+	}
+	if res.Accepted[b] != "uuid-b" || len(res.Accepted) != 2 {
+		t.Fatalf("the result itself changed: accepted %v", res.Accepted)
+	}
+}
