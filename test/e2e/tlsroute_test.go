@@ -221,3 +221,38 @@ endpoints: [{addresses: ["127.0.0.1"], conditions: {ready: true}}]
 		t.Fatal(err)
 	}
 }
+
+// TestTLSRouteExample serves examples/gateway/tls.yaml (with
+// gateway.yaml's GatewayClass): www.apps.example reaches the apps
+// member, admin.apps.example the admin one, through the VIP.
+func TestTLSRouteExample(t *testing.T) {
+	manifests, state := harness.ShortTempDir(t), harness.ShortTempDir(t)
+	class, err := os.ReadFile("../../examples/gateway/gateway.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("../../examples/gateway/tls.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := harness.FreePort(t)
+	appsCert, appsKey := (*e2eCA)(nil).issue(t, "member.apps", x509.ExtKeyUsageServerAuth)
+	adminCert, adminKey := (*e2eCA)(nil).issue(t, "member.admin", x509.ExtKeyUsageServerAuth)
+	s := strings.Replace(string(b), "port: 8443", "port: "+strconv.Itoa(port), 1)
+	s = strings.ReplaceAll(s, "9102", strconv.Itoa(tlsMember(t, appsCert, appsKey)))
+	s = strings.ReplaceAll(s, "9103", strconv.Itoa(tlsMember(t, adminCert, adminKey)))
+	first, _, _ := strings.Cut(string(class), "\n---\n")
+	harness.WriteFile(t, filepath.Join(manifests, "class.yaml"), first)
+	harness.WriteFile(t, filepath.Join(manifests, "tls.yaml"), s)
+	p := harness.StartPier(t, harness.Options{Manifests: manifests, State: state})
+	var lb *model.LoadBalancer
+	harness.WaitFor(t, 20*time.Second, "the Gateway's load balancer serves", func() bool {
+		lb = gatewayLB(t, p, "demo", "tls")
+		return lb != nil && lb.VIP != "" && lb.Status.State == model.StateActive
+	})
+	for sni, want := range map[string]string{"www.apps.example": "member.apps", "admin.apps.example": "member.admin"} {
+		if cn, _, err := tlsHello(lb.VIP, port, sni); err != nil || cn != want {
+			t.Errorf("SNI %s: certificate %q (%v), want %q", sni, cn, err, want)
+		}
+	}
+}
