@@ -53,6 +53,9 @@ type gwListener struct {
 	// routes are tlsRoutes (tlsroutes.go).
 	passthrough bool
 	tlsRoutes   []tlsAttachment
+	// tlsTerminate marks a TLS listener in tls.mode Terminate, which pier
+	// refuses (markMixedTLS).
+	tlsTerminate bool
 }
 
 // usable reports whether routes may attach: the listener is accepted, not
@@ -105,6 +108,9 @@ func parseGateway(gw *gwv1.Gateway, x *index, opts translate.Options, problems *
 		p.listeners = append(p.listeners, l)
 	}
 	markConflicts(p.listeners)
+	for _, i := range markMixedTLS(p.listeners) {
+		*problems = append(*problems, gatewayProblem(gw, p.listeners[i].notAccepted, fmt.Sprintf("spec.listeners[%d]", i), p.listeners[i].message))
+	}
 	// Refused only when no listener is accepted; one whose references do
 	// not resolve keeps the Gateway accepted (its routes still count in
 	// attachedRoutes), but a Gateway without a usable listener has no
@@ -185,6 +191,7 @@ func parseListener(gw *gwv1.Gateway, spec *gwv1.Listener, x *index) *gwListener 
 			mode = *spec.TLS.Mode
 		}
 		if mode != gwv1.TLSModePassthrough {
+			l.tlsTerminate = true
 			return refuse(reasonUnsupportedValue, "tls.mode %s on a TLS listener is not supported: pier passes TLS listeners' connections through (tls.mode Passthrough)",
 				translate.Quote(string(mode)))
 		}
@@ -296,6 +303,31 @@ func listenerCerts(gw *gwv1.Gateway, spec *gwv1.Listener, host string, x *index)
 		certs = append(certs, cert)
 	}
 	return certs, "", ""
+}
+
+// markMixedTLS refuses TLS listeners of both modes on one port (the
+// suite's TLSRouteListenerMixedTerminationNotSupported): pier does not
+// terminate TLS listeners, so a Passthrough one beside a Terminate one
+// would serve half of what the port was asked to; both are
+// Accepted=False/ProtocolConflict.
+// It returns the indexes of the Passthrough listeners it refused (the
+// Terminate ones already have a problem, whose reason it replaces).
+func markMixedTLS(ls []*gwListener) []int {
+	var refused []int
+	for _, a := range ls {
+		if !a.tlsTerminate {
+			continue
+		}
+		for i, b := range ls {
+			if b.passthrough && b.port == a.port && b.notAccepted == "" {
+				b.notAccepted = string(gwv1.ListenerReasonProtocolConflict)
+				b.message = "a TLS listener in tls.mode Terminate shares the port: pier does not serve both modes on one port"
+				a.notAccepted = string(gwv1.ListenerReasonProtocolConflict)
+				refused = append(refused, i)
+			}
+		}
+	}
+	return refused
 }
 
 // markConflicts applies the spec's conflict rules: listeners on one port

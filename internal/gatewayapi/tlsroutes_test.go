@@ -305,3 +305,33 @@ func TestGatewayTLSRender(t *testing.T) {
 		}
 	}
 }
+
+// TestTLSListenersMixedModes: a TLS listener in tls.mode Terminate and
+// one in Passthrough on one port are both Accepted=False/ProtocolConflict
+// (pier serves no port half), while a Passthrough listener on another
+// port is served.
+func TestTLSListenersMixedModes(t *testing.T) {
+	docs := gatewayClassDoc + `
+---
+kind: Gateway
+metadata: {name: gw}
+spec:
+  gatewayClassName: pier
+  listeners:
+  - {name: terminate, port: 8443, protocol: TLS, hostname: t.example, tls: {mode: Terminate, certificateRefs: [{name: shop-tls}]}}
+  - {name: passthrough, port: 8443, protocol: TLS, hostname: p.example, tls: {mode: Passthrough}}
+  - {name: other, port: 9443, protocol: TLS, tls: {mode: Passthrough}}
+`
+	snap := gatewaySnap(t, docs)
+	snap.Secrets = append(snap.Secrets, tlsSecretFor(t, "default", "shop-tls", "t.example"))
+	res := Translate(snap, gatewayOpts())
+	want := map[string]string{"terminate": "ProtocolConflict", "passthrough": "ProtocolConflict", "other": "Accepted"}
+	for _, l := range res.Gateway.Gateways[gatewayRef("default", "gw")].Listeners {
+		if acc := findCondition(t, l.Conditions, string(gwv1.ListenerConditionAccepted)); acc.Reason != want[string(l.Name)] {
+			t.Errorf("listener %s: Accepted %+v, want %s", l.Name, acc, want[string(l.Name)])
+		}
+	}
+	if lb := res.LoadBalancers[0]; len(lb.Listeners) != 1 || lb.Listeners[0].Port != 9443 {
+		t.Errorf("listeners %+v, want 9443 alone", lb.Listeners)
+	}
+}
