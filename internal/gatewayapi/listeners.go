@@ -320,7 +320,9 @@ func markMixedTLS(ls []*gwListener) []int {
 		}
 		for i, b := range ls {
 			if b.passthrough && b.port == a.port && b.notAccepted == "" {
-				b.notAccepted = string(gwv1.ListenerReasonProtocolConflict)
+				// Refused as the Terminate one is: no kinds (its status
+				// lists none, as the suite expects of both).
+				b.notAccepted, b.kinds = string(gwv1.ListenerReasonProtocolConflict), nil
 				b.message = "a TLS listener in tls.mode Terminate shares the port: pier does not serve both modes on one port"
 				a.notAccepted = string(gwv1.ListenerReasonProtocolConflict)
 				refused = append(refused, i)

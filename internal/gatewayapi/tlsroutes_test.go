@@ -330,6 +330,9 @@ spec:
 		if acc := findCondition(t, l.Conditions, string(gwv1.ListenerConditionAccepted)); acc.Reason != want[string(l.Name)] {
 			t.Errorf("listener %s: Accepted %+v, want %s", l.Name, acc, want[string(l.Name)])
 		}
+		if refused := l.Name != "other"; refused != (len(l.SupportedKinds) == 0) {
+			t.Errorf("listener %s: supportedKinds %+v", l.Name, l.SupportedKinds)
+		}
 	}
 	if lb := res.LoadBalancers[0]; len(lb.Listeners) != 1 || lb.Listeners[0].Port != 9443 {
 		t.Errorf("listeners %+v, want 9443 alone", lb.Listeners)
