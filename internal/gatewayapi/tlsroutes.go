@@ -2,6 +2,7 @@ package gatewayapi
 
 import (
 	"fmt"
+	"sort"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -178,6 +179,22 @@ func (p *parsedGateway) attachTLS(tr *tlsRoute, parent gwv1.ParentReference, nsL
 	return true, string(gwv1.RouteReasonAccepted), ""
 }
 
+// originalHost is the most specific of a route's own hostnames that
+// stands for the intersected hostname h: h itself, else the longest of
+// its wildcards covering h ("" for a route without hostnames).
+func originalHost(hosts []string, h string) string {
+	best := ""
+	for _, o := range hosts {
+		switch {
+		case o == h:
+			return h
+		case isWildcard(o) && covers(o, h) && len(o) > len(best):
+			best = o
+		}
+	}
+	return best
+}
+
 func (l *gwListener) hasTLSRoute(tr *tlsRoute) bool {
 	for _, a := range l.tlsRoutes {
 		if a.route == tr {
@@ -218,6 +235,15 @@ func (p *parsedGateway) passthroughRoutes(port int) []model.PassthroughRoute {
 	if len(tls) == 0 {
 		return nil
 	}
+	// Each route's hostnames on the listeners that own them; two routes
+	// with one intersected hostname are decided by the hostname each
+	// wrote (an exact name before a wildcard, a longer wildcard before a
+	// shorter, as the spec asks), then by age (the attachment order).
+	type candidate struct {
+		route    model.PassthroughRoute
+		original string
+	}
+	var candidates []candidate
 	for _, l := range tls {
 		for _, a := range l.tlsRoutes {
 			tr := a.route
@@ -233,9 +259,15 @@ func (p *parsedGateway) passthroughRoutes(port int) []model.PassthroughRoute {
 					}
 					r.PoolID = pool.ID
 				}
-				add(r)
+				candidates = append(candidates, candidate{r, originalHost(tr.hosts, h)})
 			}
 		}
+	}
+	sort.SliceStable(candidates, func(i, j int) bool {
+		return hostMoreSpecific(candidates[i].original, candidates[j].original)
+	})
+	for _, c := range candidates {
+		add(c.route)
 	}
 	gateway := model.Source{Kind: model.KindGateway, Namespace: p.gw.Namespace, Name: p.gw.Name, UID: translate.ValidUID(string(p.gw.UID))}
 	for _, l := range tls {

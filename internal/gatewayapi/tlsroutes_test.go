@@ -106,7 +106,7 @@ func TestTLSRoute(t *testing.T) {
 		t.Fatalf("listener 443: %+v", l443)
 	}
 	// db.apps.example is db's: the newer late names it too.
-	want := []string{"*.apps.example>default_apps_80_tcp", "db.apps.example>default_db_80_tcp", ">refuse", "shop.example>terminate"}
+	want := []string{"db.apps.example>default_db_80_tcp", "*.apps.example>default_apps_80_tcp", ">refuse", "shop.example>terminate"}
 	if got := passthroughOf(lb, l443); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("443 SNI routes %q, want %q", got, want)
 	}
@@ -336,5 +336,35 @@ spec:
 	}
 	if lb := res.LoadBalancers[0]; len(lb.Listeners) != 1 || lb.Listeners[0].Port != 9443 {
 		t.Errorf("listeners %+v, want 9443 alone", lb.Listeners)
+	}
+}
+
+// TestTLSRouteHostnamePrecedence: two TLSRoutes whose hostnames intersect
+// a listener's into the same name are decided by the hostname each
+// wrote, not by age: on a listener for abc.example.com the newer route
+// for abc.example.com wins over the older one for *.example.com (both
+// stay accepted).
+func TestTLSRouteHostnamePrecedence(t *testing.T) {
+	docs := gatewayClassDoc + `
+---
+kind: Gateway
+metadata: {name: gw}
+spec:
+  gatewayClassName: pier
+  listeners:
+  - {name: exact, port: 443, protocol: TLS, hostname: abc.example.com, tls: {mode: Passthrough}}
+` + tlsRouteDoc("default", "older-wildcard", "{name: gw}", `"*.example.com"`, "{name: old, port: 80}") +
+		tlsRouteDoc("default", "newer-exact", "{name: gw}", "abc.example.com", "{name: new, port: 80}")
+	snap := gatewaySnap(t, docs)
+	withServices(snap, "default", "old", "new")
+	res := Translate(snap, gatewayOpts())
+	lb := res.LoadBalancers[0]
+	if got := passthroughOf(lb, &lb.Listeners[0]); strings.Join(got, " ") != "abc.example.com>default_new_80_tcp" {
+		t.Errorf("SNI routes %q, want abc.example.com to the newer exact route", got)
+	}
+	for _, name := range []string{"older-wildcard", "newer-exact"} {
+		if acc, _ := tcpParent(t, res, tlsRef("default", name)); acc.Status != metav1.ConditionTrue {
+			t.Errorf("%s: %+v", name, acc)
+		}
 	}
 }
