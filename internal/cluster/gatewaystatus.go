@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
@@ -21,7 +22,7 @@ import (
 
 // The Gateway API half of the status writer (leader only, as for
 // Ingresses): GatewayClass conditions, Gateway conditions, listeners and
-// addresses, HTTPRoute, GRPCRoute and TCPRoute status.parents entries of
+// addresses, HTTPRoute, GRPCRoute, TCPRoute and TLSRoute status.parents entries of
 // our controllerName. Each
 // object's status is merged (status.Merge*: transition times kept,
 // other controllers' parent entries and other condition types left as
@@ -70,6 +71,14 @@ func (w *statusWriter) PublishGateways(ctx context.Context, snap *source.Snapsho
 		}
 		wrote, err := w.writeTCPRoute(ctx, r, want, controller, now)
 		w.report("tcproute", r.Namespace+"/"+r.Name, wrote, err)
+	}
+	for _, r := range snap.TLSRoutes {
+		want := st.Routes[gatewayRef(model.KindTLSRoute, r.Namespace, r.Name)]
+		if want == nil && !hasParentOf(r.Status.Parents, controller) {
+			continue
+		}
+		wrote, err := w.writeTLSRoute(ctx, r, want, controller, now)
+		w.report("tlsroute", r.Namespace+"/"+r.Name, wrote, err)
 	}
 	return nil
 }
@@ -217,6 +226,37 @@ func (w *statusWriter) writeTCPRoute(ctx context.Context, cached *gwv1alpha2.TCP
 		func(r *gwv1alpha2.TCPRoute) bool { return mergeParents(&r.Status.RouteStatus, want, controller, now) },
 		func(ctx context.Context, r *gwv1alpha2.TCPRoute) error {
 			_, err := routes.UpdateStatus(ctx, r, metav1.UpdateOptions{FieldManager: "pier"})
+			return err
+		})
+}
+
+// writeTLSRoute writes a TLSRoute's parents at the version it was read
+// at (sourcekube.TLSRouteVersions), through the dynamic client, which
+// read it.
+func (w *statusWriter) writeTLSRoute(ctx context.Context, cached *gwv1alpha2.TLSRoute, want []gwv1.RouteParentStatus,
+	controller gwv1.GatewayController, now metav1.Time) (bool, error) {
+	if w.dyn == nil {
+		return false, fmt.Errorf("a TLSRoute and no dynamic client to write it")
+	}
+	gv, err := schema.ParseGroupVersion(cached.APIVersion)
+	if err != nil || gv.Group != gwv1.GroupName || gv.Version == "" {
+		gv = gwv1alpha2.SchemeGroupVersion
+	}
+	routes := w.dyn.Resource(sourcekube.TLSRouteResource(gv.Version)).Namespace(cached.Namespace)
+	return writeMerged(ctx, w, cached, want,
+		func(ctx context.Context) (*gwv1alpha2.TLSRoute, error) {
+			u, err := routes.Get(ctx, cached.Name, metav1.GetOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return sourcekube.TLSRouteOf(u)
+		},
+		func(r *gwv1alpha2.TLSRoute) bool { return mergeParents(&r.Status.RouteStatus, want, controller, now) },
+		func(ctx context.Context, r *gwv1alpha2.TLSRoute) error {
+			u, err := sourcekube.UnstructuredTLSRoute(r)
+			if err == nil {
+				_, err = routes.UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: "pier"})
+			}
 			return err
 		})
 }

@@ -1,5 +1,5 @@
 // Package gatewayapi translates the Gateway API (GatewayClasses,
-// Gateways, HTTPRoutes, GRPCRoutes, TCPRoutes, ReferenceGrants) into load
+// Gateways, HTTPRoutes, GRPCRoutes, TCPRoutes, TLSRoutes, ReferenceGrants) into load
 // balancers, as translate does Ingresses: a pure function of a snapshot,
 // no I/O. It builds pools, members, certificates and quotas with
 // translate's parts, so a route's backend is the pool an Ingress's would
@@ -23,7 +23,8 @@ import (
 // Translate translates every Gateway of our GatewayClasses into one load
 // balancer each (provider haproxy), the HTTPRoutes and GRPCRoutes
 // attached to them into its policies and pools, and the TCPRoutes into
-// its TCP listeners' pools. An invalid listener or route is refused
+// its TCP listeners' pools, and the TLSRoutes into its TLS listeners'
+// SNI routes. An invalid listener or route is refused
 // with its condition; every other one is translated.
 func Translate(snap *source.Snapshot, opts translate.Options) *translate.Result {
 	res := &translate.Result{Accepted: map[model.ObjectRef]string{}, Ours: map[model.ObjectRef]bool{}, AddressRefused: map[string]bool{}}
@@ -93,6 +94,9 @@ func Translate(snap *source.Snapshot, opts translate.Options) *translate.Result 
 	// TCPRoutes take TCP listeners only, which no HTTPRoute or GRPCRoute
 	// shares; a listener serves one, so they count against no route cap.
 	attachTCPRoutes(snap.TCPRoutes, gws, ns, idx, opts, st, &res.Problems)
+	// TLSRoutes take TLS listeners only, likewise; their hostnames are
+	// SNIs, chosen between before any HTTP is read.
+	attachTLSRoutes(snap.TLSRoutes, gws, ns, idx, opts, st, &res.Problems)
 	for _, p := range order {
 		st.Gateways[p.ref] = p.status()
 		if lb := p.loadBalancer(opts.HealthChecks); lb != nil {

@@ -58,6 +58,9 @@ func gatewaySnap(t *testing.T, docs string) *source.Snapshot {
 		case "TCPRoute":
 			o := &gwv1alpha2.TCPRoute{}
 			snap.TCPRoutes, obj = append(snap.TCPRoutes, o), o
+		case "TLSRoute":
+			o := &gwv1alpha2.TLSRoute{}
+			snap.TLSRoutes, obj = append(snap.TLSRoutes, o), o
 		case "Namespace":
 			o := &corev1.Namespace{}
 			snap.Namespaces, obj = append(snap.Namespaces, o), o

@@ -193,7 +193,7 @@ func (p *parsedGateway) loadBalancer(checks bool) *model.LoadBalancer {
 			ml.DefaultPoolID = pool.ID
 		}
 		ml.Certificates = appendCerts(ml.Certificates, l.certs)
-		if l.protocol == model.ProtocolTerminatedHTTPS {
+		if l.protocol == model.ProtocolTerminatedHTTPS && !l.passthrough {
 			ml.ListenerHosts = append(ml.ListenerHosts, l.host)
 		}
 	}
@@ -213,6 +213,12 @@ func (p *parsedGateway) loadBalancer(checks bool) *model.LoadBalancer {
 			}
 			lb.Listeners = append(lb.Listeners, *ml)
 			continue
+		}
+		ml.Passthrough = p.passthroughRoutes(port)
+		for _, r := range ml.Passthrough {
+			if r.PoolID != "" {
+				used[r.PoolID] = true
+			}
 		}
 		entries := append(append([]gwEntry(nil), p.entries[port]...), p.isolationEntries(port)...)
 		ml.Policies = gatewayPolicies(entries, lb.Sources[0])

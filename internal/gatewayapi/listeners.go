@@ -47,6 +47,15 @@ type gwListener struct {
 	routeHosts map[string][]string
 	// tcpRoute is the TCPRoute a TCP listener serves (tcproutes.go).
 	tcpRoute *tcpRoute
+	// passthrough marks a TLS listener (tls.mode Passthrough): protocol
+	// TERMINATED_HTTPS, so it shares a port with HTTPS listeners, but it
+	// takes TLSRoutes, terminates nothing and has no certificates; its
+	// routes are tlsRoutes (tlsroutes.go).
+	passthrough bool
+	tlsRoutes   []tlsAttachment
+	// tlsTerminate marks a TLS listener in tls.mode Terminate, which pier
+	// refuses (markMixedTLS).
+	tlsTerminate bool
 }
 
 // usable reports whether routes may attach: the listener is accepted, not
@@ -99,6 +108,9 @@ func parseGateway(gw *gwv1.Gateway, x *index, opts translate.Options, problems *
 		p.listeners = append(p.listeners, l)
 	}
 	markConflicts(p.listeners)
+	for _, i := range markMixedTLS(p.listeners) {
+		*problems = append(*problems, gatewayProblem(gw, p.listeners[i].notAccepted, fmt.Sprintf("spec.listeners[%d]", i), p.listeners[i].message))
+	}
 	// Refused only when no listener is accepted; one whose references do
 	// not resolve keeps the Gateway accepted (its routes still count in
 	// attachedRoutes), but a Gateway without a usable listener has no
@@ -171,6 +183,23 @@ func parseListener(gw *gwv1.Gateway, spec *gwv1.Listener, x *index) *gwListener 
 	case gwv1.HTTPSProtocolType:
 		l.protocol = model.ProtocolTerminatedHTTPS
 		l.certs, l.unresolved, l.message = listenerCerts(gw, spec, l.host, x)
+	case gwv1.TLSProtocolType:
+		// The API server defaults tls.mode to Terminate; a file may
+		// leave tls out.
+		mode := gwv1.TLSModeTerminate
+		if spec.TLS != nil && spec.TLS.Mode != nil {
+			mode = *spec.TLS.Mode
+		}
+		if mode != gwv1.TLSModePassthrough {
+			l.tlsTerminate = true
+			return refuse(reasonUnsupportedValue, "tls.mode %s on a TLS listener is not supported: pier passes TLS listeners' connections through (tls.mode Passthrough)",
+				translate.Quote(string(mode)))
+		}
+		if len(spec.TLS.CertificateRefs) > 0 {
+			// The API server refuses this; a manifest file may not.
+			return refuse(gwv1.ListenerReasonInvalid, "a TLS listener in tls.mode Passthrough has no certificateRefs")
+		}
+		l.protocol, l.passthrough = model.ProtocolTerminatedHTTPS, true
 	case gwv1.TCPProtocolType:
 		// The API server refuses both; a manifest file may not.
 		if spec.Hostname != nil {
@@ -181,13 +210,16 @@ func parseListener(gw *gwv1.Gateway, spec *gwv1.Listener, x *index) *gwListener 
 		}
 		l.protocol = model.ProtocolTCP
 	default:
-		return refuse(gwv1.ListenerReasonUnsupportedProtocol, "protocol %s is not HTTP, HTTPS or TCP", translate.Quote(string(spec.Protocol)))
+		return refuse(gwv1.ListenerReasonUnsupportedProtocol, "protocol %s is not HTTP, HTTPS, TLS or TCP", translate.Quote(string(spec.Protocol)))
 	}
-	l.kinds = routeKinds(l.protocol, spec.AllowedRoutes)
+	l.kinds = routeKinds(l, spec.AllowedRoutes)
 	if l.unresolved == "" && spec.AllowedRoutes != nil && len(spec.AllowedRoutes.Kinds) > 0 && len(spec.AllowedRoutes.Kinds) != len(l.kinds) {
 		l.unresolved, l.message = string(gwv1.ListenerReasonInvalidRouteKinds), "only HTTPRoute and GRPCRoute are supported in allowedRoutes.kinds of an HTTP or HTTPS listener"
-		if l.protocol == model.ProtocolTCP {
+		switch {
+		case l.protocol == model.ProtocolTCP:
 			l.message = "only TCPRoute is supported in allowedRoutes.kinds of a TCP listener"
+		case l.passthrough:
+			l.message = "only TLSRoute is supported in allowedRoutes.kinds of a TLS listener"
 		}
 	}
 	return l
@@ -195,28 +227,34 @@ func parseListener(gw *gwv1.Gateway, spec *gwv1.Listener, x *index) *gwListener 
 
 // routeKinds are the kinds a listener takes: on HTTP and HTTPS,
 // HTTPRoute and GRPCRoute (gRPC is HTTP/2: h2c on HTTP, ALPN h2 on
-// HTTPS); on TCP, TCPRoute; unless the user listed kinds, then those of
-// them pier supports on the protocol.
-func routeKinds(proto model.Protocol, ar *gwv1.AllowedRoutes) []gwv1.RouteGroupKind {
-	tcp := proto == model.ProtocolTCP
+// HTTPS); on TCP, TCPRoute; on TLS (Passthrough), TLSRoute; unless the
+// user listed kinds, then those of them pier supports on the protocol.
+func routeKinds(l *gwListener, ar *gwv1.AllowedRoutes) []gwv1.RouteGroupKind {
+	tcp, tls := l.protocol == model.ProtocolTCP, l.passthrough
 	if ar == nil || len(ar.Kinds) == 0 {
-		if tcp {
+		switch {
+		case tcp:
 			return []gwv1.RouteGroupKind{routeKindTCP}
+		case tls:
+			return []gwv1.RouteGroupKind{routeKindTLS}
 		}
 		return []gwv1.RouteGroupKind{routeKindHTTP, routeKindGRPC}
 	}
+	http := !tcp && !tls
 	var out []gwv1.RouteGroupKind
 	for _, k := range ar.Kinds {
 		if k.Group != nil && *k.Group != gwv1.GroupName {
 			continue
 		}
 		switch {
-		case k.Kind == model.KindHTTPRoute && !tcp:
+		case k.Kind == model.KindHTTPRoute && http:
 			out = append(out, routeKindHTTP)
-		case k.Kind == model.KindGRPCRoute && !tcp:
+		case k.Kind == model.KindGRPCRoute && http:
 			out = append(out, routeKindGRPC)
 		case k.Kind == model.KindTCPRoute && tcp:
 			out = append(out, routeKindTCP)
+		case k.Kind == model.KindTLSRoute && tls:
+			out = append(out, routeKindTLS)
 		}
 	}
 	return out
@@ -267,9 +305,39 @@ func listenerCerts(gw *gwv1.Gateway, spec *gwv1.Listener, host string, x *index)
 	return certs, "", ""
 }
 
+// markMixedTLS refuses TLS listeners of both modes on one port (the
+// suite's TLSRouteListenerMixedTerminationNotSupported): pier does not
+// terminate TLS listeners, so a Passthrough one beside a Terminate one
+// would serve half of what the port was asked to; both are
+// Accepted=False/ProtocolConflict.
+// It returns the indexes of the Passthrough listeners it refused (the
+// Terminate ones already have a problem, whose reason it replaces).
+func markMixedTLS(ls []*gwListener) []int {
+	var refused []int
+	for _, a := range ls {
+		if !a.tlsTerminate {
+			continue
+		}
+		for i, b := range ls {
+			if b.passthrough && b.port == a.port && b.notAccepted == "" {
+				// Refused as the Terminate one is: no kinds (its status
+				// lists none, as the suite expects of both).
+				b.notAccepted, b.kinds = string(gwv1.ListenerReasonProtocolConflict), nil
+				b.message = "a TLS listener in tls.mode Terminate shares the port: pier does not serve both modes on one port"
+				a.notAccepted = string(gwv1.ListenerReasonProtocolConflict)
+				refused = append(refused, i)
+			}
+		}
+	}
+	return refused
+}
+
 // markConflicts applies the spec's conflict rules: listeners on one port
 // with different protocols conflict (ProtocolConflict), and so do
 // listeners with the same port, protocol and hostname (HostnameConflict).
+// HTTPS and TLS listeners share a protocol here (both choose by SNI, the
+// spec's example of compatible listeners): they may share a port with
+// different hostnames, and conflict on the same one.
 func markConflicts(ls []*gwListener) {
 	for i, a := range ls {
 		if a.notAccepted != "" {

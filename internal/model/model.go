@@ -169,12 +169,23 @@ type Listener struct {
 	Passthrough []PassthroughRoute `json:"passthrough,omitempty"`
 }
 
-// PassthroughRoute passes every TLS connection for Host (the SNI, exact,
+// PassthroughRoute passes every TLS connection for Host (the SNI,
 // lowercase) to PoolID, a TCP pool whose members terminate TLS themselves.
+// Host is an exact name (an Ingress's ssl-passthrough, a TLSRoute's), a
+// Gateway wildcard "*.example.com" (any name ending in ".example.com",
+// over any number of labels; the longest wildcard wins, after every exact
+// name), or "" for every other connection, those without SNI included
+// (a TLS listener without hostname); without a "" route the others are
+// terminated. PoolID "" refuses the connection (a TLS listener's host no
+// TLSRoute serves: it must not reach another listener). Terminate hands
+// the connection to the listener's terminating frontend (a host an HTTPS
+// listener owns that a TLS listener's wildcard or catch-all also
+// matches); it has no PoolID.
 type PassthroughRoute struct {
-	Host   string `json:"host"`
-	PoolID string `json:"poolId"`
-	Source Source `json:"source"` // the Ingress that asked for it
+	Host      string `json:"host"`
+	PoolID    string `json:"poolId"`
+	Terminate bool   `json:"terminate,omitempty"`
+	Source    Source `json:"source"` // the Ingress or TLSRoute that asked for it
 }
 
 // Certificate references a kubernetes.io/tls Secret. The key material is

@@ -33,6 +33,10 @@ type Snapshot struct {
 	GRPCRoutes     []*gwv1.GRPCRoute
 	// TCPRoutes are the experimental channel's (v1alpha2 in v1.4).
 	TCPRoutes []*gwv1alpha2.TCPRoute
+	// TLSRoutes, read at v1 (the standard channel since v1.5), v1alpha3
+	// or v1alpha2 into the v1alpha2 type of pier's module: the fields
+	// pier reads are the same in all three.
+	TLSRoutes []*gwv1alpha2.TLSRoute
 	// ReferenceGrants (v1beta1, the standard channel's version in
 	// v1.4) permit cross-namespace backendRefs and certificateRefs.
 	ReferenceGrants []*gwv1beta1.ReferenceGrant

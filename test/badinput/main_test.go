@@ -21,5 +21,6 @@ func TestBadInputs(t *testing.T) {
 	t.Run("path-conflict", b.runConflict)
 	t.Run("thousand-paths", b.runThousandPaths)
 	t.Run("TCPRoute", b.runTCPRoutes)
+	t.Run("TLSRoute", b.runTLSRoutes)
 	b.finish(t, start)
 }

@@ -67,6 +67,12 @@ func (s *Sim) startBackend(pod *corev1.Pod, node simNode) (*backend, error) {
 			return b, nil
 		}
 		err = s.serve(b, echoConfig(pod, env), pod)
+		if certFile, keyFile, ok := tlsFiles(env); ok && err == nil {
+			if err = s.serveTLS(b, echoConfig(pod, env), pod, env, certFile, keyFile); err != nil {
+				s.stopBackend(b)
+				return nil, err
+			}
+		}
 	}
 	if err != nil {
 		s.releaseAddr(b)

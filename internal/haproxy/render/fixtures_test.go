@@ -165,6 +165,7 @@ func fixtures() []fixture {
 		{"upstream-tls", upstreamTLSFixture(web1, web2)},
 		{"ssl-passthrough", passthroughFixture(web1, web2, true)},
 		{"ssl-passthrough-only", passthroughFixture(web1, web2, false)},
+		{"tls-passthrough-sni", sniFixture(web1, web2)},
 		{"gateway-tcp", tcpFixture(web1, web2)},
 		{"gateway-matches", matchFixture(matchPools(func(string) string { return "10.244.3.1:8080" }))},
 		{"gateway-matches-acl", unorderableFixture()},

@@ -132,3 +132,60 @@ func TestIntegrationPassthrough(t *testing.T) {
 		t.Errorf("passthrough only, unknown SNI: handshake with %q, want the connection closed", cn)
 	}
 }
+
+// TestIntegrationPassthroughSNI: a Gateway's TLS listeners through a
+// real HAProxy. Exact and wildcard SNIs are passed to the member (a
+// wildcard over two labels too, the exact name before the wildcard, the
+// longer wildcard before the shorter); a name under a TLS listener's
+// wildcard that no route serves is refused, not terminated; an HTTPS
+// listener's host under that wildcard is terminated; every other SNI,
+// and none, is refused (a TLS listener without hostname).
+func TestIntegrationPassthroughSNI(t *testing.T) {
+	bin := haproxyBin(t)
+	if testing.Short() {
+		t.Skip("starts HAProxy")
+	}
+	ptPool := pool("pt", memberAt(startPassthroughBackend(t, "member.pt.test")))
+	ptPool.ID, ptPool.TCP = model.ID("tcp", "pt"), true
+	web := pool("web", memberAt(startForwardedBackend(t)))
+	httpsPort := freePort()
+	cert := model.Certificate{ID: model.ID("c1"), Hosts: []string{"term.test"}, SHA256: "1"}
+	lb := newLB([]model.Listener{
+		httpListener("", routes(toPool(web, hostIs("term.test"), pathPrefix("/")))),
+		{Name: "https", Protocol: model.ProtocolTerminatedHTTPS, Port: httpsPort, Certificates: []model.Certificate{cert},
+			Policies: routes(toPool(web, hostIs("term.test"), pathPrefix("/"))),
+			Passthrough: []model.PassthroughRoute{
+				{Host: "pt.test", PoolID: ptPool.ID},
+				{Host: "*.apps.test", PoolID: ptPool.ID},
+				{Host: "*.test"},
+				{Host: "term.test", Terminate: true},
+				{Host: ""},
+			}},
+	}, web, ptPool)
+	serveLBWithFiles(t, bin, lb, func(dir string) {
+		r, err := Render(lb, lbAt(dir), nil, Options{Dir: dir, MinSlots: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, r.CrtListPath, r.CrtList)
+		p, _ := lbAt(dir).Cert(cert.ID, cert.SHA256)
+		writeFile(t, p, selfSigned(t, cert.Hosts))
+	}, httpsPort)
+	tlsAddr := "127.0.0.1:" + strconv.Itoa(httpsPort)
+	for _, tc := range []struct{ sni, cn, body string }{
+		{"pt.test", "member.pt.test", "passed through pt.test"},
+		{"a.apps.test", "member.pt.test", "passed through a.apps.test"},
+		{"b.a.apps.test", "member.pt.test", "passed through b.a.apps.test"},
+		{"term.test", "term.test", "terminated from 127.0.0.1 "},
+	} {
+		cn, body, err := tlsGet(t, tlsAddr, tc.sni, "term.test")
+		if err != nil || cn != tc.cn || body != tc.body {
+			t.Errorf("SNI %q: certificate %q, body %q, %v; want %q, %q", tc.sni, cn, body, err, tc.cn, tc.body)
+		}
+	}
+	for _, sni := range []string{"other.test", "apps.test", "unknown.example", ""} {
+		if cn, body, err := tlsGet(t, tlsAddr, sni, "term.test"); err == nil {
+			t.Errorf("SNI %q: certificate %q, body %q; want the connection refused", sni, cn, body)
+		}
+	}
+}

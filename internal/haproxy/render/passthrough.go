@@ -7,38 +7,56 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 
 	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/haproxy/layout"
 	"pier.dev/pier/internal/model"
 )
 
-// ssl-passthrough (model.Listener.Passthrough). A TLS listener with
-// passthrough hosts changes shape; the others render as before:
+// ssl-passthrough (model.Listener.Passthrough): an Ingress's
+// ssl-passthrough hosts, a Gateway's TLS listeners' TLSRoutes. A TLS
+// listener with passthrough hosts changes shape; the others render as
+// before:
 //
 //	frontend fe_<uuid>_<port>_sni from pier_tcp      on the listener's addresses
 //	    tcp-request inspect-delay 5s
 //	    tcp-request content accept if { req.ssl_hello_type 1 }
 //	    use_backend %[req.ssl_sni,lower,map(<sni map>)] if { req.ssl_sni,lower,map(<sni map>) -m found }
-//	    default_backend pier_tls_<uuid>_<port>
+//	    use_backend %[req.ssl_sni,lower,map_end(<suffix map>)] if { ... -m found }   wildcards
+//	    default_backend pier_tls_<uuid>_<port>       or the "" host's backend
 //	backend pier_tls_<uuid>_<port> from pier_tcp     hands the rest over, PROXY v2
 //	    server tls abns@pier-<uuid>-<port> send-proxy-v2
+//	backend pier_refuse_<uuid>_<port> from pier_tcp  the hosts refused (no PoolID)
+//	    tcp-request content reject
 //	frontend fe_<uuid>_<port>                        the terminating frontend, unchanged but its bind:
 //	    bind abns@pier-<uuid>-<port> accept-proxy ssl crt-list ...
 //
-// The SNI map's values are pier's backend names (TCP pools); its keys
-// validated exact hosts. A connection whose SNI is not in it, or that
-// sends none, is terminated as before (default certificate, strict-sni),
-// with the client's address carried by the PROXY header. A listener
-// without certificates has no terminating frontend: such connections
-// are closed. Passing whole connections means paths are never seen:
-// ingress-nginx passes the whole host too.
+// The maps' values are pier's backend names (TCP pools, the refusing
+// backend, the hand-off one); their keys validated hosts: exact names in
+// the sni map (map_str, a tree), the suffixes ".example.com" of
+// wildcards in the suffix map, longest first, since map_end returns the
+// first entry in file order that the SNI ends with. A connection whose
+// SNI is in neither, or that sends none, goes to the "" host's backend
+// when there is one, else is terminated as before (default certificate,
+// strict-sni), with the client's address carried by the PROXY header. A
+// listener without certificates has no terminating frontend: such
+// connections are closed. Passing whole connections means paths are
+// never seen: ingress-nginx passes the whole host too.
 
 // passthroughDelay bounds the wait for a ClientHello: longer than any
 // client takes to send one after connecting, as HAProxy's examples.
 const passthroughDelay = "5s"
 
-type passthroughView struct{ host, pool string }
+// passthroughView is one SNI route: to pool, or refused (no pool), or
+// handed to the terminating frontend. host is an exact name, a suffix
+// ".example.com" (wildcard), or "" (the rest).
+type passthroughView struct {
+	host      string
+	wildcard  bool
+	pool      string
+	terminate bool
+}
 
 // terminates: the listener has a frontend that speaks HTTP (every plain
 // HTTP listener, and a TLS one with certificates; never a TCP one).
@@ -50,26 +68,65 @@ func passthroughViews(l *model.Listener) ([]passthroughView, error) {
 	}
 	out := make([]passthroughView, 0, len(l.Passthrough))
 	for _, r := range l.Passthrough {
-		if _, err := encode.Host(r.Host); err != nil {
-			return nil, fmt.Errorf("passthrough: %w", err)
+		pv := passthroughView{pool: r.PoolID, terminate: r.Terminate}
+		switch {
+		case r.Host == "":
+		case strings.HasPrefix(r.Host, "*"):
+			v, err := encode.HostSuffix(r.Host)
+			if err != nil {
+				return nil, fmt.Errorf("passthrough: %w", err)
+			}
+			pv.host, pv.wildcard = v.String(), true
+		default:
+			if _, err := encode.Host(r.Host); err != nil {
+				return nil, fmt.Errorf("passthrough: %w", err)
+			}
+			pv.host = r.Host
 		}
-		if err := encode.ID("", r.PoolID).Err(); err != nil {
-			return nil, fmt.Errorf("passthrough %s: %w", encode.Printable(r.Host), err)
+		switch {
+		case r.Terminate && r.PoolID != "":
+			return nil, fmt.Errorf("passthrough %s: terminated and passed to pool %s", encode.Printable(r.Host), encode.Printable(r.PoolID))
+		case r.PoolID != "":
+			if err := encode.ID("", r.PoolID).Err(); err != nil {
+				return nil, fmt.Errorf("passthrough %s: %w", encode.Printable(r.Host), err)
+			}
 		}
-		out = append(out, passthroughView{host: r.Host, pool: r.PoolID})
+		out = append(out, pv)
 	}
-	slices.SortFunc(out, func(a, b passthroughView) int { return cmp.Compare(a.host, b.host) })
+	slices.SortFunc(out, comparePassthrough)
 	for i := 1; i < len(out); i++ {
-		if out[i].host == out[i-1].host {
+		if comparePassthrough(out[i], out[i-1]) == 0 {
 			return nil, fmt.Errorf("passthrough host %s twice", encode.Printable(out[i].host))
 		}
 	}
 	return out, nil
 }
 
+// comparePassthrough orders SNI routes as they are looked up: exact
+// names, then suffixes longest first, then the rest ("").
+func comparePassthrough(a, b passthroughView) int {
+	rank := func(p passthroughView) int {
+		switch {
+		case p.host == "":
+			return 2
+		case p.wildcard:
+			return 1
+		}
+		return 0
+	}
+	if c := cmp.Compare(rank(a), rank(b)); c != 0 {
+		return c
+	}
+	if a.wildcard && len(a.host) != len(b.host) {
+		return cmp.Compare(len(b.host), len(a.host))
+	}
+	return cmp.Compare(a.host, b.host)
+}
+
 // checkPassthroughPools: a passthrough host goes to a TCP pool, and a TCP
 // pool takes nothing but passthrough hosts (an HTTP route to it would
-// get bytes it cannot parse).
+// get bytes it cannot parse); a host handed to termination needs a
+// terminating frontend.
 func checkPassthroughPools(v *view) error {
 	tcp := map[string]bool{}
 	for _, p := range v.pools {
@@ -77,8 +134,11 @@ func checkPassthroughPools(v *view) error {
 	}
 	for _, l := range v.listeners {
 		for _, r := range l.passthrough {
-			if !tcp[r.pool] {
+			if r.pool != "" && !tcp[r.pool] {
 				return fmt.Errorf("listener %d: passthrough %s: pool %s is not a TCP pool", l.port, encode.Printable(r.host), encode.Printable(r.pool))
+			}
+			if r.terminate && !l.terminates() {
+				return fmt.Errorf("listener %d: passthrough %s: terminated by a listener without certificates", l.port, encode.Printable(r.host))
 			}
 		}
 		if !l.tcp && l.defaultPool != "" && tcp[l.defaultPool] {
@@ -93,8 +153,27 @@ func checkPassthroughPools(v *view) error {
 	return nil
 }
 
-// passthroughMaps names each passthrough listener's SNI map by digest,
-// as the routing maps.
+// passthroughTarget is the backend an SNI route names.
+func passthroughTarget(v *view, l *listenerView, r passthroughView) encode.Word {
+	switch {
+	case r.terminate:
+		return handoffBackend(v.uuid, l.port)
+	case r.pool == "":
+		return refuseBackend(v.uuid, l.port)
+	}
+	return backendName(v.uuid, r.pool)
+}
+
+func handoffBackend(uuid string, port int) encode.Word {
+	return encode.Concat(encode.ID("pier_tls_", uuid), encode.Lit("_"), encode.Num(port))
+}
+
+func refuseBackend(uuid string, port int) encode.Word {
+	return encode.Concat(encode.ID("pier_refuse_", uuid), encode.Lit("_"), encode.Num(port))
+}
+
+// passthroughMaps names each passthrough listener's SNI maps (exact
+// names, then suffixes) by digest, as the routing maps.
 func passthroughMaps(v *view, at layout.LB) ([]MapFile, error) {
 	var out []MapFile
 	for i := range v.listeners {
@@ -102,25 +181,45 @@ func passthroughMaps(v *view, at layout.LB) ([]MapFile, error) {
 		if len(l.passthrough) == 0 {
 			continue
 		}
-		var data []byte
+		var exact, suffix []byte
 		for _, r := range l.passthrough {
+			if r.host == "" {
+				continue
+			}
 			h, err := encode.Host(r.host)
+			if r.wildcard {
+				h, err = encode.HostSuffix("*" + r.host)
+			}
 			if err != nil {
 				return nil, err
 			}
-			line, err := encode.MapLine(h.Word(), backendName(v.uuid, r.pool))
+			key := h.Word()
+			line, err := encode.MapLine(key, passthroughTarget(v, l, r))
 			if err != nil {
 				return nil, fmt.Errorf("passthrough map: %w", err)
 			}
-			data = append(data, line...)
+			if r.wildcard {
+				suffix = append(suffix, line...)
+			} else {
+				exact = append(exact, line...)
+			}
 		}
-		sum := sha256.Sum256(data)
-		path, err := at.RouteMap(l.port, "sni", hex.EncodeToString(sum[:]))
-		if err != nil {
-			return nil, err
+		for _, m := range []struct {
+			table string
+			data  []byte
+			path  *string
+		}{{"sni", exact, &l.passthroughMap}, {"sni.suffix", suffix, &l.passthroughSuffixMap}} {
+			if len(m.data) == 0 {
+				continue
+			}
+			sum := sha256.Sum256(m.data)
+			path, err := at.RouteMap(l.port, m.table, hex.EncodeToString(sum[:]))
+			if err != nil {
+				return nil, err
+			}
+			*m.path = path
+			out = append(out, MapFile{Path: path, Data: m.data})
 		}
-		l.passthroughMap = path
-		out = append(out, MapFile{Path: path, Data: data})
 	}
 	return out, nil
 }
@@ -151,8 +250,6 @@ func frontendBinds(v *view, l *listenerView) [][]encode.Word {
 
 func writePassthrough(c *encode.Config, v *view, l *listenerView) {
 	sni := encode.Concat(encode.ID("fe_", v.uuid), encode.Lit("_"), encode.Num(l.port), encode.Lit("_sni"))
-	handoffBackend := encode.Concat(encode.ID("pier_tls_", v.uuid), encode.Lit("_"), encode.Num(l.port))
-	lookup := encode.Concat(encode.Lit("req.ssl_sni,lower,map("), encode.FilePath(l.passthroughMap), encode.Lit(")"))
 	c.Blank()
 	c.Section(encode.Lit("frontend"), sni, encode.Lit("from"), tcpDefaults)
 	c.Line(encode.Lit("mode"), encode.Lit("tcp"))
@@ -164,14 +261,37 @@ func writePassthrough(c *encode.Config, v *view, l *listenerView) {
 	c.Line(encode.Lit("tcp-request"), encode.Lit("inspect-delay"), encode.Lit(passthroughDelay))
 	c.Line(encode.Lit("tcp-request"), encode.Lit("content"), encode.Lit("accept"), ifWord,
 		openBrace, encode.Lit("req.ssl_hello_type"), encode.Num(1), closeBrace)
-	c.Line(encode.Lit("use_backend"), encode.Concat(encode.Lit("%["), lookup, encode.Lit("]")), ifWord,
-		openBrace, lookup, encode.Lit("-m"), encode.Lit("found"), closeBrace)
-	if !l.terminates() {
-		return
+	for _, m := range []struct {
+		conv encode.Word
+		path string
+	}{{encode.Lit(",map("), l.passthroughMap}, {encode.Lit(",map_end("), l.passthroughSuffixMap}} {
+		if m.path == "" {
+			continue
+		}
+		lookup := encode.Concat(encode.Lit("req.ssl_sni,lower"), m.conv, encode.FilePath(m.path), encode.Lit(")"))
+		c.Line(encode.Lit("use_backend"), encode.Concat(encode.Lit("%["), lookup, encode.Lit("]")), ifWord,
+			openBrace, lookup, encode.Lit("-m"), encode.Lit("found"), closeBrace)
 	}
-	c.Line(encode.Lit("default_backend"), handoffBackend)
-	c.Blank()
-	c.Section(encode.Lit("backend"), handoffBackend, encode.Lit("from"), tcpDefaults)
-	c.Line(encode.Lit("mode"), encode.Lit("tcp"))
-	c.Line(encode.Lit("server"), encode.Lit("tls"), handoff(v.uuid, l.port), encode.Lit("send-proxy-v2"))
+	refuses, handsOff := false, l.terminates()
+	switch last := l.passthrough[len(l.passthrough)-1]; {
+	case last.host == "":
+		c.Line(encode.Lit("default_backend"), passthroughTarget(v, l, last))
+	case l.terminates():
+		c.Line(encode.Lit("default_backend"), handoffBackend(v.uuid, l.port))
+	}
+	for _, r := range l.passthrough {
+		refuses = refuses || (r.pool == "" && !r.terminate)
+	}
+	if handsOff {
+		c.Blank()
+		c.Section(encode.Lit("backend"), handoffBackend(v.uuid, l.port), encode.Lit("from"), tcpDefaults)
+		c.Line(encode.Lit("mode"), encode.Lit("tcp"))
+		c.Line(encode.Lit("server"), encode.Lit("tls"), handoff(v.uuid, l.port), encode.Lit("send-proxy-v2"))
+	}
+	if refuses {
+		c.Blank()
+		c.Section(encode.Lit("backend"), refuseBackend(v.uuid, l.port), encode.Lit("from"), tcpDefaults)
+		c.Line(encode.Lit("mode"), encode.Lit("tcp"))
+		c.Line(encode.Lit("tcp-request"), encode.Lit("content"), encode.Lit("reject"))
+	}
 }

@@ -17,11 +17,16 @@ func TestPassthroughRefused(t *testing.T) {
 		"HTTP to a TCP pool": func(lb *model.LoadBalancer) {
 			lb.Listeners[0].Policies = routes(toPool(lb.Pools[1], hostIs("web.example"), pathPrefix("/")))
 		},
-		"default pool TCP":    func(lb *model.LoadBalancer) { lb.Listeners[0].DefaultPoolID = lb.Pools[1].ID },
-		"on an HTTP listener": func(lb *model.LoadBalancer) { lb.Listeners[0].Passthrough = lb.Listeners[1].Passthrough },
-		"host injection":      func(lb *model.LoadBalancer) { lb.Listeners[1].Passthrough[0].Host = "pt.example be_x" },
-		"wildcard host":       func(lb *model.LoadBalancer) { lb.Listeners[1].Passthrough[0].Host = "*.example" },
-		"host twice":          func(lb *model.LoadBalancer) { lb.Listeners[1].Passthrough[1].Host = "pt.example" },
+		"default pool TCP":     func(lb *model.LoadBalancer) { lb.Listeners[0].DefaultPoolID = lb.Pools[1].ID },
+		"on an HTTP listener":  func(lb *model.LoadBalancer) { lb.Listeners[0].Passthrough = lb.Listeners[1].Passthrough },
+		"host injection":       func(lb *model.LoadBalancer) { lb.Listeners[1].Passthrough[0].Host = "pt.example be_x" },
+		"bad wildcard host":    func(lb *model.LoadBalancer) { lb.Listeners[1].Passthrough[0].Host = "*.*.example" },
+		"terminated to a pool": func(lb *model.LoadBalancer) { lb.Listeners[1].Passthrough[0].Terminate = true },
+		"terminated without certificates": func(lb *model.LoadBalancer) {
+			lb.Listeners[1].Certificates, lb.Listeners[1].Policies = nil, nil
+			lb.Listeners[1].Passthrough[1] = model.PassthroughRoute{Host: "t.example", Terminate: true}
+		},
+		"host twice": func(lb *model.LoadBalancer) { lb.Listeners[1].Passthrough[1].Host = "pt.example" },
 		"routes without certificates": func(lb *model.LoadBalancer) {
 			lb.Listeners[1].Certificates, lb.Listeners[1].Policies = nil, routes(toPool(web1, hostIs("web.example"), pathPrefix("/")))
 		},

@@ -127,3 +127,23 @@ func passthroughFixture(web1, web2 model.Pool, withCert bool) *model.LoadBalance
 	}
 	return newLB([]model.Listener{httpListener("", routes(toPool(web1, hostIs("web.example"), pathPrefix("/")))), https}, web1, pt)
 }
+
+// sniFixture is a Gateway's TLS listeners beside an HTTPS one on 443:
+// exact and wildcard SNIs passed through, a TLS listener's wildcard
+// refused where no route serves it, an HTTPS listener's host under that
+// wildcard handed to termination, and every other SNI refused.
+func sniFixture(web1, web2 model.Pool) *model.LoadBalancer {
+	pt := web2
+	pt.ID, pt.Name, pt.TCP = model.ID("tcp", "ns", "webservice-2", "443"), "ns_webservice-2_443_tcp", true
+	https := model.Listener{Name: "terminated_https-443", Protocol: model.ProtocolTerminatedHTTPS, Port: 443,
+		Certificates: []model.Certificate{{ID: model.ID("cert", "tls"), Namespace: "ns", Secret: "tls", Hosts: []string{"web.example"}, SHA256: "aa"}},
+		Policies:     routes(toPool(web1, hostIs("web.example"), pathPrefix("/"))),
+		Passthrough: []model.PassthroughRoute{
+			{Host: "pt.example", PoolID: pt.ID},
+			{Host: "*.apps.example", PoolID: pt.ID},
+			{Host: "*.example"},
+			{Host: "web.example", Terminate: true},
+			{Host: ""},
+		}}
+	return newLB([]model.Listener{https}, web1, pt)
+}

@@ -58,8 +58,9 @@ type listenerView struct {
 	profiles    []*profile  // distinct profiles of the policies, by id
 	// passthrough are the SNI hosts passed to TCP pools untouched, sorted
 	// by host; passthroughMap is their map file, once named.
-	passthrough    []passthroughView
-	passthroughMap string
+	passthrough          []passthroughView
+	passthroughMap       string
+	passthroughSuffixMap string
 	// misdirect are the Gateway listener hostnames sharing this TLS
 	// port, most specific first (misdirect.go); nil: no 421 check.
 	misdirect []misdirectHost

@@ -19,6 +19,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
+	gwv1alpha3 "sigs.k8s.io/gateway-api/apis/v1alpha3"
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 	"sigs.k8s.io/yaml"
 )
@@ -41,6 +42,12 @@ func newDecoder() (*runtime.Scheme, runtime.Decoder) {
 	// v1alpha2 type, which reads both.
 	s.AddKnownTypeWithName(gwv1.SchemeGroupVersion.WithKind("TCPRoute"), &gwv1alpha2.TCPRoute{})
 	s.AddKnownTypeWithName(gwv1.SchemeGroupVersion.WithKind("TCPRouteList"), &gwv1alpha2.TCPRouteList{})
+	// TLSRoute is v1 in the standard channel since v1.5 and v1alpha3 in
+	// the experimental one, both with v1alpha2's fields.
+	for _, gv := range []schema.GroupVersion{gwv1.SchemeGroupVersion, gwv1alpha3.SchemeGroupVersion} {
+		s.AddKnownTypeWithName(gv.WithKind("TLSRoute"), &gwv1alpha2.TLSRoute{})
+		s.AddKnownTypeWithName(gv.WithKind("TLSRouteList"), &gwv1alpha2.TLSRouteList{})
+	}
 	return s, serializer.NewCodecFactory(s, serializer.EnableStrict).UniversalDeserializer()
 }
 
@@ -64,6 +71,10 @@ var keptKinds = map[schema.GroupVersionKind]bool{
 	// (the standard channel since v1.6).
 	gwv1alpha2.SchemeGroupVersion.WithKind("TCPRoute"): true,
 	gwv1.SchemeGroupVersion.WithKind("TCPRoute"):       true,
+	// TLSRoute: v1 (standard since v1.5), v1alpha3 and v1alpha2.
+	gwv1.SchemeGroupVersion.WithKind("TLSRoute"):       true,
+	gwv1alpha3.SchemeGroupVersion.WithKind("TLSRoute"): true,
+	gwv1alpha2.SchemeGroupVersion.WithKind("TLSRoute"): true,
 	// v1beta1 is ReferenceGrant's version in the v1.4 standard channel.
 	gwv1beta1.SchemeGroupVersion.WithKind("ReferenceGrant"): true,
 }

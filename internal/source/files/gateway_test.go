@@ -131,3 +131,57 @@ spec:
 	}
 	checkProblems(t, problems, path, []int{3}, []string{"backendRef"})
 }
+
+// A TLSRoute reaches the snapshot at v1 (the standard channel since
+// v1.5), v1alpha3 and v1alpha2, the same fields each way, its version
+// kept; a typo is a problem of its document only.
+func TestLoadTLSRoute(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tls.yaml")
+	writeFile(t, path, `apiVersion: gateway.networking.k8s.io/v1
+kind: TLSRoute
+metadata: {name: a, namespace: apps}
+spec:
+  parentRefs: [{name: gw, namespace: default, sectionName: tls}]
+  hostnames: ["*.apps.example"]
+  rules: [{name: main, backendRefs: [{name: apps, port: 443, weight: 2}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1alpha3
+kind: TLSRoute
+metadata: {name: b, namespace: apps}
+spec:
+  parentRefs: [{name: gw, namespace: default}]
+  hostnames: [b.example]
+  rules: [{backendRefs: [{name: b, port: 443}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TLSRoute
+metadata: {name: c, namespace: apps}
+spec:
+  parentRefs: [{name: gw, namespace: default}]
+  hostnames: [c.example]
+  rules: [{backendRefs: [{name: c, port: 443}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: TLSRoute
+metadata: {name: typo}
+spec:
+  parentRefs: [{name: gw}]
+  hostname: [d.example]
+  rules: [{backendRefs: [{name: d, port: 443}]}]
+`)
+	snap, problems := mustLoad(t, path)
+	if got := names(snap.TLSRoutes); strings.Join(got, ",") != "apps/a,apps/b,apps/c" {
+		t.Fatalf("tlsroutes %v", got)
+	}
+	if r := snap.TLSRoutes[0]; len(r.Spec.Hostnames) != 1 || r.Spec.Hostnames[0] != "*.apps.example" ||
+		len(r.Spec.Rules) != 1 || *r.Spec.Rules[0].BackendRefs[0].Weight != 2 {
+		t.Errorf("the v1 TLSRoute read as %+v", r.Spec)
+	}
+	for i, v := range []string{"v1", "v1alpha3", "v1alpha2"} {
+		if got := snap.TLSRoutes[i].APIVersion; got != "gateway.networking.k8s.io/"+v {
+			t.Errorf("%s read at %q, want %s", snap.TLSRoutes[i].Name, got, v)
+		}
+	}
+	checkProblems(t, problems, path, []int{4}, []string{"hostname"})
+}

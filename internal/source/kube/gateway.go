@@ -70,6 +70,7 @@ type gatewayListers struct {
 	routes     func() ([]*gwv1.HTTPRoute, error)
 	grpcRoutes func() ([]*gwv1.GRPCRoute, error)      // nil: GRPCRoutes not watched
 	tcpRoutes  func() ([]*gwv1alpha2.TCPRoute, error) // nil: TCPRoutes not watched
+	tlsRoutes  func() ([]*gwv1alpha2.TLSRoute, error) // nil: TLSRoutes not watched
 	grants     func() ([]*gwv1beta1.ReferenceGrant, error)
 	namespaces func() ([]*corev1.Namespace, error)
 }
@@ -81,7 +82,7 @@ type gatewayListers struct {
 // CRDs appear or the permission is granted.
 type gatewayWatch struct {
 	client    gwclient.Interface // nil: Gateway API support not wanted
-	dynamic   dynamic.Interface  // v1 TCPRoutes (tcproutes.go); nil: v1alpha2 only
+	dynamic   dynamic.Interface  // v1 TCPRoutes (tcproutes.go), TLSRoutes (tlsroutes.go); nil: v1alpha2 TCPRoutes only
 	discovery discovery.DiscoveryInterface
 	core      kubernetes.Interface
 	namespace string
@@ -279,6 +280,10 @@ func (w *gatewayWatch) run(ctx context.Context) ([]cache.InformerSynced, *gatewa
 	if tcp.informer != nil {
 		watched = append(watched, tcp.informer)
 	}
+	tls := w.watchTLSRoutes(ctx)
+	if tls.watch.informer != nil {
+		watched = append(watched, tls.watch.informer)
+	}
 	var synced []cache.InformerSynced
 	for _, inf := range watched {
 		if _, err := inf.AddEventHandler(w.handler); err != nil {
@@ -292,6 +297,9 @@ func (w *gatewayWatch) run(ctx context.Context) ([]cache.InformerSynced, *gatewa
 	if tcp.start != nil {
 		tcp.start()
 	}
+	if tls.watch.start != nil {
+		tls.watch.start()
+	}
 	go func() {
 		<-ctx.Done()
 		gwFactory.Shutdown()
@@ -303,6 +311,7 @@ func (w *gatewayWatch) run(ctx context.Context) ([]cache.InformerSynced, *gatewa
 		routes:     func() ([]*gwv1.HTTPRoute, error) { return routes.Lister().List(labels.Everything()) },
 		grpcRoutes: grpcRoutes,
 		tcpRoutes:  tcp.list,
+		tlsRoutes:  tls.list,
 		grants:     func() ([]*gwv1beta1.ReferenceGrant, error) { return grants.Lister().List(labels.Everything()) },
 		namespaces: func() ([]*corev1.Namespace, error) { return namespaces.Lister().List(labels.Everything()) },
 	}
@@ -338,6 +347,11 @@ func (w *gatewayWatch) fill(snap *source.Snapshot) error {
 			return fmt.Errorf("list tcproutes: %w", err)
 		}
 	}
+	if l.tlsRoutes != nil {
+		if snap.TLSRoutes, err = l.tlsRoutes(); err != nil {
+			return fmt.Errorf("list tlsroutes: %w", err)
+		}
+	}
 	if snap.ReferenceGrants, err = l.grants(); err != nil {
 		return fmt.Errorf("list reference grants: %w", err)
 	}
@@ -349,6 +363,7 @@ func (w *gatewayWatch) fill(snap *source.Snapshot) error {
 	sortByName(snap.HTTPRoutes)
 	sortByName(snap.GRPCRoutes)
 	sortByName(snap.TCPRoutes)
+	sortByName(snap.TLSRoutes)
 	sortByName(snap.ReferenceGrants)
 	sortByName(snap.Namespaces)
 	return nil

@@ -382,3 +382,83 @@ func TestSourceTCPRoutes(t *testing.T) {
 		})
 	}
 }
+
+// TLSRoutes are watched through the dynamic client at the newest
+// version served (v1 before v1alpha2), read into the v1alpha2 type with
+// the version kept; none served leaves the rest of the Gateway API
+// served, and the log says why once.
+func TestSourceTLSRoutes(t *testing.T) {
+	gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gw"}, Spec: gwv1.GatewaySpec{GatewayClassName: "pier"}}
+	standard := []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes"}
+	for _, c := range []struct {
+		name       string
+		v1, alpha2 bool
+		want       string // the version read; "" for none
+	}{
+		{"v1", true, false, "v1"},
+		{"v1 and v1alpha2", true, true, "v1"},
+		{"v1alpha2", false, true, "v1alpha2"},
+		{"none", false, false, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			client := fake.NewClientset(readyNode("a"), NewAgentLease(leaseNS, "a", time.Hour, time.Now()))
+			v1, alpha2 := standard, []string{"tcproutes"}
+			var objs []runtime.Object
+			kinds := map[schema.GroupVersionResource]string{}
+			for _, v := range []struct {
+				version string
+				on      bool
+			}{{"v1", c.v1}, {"v1alpha2", c.alpha2}} {
+				if !v.on {
+					continue
+				}
+				if v.version == "v1" {
+					v1 = append(append([]string(nil), standard...), "tlsroutes")
+				} else {
+					alpha2 = append(alpha2, "tlsroutes")
+				}
+				u := &unstructured.Unstructured{}
+				u.SetAPIVersion("gateway.networking.k8s.io/" + v.version)
+				u.SetKind("TLSRoute")
+				u.SetNamespace("default")
+				u.SetName("at-" + v.version)
+				_ = unstructured.SetNestedStringSlice(u.Object, []string{"a.example"}, "spec", "hostnames")
+				objs = append(objs, u)
+				kinds[TLSRouteResource(v.version)] = "TLSRouteList"
+			}
+			kinds[TLSRouteResource("v1alpha3")] = "TLSRouteList"
+			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), kinds, objs...)
+			client.Resources = gatewayDiscoveryWith(v1, []string{"referencegrants"}, alpha2)
+			gwClient := gwfake.NewSimpleClientset()
+			if _, err := gwClient.GatewayV1().Gateways("default").Create(ctx, gw, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			logs := &syncBuffer{}
+			opts := Options{LeaseNamespace: leaseNS, Quiet: 10 * time.Millisecond, MaxDelay: 50 * time.Millisecond,
+				Gateway: gwClient, Dynamic: dyn, GatewayRecheck: 20 * time.Millisecond}
+			src := New(client, opts, slog.New(slog.NewTextHandler(logs, nil)))
+			snaps := make(chan *source.Snapshot, 10)
+			go func() { _ = src.Run(ctx, func(s *source.Snapshot) { snaps <- s }) }()
+			select {
+			case s := <-snaps:
+				if len(s.Gateways) != 1 {
+					t.Fatalf("snapshot gateways %d", len(s.Gateways))
+				}
+				switch {
+				case c.want == "" && len(s.TLSRoutes) != 0:
+					t.Errorf("TLSRoutes %+v, want none", s.TLSRoutes)
+				case c.want != "" && (len(s.TLSRoutes) != 1 || s.TLSRoutes[0].Name != "at-"+c.want ||
+					s.TLSRoutes[0].APIVersion != "gateway.networking.k8s.io/"+c.want || len(s.TLSRoutes[0].Spec.Hostnames) != 1):
+					t.Errorf("TLSRoutes %+v, want the one at %s", s.TLSRoutes, c.want)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("no snapshot")
+			}
+			if c.want == "" && strings.Count(logs.String(), "TLSRoutes are not served") != 1 {
+				t.Errorf("the log does not say once why TLSRoutes are not served:\n%s", logs)
+			}
+		})
+	}
+}

@@ -1,0 +1,111 @@
+package nodesim
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/netip"
+	"path"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"pier.dev/pier/internal/echo"
+)
+
+// Upstream's echo-basic with TLS_SERVER_CERT and TLS_SERVER_PRIVKEY set
+// also serves HTTPS on HTTPS_PORT (8443) with that certificate, read
+// from the files of a mounted Secret (the Gateway suite's tls-backend,
+// the member TLSRoutes pass connections to). The simulator reads the
+// same Secret keys from the API and serves the same echo over TLS.
+
+// defaultHTTPSPort is echo-basic's HTTPS_PORT default.
+const defaultHTTPSPort = 8443
+
+// tlsFiles reports whether env asks echo-basic for HTTPS.
+func tlsFiles(env map[string]string) (cert, key string, ok bool) {
+	cert, key = env["TLS_SERVER_CERT"], env["TLS_SERVER_PRIVKEY"]
+	return cert, key, cert != "" && key != ""
+}
+
+// secretFile is the Secret and key a container file comes from, through
+// the container's volumeMounts and the Pod's secret volumes.
+func secretFile(pod *corev1.Pod, file string) (secret, key string, err error) {
+	c := &pod.Spec.Containers[0]
+	for _, m := range c.VolumeMounts {
+		rel, ok := strings.CutPrefix(path.Clean(file), path.Clean(m.MountPath)+"/")
+		if !ok {
+			continue
+		}
+		for _, v := range pod.Spec.Volumes {
+			if v.Name != m.Name || v.Secret == nil {
+				continue
+			}
+			if len(v.Secret.Items) == 0 {
+				return v.Secret.SecretName, rel, nil
+			}
+			for _, it := range v.Secret.Items {
+				if it.Path == rel {
+					return v.Secret.SecretName, it.Key, nil
+				}
+			}
+		}
+	}
+	return "", "", configError{fmt.Errorf("%s is in no secret volume of the pod", file)}
+}
+
+// serveTLS serves the echo over TLS on b's address and HTTPS_PORT, until
+// b stops; b's stop waits for it too.
+func (s *Sim) serveTLS(b *backend, cfg echo.Config, pod *corev1.Pod, env map[string]string, certFile, keyFile string) error {
+	var pem [2][]byte
+	for i, f := range []string{certFile, keyFile} {
+		name, key, err := secretFile(pod, f)
+		if err != nil {
+			return err
+		}
+		sec, err := s.client.CoreV1().Secrets(pod.Namespace).Get(s.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("secret %s/%s: %w", pod.Namespace, name, err)
+		}
+		if pem[i] = sec.Data[key]; len(pem[i]) == 0 {
+			return configError{fmt.Errorf("secret %s/%s has no %s", pod.Namespace, name, key)}
+		}
+	}
+	pair, err := tls.X509KeyPair(pem[0], pem[1])
+	if err != nil {
+		return configError{fmt.Errorf("TLS_SERVER_CERT and TLS_SERVER_PRIVKEY: %w", err)}
+	}
+	port := defaultHTTPSPort
+	if p, err := strconv.Atoi(env["HTTPS_PORT"]); err == nil && p > 0 && p < 65536 {
+		port = p
+	}
+	addr := netip.AddrPortFrom(b.ip, uint16(port)).String()
+	var lc net.ListenConfig
+	ln, err := lc.Listen(s.ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	done := make(chan struct{})
+	log := s.log.With("namespace", pod.Namespace, "pod", pod.Name)
+	go func() {
+		defer close(done)
+		if err := echo.Serve(ctx, tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{pair}}), cfg, log); err != nil {
+			log.Warn("nodesim: TLS echo backend ended", "err", err)
+		}
+	}()
+	// b's stop stops both servers and waits for both.
+	httpCancel, httpDone := b.cancel, b.done
+	both := make(chan struct{})
+	go func() {
+		<-httpDone
+		<-done
+		close(both)
+	}()
+	b.cancel = func() { httpCancel(); cancel() }
+	b.done = both
+	return nil
+}
