@@ -93,6 +93,7 @@ func Translate(snap *source.Snapshot, opts translate.Options) *translate.Result 
 	// TCPRoutes take TCP listeners only, which no HTTPRoute or GRPCRoute
 	// shares; a listener serves one, so they count against no route cap.
 	attachTCPRoutes(snap.TCPRoutes, gws, ns, idx, opts, st, &res.Problems)
+	attachUDPRoutes(snap.UDPRoutes, gws, ns, idx, opts, st, &res.Problems)
 	for _, p := range order {
 		st.Gateways[p.ref] = p.status()
 		if lb := p.loadBalancer(opts.HealthChecks); lb != nil {

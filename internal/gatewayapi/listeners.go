@@ -47,6 +47,8 @@ type gwListener struct {
 	routeHosts map[string][]string
 	// tcpRoute is the TCPRoute a TCP listener serves (tcproutes.go).
 	tcpRoute *tcpRoute
+	// udpRoute is the UDPRoute a UDP listener serves (udproute.go).
+	udpRoute *udpRoute
 }
 
 // usable reports whether routes may attach: the listener is accepted, not
@@ -180,14 +182,21 @@ func parseListener(gw *gwv1.Gateway, spec *gwv1.Listener, x *index) *gwListener 
 			return refuse(gwv1.ListenerReasonInvalid, "a TCP listener has no tls")
 		}
 		l.protocol = model.ProtocolTCP
+	case gwv1.UDPProtocolType:
+		if reason, msg := parseUDPListener(l, spec); reason != "" {
+			return refuse(reason, "%s", msg)
+		}
 	default:
-		return refuse(gwv1.ListenerReasonUnsupportedProtocol, "protocol %s is not HTTP, HTTPS or TCP", translate.Quote(string(spec.Protocol)))
+		return refuse(gwv1.ListenerReasonUnsupportedProtocol, "protocol %s is not HTTP, HTTPS, TCP or UDP", translate.Quote(string(spec.Protocol)))
 	}
 	l.kinds = routeKinds(l.protocol, spec.AllowedRoutes)
 	if l.unresolved == "" && spec.AllowedRoutes != nil && len(spec.AllowedRoutes.Kinds) > 0 && len(spec.AllowedRoutes.Kinds) != len(l.kinds) {
 		l.unresolved, l.message = string(gwv1.ListenerReasonInvalidRouteKinds), "only HTTPRoute and GRPCRoute are supported in allowedRoutes.kinds of an HTTP or HTTPS listener"
 		if l.protocol == model.ProtocolTCP {
 			l.message = "only TCPRoute is supported in allowedRoutes.kinds of a TCP listener"
+		}
+		if l.protocol == model.ProtocolUDP {
+			l.message = "only UDPRoute is supported in allowedRoutes.kinds of a UDP listener"
 		}
 	}
 	return l
@@ -198,6 +207,9 @@ func parseListener(gw *gwv1.Gateway, spec *gwv1.Listener, x *index) *gwListener 
 // HTTPS); on TCP, TCPRoute; unless the user listed kinds, then those of
 // them pier supports on the protocol.
 func routeKinds(proto model.Protocol, ar *gwv1.AllowedRoutes) []gwv1.RouteGroupKind {
+	if proto == model.ProtocolUDP {
+		return udpRouteKinds(ar)
+	}
 	tcp := proto == model.ProtocolTCP
 	if ar == nil || len(ar.Kinds) == 0 {
 		if tcp {
@@ -270,13 +282,15 @@ func listenerCerts(gw *gwv1.Gateway, spec *gwv1.Listener, host string, x *index)
 // markConflicts applies the spec's conflict rules: listeners on one port
 // with different protocols conflict (ProtocolConflict), and so do
 // listeners with the same port, protocol and hostname (HostnameConflict).
+// A UDP listener conflicts only with another UDP one: a port number
+// belongs to one transport protocol, so UDP 53 and TCP 53 are two ports.
 func markConflicts(ls []*gwListener) {
 	for i, a := range ls {
 		if a.notAccepted != "" {
 			continue
 		}
 		for _, b := range ls[:i] {
-			if b.notAccepted != "" || a.port != b.port {
+			if b.notAccepted != "" || a.port != b.port || (a.protocol == model.ProtocolUDP) != (b.protocol == model.ProtocolUDP) {
 				continue
 			}
 			reason := ""

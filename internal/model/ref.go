@@ -24,6 +24,7 @@ const (
 	KindHTTPRoute    = "HTTPRoute"
 	KindGRPCRoute    = "GRPCRoute"
 	KindTCPRoute     = "TCPRoute"
+	KindUDPRoute     = "UDPRoute"
 )
 
 // IngressRef is the ObjectRef of an Ingress.

@@ -154,6 +154,8 @@ func gatewayAPIStatusChanged(prev, next *source.Snapshot) bool {
 		return reflect.DeepEqual(a.Status, b.Status)
 	}) || changed(prev.TCPRoutes, next.TCPRoutes, func(a, b *gwv1alpha2.TCPRoute) bool {
 		return reflect.DeepEqual(a.Status, b.Status)
+	}) || changed(prev.UDPRoutes, next.UDPRoutes, func(a, b *gwv1alpha2.UDPRoute) bool {
+		return reflect.DeepEqual(a.Status, b.Status)
 	})
 }
 
@@ -244,6 +246,8 @@ func gatewayAPIChanged(prev, next *source.Snapshot) bool {
 		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
 	}) || changed(prev.TCPRoutes, next.TCPRoutes, func(a, b *gwv1alpha2.TCPRoute) bool {
 		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
+	}) || changed(prev.UDPRoutes, next.UDPRoutes, func(a, b *gwv1alpha2.UDPRoute) bool {
+		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
 	}) || changed(prev.ReferenceGrants, next.ReferenceGrants, func(a, b *gwv1beta1.ReferenceGrant) bool {
 		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
 	}) || changed(routeNamespaces(prev), routeNamespaces(next), func(a, b *corev1.Namespace) bool {
@@ -256,7 +260,7 @@ func gatewayAPIChanged(prev, next *source.Snapshot) bool {
 // that come and go without routes (every test, every tenant) rebuild
 // nothing; a route that comes or goes with one is a change of its own.
 func routeNamespaces(snap *source.Snapshot) []*corev1.Namespace {
-	if len(snap.HTTPRoutes) == 0 && len(snap.GRPCRoutes) == 0 && len(snap.TCPRoutes) == 0 {
+	if len(snap.HTTPRoutes) == 0 && len(snap.GRPCRoutes) == 0 && len(snap.TCPRoutes) == 0 && len(snap.UDPRoutes) == 0 {
 		return nil
 	}
 	has := make(map[string]bool, len(snap.HTTPRoutes)+len(snap.GRPCRoutes)+len(snap.TCPRoutes))
@@ -267,6 +271,9 @@ func routeNamespaces(snap *source.Snapshot) []*corev1.Namespace {
 		has[r.Namespace] = true
 	}
 	for _, r := range snap.TCPRoutes {
+		has[r.Namespace] = true
+	}
+	for _, r := range snap.UDPRoutes {
 		has[r.Namespace] = true
 	}
 	var out []*corev1.Namespace
@@ -405,6 +412,16 @@ func gatewayReferences(snap *source.Snapshot, ours map[model.ObjectRef]bool, r r
 		}
 	}
 	for _, route := range snap.TCPRoutes {
+		if !namesOurGateway(route.Namespace, route.Spec.ParentRefs, ours) {
+			continue
+		}
+		for _, rule := range route.Spec.Rules {
+			for _, b := range rule.BackendRefs {
+				r.services[refNamespace(b.Namespace, route.Namespace)+"/"+string(b.Name)] = true
+			}
+		}
+	}
+	for _, route := range snap.UDPRoutes {
 		if !namesOurGateway(route.Namespace, route.Spec.ParentRefs, ours) {
 			continue
 		}

@@ -210,9 +210,9 @@ func passOver(snap *source.Snapshot, changed serviceSet) *source.Snapshot {
 	return part
 }
 
-// namedByRoute reports whether an HTTPRoute, a GRPCRoute or a TCPRoute
-// names one of the changed Services: their pools (weighted, h2c, TCP)
-// are built otherwise.
+// namedByRoute reports whether an HTTPRoute, a GRPCRoute, a TCPRoute or
+// a UDPRoute names one of the changed Services: their pools (weighted,
+// h2c, TCP, UDP) are built otherwise.
 func namedByRoute(snap *source.Snapshot, changed serviceSet) bool {
 	names := func(routeNS string, b gwv1.BackendObjectReference) bool {
 		ns := routeNS
@@ -240,6 +240,15 @@ func namedByRoute(snap *source.Snapshot, changed serviceSet) bool {
 		}
 	}
 	for _, route := range snap.TCPRoutes {
+		for _, rule := range route.Spec.Rules {
+			for _, b := range rule.BackendRefs {
+				if names(route.Namespace, b.BackendObjectReference) {
+					return true
+				}
+			}
+		}
+	}
+	for _, route := range snap.UDPRoutes {
 		for _, rule := range route.Spec.Rules {
 			for _, b := range rule.BackendRefs {
 				if names(route.Namespace, b.BackendObjectReference) {

@@ -64,6 +64,8 @@ var keptKinds = map[schema.GroupVersionKind]bool{
 	// (the standard channel since v1.6).
 	gwv1alpha2.SchemeGroupVersion.WithKind("TCPRoute"): true,
 	gwv1.SchemeGroupVersion.WithKind("TCPRoute"):       true,
+	// UDPRoute: v1alpha2, the experimental channel.
+	gwv1alpha2.SchemeGroupVersion.WithKind("UDPRoute"): true,
 	// v1beta1 is ReferenceGrant's version in the v1.4 standard channel.
 	gwv1beta1.SchemeGroupVersion.WithKind("ReferenceGrant"): true,
 }
