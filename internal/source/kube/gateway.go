@@ -70,6 +70,7 @@ type gatewayListers struct {
 	routes     func() ([]*gwv1.HTTPRoute, error)
 	grpcRoutes func() ([]*gwv1.GRPCRoute, error)      // nil: GRPCRoutes not watched
 	tcpRoutes  func() ([]*gwv1alpha2.TCPRoute, error) // nil: TCPRoutes not watched
+	udpRoutes  func() ([]*gwv1alpha2.UDPRoute, error) // nil: UDPRoutes not watched
 	grants     func() ([]*gwv1beta1.ReferenceGrant, error)
 	namespaces func() ([]*corev1.Namespace, error)
 }
@@ -279,6 +280,10 @@ func (w *gatewayWatch) run(ctx context.Context) ([]cache.InformerSynced, *gatewa
 	if tcp.informer != nil {
 		watched = append(watched, tcp.informer)
 	}
+	udpInformer, udpRoutes := w.watchUDPRoutes(ctx, gwFactory)
+	if udpInformer != nil {
+		watched = append(watched, udpInformer)
+	}
 	var synced []cache.InformerSynced
 	for _, inf := range watched {
 		if _, err := inf.AddEventHandler(w.handler); err != nil {
@@ -303,6 +308,7 @@ func (w *gatewayWatch) run(ctx context.Context) ([]cache.InformerSynced, *gatewa
 		routes:     func() ([]*gwv1.HTTPRoute, error) { return routes.Lister().List(labels.Everything()) },
 		grpcRoutes: grpcRoutes,
 		tcpRoutes:  tcp.list,
+		udpRoutes:  udpRoutes,
 		grants:     func() ([]*gwv1beta1.ReferenceGrant, error) { return grants.Lister().List(labels.Everything()) },
 		namespaces: func() ([]*corev1.Namespace, error) { return namespaces.Lister().List(labels.Everything()) },
 	}
@@ -338,6 +344,11 @@ func (w *gatewayWatch) fill(snap *source.Snapshot) error {
 			return fmt.Errorf("list tcproutes: %w", err)
 		}
 	}
+	if l.udpRoutes != nil {
+		if snap.UDPRoutes, err = l.udpRoutes(); err != nil {
+			return fmt.Errorf("list udproutes: %w", err)
+		}
+	}
 	if snap.ReferenceGrants, err = l.grants(); err != nil {
 		return fmt.Errorf("list reference grants: %w", err)
 	}
@@ -349,6 +360,7 @@ func (w *gatewayWatch) fill(snap *source.Snapshot) error {
 	sortByName(snap.HTTPRoutes)
 	sortByName(snap.GRPCRoutes)
 	sortByName(snap.TCPRoutes)
+	sortByName(snap.UDPRoutes)
 	sortByName(snap.ReferenceGrants)
 	sortByName(snap.Namespaces)
 	return nil
