@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -178,24 +180,7 @@ func getJSONIn(ns, path string, v any) error {
 // Programmed once the load balancer serves; and when pier exits the
 // ruleset is what it was before.
 func TestUDPRouteThroughPierRun(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("the UDPRoute e2e test needs root (nftables, network namespaces)")
-		}
-		t.Skip("the UDPRoute e2e test needs root (nftables, network namespaces); set CI=true to make this a failure")
-	}
-	for _, bin := range []string{"nft", "ip", "haproxy"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("the UDPRoute e2e test needs %s (hack/deps.sh)", bin)
-			}
-			t.Skipf("the UDPRoute e2e test needs %s", bin)
-		}
-	}
-	ns := "pudp-" + strconv.Itoa(os.Getpid()%100000) + "-e"
-	run(t, "ip", "netns", "add", ns)
-	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
-	run(t, "ip", "-n", ns, "link", "set", "lo", "up")
+	ns := udpNetns(t, "e")
 	httpPort := startEchoIn(t, ns)
 	const udpPort = 5353
 	startUDPEchoIn(t, ns, "127.0.0.2", udpPort, "a")
@@ -205,22 +190,7 @@ func TestUDPRouteThroughPierRun(t *testing.T) {
 	m := strings.ReplaceAll(strings.ReplaceAll(udpManifests, "HTTPPORT", strconv.Itoa(httpPort)), "UDPPORT", strconv.Itoa(udpPort))
 	harness.WriteFile(t, filepath.Join(dir, "udp.yaml"), m)
 	before := run(t, "ip", "netns", "exec", ns, "nft", "list", "ruleset")
-	pier := exec.Command("ip", "netns", "exec", ns, harness.PierBin(t), "run", "-f", dir,
-		"--state-dir", filepath.Join(dir, "state"), "--api-addr", "127.0.0.1:8082")
-	var logs bytes.Buffer
-	pier.Stdout, pier.Stderr = &logs, &logs
-	if err := pier.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			_ = pier.Process.Signal(os.Interrupt)
-			_ = pier.Wait()
-		}
-	}
-	t.Cleanup(stop)
+	stop, logs := startPierIn(t, ns, dir)
 
 	var lb, udpOnly *model.LoadBalancer
 	harness.WaitFor(t, 20*time.Second, "the Gateways' load balancers serve", func() bool {
@@ -309,4 +279,142 @@ func TestUDPRouteThroughPierRun(t *testing.T) {
 	if after := run(t, "ip", "netns", "exec", ns, "nft", "list", "ruleset"); after != before {
 		t.Fatalf("ruleset after pier exited:\n%s\nbefore:\n%s\npier logs:\n%s", after, before, logs.String())
 	}
+}
+
+// udpNetns makes a network namespace of the test's own with loopback up,
+// or skips (fails under CI) without root, nft, ip or haproxy.
+func udpNetns(t *testing.T, suffix string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("the UDPRoute e2e tests need root (nftables, network namespaces)")
+		}
+		t.Skip("the UDPRoute e2e tests need root (nftables, network namespaces); set CI=true to make this a failure")
+	}
+	for _, bin := range []string{"nft", "ip", "haproxy"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("the UDPRoute e2e tests need %s (hack/deps.sh)", bin)
+			}
+			t.Skipf("the UDPRoute e2e tests need %s", bin)
+		}
+	}
+	ns := "pudp-" + strconv.Itoa(os.Getpid()%100000) + "-" + suffix
+	run(t, "ip", "netns", "add", ns)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+	run(t, "ip", "-n", ns, "link", "set", "lo", "up")
+	return ns
+}
+
+// startPierIn runs `pier run -f dir` in ns, its API on 127.0.0.1:8082
+// there; stop ends it (and runs at cleanup).
+func startPierIn(t *testing.T, ns, dir string) (stop func(), logs *bytes.Buffer) {
+	t.Helper()
+	pier := exec.Command("ip", "netns", "exec", ns, harness.PierBin(t), "run", "-f", dir,
+		"--state-dir", filepath.Join(dir, "state"), "--api-addr", "127.0.0.1:8082")
+	logs = &bytes.Buffer{}
+	pier.Stdout, pier.Stderr = logs, logs
+	if err := pier.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			_ = pier.Process.Signal(os.Interrupt)
+			_ = pier.Wait()
+		}
+	}
+	t.Cleanup(stop)
+	return stop, logs
+}
+
+// TestUDPRouteExample serves examples/gateway/udp.yaml (with
+// gateway.yaml's GatewayClass) in a namespace of its own: port 53 of the
+// Gateway's VIP answers UDP through nftables and TCP through HAProxy,
+// each from the echo of its protocol.
+func TestUDPRouteExample(t *testing.T) {
+	ns := udpNetns(t, "x")
+	class, err := os.ReadFile("../../examples/gateway/gateway.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, err := os.ReadFile("../../examples/gateway/udp.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	startUDPEchoIn(t, ns, "127.0.0.1", 5353, "udp")
+	startTCPEchoIn(t, ns, 5353, "tcp")
+	dir := harness.ShortTempDir(t)
+	first, _, _ := strings.Cut(string(class), "\n---\n")
+	harness.WriteFile(t, filepath.Join(dir, "class.yaml"), first)
+	harness.WriteFile(t, filepath.Join(dir, "udp.yaml"), string(example))
+	_, logs := startPierIn(t, ns, dir)
+	var lb *model.LoadBalancer
+	harness.WaitFor(t, 20*time.Second, "the Gateway's load balancer serves", func() bool {
+		var list struct {
+			Items []*model.LoadBalancer `json:"items"`
+		}
+		if getJSONIn(ns, "/loadbalancers", &list) != nil || len(list.Items) != 1 {
+			return false
+		}
+		lb = list.Items[0]
+		return lb.VIP != "" && lb.Status.State == model.StateActive
+	})
+	if reply, err := udpSayIn(ns, lb.VIP, 53, "ping"); err != nil || reply != "udp ping" {
+		t.Errorf("UDP via %s:53: %q (%v), want \"udp ping\"\n%s", lb.VIP, reply, err, logs.String())
+	}
+	if reply, err := tcpSayIn(ns, lb.VIP, 53, "ping"); err != nil || reply != "tcp ping" {
+		t.Errorf("TCP via %s:53: %q (%v), want \"tcp ping\"\n%s", lb.VIP, reply, err, logs.String())
+	}
+}
+
+// startTCPEchoIn serves raw TCP on 127.0.0.1:port of ns: each line comes
+// back prefixed with name.
+func startTCPEchoIn(t *testing.T, ns string, port int, name string) {
+	t.Helper()
+	var ln net.Listener
+	if err := netnsdo.Do(ns, func() error {
+		var err error
+		ln, err = net.Listen("tcp4", "127.0.0.1:"+strconv.Itoa(port))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				line, err := bufio.NewReader(c).ReadString('\n')
+				if err == nil {
+					_, _ = io.WriteString(c, name+" "+line)
+				}
+			}()
+		}
+	}()
+}
+
+// tcpSayIn sends line over a new connection from ns and returns the
+// reply line.
+func tcpSayIn(ns, addr string, port int, line string) (string, error) {
+	var c net.Conn
+	if err := netnsdo.Do(ns, func() error {
+		var err error
+		c, err = net.DialTimeout("tcp4", net.JoinHostPort(addr, strconv.Itoa(port)), 2*time.Second)
+		return err
+	}); err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := io.WriteString(c, line+"\n"); err != nil {
+		return "", err
+	}
+	reply, err := bufio.NewReader(c).ReadString('\n')
+	return strings.TrimSuffix(reply, "\n"), err
 }

@@ -41,6 +41,10 @@ func newDecoder() (*runtime.Scheme, runtime.Decoder) {
 	// v1alpha2 type, which reads both.
 	s.AddKnownTypeWithName(gwv1.SchemeGroupVersion.WithKind("TCPRoute"), &gwv1alpha2.TCPRoute{})
 	s.AddKnownTypeWithName(gwv1.SchemeGroupVersion.WithKind("TCPRouteList"), &gwv1alpha2.TCPRouteList{})
+	// UDPRoute is v1 too in v1.7.0's experimental channel (v1alpha2 still
+	// served), with the same fields.
+	s.AddKnownTypeWithName(gwv1.SchemeGroupVersion.WithKind("UDPRoute"), &gwv1alpha2.UDPRoute{})
+	s.AddKnownTypeWithName(gwv1.SchemeGroupVersion.WithKind("UDPRouteList"), &gwv1alpha2.UDPRouteList{})
 	return s, serializer.NewCodecFactory(s, serializer.EnableStrict).UniversalDeserializer()
 }
 
@@ -64,8 +68,9 @@ var keptKinds = map[schema.GroupVersionKind]bool{
 	// (the standard channel since v1.6).
 	gwv1alpha2.SchemeGroupVersion.WithKind("TCPRoute"): true,
 	gwv1.SchemeGroupVersion.WithKind("TCPRoute"):       true,
-	// UDPRoute: v1alpha2, the experimental channel.
+	// UDPRoute: v1alpha2 and v1 (both in v1.7.0's experimental channel).
 	gwv1alpha2.SchemeGroupVersion.WithKind("UDPRoute"): true,
+	gwv1.SchemeGroupVersion.WithKind("UDPRoute"):       true,
 	// v1beta1 is ReferenceGrant's version in the v1.4 standard channel.
 	gwv1beta1.SchemeGroupVersion.WithKind("ReferenceGrant"): true,
 }
