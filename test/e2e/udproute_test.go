@@ -175,7 +175,8 @@ func getJSONIn(ns, path string, v any) error {
 // its own with a Gateway of HTTP and UDP listeners: datagrams sent to the
 // VIP and the FIP reach both UDP echo endpoints through nftables, while
 // HAProxy answers HTTP on the same addresses and the same port number;
-// the UDPRoute naming "echo;evil" gets ICMP port unreachable and its
+// an endpoint leaving the Service leaves the spread; the UDPRoute naming
+// "echo;evil" gets ICMP port unreachable and its
 // name reaches neither a file nor the ruleset; the UDP listener is
 // Programmed once the load balancer serves; and when pier exits the
 // ruleset is what it was before.
@@ -242,6 +243,18 @@ func TestUDPRouteThroughPierRun(t *testing.T) {
 			t.Errorf("HTTP through HAProxy on %s:8080/tcp beside UDP: %q", addr, got)
 		}
 	}
+	// An endpoint leaving the Service leaves the table: every new flow
+	// reaches the one left.
+	harness.WriteFile(t, filepath.Join(dir, "udp.yaml"), strings.Replace(m, `
+- {addresses: ["127.0.0.3"], conditions: {ready: true}}`, "", 1))
+	harness.WaitFor(t, 10*time.Second, "20 flows in a row on the endpoint left", func() bool {
+		for i := 0; i < 20; i++ {
+			if reply, err := udpSayIn(ns, lb.VIP, 8080, "x"); err != nil || reply != "a x" {
+				return false
+			}
+		}
+		return true
+	})
 	// The table rejects datagrams to a listener without endpoints:
 	// ICMP port unreachable to a remote client (ECONNREFUSED), and EPERM
 	// to this one, whose datagram the output hook refuses before it
