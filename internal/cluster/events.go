@@ -98,11 +98,11 @@ func gatewayObjects(snap *source.Snapshot) map[model.ObjectRef]runtime.Object {
 	for _, r := range snap.GRPCRoutes {
 		out[model.ObjectRef{Kind: model.KindGRPCRoute, Namespace: r.Namespace, Name: r.Name}] = r
 	}
-	for _, r := range snap.TCPRoutes {
-		out[model.ObjectRef{Kind: model.KindTCPRoute, Namespace: r.Namespace, Name: r.Name}] = r
-	}
 	for _, r := range snap.UDPRoutes {
 		out[model.ObjectRef{Kind: model.KindUDPRoute, Namespace: r.Namespace, Name: r.Name}] = r
+	}
+	for _, r := range snap.TCPRoutes {
+		out[model.ObjectRef{Kind: model.KindTCPRoute, Namespace: r.Namespace, Name: r.Name}] = r
 	}
 	return out
 }

@@ -21,7 +21,7 @@ import (
 
 // The Gateway API half of the status writer (leader only, as for
 // Ingresses): GatewayClass conditions, Gateway conditions, listeners and
-// addresses, HTTPRoute, GRPCRoute, TCPRoute and UDPRoute status.parents entries of
+// addresses, HTTPRoute, GRPCRoute and TCPRoute status.parents entries of
 // our controllerName. Each
 // object's status is merged (status.Merge*: transition times kept,
 // other controllers' parent entries and other condition types left as
@@ -63,6 +63,7 @@ func (w *statusWriter) PublishGateways(ctx context.Context, snap *source.Snapsho
 		wrote, err := w.writeGRPCRoute(ctx, r, want, controller, now)
 		w.report("grpcroute", r.Namespace+"/"+r.Name, wrote, err)
 	}
+	w.publishUDPRoutes(ctx, snap, st, controller, now)
 	for _, r := range snap.TCPRoutes {
 		want := st.Routes[gatewayRef(model.KindTCPRoute, r.Namespace, r.Name)]
 		if want == nil && !hasParentOf(r.Status.Parents, controller) {
@@ -71,7 +72,6 @@ func (w *statusWriter) PublishGateways(ctx context.Context, snap *source.Snapsho
 		wrote, err := w.writeTCPRoute(ctx, r, want, controller, now)
 		w.report("tcproute", r.Namespace+"/"+r.Name, wrote, err)
 	}
-	w.publishUDPRoutes(ctx, snap, st, controller, now)
 	return nil
 }
 

@@ -45,10 +45,10 @@ type gwListener struct {
 	// routeHosts are the hostnames the routes attached so far serve,
 	// by route kind (grpcroutes.go: one kind per hostname).
 	routeHosts map[string][]string
-	// tcpRoute is the TCPRoute a TCP listener serves (tcproutes.go).
-	tcpRoute *tcpRoute
 	// udpRoute is the UDPRoute a UDP listener serves (udproute.go).
 	udpRoute *udpRoute
+	// tcpRoute is the TCPRoute a TCP listener serves (tcproutes.go).
+	tcpRoute *tcpRoute
 }
 
 // usable reports whether routes may attach: the listener is accepted, not

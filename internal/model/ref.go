@@ -23,8 +23,8 @@ const (
 	KindGatewayClass = "GatewayClass"
 	KindHTTPRoute    = "HTTPRoute"
 	KindGRPCRoute    = "GRPCRoute"
-	KindTCPRoute     = "TCPRoute"
 	KindUDPRoute     = "UDPRoute"
+	KindTCPRoute     = "TCPRoute"
 )
 
 // IngressRef is the ObjectRef of an Ingress.

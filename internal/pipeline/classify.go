@@ -152,9 +152,9 @@ func gatewayAPIStatusChanged(prev, next *source.Snapshot) bool {
 		return reflect.DeepEqual(a.Status, b.Status)
 	}) || changed(prev.GRPCRoutes, next.GRPCRoutes, func(a, b *gwv1.GRPCRoute) bool {
 		return reflect.DeepEqual(a.Status, b.Status)
-	}) || changed(prev.TCPRoutes, next.TCPRoutes, func(a, b *gwv1alpha2.TCPRoute) bool {
-		return reflect.DeepEqual(a.Status, b.Status)
 	}) || changed(prev.UDPRoutes, next.UDPRoutes, func(a, b *gwv1alpha2.UDPRoute) bool {
+		return reflect.DeepEqual(a.Status, b.Status)
+	}) || changed(prev.TCPRoutes, next.TCPRoutes, func(a, b *gwv1alpha2.TCPRoute) bool {
 		return reflect.DeepEqual(a.Status, b.Status)
 	})
 }
@@ -244,9 +244,9 @@ func gatewayAPIChanged(prev, next *source.Snapshot) bool {
 		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
 	}) || changed(prev.GRPCRoutes, next.GRPCRoutes, func(a, b *gwv1.GRPCRoute) bool {
 		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
-	}) || changed(prev.TCPRoutes, next.TCPRoutes, func(a, b *gwv1alpha2.TCPRoute) bool {
-		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
 	}) || changed(prev.UDPRoutes, next.UDPRoutes, func(a, b *gwv1alpha2.UDPRoute) bool {
+		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
+	}) || changed(prev.TCPRoutes, next.TCPRoutes, func(a, b *gwv1alpha2.TCPRoute) bool {
 		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
 	}) || changed(prev.ReferenceGrants, next.ReferenceGrants, func(a, b *gwv1beta1.ReferenceGrant) bool {
 		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
@@ -270,10 +270,10 @@ func routeNamespaces(snap *source.Snapshot) []*corev1.Namespace {
 	for _, r := range snap.GRPCRoutes {
 		has[r.Namespace] = true
 	}
-	for _, r := range snap.TCPRoutes {
+	for _, r := range snap.UDPRoutes {
 		has[r.Namespace] = true
 	}
-	for _, r := range snap.UDPRoutes {
+	for _, r := range snap.TCPRoutes {
 		has[r.Namespace] = true
 	}
 	var out []*corev1.Namespace
@@ -411,7 +411,7 @@ func gatewayReferences(snap *source.Snapshot, ours map[model.ObjectRef]bool, r r
 			}
 		}
 	}
-	for _, route := range snap.TCPRoutes {
+	for _, route := range snap.UDPRoutes {
 		if !namesOurGateway(route.Namespace, route.Spec.ParentRefs, ours) {
 			continue
 		}
@@ -421,7 +421,7 @@ func gatewayReferences(snap *source.Snapshot, ours map[model.ObjectRef]bool, r r
 			}
 		}
 	}
-	for _, route := range snap.UDPRoutes {
+	for _, route := range snap.TCPRoutes {
 		if !namesOurGateway(route.Namespace, route.Spec.ParentRefs, ours) {
 			continue
 		}

@@ -31,10 +31,10 @@ type Snapshot struct {
 	Gateways       []*gwv1.Gateway
 	HTTPRoutes     []*gwv1.HTTPRoute
 	GRPCRoutes     []*gwv1.GRPCRoute
-	// TCPRoutes are the experimental channel's (v1alpha2 in v1.4).
-	TCPRoutes []*gwv1alpha2.TCPRoute
 	// UDPRoutes are the experimental channel's (v1alpha2).
 	UDPRoutes []*gwv1alpha2.UDPRoute
+	// TCPRoutes are the experimental channel's (v1alpha2 in v1.4).
+	TCPRoutes []*gwv1alpha2.TCPRoute
 	// ReferenceGrants (v1beta1, the standard channel's version in
 	// v1.4) permit cross-namespace backendRefs and certificateRefs.
 	ReferenceGrants []*gwv1beta1.ReferenceGrant

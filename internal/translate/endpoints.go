@@ -239,7 +239,7 @@ func namedByRoute(snap *source.Snapshot, changed serviceSet) bool {
 			}
 		}
 	}
-	for _, route := range snap.TCPRoutes {
+	for _, route := range snap.UDPRoutes {
 		for _, rule := range route.Spec.Rules {
 			for _, b := range rule.BackendRefs {
 				if names(route.Namespace, b.BackendObjectReference) {
@@ -248,7 +248,7 @@ func namedByRoute(snap *source.Snapshot, changed serviceSet) bool {
 			}
 		}
 	}
-	for _, route := range snap.UDPRoutes {
+	for _, route := range snap.TCPRoutes {
 		for _, rule := range route.Spec.Rules {
 			for _, b := range rule.BackendRefs {
 				if names(route.Namespace, b.BackendObjectReference) {

@@ -181,10 +181,10 @@ func add(snap *source.Snapshot, obj kubeObject) {
 		snap.HTTPRoutes = append(snap.HTTPRoutes, o)
 	case *gwv1.GRPCRoute:
 		snap.GRPCRoutes = append(snap.GRPCRoutes, o)
-	case *gwv1alpha2.TCPRoute:
-		snap.TCPRoutes = append(snap.TCPRoutes, o)
 	case *gwv1alpha2.UDPRoute:
 		snap.UDPRoutes = append(snap.UDPRoutes, o)
+	case *gwv1alpha2.TCPRoute:
+		snap.TCPRoutes = append(snap.TCPRoutes, o)
 	case *gwv1beta1.ReferenceGrant:
 		snap.ReferenceGrants = append(snap.ReferenceGrants, o)
 	}
@@ -258,8 +258,8 @@ func sortSnapshot(snap *source.Snapshot) {
 	slices.SortFunc(snap.Gateways, byName[*gwv1.Gateway])
 	slices.SortFunc(snap.HTTPRoutes, byName[*gwv1.HTTPRoute])
 	slices.SortFunc(snap.GRPCRoutes, byName[*gwv1.GRPCRoute])
-	slices.SortFunc(snap.TCPRoutes, byName[*gwv1alpha2.TCPRoute])
 	slices.SortFunc(snap.UDPRoutes, byName[*gwv1alpha2.UDPRoute])
+	slices.SortFunc(snap.TCPRoutes, byName[*gwv1alpha2.TCPRoute])
 	slices.SortFunc(snap.ReferenceGrants, byName[*gwv1beta1.ReferenceGrant])
 	slices.SortFunc(snap.Nodes, func(a, b source.Node) int { return cmp.Compare(a.Name, b.Name) })
 }

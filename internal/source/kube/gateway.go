@@ -69,8 +69,8 @@ type gatewayListers struct {
 	gateways   func() ([]*gwv1.Gateway, error)
 	routes     func() ([]*gwv1.HTTPRoute, error)
 	grpcRoutes func() ([]*gwv1.GRPCRoute, error)      // nil: GRPCRoutes not watched
-	tcpRoutes  func() ([]*gwv1alpha2.TCPRoute, error) // nil: TCPRoutes not watched
 	udpRoutes  func() ([]*gwv1alpha2.UDPRoute, error) // nil: UDPRoutes not watched
+	tcpRoutes  func() ([]*gwv1alpha2.TCPRoute, error) // nil: TCPRoutes not watched
 	grants     func() ([]*gwv1beta1.ReferenceGrant, error)
 	namespaces func() ([]*corev1.Namespace, error)
 }
@@ -273,16 +273,16 @@ func (w *gatewayWatch) run(ctx context.Context) ([]cache.InformerSynced, *gatewa
 		watched = append(watched, inf.Informer())
 		grpcRoutes = func() ([]*gwv1.GRPCRoute, error) { return inf.Lister().List(labels.Everything()) }
 	}
+	udpInformer, udpRoutes := w.watchUDPRoutes(ctx, gwFactory)
+	if udpInformer != nil {
+		watched = append(watched, udpInformer)
+	}
 	tcp := w.watchTCPRoutes(ctx, func() tcpRouteWatch {
 		inf := gwFactory.Gateway().V1alpha2().TCPRoutes()
 		return tcpRouteWatch{informer: inf.Informer(), list: func() ([]*gwv1alpha2.TCPRoute, error) { return inf.Lister().List(labels.Everything()) }}
 	})
 	if tcp.informer != nil {
 		watched = append(watched, tcp.informer)
-	}
-	udpInformer, udpRoutes := w.watchUDPRoutes(ctx, gwFactory)
-	if udpInformer != nil {
-		watched = append(watched, udpInformer)
 	}
 	var synced []cache.InformerSynced
 	for _, inf := range watched {
@@ -307,8 +307,8 @@ func (w *gatewayWatch) run(ctx context.Context) ([]cache.InformerSynced, *gatewa
 		gateways:   func() ([]*gwv1.Gateway, error) { return gateways.Lister().List(labels.Everything()) },
 		routes:     func() ([]*gwv1.HTTPRoute, error) { return routes.Lister().List(labels.Everything()) },
 		grpcRoutes: grpcRoutes,
-		tcpRoutes:  tcp.list,
 		udpRoutes:  udpRoutes,
+		tcpRoutes:  tcp.list,
 		grants:     func() ([]*gwv1beta1.ReferenceGrant, error) { return grants.Lister().List(labels.Everything()) },
 		namespaces: func() ([]*corev1.Namespace, error) { return namespaces.Lister().List(labels.Everything()) },
 	}
@@ -339,14 +339,14 @@ func (w *gatewayWatch) fill(snap *source.Snapshot) error {
 			return fmt.Errorf("list grpcroutes: %w", err)
 		}
 	}
-	if l.tcpRoutes != nil {
-		if snap.TCPRoutes, err = l.tcpRoutes(); err != nil {
-			return fmt.Errorf("list tcproutes: %w", err)
-		}
-	}
 	if l.udpRoutes != nil {
 		if snap.UDPRoutes, err = l.udpRoutes(); err != nil {
 			return fmt.Errorf("list udproutes: %w", err)
+		}
+	}
+	if l.tcpRoutes != nil {
+		if snap.TCPRoutes, err = l.tcpRoutes(); err != nil {
+			return fmt.Errorf("list tcproutes: %w", err)
 		}
 	}
 	if snap.ReferenceGrants, err = l.grants(); err != nil {
@@ -359,8 +359,8 @@ func (w *gatewayWatch) fill(snap *source.Snapshot) error {
 	sortByName(snap.Gateways)
 	sortByName(snap.HTTPRoutes)
 	sortByName(snap.GRPCRoutes)
-	sortByName(snap.TCPRoutes)
 	sortByName(snap.UDPRoutes)
+	sortByName(snap.TCPRoutes)
 	sortByName(snap.ReferenceGrants)
 	sortByName(snap.Namespaces)
 	return nil
