@@ -282,14 +282,15 @@ func listenerCerts(gw *gwv1.Gateway, spec *gwv1.Listener, host string, x *index)
 // markConflicts applies the spec's conflict rules: listeners on one port
 // with different protocols conflict (ProtocolConflict), and so do
 // listeners with the same port, protocol and hostname (HostnameConflict).
-// A UDP listener conflicts only with another UDP one: a port number
-// belongs to one transport protocol, so UDP 53 and TCP 53 are two ports.
 func markConflicts(ls []*gwListener) {
 	for i, a := range ls {
 		if a.notAccepted != "" {
 			continue
 		}
 		for _, b := range ls[:i] {
+			// A UDP listener conflicts only with another UDP one: a port
+			// number belongs to one transport protocol, so UDP 53 and
+			// TCP 53 are two ports.
 			if b.notAccepted != "" || a.port != b.port || (a.protocol == model.ProtocolUDP) != (b.protocol == model.ProtocolUDP) {
 				continue
 			}

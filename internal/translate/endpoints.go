@@ -210,9 +210,9 @@ func passOver(snap *source.Snapshot, changed serviceSet) *source.Snapshot {
 	return part
 }
 
-// namedByRoute reports whether an HTTPRoute, a GRPCRoute, a TCPRoute or
-// a UDPRoute names one of the changed Services: their pools (weighted,
-// h2c, TCP, UDP) are built otherwise.
+// namedByRoute reports whether an HTTPRoute, a GRPCRoute or a TCPRoute
+// names one of the changed Services: their pools (weighted, h2c, TCP)
+// are built otherwise.
 func namedByRoute(snap *source.Snapshot, changed serviceSet) bool {
 	names := func(routeNS string, b gwv1.BackendObjectReference) bool {
 		ns := routeNS
@@ -239,6 +239,7 @@ func namedByRoute(snap *source.Snapshot, changed serviceSet) bool {
 			}
 		}
 	}
+	// A UDPRoute's pool (a Service's UDP port) is built otherwise too.
 	for _, route := range snap.UDPRoutes {
 		for _, rule := range route.Spec.Rules {
 			for _, b := range rule.BackendRefs {
