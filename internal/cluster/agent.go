@@ -22,6 +22,7 @@ import (
 	"pier.dev/pier/internal/agent/haproxydriver"
 	"pier.dev/pier/internal/agent/mover"
 	"pier.dev/pier/internal/agent/nativedriver"
+	"pier.dev/pier/internal/agent/splitdriver"
 	"pier.dev/pier/internal/api"
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/metrics"
@@ -161,7 +162,9 @@ func (cfg AgentConfig) drivers(stateDir string, secrets haproxydriver.Secrets, m
 	if err != nil {
 		return nil, fmt.Errorf("haproxy driver: %w", err)
 	}
-	return []driver.Driver{hd, nativedriver.NewOrUnavailable(nativedriver.Config{StateDir: stateDir, Logger: logger})}, nil
+	// A Gateway's UDP listeners are served by nftables beside HAProxy.
+	haproxy, native := splitdriver.New(hd, nativedriver.NewOrUnavailable(nativedriver.Config{StateDir: stateDir, Logger: logger}))
+	return []driver.Driver{haproxy, native}, nil
 }
 
 // mover builds what moves this node's addresses: keepalived

@@ -67,7 +67,7 @@ func (e *eventSink) Report(_ context.Context, snap *source.Snapshot, fresh []mod
 			if svc := services[p.Ref()]; svc != nil {
 				obj = svc
 			}
-		case model.KindGatewayClass, model.KindGateway, model.KindHTTPRoute, model.KindGRPCRoute, model.KindTCPRoute, model.KindTLSRoute:
+		case model.KindGatewayClass, model.KindGateway, model.KindHTTPRoute, model.KindGRPCRoute, model.KindTCPRoute, model.KindTLSRoute, model.KindUDPRoute:
 			obj = gateway[p.Ref()]
 		}
 		if obj == nil {
@@ -97,6 +97,9 @@ func gatewayObjects(snap *source.Snapshot) map[model.ObjectRef]runtime.Object {
 	}
 	for _, r := range snap.GRPCRoutes {
 		out[model.ObjectRef{Kind: model.KindGRPCRoute, Namespace: r.Namespace, Name: r.Name}] = r
+	}
+	for _, r := range snap.UDPRoutes {
+		out[model.ObjectRef{Kind: model.KindUDPRoute, Namespace: r.Namespace, Name: r.Name}] = r
 	}
 	for _, r := range snap.TCPRoutes {
 		out[model.ObjectRef{Kind: model.KindTCPRoute, Namespace: r.Namespace, Name: r.Name}] = r

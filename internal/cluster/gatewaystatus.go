@@ -64,6 +64,7 @@ func (w *statusWriter) PublishGateways(ctx context.Context, snap *source.Snapsho
 		wrote, err := w.writeGRPCRoute(ctx, r, want, controller, now)
 		w.report("grpcroute", r.Namespace+"/"+r.Name, wrote, err)
 	}
+	w.publishUDPRoutes(ctx, snap, st, controller, now)
 	for _, r := range snap.TCPRoutes {
 		want := st.Routes[gatewayRef(model.KindTCPRoute, r.Namespace, r.Name)]
 		if want == nil && !hasParentOf(r.Status.Parents, controller) {

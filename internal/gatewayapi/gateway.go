@@ -91,6 +91,7 @@ func Translate(snap *source.Snapshot, opts translate.Options) *translate.Result 
 		routeQuota.Take(r.Namespace)
 		attachRoute(ro, gws, ns, idx, opts, st, &res.Problems)
 	}
+	attachUDPRoutes(snap.UDPRoutes, gws, ns, idx, opts, st, &res.Problems)
 	// TCPRoutes take TCP listeners only, which no HTTPRoute or GRPCRoute
 	// shares; a listener serves one, so they count against no route cap.
 	attachTCPRoutes(snap.TCPRoutes, gws, ns, idx, opts, st, &res.Problems)

@@ -55,6 +55,9 @@ func gatewaySnap(t *testing.T, docs string) *source.Snapshot {
 		case "GRPCRoute":
 			o := &gwv1.GRPCRoute{}
 			snap.GRPCRoutes, obj = append(snap.GRPCRoutes, o), o
+		case "UDPRoute":
+			o := &gwv1alpha2.UDPRoute{}
+			snap.UDPRoutes, obj = append(snap.UDPRoutes, o), o
 		case "TCPRoute":
 			o := &gwv1alpha2.TCPRoute{}
 			snap.TCPRoutes, obj = append(snap.TCPRoutes, o), o

@@ -176,8 +176,8 @@ func (p *parsedGateway) loadBalancer(checks bool) *model.LoadBalancer {
 	byPort := map[int]*model.Listener{}
 	var ports []int
 	for _, l := range p.listeners {
-		if !l.usable() {
-			continue
+		if !l.usable() || l.protocol == model.ProtocolUDP {
+			continue // UDP listeners after these (udproute.go)
 		}
 		ml := byPort[l.port]
 		if ml == nil {
@@ -234,6 +234,11 @@ func (p *parsedGateway) loadBalancer(checks bool) *model.LoadBalancer {
 		// clients without SNI, so it must not depend on map order.
 		sort.SliceStable(ml.Certificates, func(i, j int) bool { return certBefore(ml.Certificates[i], ml.Certificates[j]) })
 		lb.Listeners = append(lb.Listeners, *ml)
+	}
+	udp, udpPools := p.udpListeners()
+	lb.Listeners = append(lb.Listeners, udp...)
+	for _, pool := range udpPools {
+		p.pools[pool.ID], used[pool.ID] = pool, true
 	}
 	for id, pool := range p.pools {
 		if used[id] {

@@ -45,6 +45,8 @@ type gwListener struct {
 	// routeHosts are the hostnames the routes attached so far serve,
 	// by route kind (grpcroutes.go: one kind per hostname).
 	routeHosts map[string][]string
+	// udpRoute is the UDPRoute a UDP listener serves (udproute.go).
+	udpRoute *udpRoute
 	// tcpRoute is the TCPRoute a TCP listener serves (tcproutes.go).
 	tcpRoute *tcpRoute
 	// passthrough marks a TLS listener (tls.mode Passthrough): protocol
@@ -209,8 +211,12 @@ func parseListener(gw *gwv1.Gateway, spec *gwv1.Listener, x *index) *gwListener 
 			return refuse(gwv1.ListenerReasonInvalid, "a TCP listener has no tls")
 		}
 		l.protocol = model.ProtocolTCP
+	case gwv1.UDPProtocolType:
+		if reason, msg := parseUDPListener(l, spec); reason != "" {
+			return refuse(reason, "%s", msg)
+		}
 	default:
-		return refuse(gwv1.ListenerReasonUnsupportedProtocol, "protocol %s is not HTTP, HTTPS, TLS or TCP", translate.Quote(string(spec.Protocol)))
+		return refuse(gwv1.ListenerReasonUnsupportedProtocol, "protocol %s is not HTTP, HTTPS, TLS, TCP or UDP", translate.Quote(string(spec.Protocol)))
 	}
 	l.kinds = routeKinds(l, spec.AllowedRoutes)
 	if l.unresolved == "" && spec.AllowedRoutes != nil && len(spec.AllowedRoutes.Kinds) > 0 && len(spec.AllowedRoutes.Kinds) != len(l.kinds) {
@@ -220,6 +226,8 @@ func parseListener(gw *gwv1.Gateway, spec *gwv1.Listener, x *index) *gwListener 
 			l.message = "only TCPRoute is supported in allowedRoutes.kinds of a TCP listener"
 		case l.passthrough:
 			l.message = "only TLSRoute is supported in allowedRoutes.kinds of a TLS listener"
+		case l.protocol == model.ProtocolUDP:
+			l.message = "only UDPRoute is supported in allowedRoutes.kinds of a UDP listener"
 		}
 	}
 	return l
@@ -227,9 +235,13 @@ func parseListener(gw *gwv1.Gateway, spec *gwv1.Listener, x *index) *gwListener 
 
 // routeKinds are the kinds a listener takes: on HTTP and HTTPS,
 // HTTPRoute and GRPCRoute (gRPC is HTTP/2: h2c on HTTP, ALPN h2 on
-// HTTPS); on TCP, TCPRoute; on TLS (Passthrough), TLSRoute; unless the
-// user listed kinds, then those of them pier supports on the protocol.
+// HTTPS); on TCP, TCPRoute; on TLS (Passthrough), TLSRoute; on UDP,
+// UDPRoute; unless the user listed kinds, then those of them pier
+// supports on the protocol.
 func routeKinds(l *gwListener, ar *gwv1.AllowedRoutes) []gwv1.RouteGroupKind {
+	if l.protocol == model.ProtocolUDP {
+		return udpRouteKinds(ar)
+	}
 	tcp, tls := l.protocol == model.ProtocolTCP, l.passthrough
 	if ar == nil || len(ar.Kinds) == 0 {
 		switch {
@@ -344,7 +356,10 @@ func markConflicts(ls []*gwListener) {
 			continue
 		}
 		for _, b := range ls[:i] {
-			if b.notAccepted != "" || a.port != b.port {
+			// A UDP listener conflicts only with another UDP one: a port
+			// number belongs to one transport protocol, so UDP 53 and
+			// TCP 53 are two ports.
+			if b.notAccepted != "" || a.port != b.port || (a.protocol == model.ProtocolUDP) != (b.protocol == model.ProtocolUDP) {
 				continue
 			}
 			reason := ""

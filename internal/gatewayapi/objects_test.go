@@ -38,7 +38,7 @@ metadata: {name: mixed}
 spec:
   gatewayClassName: pier
   listeners:
-  - {name: udp, port: 9000, protocol: UDP}
+  - {name: sctp, port: 9000, protocol: example.com/sctp}
   - {name: http, port: 80, protocol: HTTP}
   - {name: http-b, port: 80, protocol: HTTP, hostname: b.example}
   - {name: clash-http, port: 81, protocol: HTTP}
@@ -53,7 +53,7 @@ kind: Gateway
 metadata: {name: all-bad}
 spec:
   gatewayClassName: pier
-  listeners: [{name: udp, port: 53, protocol: UDP}]
+  listeners: [{name: sctp, port: 53, protocol: example.com/sctp}]
 ---
 kind: Gateway
 metadata: {name: unresolved-only}
@@ -113,7 +113,7 @@ spec:
 		reason string
 	}
 	want := map[gwv1.SectionName][]cond{
-		"udp":          {{"Accepted", "False", "UnsupportedProtocol"}, {"Programmed", "False", "Invalid"}},
+		"sctp":         {{"Accepted", "False", "UnsupportedProtocol"}, {"Programmed", "False", "Invalid"}},
 		"http":         {{"Accepted", "True", "Accepted"}, {"Conflicted", "False", "NoConflicts"}, {"Programmed", "False", "Pending"}},
 		"http-b":       {{"Accepted", "True", "Accepted"}, {"Conflicted", "False", "NoConflicts"}},
 		"clash-http":   {{"Conflicted", "True", "ProtocolConflict"}, {"Programmed", "False", "Invalid"}},

@@ -23,6 +23,7 @@ const (
 	KindGatewayClass = "GatewayClass"
 	KindHTTPRoute    = "HTTPRoute"
 	KindGRPCRoute    = "GRPCRoute"
+	KindUDPRoute     = "UDPRoute"
 	KindTCPRoute     = "TCPRoute"
 	KindTLSRoute     = "TLSRoute"
 )

@@ -152,6 +152,8 @@ func gatewayAPIStatusChanged(prev, next *source.Snapshot) bool {
 		return reflect.DeepEqual(a.Status, b.Status)
 	}) || changed(prev.GRPCRoutes, next.GRPCRoutes, func(a, b *gwv1.GRPCRoute) bool {
 		return reflect.DeepEqual(a.Status, b.Status)
+	}) || changed(prev.UDPRoutes, next.UDPRoutes, func(a, b *gwv1alpha2.UDPRoute) bool {
+		return reflect.DeepEqual(a.Status, b.Status)
 	}) || changed(prev.TCPRoutes, next.TCPRoutes, func(a, b *gwv1alpha2.TCPRoute) bool {
 		return reflect.DeepEqual(a.Status, b.Status)
 	}) || changed(prev.TLSRoutes, next.TLSRoutes, func(a, b *gwv1alpha2.TLSRoute) bool {
@@ -244,6 +246,8 @@ func gatewayAPIChanged(prev, next *source.Snapshot) bool {
 		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
 	}) || changed(prev.GRPCRoutes, next.GRPCRoutes, func(a, b *gwv1.GRPCRoute) bool {
 		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
+	}) || changed(prev.UDPRoutes, next.UDPRoutes, func(a, b *gwv1alpha2.UDPRoute) bool {
+		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
 	}) || changed(prev.TCPRoutes, next.TCPRoutes, func(a, b *gwv1alpha2.TCPRoute) bool {
 		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
 	}) || changed(prev.TLSRoutes, next.TLSRoutes, func(a, b *gwv1alpha2.TLSRoute) bool {
@@ -260,7 +264,7 @@ func gatewayAPIChanged(prev, next *source.Snapshot) bool {
 // that come and go without routes (every test, every tenant) rebuild
 // nothing; a route that comes or goes with one is a change of its own.
 func routeNamespaces(snap *source.Snapshot) []*corev1.Namespace {
-	if len(snap.HTTPRoutes) == 0 && len(snap.GRPCRoutes) == 0 && len(snap.TCPRoutes) == 0 && len(snap.TLSRoutes) == 0 {
+	if len(snap.HTTPRoutes) == 0 && len(snap.GRPCRoutes) == 0 && len(snap.TCPRoutes) == 0 && len(snap.TLSRoutes) == 0 && len(snap.UDPRoutes) == 0 {
 		return nil
 	}
 	has := make(map[string]bool, len(snap.HTTPRoutes)+len(snap.GRPCRoutes)+len(snap.TCPRoutes))
@@ -268,6 +272,9 @@ func routeNamespaces(snap *source.Snapshot) []*corev1.Namespace {
 		has[r.Namespace] = true
 	}
 	for _, r := range snap.GRPCRoutes {
+		has[r.Namespace] = true
+	}
+	for _, r := range snap.UDPRoutes {
 		has[r.Namespace] = true
 	}
 	for _, r := range snap.TCPRoutes {
@@ -402,6 +409,16 @@ func gatewayReferences(snap *source.Snapshot, ours map[model.ObjectRef]bool, r r
 		}
 	}
 	for _, route := range snap.GRPCRoutes {
+		if !namesOurGateway(route.Namespace, route.Spec.ParentRefs, ours) {
+			continue
+		}
+		for _, rule := range route.Spec.Rules {
+			for _, b := range rule.BackendRefs {
+				r.services[refNamespace(b.Namespace, route.Namespace)+"/"+string(b.Name)] = true
+			}
+		}
+	}
+	for _, route := range snap.UDPRoutes {
 		if !namesOurGateway(route.Namespace, route.Spec.ParentRefs, ours) {
 			continue
 		}

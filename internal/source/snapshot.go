@@ -31,6 +31,8 @@ type Snapshot struct {
 	Gateways       []*gwv1.Gateway
 	HTTPRoutes     []*gwv1.HTTPRoute
 	GRPCRoutes     []*gwv1.GRPCRoute
+	// UDPRoutes are the experimental channel's (v1alpha2).
+	UDPRoutes []*gwv1alpha2.UDPRoute
 	// TCPRoutes are the experimental channel's (v1alpha2 in v1.4).
 	TCPRoutes []*gwv1alpha2.TCPRoute
 	// TLSRoutes, read at v1 (the standard channel since v1.5), v1alpha3

@@ -15,6 +15,7 @@ import (
 	"pier.dev/pier/internal/agent/haproxydriver"
 	"pier.dev/pier/internal/agent/mover"
 	"pier.dev/pier/internal/agent/nativedriver"
+	"pier.dev/pier/internal/agent/splitdriver"
 	"pier.dev/pier/internal/lab"
 	"pier.dev/pier/internal/metrics"
 	"pier.dev/pier/internal/source"
@@ -155,10 +156,11 @@ func (m agentMaker) make(n nodeAgent) (*agent.Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("haproxy driver: %w", err)
 	}
-	native := nativedriver.NewOrUnavailable(nativedriver.Config{StateDir: n.stateDir, Netns: n.netns, Logger: n.logger})
+	// A Gateway's UDP listeners are served by nftables beside HAProxy.
+	haproxy, native := splitdriver.New(hd, nativedriver.NewOrUnavailable(nativedriver.Config{StateDir: n.stateDir, Netns: n.netns, Logger: n.logger}))
 	// The embedded store makes a report cost nothing: rates as fresh as
 	// the members read.
-	return agent.New(agent.Config{Node: n.name, Store: m.store, Drivers: []driver.Driver{hd, native}, Mover: n.mover,
+	return agent.New(agent.Config{Node: n.name, Store: m.store, Drivers: []driver.Driver{haproxy, native}, Mover: n.mover,
 		ApplyConcurrency: m.cfg.ApplyConcurrency, RatesEvery: agent.StatsEvery, StopOnExit: true, Metrics: m.metrics, Logger: n.logger}), nil
 }
 

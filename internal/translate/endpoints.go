@@ -239,6 +239,16 @@ func namedByRoute(snap *source.Snapshot, changed serviceSet) bool {
 			}
 		}
 	}
+	// A UDPRoute's pool (a Service's UDP port) is built otherwise too.
+	for _, route := range snap.UDPRoutes {
+		for _, rule := range route.Spec.Rules {
+			for _, b := range rule.BackendRefs {
+				if names(route.Namespace, b.BackendObjectReference) {
+					return true
+				}
+			}
+		}
+	}
 	for _, route := range snap.TCPRoutes {
 		for _, rule := range route.Spec.Rules {
 			for _, b := range rule.BackendRefs {

@@ -41,6 +41,22 @@ func (i *Index) EndpointMembers(svc *corev1.Service, sp *corev1.ServicePort, pol
 	return i.x.endpointMembers(svc, sp, policy)
 }
 
+// UDPMembers are the ready IPv4 members of svc on its UDP service port
+// sp, as a native Service's pool gets them.
+func (i *Index) UDPMembers(svc *corev1.Service, sp *corev1.ServicePort, policy MemberPolicy) (members []model.Member, refused []string) {
+	return i.x.serviceMembers(svc, *sp, policy)
+}
+
+// UDPServicePort is the UDP port numbered port of svc, or nil.
+func UDPServicePort(svc *corev1.Service, port int32) *corev1.ServicePort {
+	for i := range svc.Spec.Ports {
+		if sp := &svc.Spec.Ports[i]; sp.Protocol == corev1.ProtocolUDP && sp.Port == port {
+			return sp
+		}
+	}
+	return nil
+}
+
 // ServicePort is the TCP port of svc that p names, or nil.
 func ServicePort(svc *corev1.Service, p networkingv1.ServiceBackendPort) *corev1.ServicePort {
 	return findServicePort(svc, p)

@@ -57,12 +57,34 @@ func ConfigFromSpec(stateDir string, opts render.Options) func(*model.LoadBalanc
 		if err != nil {
 			return nil, err
 		}
-		r, err := render.Render(lb, at, nil, opts)
+		r, err := render.Render(haproxyListeners(lb), at, nil, opts)
 		if err != nil {
 			return nil, err
 		}
 		return r.Fragment, nil
 	}
+}
+
+// haproxyListeners is lb without its UDP listeners and their pools: a
+// Gateway's, which nftables serves beside HAProxy (agent/splitdriver,
+// whose Parts the agent applies), have no fragment.
+func haproxyListeners(lb *model.LoadBalancer) *model.LoadBalancer {
+	out := *lb
+	out.Listeners, out.Pools = nil, nil
+	udpPools := map[string]bool{}
+	for _, l := range lb.Listeners {
+		if l.Protocol == model.ProtocolUDP {
+			udpPools[l.DefaultPoolID] = true
+		} else {
+			out.Listeners = append(out.Listeners, l)
+		}
+	}
+	for _, p := range lb.Pools {
+		if !udpPools[p.ID] {
+			out.Pools = append(out.Pools, p)
+		}
+	}
+	return &out
 }
 
 func folderOf(stateDir string, lb *model.LoadBalancer) (layout.LB, error) {

@@ -37,6 +37,10 @@ func newDecoder() (*runtime.Scheme, runtime.Decoder) {
 	utilruntime.Must(gwv1.Install(s))
 	utilruntime.Must(gwv1beta1.Install(s))
 	utilruntime.Must(gwv1alpha2.Install(s))
+	// UDPRoute is v1 too in v1.7.0's experimental channel (v1alpha2 still
+	// served), with the same fields.
+	s.AddKnownTypeWithName(gwv1.SchemeGroupVersion.WithKind("UDPRoute"), &gwv1alpha2.UDPRoute{})
+	s.AddKnownTypeWithName(gwv1.SchemeGroupVersion.WithKind("UDPRouteList"), &gwv1alpha2.UDPRouteList{})
 	// TCPRoute is v1 in the standard channel since Gateway API v1.6,
 	// with v1alpha2's fields; pier's module (v1.4.1) has only the
 	// v1alpha2 type, which reads both.
@@ -67,6 +71,9 @@ var keptKinds = map[schema.GroupVersionKind]bool{
 	gwv1.SchemeGroupVersion.WithKind("Gateway"):      true,
 	gwv1.SchemeGroupVersion.WithKind("HTTPRoute"):    true,
 	gwv1.SchemeGroupVersion.WithKind("GRPCRoute"):    true,
+	// UDPRoute: v1alpha2 and v1 (both in v1.7.0's experimental channel).
+	gwv1alpha2.SchemeGroupVersion.WithKind("UDPRoute"): true,
+	gwv1.SchemeGroupVersion.WithKind("UDPRoute"):       true,
 	// TCPRoute: v1alpha2 (the experimental channel up to v1.5) and v1
 	// (the standard channel since v1.6).
 	gwv1alpha2.SchemeGroupVersion.WithKind("TCPRoute"): true,

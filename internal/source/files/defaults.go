@@ -181,6 +181,8 @@ func add(snap *source.Snapshot, obj kubeObject) {
 		snap.HTTPRoutes = append(snap.HTTPRoutes, o)
 	case *gwv1.GRPCRoute:
 		snap.GRPCRoutes = append(snap.GRPCRoutes, o)
+	case *gwv1alpha2.UDPRoute:
+		snap.UDPRoutes = append(snap.UDPRoutes, o)
 	case *gwv1alpha2.TCPRoute:
 		snap.TCPRoutes = append(snap.TCPRoutes, o)
 	case *gwv1alpha2.TLSRoute:
@@ -258,6 +260,7 @@ func sortSnapshot(snap *source.Snapshot) {
 	slices.SortFunc(snap.Gateways, byName[*gwv1.Gateway])
 	slices.SortFunc(snap.HTTPRoutes, byName[*gwv1.HTTPRoute])
 	slices.SortFunc(snap.GRPCRoutes, byName[*gwv1.GRPCRoute])
+	slices.SortFunc(snap.UDPRoutes, byName[*gwv1alpha2.UDPRoute])
 	slices.SortFunc(snap.TCPRoutes, byName[*gwv1alpha2.TCPRoute])
 	slices.SortFunc(snap.TLSRoutes, byName[*gwv1alpha2.TLSRoute])
 	slices.SortFunc(snap.ReferenceGrants, byName[*gwv1beta1.ReferenceGrant])

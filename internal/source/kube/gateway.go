@@ -69,6 +69,7 @@ type gatewayListers struct {
 	gateways   func() ([]*gwv1.Gateway, error)
 	routes     func() ([]*gwv1.HTTPRoute, error)
 	grpcRoutes func() ([]*gwv1.GRPCRoute, error)      // nil: GRPCRoutes not watched
+	udpRoutes  func() ([]*gwv1alpha2.UDPRoute, error) // nil: UDPRoutes not watched
 	tcpRoutes  func() ([]*gwv1alpha2.TCPRoute, error) // nil: TCPRoutes not watched
 	tlsRoutes  func() ([]*gwv1alpha2.TLSRoute, error) // nil: TLSRoutes not watched
 	grants     func() ([]*gwv1beta1.ReferenceGrant, error)
@@ -273,6 +274,10 @@ func (w *gatewayWatch) run(ctx context.Context) ([]cache.InformerSynced, *gatewa
 		watched = append(watched, inf.Informer())
 		grpcRoutes = func() ([]*gwv1.GRPCRoute, error) { return inf.Lister().List(labels.Everything()) }
 	}
+	udpInformer, udpRoutes := w.watchUDPRoutes(ctx, gwFactory)
+	if udpInformer != nil {
+		watched = append(watched, udpInformer)
+	}
 	tcp := w.watchTCPRoutes(ctx, func() tcpRouteWatch {
 		inf := gwFactory.Gateway().V1alpha2().TCPRoutes()
 		return tcpRouteWatch{informer: inf.Informer(), list: func() ([]*gwv1alpha2.TCPRoute, error) { return inf.Lister().List(labels.Everything()) }}
@@ -310,6 +315,7 @@ func (w *gatewayWatch) run(ctx context.Context) ([]cache.InformerSynced, *gatewa
 		gateways:   func() ([]*gwv1.Gateway, error) { return gateways.Lister().List(labels.Everything()) },
 		routes:     func() ([]*gwv1.HTTPRoute, error) { return routes.Lister().List(labels.Everything()) },
 		grpcRoutes: grpcRoutes,
+		udpRoutes:  udpRoutes,
 		tcpRoutes:  tcp.list,
 		tlsRoutes:  tls.list,
 		grants:     func() ([]*gwv1beta1.ReferenceGrant, error) { return grants.Lister().List(labels.Everything()) },
@@ -342,6 +348,11 @@ func (w *gatewayWatch) fill(snap *source.Snapshot) error {
 			return fmt.Errorf("list grpcroutes: %w", err)
 		}
 	}
+	if l.udpRoutes != nil {
+		if snap.UDPRoutes, err = l.udpRoutes(); err != nil {
+			return fmt.Errorf("list udproutes: %w", err)
+		}
+	}
 	if l.tcpRoutes != nil {
 		if snap.TCPRoutes, err = l.tcpRoutes(); err != nil {
 			return fmt.Errorf("list tcproutes: %w", err)
@@ -362,6 +373,7 @@ func (w *gatewayWatch) fill(snap *source.Snapshot) error {
 	sortByName(snap.Gateways)
 	sortByName(snap.HTTPRoutes)
 	sortByName(snap.GRPCRoutes)
+	sortByName(snap.UDPRoutes)
 	sortByName(snap.TCPRoutes)
 	sortByName(snap.TLSRoutes)
 	sortByName(snap.ReferenceGrants)

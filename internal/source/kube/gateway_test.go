@@ -314,7 +314,7 @@ func TestSourceTCPRoutes(t *testing.T) {
 		v1         bool // v1 serves tcproutes, read through the dynamic client
 	}{
 		{"served", []string{"tcproutes"}, false, 1, "", false},
-		{"no v1alpha2", nil, false, 0, "v1alpha2 is not served", false},
+		{"no v1alpha2", nil, false, 0, "v1alpha2 is not served: install the experimental channel's TCPRoute CRD", false},
 		{"not served", []string{"tlsroutes"}, false, 0, "does not serve tcproutes", false},
 		{"forbidden", []string{"tcproutes"}, true, 0, "listing tcproutes is forbidden", false},
 		{"v1", nil, false, 1, "", true},
