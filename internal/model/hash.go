@@ -53,27 +53,6 @@ func (lb *LoadBalancer) Clone() *LoadBalancer {
 	return &out
 }
 
-// Problem is something wrong with one source object. Severity Error means
-// the object was refused whole; Warning means it is served but something
-// was ignored.
-type Problem struct {
-	Kind      string   `json:"kind"`
-	Namespace string   `json:"namespace"`
-	Name      string   `json:"name"`
-	Severity  Severity `json:"severity"`
-	Reason    string   `json:"reason"` // CamelCase, as a Kubernetes Event reason
-	Field     string   `json:"field,omitempty"`
-	Message   string   `json:"message"`
-}
-
-// Severity of a Problem.
-type Severity string
-
-const (
-	SeverityError   Severity = "Error"
-	SeverityWarning Severity = "Warning"
-)
-
 // OldestFirst returns the load balancers with a UUID, oldest first
 // (CreatedAt, then UUID): the order in which allocators replay what is
 // stored, so that of two claims on one address or id the older wins.

@@ -11,9 +11,9 @@ import (
 	gwv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
-	"pier.dev/pier/internal/translate"
 )
 
 // Reasons for a rebuild, the label of pier_rebuilds_total. When one
@@ -370,10 +370,10 @@ func referencesOf(snap *source.Snapshot, ours map[model.ObjectRef]bool) referenc
 				r.secrets[ing.Namespace+"/"+t.SecretName] = true
 			}
 		}
-		for _, ref := range translate.NamedSecrets(ing) {
+		for _, ref := range annotation.Secrets(ing) {
 			r.secrets[ref.Namespace+"/"+ref.Name] = true
 		}
-		for _, ref := range translate.NamedConfigMaps(ing) {
+		for _, ref := range annotation.ConfigMaps(ing) {
 			r.configMaps[ref.Namespace+"/"+ref.Name] = true
 		}
 	}

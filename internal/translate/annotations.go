@@ -8,12 +8,13 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/model"
 )
 
 // AnnotationPrefix is the prefix of every annotation pier reads.
-const AnnotationPrefix = "pier.dev/"
+const AnnotationPrefix = annotation.Prefix
 
 // The annotations pier understands. Each has one typed parser; an invalid
 // value refuses the whole Ingress. There are no snippet
@@ -36,7 +37,7 @@ const (
 	AnnotationAccessLog = AnnotationPrefix + "access-log"
 	// AnnotationAuthURLCASecret names a Secret of the Ingress's namespace
 	// whose ca.crt signs the certificate of an https auth-url's Service.
-	AnnotationAuthURLCASecret = AnnotationPrefix + "auth-url-ca-secret"
+	AnnotationAuthURLCASecret = annotation.AuthURLCASecret
 	// AnnotationAuthURLVerify "false" sends an https auth-url's requests
 	// without checking the Service's certificate.
 	AnnotationAuthURLVerify = AnnotationPrefix + "auth-url-verify"
@@ -216,8 +217,8 @@ func parseAnnotations(ann map[string]string) (ingressSettings, []annotationIssue
 	issues = append(issues, canaryIssues(s.canary, ann)...)
 	issues = append(issues, extAuthIssues(s.extAuth, ann)...)
 	issues = append(issues, proxySSLIssues(s, ann)...)
-	if _, typed := ann[keyOf(ann, "auth-type")]; s.auth.secret != "" && !typed {
-		issues = append(issues, annotationIssue{key: keyOf(ann, "auth-secret"),
+	if _, typed := ann[annotation.KeyOf(ann, "auth-type")]; s.auth.secret != "" && !typed {
+		issues = append(issues, annotationIssue{key: annotation.KeyOf(ann, "auth-secret"),
 			message: "auth-secret without auth-type basic does nothing, as in ingress-nginx"})
 	}
 	if s.permanentRedirect != "" && s.temporalRedirect != "" {

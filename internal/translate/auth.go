@@ -3,11 +3,8 @@ package translate
 import (
 	"errors"
 	"fmt"
-	"strings"
 
-	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
-
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/htpasswd"
 	"pier.dev/pier/internal/model"
@@ -45,32 +42,12 @@ func parseAuthSecret(v string) (string, error) { return parseObjectName("auth-se
 // parseObjectName accepts the value of an annotation naming a Secret or
 // ConfigMap: "name" or "namespace/name", each a DNS-1123 name (object
 // names are subdomains). Whether the namespace is the Ingress's is
-// checked once the Ingress is known (ownNamespaceObject).
-func parseObjectName(annotation, v string) (string, error) {
-	ns, name, cross := strings.Cut(v, "/")
-	if !cross {
-		ns, name = "", v
-	}
-	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return "", fmt.Errorf("%s %s: %s", annotation, quoteForMessage(v), strings.Join(errs, "; "))
-	}
-	if cross {
-		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-			return "", fmt.Errorf("%s %s: namespace: %s", annotation, quoteForMessage(v), strings.Join(errs, "; "))
-		}
+// checked once the Ingress is known (annotation.OwnNamespaceObject).
+func parseObjectName(name, v string) (string, error) {
+	if err := annotation.CheckObjectName(v); err != nil {
+		return "", fmt.Errorf("%s %s: %w", name, quoteForMessage(v), err)
 	}
 	return v, nil
-}
-
-// ownNamespaceObject is the object a valid parseObjectName value v of
-// ing names, as namespace and name, and whether it is in the Ingress's
-// own namespace (the only ones pier reads).
-func ownNamespaceObject(ing *networkingv1.Ingress, v string) (namespace, name string, ok bool) {
-	ns, name, cross := strings.Cut(v, "/")
-	if !cross {
-		return ing.Namespace, v, true
-	}
-	return ns, name, ns == ing.Namespace
 }
 
 func parseAuthSecretType(v string) (string, error) {
@@ -89,27 +66,6 @@ func parseAuthRealm(v string) (string, error) {
 	return r.String(), nil
 }
 
-// AuthSecret is the Secret the auth-secret annotation of ing names, as
-// namespace and name, when auth-type is basic and it names one in the
-// Ingress's own namespace (the only ones pier reads): what the sources
-// watch and the pipeline rebuilds on.
-func AuthSecret(ing *networkingv1.Ingress) (namespace, name string, ok bool) {
-	if ing.Annotations[keyOf(ing.Annotations, "auth-type")] != "basic" {
-		return "", "", false
-	}
-	v, found := ing.Annotations[AnnotationPrefix+"auth-secret"]
-	if !found {
-		v, found = ing.Annotations[NginxPrefix+"auth-secret"]
-	}
-	if !found {
-		return "", "", false
-	}
-	if _, err := parseAuthSecret(v); err != nil {
-		return "", "", false
-	}
-	return ownNamespaceObject(ing, v)
-}
-
 // resolveAuth reads the Secret of auth-type: basic from the snapshot
 // and records its digest; the agent renders the users it reads itself
 // only while their digest is this one. It returns the annotation key to
@@ -120,11 +76,11 @@ func (p *parsedIngress) resolveAuth(x *index) (string, error) {
 	if !a.basic {
 		return "", nil
 	}
-	key := keyOf(ann, "auth-secret")
+	key := annotation.KeyOf(ann, "auth-secret")
 	if a.secret == "" {
-		return keyOf(ann, "auth-type"), errors.New("auth-type basic needs auth-secret, the Secret holding the users")
+		return annotation.KeyOf(ann, "auth-type"), errors.New("auth-type basic needs auth-secret, the Secret holding the users")
 	}
-	ns, name, ok := AuthSecret(p.ing)
+	ns, name, ok := annotation.AuthSecret(p.ing)
 	if !ok {
 		return key, fmt.Errorf("auth-secret %s: Secrets of other namespaces cannot be referenced", quoteForMessage(a.secret))
 	}
@@ -146,15 +102,6 @@ func (p *parsedIngress) resolveAuth(x *index) (string, error) {
 	}
 	a.resolved = &model.BasicAuth{Realm: realm, Namespace: ns, Secret: name, Type: typ, SHA256: htpasswd.Digest(users)}
 	return "", nil
-}
-
-// keyOf is the key an annotation was read under: the pier.dev/ one when
-// both are set, as it wins.
-func keyOf(ann map[string]string, name string) string {
-	if _, ok := ann[AnnotationPrefix+name]; ok {
-		return AnnotationPrefix + name
-	}
-	return NginxPrefix + name
 }
 
 // model is the policy's BasicAuth (a copy), nil without auth-type basic.

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/htpasswd"
 	"pier.dev/pier/internal/model"
 )
@@ -134,7 +135,7 @@ func TestAuthSecretReference(t *testing.T) {
 		{map[string]string{AnnotationPrefix + "auth-type": "basic", NginxPrefix + "auth-secret": "u;evil"}, "", "", false},
 	} {
 		ing := simpleIngress(t, "ns", "a", 0, c.ann, "a.example", "/")
-		ns, name, ok := AuthSecret(ing)
+		ns, name, ok := annotation.AuthSecret(ing)
 		if ok != c.ok || (ok && (ns != c.ns || name != c.name)) {
 			t.Errorf("%v: %s/%s %v", c.ann, ns, name, ok)
 		}

@@ -3,6 +3,7 @@ package translate
 import (
 	"fmt"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/model"
 )
@@ -66,26 +67,26 @@ func parseCanaryCookie(v string) (string, error) {
 func canaryIssues(c canarySettings, ann map[string]string) []annotationIssue {
 	var out []annotationIssue
 	if c.weight > c.total {
-		out = append(out, annotationIssue{key: keyOf(ann, "canary-weight"), fatal: true,
+		out = append(out, annotationIssue{key: annotation.KeyOf(ann, "canary-weight"), fatal: true,
 			message: fmt.Sprintf("canary-weight %d is over canary-weight-total %d", c.weight, c.total)})
 	}
 	if c.headerValue != "" && c.header == "" {
-		out = append(out, annotationIssue{key: keyOf(ann, "canary-by-header-value"),
+		out = append(out, annotationIssue{key: annotation.KeyOf(ann, "canary-by-header-value"),
 			message: "canary-by-header-value without canary-by-header (the header it is compared with) does nothing, as in ingress-nginx"})
 	}
 	switch {
 	case c.headerPattern != "" && c.header == "":
-		out = append(out, annotationIssue{key: keyOf(ann, "canary-by-header-pattern"),
+		out = append(out, annotationIssue{key: annotation.KeyOf(ann, "canary-by-header-pattern"),
 			message: "canary-by-header-pattern without canary-by-header (the header it is matched against) does nothing, as in ingress-nginx"})
 	case c.headerPattern != "" && c.headerValue != "":
-		out = append(out, annotationIssue{key: keyOf(ann, "canary-by-header-pattern"),
+		out = append(out, annotationIssue{key: annotation.KeyOf(ann, "canary-by-header-pattern"),
 			message: "canary-by-header-value is also set and wins: the pattern is ignored, as in ingress-nginx"})
 	}
 	if !c.enabled {
 		for _, name := range []string{"canary-weight", "canary-weight-total", "canary-by-header", "canary-by-header-value",
 			"canary-by-header-pattern", "canary-by-cookie"} {
-			if _, set := ann[keyOf(ann, name)]; set {
-				out = append(out, annotationIssue{key: keyOf(ann, name), message: name + " without canary \"true\" does nothing, as in ingress-nginx"})
+			if _, set := ann[annotation.KeyOf(ann, name)]; set {
+				out = append(out, annotationIssue{key: annotation.KeyOf(ann, name), message: name + " without canary \"true\" does nothing, as in ingress-nginx"})
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/model"
 )
@@ -13,7 +14,7 @@ import (
 // NginxPrefix is ingress-nginx's annotation prefix. Its annotations that
 // pier implements are read under it and under pier.dev/ with the same
 // name; on one Ingress, the pier.dev/ one wins.
-const NginxPrefix = "nginx.ingress.kubernetes.io/"
+const NginxPrefix = annotation.NginxPrefix
 
 // Status of an annotation name for migration (pier lint, docs/migration.md).
 type Status string

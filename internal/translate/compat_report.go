@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
+	"pier.dev/pier/internal/annotation"
 )
 
 // nginxAlternatives names, for ingress-nginx annotations pier does not
@@ -114,9 +115,9 @@ func ReportIngress(ing *networkingv1.Ingress, opts Options) []AnnotationReport {
 	if !p.regexPaths() {
 		return out
 	}
-	key := keyOf(ing.Annotations, "use-regex")
+	key := annotation.KeyOf(ing.Annotations, "use-regex")
 	if !s.useRegex {
-		key = keyOf(ing.Annotations, "rewrite-target")
+		key = annotation.KeyOf(ing.Annotations, "rewrite-target")
 	}
 	for i, rule := range ing.Spec.Rules {
 		if rule.HTTP == nil {

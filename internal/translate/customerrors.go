@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 )
 
@@ -42,7 +43,7 @@ func (p *parsedIngress) checkCustomErrors(problems *[]model.Problem) {
 	if len(p.settings.customErrors) == 0 || p.fallbackPool != nil {
 		return
 	}
-	key := keyOf(p.ing.Annotations, "custom-http-errors")
+	key := annotation.KeyOf(p.ing.Annotations, "custom-http-errors")
 	*problems = append(*problems, warning(p.ing, "IgnoredAnnotation", fieldForAnnotation(key),
 		"%s: needs a usable default-backend annotation (pier has no controller-wide default backend): ignored, "+
 			"the backends' error answers pass unchanged", quoteForMessage(key)))

@@ -10,6 +10,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/tlscert"
@@ -154,7 +155,7 @@ func extAuthIssues(e extAuthSettings, ann map[string]string) []annotationIssue {
 			}
 		}
 	}
-	if _, set := ann[keyOf(ann, "auth-url")]; e.url != nil || set {
+	if _, set := ann[annotation.KeyOf(ann, "auth-url")]; e.url != nil || set {
 		return nil
 	}
 	for _, k := range []string{AnnotationAuthURLCASecret, AnnotationAuthURLVerify} {
@@ -164,8 +165,8 @@ func extAuthIssues(e extAuthSettings, ann map[string]string) []annotationIssue {
 	}
 	var out []annotationIssue
 	for _, name := range []string{"auth-signin", "auth-response-headers", "auth-method"} {
-		if _, set := ann[keyOf(ann, name)]; set {
-			out = append(out, annotationIssue{key: keyOf(ann, name), message: name + " without auth-url does nothing"})
+		if _, set := ann[annotation.KeyOf(ann, name)]; set {
+			out = append(out, annotationIssue{key: annotation.KeyOf(ann, name), message: name + " without auth-url does nothing"})
 		}
 	}
 	return out
@@ -198,7 +199,7 @@ func (p *parsedIngress) resolveExtAuth(x *index, opts Options, problems *[]model
 		return fmt.Errorf("auth-url names a Service of namespace %s: only the Ingress's own namespace (%s) is allowed, "+
 			"or one the operator lists in --auth-url-namespaces", quoteForMessage(a.namespace), p.ing.Namespace)
 	}
-	field := fieldForAnnotation(keyOf(p.ing.Annotations, "auth-url"))
+	field := fieldForAnnotation(annotation.KeyOf(p.ing.Annotations, "auth-url"))
 	b := &networkingv1.IngressServiceBackend{Name: a.service, Port: networkingv1.ServiceBackendPort{Number: a.port}}
 	set := p.settings
 	set.backendProtocol, set.proxySSL.resolved = "", nil // the pool speaks auth-url's scheme
@@ -254,16 +255,6 @@ func (p *parsedIngress) authUpstream(x *index, a *authURL) (*model.UpstreamTLS, 
 	}
 	u.Namespace, u.Secret, u.CASHA256 = p.ing.Namespace, e.caSecret, b.SHA256
 	return u, nil
-}
-
-// AuthURLCASecret is the Secret pier.dev/auth-url-ca-secret names, of
-// the Ingress's namespace: what the sources watch by name.
-func AuthURLCASecret(ing *networkingv1.Ingress) (namespace, name string, ok bool) {
-	v, found := ing.Annotations[AnnotationAuthURLCASecret]
-	if !found || len(validation.IsDNS1123Subdomain(v)) > 0 {
-		return "", "", false
-	}
-	return ing.Namespace, v, true
 }
 
 // model is the policy's ExternalAuth, nil without auth-url.

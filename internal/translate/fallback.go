@@ -7,6 +7,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 )
 
@@ -35,7 +36,7 @@ func (p *parsedIngress) resolveFallback(x *index, opts Options, problems *[]mode
 	if name == "" {
 		return nil
 	}
-	key := keyOf(p.ing.Annotations, "default-backend")
+	key := annotation.KeyOf(p.ing.Annotations, "default-backend")
 	field := fieldForAnnotation(key)
 	svc := x.services[p.ing.Namespace+"/"+name]
 	if svc == nil || len(svc.Spec.Ports) == 0 {

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/model"
 )
@@ -100,24 +100,6 @@ func headerSet(name, value string) (model.HeaderOp, error) {
 // read, as ingress-nginx documents).
 func parseCustomHeaders(v string) (string, error) { return parseObjectName("custom-headers", v) }
 
-// NamedConfigMaps are the ConfigMaps ing's annotations name that pier
-// reads (custom-headers of the Ingress's own namespace): what the
-// sources watch and the pipeline rebuilds on.
-func NamedConfigMaps(ing *networkingv1.Ingress) []NamedObject {
-	v, ok := ing.Annotations[keyOf(ing.Annotations, "custom-headers")]
-	if !ok {
-		return nil
-	}
-	if _, err := parseCustomHeaders(v); err != nil {
-		return nil
-	}
-	ns, name, ok := ownNamespaceObject(ing, v)
-	if !ok {
-		return nil
-	}
-	return []NamedObject{{Namespace: ns, Name: name}}
-}
-
 // resolveCustomHeaders reads custom-headers' ConfigMap: each data entry
 // is a header set on the responses of the Ingress's routes, in key
 // order, before pier.dev/response-headers (which may override one).
@@ -126,8 +108,8 @@ func (p *parsedIngress) resolveCustomHeaders(x *index) (string, error) {
 	if s.customHeaders == "" {
 		return "", nil
 	}
-	key := keyOf(p.ing.Annotations, "custom-headers")
-	refs := NamedConfigMaps(p.ing)
+	key := annotation.KeyOf(p.ing.Annotations, "custom-headers")
+	refs := annotation.ConfigMaps(p.ing)
 	if len(refs) == 0 {
 		return key, fmt.Errorf("custom-headers %s: ConfigMaps of other namespaces cannot be referenced", quoteForMessage(s.customHeaders))
 	}

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 )
 
@@ -106,9 +107,9 @@ func TestSnippetNamesHeaderAnnotations(t *testing.T) {
 
 // NamedConfigMaps: only a valid name of the Ingress's own namespace.
 func TestNamedConfigMaps(t *testing.T) {
-	for v, want := range map[string][]NamedObject{"hdrs": {{"ns", "hdrs"}}, "ns/hdrs": {{"ns", "hdrs"}}, "other/hdrs": nil, "a;b": nil} {
+	for v, want := range map[string][]annotation.Object{"hdrs": {{Namespace: "ns", Name: "hdrs"}}, "ns/hdrs": {{Namespace: "ns", Name: "hdrs"}}, "other/hdrs": nil, "a;b": nil} {
 		ing := simpleIngress(t, "ns", "a", 0, map[string]string{NginxPrefix + "custom-headers": v}, "a.example", "/")
-		if got := NamedConfigMaps(ing); !reflect.DeepEqual(got, want) {
+		if got := annotation.ConfigMaps(ing); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: %v", v, got)
 		}
 	}

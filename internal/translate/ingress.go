@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/tlscert"
 )
@@ -105,12 +106,12 @@ func parseIngress(ing *networkingv1.Ingress, x *index, opts Options) (*parsedIng
 		return nil, append(problems, refusal(ing, "InvalidIngress", "spec.rules", "%v", err))
 	}
 	if err := p.resolveFallback(x, opts, &problems); err != nil {
-		key := keyOf(ing.Annotations, "default-backend")
+		key := annotation.KeyOf(ing.Annotations, "default-backend")
 		return nil, append(problems, refusal(ing, "InvalidAnnotation", fieldForAnnotation(key), "%s: %v", quoteForMessage(key), err))
 	}
 	p.checkCustomErrors(&problems)
 	if err := p.resolveExtAuth(x, opts, &problems); err != nil {
-		key := keyOf(ing.Annotations, "auth-url")
+		key := annotation.KeyOf(ing.Annotations, "auth-url")
 		return nil, append(problems, refusal(ing, "InvalidAnnotation", fieldForAnnotation(key), "%s: %v", quoteForMessage(key), err))
 	}
 	p.parseTLS(x, opts, &problems)

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/tlscert"
@@ -65,47 +65,11 @@ func proxySSLIssues(s ingressSettings, ann map[string]string) []annotationIssue 
 		return nil
 	}
 	for _, n := range proxySSLNames {
-		if k := keyOf(ann, n); ann[k] != "" {
+		if k := annotation.KeyOf(ann, n); ann[k] != "" {
 			return []annotationIssue{{key: k, message: "proxy-ssl-* apply to backend-protocol HTTPS or GRPCS only, ignored"}}
 		}
 	}
 	return nil
-}
-
-// ProxySSLSecret is the Secret the proxy-ssl-secret annotation of ing
-// names, when it names one in the Ingress's own namespace (the only ones
-// pier reads, as for auth-secret).
-func ProxySSLSecret(ing *networkingv1.Ingress) (namespace, name string, ok bool) {
-	v, found := ing.Annotations[keyOf(ing.Annotations, "proxy-ssl-secret")]
-	if !found {
-		return "", "", false
-	}
-	if _, err := parseProxySSLSecret(v); err != nil {
-		return "", "", false
-	}
-	return ownNamespaceObject(ing, v)
-}
-
-// NamedObject is a Secret or ConfigMap an Ingress's annotations name,
-// which the sources watch by name (NamedSecrets, NamedConfigMaps).
-type NamedObject struct{ Namespace, Name string }
-
-// NamedSecrets are the Secrets other than TLS ones that ing's annotations
-// name and pier reads (auth-secret, proxy-ssl-secret,
-// pier.dev/auth-url-ca-secret): what the sources
-// watch and the pipeline rebuilds on.
-func NamedSecrets(ing *networkingv1.Ingress) []NamedObject {
-	var out []NamedObject
-	if ns, name, ok := AuthSecret(ing); ok {
-		out = append(out, NamedObject{ns, name})
-	}
-	if ns, name, ok := ProxySSLSecret(ing); ok {
-		out = append(out, NamedObject{ns, name})
-	}
-	if ns, name, ok := AuthURLCASecret(ing); ok {
-		out = append(out, NamedObject{ns, name})
-	}
-	return out
 }
 
 // resolveProxySSL reads proxy-ssl-secret from the snapshot and records
@@ -121,13 +85,13 @@ func (p *parsedIngress) resolveProxySSL(x *index, opts Options, problems *[]mode
 	u := &model.UpstreamTLS{Verify: ps.verify, SNI: ps.serverName, Name: ps.name}
 	if ps.secret == "" {
 		if ps.verify {
-			return keyOf(ann, "proxy-ssl-verify"), errors.New("proxy-ssl-verify on needs proxy-ssl-secret, the Secret holding ca.crt")
+			return annotation.KeyOf(ann, "proxy-ssl-verify"), errors.New("proxy-ssl-verify on needs proxy-ssl-secret, the Secret holding ca.crt")
 		}
 		ps.resolved = u
 		return "", nil
 	}
-	key := keyOf(ann, "proxy-ssl-secret")
-	ns, name, ok := ProxySSLSecret(p.ing)
+	key := annotation.KeyOf(ann, "proxy-ssl-secret")
+	ns, name, ok := annotation.ProxySSLSecret(p.ing)
 	if !ok {
 		return key, fmt.Errorf("proxy-ssl-secret %s: Secrets of other namespaces cannot be referenced", quoteForMessage(ps.secret))
 	}

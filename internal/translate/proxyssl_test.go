@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/tlscert"
 )
@@ -149,11 +150,11 @@ func TestProxySSL(t *testing.T) {
 	}
 	// The sources watch the Secret only in the Ingress's own namespace.
 	ing := simpleIngress(t, "ns", "x", 0, with("proxy-ssl-secret", "ns/upstream"), "a.example", "/")
-	if refs := NamedSecrets(ing); len(refs) != 1 || refs[0] != (NamedObject{"ns", "upstream"}) {
+	if refs := annotation.Secrets(ing); len(refs) != 1 || refs[0] != (annotation.Object{Namespace: "ns", Name: "upstream"}) {
 		t.Errorf("named secrets %v", refs)
 	}
 	ing.Annotations[NginxPrefix+"proxy-ssl-secret"] = "other/upstream"
-	if refs := NamedSecrets(ing); len(refs) != 0 {
+	if refs := annotation.Secrets(ing); len(refs) != 0 {
 		t.Errorf("cross-namespace named secrets %v", refs)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/source"
 	"pier.dev/pier/internal/tlscert"
 	"pier.dev/pier/internal/translate"
@@ -130,14 +131,14 @@ func snapshot(t testing.TB, a *attack) *source.Snapshot {
 		addBackend(snap, attackerNS, attackerErrorsName, "http", "10.244.0.6")
 	}
 	snap.Secrets = append(snap.Secrets, tlsSecret(attackerNS, attackerTLSName, attackerCrt, attackerKey))
-	if _, _, ok := translate.AuthSecret(evil); ok {
+	if _, _, ok := annotation.AuthSecret(evil); ok {
 		snap.Secrets = append(snap.Secrets, authUsersSecret(attackerNS, attackerAuthName))
 	}
-	for _, ref := range translate.NamedConfigMaps(evil) {
+	for _, ref := range annotation.ConfigMaps(evil) {
 		snap.ConfigMaps = append(snap.ConfigMaps, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name},
 			Data: map[string]string{"X-Frame-Options": "DENY", "Cache-Control": "no-store, max-age=0"}})
 	}
-	if ns, name, ok := translate.ProxySSLSecret(evil); ok {
+	if ns, name, ok := annotation.ProxySSLSecret(evil); ok {
 		// A CA (the attacker's self-signed certificate) and a client pair.
 		sec := tlsSecret(ns, name, attackerCrt, attackerKey)
 		sec.Type = corev1.SecretTypeOpaque

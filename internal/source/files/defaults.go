@@ -17,8 +17,8 @@ import (
 	gwv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/source"
-	"pier.dev/pier/internal/translate"
 )
 
 // finish does what the apiserver would do on create and pier depends on:
@@ -210,7 +210,7 @@ func dropUnreferencedSecrets(snap *source.Snapshot) {
 	}
 	named := map[string]bool{}
 	for _, ing := range snap.Ingresses {
-		for _, ref := range translate.NamedSecrets(ing) {
+		for _, ref := range annotation.Secrets(ing) {
 			named[ref.Namespace+"/"+ref.Name] = true
 		}
 	}
@@ -229,7 +229,7 @@ func passwordsOnly(sec *corev1.Secret) bool {
 func dropUnreferencedConfigMaps(snap *source.Snapshot) {
 	namedMaps := map[string]bool{}
 	for _, ing := range snap.Ingresses {
-		for _, ref := range translate.NamedConfigMaps(ing) {
+		for _, ref := range annotation.ConfigMaps(ing) {
 			namedMaps[ref.Namespace+"/"+ref.Name] = true
 		}
 	}

@@ -58,8 +58,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/source"
-	"pier.dev/pier/internal/translate"
 )
 
 // MaxFileSize is the largest manifest file read. Manifests are written by
@@ -326,7 +326,7 @@ func patchable(obj kubeObject) bool {
 // which ones the assembly keeps.
 func insertable(obj kubeObject) bool {
 	if ing, ok := obj.(*networkingv1.Ingress); ok {
-		return len(translate.NamedSecrets(ing)) == 0 && len(translate.NamedConfigMaps(ing)) == 0
+		return len(annotation.Secrets(ing)) == 0 && len(annotation.ConfigMaps(ing)) == 0
 	}
 	return patchable(obj)
 }

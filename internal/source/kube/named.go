@@ -11,8 +11,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-
-	"pier.dev/pier/internal/translate"
+	"pier.dev/pier/internal/annotation"
 )
 
 // namedSyncWait bounds how long a snapshot waits for the first list of a
@@ -33,7 +32,7 @@ type namedWatches[T metav1.Object] struct {
 	// named are the objects an Ingress names; informer makes the
 	// informer of the kind from a factory limited to one object; keep
 	// says whether a listed object is served (nil: every one).
-	named    func(*networkingv1.Ingress) []translate.NamedObject
+	named    func(*networkingv1.Ingress) []annotation.Object
 	informer func(informers.SharedInformerFactory) cache.SharedIndexInformer
 	keep     func(T) bool
 	watches  map[string]*namedWatch // by "namespace/name"
@@ -45,12 +44,12 @@ type namedWatch struct {
 }
 
 // newAuthSecrets watches the Secrets that Ingresses name in auth-secret
-// (with auth-type basic) or proxy-ssl-secret (translate.NamedSecrets).
+// (with auth-type basic) or proxy-ssl-secret (annotation.Secrets).
 // The TLS informer stays limited to TLS Secrets, which it has already,
 // so those are left out here.
 func newAuthSecrets(client kubernetes.Interface, changed chan struct{}, logger *slog.Logger) *namedWatches[*corev1.Secret] {
 	return &namedWatches[*corev1.Secret]{client: client, changed: changed, logger: logger, kind: "secret",
-		named: translate.NamedSecrets,
+		named: annotation.Secrets,
 		informer: func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
 			return f.Core().V1().Secrets().Informer()
 		},
@@ -59,10 +58,10 @@ func newAuthSecrets(client kubernetes.Interface, changed chan struct{}, logger *
 }
 
 // newNamedConfigMaps watches the ConfigMaps that Ingresses name in
-// custom-headers (translate.NamedConfigMaps).
+// custom-headers (annotation.ConfigMaps).
 func newNamedConfigMaps(client kubernetes.Interface, changed chan struct{}, logger *slog.Logger) *namedWatches[*corev1.ConfigMap] {
 	return &namedWatches[*corev1.ConfigMap]{client: client, changed: changed, logger: logger, kind: "config map",
-		named: translate.NamedConfigMaps,
+		named: annotation.ConfigMaps,
 		informer: func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
 			return f.Core().V1().ConfigMaps().Informer()
 		},
@@ -100,7 +99,7 @@ func (n *namedWatches[T]) objects(ctx context.Context, ings []*networkingv1.Ingr
 	return out
 }
 
-func (n *namedWatches[T]) start(ctx context.Context, ref translate.NamedObject) *namedWatch {
+func (n *namedWatches[T]) start(ctx context.Context, ref annotation.Object) *namedWatch {
 	ctx, cancel := context.WithCancel(ctx)
 	factory := informers.NewSharedInformerFactoryWithOptions(n.client, 0, informers.WithNamespace(ref.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + ref.Name }))
