@@ -323,6 +323,7 @@ func (a *Agent) queue(ev store.Event) {
 	if cur := a.applied[lb.UUID]; cur != nil && cur.SpecHash() == lb.SpecHash() && mine.State == model.StateActive {
 		return
 	}
+	a.forgetLostReport(lb.UUID, mine)
 	a.pending[lb.UUID] = lb
 }
 

@@ -171,3 +171,31 @@ func TestFailedApplyIsNotRetriedInALoop(t *testing.T) {
 		t.Fatalf("ERROR status without a message: %+v, %v", got.Status, err)
 	}
 }
+
+// TestRewritesALostReport: a report that the stored status no longer
+// holds (overwritten, or a write that never reached the object) is
+// written again on the next event, although the agent's own last report
+// is unchanged: left to the dedupe, the node's entry stays missing for
+// as long as nothing changes.
+func TestRewritesALostReport(t *testing.T) {
+	backend := http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go backend.Serve(l)
+	t.Cleanup(func() { backend.Close() })
+
+	st, _ := startAgent(t)
+	lb := testLB(freePort(t), l.Addr().String())
+	ctx := context.Background()
+	if err := st.PutSpec(ctx, lb); err != nil {
+		t.Fatal(err)
+	}
+	waitActive(t, st, lb.UUID, lb.SpecHash())
+	// Another writer puts a stale entry for this node over the agent's.
+	if err := st.PutNodeStatus(ctx, lb.UUID, model.NodeStatus{Node: "n1", State: model.StatePending}); err != nil {
+		t.Fatal(err)
+	}
+	waitActive(t, st, lb.UUID, lb.SpecHash())
+}

@@ -32,6 +32,29 @@ func (a *Agent) report(_ context.Context, lb *model.LoadBalancer, state model.St
 	a.reported[lb.UUID] = r
 }
 
+// forgetLostReport: the stored status does not hold the report this
+// agent last wrote for uuid, and none is waiting to be written. The write
+// was lost (overwritten, or never reached the object) or the event is
+// older than it: either way the next report must be written, not found
+// equal to the last and dropped, or this node's entry stays missing for
+// as long as nothing changes (a load balancer without the active node's
+// report never gets its Ingress status). At worst this costs one write
+// that finds the status unchanged.
+func (a *Agent) forgetLostReport(uuid string, stored model.NodeStatus) {
+	last, ok := a.reported[uuid]
+	if !ok || a.writer.has(uuid) {
+		return
+	}
+	// What says the report is there. The stats (members, rates, recent
+	// errors) and the message may come back from the store in another form
+	// (an empty list as none, invalid UTF-8 replaced) and would make every
+	// event look like a lost write, and every rewrite another event.
+	if stored.Node != last.Node || stored.State != last.State || stored.SpecHash != last.SpecHash ||
+		stored.ConfigHash != last.ConfigHash || stored.VRRP != last.VRRP || stored.BGP != last.BGP {
+		delete(a.reported, uuid)
+	}
+}
+
 // rereport writes uuid's last report again with its current role (the
 // mover's) and stats.
 func (a *Agent) rereport(ctx context.Context, uuid string) {

@@ -65,6 +65,14 @@ func (w *statusWriter) put(uuid string, r model.NodeStatus) {
 	}
 }
 
+// has reports whether a report of uuid waits to be written.
+func (w *statusWriter) has(uuid string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.pending[uuid]
+	return ok
+}
+
 // forget drops uuid's unwritten report (its load balancer left).
 func (w *statusWriter) forget(uuid string) {
 	w.mu.Lock()
