@@ -162,10 +162,10 @@ func routeProblem(kind string, r *gwv1.HTTPRoute, sev model.Severity, reason, fi
 func (pr *parsedRoute) resolvedRefs() metav1.Condition {
 	for _, b := range pr.backends {
 		if b.unresolved != "" {
-			return condition(pr.r.Generation, string(gwv1.RouteConditionResolvedRefs), false, b.unresolved, b.detail)
+			return resolvedRefsCondition(pr.r.Generation, b.unresolved, b.detail)
 		}
 	}
-	return condition(pr.r.Generation, string(gwv1.RouteConditionResolvedRefs), true, string(gwv1.RouteReasonResolvedRefs), "")
+	return resolvedRefsCondition(pr.r.Generation, "", "")
 }
 
 func isGatewayKind(p gwv1.ParentReference) bool {
@@ -341,4 +341,42 @@ func parentStatus(parent gwv1.ParentReference, opts translate.Options, generatio
 			resolved,
 		},
 	}
+}
+
+// attachL4Routes attaches every route of one connection-level kind
+// (TCPRoute, TLSRoute, UDPRoute) that names a Gateway of ours, oldest
+// first, and records its parents' status: the route is parsed once, for
+// its first parent of ours, and attach decides each parent.
+func attachL4Routes[R metav1.Object, P interface{ resolvedRefs() metav1.Condition }](routes []R, kind string,
+	parentRefs func(R) []gwv1.ParentReference, parse func(R) P,
+	attach func(*parsedGateway, P, gwv1.ParentReference, map[string]string) (bool, string, string),
+	gws map[model.ObjectRef]*parsedGateway, ns map[string]map[string]string, opts translate.Options, st *translate.GatewayStatus) {
+	for _, r := range oldestObjects(routes) {
+		var route P
+		parsed := false
+		var parents []gwv1.RouteParentStatus
+		for _, parent := range parentRefs(r) {
+			p := gws[gatewayRefOf(parent, r.GetNamespace())]
+			if p == nil || !isGatewayKind(parent) {
+				continue
+			}
+			if !parsed {
+				route, parsed = parse(r), true
+			}
+			accepted, reason, msg := attach(p, route, parent, namespaceLabelsOf(ns, r.GetNamespace()))
+			parents = append(parents, parentStatus(parent, opts, r.GetGeneration(), accepted, reason, msg, route.resolvedRefs()))
+		}
+		if len(parents) > 0 {
+			st.Routes[model.ObjectRef{Kind: kind, Namespace: r.GetNamespace(), Name: r.GetName()}] = parents
+		}
+	}
+}
+
+// resolvedRefsCondition is a route's ResolvedRefs: false with the reason
+// and detail of its first unresolved backend, else true.
+func resolvedRefsCondition(generation int64, unresolved, detail string) metav1.Condition {
+	if unresolved != "" {
+		return condition(generation, string(gwv1.RouteConditionResolvedRefs), false, unresolved, detail)
+	}
+	return condition(generation, string(gwv1.RouteConditionResolvedRefs), true, string(gwv1.RouteReasonResolvedRefs), "")
 }

@@ -46,24 +46,8 @@ type tcpRoute struct {
 // oldest first, and records its parents' status.
 func attachTCPRoutes(routes []*gwv1alpha2.TCPRoute, gws map[model.ObjectRef]*parsedGateway, ns map[string]map[string]string,
 	x *index, opts translate.Options, st *translate.GatewayStatus, problems *[]model.Problem) {
-	for _, r := range oldestObjects(routes) {
-		var tr *tcpRoute
-		var parents []gwv1.RouteParentStatus
-		for _, parent := range r.Spec.ParentRefs {
-			p := gws[gatewayRefOf(parent, r.Namespace)]
-			if p == nil || !isGatewayKind(parent) {
-				continue
-			}
-			if tr == nil {
-				tr = parseTCPRoute(r, x, opts, problems)
-			}
-			accepted, reason, msg := p.attachTCP(tr, parent, namespaceLabelsOf(ns, r.Namespace))
-			parents = append(parents, parentStatus(parent, opts, r.Generation, accepted, reason, msg, tr.resolvedRefs()))
-		}
-		if len(parents) > 0 {
-			st.Routes[model.ObjectRef{Kind: model.KindTCPRoute, Namespace: r.Namespace, Name: r.Name}] = parents
-		}
-	}
+	attachL4Routes(routes, model.KindTCPRoute, func(r *gwv1alpha2.TCPRoute) []gwv1.ParentReference { return r.Spec.ParentRefs },
+		func(r *gwv1alpha2.TCPRoute) *tcpRoute { return parseTCPRoute(r, x, opts, problems) }, (*parsedGateway).attachTCP, gws, ns, opts, st)
 }
 
 // parseTCPRoute checks the rule and resolves its backendRefs to a TCP
@@ -113,10 +97,7 @@ func tcpPool(p *model.Pool) *model.Pool {
 }
 
 func (tr *tcpRoute) resolvedRefs() metav1.Condition {
-	if b := tr.backend; b.unresolved != "" {
-		return condition(tr.r.Generation, string(gwv1.RouteConditionResolvedRefs), false, b.unresolved, b.detail)
-	}
-	return condition(tr.r.Generation, string(gwv1.RouteConditionResolvedRefs), true, string(gwv1.RouteReasonResolvedRefs), "")
+	return resolvedRefsCondition(tr.r.Generation, tr.backend.unresolved, tr.backend.detail)
 }
 
 // attachTCP applies the attachment rules for one parentRef, as attach

@@ -63,24 +63,8 @@ type tlsAttachment struct {
 // oldest first, and records its parents' status.
 func attachTLSRoutes(routes []*gwv1alpha2.TLSRoute, gws map[model.ObjectRef]*parsedGateway, ns map[string]map[string]string,
 	x *index, opts translate.Options, st *translate.GatewayStatus, problems *[]model.Problem) {
-	for _, r := range oldestObjects(routes) {
-		var tr *tlsRoute
-		var parents []gwv1.RouteParentStatus
-		for _, parent := range r.Spec.ParentRefs {
-			p := gws[gatewayRefOf(parent, r.Namespace)]
-			if p == nil || !isGatewayKind(parent) {
-				continue
-			}
-			if tr == nil {
-				tr = parseTLSRoute(r, x, opts, problems)
-			}
-			accepted, reason, msg := p.attachTLS(tr, parent, namespaceLabelsOf(ns, r.Namespace))
-			parents = append(parents, parentStatus(parent, opts, r.Generation, accepted, reason, msg, tr.resolvedRefs()))
-		}
-		if len(parents) > 0 {
-			st.Routes[model.ObjectRef{Kind: model.KindTLSRoute, Namespace: r.Namespace, Name: r.Name}] = parents
-		}
-	}
+	attachL4Routes(routes, model.KindTLSRoute, func(r *gwv1alpha2.TLSRoute) []gwv1.ParentReference { return r.Spec.ParentRefs },
+		func(r *gwv1alpha2.TLSRoute) *tlsRoute { return parseTLSRoute(r, x, opts, problems) }, (*parsedGateway).attachTLS, gws, ns, opts, st)
 }
 
 // parseTLSRoute checks the hostnames and the rule and resolves its
@@ -124,10 +108,7 @@ func parseTLSRoute(r *gwv1alpha2.TLSRoute, x *index, opts translate.Options, pro
 }
 
 func (tr *tlsRoute) resolvedRefs() metav1.Condition {
-	if b := tr.backend; b.unresolved != "" {
-		return condition(tr.r.Generation, string(gwv1.RouteConditionResolvedRefs), false, b.unresolved, b.detail)
-	}
-	return condition(tr.r.Generation, string(gwv1.RouteConditionResolvedRefs), true, string(gwv1.RouteReasonResolvedRefs), "")
+	return resolvedRefsCondition(tr.r.Generation, tr.backend.unresolved, tr.backend.detail)
 }
 
 // attachTLS applies the attachment rules for one parentRef, as attach

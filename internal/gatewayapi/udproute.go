@@ -82,24 +82,8 @@ func udpRouteKinds(ar *gwv1.AllowedRoutes) []gwv1.RouteGroupKind {
 // oldest first, and records its parents' status.
 func attachUDPRoutes(routes []*gwv1alpha2.UDPRoute, gws map[model.ObjectRef]*parsedGateway, ns map[string]map[string]string,
 	x *index, opts translate.Options, st *translate.GatewayStatus, problems *[]model.Problem) {
-	for _, r := range oldestObjects(routes) {
-		var ur *udpRoute
-		var parents []gwv1.RouteParentStatus
-		for _, parent := range r.Spec.ParentRefs {
-			p := gws[gatewayRefOf(parent, r.Namespace)]
-			if p == nil || !isGatewayKind(parent) {
-				continue
-			}
-			if ur == nil {
-				ur = parseUDPRoute(r, x, opts, problems)
-			}
-			accepted, reason, msg := p.attachUDP(ur, parent, namespaceLabelsOf(ns, r.Namespace))
-			parents = append(parents, parentStatus(parent, opts, r.Generation, accepted, reason, msg, ur.resolvedRefs()))
-		}
-		if len(parents) > 0 {
-			st.Routes[model.ObjectRef{Kind: model.KindUDPRoute, Namespace: r.Namespace, Name: r.Name}] = parents
-		}
-	}
+	attachL4Routes(routes, model.KindUDPRoute, func(r *gwv1alpha2.UDPRoute) []gwv1.ParentReference { return r.Spec.ParentRefs },
+		func(r *gwv1alpha2.UDPRoute) *udpRoute { return parseUDPRoute(r, x, opts, problems) }, (*parsedGateway).attachUDP, gws, ns, opts, st)
 }
 
 // parseUDPRoute checks the rule and resolves its backendRef to a UDP pool.
@@ -194,10 +178,7 @@ func (x *index) udpPool(routeNS string, ref gwv1.BackendRef, opts translate.Opti
 }
 
 func (ur *udpRoute) resolvedRefs() metav1.Condition {
-	if ur.unresolved != "" {
-		return condition(ur.r.Generation, string(gwv1.RouteConditionResolvedRefs), false, ur.unresolved, ur.detail)
-	}
-	return condition(ur.r.Generation, string(gwv1.RouteConditionResolvedRefs), true, string(gwv1.RouteReasonResolvedRefs), "")
+	return resolvedRefsCondition(ur.r.Generation, ur.unresolved, ur.detail)
 }
 
 // attachUDP applies the attachment rules for one parentRef, as attachTCP
