@@ -19,8 +19,11 @@ import (
 //   - a TCPRoute has one rule (a second could never be chosen): one of
 //     more rules is refused, UnsupportedValue;
 //   - a TCP listener serves one TCPRoute, the oldest (then the first by
-//     namespace/name, the order routes attach in); a newer one is not
-//     accepted there (ListenerInUse) while the older one is;
+//     namespace/name, the order routes attach in). A newer one is
+//     Accepted, as the spec's rule for conflicts has it (the listener
+//     counts it in attachedRoutes too), but carries no traffic there
+//     while the older one does: its Accepted message and a Warning
+//     (ListenerInUse) say so, and it is served once the older one goes;
 //   - the rule's backendRefs are resolved as an HTTPRoute rule's
 //     (Services, weights, ReferenceGrants from TCPRoutes), into one TCP
 //     pool: members weighted by their Service's share, and the share of
@@ -30,8 +33,8 @@ import (
 
 var routeKindTCP = gwv1.RouteGroupKind{Group: ptrTo(gwv1.Group(gwv1.GroupName)), Kind: model.KindTCPRoute}
 
-// reasonListenerInUse refuses a TCPRoute on a TCP listener an older
-// TCPRoute already serves.
+// reasonListenerInUse is the Warning on a TCPRoute or UDPRoute a listener
+// does not serve because an older route already does.
 const reasonListenerInUse = "ListenerInUse"
 
 // tcpRoute is a TCPRoute parsed once for all its parentRefs.
@@ -40,6 +43,7 @@ type tcpRoute struct {
 	refusal *routeRefusal
 	backend backendResult
 	counted map[*gwListener]bool
+	problem func(sev model.Severity, reason, field, msg string)
 }
 
 // attachTCPRoutes attaches every TCPRoute naming a Gateway of ours,
@@ -53,11 +57,11 @@ func attachTCPRoutes(routes []*gwv1alpha2.TCPRoute, gws map[model.ObjectRef]*par
 // parseTCPRoute checks the rule and resolves its backendRefs to a TCP
 // pool (nil: connections are refused).
 func parseTCPRoute(r *gwv1alpha2.TCPRoute, x *index, opts translate.Options, problems *[]model.Problem) *tcpRoute {
-	tr := &tcpRoute{r: r, counted: map[*gwListener]bool{}}
 	problem := func(sev model.Severity, reason, field, msg string) {
 		*problems = append(*problems, model.Problem{Kind: model.KindTCPRoute, Namespace: r.Namespace, Name: r.Name,
 			Severity: sev, Reason: reason, Field: field, Message: msg})
 	}
+	tr := &tcpRoute{r: r, counted: map[*gwListener]bool{}, problem: problem}
 	if n := len(r.Spec.Rules); n != 1 {
 		tr.refusal = &routeRefusal{"spec.rules", fmt.Sprintf(
 			"%d rules: pier serves a TCPRoute of one rule (a connection carries nothing to choose between rules by)", n)}
@@ -131,15 +135,20 @@ func (p *parsedGateway) attachTCP(tr *tcpRoute, parent gwv1.ParentReference, nsL
 		return false, string(gwv1.RouteReasonUnsupportedValue), tr.refusal.field + ": " + tr.refusal.message
 	}
 	matched := false
+	var servedBy *tcpRoute
 	for _, l := range allowed {
 		if l.tcpRoute != nil && l.tcpRoute != tr {
+			servedBy = l.tcpRoute
 			continue
 		}
 		matched = true
 		l.tcpRoute = tr
 	}
-	if !matched {
-		return false, reasonListenerInUse, "an older TCPRoute already serves the listener: a TCP listener serves one route"
+	if matched {
+		return true, string(gwv1.RouteReasonAccepted), ""
 	}
-	return true, string(gwv1.RouteReasonAccepted), ""
+	msg := fmt.Sprintf("accepted but not served: the older TCPRoute %s/%s serves the listener (a TCP listener serves its oldest route; this one is served once that one goes)",
+		servedBy.r.Namespace, servedBy.r.Name)
+	tr.problem(model.SeverityWarning, reasonListenerInUse, "spec.parentRefs", msg)
+	return true, string(gwv1.RouteReasonAccepted), msg
 }

@@ -213,9 +213,11 @@ spec:
 }
 
 // TestTCPRouteOnePerListener: of two TCPRoutes on one TCP listener the
-// older is served and the newer refused there (ListenerInUse); a
-// TCPRoute of two rules is refused (UnsupportedValue). Both count in
-// attachedRoutes, as the spec counts routes a listener allows.
+// older is served; the newer is Accepted, as the spec's rule for
+// conflicts has it, but not served, which its message and a Warning
+// (ListenerInUse) say; a TCPRoute of two rules is refused
+// (UnsupportedValue). All count in attachedRoutes, as the spec counts
+// routes a listener allows.
 func TestTCPRouteOnePerListener(t *testing.T) {
 	docs := tcpGatewayDoc +
 		tcpRouteDoc("default", "first", "{name: gw, sectionName: db}", "{name: a, port: 80}") +
@@ -230,11 +232,23 @@ spec:
 	snap := gatewaySnap(t, docs)
 	withServices(snap, "default", "a", "b")
 	res := Translate(snap, gatewayOpts())
-	for name, want := range map[string]string{"first": "Accepted", "second": reasonListenerInUse, "two-rules": string(gwv1.RouteReasonUnsupportedValue)} {
+	for name, want := range map[string]string{"first": "Accepted", "second": "Accepted", "two-rules": string(gwv1.RouteReasonUnsupportedValue)} {
 		acc, _ := tcpParent(t, res, tcpRef("default", name))
 		if acc.Reason != want || (acc.Status == metav1.ConditionTrue) != (want == "Accepted") {
 			t.Errorf("%s: Accepted %+v, want %s", name, acc, want)
 		}
+	}
+	if acc, _ := tcpParent(t, res, tcpRef("default", "second")); !strings.Contains(acc.Message, "not served: the older TCPRoute default/first") {
+		t.Errorf("second: Accepted message %q does not say the older route serves the listener", acc.Message)
+	}
+	warned := false
+	for _, p := range res.Problems {
+		if p.Kind == model.KindTCPRoute && p.Name == "second" && p.Reason == reasonListenerInUse && p.Severity == model.SeverityWarning {
+			warned = true
+		}
+	}
+	if !warned {
+		t.Errorf("no ListenerInUse Warning for the newer route: %+v", res.Problems)
 	}
 	lb := res.LoadBalancers[0]
 	if pool := lb.Pool(listenerOn(lb, 5432).DefaultPoolID); pool == nil || pool.Service != "a" {

@@ -1,7 +1,7 @@
 // Package gatewayfeatures lists the Gateway API features pier declares in
-// a GatewayClass's status.supportedFeatures: the GATEWAY-HTTP profile's
-// core features and the extended ones that pass the upstream conformance
-// suite (test/gatewayconformance, which reads them back from the class).
+// a GatewayClass's status.supportedFeatures: the core features of the
+// GATEWAY-HTTP, GATEWAY-TLS and GATEWAY-TCP profiles and the extended ones that pass
+// the upstream conformance suite (test/gatewayconformance, which reads them back from the class).
 // A feature joins this list only with the suite's tests for it passing;
 // docs/gateway-api.md says why each other one is left out.
 //
@@ -41,6 +41,8 @@ var supported = []string{
 	"HTTPRouteRetryConnectionError",
 	"HTTPRouteSchemeRedirect",
 	"ReferenceGrant",
+	"TCPRoute",
+	"TLSRoute",
 }
 
 // Supported returns the features pier declares, sorted.

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/netip"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,31 +50,47 @@ func (s *Sim) startBackend(pod *corev1.Pod, node simNode) (*backend, error) {
 		b.ip, b.pooled = ip, true
 	}
 	env, err := s.podEnv(pod, b.ip, node.ip)
-	if err == nil {
-		if port, ok := tcpEchoPort(env); ok {
-			// Upstream's echo-basic with TCP_ECHO_SERVER set serves a
-			// plain TCP echo on TCP_PORT and no HTTP at all: a Pod the
-			// Gateway suite uses as a member that refuses connections on
-			// its Service's port (HTTPRouteRetryConnectionError). Such a
-			// Pod has no readiness probe upstream, so it is Ready at once.
-			b.port = port
-			if err = s.serveTCPEcho(b, pod); err != nil {
-				s.releaseAddr(b)
-				return nil, err
-			}
-			return b, nil
-		}
-		err = s.serve(b, echoConfig(pod, env), pod)
-		if certFile, keyFile, ok := tlsFiles(env); ok && err == nil {
-			if err = s.serveTLS(b, echoConfig(pod, env), pod, env, certFile, keyFile); err != nil {
-				s.stopBackend(b)
-				return nil, err
-			}
-		}
-	}
 	if err != nil {
 		s.releaseAddr(b)
 		return nil, err
+	}
+	if port, udpMode, err := udpEchoMode(env); err != nil || udpMode {
+		if err == nil {
+			b.port = port
+			err = s.serveUDPEcho(b, pod, env)
+		}
+		if err != nil {
+			s.releaseAddr(b)
+			return nil, err
+		}
+		return b, nil
+	}
+	plain, tlsPort, tcpMode, err := tcpEchoMode(env)
+	if err != nil {
+		s.releaseAddr(b)
+		return nil, err
+	}
+	if tcpMode {
+		// No HTTP and no readiness probe in this mode (tcpecho.go): the
+		// member of the suite's TCPRoutes and TLSRoutes, and one that
+		// refuses its Service's port when TCP_PORT says another
+		// (HTTPRouteRetryConnectionError).
+		b.port = plain
+		if err := s.serveTCPEcho(b, pod, env, tlsPort); err != nil {
+			s.releaseAddr(b)
+			return nil, err
+		}
+		return b, nil
+	}
+	if err := s.serve(b, echoConfig(pod, env), pod); err != nil {
+		s.releaseAddr(b)
+		return nil, err
+	}
+	if certFile, keyFile, ok := tlsFiles(env); ok {
+		if err := s.serveTLS(b, echoConfig(pod, env), pod, env, certFile, keyFile); err != nil {
+			s.stopBackend(b)
+			return nil, err
+		}
 	}
 	if err := probe(s.ctx, b); err != nil {
 		s.stopBackend(b)
@@ -95,49 +109,6 @@ func (s *Sim) podEnv(pod *corev1.Pod, podIP, hostIP netip.Addr) (map[string]stri
 		return nil, configError{err}
 	}
 	return env, nil
-}
-
-// tcpEchoPort is TCP_PORT when TCP_ECHO_SERVER is set (echo-basic's TCP
-// mode).
-func tcpEchoPort(env map[string]string) (int, bool) {
-	if env["TCP_ECHO_SERVER"] == "" {
-		return 0, false
-	}
-	port, err := strconv.Atoi(env["TCP_PORT"])
-	if err != nil || port < 1 || port > 65535 {
-		return 0, false
-	}
-	return port, true
-}
-
-// serveTCPEcho echoes every byte back on b's address and port until the
-// backend stops.
-func (s *Sim) serveTCPEcho(b *backend, pod *corev1.Pod) error {
-	ln, ctx, err := s.listen(b)
-	if err != nil {
-		return err
-	}
-	go func() {
-		<-ctx.Done()
-		ln.Close()
-	}()
-	go func() {
-		defer close(b.done)
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				stop := context.AfterFunc(ctx, func() { conn.Close() })
-				defer stop()
-				_, _ = io.Copy(conn, conn)
-			}()
-		}
-	}()
-	s.log.Debug("nodesim: TCP echo", "namespace", pod.Namespace, "pod", pod.Name, "addr", ln.Addr().String())
-	return nil
 }
 
 // listen opens b's address and port and arms b's stop: the context its

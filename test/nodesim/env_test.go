@@ -127,22 +127,26 @@ func TestUnsupportedEnvSources(t *testing.T) {
 	}
 }
 
-// TestTCPEchoPort: echo-basic's TCP mode is TCP_ECHO_SERVER set with a
-// valid TCP_PORT; anything else serves HTTP as usual.
-func TestTCPEchoPort(t *testing.T) {
+// TestTCPEchoModePorts: echo-basic's TCP mode is TCP_ECHO_SERVER set, on
+// TCP_PORT and TLS_PORT (3000 and 8443 by default); a port that is not a
+// port number is the Pod's error; without TCP_ECHO_SERVER, HTTP as usual.
+func TestTCPEchoModePorts(t *testing.T) {
 	for _, tc := range []struct {
-		env  map[string]string
-		port int
-		ok   bool
+		env          map[string]string
+		plain, tls   int
+		mode, broken bool
 	}{
-		{map[string]string{"TCP_ECHO_SERVER": "1", "TCP_PORT": "3333"}, 3333, true},
-		{map[string]string{"TCP_PORT": "3333"}, 0, false},
-		{map[string]string{"TCP_ECHO_SERVER": "1"}, 0, false},
-		{map[string]string{"TCP_ECHO_SERVER": "1", "TCP_PORT": "70000"}, 0, false},
-		{map[string]string{"TCP_ECHO_SERVER": "1", "TCP_PORT": "x"}, 0, false},
+		{map[string]string{"TCP_ECHO_SERVER": "1", "TCP_PORT": "3333"}, 3333, 8443, true, false},
+		{map[string]string{"TCP_ECHO_SERVER": "1"}, 3000, 8443, true, false},
+		{map[string]string{"TCP_ECHO_SERVER": "1", "TLS_PORT": "9443"}, 3000, 9443, true, false},
+		{map[string]string{"TCP_PORT": "3333"}, 0, 0, false, false},
+		{map[string]string{"TCP_ECHO_SERVER": "1", "TCP_PORT": "70000"}, 0, 0, true, true},
+		{map[string]string{"TCP_ECHO_SERVER": "1", "TCP_PORT": "x"}, 0, 0, true, true},
+		{map[string]string{"TCP_ECHO_SERVER": "1", "TLS_PORT": "0"}, 0, 0, true, true},
 	} {
-		if port, ok := tcpEchoPort(tc.env); port != tc.port || ok != tc.ok {
-			t.Errorf("%v: %d %v, want %d %v", tc.env, port, ok, tc.port, tc.ok)
+		plain, tlsPort, mode, err := tcpEchoMode(tc.env)
+		if plain != tc.plain || tlsPort != tc.tls || mode != tc.mode || (err != nil) != tc.broken {
+			t.Errorf("%v: %d %d %v %v, want %d %d %v broken=%v", tc.env, plain, tlsPort, mode, err, tc.plain, tc.tls, tc.mode, tc.broken)
 		}
 	}
 }

@@ -60,23 +60,9 @@ func secretFile(pod *corev1.Pod, file string) (secret, key string, err error) {
 // serveTLS serves the echo over TLS on b's address and HTTPS_PORT, until
 // b stops; b's stop waits for it too.
 func (s *Sim) serveTLS(b *backend, cfg echo.Config, pod *corev1.Pod, env map[string]string, certFile, keyFile string) error {
-	var pem [2][]byte
-	for i, f := range []string{certFile, keyFile} {
-		name, key, err := secretFile(pod, f)
-		if err != nil {
-			return err
-		}
-		sec, err := s.client.CoreV1().Secrets(pod.Namespace).Get(s.ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return fmt.Errorf("secret %s/%s: %w", pod.Namespace, name, err)
-		}
-		if pem[i] = sec.Data[key]; len(pem[i]) == 0 {
-			return configError{fmt.Errorf("secret %s/%s has no %s", pod.Namespace, name, key)}
-		}
-	}
-	pair, err := tls.X509KeyPair(pem[0], pem[1])
+	pair, err := s.podKeyPair(pod, certFile, keyFile)
 	if err != nil {
-		return configError{fmt.Errorf("TLS_SERVER_CERT and TLS_SERVER_PRIVKEY: %w", err)}
+		return err
 	}
 	port := defaultHTTPSPort
 	if p, err := strconv.Atoi(env["HTTPS_PORT"]); err == nil && p > 0 && p < 65536 {
@@ -108,4 +94,28 @@ func (s *Sim) serveTLS(b *backend, cfg echo.Config, pod *corev1.Pod, env map[str
 	b.cancel = func() { httpCancel(); cancel() }
 	b.done = both
 	return nil
+}
+
+// podKeyPair is the certificate and key a container reads from the files
+// certFile and keyFile of its mounted Secrets, read from the API.
+func (s *Sim) podKeyPair(pod *corev1.Pod, certFile, keyFile string) (tls.Certificate, error) {
+	var pem [2][]byte
+	for i, f := range []string{certFile, keyFile} {
+		name, key, err := secretFile(pod, f)
+		if err != nil {
+			return tls.Certificate{}, err
+		}
+		sec, err := s.client.CoreV1().Secrets(pod.Namespace).Get(s.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return tls.Certificate{}, fmt.Errorf("secret %s/%s: %w", pod.Namespace, name, err)
+		}
+		if pem[i] = sec.Data[key]; len(pem[i]) == 0 {
+			return tls.Certificate{}, configError{fmt.Errorf("secret %s/%s has no %s", pod.Namespace, name, key)}
+		}
+	}
+	pair, err := tls.X509KeyPair(pem[0], pem[1])
+	if err != nil {
+		return tls.Certificate{}, configError{fmt.Errorf("%s and %s: %w", certFile, keyFile, err)}
+	}
+	return pair, nil
 }
