@@ -170,8 +170,8 @@ func TestGatewayConformance(t *testing.T) {
 			// tests they share run once.
 			ConformanceProfiles: []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName,
 				suite.GatewayTLSConformanceProfileName, suite.GatewayTCPConformanceProfileName},
-			ReportOutputPath:     reportPath,
-			RunTest:              os.Getenv("GATEWAY_CONFORMANCE_RUN_TEST"),
+			ReportOutputPath: reportPath,
+			RunTest:          os.Getenv("GATEWAY_CONFORMANCE_RUN_TEST"),
 			// GatewayStaticAddresses: an address of the controller's public
 			// pool, which pier binds, and one outside both pools, which it
 			// refuses (Programmed=False/AddressNotUsable).
