@@ -32,7 +32,7 @@ const WeightSlots = 1000
 // most 1,000,000, which pier multiplies by at most 2^20 to share it
 // exactly over the Service's endpoints; WeightSlots times it stays far
 // inside an int64.
-const MaxWeight = 1 << 40
+const MaxWeight int64 = 1 << 40
 
 // maxRejectOf bounds RejectOf: numgen and jhash take a 32-bit modulus.
 const maxRejectOf = 1 << 30
