@@ -28,11 +28,11 @@ import (
 // 0.1 point of its weight's.
 const WeightSlots = 1000
 
-// MaxWeight bounds a backend's weight: a UDPRoute's backendRef weighs at
-// most 1,000,000, which pier multiplies by at most 2^20 to share it
-// exactly over the Service's endpoints; WeightSlots times it stays far
-// inside an int64.
-const MaxWeight int64 = 1 << 40
+// MaxWeight bounds a backend's weight: a UDPRoute's 16 backendRefs weigh
+// at most 1,000,000 each, which pier multiplies by at most 2^20 to share
+// them exactly over the Services' endpoints, under 2^44 in all; the
+// products apportion and maglev take stay far inside an int64.
+const MaxWeight int64 = 1 << 44
 
 // maxRejectOf bounds RejectOf: numgen and jhash take a 32-bit modulus.
 const maxRejectOf = 1 << 30
@@ -62,7 +62,7 @@ func isWeighted(bs []Backend) bool {
 func checkWeights(s Service) error {
 	for i, b := range s.Backends {
 		if b.Weight < 0 || b.Weight > MaxWeight {
-			return errors.New("nft: backend weight outside 0-2^40")
+			return errors.New("nft: backend weight outside 0-2^44")
 		}
 		if i > 0 && b.Addr == s.Backends[i-1].Addr && b.Port == s.Backends[i-1].Port {
 			return errors.New("nft: one backend listed with two weights")
