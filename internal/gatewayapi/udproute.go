@@ -215,8 +215,8 @@ const maxShareScale = 1 << 20
 // weight_i * K / members_i, K the least common multiple of the refs'
 // endpoint counts: exact integers, so a Service's share is its weight's
 // whatever its endpoint count (70 and 30 over two endpoints and one:
-// 70, 70 and 60). Endpoint counts whose multiple passes 2^20 (seven or
-// more unlike ones) scale by 2^20 instead and round down: each member's
+// 70, 70 and 60). Endpoint counts whose multiple passes 2^20 (101, 103
+// and 107 endpoints) scale by 2^20 instead and round down: each member's
 // weight is then off by less than one part in 2^20 of a ref of weight 1
 // on one endpoint, far below the native table's slot. An endpoint two
 // refs share adds up both weights.
