@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,24 +17,34 @@ import (
 )
 
 // A UDPRoute forwards the datagrams of the UDP listeners it attaches to,
-// to the endpoints of its one backend Service. HAProxy has no UDP: a UDP
+// to the endpoints of its backend Services. HAProxy has no UDP: a UDP
 // listener becomes a model listener of protocol UDP in the Gateway's own
 // load balancer (same VIP, FIP and pair), which the agent hands to the
 // native provider, nftables, while HAProxy serves the others
 // (agent/splitdriver). So:
 //
 //   - a UDPRoute has one rule, as a TCPRoute (a datagram carries nothing
-//     to choose between rules by), and that rule one backendRef: the
-//     native provider spreads flows evenly over endpoints and has no
-//     weights, so a share between Services could not be kept; several
-//     refs are refused (UnsupportedValue) rather than served with shares
-//     that follow endpoint counts instead of weights;
+//     to choose between rules by), of at most 16 backendRefs (the CRD's
+//     maximum; a file may hold more: refused, UnsupportedValue);
 //   - a UDP listener serves one UDPRoute, the oldest (ListenerInUse for
 //     the others);
-//   - the backend is a Service port of protocol UDP; its ready IPv4
+//   - each backend is a Service port of protocol UDP; its ready IPv4
 //     endpoints on that port are the members, as for a native Service.
-//     When it does not resolve (or weighs 0), the listener answers ICMP
-//     port unreachable, as a native Service without endpoints.
+//     One backendRef is that Service's pool. Several make one pool of
+//     all their members, each weighing its Service's weight over its
+//     endpoint count (udpSplitMembers), which the native table turns
+//     into that many slots of its endpoint map: new flows follow the
+//     weights whatever each Service's endpoint count. A ref of weight 0
+//     gets no flow. The spec's UDPRouteRule.backendRefs: a backend that
+//     does not resolve "or a Service with no endpoints" is invalid and
+//     its share must be refused ("if an invalid backend is requested to
+//     have 80% of the packets, then 80% of packets must be dropped"), so
+//     those refs' weights become the pool's fail share (FailWeight of
+//     FailTotal), which the table refuses with ICMP port unreachable
+//     before it picks an endpoint: their share is not given to the
+//     others. When no ref has endpoints (or all weigh 0), the listener
+//     answers ICMP port unreachable, as a native Service without
+//     endpoints.
 //
 // A UDP listener may share its port with a TCP, HTTP or HTTPS listener
 // (DNS on 53): a port number belongs to one transport protocol.
@@ -104,77 +115,217 @@ func parseUDPRoute(r *gwv1alpha2.UDPRoute, x *index, opts translate.Options, pro
 	}
 	refs := r.Spec.Rules[0].BackendRefs
 	switch {
-	case len(refs) > 1:
+	case len(refs) > maxUDPRefs:
 		return refuse("spec.rules[0].backendRefs", fmt.Sprintf(
-			"%d backendRefs: pier serves a UDPRoute of one backendRef (the native provider spreads flows evenly over endpoints and has no weights, so a share between Services cannot be kept)", len(refs)))
+			"%d backendRefs: pier serves a UDPRoute rule of at most %d (the CRD's maximum)", len(refs), maxUDPRefs))
 	case len(refs) == 0:
 		// The API server refuses this; a file may not.
 		ur.unresolved, ur.detail = string(gwv1.RouteReasonBackendNotFound), "spec.rules[0].backendRefs: none"
-	default:
+	case len(refs) == 1:
 		ur.pool, ur.unresolved, ur.detail = x.udpPool(r.Namespace, refs[0], opts)
 		if ur.unresolved != "" {
 			ur.detail = "spec.rules[0].backendRefs[0]: " + ur.detail
 		}
+	default:
+		ur.pool, ur.unresolved, ur.detail = x.udpSplitPool(r, refs, opts)
 	}
 	if ur.unresolved != "" {
-		problem(model.SeverityWarning, ur.unresolved, "spec.rules[0].backendRefs",
-			ur.detail+": the listener's datagrams are refused (ICMP port unreachable)")
+		consequence := "the listener's datagrams are refused (ICMP port unreachable)"
+		if ur.pool != nil {
+			consequence = "its share of the listener's new flows is refused (ICMP port unreachable)"
+		}
+		problem(model.SeverityWarning, ur.unresolved, "spec.rules[0].backendRefs", ur.detail+": "+consequence)
 	}
 	return ur
 }
 
-// udpPool resolves a UDPRoute's backendRef: a core Service of the route's
-// namespace, or of another whose ReferenceGrant permits UDPRoutes of it,
-// with a UDP port of that number. A weight of 0 resolves to no pool: no
-// datagram is forwarded.
-func (x *index) udpPool(routeNS string, ref gwv1.BackendRef, opts translate.Options) (*model.Pool, string, string) {
-	weight := int32(1)
-	if ref.Weight != nil {
-		weight = *ref.Weight
+// maxUDPRefs bounds a UDPRoute rule's backendRefs (the CRD's maximum):
+// the weights' sum stays below 2^24, far inside the native table's
+// bounds.
+const maxUDPRefs = 16
+
+// udpBackend is one resolved backendRef of a UDPRoute.
+type udpBackend struct {
+	ns, svc string
+	port    int32
+	weight  int32
+	members []model.Member
+}
+
+// udpSplitPool resolves a rule of several backendRefs to one pool (see
+// the comment at the top of this file): nil when no ref has endpoints,
+// the Service's pool when one ref has them and no other's share is
+// refused, else a pool of the refs' members weighted by their share,
+// with the share of the refs that do not resolve or have no endpoint as
+// its fail share. The ResolvedRefs reason and message are the first
+// failing ref's.
+func (x *index) udpSplitPool(r *gwv1alpha2.UDPRoute, refs []gwv1.BackendRef, opts translate.Options) (*model.Pool, string, string) {
+	var ok []udpBackend
+	var fail, total int
+	var unresolved, detail string
+	for i, ref := range refs {
+		b, reason, msg := x.resolveUDP(r.Namespace, ref, opts)
+		if reason != "" {
+			if unresolved == "" {
+				unresolved, detail = reason, fmt.Sprintf("spec.rules[0].backendRefs[%d]: %s", i, msg)
+			}
+			if b.weight > 0 && b.weight <= maxRefWeight {
+				fail, total = fail+int(b.weight), total+int(b.weight)
+			}
+			continue
+		}
+		if b.weight == 0 {
+			continue
+		}
+		total += int(b.weight)
+		if len(b.members) == 0 {
+			fail += int(b.weight)
+			continue
+		}
+		ok = append(ok, b)
 	}
-	if weight < 0 || weight > maxRefWeight {
-		return nil, string(gwv1.RouteReasonUnsupportedValue), fmt.Sprintf("weight %d is outside 0-%d", weight, maxRefWeight)
+	switch {
+	case len(ok) == 0:
+		return nil, unresolved, detail
+	case len(ok) == 1 && fail == 0:
+		return ok[0].pool(), unresolved, detail
+	}
+	parts := make([]string, 0, len(ok)+1)
+	var svcs, ports []string
+	for _, b := range ok {
+		parts = append(parts, fmt.Sprintf("%s/%s:%d:%d", b.ns, b.svc, b.port, b.weight))
+		svcs, ports = append(svcs, b.svc), append(ports, strconv.Itoa(int(b.port)))
+	}
+	pool := &model.Pool{Namespace: r.Namespace, Algorithm: model.AlgorithmRoundRobin, Members: udpSplitMembers(ok),
+		Service: strings.Join(svcs, "+"), Port: strings.Join(ports, "+")}
+	if fail > 0 {
+		parts = append(parts, fmt.Sprintf("refused:%d:%d", fail, total))
+		pool.FailWeight, pool.FailTotal = fail, total
+	}
+	pool.ID = model.ID(append([]string{"udp-split", r.Namespace}, parts...)...)
+	pool.Name = r.Namespace + "_udpsplit_" + pool.ID[:8]
+	return pool, unresolved, detail
+}
+
+// maxShareScale bounds the common multiple udpSplitMembers scales the
+// weights by.
+const maxShareScale = 1 << 20
+
+// udpSplitMembers gives each member of ref i the weight
+// weight_i * K / members_i, K the least common multiple of the refs'
+// endpoint counts: exact integers, so a Service's share is its weight's
+// whatever its endpoint count (70 and 30 over two endpoints and one:
+// 70, 70 and 60). Endpoint counts whose multiple passes 2^20 (101, 103
+// and 107 endpoints) scale by 2^20 instead and round down: each member's
+// weight is then off by less than one part in 2^20 of a ref of weight 1
+// on one endpoint, far below the native table's slot. An endpoint two
+// refs share adds up both weights.
+func udpSplitMembers(bs []udpBackend) []model.Member {
+	k := 1
+	for _, b := range bs {
+		n := len(b.members)
+		k = k / gcdInt(k, n) * n
+		if k > maxShareScale {
+			k = maxShareScale
+			break
+		}
+	}
+	type endpoint struct {
+		addr string
+		port int
+	}
+	at := map[endpoint]int{}
+	var out []model.Member
+	for _, b := range bs {
+		w := max(1, int(b.weight)*k/len(b.members))
+		for _, m := range b.members {
+			e := endpoint{m.Address, m.Port}
+			if i, seen := at[e]; seen {
+				out[i].Weight += w
+				continue
+			}
+			at[e] = len(out)
+			m.Weight = w
+			out = append(out, m)
+		}
+	}
+	return translate.SortMembers(out)
+}
+
+func gcdInt(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// udpPool resolves a UDPRoute's only backendRef to its Service's pool.
+// A weight of 0 resolves to no pool: no datagram is forwarded.
+func (x *index) udpPool(routeNS string, ref gwv1.BackendRef, opts translate.Options) (*model.Pool, string, string) {
+	b, reason, msg := x.resolveUDP(routeNS, ref, opts)
+	if reason != "" || b.weight == 0 {
+		return nil, reason, msg
+	}
+	return b.pool(), "", ""
+}
+
+// pool is the Service's UDP pool, which every route to it shares.
+func (b udpBackend) pool() *model.Pool {
+	portKey := "udp-" + strconv.Itoa(int(b.port))
+	return &model.Pool{ID: model.ID("udp-pool", b.ns, b.svc, portKey), Name: b.ns + "_" + b.svc + "_" + portKey,
+		Namespace: b.ns, Service: b.svc, Port: strconv.Itoa(int(b.port)), Algorithm: model.AlgorithmRoundRobin, Members: b.members}
+}
+
+// resolveUDP resolves a UDPRoute's backendRef: a core Service of the
+// route's namespace, or of another whose ReferenceGrant permits
+// UDPRoutes of it, with a UDP port of that number, and its ready
+// endpoints there (none for a ref of weight 0).
+func (x *index) resolveUDP(routeNS string, ref gwv1.BackendRef, opts translate.Options) (udpBackend, string, string) {
+	b := udpBackend{weight: 1}
+	if ref.Weight != nil {
+		b.weight = *ref.Weight
+	}
+	if b.weight < 0 || b.weight > maxRefWeight {
+		return b, string(gwv1.RouteReasonUnsupportedValue), fmt.Sprintf("weight %d is outside 0-%d", b.weight, maxRefWeight)
 	}
 	if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Service") {
-		return nil, string(gwv1.RouteReasonInvalidKind), "only core Services are supported as backends"
+		return b, string(gwv1.RouteReasonInvalidKind), "only core Services are supported as backends"
 	}
 	ns := routeNS
 	if ref.Namespace != nil {
 		ns = string(*ref.Namespace)
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-			return nil, string(gwv1.RouteReasonBackendNotFound), "invalid namespace " + translate.Quote(ns)
+			return b, string(gwv1.RouteReasonBackendNotFound), "invalid namespace " + translate.Quote(ns)
 		}
 	}
 	name := string(ref.Name)
 	if errs := validation.IsDNS1035Label(name); len(errs) > 0 {
-		return nil, string(gwv1.RouteReasonBackendNotFound), "invalid service name " + translate.Quote(name)
+		return b, string(gwv1.RouteReasonBackendNotFound), "invalid service name " + translate.Quote(name)
 	}
 	if !x.grants.permits(model.KindUDPRoute, routeNS, "Service", ns, name) {
-		return nil, string(gwv1.RouteReasonRefNotPermitted), fmt.Sprintf(
+		return b, string(gwv1.RouteReasonRefNotPermitted), fmt.Sprintf(
 			"service %s/%s is in another namespace and no ReferenceGrant there permits UDPRoutes of %s", ns, name, routeNS)
 	}
 	if ref.Port == nil || *ref.Port < 1 || *ref.Port > 65535 {
-		return nil, string(gwv1.RouteReasonBackendNotFound), "a Service backend needs a port (1-65535)"
+		return b, string(gwv1.RouteReasonBackendNotFound), "a Service backend needs a port (1-65535)"
 	}
 	port := *ref.Port
 	svc := x.Service(ns, name)
 	if svc == nil {
-		return nil, string(gwv1.RouteReasonBackendNotFound), fmt.Sprintf("service %s/%s not found", ns, name)
+		return b, string(gwv1.RouteReasonBackendNotFound), fmt.Sprintf("service %s/%s not found", ns, name)
 	}
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
-		return nil, string(gwv1.RouteReasonBackendNotFound), fmt.Sprintf("service %s/%s is of type ExternalName, which pier does not forward to", ns, name)
+		return b, string(gwv1.RouteReasonBackendNotFound), fmt.Sprintf("service %s/%s is of type ExternalName, which pier does not forward to", ns, name)
 	}
 	sp := translate.UDPServicePort(svc, port)
 	if sp == nil {
-		return nil, string(gwv1.RouteReasonBackendNotFound), fmt.Sprintf("service %s/%s has no UDP port %d", ns, name, port)
+		return b, string(gwv1.RouteReasonBackendNotFound), fmt.Sprintf("service %s/%s has no UDP port %d", ns, name, port)
 	}
-	if weight == 0 {
-		return nil, "", ""
+	b.ns, b.svc, b.port = ns, name, port
+	if b.weight > 0 {
+		b.members, _ = x.UDPMembers(svc, sp, opts.Members)
 	}
-	members, _ := x.UDPMembers(svc, sp, opts.Members)
-	portKey := "udp-" + strconv.Itoa(int(port))
-	return &model.Pool{ID: model.ID("udp-pool", ns, name, portKey), Name: ns + "_" + name + "_" + portKey,
-		Namespace: ns, Service: name, Port: strconv.Itoa(int(port)), Algorithm: model.AlgorithmRoundRobin, Members: members}, "", ""
+	return b, "", ""
 }
 
 func (ur *udpRoute) resolvedRefs() metav1.Condition {

@@ -1,6 +1,7 @@
 package gatewayapi
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -177,8 +178,12 @@ func TestUDPRouteRefusals(t *testing.T) {
 			accepted: true, reason: string(gwv1.RouteReasonAccepted), resolvedWhy: string(gwv1.RouteReasonRefNotPermitted)},
 		{name: "grant", doc: udpRouteDoc("default", "r", "{name: gw, sectionName: dns}", "{name: coredns, namespace: other, port: 53}") + grantDoc("UDPRoute"),
 			accepted: true, reason: string(gwv1.RouteReasonAccepted), resolvedWhy: string(gwv1.RouteReasonResolvedRefs), pooled: true},
-		{name: "two refs", doc: udpRouteDoc("default", "r", "{name: gw, sectionName: dns}", "{name: coredns, port: 53}, {name: coredns, port: 53}"),
+		{name: "seventeen refs", doc: udpRouteDoc("default", "r", "{name: gw, sectionName: dns}", strings.TrimSuffix(strings.Repeat("{name: coredns, port: 53}, ", 17), ", ")),
 			reason: string(gwv1.RouteReasonUnsupportedValue), resolvedWhy: string(gwv1.RouteReasonResolvedRefs)},
+		{name: "two refs, both weight zero", doc: udpRouteDoc("default", "r", "{name: gw, sectionName: dns}", "{name: coredns, port: 53, weight: 0}, {name: coredns, port: 53, weight: 0}"),
+			accepted: true, reason: string(gwv1.RouteReasonAccepted), resolvedWhy: string(gwv1.RouteReasonResolvedRefs)},
+		{name: "two refs, neither resolves", doc: udpRouteDoc("default", "r", "{name: gw, sectionName: dns}", "{name: nope, port: 53}, {name: coredns, port: 80}"),
+			accepted: true, reason: string(gwv1.RouteReasonAccepted), resolvedWhy: string(gwv1.RouteReasonBackendNotFound)},
 		{name: "weight zero", doc: udpRouteDoc("default", "r", "{name: gw, sectionName: dns}", "{name: coredns, port: 53, weight: 0}"),
 			accepted: true, reason: string(gwv1.RouteReasonAccepted), resolvedWhy: string(gwv1.RouteReasonResolvedRefs)},
 		{name: "not a service", doc: udpRouteDoc("default", "r", "{name: gw, sectionName: dns}", "{group: example.com, kind: Thing, name: coredns, port: 53}"),
@@ -301,6 +306,91 @@ spec:
 				t.Fatalf("listener %s: %+v, want a condition with reason %s", ls.Name, ls.Conditions, tc.reason)
 			}
 			t.Fatalf("no listener %s", tc.bad)
+		})
+	}
+}
+
+// TestUDPRouteWeights: a UDPRoute of several weighted backendRefs is one
+// pool whose members weigh their Service's weight over its endpoint
+// count (exact integers), a ref of weight 0 has no member, and the share
+// of refs that do not resolve or whose Service has no endpoint is the
+// pool's fail share (refused, not given to the others), as the spec's
+// UDPRouteRule.backendRefs asks.
+func TestUDPRouteWeights(t *testing.T) {
+	type member struct {
+		addr   string
+		weight int
+	}
+	for _, tc := range []struct {
+		name, refs       string
+		members          []member // nil: no pool
+		fail, failTotal  int
+		servicePool      bool // the Service's own pool, as for one ref
+		resolved, reason string
+	}{
+		{name: "70/30/0", refs: "{name: v1, port: 53, weight: 70}, {name: v2, port: 53, weight: 30}, {name: v3, port: 53, weight: 0}",
+			members: []member{{"10.1.0.1", 70}, {"10.1.0.2", 70}, {"10.2.0.1", 60}}},
+		{name: "no endpoints: its share refused", refs: "{name: v1, port: 53, weight: 70}, {name: empty, port: 53, weight: 30}",
+			members: []member{{"10.1.0.1", 70}, {"10.1.0.2", 70}}, fail: 30, failTotal: 100},
+		{name: "not found: its share refused", refs: "{name: v1, port: 53, weight: 70}, {name: nope, port: 53, weight: 30}",
+			members: []member{{"10.1.0.1", 70}, {"10.1.0.2", 70}}, fail: 30, failTotal: 100, reason: string(gwv1.RouteReasonBackendNotFound)},
+		{name: "the other weighs 0", refs: "{name: v1, port: 53}, {name: v2, port: 53, weight: 0}",
+			members: []member{{"10.1.0.1", 1}, {"10.1.0.2", 1}}, servicePool: true},
+		{name: "one Service twice", refs: "{name: v1, port: 53, weight: 1}, {name: v1, port: 53, weight: 3}",
+			members: []member{{"10.1.0.1", 4}, {"10.1.0.2", 4}}},
+		{name: "none with endpoints", refs: "{name: empty, port: 53}, {name: nope, port: 53}", reason: string(gwv1.RouteReasonBackendNotFound)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := gatewaySnap(t, udpGatewayDoc+udpRouteDoc("default", "r", "{name: gw, sectionName: dns}", tc.refs))
+			withUDPService(snap, "default", "v1", "10.1.0.1", "10.1.0.2")
+			withUDPService(snap, "default", "v2", "10.2.0.1")
+			withUDPService(snap, "default", "v3", "10.3.0.1")
+			withUDPService(snap, "default", "empty")
+			res := Translate(snap, gatewayOpts())
+			acc, rr := udpParent(t, res, udpRef("default", "r"))
+			want := tc.reason
+			if want == "" {
+				want = string(gwv1.RouteReasonResolvedRefs)
+			}
+			if acc.Status != metav1.ConditionTrue || rr.Reason != want {
+				t.Fatalf("Accepted %+v ResolvedRefs %+v, want accepted and %s", acc, rr, want)
+			}
+			lb := res.LoadBalancers[0]
+			dns := udpListenerOn(lb, 53)
+			var pool *model.Pool
+			for i := range lb.Pools {
+				if dns.DefaultPoolID != "" && lb.Pools[i].ID == dns.DefaultPoolID {
+					pool = &lb.Pools[i]
+				}
+			}
+			if tc.members == nil {
+				if dns.DefaultPoolID != "" {
+					t.Fatalf("a pool where every flow is refused: %+v", pool)
+				}
+				return
+			}
+			if pool == nil {
+				t.Fatalf("no pool for %+v", dns)
+			}
+			var got []member
+			for _, m := range pool.Members {
+				got = append(got, member{m.Address, m.Weight})
+			}
+			if !slices.Equal(got, tc.members) || pool.FailWeight != tc.fail || pool.FailTotal != tc.failTotal {
+				t.Fatalf("members %v fail %d of %d, want %v and %d of %d", got, pool.FailWeight, pool.FailTotal, tc.members, tc.fail, tc.failTotal)
+			}
+			if own := pool.ID == model.ID("udp-pool", "default", "v1", "udp-53"); own != tc.servicePool {
+				t.Fatalf("pool %s: the Service's own %v, want %v", pool.ID, own, tc.servicePool)
+			}
+			if tc.reason != "" {
+				found := false
+				for _, p := range res.Problems {
+					found = found || (p.Name == "r" && strings.Contains(p.Message, "its share"))
+				}
+				if !found {
+					t.Fatalf("no problem says the unresolved ref's share is refused: %+v", res.Problems)
+				}
+			}
 		})
 	}
 }

@@ -335,7 +335,11 @@ type Pool struct {
 	TCP bool `json:"tcp,omitempty"`
 	// FailWeight of every FailTotal requests to the pool are answered 500
 	// instead (an HTTPRoute rule's backendRefs that do not resolve, the
-	// share the spec wants answered 500); 0 for none.
+	// share the spec wants answered 500); 0 for none. In a UDP pool (a
+	// UDPRoute's) it is the share of new flows refused with ICMP port
+	// unreachable: refs that do not resolve or have no endpoint. A UDP
+	// pool's member weights are its Services' shares (any size; 0
+	// counts as 1).
 	FailWeight int `json:"failWeight,omitempty"`
 	FailTotal  int `json:"failTotal,omitempty"`
 	// RequestHeaders are applied in order to every request sent to this

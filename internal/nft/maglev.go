@@ -18,6 +18,12 @@ const MaglevSlots = 251
 // set of backends, so every node computes the same one, and a backend
 // that comes or goes moves few of the other backends' slots: a flow keeps
 // its endpoint whichever node hashes it.
+//
+// Weights (weights.go): in round k a backend takes its turn only while
+// it holds fewer than k times its weight over the largest weight, so the
+// heaviest claims every round and the others in proportion (the way
+// Envoy weights its Maglev table); with equal weights every backend
+// claims every round, the table of the unweighted algorithm.
 func maglev(backends []Backend, m int) []Backend {
 	if len(backends) == 0 {
 		return nil
@@ -29,14 +35,23 @@ func maglev(backends []Backend, m int) []Backend {
 		offset[i] = int(hash64("offset", name) % uint64(m))
 		skip[i] = int(hash64("skip", name)%uint64(m-1)) + 1
 	}
+	var heaviest int64
+	for _, b := range backends {
+		heaviest = max(heaviest, weightOf(b))
+	}
 	next := make([]int, len(backends))
+	claimed := make([]int64, len(backends))
 	table := make([]int, m)
 	for i := range table {
 		table[i] = -1
 	}
 	filled := 0
-	for {
-		for i := range backends {
+	for round := int64(1); ; round++ {
+		for i, b := range backends {
+			if claimed[i]*heaviest >= round*weightOf(b) {
+				continue
+			}
+			claimed[i]++
 			c := (offset[i] + next[i]*skip[i]) % m
 			for table[c] >= 0 {
 				next[i]++

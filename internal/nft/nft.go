@@ -24,8 +24,12 @@
 //	chain svc_<id> dnat ip to numgen random mod N map @eps_<id>
 //	               (jhash ip saddr instead of numgen with source affinity;
 //	               jhash of the flow's addresses and ports mod 251 into a
-//	               Maglev table when Consistent, for ECMP)
-//	map eps_<id>   i : endpoint i mod N (entries past N linger one change)
+//	               Maglev table when Consistent, for ECMP); before it,
+//	               with a reject share, numgen (jhash) mod T < R goto
+//	               no_endpoints
+//	map eps_<id>   i : endpoint i mod N (entries past N linger one change);
+//	               with weights, each endpoint holds as many of the N
+//	               slots as its weight asks (weights.go)
 //	set rejects    addr . proto . port of services with no endpoint
 //	               (filter input, forward, output: TCP reset, ICMP port unreachable)
 //	set addrs      every address served; DNATed connections to them are
@@ -61,6 +65,10 @@ const (
 type Backend struct {
 	Addr netip.Addr
 	Port uint16
+	// Weight is the endpoint's share of the service's new flows against
+	// the other endpoints' weights (weights.go); 0 counts as 1, so a
+	// Service's endpoints, which carry none, spread evenly.
+	Weight int64
 }
 
 // Service is one address family of a load balancer's listener: traffic to
@@ -83,6 +91,13 @@ type Service struct {
 	// flow, so one a router moves to another node (ECMP) is sent to the
 	// endpoint it started on. It wins over SourceHash.
 	Consistent bool
+	// Reject of every RejectOf new flows are refused (TCP reset, ICMP
+	// port unreachable) before an endpoint is picked: the share of a
+	// UDPRoute's backendRefs that do not resolve or whose Service has no
+	// ready endpoint, which the Gateway API wants refused rather than
+	// given to the others. 0 for none; with no backend every flow is
+	// refused whatever these say.
+	Reject, RejectOf int64
 	// Slots is how many entries its endpoint map holds once Render's
 	// transaction ran (Render fills it in; see update.go).
 	Slots int

@@ -29,6 +29,9 @@ func Render(prev, next []Service) ([]byte, []Service, error) {
 		return nil, nil, err
 	}
 	for i := range next {
+		if err := checkWeights(next[i]); err != nil {
+			return nil, nil, fmt.Errorf("service %s: %w", next[i].ID, err)
+		}
 		next[i].Slots = slotCount(next[i])
 	}
 	var t text
@@ -72,12 +75,14 @@ func create(t *text, svcs []Service) error {
 			return err
 		}
 		declare(t, join(" ", lit("map"), n.eps, lit("{")), typeofEps(s), slots)
-		rule, err := pickRule(s, n)
+		rules, err := chainRules(s, n)
 		if err != nil {
 			return err
 		}
 		t.line(1, lit("chain"), n.chain, lit("{"))
-		t.line(2, rule...)
+		for _, r := range rules {
+			t.line(2, r...)
+		}
 		t.line(1, lit("}"))
 	}
 	renderHooks(t)
@@ -179,14 +184,16 @@ func updateService(t *text, old, s Service) (int, error) {
 	}
 	elements(t, lit("delete element inet pier_native"), n.eps, del)
 	elements(t, lit("add element inet pier_native"), n.eps, add)
-	oldRule, _ := pickRule(old, n)
-	rule, err := pickRule(s, n)
+	oldRules, _ := chainRules(old, n)
+	rules, err := chainRules(s, n)
 	if err != nil {
 		return 0, err
 	}
-	if !slices.Equal(oldRule, rule) {
+	if !slices.EqualFunc(oldRules, rules, slices.Equal) {
 		t.line(0, lit("flush chain inet pier_native"), n.chain)
-		t.line(0, append([]word{lit("add rule inet pier_native"), n.chain}, rule...)...)
+		for _, r := range rules {
+			t.line(0, append([]word{lit("add rule inet pier_native"), n.chain}, r...)...)
+		}
 	}
 	return keep, nil
 }
@@ -283,23 +290,21 @@ func names(s Service) (serviceNames, error) {
 }
 
 // slotCount is how many entries the rule of s picks among: one per
-// endpoint, or the Maglev table's.
+// endpoint, the weighted table's, or the Maglev table's.
 func slotCount(s Service) int {
 	if s.Consistent && len(s.Backends) > 0 {
 		return MaglevSlots
 	}
-	return len(s.Backends)
+	return len(slotTable(s))
 }
 
-// slotWords are the first n entries of s's endpoint map: entry i is
-// backend i mod N, or slot i of the Maglev table when s is Consistent.
+// slotWords are the first n entries of s's endpoint map: entry i is slot
+// i mod N of its table (slotTable: backend i, the weighted table, or the
+// Maglev table when s is Consistent).
 func slotWords(s Service, n int) ([]word, error) {
-	if len(s.Backends) == 0 {
+	table := slotTable(s)
+	if len(table) == 0 {
 		return nil, nil
-	}
-	table := s.Backends
-	if s.Consistent {
-		table = maglev(s.Backends, MaglevSlots)
 	}
 	out := make([]word, 0, n)
 	for i := range n {
@@ -325,9 +330,10 @@ func typeofEps(s Service) word {
 	return lit("typeof numgen random mod 1 : ip daddr . tcp dport")
 }
 
-// pickRule is the rule of a service chain: DNAT to the endpoint picked
+// chainRules are the rules of a service chain: with a reject share, a
+// rule refusing R of every T new flows; then DNAT to the endpoint picked
 // among the first N entries of its map.
-func pickRule(s Service, n serviceNames) ([]word, error) {
+func chainRules(s Service, n serviceNames) ([][]word, error) {
 	if len(s.Backends) == 0 {
 		return nil, errors.New("nft: no backend")
 	}
@@ -344,12 +350,27 @@ func pickRule(s Service, n serviceNames) ([]word, error) {
 	case s.SourceHash:
 		pick = lit("jhash ip saddr mod")
 	}
+	hashed := s.SourceHash || s.Consistent
+	var rules [][]word
+	if r, total := rejectShare(s); r > 0 {
+		// A refused datagram leaves no conntrack entry: with numgen the
+		// client's next one is drawn again, with jhash it is refused
+		// again (the share is per client or per flow). Its own seed:
+		// both rules scale the hash's high bits to their modulus, so
+		// with one seed the flows left after the refusal would all
+		// hash to the high slots of the endpoint map.
+		rule := []word{lit("meta l4proto"), p, pick, num(total)}
+		if hashed {
+			rule = append(rule, lit("seed 0x5050"))
+		}
+		rules = append(rules, append(rule, lit("<"), num(r), lit("goto no_endpoints")))
+	}
 	rule := []word{lit("meta l4proto"), p, lit("dnat ip to"), pick, num(slotCount(s))}
-	if s.SourceHash || s.Consistent {
+	if hashed {
 		// A fixed seed: a client keeps its endpoint across transactions.
 		rule = append(rule, lit("seed 0x5049"))
 	}
-	return append(rule, lit("map"), join("", lit("@"), n.eps)), nil
+	return append(rules, append(rule, lit("map"), join("", lit("@"), n.eps))), nil
 }
 
 func byID(svcs []Service) map[string]Service {

@@ -109,7 +109,7 @@ kind: UDPRoute
 metadata: {name: weights, namespace: evil}
 spec:
   parentRefs: [{name: gw, sectionName: u5}]
-  rules: [{backendRefs: [{name: app, namespace: victim, port: 53, weight: 70}, {name: app, namespace: victim, port: 53, weight: 30}]}]
+  rules: [{backendRefs: [{name: app, namespace: victim, port: 53, weight: 1000000}, {name: app, namespace: victim, port: 53, weight: 1000000}, {name: app, namespace: victim, port: 53, weight: 1000000}, {name: app, namespace: victim, port: 53, weight: 1000000}, {name: app, namespace: victim, port: 53, weight: 1000000}, {name: app, namespace: victim, port: 53, weight: 1000000}, {name: app, namespace: victim, port: 53, weight: 1000000}, {name: app, namespace: victim, port: 53, weight: 1000000}, {name: app, namespace: victim, port: 53, weight: 1000000}, {name: app, namespace: victim, port: 53, weight: 1000000}, {name: app, namespace: victim, port: 53, weight: 1000000}, {name: app, namespace: victim, port: 53, weight: 1000000}, {name: app, namespace: victim, port: 53, weight: 1000000}, {name: app, namespace: victim, port: 53, weight: 1000000}, {name: app, namespace: victim, port: 53, weight: 1000000}, {name: app, namespace: victim, port: 53, weight: 1000000}, {name: app, namespace: victim, port: 53, weight: 1000000}]}]
 ---
 apiVersion: gateway.networking.k8s.io/v1alpha2
 kind: UDPRoute
@@ -121,8 +121,9 @@ spec:
 
 // TestBadUDPRoutes: hostile UDPRoutes and UDP listeners (a Service name
 // or namespace with ";evil" or a newline and an nftables element, the
-// victim's Service from another namespace without a ReferenceGrant, a
-// 70/30 weight split, a sectionName and a listener name with ";evil") are
+// victim's Service from another namespace without a ReferenceGrant, 17
+// backendRefs of the largest weight, one more than the CRD allows, a
+// sectionName and a listener name with ";evil") are
 // refused with their reason and reach neither a file nor the ruleset;
 // their listeners refuse datagrams, and the victim's UDPRoute answers
 // every datagram before, during and after.

@@ -298,6 +298,17 @@ func TestUDPRouteThroughPierRun(t *testing.T) {
 // or skips (fails under CI) without root, nft, ip or haproxy.
 func udpNetns(t *testing.T, suffix string) string {
 	t.Helper()
+	udpNetnsUsable(t)
+	ns := "pudp-" + strconv.Itoa(os.Getpid()%100000) + "-" + suffix
+	run(t, "ip", "netns", "add", ns)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+	run(t, "ip", "-n", ns, "link", "set", "lo", "up")
+	return ns
+}
+
+// udpNetnsUsable skips (fails under CI) without root, nft, ip or haproxy.
+func udpNetnsUsable(t *testing.T) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") != "" {
 			t.Fatal("the UDPRoute e2e tests need root (nftables, network namespaces)")
@@ -312,11 +323,6 @@ func udpNetns(t *testing.T, suffix string) string {
 			t.Skipf("the UDPRoute e2e tests need %s", bin)
 		}
 	}
-	ns := "pudp-" + strconv.Itoa(os.Getpid()%100000) + "-" + suffix
-	run(t, "ip", "netns", "add", ns)
-	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
-	run(t, "ip", "-n", ns, "link", "set", "lo", "up")
-	return ns
 }
 
 // startPierIn runs `pier run -f dir` in ns, its API on 127.0.0.1:8082

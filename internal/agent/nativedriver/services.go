@@ -72,6 +72,15 @@ func service(uuid string, l model.Listener, pool *model.Pool, addrs []netip.Addr
 		return s, nil // no pool: refused like a pool with no endpoint
 	}
 	s.SourceHash = pool.Algorithm == model.AlgorithmSourceIP
+	// A UDPRoute of several backendRefs is one pool whose members weigh
+	// their Service's share, and whose FailWeight of FailTotal is the
+	// share of refs that do not resolve or have no endpoint: refused.
+	if pool.FailWeight != 0 || pool.FailTotal != 0 {
+		if pool.FailWeight < 1 || pool.FailWeight >= pool.FailTotal {
+			return s, reject("pool %s: fail share %d of %d is not a share", pool.ID, pool.FailWeight, pool.FailTotal)
+		}
+		s.Reject, s.RejectOf = int64(pool.FailWeight), int64(pool.FailTotal)
+	}
 	for _, m := range pool.Members {
 		a, err := netip.ParseAddr(m.Address)
 		if err != nil || !a.Is4() {
@@ -80,7 +89,12 @@ func service(uuid string, l model.Listener, pool *model.Pool, addrs []netip.Addr
 		if m.Port < 1 || m.Port > 65535 {
 			return s, reject("member port %d out of range", m.Port)
 		}
-		s.Backends = append(s.Backends, nft.Backend{Addr: a, Port: uint16(m.Port)})
+		// A weight of 0 counts as 1, as HAProxy's renderer does: the
+		// model has no draining flag.
+		if m.Weight < 0 || int64(m.Weight) > nft.MaxWeight {
+			return s, reject("member weight %d out of range", m.Weight)
+		}
+		s.Backends = append(s.Backends, nft.Backend{Addr: a, Port: uint16(m.Port), Weight: int64(m.Weight)})
 	}
 	return s, nil
 }
