@@ -252,7 +252,7 @@ func TestWeightedChanges(t *testing.T) {
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skip("needs ip")
 	}
-	ns := "h30w-nft-" + strconv.Itoa(os.Getpid()%100000)
+	ns := "pier-nftw-" + strconv.Itoa(os.Getpid()%100000)
 	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add: %v: %s", err, out)
 	}

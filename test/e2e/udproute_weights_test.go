@@ -192,7 +192,7 @@ func udpWeightRound(t *testing.T, ns, addr string, first int) map[string]int {
 func udpWeightNetns(t *testing.T) string {
 	t.Helper()
 	udpNetnsUsable(t)
-	ns := "h30w-udpw-" + strconv.Itoa(os.Getpid()%100000)
+	ns := "pier-udpw-" + strconv.Itoa(os.Getpid()%100000)
 	run(t, "ip", "netns", "add", ns)
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
 	run(t, "ip", "-n", ns, "link", "set", "lo", "up")
