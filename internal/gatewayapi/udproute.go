@@ -26,8 +26,8 @@ import (
 //   - a UDPRoute has one rule, as a TCPRoute (a datagram carries nothing
 //     to choose between rules by), of at most 16 backendRefs (the CRD's
 //     maximum; a file may hold more: refused, UnsupportedValue);
-//   - a UDP listener serves one UDPRoute, the oldest (ListenerInUse for
-//     the others);
+//   - a UDP listener serves one UDPRoute, the oldest; a newer one is
+//     Accepted there but carries no traffic, as a TCPRoute (tcproutes.go);
 //   - each backend is a Service port of protocol UDP; its ready IPv4
 //     endpoints on that port are the members, as for a native Service.
 //     One backendRef is that Service's pool. Several make one pool of
@@ -60,6 +60,7 @@ type udpRoute struct {
 	// the backendRef does not resolve.
 	unresolved, detail string
 	counted            map[*gwListener]bool
+	problem            func(sev model.Severity, reason, field, msg string)
 }
 
 // parseUDPListener completes a listener of protocol UDP.
@@ -99,11 +100,11 @@ func attachUDPRoutes(routes []*gwv1alpha2.UDPRoute, gws map[model.ObjectRef]*par
 
 // parseUDPRoute checks the rule and resolves its backendRef to a UDP pool.
 func parseUDPRoute(r *gwv1alpha2.UDPRoute, x *index, opts translate.Options, problems *[]model.Problem) *udpRoute {
-	ur := &udpRoute{r: r, counted: map[*gwListener]bool{}}
 	problem := func(sev model.Severity, reason, field, msg string) {
 		*problems = append(*problems, model.Problem{Kind: model.KindUDPRoute, Namespace: r.Namespace, Name: r.Name,
 			Severity: sev, Reason: reason, Field: field, Message: msg})
 	}
+	ur := &udpRoute{r: r, counted: map[*gwListener]bool{}, problem: problem}
 	refuse := func(field, msg string) *udpRoute {
 		ur.refusal = &routeRefusal{field, msg}
 		problem(model.SeverityError, string(gwv1.RouteReasonUnsupportedValue), field, msg+": the route is not served")
@@ -362,15 +363,20 @@ func (p *parsedGateway) attachUDP(ur *udpRoute, parent gwv1.ParentReference, nsL
 		return false, string(gwv1.RouteReasonUnsupportedValue), ur.refusal.field + ": " + ur.refusal.message
 	}
 	matched := false
+	var servedBy *udpRoute
 	for _, l := range allowed {
 		if l.udpRoute != nil && l.udpRoute != ur {
+			servedBy = l.udpRoute
 			continue
 		}
 		matched = true
 		l.udpRoute = ur
 	}
 	if !matched {
-		return false, reasonListenerInUse, "an older UDPRoute already serves the listener: a UDP listener serves one route"
+		msg := fmt.Sprintf("accepted but not served: the older UDPRoute %s/%s serves the listener (a UDP listener serves its oldest route; this one is served once that one goes)",
+			servedBy.r.Namespace, servedBy.r.Name)
+		ur.problem(model.SeverityWarning, reasonListenerInUse, "spec.parentRefs", msg)
+		return true, string(gwv1.RouteReasonAccepted), msg
 	}
 	return true, string(gwv1.RouteReasonAccepted), ""
 }

@@ -249,7 +249,8 @@ spec:
 }
 
 // TestUDPRouteListenerInUse: a UDP listener serves the oldest UDPRoute;
-// a newer one is refused there with ListenerInUse and still counted.
+// a newer one is Accepted there but not served, which its message and a
+// Warning (ListenerInUse) say, and is still counted.
 func TestUDPRouteListenerInUse(t *testing.T) {
 	snap := gatewaySnap(t, udpGatewayDoc+
 		udpRouteDoc("default", "first", "{name: gw, sectionName: dns}", "{name: coredns, port: 53}")+
@@ -260,8 +261,14 @@ func TestUDPRouteListenerInUse(t *testing.T) {
 	if acc, _ := udpParent(t, res, udpRef("default", "first")); acc.Status != metav1.ConditionTrue {
 		t.Fatalf("first: %+v", acc)
 	}
-	if acc, _ := udpParent(t, res, udpRef("default", "second")); acc.Status != metav1.ConditionFalse || acc.Reason != reasonListenerInUse {
+	if acc, _ := udpParent(t, res, udpRef("default", "second")); acc.Status != metav1.ConditionTrue ||
+		!strings.Contains(acc.Message, "not served: the older UDPRoute default/first") {
 		t.Fatalf("second: %+v", acc)
+	}
+	if !slices.ContainsFunc(res.Problems, func(p model.Problem) bool {
+		return p.Name == "second" && p.Reason == reasonListenerInUse && p.Severity == model.SeverityWarning
+	}) {
+		t.Fatalf("no ListenerInUse Warning for the newer route: %+v", res.Problems)
 	}
 	dns := udpListenerOn(res.LoadBalancers[0], 53)
 	for _, p := range res.LoadBalancers[0].Pools {
