@@ -1,6 +1,6 @@
 // Package gatewayfeatures lists the Gateway API features pier declares in
 // a GatewayClass's status.supportedFeatures: the core features of the
-// GATEWAY-HTTP, GATEWAY-TLS and GATEWAY-TCP profiles and the extended ones that pass
+// GATEWAY-HTTP, GATEWAY-GRPC, GATEWAY-TLS and GATEWAY-TCP profiles and the extended ones that pass
 // the upstream conformance suite (test/gatewayconformance, which reads them back from the class).
 // A feature joins this list only with the suite's tests for it passing;
 // docs/gateway-api.md says why each other one is left out.
@@ -14,6 +14,9 @@ import "slices"
 // supported is sorted in ascending order, as the Gateway API requires of
 // status.supportedFeatures.
 var supported = []string{
+	"GRPCRoute",
+	"GRPCRouteNamedRouteRule",
+	"GRPCRouteRequestHeaderModifier",
 	"Gateway",
 	"GatewayAddressEmpty",
 	"GatewayHTTPListenerIsolation",

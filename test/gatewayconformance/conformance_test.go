@@ -5,7 +5,7 @@
 // Kubernetes mode on the API-server harness of test/kubeapi: etcd,
 // kube-apiserver and kube-controller-manager, test/nodesim standing in for
 // the kubelet (every Pod, the suite's echo-basic backends included, is
-// answered by internal/echo, or by nodesim's play of echo-basic's TCP
+// answered by internal/echo, or by nodesim's play of echo-basic's gRPC, TCP
 // and UDP modes), and the real `pier controller` and
 // `pier agent` processes under deploy/rbac.yaml, all inside a network
 // namespace of its own (test/netns) where VIPs and pod IPs are local.
@@ -169,7 +169,8 @@ func TestGatewayConformance(t *testing.T) {
 			// Every profile pier passes, in one invocation: the Gateway
 			// tests they share run once.
 			ConformanceProfiles: []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName,
-				suite.GatewayTLSConformanceProfileName, suite.GatewayTCPConformanceProfileName},
+				suite.GatewayGRPCConformanceProfileName, suite.GatewayTLSConformanceProfileName,
+				suite.GatewayTCPConformanceProfileName},
 			ReportOutputPath: reportPath,
 			RunTest:          os.Getenv("GATEWAY_CONFORMANCE_RUN_TEST"),
 			// GatewayStaticAddresses: an address of the controller's public

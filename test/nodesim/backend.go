@@ -54,32 +54,12 @@ func (s *Sim) startBackend(pod *corev1.Pod, node simNode) (*backend, error) {
 		s.releaseAddr(b)
 		return nil, err
 	}
-	if port, udpMode, err := udpEchoMode(env); err != nil || udpMode {
-		if err == nil {
-			b.port = port
-			err = s.serveUDPEcho(b, pod, env)
-		}
-		if err != nil {
-			s.releaseAddr(b)
-			return nil, err
-		}
-		return b, nil
-	}
-	plain, tlsPort, tcpMode, err := tcpEchoMode(env)
+	served, err := s.serveEchoBasicMode(b, pod, env)
 	if err != nil {
 		s.releaseAddr(b)
 		return nil, err
 	}
-	if tcpMode {
-		// No HTTP and no readiness probe in this mode (tcpecho.go): the
-		// member of the suite's TCPRoutes and TLSRoutes, and one that
-		// refuses its Service's port when TCP_PORT says another
-		// (HTTPRouteRetryConnectionError).
-		b.port = plain
-		if err := s.serveTCPEcho(b, pod, env, tlsPort); err != nil {
-			s.releaseAddr(b)
-			return nil, err
-		}
+	if served {
 		return b, nil
 	}
 	if err := s.serve(b, echoConfig(pod, env), pod); err != nil {
@@ -97,6 +77,37 @@ func (s *Sim) startBackend(pod *corev1.Pod, node simNode) (*backend, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// serveEchoBasicMode serves the Pod as echo-basic's gRPC, TCP or UDP
+// mode when its environment asks for one, in the order echo-basic checks
+// them (else HTTP, the caller's). None has an HTTP readiness probe
+// upstream: such a Pod is Ready once it listens. The TCP mode is also a
+// member that refuses its Service's port when TCP_PORT says another
+// (HTTPRouteRetryConnectionError).
+func (s *Sim) serveEchoBasicMode(b *backend, pod *corev1.Pod, env map[string]string) (bool, error) {
+	if plain, tlsPort, ok, err := grpcEchoMode(env); ok || err != nil {
+		if err != nil {
+			return true, err
+		}
+		b.port = plain
+		return true, s.serveGRPCEcho(b, pod, env, tlsPort)
+	}
+	if plain, tlsPort, ok, err := tcpEchoMode(env); ok || err != nil {
+		if err != nil {
+			return true, err
+		}
+		b.port = plain
+		return true, s.serveTCPEcho(b, pod, env, tlsPort)
+	}
+	if port, ok, err := udpEchoMode(env); ok || err != nil {
+		if err != nil {
+			return true, err
+		}
+		b.port = port
+		return true, s.serveUDPEcho(b, pod, env)
+	}
+	return false, nil
 }
 
 // podEnv is the first container's environment, resolved.
