@@ -52,6 +52,10 @@ type Config struct {
 	// that load balancers learn of its end (its endpoint goes not ready)
 	// before it stops answering.
 	ShutdownDelay time.Duration
+	// H2COnly serves HTTP/2 in clear with prior knowledge only, as
+	// echo-basic's H2C_PORT does: an HTTP/1.x request gets 400, so a
+	// proxy that does not speak h2c to the backend fails visibly.
+	H2COnly bool
 }
 
 // Response is the JSON body of every echoed request. The JSON names are the
@@ -279,6 +283,20 @@ func Serve(ctx context.Context, ln net.Listener, cfg Config, logger *slog.Logger
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       90 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	if cfg.H2COnly {
+		var p http.Protocols
+		p.SetHTTP1(true) // to answer 400 rather than drop the connection
+		p.SetUnencryptedHTTP2(true)
+		srv.Protocols = &p
+		echo := srv.Handler
+		srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.ProtoMajor != 2 {
+				http.Error(w, "Expected h2c request", http.StatusBadRequest)
+				return
+			}
+			echo.ServeHTTP(w, r)
+		})
 	}
 
 	errc := make(chan error, 1)

@@ -344,3 +344,41 @@ func TestServeShutdownDelay(t *testing.T) {
 		t.Fatal("Serve did not return after the delay")
 	}
 }
+
+// TestServeH2COnly: with H2COnly an HTTP/2 request with prior knowledge
+// in clear is echoed (proto HTTP/2.0) and an HTTP/1.1 one gets 400, as
+// echo-basic's H2C_PORT answers.
+func TestServeH2COnly(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testIdentity
+	cfg.H2COnly = true
+	go func() { _ = Serve(t.Context(), ln, cfg, nil) }()
+	url := "http://" + ln.Addr().String() + "/h2c"
+
+	var h2c http.Protocols
+	h2c.SetUnencryptedHTTP2(true)
+	client := &http.Client{Transport: &http.Transport{Protocols: &h2c}, Timeout: 5 * time.Second}
+	resp, err := client.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Response
+	err = json.NewDecoder(resp.Body).Decode(&got)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || got.Proto != "HTTP/2.0" || got.Pod != "pod-1" {
+		t.Fatalf("h2c: status %d, %+v, %v", resp.StatusCode, got, err)
+	}
+
+	resp, err = http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "Expected h2c request") {
+		t.Fatalf("HTTP/1.1: status %d %q, want 400", resp.StatusCode, body)
+	}
+}

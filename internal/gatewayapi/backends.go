@@ -3,6 +3,7 @@ package gatewayapi
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -21,6 +22,9 @@ import (
 type backendResult struct {
 	pool               *model.Pool
 	unresolved, detail string
+	// mixedProtocols: the rule's Services are one pool but not all of
+	// their ports say h2c, and one pool speaks one protocol: HTTP/1.1.
+	mixedProtocols bool
 	// split, when backendRefs carry filters and there are several (or
 	// some fail), chooses among pools, each ref's own: the first is pool.
 	split *model.Split
@@ -41,7 +45,14 @@ type weighted struct {
 	weight  int32
 	members []model.Member
 	headers []model.HeaderOp // the ref's RequestHeaderModifier
+	// h2c: the Service port's appProtocol is kubernetes.io/h2c, so its
+	// members speak HTTP/2 in clear with prior knowledge.
+	h2c bool
 }
+
+// appProtocolH2C is the Service port appProtocol (a Kubernetes standard
+// name) for HTTP/2 in clear with prior knowledge.
+const appProtocolH2C = "kubernetes.io/h2c"
 
 // rulePool resolves a rule's backendRefs to one pool. The spec wants 500
 // for the requests a ref that does not resolve would have had: when every
@@ -89,6 +100,13 @@ func (x *index) rulePool(kind string, r *gwv1.HTTPRoute, rule int, refs []gwv1.H
 		fail, total = (fail+1)/2, (total+1)/2
 	}
 	res.pool = poolOfWeighted(r, rule, ok, int(fail), int(total))
+	h2c := 0
+	for _, w := range ok {
+		if w.h2c {
+			h2c++
+		}
+	}
+	res.mixedProtocols = h2c > 0 && h2c < len(ok)
 	return res
 }
 
@@ -136,6 +154,7 @@ func (x *index) resolveBackend(kind, routeNS string, ref gwv1.BackendRef, opts t
 	if sp == nil {
 		return w, string(gwv1.RouteReasonBackendNotFound), fmt.Sprintf("service %s/%s has no TCP port %d", ns, w.svc, w.port)
 	}
+	w.h2c = sp.AppProtocol != nil && *sp.AppProtocol == appProtocolH2C
 	// Refused endpoints (loopback, link-local, pier's pools) are left
 	// out as for an Ingress.
 	if opts.MembersFromClusterIP {
@@ -187,6 +206,9 @@ func poolOfWeighted(r *gwv1.HTTPRoute, rule int, ws []weighted, fail, total int)
 	pool.Name = r.Namespace + "_split_" + pool.ID[:8]
 	pool.Service, pool.Port = strings.Join(svcs, "+"), strings.Join(ports, "+")
 	pool.Members = splitMembers(ws)
+	if !slices.ContainsFunc(ws, func(w weighted) bool { return !w.h2c }) {
+		return h2cPool(pool)
+	}
 	return pool
 }
 

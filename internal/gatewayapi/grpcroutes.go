@@ -144,10 +144,14 @@ func grpcFilters(in []gwv1.GRPCRouteFilter) []gwv1.HTTPRouteFilter {
 	return out
 }
 
-// grpcPool is the h2c form of a pool a GRPCRoute's rule resolved to.
-func grpcPool(p *model.Pool) *model.Pool {
-	if p == nil {
-		return nil
+// h2cPool is the h2c form of a pool: a GRPCRoute's rule's, or an
+// HTTPRoute's whose Service ports say appProtocol kubernetes.io/h2c. Its
+// ID and name say grpc, gRPC being its first use: they name the pool in
+// HAProxy's backends and metrics, which should not change under users
+// who have GRPCRoutes.
+func h2cPool(p *model.Pool) *model.Pool {
+	if p == nil || p.Protocol == model.BackendGRPC {
+		return p
 	}
 	g := *p
 	g.Protocol = model.BackendGRPC

@@ -1,6 +1,7 @@
 package gatewayapi
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -203,5 +204,66 @@ spec:
 		if got.Status != c.want || (c.want == metav1.ConditionFalse && got.Reason != reasonRouteKindConflict) {
 			t.Errorf("%s: %+v, want %s", c.ref, got, c.want)
 		}
+	}
+}
+
+// TestHTTPRouteH2CBackend: an HTTPRoute to a Service port whose
+// appProtocol is kubernetes.io/h2c gets the h2c pool a GRPCRoute to it
+// gets (one pool, the same ID); a rule weighing an h2c Service against a
+// plain one keeps one HTTP/1.1 pool and a Warning says why.
+func TestHTTPRouteH2CBackend(t *testing.T) {
+	snap := gatewaySnap(t, grpcGatewayDoc+`
+---
+kind: HTTPRoute
+metadata: {name: web}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [h2c.example.com]
+  rules:
+  - matches: [{path: {type: PathPrefix, value: /h2c}}]
+    backendRefs: [{name: fast, port: 80}]
+  - matches: [{path: {type: PathPrefix, value: /mixed}}]
+    backendRefs: [{name: fast, port: 80}, {name: plain, port: 80}]
+---
+kind: GRPCRoute
+metadata: {name: rpc}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [grpc.example.com]
+  rules: [{backendRefs: [{name: fast, port: 80}]}]
+`)
+	withServices(snap, "default", "fast", "plain")
+	h2c := "kubernetes.io/h2c"
+	for _, svc := range snap.Services {
+		if svc.Name == "fast" {
+			svc.Spec.Ports[0].AppProtocol = &h2c
+		}
+	}
+	res := Translate(snap, gatewayOpts())
+	lb := res.LoadBalancers[0]
+	pools := map[string]*model.Pool{} // by route kind and path prefix
+	for _, p := range lb.Listeners[0].Policies {
+		path := ""
+		for _, r := range p.Rules {
+			if r.Type == model.RulePath {
+				path = r.Value
+			}
+		}
+		pools[p.Source.Kind+" "+path] = lb.Pool(p.PoolID)
+	}
+	h2cPath, mixed, rpc := pools[model.KindHTTPRoute+" /h2c"], pools[model.KindHTTPRoute+" /mixed"], pools[model.KindGRPCRoute+" /"]
+	if h2cPath == nil || h2cPath.Protocol != model.BackendGRPC {
+		t.Fatalf("/h2c pool %+v, want h2c (protocol GRPC); policies %v", h2cPath, pools)
+	}
+	if rpc == nil || rpc.ID != h2cPath.ID {
+		t.Errorf("GRPCRoute pool %+v, want the HTTPRoute's h2c pool %s; policies %v", rpc, h2cPath.ID, pools)
+	}
+	if mixed == nil || mixed.Protocol != "" {
+		t.Errorf("/mixed pool %+v, want HTTP/1.1", mixed)
+	}
+	if !slices.ContainsFunc(res.Problems, func(p model.Problem) bool {
+		return p.Name == "web" && p.Severity == model.SeverityWarning && strings.Contains(p.Message, "appProtocol kubernetes.io/h2c")
+	}) {
+		t.Errorf("no Warning for the mixed rule: %+v", res.Problems)
 	}
 }

@@ -87,6 +87,9 @@ func servicePool(w weighted) *model.Pool {
 	port := fmt.Sprint(w.port)
 	pool := &model.Pool{ID: model.ID("pool", w.ns, w.svc, port), Name: w.ns + "_" + w.svc + "_" + port,
 		Namespace: w.ns, Service: w.svc, Port: port, Algorithm: model.AlgorithmRoundRobin, Members: w.members}
+	if w.h2c {
+		pool = h2cPool(pool)
+	}
 	return withRequestHeaders(pool, w.headers)
 }
 

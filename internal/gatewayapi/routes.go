@@ -137,11 +137,15 @@ func parseRoute(ro routeObject, x *index, opts translate.Options, problems *[]mo
 			b.split.Pools[j].PoolID = b.pools[j].ID
 		}
 		if ro.kind == model.KindGRPCRoute {
-			b.pool = grpcPool(b.pool)
+			b.pool = h2cPool(b.pool)
 			for j := range b.pools {
-				b.pools[j] = grpcPool(b.pools[j])
+				b.pools[j] = h2cPool(b.pools[j])
 				b.split.Pools[j].PoolID = b.pools[j].ID
 			}
+		} else if b.mixedProtocols {
+			*problems = append(*problems, routeProblem(ro.kind, r, model.SeverityWarning, string(gwv1.RouteReasonUnsupportedProtocol),
+				fmt.Sprintf("spec.rules[%d].backendRefs", i),
+				"some Service ports say appProtocol "+appProtocolH2C+" and some do not: the rule's one pool speaks HTTP/1.1 to all of them (a pool speaks one protocol: put the h2c Services in a rule of their own)"))
 		}
 		if b.unresolved != "" {
 			*problems = append(*problems, routeProblem(ro.kind, r, model.SeverityWarning, b.unresolved,

@@ -31,6 +31,20 @@ type backend struct {
 	done    chan struct{} // closed when the server has shut down
 }
 
+// alsoStops makes b's stop also cancel a second server of the Pod and
+// wait for its done.
+func (b *backend) alsoStops(cancel context.CancelFunc, done <-chan struct{}) {
+	firstCancel, firstDone := b.cancel, b.done
+	both := make(chan struct{})
+	go func() {
+		<-firstDone
+		<-done
+		close(both)
+	}()
+	b.cancel = func() { firstCancel(); cancel() }
+	b.done = both
+}
+
 // configError is a Pod the kubelet could not start as specified; retrying
 // does not help until the Pod changes.
 type configError struct{ err error }
@@ -71,6 +85,10 @@ func (s *Sim) startBackend(pod *corev1.Pod, node simNode) (*backend, error) {
 			s.stopBackend(b)
 			return nil, err
 		}
+	}
+	if err := s.serveH2C(b, echoConfig(pod, env), pod, env); err != nil {
+		s.stopBackend(b)
+		return nil, err
 	}
 	if err := probe(s.ctx, b); err != nil {
 		s.stopBackend(b)

@@ -53,6 +53,7 @@ func TestDeploymentServedByEchoBackends(t *testing.T) {
 		if got.Namespace != want.Namespace || got.Ingress != want.Ingress || got.Service != want.Service || got.Pod != want.Pod {
 			t.Errorf("GET %s: identity %+v, want %+v", ip, got, want)
 		}
+		checkH2C(t, ip, pod)
 	}
 
 	scale(t, cs, ns, "foo-bar", 1)
@@ -67,6 +68,34 @@ func TestDeploymentServedByEchoBackends(t *testing.T) {
 		}
 	}
 	checkNodes(t, cs, sim)
+}
+
+// checkH2C: the Pod's echo answers h2c with prior knowledge on 3001 and
+// HTTP/1.1 there with 400, as echo-basic's H2C_PORT.
+func checkH2C(t *testing.T, ip, pod string) {
+	t.Helper()
+	url := "http://" + net.JoinHostPort(ip, "3001") + "/"
+	var h2c http.Protocols
+	h2c.SetUnencryptedHTTP2(true)
+	client := &http.Client{Transport: &http.Transport{Protocols: &h2c}, Timeout: 5 * time.Second}
+	resp, err := client.Get(url)
+	if err != nil {
+		t.Fatalf("h2c %s: %v", url, err)
+	}
+	var got echo.Response
+	err = json.NewDecoder(resp.Body).Decode(&got)
+	resp.Body.Close()
+	if err != nil || got.Proto != "HTTP/2.0" || got.Pod != pod {
+		t.Errorf("h2c %s: %+v, %v; want HTTP/2.0 from %s", url, got, err, pod)
+	}
+	resp, err = http.Get(url)
+	if err != nil {
+		t.Fatalf("HTTP/1.1 %s: %v", url, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("HTTP/1.1 %s: status %d, want 400", url, resp.StatusCode)
+	}
 }
 
 // TestStopGraceAndRestart: a Pod marked for deletion keeps serving for

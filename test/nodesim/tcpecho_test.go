@@ -38,7 +38,7 @@ func TestTCPEchoMode(t *testing.T) {
 	if _, err := cs.CoreV1().Secrets(ns).Create(t.Context(), sec, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	createEchoBasic(t, ns, "tcp-backend", corev1.EnvVar{Name: "TLS_SERVER_CERT", Value: "/etc/secret-volume/crt"},
+	createEchoBasic(t, ns, "tcp-backend", tcpMode, corev1.EnvVar{Name: "TLS_SERVER_CERT", Value: "/etc/secret-volume/crt"},
 		corev1.EnvVar{Name: "TLS_SERVER_PRIV_KEY", Value: "/etc/secret-volume/key"})
 	pods := waitPods(t, cs, ns, 1)
 	ip, pod := pods[0].Status.PodIP, pods[0].Name
@@ -69,7 +69,7 @@ func TestTCPEchoMode(t *testing.T) {
 	}
 
 	bad := namespace(t, cs, "nodesim-tcpecho-bad")
-	createEchoBasic(t, bad, "tcp-bad", corev1.EnvVar{Name: "TCP_PORT", Value: "70000"})
+	createEchoBasic(t, bad, "tcp-bad", tcpMode, corev1.EnvVar{Name: "TCP_PORT", Value: "70000"})
 	time.Sleep(3 * time.Second)
 	list, err := cs.CoreV1().Pods(bad).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
@@ -81,6 +81,8 @@ func TestTCPEchoMode(t *testing.T) {
 		}
 	}
 }
+
+var tcpMode = corev1.EnvVar{Name: "TCP_ECHO_SERVER", Value: "1"}
 
 type tcpEchoSession struct {
 	isTLS  string
@@ -124,7 +126,7 @@ func tcpEchoTalk(t *testing.T, dial func() (net.Conn, error)) tcpEchoSession {
 }
 
 // createEchoBasic creates a one-replica Deployment shaped as the suite's
-// tcp-backend (TCP_ECHO_SERVER set), with extra environment.
+// echo-basic backends, its mode chosen by the extra environment.
 func createEchoBasic(t *testing.T, ns, name string, extra ...corev1.EnvVar) {
 	t.Helper()
 	cs := clientset(t)
@@ -133,7 +135,6 @@ func createEchoBasic(t *testing.T, ns, name string, extra ...corev1.EnvVar) {
 	env := append([]corev1.EnvVar{
 		fieldEnv("POD_NAME", "metadata.name"),
 		fieldEnv("NAMESPACE", "metadata.namespace"),
-		{Name: "TCP_ECHO_SERVER", Value: "1"},
 	}, extra...)
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name},

@@ -83,16 +83,7 @@ func (s *Sim) serveTLS(b *backend, cfg echo.Config, pod *corev1.Pod, env map[str
 			log.Warn("nodesim: TLS echo backend ended", "err", err)
 		}
 	}()
-	// b's stop stops both servers and waits for both.
-	httpCancel, httpDone := b.cancel, b.done
-	both := make(chan struct{})
-	go func() {
-		<-httpDone
-		<-done
-		close(both)
-	}()
-	b.cancel = func() { httpCancel(); cancel() }
-	b.done = both
+	b.alsoStops(cancel, done)
 	return nil
 }
 
