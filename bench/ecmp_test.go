@@ -105,15 +105,15 @@ const ecmpDirect = "the client to one endpoint (10.77.101.11:8080) through the r
 // the answer, close) and keep-alive (requests over established flows).
 // The endpoints count the connections each node forwarded, so the run
 // checks the router spread them. Writes ecmp.json and ecmp.md into
-// PIER_BENCH_OUT. PIER_BENCH_ECMP_ROUNDS (3) and PIER_BENCH_ECMP_SECONDS
-// (6) set its size.
+// PIER_BENCH_OUT. PIER_BENCH_ECMP_ROUNDS (5) and PIER_BENCH_ECMP_SECONDS
+// (5) set its size.
 func TestECMP(t *testing.T) {
 	out := outDir(t)
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the lab's namespaces")
 	}
 	requireBinaries(t, "ip", "bird", "birdc", "nft", "wrk")
-	rounds, duration, warmup := envInt("PIER_BENCH_ECMP_ROUNDS", 3), time.Duration(envInt("PIER_BENCH_ECMP_SECONDS", 6))*time.Second, time.Second
+	rounds, duration, warmup := envInt("PIER_BENCH_ECMP_ROUNDS", 5), time.Duration(envInt("PIER_BENCH_ECMP_SECONDS", 5))*time.Second, time.Second
 	if quick() {
 		rounds, duration = 1, 2*time.Second
 	}
@@ -501,13 +501,25 @@ func ecmpMarkdown(res ecmpResult, paths []string) string {
 	fmt.Fprintf(&b, "All the nodes, the router, wrk and the endpoints share the machine's %d CPUs: "+
 		"more nodes add no capacity here, so 3 nodes cannot give 3×. The figures are the cost of the ECMP path against direct, "+
 		"and that the router spreads the flows at load.\n\n", res.CPUs)
-	b.WriteString("Medians over the rounds (min–max); req/s, higher is better; ratio of the medians to direct's; p99 in ms; " +
-		"flows by the node that forwarded them over all rounds (total).\n\n")
+	b.WriteString("Medians over the rounds (min–max); req/s, higher is better; ratio: each round's run to that round's direct run, " +
+		"median (min–max); p99 in ms, median; flows by the node that forwarded them over all rounds (total).\n\n")
 	b.WriteString("| path | new connections/s | ratio | p99 | flows by node | keep-alive req/s | ratio | p99 | flows by node |\n")
 	b.WriteString("|---|---:|---:|---:|---|---:|---:|---:|---|\n")
-	base := map[string]float64{}
-	for _, mode := range []string{"close", "keep-alive"} {
-		base[mode], _, _ = stats(runs("direct", mode), rps)
+	// The ratio of each round's run to that round's direct run, the two
+	// a few seconds apart: on a shared machine the load drifts between
+	// rounds more than within one.
+	ratios := func(path, mode string) []ecmpRun {
+		direct := map[int]float64{}
+		for _, r := range runs("direct", mode) {
+			direct[r.Round] = r.RPS
+		}
+		var out []ecmpRun
+		for _, r := range runs(path, mode) {
+			if direct[r.Round] > 0 {
+				out = append(out, ecmpRun{wrkResult: wrkResult{RPS: r.RPS / direct[r.Round]}})
+			}
+		}
+		return out
 	}
 	for _, p := range paths {
 		fmt.Fprintf(&b, "| %s", p)
@@ -515,11 +527,8 @@ func ecmpMarkdown(res ecmpResult, paths []string) string {
 			rs := runs(p, mode)
 			med, lo, hi := stats(rs, rps)
 			p99med, _, _ := stats(rs, p99)
-			ratio := "-"
-			if base[mode] > 0 {
-				ratio = fmt.Sprintf("%.2f", med/base[mode])
-			}
-			fmt.Fprintf(&b, " | %.0f (%.0f–%.0f) | %s | %.2f | %s", med, lo, hi, ratio, p99med, share(rs))
+			rmed, rlo, rhi := stats(ratios(p, mode), rps)
+			fmt.Fprintf(&b, " | %.0f (%.0f–%.0f) | %.2f (%.2f–%.2f) | %.2f | %s", med, lo, hi, rmed, rlo, rhi, p99med, share(rs))
 		}
 		b.WriteString(" |\n")
 	}

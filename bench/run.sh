@@ -37,7 +37,7 @@
 #                                    # with 1, 2 and 3 nodes against direct
 #                                    # (section 13), in the namespace lab:
 #                                    # bench/results/<time>-<rev>-ecmp.md
-#                                    # and .json (about 3 minutes; needs root,
+#                                    # and .json (about 4 minutes; needs root,
 #                                    # bird and nft)
 #
 # Installs only what hack/deps.sh installs, plus wrk from Debian if missing.
@@ -192,10 +192,10 @@ versions_run() {
 # a namespace of its own), wrk from the client with 64 connections, new
 # connections and keep-alive, direct and through the VIP with 1, 2 and 3
 # nodes in the ECMP set, interleaved in every round.
-# PIER_BENCH_ECMP_ROUNDS (3) and PIER_BENCH_ECMP_SECONDS (6) set its size.
+# PIER_BENCH_ECMP_ROUNDS (5) and PIER_BENCH_ECMP_SECONDS (5) set its size.
 ecmp_run() {
   local out="$1"
-  echo "== 13. the ECMP path with 1, 2 and 3 nodes against direct (about 3 minutes)" >&2
+  echo "== 13. the ECMP path with 1, 2 and 3 nodes against direct (about 4 minutes)" >&2
   (cd bench && PIER_BENCH_OUT="$raw" "$cache/bench.test" \
     -test.run '^TestECMP$' -test.v -test.timeout 15m) >&2
   cp "$raw/ecmp.md" "$out-ecmp.md"
