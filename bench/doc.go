@@ -3,7 +3,9 @@
 // cost of a reload through `pier run`, the memory of one HAProxy
 // master-worker pair, and, with 100 to 3,000 Ingresses packed into shards,
 // how long an endpoint change or a new Ingress takes to reach traffic
-// (TestScale, `bench/run.sh scale`). Every figure is reported as a ratio against a
+// (TestScale, `bench/run.sh scale`), and the native provider's ECMP path
+// with 1, 2 and 3 nodes against direct in test/ecmp's namespace lab
+// (TestECMP, `bench/run.sh ecmp`). Every figure is reported as a ratio against a
 // reference measured in the same invocation, so results from a noisy or
 // different machine can still be compared.
 //

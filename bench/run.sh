@@ -33,6 +33,12 @@
 #   bench/run.sh extras              # only the extras' prices (section 6):
 #                                    # bench/results/<time>-<rev>-extras.md
 #                                    # and .json (about 8 minutes)
+#   bench/run.sh ecmp                # only the native provider's ECMP path
+#                                    # with 1, 2 and 3 nodes against direct
+#                                    # (section 13), in the namespace lab:
+#                                    # bench/results/<time>-<rev>-ecmp.md
+#                                    # and .json (about 4 minutes; needs root,
+#                                    # bird and nft)
 #
 # Installs only what hack/deps.sh installs, plus wrk from Debian if missing.
 # Builds into bench/.cache; raw results go to a temporary folder, removed
@@ -74,6 +80,9 @@ if [ "${1:-}" = regex-cost ]; then
 fi
 if [ "${1:-}" = versions ]; then
   mode=versions
+fi
+if [ "${1:-}" = ecmp ]; then
+  mode=ecmp
 fi
 
 count=5 benchtime=1s suffix=""
@@ -177,6 +186,22 @@ versions_run() {
   cp "$raw/versions.json" "$out-versions.json"
 }
 
+# ecmp_run is `bench/run.sh ecmp` (section 13 of docs/benchmarks.md):
+# the ECMP lab of test/ecmp (bird with multipath, three nodes running the
+# agent's native driver and BGP mover, a client and the endpoints, each in
+# a namespace of its own), wrk from the client with 64 connections, new
+# connections and keep-alive, direct and through the VIP with 1, 2 and 3
+# nodes in the ECMP set, interleaved in every round.
+# PIER_BENCH_ECMP_ROUNDS (5) and PIER_BENCH_ECMP_SECONDS (5) set its size.
+ecmp_run() {
+  local out="$1"
+  echo "== 13. the ECMP path with 1, 2 and 3 nodes against direct (about 4 minutes)" >&2
+  (cd bench && PIER_BENCH_OUT="$raw" "$cache/bench.test" \
+    -test.run '^TestECMP$' -test.v -test.timeout 15m) >&2
+  cp "$raw/ecmp.md" "$out-ecmp.md"
+  cp "$raw/ecmp.json" "$out-ecmp.json"
+}
+
 echo "== build (into bench/.cache)" >&2
 mkdir -p "$cache" bench/results
 go build -trimpath -o "$cache/pier" ./cmd/pier
@@ -197,6 +222,10 @@ if [ "$mode" = regex-cost ]; then
 fi
 if [ "$mode" = versions ]; then
   versions_run "bench/results/$(date -u +%Y%m%dT%H%M%SZ)-$(git rev-parse --short HEAD 2>/dev/null || echo norev)$suffix"
+  exit 0
+fi
+if [ "$mode" = ecmp ]; then
+  ecmp_run "bench/results/$(date -u +%Y%m%dT%H%M%SZ)-$(git rev-parse --short HEAD 2>/dev/null || echo norev)$suffix"
   exit 0
 fi
 if [ "$mode" = extras ]; then

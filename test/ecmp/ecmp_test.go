@@ -312,7 +312,7 @@ func TestECMPWithBird(t *testing.T) {
 		flows := w.establish(t, 150)
 		l := startLoad(2 * time.Second)
 		time.Sleep(200 * time.Millisecond)
-		w.nodes[3].do(t, "drain")
+		w.do(t, 3, "drain")
 		took := w.waitPaths(3, 5*time.Second)
 		time.Sleep(300 * time.Millisecond)
 		l.end()
@@ -330,7 +330,7 @@ func TestECMPWithBird(t *testing.T) {
 		if err != nil {
 			t.Errorf("%d established flows broke that stayed on their node: %v", stayedBroken, err)
 		}
-		w.nodes[3].do(t, "stop")
+		w.do(t, 3, "stop")
 	})
 
 	t.Run("link cut", func(t *testing.T) {

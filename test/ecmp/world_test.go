@@ -14,8 +14,6 @@
 package ecmp
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -30,6 +28,7 @@ import (
 
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/netnsdo"
+	"pier.dev/pier/test/ecmplab"
 )
 
 const (
@@ -46,8 +45,8 @@ const (
 var endpoints = []string{"10.77.101.11", "10.77.101.12", "10.77.101.13"}
 
 func TestMain(m *testing.M) {
-	if os.Getenv(nodeEnv) != "" {
-		os.Exit(runNode())
+	if os.Getenv(ecmplab.NodeEnv) != "" {
+		os.Exit(ecmplab.NodeMain())
 	}
 	os.Exit(m.Run())
 }
@@ -61,7 +60,7 @@ type world struct {
 	t     *testing.T
 	dir   string
 	sock  string
-	nodes map[int]*nodeProc
+	nodes map[int]*ecmplab.Node
 	lb    model.LoadBalancer
 	// resilient: bird installs nothing; the test keeps the router's route
 	// to the VIP as a resilient next-hop group of the nodes bird has
@@ -80,20 +79,11 @@ type worldOptions struct {
 	bfd       bool // see world.bfd
 }
 
-// nodeProc is a running node.
-type nodeProc struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Scanner
-}
-
-func (p *nodeProc) do(t *testing.T, cmd string) {
+// do sends node i a command (ecmplab.NodeMain).
+func (w *world) do(t *testing.T, i int, cmd string) {
 	t.Helper()
-	if _, err := fmt.Fprintln(p.in, cmd); err != nil {
+	if err := w.nodes[i].Do(cmd); err != nil {
 		t.Fatal(err)
-	}
-	if !p.out.Scan() || p.out.Text() != "ok" {
-		t.Fatalf("node %s: %q", cmd, p.out.Text())
 	}
 }
 
@@ -157,7 +147,7 @@ func newWorldOf(t *testing.T, n int, opts worldOptions) *world {
 	}
 	cleanup()
 	t.Cleanup(cleanup)
-	w := &world{t: t, dir: t.TempDir(), nodes: map[int]*nodeProc{}, resilient: resilient, bfd: opts.bfd}
+	w := &world{t: t, dir: t.TempDir(), nodes: map[int]*ecmplab.Node{}, resilient: resilient, bfd: opts.bfd}
 	run(t, "ip", "netns", "add", routerNS)
 	run(t, "ip", "-n", routerNS, "link", "set", "lo", "up")
 	// The router forwards and hashes a flow's addresses and ports onto
@@ -200,22 +190,11 @@ func newWorldOf(t *testing.T, n int, opts worldOptions) *world {
 // equal best routes into one multipath route (merge paths on).
 func (w *world) startBird() {
 	t := w.t
-	export := "all"
-	if w.resilient {
-		export = "none"
-	}
-	conf := "router id 10.77.100.1;\nprotocol device {}\n" +
-		"protocol kernel {\n  ipv4 { import none; export " + export + "; };\n  merge paths on;\n}\n"
-	bfdOn := ""
-	if w.bfd {
-		conf += "protocol bfd {\n  interface \"*\" { interval 100 ms; multiplier 3; };\n}\n"
-		bfdOn = "  bfd on;\n"
-	}
+	var peers []ecmplab.BirdPeer
 	for i := range maxNodes {
-		conf += fmt.Sprintf("protocol bgp n%d {\n  local %s as 65000;\n  neighbor %s as 65000;\n  direct;\n  passive on;\n"+
-			"  hold time 3;\n  error wait time 1, 2;\n%s  ipv4 { import all; export none; gateway direct; };\n}\n",
-			i, routerAddr(i), nodeAddr(i), bfdOn)
+		peers = append(peers, ecmplab.BirdPeer{Name: fmt.Sprintf("n%d", i), Local: routerAddr(i), Neighbor: nodeAddr(i)})
 	}
+	conf := ecmplab.BirdConfig("10.77.100.1", peers, !w.resilient, w.bfd)
 	w.birdConf = filepath.Join(w.dir, "bird.conf")
 	w.sock = filepath.Join(w.dir, "bird.ctl")
 	if err := os.WriteFile(w.birdConf, []byte(conf), 0o600); err != nil {
@@ -283,25 +262,13 @@ func (w *world) startEndpoints() {
 // startNode starts node i's process.
 func (w *world) startNode(i int) {
 	t := w.t
-	cfg := nodeConfig{Name: fmt.Sprintf("n%d", i), Self: nodeAddr(i), Router: routerAddr(i),
+	cfg := ecmplab.NodeConfig{Name: fmt.Sprintf("n%d", i), Self: nodeAddr(i), Router: routerAddr(i),
 		StateDir: filepath.Join(w.dir, fmt.Sprintf("n%d", i)), LB: w.lb, Log: w.nodeLog(i), BFD: w.bfd}
-	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+	p, err := ecmplab.StartNode(nodeNS(i), cfg)
+	if err != nil {
 		t.Fatal(err)
 	}
-	env, _ := json.Marshal(cfg)
-	cmd := exec.Command("ip", "netns", "exec", nodeNS(i), os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), nodeEnv+"="+string(env))
-	cmd.Stderr = os.Stderr
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &nodeProc{cmd: cmd, in: in, out: bufio.NewScanner(out)}
-	t.Cleanup(func() { _ = p.cmd.Process.Kill(); _ = p.cmd.Wait() })
-	if !p.out.Scan() || p.out.Text() != "ok" {
-		t.Fatalf("node %d: %q", i, p.out.Text())
-	}
+	t.Cleanup(p.Kill)
 	w.nodes[i] = p
 }
 
