@@ -115,6 +115,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if code, ok := s.retries.fail(r.URL.Query()); ok {
+		// ?delayRetry= holds each failing answer that long, so a test can
+		// make the retries outlast a request timeout.
+		if err := delay(r.Context(), r.URL.Query().Get("delayRetry")); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
 		w.WriteHeader(code)
 		return
 	}
@@ -160,8 +166,10 @@ const maxRetryIDs = 10000
 
 // retryCounts is the Gateway API echo's retry simulation: a request with
 // ?uuid=<id>&responseCode=<code>&succeedAfter=<n> is answered <code>
-// (500-599) the first n times its uuid is seen, then echoed, so a test
-// can tell how many attempts a proxy made (the suite's HTTPRouteRetry).
+// (500-599) the first n times its uuid is seen, each after ?delayRetry=
+// if given, then echoed, so a test can tell how many attempts a proxy
+// made (the suite's HTTPRouteRetry) and whether it stopped retrying when
+// the request's timeout passed.
 type retryCounts struct {
 	mu   sync.Mutex
 	seen map[string]int

@@ -270,6 +270,21 @@ func TestRetrySimulation(t *testing.T) {
 	}
 }
 
+// TestRetrySimulationDelay: ?delayRetry= holds each failing answer, not
+// the final echo.
+func TestRetrySimulationDelay(t *testing.T) {
+	ts := httptest.NewServer(NewServer(testIdentity, nil))
+	t.Cleanup(ts.Close)
+	for i, want := range []int{500, 200} {
+		start := time.Now()
+		resp, _ := do(t, ts, "GET", "/retry/x?uuid=d&responseCode=500&succeedAfter=1&delayRetry=200ms", "", nil)
+		took := time.Since(start)
+		if resp.StatusCode != want || (want == 500) != (took >= 200*time.Millisecond) {
+			t.Errorf("attempt %d: %d after %s, want %d (held 200ms only when failing)", i+1, resp.StatusCode, took, want)
+		}
+	}
+}
+
 // TestWebSocketEcho: /ws with Upgrade: websocket echoes frames (the
 // Gateway suite's HTTPRouteBackendProtocolWebSocket); /ws without it is
 // echoed as JSON like any path.

@@ -27,6 +27,7 @@ var supported = []string{
 	"HTTPRoute303RedirectStatusCode",
 	"HTTPRoute307RedirectStatusCode",
 	"HTTPRoute308RedirectStatusCode",
+	"HTTPRouteBackendProtocolH2C",
 	"HTTPRouteBackendProtocolWebSocket",
 	"HTTPRouteBackendRequestHeaderModification",
 	"HTTPRouteBackendTimeout",
