@@ -34,6 +34,9 @@ type ruleSettings struct {
 	RetryStatuses []int                 `json:"retryStatuses,omitempty"`
 	RetryTimeout  bool                  `json:"retryTimeout,omitempty"`
 	Affinity      *model.CookieAffinity `json:"affinity,omitempty"`
+	// Deadline is model.Pool.Deadline: the request timeout when the rule
+	// retries, which no attempt's timeout server can bound.
+	Deadline time.Duration `json:"deadline,omitempty"`
 }
 
 // maxRuleTimeout is the longest timeout a rule gets, and what "0s" (no
@@ -60,7 +63,8 @@ func parseGEPDuration(d gwv1.Duration) (time.Duration, error) {
 }
 
 func (s ruleSettings) zero() bool {
-	return s.Server == 0 && s.Connect == 0 && s.Tries == 0 && len(s.RetryStatuses) == 0 && !s.RetryTimeout && s.Affinity == nil
+	return s.Server == 0 && s.Connect == 0 && s.Tries == 0 && len(s.RetryStatuses) == 0 && !s.RetryTimeout && s.Affinity == nil &&
+		s.Deadline == 0
 }
 
 // parseRuleSettings reads a rule's timeouts, retry and
@@ -77,6 +81,9 @@ func parseRuleSettings(field string, rule gwv1.HTTPRouteRule, r *gwv1.HTTPRoute,
 	}
 	if refusal := s.parseRetry(field+".retry", rule.Retry, request, backend); refusal != nil {
 		return s, refusal
+	}
+	if rule.Retry != nil && request > 0 {
+		s.Deadline = request
 	}
 	if rule.SessionPersistence != nil {
 		a, refusal := parseSessionPersistence(field+".sessionPersistence", rule.SessionPersistence, r, index)
@@ -249,7 +256,7 @@ func (s ruleSettings) applyTo(pool *model.Pool) *model.Pool {
 	p.ID = model.ID("gateway-rule", pool.ID, string(b))
 	p.Name = p.Namespace + "_rule_" + p.ID[:8]
 	p.ServerTimeout, p.ConnectTimeout, p.Tries, p.Affinity = s.Server, s.Connect, s.Tries, s.Affinity
-	p.RetryStatuses, p.RetryTimeout = s.RetryStatuses, s.RetryTimeout
+	p.RetryStatuses, p.RetryTimeout, p.Deadline = s.RetryStatuses, s.RetryTimeout, s.Deadline
 	return &p
 }
 

@@ -48,7 +48,8 @@ func routePools(t *testing.T, res *translate.Result) map[string]*model.Pool {
 
 // Each rule's timeouts, retry and sessionPersistence become its pool's
 // settings, under a pool of its own: the victim route (and any Ingress)
-// keeps the Service's plain pool.
+// keeps the Service's plain pool. A request timeout with retry is also a
+// deadline over all attempts; without retry, or 0s, it is not.
 func TestGatewayRuleSettings(t *testing.T) {
 	res := filterResult(t, `
   - matches: [{path: {value: /plain}}]
@@ -90,6 +91,7 @@ func TestGatewayRuleSettings(t *testing.T) {
 		tries         int
 		statuses      []int
 		retryTimeout  bool
+		deadline      time.Duration
 		cookie        string
 		maxAgeSeconds int
 		maxLife       int
@@ -97,7 +99,7 @@ func TestGatewayRuleSettings(t *testing.T) {
 	}
 	for path, w := range map[string]want{
 		"/req":       {server: 90 * time.Second},
-		"/both":      {server: 3 * time.Second, tries: 3, statuses: []int{500, 503}, retryTimeout: true}, // 10s holds 3 attempts of 3s
+		"/both":      {server: 3 * time.Second, tries: 3, statuses: []int{500, 503}, retryTimeout: true, deadline: 10 * time.Second}, // 10s holds 3 attempts of 3s
 		"/zero":      {server: 24 * time.Hour, tries: 1},
 		"/codes":     {statuses: []int{502}},
 		"/many":      {tries: 11}, // attempts 100: pier's bound, 10 retries
@@ -117,8 +119,9 @@ func TestGatewayRuleSettings(t *testing.T) {
 		if w.server < 5*time.Second {
 			connect = w.server
 		}
-		if p.ServerTimeout != w.server || p.ConnectTimeout != connect || p.Tries != w.tries || !reflect.DeepEqual(p.RetryStatuses, w.statuses) || p.RetryTimeout != w.retryTimeout {
-			t.Errorf("%s: server %v tries %d statuses %v timeout %v, want %+v", path, p.ServerTimeout, p.Tries, p.RetryStatuses, p.RetryTimeout, w)
+		if p.ServerTimeout != w.server || p.ConnectTimeout != connect || p.Tries != w.tries || !reflect.DeepEqual(p.RetryStatuses, w.statuses) || p.RetryTimeout != w.retryTimeout ||
+			p.Deadline != w.deadline {
+			t.Errorf("%s: server %v tries %d statuses %v timeout %v deadline %v, want %+v", path, p.ServerTimeout, p.Tries, p.RetryStatuses, p.RetryTimeout, p.Deadline, w)
 		}
 		switch {
 		case w.cookie == "" && w.maxAgeSeconds == 0 && w.maxLife == 0:

@@ -322,6 +322,11 @@ type Pool struct {
 	// empty keep the defaults' retry-on.
 	RetryStatuses []int `json:"retryStatuses,omitempty"`
 	RetryTimeout  bool  `json:"retryTimeout,omitempty"`
+	// Deadline bounds a request across all its attempts (an HTTPRoute
+	// rule's timeouts.request with retry); 0: none. HAProxy's timeouts
+	// bound one attempt each, so an answer that arrives after the
+	// deadline, because retries outlasted it, is replaced by a 504.
+	Deadline time.Duration `json:"deadline,omitempty"`
 	// ServiceUpstream says the members are the Service's ClusterIP and
 	// port rather than its endpoints (service-upstream): kube-proxy picks
 	// the Pod, the seed's two-hop mode.

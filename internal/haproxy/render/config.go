@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"time"
 
 	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/haproxy/layout"
@@ -229,6 +230,21 @@ func writeBackend(c *encode.Config, uuid string, p *poolView, maxConn int) {
 	writeBackendNamed(c, backendName(uuid, p.id), p, maxConn)
 }
 
+// writeDeadline bounds a request across its attempts: a backend's
+// http-request rules run once per request, before the first attempt,
+// and its http-response rules on the answer that ends the retries, so
+// the time between them is what every attempt took together. HAProxy
+// cannot cut an attempt short at the deadline (each has its timeout
+// server); the answer that comes after it is replaced by the 504 the
+// client would have had from a single attempt's timeout.
+func writeDeadline(c *encode.Config, d time.Duration) {
+	c.Line(httpRequest, encode.Lit("set-var(txn.pier_t0)"), encode.Lit("date(0,ms)"))
+	c.Line(encode.Lit("http-response"), encode.Lit("set-var(txn.pier_dt)"), encode.Lit("date(0,ms),sub(txn.pier_t0)"))
+	c.Line(encode.Lit("http-response"), encode.Lit("return"), encode.Lit("status"), encode.Num(504), ifWord,
+		openBrace, encode.Lit("var(txn.pier_dt)"), encode.Lit("-m"), encode.Lit("int"), encode.Lit("gt"),
+		encode.Num(int(d/time.Millisecond)), closeBrace)
+}
+
 // writeBackendNamed is writeBackend under another name (the landing
 // process's spare backends hold other load balancers' pools).
 func writeBackendNamed(c *encode.Config, name encode.Word, p *poolView, maxConn int) {
@@ -268,6 +284,9 @@ func writeBackendNamed(c *encode.Config, name encode.Word, p *poolView, maxConn 
 		c.Line(encode.Lit("http-request"), encode.Lit("deny"), encode.Lit("deny_status"), encode.Num(500), ifWord,
 			openBrace, encode.Concat(encode.Lit("rand("), encode.Num(p.failTotal), encode.Lit(")")),
 			encode.Lit("-m"), encode.Lit("int"), encode.Lit("lt"), encode.Num(p.fail), closeBrace)
+	}
+	if p.deadline > 0 {
+		writeDeadline(c, p.deadline)
 	}
 	// The pool's own header changes: a backend's http-request rules run
 	// after the frontend's, so after the policy's changes.

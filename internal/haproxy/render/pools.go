@@ -51,7 +51,7 @@ var algorithms = map[model.Algorithm]encode.Word{
 }
 
 func poolOf(p *model.Pool, minSlots int, prev []netip.AddrPort) (poolView, error) {
-	pv := poolView{id: p.ID, check: p.HealthCheck, connect: p.ConnectTimeout, server: p.ServerTimeout}
+	pv := poolView{id: p.ID, check: p.HealthCheck, connect: p.ConnectTimeout, server: p.ServerTimeout, deadline: p.Deadline}
 	if err := encode.ID("be_", p.ID).Err(); err != nil {
 		return pv, err
 	}
@@ -69,8 +69,8 @@ func poolOf(p *model.Pool, minSlots int, prev []netip.AddrPort) (poolView, error
 	pv.proto = p.Protocol
 	pv.tcp = p.TCP
 	if p.TCP && (p.Affinity != nil || p.Protocol != "" || p.UpstreamTLS != nil || p.Tries != 0 ||
-		len(p.RetryStatuses) > 0 || p.RetryTimeout) {
-		return pv, errors.New("a TCP pool has no affinity, protocol, upstream TLS, tries or retry-on")
+		len(p.RetryStatuses) > 0 || p.RetryTimeout || p.Deadline != 0) {
+		return pv, errors.New("a TCP pool has no affinity, protocol, upstream TLS, tries, retry-on or deadline")
 	}
 	if p.UpstreamTLS != nil {
 		pv.upstream = *p.UpstreamTLS

@@ -269,7 +269,7 @@ func prefixes(list []string) ([]netip.Prefix, error) {
 
 // checkPoolTimeouts re-validates a pool's timeouts.
 func checkPoolTimeouts(p *model.Pool) error {
-	for _, d := range []time.Duration{p.ConnectTimeout, p.ServerTimeout} {
+	for _, d := range []time.Duration{p.ConnectTimeout, p.ServerTimeout, p.Deadline} {
 		if d < 0 || d > maxPoolTimeout || d%time.Millisecond != 0 {
 			return fmt.Errorf("timeout %d ns is not whole milliseconds within 0-24h", int64(d))
 		}

@@ -106,7 +106,9 @@ func (b *attemptBackend) count(id string) int {
 // within 1.5s, and 200 to one that takes 100ms; retry.codes [503] with 3
 // tries gets 200 from a backend failing twice (3 attempts counted), where
 // the defaults' retry-on answers its 503 after 1; backendRequest with
-// retry tries again after a stalled attempt.
+// retry tries again after a stalled attempt; a deadline across attempts
+// answers 504 when three 300ms attempts pass its 500ms, 200 when two
+// 100ms ones fit.
 func TestIntegrationRuleSettings(t *testing.T) {
 	bin := haproxyBin(t)
 	if testing.Short() {
@@ -121,12 +123,16 @@ func TestIntegrationRuleSettings(t *testing.T) {
 	plain.HealthCheck = false
 	perTry := pool("per-try", memberAt(addr))
 	perTry.HealthCheck, perTry.ServerTimeout, perTry.Tries, perTry.RetryTimeout = false, 300*time.Millisecond, 2, true
+	deadline := pool("deadline", memberAt(addr))
+	deadline.HealthCheck, deadline.ServerTimeout, deadline.Tries, deadline.RetryStatuses = false, 500*time.Millisecond, 3, []int{503}
+	deadline.Deadline = 500 * time.Millisecond
 	lb := newLB([]model.Listener{httpListener("", routes(
 		toPool(timed, hostIs("timeout.test"), pathPrefix("/")),
 		toPool(retried, hostIs("retry.test"), pathPrefix("/")),
 		toPool(plain, hostIs("plain.test"), pathPrefix("/")),
 		toPool(perTry, hostIs("pertry.test"), pathPrefix("/")),
-	))}, timed, retried, plain, perTry)
+		toPool(deadline, hostIs("deadline.test"), pathPrefix("/")),
+	))}, timed, retried, plain, perTry, deadline)
 	front := serveLB(t, bin, lb)
 	get := func(host, query string) (int, time.Duration) {
 		start := time.Now()
@@ -153,6 +159,12 @@ func TestIntegrationRuleSettings(t *testing.T) {
 	}
 	if code, took := get("pertry.test", "id=s2&stall=5"); code != http.StatusGatewayTimeout || backend.count("s2") != 2 || took > 1500*time.Millisecond {
 		t.Errorf("stalled attempts: %d after %d attempts in %v, want 504 after 2 within 1.5s", code, backend.count("s2"), took)
+	}
+	if code, took := get("deadline.test", "id=d1&fail=2&delay=300"); code != http.StatusGatewayTimeout || backend.count("d1") != 3 {
+		t.Errorf("three 300ms attempts under a 500ms deadline: %d after %d attempts in %v, want 504 after 3", code, backend.count("d1"), took)
+	}
+	if code, took := get("deadline.test", "id=d2&fail=1&delay=100"); code != http.StatusOK || backend.count("d2") != 2 {
+		t.Errorf("two 100ms attempts under a 500ms deadline: %d after %d attempts in %v, want 200 after 2", code, backend.count("d2"), took)
 	}
 }
 

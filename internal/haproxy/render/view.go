@@ -89,7 +89,8 @@ type poolView struct {
 	slots   []slot
 	// connect and server replace the defaults' timeouts when not 0.
 	connect, server time.Duration
-	cookie          *cookieView // nil: no affinity
+	deadline        time.Duration // model.Pool.Deadline
+	cookie          *cookieView   // nil: no affinity
 	// protocol are the server words for proto, the members' protocol.
 	protocol []encode.Word
 	proto    model.BackendProtocol
