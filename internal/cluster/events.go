@@ -12,6 +12,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
@@ -36,12 +37,14 @@ func newEventSink(client kubernetes.Interface) *eventSink {
 }
 
 // eventScheme names the kinds Events are about: client-go's, and the
-// Gateway API's v1 (informer objects carry no apiVersion and kind, the
+// Gateway API's v1 and v1alpha2 (informer objects carry no apiVersion and kind, the
 // recorder looks them up here).
 func eventScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(scheme.AddToScheme(s))
 	utilruntime.Must(gwv1.Install(s))
+	// The v1alpha2 UDPRoutes and TCPRoutes of the typed informers.
+	utilruntime.Must(gwv1alpha2.Install(s))
 	return s
 }
 

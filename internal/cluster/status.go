@@ -32,7 +32,7 @@ type statusWriter struct {
 	client kubernetes.Interface
 	// gw writes the Gateway API's status (gatewaystatus.go); nil: none.
 	gw gwclient.Interface
-	// dyn writes the status of v1 TCPRoutes and of TLSRoutes, which gw's typed client
+	// dyn writes the status of v1 TCPRoutes and UDPRoutes and of TLSRoutes, which gw's typed client
 	// (Gateway API v1.4.1) does not know; nil: none are read either.
 	dyn               dynamic.Interface
 	gatewayController string

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -9,6 +10,7 @@ import (
 
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
+	sourcekube "pier.dev/pier/internal/source/kube"
 	"pier.dev/pier/internal/translate"
 )
 
@@ -26,10 +28,33 @@ func (w *statusWriter) publishUDPRoutes(ctx context.Context, snap *source.Snapsh
 	}
 }
 
-// writeUDPRoute writes a UDPRoute's parents (v1alpha2, the only version
-// served).
+// writeUDPRoute writes a UDPRoute's parents at the version it was read
+// at: v1 through the dynamic client (sourcekube.UDPRouteV1), v1alpha2
+// through the typed one.
 func (w *statusWriter) writeUDPRoute(ctx context.Context, cached *gwv1alpha2.UDPRoute, want []gwv1.RouteParentStatus,
 	controller gwv1.GatewayController, now metav1.Time) (bool, error) {
+	if cached.APIVersion == gwv1.GroupVersion.String() {
+		if w.dyn == nil {
+			return false, fmt.Errorf("a v1 UDPRoute and no dynamic client to write it")
+		}
+		routes := w.dyn.Resource(sourcekube.UDPRouteV1).Namespace(cached.Namespace)
+		return writeMerged(ctx, w, cached, want,
+			func(ctx context.Context) (*gwv1alpha2.UDPRoute, error) {
+				u, err := routes.Get(ctx, cached.Name, metav1.GetOptions{})
+				if err != nil {
+					return nil, err
+				}
+				return sourcekube.UDPRouteOf(u)
+			},
+			func(r *gwv1alpha2.UDPRoute) bool { return mergeParents(&r.Status.RouteStatus, want, controller, now) },
+			func(ctx context.Context, r *gwv1alpha2.UDPRoute) error {
+				u, err := sourcekube.UnstructuredUDPRoute(r)
+				if err == nil {
+					_, err = routes.UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: "pier"})
+				}
+				return err
+			})
+	}
 	routes := w.gw.GatewayV1alpha2().UDPRoutes(cached.Namespace)
 	return writeMerged(ctx, w, cached, want,
 		func(ctx context.Context) (*gwv1alpha2.UDPRoute, error) {

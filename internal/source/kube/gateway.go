@@ -83,7 +83,7 @@ type gatewayListers struct {
 // CRDs appear or the permission is granted.
 type gatewayWatch struct {
 	client    gwclient.Interface // nil: Gateway API support not wanted
-	dynamic   dynamic.Interface  // v1 TCPRoutes (tcproutes.go), TLSRoutes (tlsroutes.go); nil: v1alpha2 TCPRoutes only
+	dynamic   dynamic.Interface  // v1 TCPRoutes (tcproutes.go) and UDPRoutes (udproutes.go), TLSRoutes (tlsroutes.go); nil: v1alpha2 TCPRoutes and UDPRoutes only
 	discovery discovery.DiscoveryInterface
 	core      kubernetes.Interface
 	namespace string
@@ -274,9 +274,9 @@ func (w *gatewayWatch) run(ctx context.Context) ([]cache.InformerSynced, *gatewa
 		watched = append(watched, inf.Informer())
 		grpcRoutes = func() ([]*gwv1.GRPCRoute, error) { return inf.Lister().List(labels.Everything()) }
 	}
-	udpInformer, udpRoutes := w.watchUDPRoutes(ctx, gwFactory)
-	if udpInformer != nil {
-		watched = append(watched, udpInformer)
+	udp := w.watchUDPRoutes(ctx, gwFactory)
+	if udp.informer != nil {
+		watched = append(watched, udp.informer)
 	}
 	tcp := w.watchTCPRoutes(ctx, func() tcpRouteWatch {
 		inf := gwFactory.Gateway().V1alpha2().TCPRoutes()
@@ -299,6 +299,9 @@ func (w *gatewayWatch) run(ctx context.Context) ([]cache.InformerSynced, *gatewa
 	}
 	gwFactory.Start(ctx.Done())
 	coreFactory.Start(ctx.Done())
+	if udp.start != nil {
+		udp.start()
+	}
 	if tcp.start != nil {
 		tcp.start()
 	}
@@ -315,7 +318,7 @@ func (w *gatewayWatch) run(ctx context.Context) ([]cache.InformerSynced, *gatewa
 		gateways:   func() ([]*gwv1.Gateway, error) { return gateways.Lister().List(labels.Everything()) },
 		routes:     func() ([]*gwv1.HTTPRoute, error) { return routes.Lister().List(labels.Everything()) },
 		grpcRoutes: grpcRoutes,
-		udpRoutes:  udpRoutes,
+		udpRoutes:  udp.list,
 		tcpRoutes:  tcp.list,
 		tlsRoutes:  tls.list,
 		grants:     func() ([]*gwv1beta1.ReferenceGrant, error) { return grants.Lister().List(labels.Everything()) },

@@ -1,8 +1,8 @@
 // Package kube fills source.Snapshot from Kubernetes informers (Ingress,
 // IngressClass, Service, EndpointSlice, TLS Secret, the Secrets Ingresses
 // name in auth-secret, Node, the agents' heartbeat Leases, and the Gateway
-// API's GatewayClass, Gateway, HTTPRoute, GRPCRoute, TCPRoute, TLSRoute and
-// ReferenceGrant when their CRDs are installed) for the controller. The first event after a quiet spell
+// API's GatewayClass, Gateway, HTTPRoute, GRPCRoute, TCPRoute, TLSRoute, UDPRoute
+// and ReferenceGrant when their CRDs are installed) for the controller. The first event after a quiet spell
 // is taken at once (an endpoint change is served without waiting); the
 // events that follow it within the quiet time are a burst, coalesced
 // (Contour's rule: wait 100 ms for quiet, at most 500 ms) into one more
@@ -52,9 +52,10 @@ type Options struct {
 	// API server serves its CRDs; nil leaves it out.
 	Gateway gwclient.Interface
 	// Dynamic, with Gateway, reads TCPRoutes at v1 (the standard channel
-	// since Gateway API v1.6) and TLSRoutes (at v1, v1alpha3 or v1alpha2,
-	// the newest served), which Gateway's typed client does not
-	// know; nil: v1alpha2 TCPRoutes only and no TLSRoutes.
+	// since Gateway API v1.6), UDPRoutes at v1 (since v1.7) and TLSRoutes
+	// (at v1, v1alpha3 or v1alpha2, the newest served), which Gateway's
+	// typed client does not know; nil: v1alpha2 TCPRoutes and UDPRoutes
+	// only and no TLSRoutes.
 	Dynamic dynamic.Interface
 	// GatewayRecheck is how often discovery is asked again while the
 	// Gateway API CRDs are not installed (default 30 s).
