@@ -18,6 +18,12 @@ export PATH="$PATH:/usr/local/go/bin"
 
 hack/deps.sh
 hack/build.sh
+# The Gateway API module of the conformance suite, for its standard CRDs
+# (test/kubemode reads v1.7.0's UDPRoute CRD from the module cache; pier's
+# own module is older). It needs the suite's Go, which the go command
+# fetches from the module proxy on first use.
+echo "== Gateway API module of the conformance suite (its CRDs, into the module cache)" >&2
+(cd test/gatewayconformance && GOTOOLCHAIN=go1.27.3 go mod download sigs.k8s.io/gateway-api)
 echo "== Kubernetes control plane for the API-server tests (built once, cached in .cache/kube)" >&2
 start=$(date +%s)
 PIER_KUBE_APISERVER=$(hack/test-apiserver.sh | tail -n 1)

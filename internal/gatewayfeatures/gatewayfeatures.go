@@ -1,7 +1,8 @@
 // Package gatewayfeatures lists the Gateway API features pier declares in
 // a GatewayClass's status.supportedFeatures: the core features of the
-// GATEWAY-HTTP, GATEWAY-GRPC, GATEWAY-TLS and GATEWAY-TCP profiles and the extended ones that pass
-// the upstream conformance suite (test/gatewayconformance, which reads them back from the class).
+// GATEWAY-HTTP, GATEWAY-GRPC, GATEWAY-TLS, GATEWAY-TCP and GATEWAY-UDP
+// profiles and the extended ones that pass the upstream conformance
+// suite (test/gatewayconformance, which reads them back from the class).
 // A feature joins this list only with the suite's tests for it passing;
 // docs/gateway-api.md says why each other one is left out.
 //
@@ -42,11 +43,13 @@ var supported = []string{
 	"HTTPRouteQueryParamMatching",
 	"HTTPRouteRequestTimeout",
 	"HTTPRouteResponseHeaderModification",
+	"HTTPRouteRetryCodes",
 	"HTTPRouteRetryConnectionError",
 	"HTTPRouteSchemeRedirect",
 	"ReferenceGrant",
 	"TCPRoute",
 	"TLSRoute",
+	"UDPRoute",
 }
 
 // Supported returns the features pier declares, sorted.

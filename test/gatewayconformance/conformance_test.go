@@ -170,7 +170,7 @@ func TestGatewayConformance(t *testing.T) {
 			// tests they share run once.
 			ConformanceProfiles: []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName,
 				suite.GatewayGRPCConformanceProfileName, suite.GatewayTLSConformanceProfileName,
-				suite.GatewayTCPConformanceProfileName},
+				suite.GatewayTCPConformanceProfileName, suite.GatewayUDPConformanceProfileName},
 			ReportOutputPath: reportPath,
 			RunTest:          os.Getenv("GATEWAY_CONFORMANCE_RUN_TEST"),
 			// GatewayStaticAddresses: an address of the controller's public

@@ -255,7 +255,11 @@ func installStandardUDPRouteCRD(t *testing.T, e *env) {
 	}
 	dir := filepath.Join(strings.TrimSpace(string(cache)), "sigs.k8s.io", "gateway-api@"+version)
 	if _, err := os.Stat(dir); err != nil {
-		t.Fatalf("sigs.k8s.io/gateway-api %s is not in the module cache (go mod download in test/gatewayconformance): %v", version, err)
+		msg := fmt.Sprintf("sigs.k8s.io/gateway-api %s is not in the module cache (hack/test.sh downloads it: cd test/gatewayconformance && GOTOOLCHAIN=go1.27.3 go mod download sigs.k8s.io/gateway-api): %v", version, err)
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
 	}
 	path := filepath.Join(dir, "config", "crd", "standard", "gateway.networking.k8s.io_udproutes.yaml")
 	objs, err := kubeapi.ReadManifests(path)
