@@ -16,6 +16,7 @@ var getKinds = map[string]string{
 	"loadbalancers": "loadbalancers", "loadbalancer": "loadbalancers", "lb": "loadbalancers",
 	"gateways": "gateways", "gateway": "gateways", "gtw": "gateways",
 	"httproutes": "httproutes", "httproute": "httproutes",
+	"routes": "routes", "route": "routes",
 	"errors": "errors", "error": "errors",
 }
 
@@ -25,7 +26,8 @@ func getCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	addr := fs.String("api-addr", "127.0.0.1:8082", "address of a running pier's API")
 	output := fs.String("o", "table", "output format: table or json")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: pier get loadbalancers|gateways|httproutes|errors [-o json] [--api-addr ADDR]\n\nFlags:\n")
+		fmt.Fprint(fs.Output(), "Usage: pier get loadbalancers|gateways|httproutes|routes|errors [-o json] [--api-addr ADDR]\n\n"+
+			"routes lists the routes of every kind (HTTPRoute, GRPCRoute, TLSRoute, TCPRoute, UDPRoute) with their parents' Accepted.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if len(args) == 0 || getKinds[args[0]] == "" {
@@ -61,6 +63,9 @@ func fetchKind(ctx context.Context, kind, addr string) (any, func(io.Writer, tim
 	case "httproutes":
 		routes, err := api.ListHTTPRoutes(ctx, addr)
 		return routes, func(w io.Writer, now time.Time) error { return api.PrintHTTPRoutes(w, routes, now) }, err
+	case "routes":
+		routes, err := api.ListRoutes(ctx, addr)
+		return routes, func(w io.Writer, now time.Time) error { return api.PrintRoutes(w, routes, now) }, err
 	}
 	lbs, err := api.ListLoadBalancers(ctx, addr)
 	if kind == "errors" {

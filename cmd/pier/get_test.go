@@ -29,6 +29,9 @@ func (oneGateway) Gateways() []pipeline.GatewayState {
 }
 
 func (oneGateway) HTTPRoutes() []pipeline.HTTPRouteState { return []pipeline.HTTPRouteState{} }
+func (oneGateway) Routes() []pipeline.RouteState {
+	return []pipeline.RouteState{{Kind: "UDPRoute", Meta: metav1.ObjectMeta{Namespace: "demo", Name: "dns", CreationTimestamp: metav1.NewTime(time.Now())}}}
+}
 
 // pier get takes gateways and httproutes beside loadbalancers, in a table
 // or as the API's JSON, and refuses other kinds with its usage.
@@ -58,6 +61,11 @@ func TestGetGateways(t *testing.T) {
 	if err := getCommand(context.Background(), []string{"httproutes", "--api-addr", addr}, &out, &errOut); err != nil ||
 		strings.TrimSpace(out.String()) != "NAMESPACE   NAME   HOSTNAMES   PARENTS   ACCEPTED   AGE" {
 		t.Errorf("httproutes: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	if err := getCommand(context.Background(), []string{"routes", "--api-addr", addr}, &out, &errOut); err != nil ||
+		!strings.HasPrefix(out.String(), "KIND") || !strings.Contains(out.String(), "UDPRoute   demo        dns    -         -          0") {
+		t.Errorf("routes: %v\n%s", err, out.String())
 	}
 	if err := getCommand(context.Background(), []string{"ingresses"}, &out, &errOut); !errors.Is(err, errUsage) ||
 		!strings.Contains(errOut.String(), "loadbalancers|gateways|httproutes") {

@@ -31,7 +31,7 @@ Commands:
               custom resources, addresses, status (leader-elected).
   agent       Run the node role: HAProxy for the LoadBalancers placed on a node.
   echo        Run an HTTP echo backend (for demos and tests).
-  get         Show what a running pier holds: pier get loadbalancers|gateways|httproutes [-o json].
+  get         Show what a running pier holds: pier get loadbalancers|gateways|httproutes|routes [-o json].
   lint        Give the verdict pier would on each Ingress of manifests (coming from
               ingress-nginx): serves, serves with differences, refused and why, with
               haproxy -c: pier lint -f PATH... | --kubeconfig FILE [-v] [-o json].

@@ -32,13 +32,15 @@ type Ingresses interface {
 	Ingress(namespace, name string) (*networkingv1.Ingress, []model.Problem, bool)
 }
 
-// GatewayAPI lists the Gateways of pier's classes and the HTTPRoutes that
+// GatewayAPI lists the Gateways of pier's classes and the routes that
 // name them, with the status pier computes (pipeline.Pipeline).
 type GatewayAPI interface {
-	// Gateways and HTTPRoutes return nil when they are not known here
-	// (before the first snapshot), an empty list when there are none.
+	// Gateways, HTTPRoutes and Routes return nil when they are not known
+	// here (before the first snapshot), an empty list when there are none.
 	Gateways() []pipeline.GatewayState
 	HTTPRoutes() []pipeline.HTTPRouteState
+	// Routes are the routes of every kind, HTTPRoutes included.
+	Routes() []pipeline.RouteState
 }
 
 // Server is the HTTP API.
@@ -104,6 +106,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /gateways/{namespace}/{name}", s.getGateway)
 	mux.HandleFunc("GET /httproutes", s.listHTTPRoutes)
 	mux.HandleFunc("GET /httproutes/{namespace}/{name}", s.getHTTPRoute)
+	mux.HandleFunc("GET /routes", s.listRoutes)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}))

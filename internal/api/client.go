@@ -42,6 +42,15 @@ func ListHTTPRoutes(ctx context.Context, addr string) ([]HTTPRouteResponse, erro
 	return list.Items, err
 }
 
+// ListRoutes fetches GET /routes from a running pier.
+func ListRoutes(ctx context.Context, addr string) ([]RouteResponse, error) {
+	var list struct {
+		Items []RouteResponse `json:"items"`
+	}
+	err := getJSON(ctx, addr, "/routes", &list)
+	return list.Items, err
+}
+
 // getJSON decodes GET path of a running pier's API into v.
 func getJSON(ctx context.Context, addr, path string, v any) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)

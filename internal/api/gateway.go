@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"pier.dev/pier/internal/model"
@@ -25,6 +26,18 @@ type GatewayResponse struct {
 type HTTPRouteResponse struct {
 	*gwv1.HTTPRoute `json:",inline"`
 	Problems        []model.Problem `json:"problems"`
+}
+
+// RouteResponse is one route of any kind in GET /routes: enough to see
+// what pier made of it (its parents' conditions and its problems), not
+// its spec, whose shape differs by kind (GET /httproutes has the whole
+// HTTPRoute).
+type RouteResponse struct {
+	Kind       string                   `json:"kind"`
+	APIVersion string                   `json:"apiVersion"`
+	Metadata   metav1.ObjectMeta        `json:"metadata"`
+	Parents    []gwv1.RouteParentStatus `json:"parents"`
+	Problems   []model.Problem          `json:"problems"`
 }
 
 var errGatewaysUnknown = errors.New("the Gateway API is not known here")
@@ -102,6 +115,27 @@ func (s *Server) listHTTPRoutes(w http.ResponseWriter, _ *http.Request) {
 	items := make([]HTTPRouteResponse, 0, len(routes))
 	for _, rt := range routes {
 		items = append(items, routeResponse(rt))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": items})
+}
+
+func (s *Server) listRoutes(w http.ResponseWriter, _ *http.Request) {
+	var routes []pipeline.RouteState
+	if s.Gateways != nil {
+		routes = s.Gateways.Routes()
+	}
+	if routes == nil {
+		s.fail(w, http.StatusNotFound, errGatewaysUnknown)
+		return
+	}
+	items := make([]RouteResponse, 0, len(routes))
+	for _, rt := range routes {
+		parents := rt.Parents
+		if parents == nil {
+			parents = []gwv1.RouteParentStatus{}
+		}
+		items = append(items, RouteResponse{Kind: rt.Kind, APIVersion: gwv1.GroupVersion.String(), Metadata: rt.Meta,
+			Parents: parents, Problems: nonNil(rt.Problems)})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"items": items})
 }

@@ -24,10 +24,12 @@ import (
 type fakeGateways struct {
 	gws    []pipeline.GatewayState
 	routes []pipeline.HTTPRouteState
+	all    []pipeline.RouteState
 }
 
 func (f fakeGateways) Gateways() []pipeline.GatewayState     { return f.gws }
 func (f fakeGateways) HTTPRoutes() []pipeline.HTTPRouteState { return f.routes }
+func (f fakeGateways) Routes() []pipeline.RouteState         { return f.all }
 
 var created = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -46,7 +48,12 @@ func gatewayFixture() fakeGateways {
 	refused.Status.Parents = []gwv1.RouteParentStatus{{ParentRef: gwv1.ParentReference{Name: "gw", SectionName: &section},
 		ControllerName: "pier.dev/gateway-controller",
 		Conditions:     []metav1.Condition{{Type: "Accepted", Status: "False", Reason: "UnsupportedValue"}}}}
+	tcp := pipeline.RouteState{Kind: model.KindTCPRoute, Meta: metav1.ObjectMeta{Namespace: "ns", Name: "db", CreationTimestamp: metav1.NewTime(created)},
+		Parents: []gwv1.RouteParentStatus{{ParentRef: gwv1.ParentReference{Name: "gw"}, ControllerName: "pier.dev/gateway-controller",
+			Conditions: []metav1.Condition{{Type: "Accepted", Status: "True", Reason: "Accepted"}}}}}
 	return fakeGateways{
+		all: []pipeline.RouteState{{Kind: model.KindHTTPRoute, Meta: refused.ObjectMeta, Parents: refused.Status.Parents,
+			Problems: []model.Problem{{Kind: model.KindHTTPRoute, Namespace: "ns", Name: "bad", Severity: model.SeverityError}}}, tcp},
 		gws: []pipeline.GatewayState{{Gateway: gw, LoadBalancer: "uuid-1"}},
 		routes: []pipeline.HTTPRouteState{{Route: refused, Problems: []model.Problem{{Kind: model.KindHTTPRoute, Namespace: "ns", Name: "bad",
 			Severity: model.SeverityError, Reason: "UnsupportedValue", Message: "header value"}}}},
@@ -104,11 +111,23 @@ func TestGatewayEndpoints(t *testing.T) {
 	if err != nil || len(routes) != 1 {
 		t.Fatalf("ListHTTPRoutes: %v %+v", err, routes)
 	}
+	all, err := ListRoutes(context.Background(), strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil || len(all) != 2 || all[1].Kind != model.KindTCPRoute || all[1].Metadata.Name != "db" ||
+		all[1].Parents[0].Conditions[0].Status != "True" || all[1].Problems == nil || all[0].APIVersion != "gateway.networking.k8s.io/v1" {
+		t.Fatalf("ListRoutes: %v %+v", err, all)
+	}
+	var table bytes.Buffer
+	if err := PrintRoutes(&table, all, created.Add(time.Hour)); err != nil ||
+		!strings.Contains(table.String(), "TCPRoute    ns          db     ns/gw        True                     0") ||
+		!strings.Contains(table.String(), "HTTPRoute   ns          bad    ns/gw/http   False/UnsupportedValue   1") {
+		t.Errorf("routes table (%v):\n%s", err, table.String())
+	}
 
 	none := httptest.NewServer((&Server{Registry: prometheus.NewRegistry(), Logger: logger}).Handler())
 	defer none.Close()
 	getBody(t, none, "/gateways", 404)
 	getBody(t, none, "/httproutes", 404)
+	getBody(t, none, "/routes", 404)
 	empty := httptest.NewServer((&Server{Gateways: fakeGateways{gws: []pipeline.GatewayState{}, routes: []pipeline.HTTPRouteState{}},
 		Registry: prometheus.NewRegistry(), Logger: logger}).Handler())
 	defer empty.Close()

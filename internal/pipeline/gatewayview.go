@@ -224,6 +224,65 @@ func (p *Pipeline) HTTPRoutes() []HTTPRouteState {
 	return out
 }
 
+// RouteState is one route of any kind pier serves (HTTPRoute, GRPCRoute,
+// TLSRoute, TCPRoute, UDPRoute) that names a Gateway of ours: its kind,
+// its metadata, pier's parent entries as computed and its problems.
+type RouteState struct {
+	Kind     string
+	Meta     metav1.ObjectMeta
+	Parents  []gwv1.RouteParentStatus
+	Problems []model.Problem
+}
+
+// Routes lists every route of the last snapshot that names a Gateway of
+// ours, whatever its kind, sorted by kind, namespace and name; nil before
+// the first snapshot.
+func (p *Pipeline) Routes() []RouteState {
+	p.init()
+	p.mu.Lock()
+	snap, view := p.snap, p.gwView
+	p.mu.Unlock()
+	if snap == nil {
+		return nil
+	}
+	out := []RouteState{}
+	add := func(kind string, meta *metav1.ObjectMeta) {
+		ref := model.ObjectRef{Kind: kind, Namespace: meta.Namespace, Name: meta.Name}
+		parents, ok := view.route(ref)
+		if !ok {
+			return // names no Gateway of ours
+		}
+		st := RouteState{Kind: kind, Meta: *meta.DeepCopy(), Problems: p.Book.Of(ref)}
+		st.Meta.ManagedFields = nil
+		for _, ps := range parents {
+			st.Parents = append(st.Parents, *ps.DeepCopy())
+		}
+		out = append(out, st)
+	}
+	for _, r := range snap.HTTPRoutes {
+		add(model.KindHTTPRoute, &r.ObjectMeta)
+	}
+	for _, r := range snap.GRPCRoutes {
+		add(model.KindGRPCRoute, &r.ObjectMeta)
+	}
+	for _, r := range snap.TLSRoutes {
+		add(model.KindTLSRoute, &r.ObjectMeta)
+	}
+	for _, r := range snap.TCPRoutes {
+		add(model.KindTCPRoute, &r.ObjectMeta)
+	}
+	for _, r := range snap.UDPRoutes {
+		add(model.KindUDPRoute, &r.ObjectMeta)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Kind != out[j].Kind {
+			return out[i].Kind < out[j].Kind
+		}
+		return lessMeta(&out[i].Meta, &out[j].Meta)
+	})
+	return out
+}
+
 // Gateway returns one Gateway of ours as Gateways lists it.
 func (p *Pipeline) Gateway(namespace, name string) (GatewayState, bool) {
 	for _, g := range p.Gateways() {

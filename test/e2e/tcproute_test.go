@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"pier.dev/pier/internal/api"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/test/harness"
 )
@@ -218,6 +220,28 @@ endpoints: [{addresses: ["127.0.0.1"], conditions: {ready: true}}]
 		if l.Name != "http" && (l.AttachedRoutes != 1 || len(l.SupportedKinds) != 1 || l.SupportedKinds[0].Kind != model.KindTCPRoute) {
 			t.Errorf("listener %s: attachedRoutes %d, supportedKinds %+v", l.Name, l.AttachedRoutes, l.SupportedKinds)
 		}
+	}
+	// GET /routes (pier get routes) lists both kinds with what pier made
+	// of them: the refused TCPRoute's problem, the others accepted.
+	routes, err := api.ListRoutes(t.Context(), p.API)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]string{}
+	for _, r := range routes {
+		accepted := "-"
+		if len(r.Parents) == 1 {
+			if c := meta.FindStatusCondition(r.Parents[0].Conditions, string(gwv1.RouteConditionAccepted)); c != nil {
+				accepted = string(c.Status)
+			}
+		}
+		listed[r.Kind+" "+r.Metadata.Name] = accepted + " " + strconv.Itoa(len(r.Problems))
+	}
+	// The evil route is Accepted (its listener is its own) but its
+	// backend does not resolve: one problem, and its share refused.
+	want := map[string]string{"HTTPRoute site": "True 0", "TCPRoute echo": "True 0", "TCPRoute evil": "True 1"}
+	if !maps.Equal(listed, want) {
+		t.Errorf("GET /routes: %v, want %v", listed, want)
 	}
 	// The name is refused before it reaches a file.
 	err = filepath.WalkDir(state, func(path string, d os.DirEntry, err error) error {
