@@ -376,6 +376,46 @@ func attachL4Routes[R metav1.Object, P interface{ resolvedRefs() metav1.Conditio
 	}
 }
 
+// allowedL4Listeners is the attachment step the TCPRoute, UDPRoute and
+// TLSRoute kinds share, as an HTTPRoute's attach does it (sectionName and
+// port, allowedRoutes kinds and namespaces): the usable listeners of the
+// parentRef that take kind and allow the route's namespace. Each of those
+// listeners, usable or not, counts the route once in attachedRoutes when
+// counts says so (nil: always), as the spec counts routes a listener
+// allows. A reason is returned when the route attaches nowhere: the
+// Gateway refused, no listener selected, none allowing it (notAllowed
+// says what would), or the route refused by its own content.
+func (p *parsedGateway) allowedL4Listeners(kind, namespace string, parent gwv1.ParentReference, nsLabels map[string]string,
+	counted map[*gwListener]bool, counts func(*gwListener) bool, refusal *routeRefusal, notAllowed string) ([]*gwListener, string, string) {
+	if p.refusal != "" {
+		return nil, string(gwv1.RouteReasonNoMatchingParent), "the Gateway is not accepted"
+	}
+	selected := p.selectListeners(parent)
+	if len(selected) == 0 {
+		return nil, string(gwv1.RouteReasonNoMatchingParent), "no listener matches sectionName and port"
+	}
+	var allowed []*gwListener
+	for _, l := range selected {
+		if !l.takes(kind) || !p.allows(l, namespace, nsLabels) {
+			continue
+		}
+		if !counted[l] && (counts == nil || counts(l)) {
+			counted[l] = true
+			l.attached++
+		}
+		if l.usable() {
+			allowed = append(allowed, l)
+		}
+	}
+	if len(allowed) == 0 {
+		return nil, string(gwv1.RouteReasonNotAllowedByListeners), notAllowed
+	}
+	if refusal != nil {
+		return nil, string(gwv1.RouteReasonUnsupportedValue), refusal.field + ": " + refusal.message
+	}
+	return allowed, "", ""
+}
+
 // resolvedRefsCondition is a route's ResolvedRefs: false with the reason
 // and detail of its first unresolved backend, else true.
 func resolvedRefsCondition(generation int64, unresolved, detail string) metav1.Condition {

@@ -108,31 +108,10 @@ func (tr *tcpRoute) resolvedRefs() metav1.Condition {
 // does an HTTPRoute's (sectionName and port, allowedRoutes kinds and
 // namespaces), with one route per TCP listener instead of hostnames.
 func (p *parsedGateway) attachTCP(tr *tcpRoute, parent gwv1.ParentReference, nsLabels map[string]string) (bool, string, string) {
-	if p.refusal != "" {
-		return false, string(gwv1.RouteReasonNoMatchingParent), "the Gateway is not accepted"
-	}
-	selected := p.selectListeners(parent)
-	if len(selected) == 0 {
-		return false, string(gwv1.RouteReasonNoMatchingParent), "no listener matches sectionName and port"
-	}
-	var allowed []*gwListener
-	for _, l := range selected {
-		if !l.takes(model.KindTCPRoute) || !p.allows(l, tr.r.Namespace, nsLabels) {
-			continue
-		}
-		if !tr.counted[l] {
-			tr.counted[l] = true
-			l.attached++
-		}
-		if l.usable() {
-			allowed = append(allowed, l)
-		}
-	}
-	if len(allowed) == 0 {
-		return false, string(gwv1.RouteReasonNotAllowedByListeners), "no selected listener allows this route (a TCP listener whose allowedRoutes take TCPRoutes from its namespace)"
-	}
-	if tr.refusal != nil {
-		return false, string(gwv1.RouteReasonUnsupportedValue), tr.refusal.field + ": " + tr.refusal.message
+	allowed, reason, msg := p.allowedL4Listeners(model.KindTCPRoute, tr.r.Namespace, parent, nsLabels, tr.counted, nil, tr.refusal,
+		"no selected listener allows this route (a TCP listener whose allowedRoutes take TCPRoutes from its namespace)")
+	if reason != "" {
+		return false, reason, msg
 	}
 	matched := false
 	var servedBy *tcpRoute
@@ -147,7 +126,7 @@ func (p *parsedGateway) attachTCP(tr *tcpRoute, parent gwv1.ParentReference, nsL
 	if matched {
 		return true, string(gwv1.RouteReasonAccepted), ""
 	}
-	msg := fmt.Sprintf("accepted but not served: the older TCPRoute %s/%s serves the listener (a TCP listener serves its oldest route; this one is served once that one goes)",
+	msg = fmt.Sprintf("accepted but not served: the older TCPRoute %s/%s serves the listener (a TCP listener serves its oldest route; this one is served once that one goes)",
 		servedBy.r.Namespace, servedBy.r.Name)
 	tr.problem(model.SeverityWarning, reasonListenerInUse, "spec.parentRefs", msg)
 	return true, string(gwv1.RouteReasonAccepted), msg

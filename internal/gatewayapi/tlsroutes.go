@@ -116,32 +116,12 @@ func (tr *tlsRoute) resolvedRefs() metav1.Condition {
 // namespaces (attachedRoutes counts the route where its hostnames
 // intersect the listener's), then hostname intersection.
 func (p *parsedGateway) attachTLS(tr *tlsRoute, parent gwv1.ParentReference, nsLabels map[string]string) (bool, string, string) {
-	if p.refusal != "" {
-		return false, string(gwv1.RouteReasonNoMatchingParent), "the Gateway is not accepted"
-	}
-	selected := p.selectListeners(parent)
-	if len(selected) == 0 {
-		return false, string(gwv1.RouteReasonNoMatchingParent), "no listener matches sectionName and port"
-	}
-	var allowed []*gwListener
-	for _, l := range selected {
-		if !l.takes(model.KindTLSRoute) || !p.allows(l, tr.r.Namespace, nsLabels) {
-			continue
-		}
-		if !tr.counted[l] && len(intersectHosts(l.host, tr.hosts)) > 0 {
-			tr.counted[l] = true
-			l.attached++
-		}
-		if l.usable() {
-			allowed = append(allowed, l)
-		}
-	}
-	if len(allowed) == 0 {
-		return false, string(gwv1.RouteReasonNotAllowedByListeners),
-			"no selected listener allows this route (a TLS listener, tls.mode Passthrough, whose allowedRoutes take TLSRoutes from its namespace)"
-	}
-	if tr.refusal != nil {
-		return false, string(gwv1.RouteReasonUnsupportedValue), tr.refusal.field + ": " + tr.refusal.message
+	// A TLS listener counts only the routes whose hostnames meet its own.
+	meets := func(l *gwListener) bool { return len(intersectHosts(l.host, tr.hosts)) > 0 }
+	allowed, reason, msg := p.allowedL4Listeners(model.KindTLSRoute, tr.r.Namespace, parent, nsLabels, tr.counted, meets, tr.refusal,
+		"no selected listener allows this route (a TLS listener, tls.mode Passthrough, whose allowedRoutes take TLSRoutes from its namespace)")
+	if reason != "" {
+		return false, reason, msg
 	}
 	matched := false
 	for _, l := range allowed {

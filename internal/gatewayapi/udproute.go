@@ -336,31 +336,10 @@ func (ur *udpRoute) resolvedRefs() metav1.Condition {
 // attachUDP applies the attachment rules for one parentRef, as attachTCP
 // does a TCPRoute's: one route per UDP listener.
 func (p *parsedGateway) attachUDP(ur *udpRoute, parent gwv1.ParentReference, nsLabels map[string]string) (bool, string, string) {
-	if p.refusal != "" {
-		return false, string(gwv1.RouteReasonNoMatchingParent), "the Gateway is not accepted"
-	}
-	selected := p.selectListeners(parent)
-	if len(selected) == 0 {
-		return false, string(gwv1.RouteReasonNoMatchingParent), "no listener matches sectionName and port"
-	}
-	var allowed []*gwListener
-	for _, l := range selected {
-		if !l.takes(model.KindUDPRoute) || !p.allows(l, ur.r.Namespace, nsLabels) {
-			continue
-		}
-		if !ur.counted[l] {
-			ur.counted[l] = true
-			l.attached++
-		}
-		if l.usable() {
-			allowed = append(allowed, l)
-		}
-	}
-	if len(allowed) == 0 {
-		return false, string(gwv1.RouteReasonNotAllowedByListeners), "no selected listener allows this route (a UDP listener whose allowedRoutes take UDPRoutes from its namespace)"
-	}
-	if ur.refusal != nil {
-		return false, string(gwv1.RouteReasonUnsupportedValue), ur.refusal.field + ": " + ur.refusal.message
+	allowed, reason, msg := p.allowedL4Listeners(model.KindUDPRoute, ur.r.Namespace, parent, nsLabels, ur.counted, nil, ur.refusal,
+		"no selected listener allows this route (a UDP listener whose allowedRoutes take UDPRoutes from its namespace)")
+	if reason != "" {
+		return false, reason, msg
 	}
 	matched := false
 	var servedBy *udpRoute
@@ -373,7 +352,7 @@ func (p *parsedGateway) attachUDP(ur *udpRoute, parent gwv1.ParentReference, nsL
 		l.udpRoute = ur
 	}
 	if !matched {
-		msg := fmt.Sprintf("accepted but not served: the older UDPRoute %s/%s serves the listener (a UDP listener serves its oldest route; this one is served once that one goes)",
+		msg = fmt.Sprintf("accepted but not served: the older UDPRoute %s/%s serves the listener (a UDP listener serves its oldest route; this one is served once that one goes)",
 			servedBy.r.Namespace, servedBy.r.Name)
 		ur.problem(model.SeverityWarning, reasonListenerInUse, "spec.parentRefs", msg)
 		return true, string(gwv1.RouteReasonAccepted), msg
