@@ -189,7 +189,7 @@ func TestGatewayL4(t *testing.T) {
 		t.Skip("run by bench/run.sh gateway-l4, which gives it a network namespace of its own (pier's VIPs and nftables)")
 	}
 	requireBinaries(t, "haproxy", "nft")
-	rounds, d := envInt("PIER_BENCH_L4_ROUNDS", 3), time.Duration(envInt("PIER_BENCH_L4_SECONDS", 3))*time.Second
+	rounds, d := envInt("PIER_BENCH_L4_ROUNDS", 5), time.Duration(envInt("PIER_BENCH_L4_SECONDS", 3))*time.Second
 	workers := envInt("PIER_BENCH_L4_WORKERS", 16)
 	if quick() {
 		rounds, d = 1, time.Second
@@ -307,7 +307,18 @@ func TestGatewayL4(t *testing.T) {
 			runs = append(runs, r)
 		}
 	}
-	writeJSON(t, out, "gateway-l4.json", map[string]any{
+	// pier's rendered configs, beside the reference, for whoever reads
+	// the figures: what pier's HAProxy does that the reference does not.
+	pierConfigs := map[string]string{}
+	confs, _ := filepath.Glob(filepath.Join(dir, "state", "haproxy", "*", "*.conf"))
+	confs = append(confs, filepath.Join(dir, "state", "haproxy", "global.conf"))
+	for _, f := range confs {
+		if b, err := os.ReadFile(f); err == nil {
+			rel, _ := filepath.Rel(filepath.Join(dir, "state", "haproxy"), f)
+			pierConfigs[rel] = string(b)
+		}
+	}
+	writeJSON(t, out, "gateway-l4.json", map[string]any{"pier_configs": pierConfigs,
 		"runs": runs, "duration_s": time.Since(began).Seconds(), "seconds_per_run": d.Seconds(),
 		"workers": workers, "grpc_connections": 4, "reference_config": ref,
 		"grpc": "unary " + l4GRPCMethod + ", 16-byte message echoed, grpc-go with a raw codec, h2c",
@@ -669,6 +680,13 @@ func gatewayL4Markdown(runs []l4Run) string {
 				stat(rs, per, "%.0f"), stat(rs, p50, "%.3f"), stat(rs, p99, "%.3f"),
 				ratio(rs, pick(kind, "reference")), ratio(rs, pick(kind, "direct")), errs)
 		}
+	}
+	var loads []float64
+	for _, r := range runs {
+		loads = append(loads, r.LoadAvg)
+	}
+	if len(loads) > 0 {
+		p("\nLoad average (1 min) during the runs: %.2f–%.2f.\n", slices.Min(loads), slices.Max(loads))
 	}
 	p("\nUDP loss (datagrams without a reply within 200 ms), %% of those sent:\n\n| path | loss %% |\n|---|---:|\n")
 	for _, path := range []string{"pier", "direct"} {

@@ -44,7 +44,7 @@
 #                                    # run`, a hand-written HAProxy config and
 #                                    # direct (section 14), in a namespace of
 #                                    # its own: bench/results/<time>-<rev>-gateway-l4.md
-#                                    # and .json (about 2 minutes; needs root
+#                                    # and .json (about 3 minutes; needs root
 #                                    # and nft)
 #
 # Installs only what hack/deps.sh installs, plus wrk from Debian if missing.
@@ -219,13 +219,13 @@ ecmp_run() {
 # passthrough connections, new and kept alive (TLSRoute), through pier,
 # a hand-written HAProxy config and direct, and UDP round trips
 # (UDPRoute, nftables DNAT) through pier and direct, interleaved.
-# PIER_BENCH_L4_ROUNDS (3), PIER_BENCH_L4_SECONDS (3) and
+# PIER_BENCH_L4_ROUNDS (5), PIER_BENCH_L4_SECONDS (3) and
 # PIER_BENCH_L4_WORKERS (16) set its size. The namespace and whatever
 # still runs in it are removed on exit, failure included.
 gateway_l4_run() {
   local out="$1" ns="pier-benchl4-$$" status=0
   [ "$(id -u)" = 0 ] || { echo "bench: gateway-l4 needs root (a network namespace, nftables)" >&2; exit 1; }
-  echo "== 14. Gateway API gRPC, TLS passthrough and UDP against a hand-written config and direct (about 2 minutes)" >&2
+  echo "== 14. Gateway API gRPC, TLS passthrough and UDP against a hand-written config and direct (about 3 minutes)" >&2
   ip netns add "$ns"
   trap 'for p in $(ip netns pids "'"$ns"'" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done; ip netns del "'"$ns"'" 2>/dev/null || true; rm -rf "$raw"' EXIT
   (cd bench && PIER_BIN="$cache/pier" PIER_BENCH_OUT="$raw" PIER_BENCH_L4_NETNS="$ns" \
