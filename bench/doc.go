@@ -5,7 +5,9 @@
 // how long an endpoint change or a new Ingress takes to reach traffic
 // (TestScale, `bench/run.sh scale`), and the native provider's ECMP path
 // with 1, 2 and 3 nodes against direct in test/ecmp's namespace lab
-// (TestECMP, `bench/run.sh ecmp`). Every figure is reported as a ratio against a
+// (TestECMP, `bench/run.sh ecmp`), and the Gateway API's GRPCRoute,
+// TLSRoute and UDPRoute through `pier run` against a hand-written HAProxy
+// config and direct (TestGatewayL4, `bench/run.sh gateway-l4`). Every figure is reported as a ratio against a
 // reference measured in the same invocation, so results from a noisy or
 // different machine can still be compared.
 //

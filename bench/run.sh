@@ -39,6 +39,13 @@
 #                                    # bench/results/<time>-<rev>-ecmp.md
 #                                    # and .json (about 4 minutes; needs root,
 #                                    # bird and nft)
+#   bench/run.sh gateway-l4          # only the Gateway API's GRPCRoute,
+#                                    # TLSRoute and UDPRoute through `pier
+#                                    # run`, a hand-written HAProxy config and
+#                                    # direct (section 14), in a namespace of
+#                                    # its own: bench/results/<time>-<rev>-gateway-l4.md
+#                                    # and .json (about 3 minutes; needs root
+#                                    # and nft)
 #
 # Installs only what hack/deps.sh installs, plus wrk from Debian if missing.
 # Builds into bench/.cache; raw results go to a temporary folder, removed
@@ -83,6 +90,9 @@ if [ "${1:-}" = versions ]; then
 fi
 if [ "${1:-}" = ecmp ]; then
   mode=ecmp
+fi
+if [ "${1:-}" = gateway-l4 ]; then
+  mode=gateway-l4
 fi
 
 count=5 benchtime=1s suffix=""
@@ -202,6 +212,29 @@ ecmp_run() {
   cp "$raw/ecmp.json" "$out-ecmp.json"
 }
 
+# gateway_l4_run is `bench/run.sh gateway-l4` (section 14 of
+# docs/benchmarks.md): TestGatewayL4 in a network namespace made for it
+# (pier-benchl4-<pid>), so that pier's VIPs and nftables table touch
+# nothing of the host's: gRPC unary calls (GRPCRoute, h2c), TLS
+# passthrough connections, new and kept alive (TLSRoute), through pier,
+# a hand-written HAProxy config and direct, and UDP round trips
+# (UDPRoute, nftables DNAT) through pier and direct, interleaved.
+# PIER_BENCH_L4_ROUNDS (5), PIER_BENCH_L4_SECONDS (3) and
+# PIER_BENCH_L4_WORKERS (16) set its size. The namespace and whatever
+# still runs in it are removed on exit, failure included.
+gateway_l4_run() {
+  local out="$1" ns="pier-benchl4-$$" status=0
+  [ "$(id -u)" = 0 ] || { echo "bench: gateway-l4 needs root (a network namespace, nftables)" >&2; exit 1; }
+  echo "== 14. Gateway API gRPC, TLS passthrough and UDP against a hand-written config and direct (about 3 minutes)" >&2
+  ip netns add "$ns"
+  trap 'for p in $(ip netns pids "'"$ns"'" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done; ip netns del "'"$ns"'" 2>/dev/null || true; rm -rf "$raw"' EXIT
+  (cd bench && PIER_BIN="$cache/pier" PIER_BENCH_OUT="$raw" PIER_BENCH_L4_NETNS="$ns" \
+    ip netns exec "$ns" "$cache/bench.test" -test.run '^TestGatewayL4$' -test.v -test.timeout 10m) >&2 || status=$?
+  [ "$status" = 0 ] || exit "$status"
+  cp "$raw/gateway-l4.md" "$out-gateway-l4.md"
+  cp "$raw/gateway-l4.json" "$out-gateway-l4.json"
+}
+
 echo "== build (into bench/.cache)" >&2
 mkdir -p "$cache" bench/results
 go build -trimpath -o "$cache/pier" ./cmd/pier
@@ -226,6 +259,10 @@ if [ "$mode" = versions ]; then
 fi
 if [ "$mode" = ecmp ]; then
   ecmp_run "bench/results/$(date -u +%Y%m%dT%H%M%SZ)-$(git rev-parse --short HEAD 2>/dev/null || echo norev)$suffix"
+  exit 0
+fi
+if [ "$mode" = gateway-l4 ]; then
+  gateway_l4_run "bench/results/$(date -u +%Y%m%dT%H%M%SZ)-$(git rev-parse --short HEAD 2>/dev/null || echo norev)$suffix"
   exit 0
 fi
 if [ "$mode" = extras ]; then
