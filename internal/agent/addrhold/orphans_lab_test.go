@@ -174,6 +174,13 @@ func TestOrphanSweepAfterRestart(t *testing.T) {
 	if len(ka) == 0 {
 		t.Fatal("no keepalived in the node namespace")
 	}
+	// Stopped first, all of them, then killed: killed one by one, the
+	// VRRP child could get its parent-death SIGTERM before its own
+	// SIGKILL and remove its addresses gracefully, and the test would
+	// prove nothing (seen once in CI).
+	for _, pid := range ka {
+		_ = syscall.Kill(pid, syscall.SIGSTOP)
+	}
 	for _, pid := range ka {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
