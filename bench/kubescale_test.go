@@ -210,8 +210,8 @@ func kubeScaleAt(t *testing.T, c kubeRunConfig) kubeScaleRun {
 	t.Logf("cold start: all stored %.1f s, served by both nodes %.1f s, every status %.1f s, settled %.1f s (complete %v); %s; CPU %+v",
 		r.Cold.StoredSec, r.Cold.ServedSec, r.Cold.StatusesSec, r.Cold.SettledSec, r.Cold.Complete, r.Cold.API, r.Cold.CPU)
 	if !r.Cold.Complete {
-		t.Errorf("%d Ingresses, %d nodes: %d of %d statuses within %s; without: %s", r.Ingresses, c.nodes, r.Cold.Statuses, r.Ingresses, c.limit,
-			k.withoutStatus(names, 10))
+		t.Errorf("%d Ingresses, %d nodes: %d of %d statuses within %s; without: %s; not served by every node they are placed on: %s",
+			r.Ingresses, c.nodes, r.Cold.Statuses, r.Ingresses, c.limit, k.withoutStatus(names, 10), k.notServed(10))
 	}
 
 	a, cpu0 := w.sampleAPI(ctx), w.sampleCPU()

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -118,6 +119,34 @@ func (k *kubeTracker) progress() (stored, servedBoth int) {
 		}
 	}
 	return stored, servedBoth
+}
+
+// notServed names up to n LoadBalancers that are not yet served
+// everywhere, each with its placement and every node's report (state and
+// whether it is at the current spec): what a cold start that ran out of
+// time was still waiting for.
+func (k *kubeTracker) notServed(n int) string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []string
+	for _, lb := range k.lbs {
+		if servedEverywhere(lb) {
+			continue
+		}
+		if len(out) == n {
+			out = append(out, "…")
+			break
+		}
+		want := lb.SpecHash()
+		var reports []string
+		for _, r := range lb.Status.Nodes {
+			reports = append(reports, fmt.Sprintf("%s %s current=%v", r.Node, r.State, r.SpecHash == want))
+		}
+		out = append(out, fmt.Sprintf("%s (%s, active %s, standby %s, reports [%s])", lb.Name, lb.UUID,
+			lb.Placement.Active, lb.Placement.Standby, strings.Join(reports, ", ")))
+	}
+	sort.Strings(out)
+	return strings.Join(out, "; ")
 }
 
 // servedEverywhere: every node the LoadBalancer is placed on reports it
