@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,6 +44,33 @@ func (b *backend) alsoStops(cancel context.CancelFunc, done <-chan struct{}) {
 	}()
 	b.cancel = func() { firstCancel(); cancel() }
 	b.done = both
+}
+
+// listenAt opens a TCP listener on ip and port: a Pod's second or third
+// server (TLS, h2c) beside the one listen arms b's stop for.
+func (s *Sim) listenAt(ip netip.Addr, port int) (net.Listener, error) {
+	addr := netip.AddrPortFrom(ip, uint16(port)).String()
+	var lc net.ListenConfig
+	ln, err := lc.Listen(s.ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", addr, err)
+	}
+	return ln, nil
+}
+
+// envPort is the port the environment variable name gives, def when it is
+// unset; anything but a port number is the Pod's error, as echo-basic
+// exits on it.
+func envPort(env map[string]string, name string, def int) (int, error) {
+	v := env[name]
+	if v == "" {
+		return def, nil
+	}
+	p, err := strconv.Atoi(v)
+	if err != nil || p < 1 || p > 65535 {
+		return 0, configError{fmt.Errorf("%s=%q is not a port number", name, v)}
+	}
+	return p, nil
 }
 
 // configError is a Pod the kubelet could not start as specified; retrying
@@ -143,11 +171,9 @@ func (s *Sim) podEnv(pod *corev1.Pod, podIP, hostIP netip.Addr) (map[string]stri
 // listen opens b's address and port and arms b's stop: the context its
 // server runs under, cancelled by stopBackend, which then waits for done.
 func (s *Sim) listen(b *backend) (net.Listener, context.Context, error) {
-	addr := netip.AddrPortFrom(b.ip, uint16(b.port)).String()
-	var lc net.ListenConfig
-	ln, err := lc.Listen(s.ctx, "tcp", addr)
+	ln, err := s.listenAt(b.ip, b.port)
 	if err != nil {
-		return nil, nil, fmt.Errorf("listen %s: %w", addr, err)
+		return nil, nil, err
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	b.cancel, b.done, b.started = cancel, make(chan struct{}), time.Now()

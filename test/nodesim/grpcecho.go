@@ -4,11 +4,9 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -58,21 +56,10 @@ func grpcEchoMode(env map[string]string) (plain, tlsPort int, ok bool, err error
 	if env["GRPC_ECHO_SERVER"] == "" {
 		return 0, 0, false, nil
 	}
-	port := func(name string, def int) (int, error) {
-		v := env[name]
-		if v == "" {
-			return def, nil
-		}
-		p, err := strconv.Atoi(v)
-		if err != nil || p < 1 || p > 65535 {
-			return 0, configError{fmt.Errorf("%s=%q is not a port number", name, v)}
-		}
-		return p, nil
-	}
-	if plain, err = port("HTTP_PORT", defaultGRPCEchoPort); err != nil {
+	if plain, err = envPort(env, "HTTP_PORT", defaultGRPCEchoPort); err != nil {
 		return 0, 0, true, err
 	}
-	if tlsPort, err = port("HTTPS_PORT", defaultGRPCEchoTLS); err != nil {
+	if tlsPort, err = envPort(env, "HTTPS_PORT", defaultGRPCEchoTLS); err != nil {
 		return 0, 0, true, err
 	}
 	return plain, tlsPort, true, nil
@@ -83,15 +70,7 @@ func grpcEchoMode(env map[string]string) (plain, tlsPort int, ok bool, err error
 // and waits for them.
 func (s *Sim) serveGRPCEcho(b *backend, pod *corev1.Pod, env map[string]string, tlsPort int) error {
 	who := grpcEchoPod{namespace: env["NAMESPACE"], ingress: env["INGRESS_NAME"], service: env["SERVICE_NAME"], pod: env["POD_NAME"]}
-	var cert *tls.Certificate
-	if certFile, keyFile := env["TLS_SERVER_CERT"], env["TLS_SERVER_PRIV_KEY"]; certFile != "" && keyFile != "" {
-		pair, err := s.podKeyPair(pod, certFile, keyFile)
-		if err != nil {
-			return err
-		}
-		cert = &pair
-	}
-	ln, ctx, err := s.listen(b)
+	ln, tln, cert, ctx, err := s.listenWithTLS(b, pod, env, tlsPort)
 	if err != nil {
 		return err
 	}
@@ -100,15 +79,6 @@ func (s *Sim) serveGRPCEcho(b *backend, pod *corev1.Pod, env map[string]string, 
 	servers := []*http.Server{{Handler: grpcEcho{who: who}, Protocols: &protocols, ReadHeaderTimeout: 10 * time.Second}}
 	listeners := []net.Listener{ln}
 	if cert != nil {
-		addr := netip.AddrPortFrom(b.ip, uint16(tlsPort)).String()
-		var lc net.ListenConfig
-		tln, err := lc.Listen(s.ctx, "tcp", addr)
-		if err != nil {
-			b.cancel()
-			ln.Close()
-			close(b.done)
-			return fmt.Errorf("listen %s: %w", addr, err)
-		}
 		var h2 http.Protocols
 		h2.SetHTTP2(true)
 		servers = append(servers, &http.Server{Handler: grpcEcho{who: who, tls: true}, Protocols: &h2, ReadHeaderTimeout: 10 * time.Second})

@@ -2,10 +2,6 @@ package nodesim
 
 import (
 	"context"
-	"fmt"
-	"net"
-	"net/netip"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -23,22 +19,16 @@ const defaultH2CPort = 3001
 // stops. A Pod on its Node's network (whose address other Pods share) or
 // whose HTTP port is that port serves none.
 func (s *Sim) serveH2C(b *backend, cfg echo.Config, pod *corev1.Pod, env map[string]string) error {
-	port := defaultH2CPort
-	if v := env["H2C_PORT"]; v != "" {
-		p, err := strconv.Atoi(v)
-		if err != nil || p < 1 || p > 65535 {
-			return configError{fmt.Errorf("H2C_PORT=%q is not a port number", v)}
-		}
-		port = p
+	port, err := envPort(env, "H2C_PORT", defaultH2CPort)
+	if err != nil {
+		return err
 	}
 	if !b.pooled || port == b.port {
 		return nil
 	}
-	addr := netip.AddrPortFrom(b.ip, uint16(port)).String()
-	var lc net.ListenConfig
-	ln, err := lc.Listen(s.ctx, "tcp", addr)
+	ln, err := s.listenAt(b.ip, port)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", addr, err)
+		return err
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	done := make(chan struct{})

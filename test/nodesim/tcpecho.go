@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/netip"
 	"strconv"
 	"time"
 
@@ -68,21 +67,10 @@ func tcpEchoMode(env map[string]string) (plain, tlsPort int, ok bool, err error)
 	if env["TCP_ECHO_SERVER"] == "" {
 		return 0, 0, false, nil
 	}
-	port := func(name string, def int) (int, error) {
-		v := env[name]
-		if v == "" {
-			return def, nil
-		}
-		p, err := strconv.Atoi(v)
-		if err != nil || p < 1 || p > 65535 {
-			return 0, configError{fmt.Errorf("%s=%q is not a port number", name, v)}
-		}
-		return p, nil
-	}
-	if plain, err = port("TCP_PORT", defaultTCPEchoPort); err != nil {
+	if plain, err = envPort(env, "TCP_PORT", defaultTCPEchoPort); err != nil {
 		return 0, 0, true, err
 	}
-	if tlsPort, err = port("TLS_PORT", defaultTCPEchoTLS); err != nil {
+	if tlsPort, err = envPort(env, "TLS_PORT", defaultTCPEchoTLS); err != nil {
 		return 0, 0, true, err
 	}
 	return plain, tlsPort, true, nil
@@ -100,29 +88,12 @@ func (s *Sim) serveTCPEcho(b *backend, pod *corev1.Pod, env map[string]string, t
 		TCPPort:   strconv.Itoa(b.port),
 		TLSPort:   strconv.Itoa(tlsPort),
 	}
-	var cert *tls.Certificate
-	if certFile, keyFile := env["TLS_SERVER_CERT"], env["TLS_SERVER_PRIV_KEY"]; certFile != "" && keyFile != "" {
-		pair, err := s.podKeyPair(pod, certFile, keyFile)
-		if err != nil {
-			return err
-		}
-		cert = &pair
-	}
-	ln, ctx, err := s.listen(b)
+	ln, tln, cert, ctx, err := s.listenWithTLS(b, pod, env, tlsPort)
 	if err != nil {
 		return err
 	}
 	listeners := []net.Listener{ln}
 	if cert != nil {
-		addr := netip.AddrPortFrom(b.ip, uint16(tlsPort)).String()
-		var lc net.ListenConfig
-		tln, err := lc.Listen(s.ctx, "tcp", addr)
-		if err != nil {
-			b.cancel()
-			ln.Close()
-			close(b.done)
-			return fmt.Errorf("listen %s: %w", addr, err)
-		}
 		listeners = append(listeners, tls.NewListener(tln, &tls.Config{Certificates: []tls.Certificate{*cert}, MinVersion: tls.VersionTLS12}))
 	}
 	done := make(chan struct{}, len(listeners))

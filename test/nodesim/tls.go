@@ -5,9 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
-	"net/netip"
 	"path"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,15 +62,13 @@ func (s *Sim) serveTLS(b *backend, cfg echo.Config, pod *corev1.Pod, env map[str
 	if err != nil {
 		return err
 	}
-	port := defaultHTTPSPort
-	if p, err := strconv.Atoi(env["HTTPS_PORT"]); err == nil && p > 0 && p < 65536 {
-		port = p
-	}
-	addr := netip.AddrPortFrom(b.ip, uint16(port)).String()
-	var lc net.ListenConfig
-	ln, err := lc.Listen(s.ctx, "tcp", addr)
+	port, err := envPort(env, "HTTPS_PORT", defaultHTTPSPort)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", addr, err)
+		return err
+	}
+	ln, err := s.listenAt(b.ip, port)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	done := make(chan struct{})
@@ -85,6 +81,32 @@ func (s *Sim) serveTLS(b *backend, cfg echo.Config, pod *corev1.Pod, env map[str
 	}()
 	b.alsoStops(cancel, done)
 	return nil
+}
+
+// listenWithTLS opens the two listeners of echo-basic's TCP and gRPC
+// modes: b's own (arming b's stop), and, when TLS_SERVER_CERT and
+// TLS_SERVER_PRIV_KEY name a mounted certificate, a TCP one on tlsPort
+// for the caller to serve TLS on with cert (nil without).
+func (s *Sim) listenWithTLS(b *backend, pod *corev1.Pod, env map[string]string, tlsPort int) (ln, tln net.Listener, cert *tls.Certificate, ctx context.Context, err error) {
+	if certFile, keyFile := env["TLS_SERVER_CERT"], env["TLS_SERVER_PRIV_KEY"]; certFile != "" && keyFile != "" {
+		pair, err := s.podKeyPair(pod, certFile, keyFile)
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		cert = &pair
+	}
+	if ln, ctx, err = s.listen(b); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if cert != nil {
+		if tln, err = s.listenAt(b.ip, tlsPort); err != nil {
+			b.cancel()
+			ln.Close()
+			close(b.done)
+			return nil, nil, nil, nil, err
+		}
+	}
+	return ln, tln, cert, ctx, nil
 }
 
 // podKeyPair is the certificate and key a container reads from the files

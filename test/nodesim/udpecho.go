@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,15 +34,8 @@ func udpEchoMode(env map[string]string) (port int, ok bool, err error) {
 	if env["UDP_ECHO_SERVER"] == "" {
 		return 0, false, nil
 	}
-	v := env["UDP_PORT"]
-	if v == "" {
-		return defaultUDPEchoPort, true, nil
-	}
-	port, err = strconv.Atoi(v)
-	if err != nil || port < 1 || port > 65535 {
-		return 0, true, configError{fmt.Errorf("UDP_PORT=%q is not a port number", v)}
-	}
-	return port, true, nil
+	port, err = envPort(env, "UDP_PORT", defaultUDPEchoPort)
+	return port, true, err
 }
 
 // serveUDPEcho answers datagrams on b's address and port until b stops.
