@@ -50,15 +50,7 @@ func TestGatewayAPI(t *testing.T) {
 	})
 	e.createEchoIn(backNS, "echo2", 1)
 
-	className := gwv1.ObjectName(e.ns) // cluster-scoped: one per test
-	class := &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: string(className)},
-		Spec: gwv1.GatewayClassSpec{ControllerName: gatewayController}}
-	if _, err := gw.GatewayV1().GatewayClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = gw.GatewayV1().GatewayClasses().Delete(context.Background(), string(className), metav1.DeleteOptions{})
-	})
+	className := createGatewayClass(t, e, gw)
 	e.startAgent()
 	// Every namespace: the route's backend lives in another one.
 	ctl := e.startController("ctl-gw", "--watch-namespace", "")
@@ -225,6 +217,23 @@ func installGatewayCRDs(t *testing.T, e *env) {
 	if err := kubeapi.ApplyFiles(ctx, e.srv.Config(), files...); err != nil {
 		t.Fatalf("install the Gateway API CRDs: %v", err)
 	}
+}
+
+// createGatewayClass creates the test's GatewayClass, of pier's
+// controller and named after the test's namespace (a class is
+// cluster-scoped: one per test), and deletes it when the test ends.
+func createGatewayClass(t *testing.T, e *env, gw gwclient.Interface) gwv1.ObjectName {
+	t.Helper()
+	name := gwv1.ObjectName(e.ns)
+	class := &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: string(name)},
+		Spec: gwv1.GatewayClassSpec{ControllerName: gatewayController}}
+	if _, err := gw.GatewayV1().GatewayClasses().Create(t.Context(), class, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = gw.GatewayV1().GatewayClasses().Delete(context.Background(), string(name), metav1.DeleteOptions{})
+	})
+	return name
 }
 
 func mustGateway(t *testing.T, gw gwclient.Interface, ns string, class gwv1.ObjectName) *gwv1.Gateway {

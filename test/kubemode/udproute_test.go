@@ -39,15 +39,7 @@ func TestUDPRouteStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	className := gwv1.ObjectName(e.ns)
-	class := &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: string(className)},
-		Spec: gwv1.GatewayClassSpec{ControllerName: gatewayController}}
-	if _, err := gw.GatewayV1().GatewayClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = gw.GatewayV1().GatewayClasses().Delete(context.Background(), string(className), metav1.DeleteOptions{})
-	})
+	className := createGatewayClass(t, e, gw)
 	g := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "gw"},
 		Spec: gwv1.GatewaySpec{GatewayClassName: className, Listeners: []gwv1.Listener{
 			{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType},
@@ -154,15 +146,7 @@ func TestUDPRouteV1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	className := gwv1.ObjectName(e.ns)
-	class := &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: string(className)},
-		Spec: gwv1.GatewayClassSpec{ControllerName: gatewayController}}
-	if _, err := gw.GatewayV1().GatewayClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = gw.GatewayV1().GatewayClasses().Delete(context.Background(), string(className), metav1.DeleteOptions{})
-	})
+	className := createGatewayClass(t, e, gw)
 	g := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "gw"},
 		Spec: gwv1.GatewaySpec{GatewayClassName: className,
 			Listeners: []gwv1.Listener{{Name: "dns", Port: 53, Protocol: gwv1.UDPProtocolType}}}}
