@@ -32,6 +32,21 @@ type backend struct {
 	done    chan struct{} // closed when the server has shut down
 }
 
+// serveAlso serves the echo on a second listener of the Pod (its TLS or
+// h2c port) until b stops; b's stop waits for it too.
+func (s *Sim) serveAlso(b *backend, ln net.Listener, cfg echo.Config, pod *corev1.Pod, what string) {
+	ctx, cancel := context.WithCancel(s.ctx)
+	done := make(chan struct{})
+	log := s.log.With("namespace", pod.Namespace, "pod", pod.Name)
+	go func() {
+		defer close(done)
+		if err := echo.Serve(ctx, ln, cfg, log); err != nil {
+			log.Warn("nodesim: "+what+" echo backend ended", "err", err)
+		}
+	}()
+	b.alsoStops(cancel, done)
+}
+
 // alsoStops makes b's stop also cancel a second server of the Pod and
 // wait for its done.
 func (b *backend) alsoStops(cancel context.CancelFunc, done <-chan struct{}) {

@@ -1,8 +1,6 @@
 package nodesim
 
 import (
-	"context"
-
 	corev1 "k8s.io/api/core/v1"
 
 	"pier.dev/pier/internal/echo"
@@ -30,16 +28,7 @@ func (s *Sim) serveH2C(b *backend, cfg echo.Config, pod *corev1.Pod, env map[str
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(s.ctx)
-	done := make(chan struct{})
-	log := s.log.With("namespace", pod.Namespace, "pod", pod.Name)
 	cfg.H2COnly = true
-	go func() {
-		defer close(done)
-		if err := echo.Serve(ctx, ln, cfg, log); err != nil {
-			log.Warn("nodesim: h2c echo backend ended", "err", err)
-		}
-	}()
-	b.alsoStops(cancel, done)
+	s.serveAlso(b, ln, cfg, pod, "h2c")
 	return nil
 }

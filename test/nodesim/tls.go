@@ -70,16 +70,7 @@ func (s *Sim) serveTLS(b *backend, cfg echo.Config, pod *corev1.Pod, env map[str
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(s.ctx)
-	done := make(chan struct{})
-	log := s.log.With("namespace", pod.Namespace, "pod", pod.Name)
-	go func() {
-		defer close(done)
-		if err := echo.Serve(ctx, tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{pair}}), cfg, log); err != nil {
-			log.Warn("nodesim: TLS echo backend ended", "err", err)
-		}
-	}()
-	b.alsoStops(cancel, done)
+	s.serveAlso(b, tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{pair}}), cfg, pod, "TLS")
 	return nil
 }
 
