@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -179,11 +180,7 @@ func (w *gatewayWatch) grpcRoutesUnwatched(ctx context.Context) string {
 	if err != nil {
 		return "discovery of " + gwv1.GroupVersion.String() + ": " + err.Error()
 	}
-	served := false
-	for _, r := range list.APIResources {
-		served = served || r.Name == "grpcroutes"
-	}
-	if !served {
+	if !servesResource(list, "grpcroutes") {
 		return gwv1.GroupVersion.String() + " does not serve grpcroutes: install the standard channel's GRPCRoute CRD"
 	}
 	_, err = w.client.GatewayV1().GRPCRoutes(w.namespace).List(ctx, metav1.ListOptions{Limit: 1})
@@ -208,11 +205,7 @@ func (w *gatewayWatch) tcpRoutesUnwatched(ctx context.Context) string {
 	case err != nil:
 		return "discovery of " + gv + ": " + err.Error()
 	}
-	served := false
-	for _, r := range list.APIResources {
-		served = served || r.Name == "tcproutes"
-	}
-	if !served {
+	if !servesResource(list, "tcproutes") {
 		return gv + " does not serve tcproutes: install the experimental channel's TCPRoute CRD"
 	}
 	_, err = w.client.GatewayV1alpha2().TCPRoutes(w.namespace).List(ctx, metav1.ListOptions{Limit: 1})
@@ -382,4 +375,10 @@ func (w *gatewayWatch) fill(snap *source.Snapshot) error {
 	sortByName(snap.ReferenceGrants)
 	sortByName(snap.Namespaces)
 	return nil
+}
+
+// servesResource reports whether a discovered group version lists the
+// resource name.
+func servesResource(list *metav1.APIResourceList, name string) bool {
+	return list != nil && slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == name })
 }

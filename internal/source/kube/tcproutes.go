@@ -57,11 +57,7 @@ func (w *gatewayWatch) tcpRoutesV1Unwatched(ctx context.Context) string {
 	if err != nil {
 		return "discovery of " + gwv1.GroupVersion.String() + ": " + err.Error()
 	}
-	served := false
-	for _, r := range list.APIResources {
-		served = served || r.Name == "tcproutes"
-	}
-	if !served {
+	if !servesResource(list, "tcproutes") {
 		return gwv1.GroupVersion.String() + " does not serve tcproutes"
 	}
 	_, err = w.dynamic.Resource(TCPRouteV1).Namespace(w.namespace).List(ctx, metav1.ListOptions{Limit: 1})

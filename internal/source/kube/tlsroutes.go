@@ -62,11 +62,7 @@ func (w *gatewayWatch) tlsRoutesUnwatched(ctx context.Context, version string) s
 	if err != nil {
 		return "discovery of " + gv + ": " + err.Error()
 	}
-	served := false
-	for _, r := range list.APIResources {
-		served = served || r.Name == "tlsroutes"
-	}
-	if !served {
+	if !servesResource(list, "tlsroutes") {
 		return gv + " does not serve tlsroutes"
 	}
 	_, err = w.dynamic.Resource(TLSRouteResource(version)).Namespace(w.namespace).List(ctx, metav1.ListOptions{Limit: 1})

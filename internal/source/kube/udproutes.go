@@ -61,11 +61,7 @@ func (w *gatewayWatch) udpRoutesV1Unwatched(ctx context.Context) string {
 	if err != nil {
 		return "discovery of " + gv + ": " + err.Error()
 	}
-	served := false
-	for _, r := range list.APIResources {
-		served = served || r.Name == "udproutes"
-	}
-	if !served {
+	if !servesResource(list, "udproutes") {
 		return gv + " does not serve udproutes: install the standard channel's UDPRoute CRD of Gateway API v1.7 or later"
 	}
 	_, err = w.dynamic.Resource(UDPRouteV1).Namespace(w.namespace).List(ctx, metav1.ListOptions{Limit: 1})
@@ -89,11 +85,7 @@ func (w *gatewayWatch) udpRoutesUnwatched(ctx context.Context) string {
 	case err != nil:
 		return "discovery of " + gv + ": " + err.Error()
 	}
-	served := false
-	for _, r := range list.APIResources {
-		served = served || r.Name == "udproutes"
-	}
-	if !served {
+	if !servesResource(list, "udproutes") {
 		return gv + " does not serve udproutes: install the experimental channel's UDPRoute CRD"
 	}
 	_, err = w.client.GatewayV1alpha2().UDPRoutes(w.namespace).List(ctx, metav1.ListOptions{Limit: 1})
