@@ -101,7 +101,11 @@ func newKubeWorld(t *testing.T, haproxyNodes, idleNodes int, rate []string) *kub
 	w := &kubeWorld{t: t, dir: t.TempDir(), kube: map[string]string{}, rate: rate, counter: newRequestCounter()}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	srv, err := kubeapi.Start(ctx, kubeapi.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	opts := kubeapi.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if os.Getenv("PIER_BENCH_KUBE_AUDIT") == "1" {
+		opts.AuditPolicy = loadBalancerStatusAudit
+	}
+	srv, err := kubeapi.Start(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +130,22 @@ func newKubeWorld(t *testing.T, haproxyNodes, idleNodes int, rate []string) *kub
 	w.startBackends()
 	return w
 }
+
+// loadBalancerStatusAudit records every write of a LoadBalancer's status
+// with the object sent (its resourceVersion, the nodes' reports) and the
+// code answered: PIER_BENCH_KUBE_AUDIT=1 turns it on to follow a report
+// that did not stay in the status. It slows the API server a little.
+const loadBalancerStatusAudit = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Request
+  verbs: ["update", "patch"]
+  resources:
+  - group: pier.dev
+    resources: ["loadbalancers/status"]
+- level: None
+`
 
 func (w *kubeWorld) must(err error) {
 	w.t.Helper()
@@ -379,6 +399,9 @@ func (w *kubeWorld) teardown() {
 				if b, err := os.ReadFile(p.logPath); err == nil {
 					_ = os.WriteFile(filepath.Join(keep, filepath.Base(p.logPath)), b, 0o644)
 				}
+			}
+			if b, err := os.ReadFile(w.srv.AuditLog()); err == nil {
+				_ = os.WriteFile(filepath.Join(keep, "audit.log"), b, 0o644)
 			}
 			w.t.Logf("pier's logs kept in %s", keep)
 		}

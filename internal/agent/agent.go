@@ -117,8 +117,10 @@ type Agent struct {
 	// node makes alike), until an apply succeeds: an ECMP node with a
 	// stale table withdraws (healthy), retries included.
 	stale map[string]bool
-	// reported holds the last report written per UUID (without its time).
-	reported map[string]model.NodeStatus
+	// reported holds the last report written per UUID (without its time),
+	// and reportedAt when it was queued (healLostReports).
+	reported   map[string]model.NodeStatus
+	reportedAt map[string]time.Time
 	// writer writes reports in the background.
 	writer *statusWriter
 	// lastReport is the state last reported per UUID (what a role change
@@ -155,15 +157,16 @@ type Agent struct {
 // New returns an Agent; Run starts it.
 func New(cfg Config) *Agent {
 	a := &Agent{
-		cfg:      cfg,
-		drivers:  map[model.Provider]driver.Driver{},
-		applied:  map[string]*model.LoadBalancer{},
-		held:     map[string]model.Provider{},
-		hashes:   map[string]string{},
-		reported: map[string]model.NodeStatus{},
-		pending:  map[string]*model.LoadBalancer{},
-		inflight: map[string]string{},
-		running:  map[string]*runningApply{},
+		cfg:        cfg,
+		drivers:    map[model.Provider]driver.Driver{},
+		applied:    map[string]*model.LoadBalancer{},
+		held:       map[string]model.Provider{},
+		hashes:     map[string]string{},
+		reported:   map[string]model.NodeStatus{},
+		reportedAt: map[string]time.Time{},
+		pending:    map[string]*model.LoadBalancer{},
+		inflight:   map[string]string{},
+		running:    map[string]*runningApply{},
 
 		superseded: map[string]bool{},
 		retry:      map[string]time.Time{},
@@ -262,6 +265,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.probes.setReady(a.checkReady())
 			a.queueRetries()
 			a.queueDrifted()
+			a.healLostReports(ctx, time.Now())
 			a.refreshStats(ctx)
 		case <-moverTick:
 			a.tickMover(ctx)

@@ -248,6 +248,7 @@ func (a *Agent) forget(uuid string) {
 	delete(a.failed, uuid)
 	delete(a.stale, uuid)
 	delete(a.reported, uuid)
+	delete(a.reportedAt, uuid)
 	delete(a.lastReport, uuid)
 	a.writer.forget(uuid)
 	delete(a.statsAt, uuid)

@@ -12,6 +12,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 
+	"pier.dev/pier/internal/apiretry"
 	"pier.dev/pier/internal/gatewayfeatures"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
@@ -288,7 +289,7 @@ func writeMerged[T statusObject](ctx context.Context, w *statusWriter, cached T,
 		return false, nil
 	}
 	first, wrote, base := true, false, ""
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := apiretry.OnConflict(retry.DefaultRetry, func() error {
 		obj := cached.DeepCopyObject().(T)
 		if !first {
 			fresh, err := get(ctx)

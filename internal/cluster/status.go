@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"pier.dev/pier/internal/apiretry"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
 	"pier.dev/pier/internal/status"
@@ -176,7 +177,7 @@ type statusObject interface {
 func writeStatus[T statusObject](ctx context.Context, w *statusWriter, kind string, cached T,
 	want []networkingv1.IngressLoadBalancerIngress, ops statusOps[T]) error {
 	first, base := true, ""
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := apiretry.OnConflict(retry.DefaultRetry, func() error {
 		obj := cached.DeepCopyObject().(T)
 		base = ""
 		if !first {

@@ -77,6 +77,11 @@ func (s *Server) startAPIServer(ctx context.Context) error {
 var errAddressInUse = errors.New("address in use")
 
 func (s *Server) runAPIServer(ctx context.Context) error {
+	if s.opts.AuditPolicy != "" {
+		if err := os.WriteFile(s.auditPolicyFile(), []byte(s.opts.AuditPolicy), 0o600); err != nil {
+			return fmt.Errorf("kubeapi: audit policy: %w", err)
+		}
+	}
 	p, err := startProcess("kube-apiserver", filepath.Join(s.dir, "kube-apiserver.log"), s.apiBin,
 		s.apiServerArgs()...)
 	if err != nil {
@@ -97,7 +102,7 @@ func (s *Server) runAPIServer(ctx context.Context) error {
 }
 
 func (s *Server) apiServerArgs() []string {
-	return []string{
+	args := []string{
 		"--etcd-servers=" + s.etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -120,7 +125,18 @@ func (s *Server) apiServerArgs() []string {
 		"--shutdown-watch-termination-grace-period=1s",
 		"--v=1",
 	}
+	if s.opts.AuditPolicy != "" {
+		args = append(args, "--audit-policy-file="+s.auditPolicyFile(), "--audit-log-path="+s.AuditLog(),
+			"--audit-log-format=json", "--audit-log-mode=blocking")
+	}
+	return args
 }
+
+func (s *Server) auditPolicyFile() string { return filepath.Join(s.dir, "audit-policy.yaml") }
+
+// AuditLog is where the API server writes its audit events when
+// Options.AuditPolicy is set.
+func (s *Server) AuditLog() string { return filepath.Join(s.dir, "audit.log") }
 
 // httpClient authenticates as the admin and trusts only the test CA.
 func (s *Server) httpClient() *http.Client {

@@ -39,6 +39,11 @@ type Options struct {
 	Controllers       []string
 	// Logger receives progress lines; nil means slog.Default().
 	Logger *slog.Logger
+	// AuditPolicy, when set, is an audit.k8s.io/v1 Policy (YAML): the
+	// API server then writes every request it selects, one JSON line
+	// each, to AuditLog(). A benchmark turns it on to see which writes
+	// reached the server, in which order and with which resourceVersion.
+	AuditPolicy string
 }
 
 // DefaultControllers are the kube-controller-manager controllers the

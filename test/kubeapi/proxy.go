@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 )
@@ -20,6 +21,7 @@ type Proxy struct {
 
 	mu    sync.Mutex
 	cut   bool
+	delay time.Duration // added to what the server sends (SetDelay)
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
 }
@@ -75,6 +77,23 @@ func (p *Proxy) Restore() {
 	p.mu.Lock()
 	p.cut = false
 	p.mu.Unlock()
+}
+
+// SetDelay holds every byte the API server sends for d before the client
+// gets it (0: none), on open connections too: a slow API server whose
+// answers come after the client's own timeout, though the server did
+// the work. Bytes keep their order; a smaller delay takes effect for
+// bytes read from then on.
+func (p *Proxy) SetDelay(d time.Duration) {
+	p.mu.Lock()
+	p.delay = d
+	p.mu.Unlock()
+}
+
+func (p *Proxy) currentDelay() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.delay
 }
 
 func (p *Proxy) close() {
@@ -134,6 +153,41 @@ func (p *Proxy) relay(client net.Conn) {
 		done <- struct{}{}
 	}
 	go pipe(server, client)
-	go pipe(client, server)
+	go func() {
+		p.delayedCopy(client, server)
+		done <- struct{}{}
+	}()
 	<-done // either side ending ends both: closing unblocks the other copy
+}
+
+// delayedCopy copies src to dst, each chunk written when the delay set at
+// the time it was read has passed.
+func (p *Proxy) delayedCopy(dst, src net.Conn) {
+	type chunk struct {
+		due  time.Time
+		data []byte
+	}
+	chunks := make(chan chunk, 1024)
+	go func() {
+		defer close(chunks)
+		buf := make([]byte, 32*1024)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				chunks <- chunk{due: time.Now().Add(p.currentDelay()), data: append([]byte(nil), buf[:n]...)}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for c := range chunks {
+		time.Sleep(time.Until(c.due))
+		if _, err := dst.Write(c.data); err != nil {
+			src.Close() // unblocks the reader
+			for range chunks {
+			}
+			return
+		}
+	}
 }

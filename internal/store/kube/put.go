@@ -7,8 +7,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/util/retry"
 
+	"pier.dev/pier/internal/apiretry"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/store"
 )
@@ -189,7 +189,7 @@ func (s *Store) PutNodeStatus(ctx context.Context, uuid string, report model.Nod
 			}
 		}
 	}
-	err := retry.OnError(statusBackoff, apierrors.IsConflict, func() error {
+	err := apiretry.OnConflict(statusBackoff, func() error {
 		u, err := s.read(ctx, uuid)
 		if err != nil {
 			return err
