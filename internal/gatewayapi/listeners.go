@@ -243,7 +243,7 @@ func parseListener(gw *gwv1.Gateway, spec *gwv1.Listener, x *index) *gwListener 
 
 // routeKinds are the kinds a listener takes: on HTTP and HTTPS,
 // HTTPRoute and GRPCRoute (gRPC is HTTP/2: h2c on HTTP, ALPN h2 on
-// HTTPS); on TCP, TCPRoute; on TLS (Passthrough), TLSRoute; on UDP,
+// HTTPS); on TCP, TCPRoute; on TLS (either tls.mode), TLSRoute; on UDP,
 // UDPRoute; unless the user listed kinds, then those of them pier
 // supports on the protocol.
 func routeKinds(l *gwListener, ar *gwv1.AllowedRoutes) []gwv1.RouteGroupKind {
