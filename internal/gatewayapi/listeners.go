@@ -196,20 +196,19 @@ func parseListener(gw *gwv1.Gateway, spec *gwv1.Listener, x *index) *gwListener 
 		}
 		switch mode {
 		case gwv1.TLSModeTerminate:
+			// Its certificates as an HTTPS listener's; its routes are
+			// TLSRoutes, decrypted (tlsroutes.go).
 			l.protocol, l.tlsTerminate = model.ProtocolTerminatedHTTPS, true
 			l.certs, l.unresolved, l.message = listenerCerts(gw, spec, l.host, x)
 		case gwv1.TLSModePassthrough:
+			if len(spec.TLS.CertificateRefs) > 0 {
+				// The API server refuses this; a manifest file may not.
+				return refuse(gwv1.ListenerReasonInvalid, "a TLS listener in tls.mode Passthrough has no certificateRefs")
+			}
+			l.protocol, l.passthrough = model.ProtocolTerminatedHTTPS, true
 		default:
 			return refuse(reasonUnsupportedValue, "tls.mode %s on a TLS listener is not Terminate or Passthrough", translate.Quote(string(mode)))
 		}
-		if l.tlsTerminate {
-			break
-		}
-		if len(spec.TLS.CertificateRefs) > 0 {
-			// The API server refuses this; a manifest file may not.
-			return refuse(gwv1.ListenerReasonInvalid, "a TLS listener in tls.mode Passthrough has no certificateRefs")
-		}
-		l.protocol, l.passthrough = model.ProtocolTerminatedHTTPS, true
 	case gwv1.TCPProtocolType:
 		// The API server refuses both; a manifest file may not.
 		if spec.Hostname != nil {
