@@ -31,6 +31,8 @@ import (
 //	    tcp-request content reject
 //	frontend fe_<uuid>_<port>                        the terminating frontend, unchanged but its bind:
 //	    bind abns@pier-<uuid>-<port> accept-proxy ssl crt-list ...
+//	backend pier_tlsd_<uuid>_<port>, frontend fe_<uuid>_<port>_tls
+//	                                                 the hosts decrypted for TCP pools (decrypt.go)
 //
 // The maps' values are pier's backend names (TCP pools, the refusing
 // backend, the hand-off one); their keys validated hosts: exact names in
