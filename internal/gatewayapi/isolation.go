@@ -79,7 +79,7 @@ func hostMoreSpecific(a, b string) bool {
 func (p *parsedGateway) isolationEntries(port int) []gwEntry {
 	var out []gwEntry
 	for _, l := range p.listeners {
-		if l.port != port || !l.usable() || l.host == "" || l.passthrough || !p.shadows(l) {
+		if l.port != port || !l.usable() || l.host == "" || l.tlsListener() || !p.shadows(l) {
 			continue
 		}
 		out = append(out, gwEntry{host: l.host, match: gwMatch{pathMatch: model.CompareStartsWith, path: "/"},

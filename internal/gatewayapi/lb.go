@@ -192,8 +192,12 @@ func (p *parsedGateway) loadBalancer(checks bool) *model.LoadBalancer {
 			}
 			ml.DefaultPoolID = pool.ID
 		}
-		ml.Certificates = appendCerts(ml.Certificates, l.certs)
-		if l.protocol == model.ProtocolTerminatedHTTPS && !l.passthrough {
+		if l.tlsTerminate {
+			ml.DecryptCertificates = appendCerts(ml.DecryptCertificates, l.certs)
+		} else {
+			ml.Certificates = appendCerts(ml.Certificates, l.certs)
+		}
+		if l.protocol == model.ProtocolTerminatedHTTPS && !l.tlsListener() {
 			ml.ListenerHosts = append(ml.ListenerHosts, l.host)
 		}
 	}
@@ -233,6 +237,9 @@ func (p *parsedGateway) loadBalancer(checks bool) *model.LoadBalancer {
 		// Certificates in a fixed order: the first is the fallback for
 		// clients without SNI, so it must not depend on map order.
 		sort.SliceStable(ml.Certificates, func(i, j int) bool { return certBefore(ml.Certificates[i], ml.Certificates[j]) })
+		sort.SliceStable(ml.DecryptCertificates, func(i, j int) bool {
+			return certBefore(ml.DecryptCertificates[i], ml.DecryptCertificates[j])
+		})
 		lb.Listeners = append(lb.Listeners, *ml)
 	}
 	udp, udpPools := p.udpListeners()

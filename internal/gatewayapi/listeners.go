@@ -55,10 +55,15 @@ type gwListener struct {
 	// routes are tlsRoutes (tlsroutes.go).
 	passthrough bool
 	tlsRoutes   []tlsAttachment
-	// tlsTerminate marks a TLS listener in tls.mode Terminate, which pier
-	// refuses (markMixedTLS).
+	// tlsTerminate marks a TLS listener in tls.mode Terminate: protocol
+	// TERMINATED_HTTPS too, and it takes TLSRoutes, but it terminates
+	// TLS with its certs and passes the plain bytes on (tlsroutes.go).
 	tlsTerminate bool
 }
+
+// tlsListener reports whether l is a TLS listener (either mode): it
+// takes TLSRoutes, and no HTTP is read on its connections.
+func (l *gwListener) tlsListener() bool { return l.passthrough || l.tlsTerminate }
 
 // usable reports whether routes may attach: the listener is accepted, not
 // in conflict, its references resolve and it takes HTTPRoutes.
@@ -110,9 +115,6 @@ func parseGateway(gw *gwv1.Gateway, x *index, opts translate.Options, problems *
 		p.listeners = append(p.listeners, l)
 	}
 	markConflicts(p.listeners)
-	for _, i := range markMixedTLS(p.listeners) {
-		*problems = append(*problems, gatewayProblem(gw, p.listeners[i].notAccepted, fmt.Sprintf("spec.listeners[%d]", i), p.listeners[i].message))
-	}
 	// Refused only when no listener is accepted; one whose references do
 	// not resolve keeps the Gateway accepted (its routes still count in
 	// attachedRoutes), but a Gateway without a usable listener has no
@@ -192,16 +194,21 @@ func parseListener(gw *gwv1.Gateway, spec *gwv1.Listener, x *index) *gwListener 
 		if spec.TLS != nil && spec.TLS.Mode != nil {
 			mode = *spec.TLS.Mode
 		}
-		if mode != gwv1.TLSModePassthrough {
-			l.tlsTerminate = true
-			return refuse(reasonUnsupportedValue, "tls.mode %s on a TLS listener is not supported: pier passes TLS listeners' connections through (tls.mode Passthrough)",
-				translate.Quote(string(mode)))
+		switch mode {
+		case gwv1.TLSModeTerminate:
+			// Its certificates as an HTTPS listener's; its routes are
+			// TLSRoutes, decrypted (tlsroutes.go).
+			l.protocol, l.tlsTerminate = model.ProtocolTerminatedHTTPS, true
+			l.certs, l.unresolved, l.message = listenerCerts(gw, spec, l.host, x)
+		case gwv1.TLSModePassthrough:
+			if len(spec.TLS.CertificateRefs) > 0 {
+				// The API server refuses this; a manifest file may not.
+				return refuse(gwv1.ListenerReasonInvalid, "a TLS listener in tls.mode Passthrough has no certificateRefs")
+			}
+			l.protocol, l.passthrough = model.ProtocolTerminatedHTTPS, true
+		default:
+			return refuse(reasonUnsupportedValue, "tls.mode %s on a TLS listener is not Terminate or Passthrough", translate.Quote(string(mode)))
 		}
-		if len(spec.TLS.CertificateRefs) > 0 {
-			// The API server refuses this; a manifest file may not.
-			return refuse(gwv1.ListenerReasonInvalid, "a TLS listener in tls.mode Passthrough has no certificateRefs")
-		}
-		l.protocol, l.passthrough = model.ProtocolTerminatedHTTPS, true
 	case gwv1.TCPProtocolType:
 		// The API server refuses both; a manifest file may not.
 		if spec.Hostname != nil {
@@ -224,7 +231,7 @@ func parseListener(gw *gwv1.Gateway, spec *gwv1.Listener, x *index) *gwListener 
 		switch {
 		case l.protocol == model.ProtocolTCP:
 			l.message = "only TCPRoute is supported in allowedRoutes.kinds of a TCP listener"
-		case l.passthrough:
+		case l.tlsListener():
 			l.message = "only TLSRoute is supported in allowedRoutes.kinds of a TLS listener"
 		case l.protocol == model.ProtocolUDP:
 			l.message = "only UDPRoute is supported in allowedRoutes.kinds of a UDP listener"
@@ -235,14 +242,14 @@ func parseListener(gw *gwv1.Gateway, spec *gwv1.Listener, x *index) *gwListener 
 
 // routeKinds are the kinds a listener takes: on HTTP and HTTPS,
 // HTTPRoute and GRPCRoute (gRPC is HTTP/2: h2c on HTTP, ALPN h2 on
-// HTTPS); on TCP, TCPRoute; on TLS (Passthrough), TLSRoute; on UDP,
+// HTTPS); on TCP, TCPRoute; on TLS (either tls.mode), TLSRoute; on UDP,
 // UDPRoute; unless the user listed kinds, then those of them pier
 // supports on the protocol.
 func routeKinds(l *gwListener, ar *gwv1.AllowedRoutes) []gwv1.RouteGroupKind {
 	if l.protocol == model.ProtocolUDP {
 		return udpRouteKinds(ar)
 	}
-	tcp, tls := l.protocol == model.ProtocolTCP, l.passthrough
+	tcp, tls := l.protocol == model.ProtocolTCP, l.tlsListener()
 	if ar == nil || len(ar.Kinds) == 0 {
 		switch {
 		case tcp:
@@ -281,7 +288,7 @@ func listenerCerts(gw *gwv1.Gateway, spec *gwv1.Listener, host string, x *index)
 		return nil, string(gwv1.ListenerReasonInvalidCertificateRef), "only TLS mode Terminate is supported on HTTPS"
 	}
 	if tls == nil || len(tls.CertificateRefs) == 0 {
-		return nil, string(gwv1.ListenerReasonInvalidCertificateRef), "an HTTPS listener needs tls.certificateRefs"
+		return nil, string(gwv1.ListenerReasonInvalidCertificateRef), "an HTTPS listener, or a TLS one in tls.mode Terminate, needs tls.certificateRefs"
 	}
 	var hosts []string
 	if host != "" {
@@ -317,39 +324,13 @@ func listenerCerts(gw *gwv1.Gateway, spec *gwv1.Listener, host string, x *index)
 	return certs, "", ""
 }
 
-// markMixedTLS refuses TLS listeners of both modes on one port (the
-// suite's TLSRouteListenerMixedTerminationNotSupported): pier does not
-// terminate TLS listeners, so a Passthrough one beside a Terminate one
-// would serve half of what the port was asked to; both are
-// Accepted=False/ProtocolConflict.
-// It returns the indexes of the Passthrough listeners it refused (the
-// Terminate ones already have a problem, whose reason it replaces).
-func markMixedTLS(ls []*gwListener) []int {
-	var refused []int
-	for _, a := range ls {
-		if !a.tlsTerminate {
-			continue
-		}
-		for i, b := range ls {
-			if b.passthrough && b.port == a.port && b.notAccepted == "" {
-				// Refused as the Terminate one is: no kinds (its status
-				// lists none, as the suite expects of both).
-				b.notAccepted, b.kinds = string(gwv1.ListenerReasonProtocolConflict), nil
-				b.message = "a TLS listener in tls.mode Terminate shares the port: pier does not serve both modes on one port"
-				a.notAccepted = string(gwv1.ListenerReasonProtocolConflict)
-				refused = append(refused, i)
-			}
-		}
-	}
-	return refused
-}
-
 // markConflicts applies the spec's conflict rules: listeners on one port
 // with different protocols conflict (ProtocolConflict), and so do
 // listeners with the same port, protocol and hostname (HostnameConflict).
-// HTTPS and TLS listeners share a protocol here (both choose by SNI, the
-// spec's example of compatible listeners): they may share a port with
-// different hostnames, and conflict on the same one.
+// HTTPS and TLS listeners (of either tls.mode) share a protocol here
+// (all choose by SNI, the spec's example of compatible listeners): they
+// may share a port with different hostnames, and conflict on the same
+// one.
 func markConflicts(ls []*gwListener) {
 	for i, a := range ls {
 		if a.notAccepted != "" {

@@ -12,11 +12,14 @@ import (
 	"pier.dev/pier/internal/translate"
 )
 
-// A TLSRoute passes the TLS connections of the TLS listeners (tls.mode
-// Passthrough) it attaches to, chosen by the SNI of their ClientHello,
-// whole and still encrypted, to its backendRefs (render: the SNI
-// frontend of model.Listener.Passthrough, in front of the port's HTTPS
-// termination). So:
+// A TLSRoute passes the TLS connections of the TLS listeners it attaches
+// to, chosen by the SNI of their ClientHello, to its backendRefs (render:
+// the SNI frontend of model.Listener.Passthrough, in front of the port's
+// HTTPS termination): whole and still encrypted from a listener in
+// tls.mode Passthrough; decrypted, with the listener's certificates, from
+// one in tls.mode Terminate (model.PassthroughRoute.Decrypt: the plain
+// bytes go to the backends). Listeners of both modes may share a port
+// with different hostnames (the spec's mixed termination). So:
 //
 //   - its hostnames are intersected with the listener's hostname as an
 //     HTTPRoute's are (exact names and "*.example.com" wildcards over any
@@ -32,10 +35,6 @@ import (
 //     hostname is terminated even where a TLS listener's wildcard or
 //     catch-all also matches it: a connection belongs to the most
 //     specific listener whose hostname matches its SNI (isolation.go).
-//
-// tls.mode Terminate on a TLS listener is refused (the listener is not
-// accepted, UnsupportedValue): pier does not terminate TLS in front of a
-// TCP backend.
 
 // reasonUnsupportedValue refuses a listener asking for what pier does
 // not do (the spec's listener reason; v1.4.1's module has no constant).
@@ -119,7 +118,7 @@ func (p *parsedGateway) attachTLS(tr *tlsRoute, parent gwv1.ParentReference, nsL
 	// A TLS listener counts only the routes whose hostnames meet its own.
 	meets := func(l *gwListener) bool { return len(intersectHosts(l.host, tr.hosts)) > 0 }
 	allowed, reason, msg := p.allowedL4Listeners(model.KindTLSRoute, tr.r.Namespace, parent, nsLabels, tr.counted, meets, tr.refusal,
-		"no selected listener allows this route (a TLS listener, tls.mode Passthrough, whose allowedRoutes take TLSRoutes from its namespace)")
+		"no selected listener allows this route (a TLS listener whose allowedRoutes take TLSRoutes from its namespace)")
 	if reason != "" {
 		return false, reason, msg
 	}
@@ -169,8 +168,9 @@ func (l *gwListener) hasTLSRoute(tr *tlsRoute) bool {
 // (model.Listener.Passthrough), their pools added to the Gateway's:
 //
 //  1. each TLSRoute hostname on a listener that owns it (the most
-//     specific listener whose hostname matches), to the route's pool,
-//     or refused when none of its backendRefs resolves; the older route
+//     specific listener whose hostname matches), to the route's pool
+//     (decrypted first on a listener in tls.mode Terminate), or refused
+//     when none of its backendRefs resolves; the older route
 //     first, which keeps a hostname two routes name;
 //  2. each TLS listener's own hostname ("" for a listener without),
 //     refused: its SNIs no route serves reach no other listener;
@@ -189,7 +189,7 @@ func (p *parsedGateway) passthroughRoutes(port int) []model.PassthroughRoute {
 	}
 	var tls []*gwListener
 	for _, l := range p.listeners {
-		if l.port == port && l.usable() && l.passthrough {
+		if l.port == port && l.usable() && l.tlsListener() {
 			tls = append(tls, l)
 		}
 	}
@@ -218,7 +218,7 @@ func (p *parsedGateway) passthroughRoutes(port int) []model.PassthroughRoute {
 					if _, ok := p.pools[pool.ID]; !ok {
 						p.pools[pool.ID] = pool
 					}
-					r.PoolID = pool.ID
+					r.PoolID, r.Decrypt = pool.ID, l.tlsTerminate
 				}
 				candidates = append(candidates, candidate{r, originalHost(tr.hosts, h)})
 			}
@@ -235,7 +235,7 @@ func (p *parsedGateway) passthroughRoutes(port int) []model.PassthroughRoute {
 		add(model.PassthroughRoute{Host: l.host, Source: gateway})
 	}
 	for _, l := range p.listeners {
-		if l.port != port || !l.usable() || l.passthrough || l.protocol != model.ProtocolTerminatedHTTPS || l.host == "" {
+		if l.port != port || !l.usable() || l.tlsListener() || l.protocol != model.ProtocolTerminatedHTTPS || l.host == "" {
 			continue
 		}
 		for _, t := range tls {

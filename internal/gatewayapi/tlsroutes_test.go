@@ -64,6 +64,8 @@ func passthroughOf(lb *model.LoadBalancer, l *model.Listener) []string {
 		switch {
 		case r.Terminate:
 			target = "terminate"
+		case r.Decrypt:
+			target = "decrypt:" + lb.Pool(r.PoolID).Name
 		case r.PoolID != "":
 			target = lb.Pool(r.PoolID).Name
 		}
@@ -207,8 +209,9 @@ spec:
 
 // TestTLSRouteRefused: what pier refuses, with the reason, serving the
 // rest: a TLSRoute with an invalid hostname or two rules
-// (UnsupportedValue), a TLS listener in tls.mode Terminate
-// (UnsupportedValue) or with certificateRefs in Passthrough (Invalid), a
+// (UnsupportedValue), a TLS listener in a tls.mode that is neither
+// Terminate nor Passthrough (UnsupportedValue) or with certificateRefs in
+// Passthrough (Invalid), a
 // TLS listener on an HTTP listener's port (ProtocolConflict) or with an
 // HTTPS listener's hostname on its port (HostnameConflict).
 func TestTLSRouteRefused(t *testing.T) {
@@ -220,7 +223,7 @@ spec:
   gatewayClassName: pier
   listeners:
   - {name: ok, port: 443, protocol: TLS, tls: {mode: Passthrough}}
-  - {name: terminate, port: 9443, protocol: TLS, tls: {mode: Terminate, certificateRefs: [{name: shop-tls}]}}
+  - {name: terminate, port: 9443, protocol: TLS, tls: {mode: Decrypt, certificateRefs: [{name: shop-tls}]}}
   - {name: certs, port: 9444, protocol: TLS, tls: {mode: Passthrough, certificateRefs: [{name: shop-tls}]}}
   - {name: http, port: 80, protocol: HTTP}
   - {name: tls-on-80, port: 80, protocol: TLS, tls: {mode: Passthrough}}
@@ -303,39 +306,6 @@ func TestGatewayTLSRender(t *testing.T) {
 		if !strings.Contains("\n"+joined, want) {
 			t.Errorf("no %q in the maps %q", want, joined)
 		}
-	}
-}
-
-// TestTLSListenersMixedModes: a TLS listener in tls.mode Terminate and
-// one in Passthrough on one port are both Accepted=False/ProtocolConflict
-// (pier serves no port half), while a Passthrough listener on another
-// port is served.
-func TestTLSListenersMixedModes(t *testing.T) {
-	docs := gatewayClassDoc + `
----
-kind: Gateway
-metadata: {name: gw}
-spec:
-  gatewayClassName: pier
-  listeners:
-  - {name: terminate, port: 8443, protocol: TLS, hostname: t.example, tls: {mode: Terminate, certificateRefs: [{name: shop-tls}]}}
-  - {name: passthrough, port: 8443, protocol: TLS, hostname: p.example, tls: {mode: Passthrough}}
-  - {name: other, port: 9443, protocol: TLS, tls: {mode: Passthrough}}
-`
-	snap := gatewaySnap(t, docs)
-	snap.Secrets = append(snap.Secrets, tlsSecretFor(t, "default", "shop-tls", "t.example"))
-	res := Translate(snap, gatewayOpts())
-	want := map[string]string{"terminate": "ProtocolConflict", "passthrough": "ProtocolConflict", "other": "Accepted"}
-	for _, l := range res.Gateway.Gateways[gatewayRef("default", "gw")].Listeners {
-		if acc := findCondition(t, l.Conditions, string(gwv1.ListenerConditionAccepted)); acc.Reason != want[string(l.Name)] {
-			t.Errorf("listener %s: Accepted %+v, want %s", l.Name, acc, want[string(l.Name)])
-		}
-		if refused := l.Name != "other"; refused != (len(l.SupportedKinds) == 0) {
-			t.Errorf("listener %s: supportedKinds %+v", l.Name, l.SupportedKinds)
-		}
-	}
-	if lb := res.LoadBalancers[0]; len(lb.Listeners) != 1 || lb.Listeners[0].Port != 9443 {
-		t.Errorf("listeners %+v, want 9443 alone", lb.Listeners)
 	}
 }
 

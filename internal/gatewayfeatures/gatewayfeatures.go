@@ -49,6 +49,8 @@ var supported = []string{
 	"ReferenceGrant",
 	"TCPRoute",
 	"TLSRoute",
+	"TLSRouteModeMixed",
+	"TLSRouteModeTerminate",
 	"UDPRoute",
 }
 

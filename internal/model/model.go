@@ -165,6 +165,20 @@ type Listener struct {
 	// are terminated as usual. A listener with Passthrough may have no
 	// certificates: then it terminates nothing and refuses other SNIs.
 	Passthrough []PassthroughRoute `json:"passthrough,omitempty"`
+	// DecryptCertificates are served by SNI by the frontend that
+	// terminates the Decrypt routes of Passthrough (a Gateway's TLS
+	// listeners in tls.mode Terminate), apart from Certificates: a
+	// listener with these alone has no HTTP frontend.
+	DecryptCertificates []Certificate `json:"decryptCertificates,omitempty"`
+}
+
+// AllCertificates are every certificate the listener's binds serve
+// (Certificates, then DecryptCertificates): the files the agent writes.
+func (l *Listener) AllCertificates() []Certificate {
+	if len(l.DecryptCertificates) == 0 {
+		return l.Certificates
+	}
+	return append(append([]Certificate(nil), l.Certificates...), l.DecryptCertificates...)
 }
 
 // PassthroughRoute passes every TLS connection for Host (the SNI,
@@ -178,11 +192,14 @@ type Listener struct {
 // TLSRoute serves: it must not reach another listener). Terminate hands
 // the connection to the listener's terminating frontend (a host an HTTPS
 // listener owns that a TLS listener's wildcard or catch-all also
-// matches); it has no PoolID.
+// matches); it has no PoolID. Decrypt terminates TLS with the
+// listener's DecryptCertificates and passes the plain bytes to PoolID (a
+// TLSRoute on a TLS listener in tls.mode Terminate).
 type PassthroughRoute struct {
 	Host      string `json:"host"`
 	PoolID    string `json:"poolId"`
 	Terminate bool   `json:"terminate,omitempty"`
+	Decrypt   bool   `json:"decrypt,omitempty"`
 	Source    Source `json:"source"` // the Ingress or TLSRoute that asked for it
 }
 

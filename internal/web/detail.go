@@ -263,7 +263,7 @@ func buildListener(l model.Listener, pools map[string]poolRef) listenerView {
 	if l.DefaultPoolID != "" {
 		v.DefaultPool = poolFor(l.DefaultPoolID, pools)
 	}
-	for _, c := range l.Certificates {
+	for _, c := range l.AllCertificates() {
 		cv := certView{Secret: Clean(c.Namespace + "/" + c.Secret), SHA256: Clean(c.SHA256), NotAfter: c.NotAfter}
 		for _, host := range c.Hosts {
 			cv.Hosts = append(cv.Hosts, Clean(host))

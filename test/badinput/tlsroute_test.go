@@ -19,7 +19,9 @@ import (
 // with ";evil", a listener hostname with a space and a backend name) are
 // refused with a reason and reach no file; a TLSRoute naming the
 // victim's own Service from another namespace without a ReferenceGrant
-// is RefNotPermitted; tls.mode Terminate is refused (UnsupportedValue).
+// is RefNotPermitted; a tls.mode with ";evil" is refused
+// (UnsupportedValue), and tls.mode Terminate without certificateRefs is
+// not served (InvalidCertificateRef).
 // A Gateway still served gets a load balancer whose TLS listener
 // refuses the route's SNI; the victim is untouched throughout.
 func (b *bench) runTLSRoutes(t *testing.T) {
@@ -32,7 +34,8 @@ func (b *bench) runTLSRoutes(t *testing.T) {
 		{"hostname-newline", "", "Passthrough", "a.example\n    server x 10.0.0.1:1", "app", "", "tlsroute refused", "UnsupportedValue", true},
 		{"service-name", "", "Passthrough", "a.example", "app;evil", "", "tlsroute warning", "BackendNotFound", true},
 		{"listener-hostname", "a.example be_x", "Passthrough", "a.example", "app", "", "gateway refused", "Invalid", false},
-		{"terminate", "", "Terminate", "a.example", "app", "", "gateway refused", "UnsupportedValue", false},
+		{"mode", "", "Terminate;evil", "a.example", "app", "", "gateway refused", "UnsupportedValue", false},
+		{"terminate-no-certificate", "", "Terminate", "a.example", "app", "", "gateway refused", "InvalidCertificateRef", false},
 		{"victim-service", "", "Passthrough", "a.example", "app", victimNS, "tlsroute warning", "RefNotPermitted", true},
 	}
 	for i, c := range cases {

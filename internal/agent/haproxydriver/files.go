@@ -112,7 +112,7 @@ func (d *Driver) writeCertificates(lb *model.LoadBalancer, at layout.LB) (change
 		return false, fmt.Errorf("create %s: %w", at.CertsDir(), err)
 	}
 	for _, l := range lb.Listeners {
-		for _, c := range l.Certificates {
+		for _, c := range l.AllCertificates() {
 			wrote, err := d.writeCertificate(at, c)
 			if err != nil {
 				return changed, fmt.Errorf("certificate %s/%s: %w", c.Namespace, c.Secret, err)
@@ -176,7 +176,7 @@ func pruneTLSFiles(at layout.LB, lb *model.LoadBalancer, r *render.Result) error
 		keep[r.CrtListPath] = true
 	}
 	for _, l := range lb.Listeners {
-		for _, c := range l.Certificates {
+		for _, c := range l.AllCertificates() {
 			if p, err := at.Cert(c.ID, c.SHA256); err == nil {
 				keep[p] = true
 			}
@@ -227,7 +227,7 @@ func pruneTLSFiles(at layout.LB, lb *model.LoadBalancer, r *render.Result) error
 func certificateDigests(lb *model.LoadBalancer) []byte {
 	var out []byte
 	for _, l := range lb.Listeners {
-		for _, c := range l.Certificates {
+		for _, c := range l.AllCertificates() {
 			out = append(out, "\n# cert "+c.ID+" "+c.SHA256...)
 		}
 	}

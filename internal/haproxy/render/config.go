@@ -80,6 +80,9 @@ func Render(lb *model.LoadBalancer, at layout.LB, prev Slots, opts Options) (*Re
 		}
 	}
 	v.crtListPath = r.CrtListPath
+	if err := decryptDefaults(v, at); err != nil {
+		return nil, fmt.Errorf("render %s: %w", encode.Printable(v.uuid), err)
+	}
 	if r.Maps, err = routeMapFiles(v, at); err != nil {
 		return nil, fmt.Errorf("render %s: %w", encode.Printable(v.uuid), err)
 	}

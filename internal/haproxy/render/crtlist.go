@@ -17,27 +17,59 @@ import (
 //
 // One file serves every TLS listener of the load balancer: certificates
 // are taken listener by listener (by port), each once, in the listener's
-// order. It returns nil when lb has no TLS listener.
+// order; then the decrypt certificates (decrypt.go) likewise, after every
+// HTTPS one, so that they never become the HTTPS binds' first line. A
+// certificate met again with hosts not yet listed (one Secret on two
+// listeners) gets lines for those too. It returns nil when lb has no TLS
+// listener.
 func crtList(v *view, at layout.LB) ([]byte, error) {
 	var out []byte
 	seen := map[string]model.Certificate{}
-	for _, l := range v.listeners {
-		for _, cert := range l.certs {
-			if prev, dup := seen[cert.ID]; dup {
-				if prev.SHA256 != cert.SHA256 {
-					return nil, fmt.Errorf("crt-list: certificate id %s used for two contents", encode.Printable(cert.ID))
+	listed := map[string]map[string]bool{}
+	add := func(cert model.Certificate) error {
+		if prev, dup := seen[cert.ID]; dup {
+			if prev.SHA256 != cert.SHA256 {
+				return fmt.Errorf("crt-list: certificate id %s used for two contents", encode.Printable(cert.ID))
+			}
+			var more []string
+			for _, h := range cert.Hosts {
+				if !listed[cert.ID][h] {
+					listed[cert.ID][h] = true
+					more = append(more, h)
 				}
-				continue
 			}
+			if len(more) == 0 || prev.Default {
+				return nil
+			}
+			cert.Hosts = more
+		} else {
 			seen[cert.ID] = cert
-			if cert.Default && len(out) > 0 {
-				return nil, fmt.Errorf("crt-list: default certificate %s is not the first", encode.Printable(cert.ID))
+			listed[cert.ID] = map[string]bool{}
+			for _, h := range cert.Hosts {
+				listed[cert.ID][h] = true
 			}
-			lines, err := crtListLines(at, cert)
-			if err != nil {
-				return nil, fmt.Errorf("crt-list: certificate %s: %w", encode.Printable(cert.ID), err)
+		}
+		if cert.Default && len(out) > 0 {
+			return fmt.Errorf("crt-list: default certificate %s is not the first", encode.Printable(cert.ID))
+		}
+		lines, err := crtListLines(at, cert)
+		if err != nil {
+			return fmt.Errorf("crt-list: certificate %s: %w", encode.Printable(cert.ID), err)
+		}
+		out = append(out, lines...)
+		return nil
+	}
+	for _, decrypt := range []bool{false, true} {
+		for _, l := range v.listeners {
+			certs := l.certs
+			if decrypt {
+				certs = l.decryptCerts
 			}
-			out = append(out, lines...)
+			for _, cert := range certs {
+				if err := add(cert); err != nil {
+					return nil, err
+				}
+			}
 		}
 	}
 	return out, nil

@@ -166,6 +166,7 @@ func fixtures() []fixture {
 		{"ssl-passthrough", passthroughFixture(web1, web2, true)},
 		{"ssl-passthrough-only", passthroughFixture(web1, web2, false)},
 		{"tls-passthrough-sni", sniFixture(web1, web2)},
+		{"tls-decrypt-mixed", decryptFixture(web1, web2)},
 		{"gateway-tcp", tcpFixture(web1, web2)},
 		{"gateway-matches", matchFixture(matchPools(func(string) string { return "10.244.3.1:8080" }))},
 		{"gateway-matches-acl", unorderableFixture()},

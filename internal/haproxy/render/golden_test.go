@@ -193,7 +193,7 @@ func crtListAt(t *testing.T, dir string, original []byte) string {
 func writeCerts(t *testing.T, dir string, lb *model.LoadBalancer) {
 	t.Helper()
 	for _, l := range lb.Listeners {
-		for _, c := range l.Certificates {
+		for _, c := range l.AllCertificates() {
 			p, err := lbAt(dir).Cert(c.ID, c.SHA256)
 			if err != nil {
 				t.Fatal(err)

@@ -31,6 +31,8 @@ import (
 //	    tcp-request content reject
 //	frontend fe_<uuid>_<port>                        the terminating frontend, unchanged but its bind:
 //	    bind abns@pier-<uuid>-<port> accept-proxy ssl crt-list ...
+//	backend pier_tlsd_<uuid>_<port>, frontend fe_<uuid>_<port>_tls
+//	                                                 the hosts decrypted for TCP pools (decrypt.go)
 //
 // The maps' values are pier's backend names (TCP pools, the refusing
 // backend, the hand-off one); their keys validated hosts: exact names in
@@ -49,13 +51,15 @@ import (
 const passthroughDelay = "5s"
 
 // passthroughView is one SNI route: to pool, or refused (no pool), or
-// handed to the terminating frontend. host is an exact name, a suffix
-// ".example.com" (wildcard), or "" (the rest).
+// handed to the terminating frontend, or decrypted and then to pool
+// (decrypt.go). host is an exact name, a suffix ".example.com"
+// (wildcard), or "" (the rest).
 type passthroughView struct {
 	host      string
 	wildcard  bool
 	pool      string
 	terminate bool
+	decrypt   bool
 }
 
 // terminates: the listener has a frontend that speaks HTTP (every plain
@@ -68,7 +72,7 @@ func passthroughViews(l *model.Listener) ([]passthroughView, error) {
 	}
 	out := make([]passthroughView, 0, len(l.Passthrough))
 	for _, r := range l.Passthrough {
-		pv := passthroughView{pool: r.PoolID, terminate: r.Terminate}
+		pv := passthroughView{pool: r.PoolID, terminate: r.Terminate, decrypt: r.Decrypt}
 		switch {
 		case r.Host == "":
 		case strings.HasPrefix(r.Host, "*"):
@@ -86,6 +90,8 @@ func passthroughViews(l *model.Listener) ([]passthroughView, error) {
 		switch {
 		case r.Terminate && r.PoolID != "":
 			return nil, fmt.Errorf("passthrough %s: terminated and passed to pool %s", encode.Printable(r.Host), encode.Printable(r.PoolID))
+		case r.Decrypt && (r.Terminate || r.PoolID == ""):
+			return nil, fmt.Errorf("passthrough %s: decrypted, but not to a pool", encode.Printable(r.Host))
 		case r.PoolID != "":
 			if err := encode.ID("", r.PoolID).Err(); err != nil {
 				return nil, fmt.Errorf("passthrough %s: %w", encode.Printable(r.Host), err)
@@ -140,6 +146,9 @@ func checkPassthroughPools(v *view) error {
 			if r.terminate && !l.terminates() {
 				return fmt.Errorf("listener %d: passthrough %s: terminated by a listener without certificates", l.port, encode.Printable(r.host))
 			}
+			if r.decrypt && len(l.decryptCerts) == 0 {
+				return fmt.Errorf("listener %d: passthrough %s: decrypted by a listener without decrypt certificates", l.port, encode.Printable(r.host))
+			}
 		}
 		if !l.tcp && l.defaultPool != "" && tcp[l.defaultPool] {
 			return fmt.Errorf("listener %d: default pool %s is a TCP pool", l.port, encode.Printable(l.defaultPool))
@@ -158,6 +167,8 @@ func passthroughTarget(v *view, l *listenerView, r passthroughView) encode.Word 
 	switch {
 	case r.terminate:
 		return handoffBackend(v.uuid, l.port)
+	case r.decrypt:
+		return decryptBackend(v.uuid, l.port)
 	case r.pool == "":
 		return refuseBackend(v.uuid, l.port)
 	}
@@ -181,34 +192,20 @@ func passthroughMaps(v *view, at layout.LB) ([]MapFile, error) {
 		if len(l.passthrough) == 0 {
 			continue
 		}
-		var exact, suffix []byte
-		for _, r := range l.passthrough {
-			if r.host == "" {
-				continue
-			}
-			h, err := encode.Host(r.host)
-			if r.wildcard {
-				h, err = encode.HostSuffix("*" + r.host)
-			}
-			if err != nil {
-				return nil, err
-			}
-			key := h.Word()
-			line, err := encode.MapLine(key, passthroughTarget(v, l, r))
-			if err != nil {
-				return nil, fmt.Errorf("passthrough map: %w", err)
-			}
-			if r.wildcard {
-				suffix = append(suffix, line...)
-			} else {
-				exact = append(exact, line...)
-			}
+		exact, suffix, err := sniMapData(l.passthrough, func(r passthroughView) encode.Word { return passthroughTarget(v, l, r) })
+		if err != nil {
+			return nil, err
+		}
+		dExact, dSuffix, err := decryptMapData(v, l)
+		if err != nil {
+			return nil, err
 		}
 		for _, m := range []struct {
 			table string
 			data  []byte
 			path  *string
-		}{{"sni", exact, &l.passthroughMap}, {"sni.suffix", suffix, &l.passthroughSuffixMap}} {
+		}{{"sni", exact, &l.passthroughMap}, {"sni.suffix", suffix, &l.passthroughSuffixMap},
+			{"tls", dExact, &l.decryptMap}, {"tls.suffix", dSuffix, &l.decryptSuffixMap}} {
 			if len(m.data) == 0 {
 				continue
 			}
@@ -248,6 +245,33 @@ func frontendBinds(v *view, l *listenerView) [][]encode.Word {
 	return out
 }
 
+// sniMapData renders routes (each with a host) as the lines of an exact
+// map and of a suffix map, the value of each line target's.
+func sniMapData(routes []passthroughView, target func(passthroughView) encode.Word) (exact, suffix []byte, err error) {
+	for _, r := range routes {
+		if r.host == "" {
+			continue
+		}
+		h, err := encode.Host(r.host)
+		if r.wildcard {
+			h, err = encode.HostSuffix("*" + r.host)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		line, err := encode.MapLine(h.Word(), target(r))
+		if err != nil {
+			return nil, nil, fmt.Errorf("passthrough map: %w", err)
+		}
+		if r.wildcard {
+			suffix = append(suffix, line...)
+		} else {
+			exact = append(exact, line...)
+		}
+	}
+	return exact, suffix, nil
+}
+
 func writePassthrough(c *encode.Config, v *view, l *listenerView) {
 	sni := encode.Concat(encode.ID("fe_", v.uuid), encode.Lit("_"), encode.Num(l.port), encode.Lit("_sni"))
 	c.Blank()
@@ -281,6 +305,9 @@ func writePassthrough(c *encode.Config, v *view, l *listenerView) {
 	}
 	for _, r := range l.passthrough {
 		refuses = refuses || (r.pool == "" && !r.terminate)
+	}
+	if l.decrypts() {
+		refuses = writeDecrypt(c, v, l) || refuses
 	}
 	if handsOff {
 		c.Blank()

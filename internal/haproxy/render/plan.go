@@ -127,7 +127,7 @@ func listenerReason(ol, nl []listenerView, routes bool) string {
 		switch {
 		case o.tls != n.tls:
 			what = " protocol changed"
-		case !slices.EqualFunc(o.certs, n.certs, sameCert):
+		case !slices.EqualFunc(o.certs, n.certs, sameCert) || !slices.EqualFunc(o.decryptCerts, n.decryptCerts, sameCert):
 			// Same file names, new contents: HAProxy must load them again.
 			what = " certificates changed"
 		case o.defaultPool != n.defaultPool || (routes && !slices.EqualFunc(o.policies, n.policies, samePolicy)):

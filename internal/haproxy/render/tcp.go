@@ -29,7 +29,7 @@ import (
 // host or path needs HTTP, certificates need a TLS listener.
 func tcpListenerOf(l *model.Listener, lv *listenerView) error {
 	switch {
-	case len(l.Certificates) > 0 || l.StrictSNI:
+	case len(l.Certificates) > 0 || len(l.DecryptCertificates) > 0 || l.StrictSNI:
 		return errors.New("a TCP listener has no certificates")
 	case len(l.Policies) > 0:
 		return errors.New("a TCP listener has no policies, only a default pool")

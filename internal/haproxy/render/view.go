@@ -61,6 +61,11 @@ type listenerView struct {
 	passthrough          []passthroughView
 	passthroughMap       string
 	passthroughSuffixMap string
+	// decryptCerts terminate the decrypt routes of passthrough
+	// (decrypt.go); decryptMap and decryptSuffixMap are their maps.
+	decryptCerts                 []model.Certificate
+	decryptMap, decryptSuffixMap string
+	decryptDefault               string // the first decrypt certificate's file
 	// misdirect are the Gateway listener hostnames sharing this TLS
 	// port, most specific first (misdirect.go); nil: no 421 check.
 	misdirect []misdirectHost
@@ -217,7 +222,7 @@ func listenerViews(ls []model.Listener, pools map[string]bool, lists *sections) 
 }
 
 func listenerOf(l *model.Listener, pools map[string]bool, lists *sections) (listenerView, error) {
-	lv := listenerView{certs: l.Certificates, defaultPool: l.DefaultPoolID, strictSNI: l.StrictSNI}
+	lv := listenerView{certs: l.Certificates, decryptCerts: l.DecryptCertificates, defaultPool: l.DefaultPoolID, strictSNI: l.StrictSNI}
 	var err error
 	if lv.port, err = encode.Port(l.Port); err != nil {
 		return lv, err
@@ -244,6 +249,9 @@ func listenerOf(l *model.Listener, pools map[string]bool, lists *sections) (list
 	}
 	if lv.passthrough, err = passthroughViews(l); err != nil {
 		return lv, err
+	}
+	if len(l.DecryptCertificates) > 0 && l.Protocol != model.ProtocolTerminatedHTTPS {
+		return lv, fmt.Errorf("decrypt certificates on a %s listener", encode.Printable(string(l.Protocol)))
 	}
 	if lv.defaultPool != "" && !pools[lv.defaultPool] {
 		return lv, fmt.Errorf("default pool %s does not exist", encode.Printable(lv.defaultPool))
