@@ -195,6 +195,8 @@ func (p *parsedGateway) loadBalancer(checks bool) *model.LoadBalancer {
 		ml.Certificates = appendCerts(ml.Certificates, l.certs)
 		if l.protocol == model.ProtocolTerminatedHTTPS && !l.passthrough {
 			ml.ListenerHosts = append(ml.ListenerHosts, l.host)
+			// The same for every HTTPS listener of the port (per port).
+			ml.ClientValidation = l.clientValidation
 		}
 	}
 	sort.Ints(ports)

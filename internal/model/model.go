@@ -165,6 +165,10 @@ type Listener struct {
 	// are terminated as usual. A listener with Passthrough may have no
 	// certificates: then it terminates nothing and refuses other SNIs.
 	Passthrough []PassthroughRoute `json:"passthrough,omitempty"`
+	// ClientValidation, on a TERMINATED_HTTPS listener, asks TLS clients
+	// for a certificate and checks it against CAs (a Gateway's
+	// spec.tls.frontend); nil asks for none.
+	ClientValidation *ClientValidation `json:"clientValidation,omitempty"`
 }
 
 // PassthroughRoute passes every TLS connection for Host (the SNI,
