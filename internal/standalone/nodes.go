@@ -138,7 +138,7 @@ type agentMaker struct {
 	secrets haproxydriver.Secrets
 	// configMaps gives the client CA bundles (the view, as secrets).
 	configMaps haproxydriver.ConfigMaps
-	metrics *metrics.Metrics
+	metrics    *metrics.Metrics
 }
 
 // nodeAgent is what one node's agent has of its own.
