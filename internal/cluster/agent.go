@@ -152,13 +152,13 @@ const handedOverGrace = 5 * time.Second
 
 // drivers builds this node's data planes: HAProxy for Ingresses and
 // Gateways, nftables for Services of type LoadBalancer.
-func (cfg AgentConfig) drivers(stateDir string, secrets haproxydriver.Secrets, m *metrics.Metrics, logger *slog.Logger) ([]driver.Driver, error) {
+func (cfg AgentConfig) drivers(stateDir string, secrets haproxydriver.Secrets, configMaps haproxydriver.ConfigMaps, m *metrics.Metrics, logger *slog.Logger) ([]driver.Driver, error) {
 	var exitGrace time.Duration
 	if cfg.OnExit != ExitStay {
 		exitGrace = handedOverGrace
 	}
 	hd, err := haproxydriver.New(haproxydriver.Config{StateDir: stateDir, Binary: cfg.HAProxyBinary, Processes: cfg.HAProxyProcesses,
-		ExitGrace: exitGrace, Landing: cfg.HAProxyLanding, Render: cfg.Render, Secrets: secrets, AccessLog: cfg.AccessLog, Metrics: m, Logger: logger})
+		ExitGrace: exitGrace, Landing: cfg.HAProxyLanding, Render: cfg.Render, Secrets: secrets, ConfigMaps: configMaps, AccessLog: cfg.AccessLog, Metrics: m, Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("haproxy driver: %w", err)
 	}
@@ -225,7 +225,7 @@ func RunAgent(ctx context.Context, cfg AgentConfig, logger *slog.Logger) error {
 		return err
 	}
 	m := metrics.New()
-	drivers, err := cfg.drivers(stateDir, apiSecrets{client}, m, logger)
+	drivers, err := cfg.drivers(stateDir, apiSecrets{client}, apiSecrets{client}, m, logger)
 	if err != nil {
 		return err
 	}
@@ -297,7 +297,8 @@ func runAgentLoop(ctx context.Context, cfg AgentConfig, a *agent.Agent, st *kube
 
 // apiSecrets reads TLS Secrets from the API server when a certificate is
 // applied, and basic-auth Secrets when a load balancer with basic auth is
-// rendered (on each apply).
+// rendered (on each apply); and the ConfigMaps of a listener's client
+// CAs, likewise.
 type apiSecrets struct{ client kubernetes.Interface }
 
 func (s apiSecrets) TLSPair(namespace, name string) ([]byte, []byte, error) {
@@ -308,6 +309,18 @@ func (s apiSecrets) TLSPair(namespace, name string) ([]byte, []byte, error) {
 		return nil, nil, fmt.Errorf("get secret: %w", err)
 	}
 	return sec.Data[corev1.TLSCertKey], sec.Data[corev1.TLSPrivateKeyKey], nil
+}
+
+// ConfigMapData reads a ConfigMap of a listener's client CAs when its
+// load balancer is applied, as TLSPair reads a Secret.
+func (s apiSecrets) ConfigMapData(namespace, name string) (map[string]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cm, err := s.client.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get config map: %w", err)
+	}
+	return cm.Data, nil
 }
 
 // Data reads the Secret of a policy's basic auth, as TLSPair does.

@@ -199,6 +199,8 @@ func (p *parsedGateway) loadBalancer(checks bool) *model.LoadBalancer {
 		}
 		if l.protocol == model.ProtocolTerminatedHTTPS && !l.tlsListener() {
 			ml.ListenerHosts = append(ml.ListenerHosts, l.host)
+			// The same for every HTTPS listener of the port (per port).
+			ml.ClientValidation = l.clientValidation
 		}
 	}
 	sort.Ints(ports)

@@ -59,6 +59,12 @@ type gwListener struct {
 	// TERMINATED_HTTPS too, and it takes TLSRoutes, but it terminates
 	// TLS with its certs and passes the plain bytes on (tlsroutes.go).
 	tlsTerminate bool
+	// clientValidation is an HTTPS listener's check of client
+	// certificates (frontendtls.go); caUnresolved the ResolvedRefs reason
+	// of a CA ref that failed while others resolved (the listener is
+	// still served, with those).
+	clientValidation *model.ClientValidation
+	caUnresolved     string
 }
 
 // tlsListener reports whether l is a TLS listener (either mode): it
@@ -109,7 +115,7 @@ func parseGateway(gw *gwv1.Gateway, x *index, opts translate.Options, problems *
 		}
 		names[l.name] = true
 		if l.message != "" {
-			*problems = append(*problems, gatewayProblem(gw, firstNonEmpty(l.notAccepted, l.unresolved),
+			*problems = append(*problems, gatewayProblem(gw, firstNonEmpty(l.notAccepted, l.unresolved, l.caUnresolved),
 				fmt.Sprintf("spec.listeners[%d]", i), l.message))
 		}
 		p.listeners = append(p.listeners, l)
@@ -187,6 +193,7 @@ func parseListener(gw *gwv1.Gateway, spec *gwv1.Listener, x *index) *gwListener 
 	case gwv1.HTTPSProtocolType:
 		l.protocol = model.ProtocolTerminatedHTTPS
 		l.certs, l.unresolved, l.message = listenerCerts(gw, spec, l.host, x)
+		applyFrontendValidation(gw, l, x)
 	case gwv1.TLSProtocolType:
 		// The API server defaults tls.mode to Terminate; a file may
 		// leave tls out.
@@ -362,8 +369,8 @@ func (l *gwListener) status(generation int64) gwv1.ListenerStatus {
 	cs := []metav1.Condition{
 		condition(generation, string(gwv1.ListenerConditionAccepted), l.notAccepted == "",
 			firstNonEmpty(l.notAccepted, string(gwv1.ListenerReasonAccepted)), l.acceptedMessage()),
-		condition(generation, string(gwv1.ListenerConditionResolvedRefs), l.unresolved == "",
-			firstNonEmpty(l.unresolved, string(gwv1.ListenerReasonResolvedRefs)), messageIf(l.unresolved, l.message)),
+		condition(generation, string(gwv1.ListenerConditionResolvedRefs), l.unresolved == "" && l.caUnresolved == "",
+			firstNonEmpty(l.unresolved, l.caUnresolved, string(gwv1.ListenerReasonResolvedRefs)), messageIf(l.unresolved+l.caUnresolved, l.message)),
 		condition(generation, string(gwv1.ListenerConditionConflicted), l.conflicted != "",
 			firstNonEmpty(l.conflicted, string(gwv1.ListenerReasonNoConflicts)), ""),
 	}
@@ -421,6 +428,10 @@ func (p *parsedGateway) status() gwv1.GatewayStatus {
 		st.Conditions = []metav1.Condition{
 			condition(gen, string(gwv1.GatewayConditionAccepted), true, reason, message),
 			programmed,
+		}
+		if insecureFrontend(p.gw) {
+			st.Conditions = append(st.Conditions, condition(gen, string(gwv1.GatewayConditionInsecureFrontendValidationMode), true,
+				string(gwv1.GatewayReasonConfigurationChanged), "spec.tls.frontend accepts clients without a valid certificate (AllowInsecureFallback)"))
 		}
 	}
 	for _, l := range p.listeners {

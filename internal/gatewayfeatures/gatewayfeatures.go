@@ -20,6 +20,8 @@ var supported = []string{
 	"GRPCRouteRequestHeaderModifier",
 	"Gateway",
 	"GatewayAddressEmpty",
+	"GatewayFrontendClientCertificateValidation",
+	"GatewayFrontendClientCertificateValidationInsecureFallback",
 	"GatewayHTTPListenerIsolation",
 	"GatewayHTTPSListenerDetectMisdirectedRequests",
 	"GatewayPort8080",

@@ -231,7 +231,7 @@ func findHAProxy(name string) (binary, what string) {
 func check(ctx context.Context, dir string, lbs []*model.LoadBalancer, snap *source.Snapshot, binary string,
 	cfg Config, logger *slog.Logger) (map[string]error, error) {
 	d, err := haproxydriver.New(haproxydriver.Config{StateDir: filepath.Join(dir, "state"), Binary: binary,
-		Render: cfg.Render, Secrets: snapshotSecrets{snap}, Processes: cfg.Processes, Logger: logger})
+		Render: cfg.Render, Secrets: snapshotSecrets{snap}, ConfigMaps: snapshotSecrets{snap}, Processes: cfg.Processes, Logger: logger})
 	if err != nil {
 		return nil, err
 	}

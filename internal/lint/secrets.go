@@ -20,6 +20,14 @@ func (s snapshotSecrets) TLSPair(namespace, name string) (certPEM, keyPEM []byte
 	return sec.Data[corev1.TLSCertKey], sec.Data[corev1.TLSPrivateKeyKey], nil
 }
 
+func (s snapshotSecrets) ConfigMapData(namespace, name string) (map[string]string, error) {
+	cm := s.snap.ConfigMap(namespace, name)
+	if cm == nil {
+		return nil, fmt.Errorf("config map %s/%s not found", namespace, name)
+	}
+	return cm.Data, nil
+}
+
 func (s snapshotSecrets) Data(namespace, name string) (map[string][]byte, error) {
 	sec := s.snap.Secret(namespace, name)
 	if sec == nil {

@@ -170,6 +170,10 @@ type Listener struct {
 	// listeners in tls.mode Terminate), apart from Certificates: a
 	// listener with these alone has no HTTP frontend.
 	DecryptCertificates []Certificate `json:"decryptCertificates,omitempty"`
+	// ClientValidation, on a TERMINATED_HTTPS listener, asks TLS clients
+	// for a certificate and checks it against CAs (a Gateway's
+	// spec.tls.frontend); nil asks for none.
+	ClientValidation *ClientValidation `json:"clientValidation,omitempty"`
 }
 
 // AllCertificates are every certificate the listener's binds serve

@@ -380,7 +380,8 @@ func referencesOf(snap *source.Snapshot, ours map[model.ObjectRef]bool) referenc
 	return r
 }
 
-// gatewayReferences adds the Secrets of our Gateways' listeners and the
+// gatewayReferences adds the Secrets of our Gateways' listeners, the
+// ConfigMaps of their client CAs, and the
 // Services of every HTTPRoute naming one of them, in whatever namespace
 // they name (a ReferenceGrant may permit it; one that appears is a
 // Gateway API change and rebuilds anyway).
@@ -396,6 +397,9 @@ func gatewayReferences(snap *source.Snapshot, ours map[model.ObjectRef]bool, r r
 			for _, c := range l.TLS.CertificateRefs {
 				r.secrets[refNamespace(c.Namespace, gw.Namespace)+"/"+string(c.Name)] = true
 			}
+		}
+		for _, ref := range source.FrontendCAConfigMaps(gw) {
+			r.configMaps[ref.Namespace+"/"+ref.Name] = true
 		}
 	}
 	for _, route := range snap.HTTPRoutes {

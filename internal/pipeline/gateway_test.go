@@ -92,3 +92,23 @@ func TestClassifyConfigMaps(t *testing.T) {
 		}
 	}
 }
+
+// The ConfigMaps one of our Gateways names as client CAs are references
+// (so a new or changed one rebuilds, TestClassifyConfigMaps); those of
+// a Gateway that is not ours are not.
+func TestClassifyFrontendCAs(t *testing.T) {
+	shared := gwv1.Namespace("shared")
+	gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gw"}, Spec: gwv1.GatewaySpec{
+		TLS: &gwv1.GatewayTLSConfig{Frontend: &gwv1.FrontendTLSConfig{
+			Default: gwv1.TLSConfig{Validation: &gwv1.FrontendTLSValidation{CACertificateRefs: []gwv1.ObjectReference{{Kind: "ConfigMap", Name: "ca"}}}},
+			PerPort: []gwv1.TLSPortConfig{{Port: 8443, TLS: gwv1.TLSConfig{Validation: &gwv1.FrontendTLSValidation{
+				CACertificateRefs: []gwv1.ObjectReference{{Kind: "ConfigMap", Name: "ca2", Namespace: &shared}}}}}}}}}}
+	snap := &source.Snapshot{Gateways: []*gwv1.Gateway{gw}}
+	refs := referencesOf(snap, map[model.ObjectRef]bool{{Kind: model.KindGateway, Namespace: "default", Name: "gw"}: true})
+	if !refs.configMaps["default/ca"] || !refs.configMaps["shared/ca2"] || len(refs.configMaps) != 2 {
+		t.Errorf("references %v", refs.configMaps)
+	}
+	if refs := referencesOf(snap, map[model.ObjectRef]bool{}); len(refs.configMaps) != 0 {
+		t.Errorf("a Gateway that is not ours made references %v", refs.configMaps)
+	}
+}

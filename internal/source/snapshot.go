@@ -22,7 +22,8 @@ type Snapshot struct {
 	Services       []*corev1.Service
 	EndpointSlices []*discoveryv1.EndpointSlice
 	Secrets        []*corev1.Secret
-	// ConfigMaps are those Ingresses name (custom-headers), and only
+	// ConfigMaps are those Ingresses name (custom-headers) and Gateways
+	// name as client certificate CAs (FrontendCAConfigMaps), and only
 	// those.
 	ConfigMaps []*corev1.ConfigMap
 	// The Gateway API's standard channel. Namespaces are only read for

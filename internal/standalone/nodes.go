@@ -136,7 +136,9 @@ type agentMaker struct {
 	cfg     Config
 	store   store.Store
 	secrets haproxydriver.Secrets
-	metrics *metrics.Metrics
+	// configMaps gives the client CA bundles (the view, as secrets).
+	configMaps haproxydriver.ConfigMaps
+	metrics    *metrics.Metrics
 }
 
 // nodeAgent is what one node's agent has of its own.
@@ -151,7 +153,7 @@ type nodeAgent struct {
 // namespace. It stops them when it exits: nothing outlives pier run.
 func (m agentMaker) make(n nodeAgent) (*agent.Agent, error) {
 	hd, err := haproxydriver.New(haproxydriver.Config{StateDir: n.stateDir, Binary: m.cfg.HAProxyBinary, Netns: n.netns,
-		Processes: m.cfg.HAProxyProcesses, Landing: m.cfg.HAProxyLanding, Render: m.cfg.Render, Secrets: m.secrets,
+		Processes: m.cfg.HAProxyProcesses, Landing: m.cfg.HAProxyLanding, Render: m.cfg.Render, Secrets: m.secrets, ConfigMaps: m.configMaps,
 		AccessLog: m.cfg.AccessLog, Metrics: m.metrics, Logger: n.logger})
 	if err != nil {
 		return nil, fmt.Errorf("haproxy driver: %w", err)

@@ -118,7 +118,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	}
 	// pier run's nodes come with every snapshot, as the Node informer's
 	// do in Kubernetes mode.
-	nodes, removeLab, err := agentMaker{cfg: cfg, store: st, secrets: v, metrics: m}.nodes(stateDir, logger)
+	nodes, removeLab, err := agentMaker{cfg: cfg, store: st, secrets: v, configMaps: v, metrics: m}.nodes(stateDir, logger)
 	if err != nil {
 		return err
 	}

@@ -52,6 +52,18 @@ func (v *view) Data(namespace, name string) (map[string][]byte, error) {
 	return s.Data, nil
 }
 
+// ConfigMapData implements haproxydriver.ConfigMaps from the last
+// snapshot.
+func (v *view) ConfigMapData(namespace, name string) (map[string]string, error) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	cm := v.secrets.ConfigMap(namespace, name)
+	if cm == nil {
+		return nil, fmt.Errorf("config map %s/%s not found", namespace, name)
+	}
+	return cm.Data, nil
+}
+
 // observe takes a new snapshot before the pipeline stores anything built
 // from it (pipeline.Pipeline.Observe).
 func (v *view) observe(snap *source.Snapshot) {

@@ -56,3 +56,10 @@ func ParseCA(data []byte) (*CABundle, error) {
 	sum := sha256.Sum256(out.Bytes())
 	return &CABundle{PEM: out.Bytes(), SHA256: hex.EncodeToString(sum[:]), NotAfter: notAfter}, nil
 }
+
+// JoinCA parses several ca.crt as one bundle, in order (a Gateway's
+// frontend caCertificateRefs): a newline between parts, so that one not
+// ending in one does not glue its last line to the next part's first.
+func JoinCA(parts ...[]byte) (*CABundle, error) {
+	return ParseCA(bytes.Join(parts, []byte("\n")))
+}

@@ -28,6 +28,9 @@ func (d *Driver) Check(ctx context.Context, lb *model.LoadBalancer, run bool) er
 	if _, err := d.writeUpstreamFiles(lb, at); err != nil {
 		return err
 	}
+	if _, err := d.writeClientCAs(lb, at); err != nil {
+		return err
+	}
 	opts := d.cfg.Render
 	opts.Users = d.authUsers
 	r, err := render.Render(lb, at, nil, opts)

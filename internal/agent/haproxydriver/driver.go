@@ -60,6 +60,9 @@ type Config struct {
 	Binary   string // haproxy; default "haproxy" from PATH
 	Render   render.Options
 	Secrets  Secrets
+	// ConfigMaps gives the CA bundles of client validation; nil refuses
+	// a load balancer that has some.
+	ConfigMaps ConfigMaps
 	// Netns, when set, is the network namespace HAProxy runs in (pier
 	// run --nodes, tests); an agent on a node leaves it empty.
 	Netns string
@@ -300,7 +303,11 @@ func (d *Driver) Apply(ctx context.Context, lb *model.LoadBalancer) (driver.Appl
 	if err != nil {
 		return driver.Applied{}, err
 	}
-	certsChanged = certsChanged || upstreamChanged
+	clientCAsChanged, err := d.writeClientCAs(lb, at)
+	if err != nil {
+		return driver.Applied{}, err
+	}
+	certsChanged = certsChanged || upstreamChanged || clientCAsChanged
 	opts := d.cfg.Render
 	opts.Users = d.authUsers
 	if d.accessLog != nil {

@@ -188,6 +188,9 @@ func pruneTLSFiles(at layout.LB, lb *model.LoadBalancer, r *render.Result) error
 	for _, p := range upstreamPaths(at, lb) {
 		keep[p] = true
 	}
+	for _, p := range clientCAPaths(at, lb) {
+		keep[p] = true
+	}
 	if r.AuthLuaPath != "" {
 		keep[r.AuthLuaPath] = true
 	}

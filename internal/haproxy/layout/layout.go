@@ -11,6 +11,7 @@
 //	    haproxy.conf.check a new fragment being checked alone before a shard loads it
 //	    crt-list-<digest>  its TLS certificates by SNI
 //	    certs/<id>-<digest>.pem  certificate and key, mode 0600
+//	    certs/clientca-<digest>.pem  a listener's CA bundle for client certificates
 //	    routes-<port>-<table>-<digest>.map  routing maps of listener <port> (render's routes.go)
 //	    auth-<digest>.lua  the auth-url Lua action, when a profile uses it (render's extauth.go)
 //
@@ -244,6 +245,17 @@ func (b LB) UpstreamCA(sha256 string) (string, error) {
 		return "", fmt.Errorf("upstream CA: %w", err)
 	}
 	return filepath.Join(b.CertsDir(), "ca-"+short+".pem"), nil
+}
+
+// ClientCA is where a CA bundle for verifying TLS clients (a listener's
+// ca-file) with content digest sha256 is written, in the certs folder,
+// named by the digest alone.
+func (b LB) ClientCA(sha256 string) (string, error) {
+	short, err := shortDigest(sha256)
+	if err != nil {
+		return "", fmt.Errorf("client CA: %w", err)
+	}
+	return filepath.Join(b.CertsDir(), "clientca-"+short+".pem"), nil
 }
 
 // UpstreamClient is where a client certificate for members (crt, key

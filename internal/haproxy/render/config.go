@@ -69,6 +69,9 @@ func Render(lb *model.LoadBalancer, at layout.LB, prev Slots, opts Options) (*Re
 	if err := upstreamTLS(v, at); err != nil {
 		return nil, fmt.Errorf("render %s: %w", encode.Printable(v.uuid), err)
 	}
+	if err := clientCAFiles(v, at); err != nil {
+		return nil, fmt.Errorf("render %s: %w", encode.Printable(v.uuid), err)
+	}
 	r := &Result{UUID: v.uuid, Slots: slotsOf(v), view: v}
 	if r.CrtList, err = crtList(v, at); err != nil {
 		return nil, fmt.Errorf("render %s: %w", encode.Printable(v.uuid), err)

@@ -133,6 +133,7 @@ func fixtures() []fixture {
 		{"virtual-hosting", newLB([]model.Listener{httpListener(web1.ID, routes(
 			toPool(web1, hostIs("www.juniper.net"), pathPrefix("/")), toPool(web2, hostIs("www.cisco.com"), pathPrefix("/"))))}, web1, web2)},
 		{"tls-two-certs", tls},
+		{"gateway-client-validation", clientValidationFixture(foobar, wild)},
 		{"wildcard-host", newLB([]model.Listener{httpListener("", routes(
 			toPool(foobar, hostIs("foo.bar.com"), pathPrefix("/")), toPool(wild, hostWild("*.foo.com"), pathPrefix("/"))))}, wild, foobar)},
 		{"exact-prefix-mix", newLB([]model.Listener{httpListener("", routes(

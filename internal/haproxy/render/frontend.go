@@ -42,6 +42,7 @@ func writeFrontend(c *encode.Config, v *view, l *listenerView, at layout.LB) {
 			if l.strictSNI {
 				words = append(words, encode.Lit("strict-sni"))
 			}
+			words = append(words, clientVerifyWords(l)...)
 			// HTTP/2 is offered where something needs it: the misdirected
 			// request check (a client that coalesces connections does so
 			// over h2) and gRPC. Elsewhere HTTP/1.1 alone keeps the drain's

@@ -104,6 +104,7 @@ func TestGoldenHAProxyCheck(t *testing.T) {
 				writeCerts(t, dir, lbs[name])
 			}
 			writeUpstreamCerts(t, dir, lbs[name])
+			writeClientCAs(t, dir, lbs[name])
 			maps, _ := filepath.Glob(strings.TrimSuffix(file, ".cfg") + ".routes-*.map")
 			lua, _ := filepath.Glob(strings.TrimSuffix(file, ".cfg") + ".auth-*.lua")
 			maps = append(maps, lua...)

@@ -72,6 +72,10 @@ type listenerView struct {
 	// grpc: some route of this listener goes to a gRPC pool, so a TLS
 	// bind must offer h2 by ALPN (gRPC clients speak nothing else).
 	grpc bool
+	// clientValidation checks TLS clients' certificates against the CA
+	// file at clientCAPath (clientca.go); nil: none is asked for.
+	clientValidation *model.ClientValidation
+	clientCAPath     string
 }
 
 type policyView struct {
@@ -240,6 +244,9 @@ func listenerOf(l *model.Listener, pools map[string]bool, lists *sections) (list
 		}
 	default:
 		return lv, fmt.Errorf("unknown protocol %s", encode.Printable(string(l.Protocol)))
+	}
+	if err := checkClientValidation(l, &lv); err != nil {
+		return lv, err
 	}
 	if lv.tls && len(l.ListenerHosts) > 0 {
 		if lv.misdirect, err = misdirectHosts(l.ListenerHosts); err != nil {

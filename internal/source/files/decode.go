@@ -61,7 +61,8 @@ var keptKinds = map[schema.GroupVersionKind]bool{
 	networkingv1.SchemeGroupVersion.WithKind("IngressClass"): true,
 	corev1.SchemeGroupVersion.WithKind("Service"):            true,
 	corev1.SchemeGroupVersion.WithKind("Secret"):             true,
-	// ConfigMaps only when an Ingress names them (custom-headers).
+	// ConfigMaps only when an Ingress names them (custom-headers) or a
+	// Gateway (a client certificate CA).
 	corev1.SchemeGroupVersion.WithKind("ConfigMap"):          true,
 	discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"): true,
 	corev1.SchemeGroupVersion.WithKind("Node"):               true,
@@ -87,7 +88,8 @@ var keptKinds = map[schema.GroupVersionKind]bool{
 }
 
 // maxConfigMapDoc bounds a ConfigMap document that is decoded: pier reads
-// only custom-headers ConfigMaps (at most 32 headers), and a folder of
+// only custom-headers ConfigMaps (at most 32 headers) and CA bundles (a
+// few certificates each), and a folder of
 // manifests often holds large ones (dashboards, scripts) that are not
 // pier's business; they are skipped before conversion, as other kinds.
 const maxConfigMapDoc = 256 << 10

@@ -195,7 +195,7 @@ func add(snap *source.Snapshot, obj kubeObject) {
 // dropUnreferenced drops the Opaque Secrets that hold no certificate and
 // that no Ingress names in auth-secret or proxy-ssl-secret: pier keeps
 // no password it does not serve; and the ConfigMaps no Ingress names in
-// custom-headers.
+// custom-headers and no Gateway as a client certificate CA.
 func dropUnreferenced(snap *source.Snapshot) {
 	// Each looks at every Ingress: skipped when there is nothing to drop.
 	dropUnreferencedSecrets(snap)
@@ -230,6 +230,11 @@ func dropUnreferencedConfigMaps(snap *source.Snapshot) {
 	namedMaps := map[string]bool{}
 	for _, ing := range snap.Ingresses {
 		for _, ref := range annotation.ConfigMaps(ing) {
+			namedMaps[ref.Namespace+"/"+ref.Name] = true
+		}
+	}
+	for _, gw := range snap.Gateways {
+		for _, ref := range source.FrontendCAConfigMaps(gw) {
 			namedMaps[ref.Namespace+"/"+ref.Name] = true
 		}
 	}

@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"pier.dev/pier/internal/source"
@@ -97,8 +98,11 @@ type listers struct {
 	authSecrets func([]*networkingv1.Ingress) []*corev1.Secret
 	// configMaps are the ConfigMaps the Ingresses name in custom-headers.
 	configMaps func([]*networkingv1.Ingress) []*corev1.ConfigMap
-	nodes      func() ([]*corev1.Node, error)
-	leases     func() ([]*coordinationv1.Lease, error)
+	// frontendCAs are the ConfigMaps the Gateways name as client
+	// certificate CAs.
+	frontendCAs func([]*gwv1.Gateway) []*corev1.ConfigMap
+	nodes       func() ([]*corev1.Node, error)
+	leases      func() ([]*coordinationv1.Lease, error)
 	// badNodeAddress reports a Node whose pier.dev/vrrp-address is not
 	// an IP address.
 	badNodeAddress func(node, value string)
@@ -175,6 +179,8 @@ func (s *Source) Run(ctx context.Context, onChange func(*source.Snapshot)) error
 	defer auth.stop()
 	maps := newNamedConfigMaps(s.client, changed, s.logger)
 	defer maps.stop()
+	cas := frontendCAs{watches: newNamedConfigMaps(s.client, changed, s.logger)}
+	defer cas.watches.stop()
 	l := listers{
 		ingresses:      func() ([]*networkingv1.Ingress, error) { return ing.Lister().List(labels.Everything()) },
 		classes:        func() ([]*networkingv1.IngressClass, error) { return cls.Lister().List(labels.Everything()) },
@@ -186,6 +192,9 @@ func (s *Source) Run(ctx context.Context, onChange func(*source.Snapshot)) error
 		},
 		configMaps: func(ings []*networkingv1.Ingress) []*corev1.ConfigMap {
 			return maps.objects(ctx, ings)
+		},
+		frontendCAs: func(gws []*gwv1.Gateway) []*corev1.ConfigMap {
+			return cas.objects(ctx, gws)
 		},
 		nodes:          func() ([]*corev1.Node, error) { return nodes.Lister().List(s.opts.NodeSelector) },
 		leases:         func() ([]*coordinationv1.Lease, error) { return leases.Lister().List(labels.Everything()) },
@@ -459,6 +468,9 @@ func (l listers) snapshot(agentAlive map[string]bool) (*source.Snapshot, error) 
 	snap.Nodes = placementNodes(nodes, agentAlive, l.badNodeAddress)
 	if err := l.gateway.fill(snap); err != nil {
 		return nil, err
+	}
+	if l.frontendCAs != nil {
+		snap.ConfigMaps = addConfigMaps(snap.ConfigMaps, l.frontendCAs(snap.Gateways))
 	}
 	sortByName(snap.Ingresses)
 	sortByName(snap.IngressClasses)

@@ -58,7 +58,8 @@ func newAuthSecrets(client kubernetes.Interface, changed chan struct{}, logger *
 }
 
 // newNamedConfigMaps watches the ConfigMaps that Ingresses name in
-// custom-headers (annotation.ConfigMaps).
+// custom-headers (annotation.ConfigMaps); its objectsNamed, any others
+// (newFrontendCAs).
 func newNamedConfigMaps(client kubernetes.Interface, changed chan struct{}, logger *slog.Logger) *namedWatches[*corev1.ConfigMap] {
 	return &namedWatches[*corev1.ConfigMap]{client: client, changed: changed, logger: logger, kind: "config map",
 		named: annotation.ConfigMaps,
@@ -71,14 +72,22 @@ func newNamedConfigMaps(client kubernetes.Interface, changed chan struct{}, logg
 // objects starts watching the objects ings name, stops watching the
 // others, and returns the named ones that exist and are kept.
 func (n *namedWatches[T]) objects(ctx context.Context, ings []*networkingv1.Ingress) []T {
-	wanted := map[string]bool{}
+	var refs []annotation.Object
 	for _, ing := range ings {
-		for _, ref := range n.named(ing) {
-			key := ref.Namespace + "/" + ref.Name
-			wanted[key] = true
-			if n.watches[key] == nil {
-				n.watches[key] = n.start(ctx, ref)
-			}
+		refs = append(refs, n.named(ing)...)
+	}
+	return n.objectsNamed(ctx, refs)
+}
+
+// objectsNamed starts watching refs, stops watching the others, and
+// returns those that exist and are kept.
+func (n *namedWatches[T]) objectsNamed(ctx context.Context, refs []annotation.Object) []T {
+	wanted := map[string]bool{}
+	for _, ref := range refs {
+		key := ref.Namespace + "/" + ref.Name
+		wanted[key] = true
+		if n.watches[key] == nil {
+			n.watches[key] = n.start(ctx, ref)
 		}
 	}
 	var out []T
