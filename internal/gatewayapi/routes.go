@@ -316,6 +316,7 @@ func (p *parsedGateway) addEntries(l *gwListener, hosts []string, pr *parsedRout
 				p.entries[l.port] = append(p.entries[l.port], gwEntry{
 					host: h, match: m, poolID: poolID, status: status, route: pr.r, kind: pr.kind, rule: ri, index: mi,
 					options: withSplit(rule.filters.options(m, l.protocol, l.port), b.split),
+					breadth: hostBreadth(originalHost(pr.hosts, h), h),
 				})
 			}
 		}
