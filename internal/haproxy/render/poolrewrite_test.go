@@ -27,7 +27,9 @@ func poolRewriteFixture(web1, web2 model.Pool) *model.LoadBalancer {
 func TestPoolRewriteRevalidated(t *testing.T) {
 	web := pool("web", member("10.0.0.1", 80))
 	for name, set := range map[string]func(p *model.Pool){
-		"both":               func(p *model.Pool) { p.RewritePath, p.PrefixRewrite = "/a", &model.PrefixRewrite{Prefix: "/b", Replacement: "/c"} },
+		"both": func(p *model.Pool) {
+			p.RewritePath, p.PrefixRewrite = "/a", &model.PrefixRewrite{Prefix: "/b", Replacement: "/c"}
+		},
 		"path ;evil":         func(p *model.Pool) { p.RewritePath = "/a;evil" },
 		"path CRLF":          func(p *model.Pool) { p.RewritePath = "/a\r\nserver x 1.2.3.4:80" },
 		"path percent":       func(p *model.Pool) { p.RewritePath = "/%[src]" },
