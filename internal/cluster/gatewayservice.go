@@ -43,8 +43,9 @@ import (
 const gatewayServiceSuffix = "-pier"
 
 // endpointSliceManagedBy is the EndpointSlice's managed-by value: not the
-// EndpointSlice controller's, which would otherwise take it over.
-const endpointSliceManagedBy = "pier.dev/gateway"
+// EndpointSlice controller's, which would otherwise take it over; a
+// label value, so no "/".
+const endpointSliceManagedBy = "gateway.pier.dev"
 
 // gatewayServiceName is the Service name of a Gateway, "" when its name
 // cannot make one.

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes/fake"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
@@ -104,6 +105,15 @@ func TestGatewayServicePublished(t *testing.T) {
 	if es.Labels[discoveryv1.LabelServiceName] != "gw-pier" || es.Labels[discoveryv1.LabelManagedBy] != endpointSliceManagedBy ||
 		es.Labels["key2"] != "value2" || es.Annotations["key1"] != "value1" {
 		t.Errorf("EndpointSlice labels %v annotations %v", es.Labels, es.Annotations)
+	}
+	// The API server refuses an object whose labels are not valid: the
+	// fake client does not check them, so check them here.
+	for _, m := range []map[string]string{svc.Labels, es.Labels} {
+		for k, v := range m {
+			if errs := append(validation.IsQualifiedName(k), validation.IsValidLabelValue(v)...); len(errs) > 0 {
+				t.Errorf("label %s=%s: %v", k, v, errs)
+			}
+		}
 	}
 	if len(es.Endpoints) != 1 || es.Endpoints[0].Addresses[0] != "10.250.3.7" || len(es.Ports) != 2 || *es.Ports[1].Name != "tcp-80" {
 		t.Errorf("EndpointSlice endpoints %+v ports %+v", es.Endpoints, es.Ports)
