@@ -83,10 +83,10 @@ func (w *statusWriter) publishGatewayServices(ctx context.Context, snap *source.
 		want[key] = true
 		svc, es := gatewayService(gw, name, infra, st.Gateways[ref].Addresses)
 		wrote, err := w.writeGatewayService(ctx, services[key], svc)
-		w.report("gateway service", key, wrote, err)
+		w.reportPublished("service", key, wrote, err)
 		if err == nil {
 			wrote, err = w.writeGatewayEndpointSlice(ctx, slicesByName[key], es)
-			w.report("gateway endpointslice", key, wrote, err)
+			w.reportPublished("endpointslice", key, wrote, err)
 		}
 	}
 	// What a Gateway no longer has: it is still in the snapshot but not
@@ -106,7 +106,18 @@ func (w *statusWriter) publishGatewayServices(ctx context.Context, snap *source.
 		if apierrors.IsNotFound(err) {
 			err = nil
 		}
-		w.report("gateway service", key, err == nil, err)
+		w.reportPublished("service", key, err == nil, err)
+	}
+}
+
+// reportPublished logs a published object's write or its failure, as
+// report does a status's.
+func (w *statusWriter) reportPublished(kind, key string, wrote bool, err error) {
+	switch {
+	case err != nil:
+		w.logger.Warn("could not publish the Gateway's object", "kind", kind, "object", key, "error", err)
+	case wrote:
+		w.logger.Info("Gateway object published", "kind", kind, "object", key)
 	}
 }
 
