@@ -106,7 +106,11 @@ func (w *statusWriter) publishGatewayServices(ctx context.Context, snap *source.
 		if apierrors.IsNotFound(err) {
 			err = nil
 		}
-		w.reportPublished("service", key, err == nil, err)
+		if err != nil {
+			w.logger.Warn("could not delete the Service of a Gateway no longer served", "object", key, "error", err)
+		} else {
+			w.logger.Info("Service of a Gateway no longer served deleted", "object", key)
+		}
 	}
 }
 
