@@ -82,6 +82,7 @@ func (w *statusWriter) PublishGateways(ctx context.Context, snap *source.Snapsho
 		wrote, err := w.writeTLSRoute(ctx, r, want, controller, now)
 		w.report("tlsroute", r.Namespace+"/"+r.Name, wrote, err)
 	}
+	w.publishGatewayServices(ctx, snap, st)
 	return nil
 }
 

@@ -44,7 +44,7 @@ type weighted struct {
 	port    int
 	weight  int32
 	members []model.Member
-	headers []model.HeaderOp // the ref's RequestHeaderModifier
+	filters refFilters // the ref's own
 	// h2c: the Service port's appProtocol is kubernetes.io/h2c, so its
 	// members speak HTTP/2 in clear with prior knowledge.
 	h2c bool
@@ -62,10 +62,10 @@ const appProtocolH2C = "kubernetes.io/h2c"
 // 0 gets an empty pool, which HAProxy answers with 503; a rule without
 // refs gets 500 from its caller unless a RequestRedirect answers it.
 //
-// refHeaders (nil, or one per ref) are the refs' header changes: a ref
-// with some gets a pool of its own, and a rule of several refs a split
-// of pools rather than one pool of all their members.
-func (x *index) rulePool(kind string, r *gwv1.HTTPRoute, rule int, refs []gwv1.HTTPBackendRef, refHeaders [][]model.HeaderOp, opts translate.Options) backendResult {
+// refFilters (nil, or one per ref) are the refs' filters: a ref with
+// some gets a pool of its own, and a rule of several refs a split of
+// pools rather than one pool of all their members.
+func (x *index) rulePool(kind string, r *gwv1.HTTPRoute, rule int, refs []gwv1.HTTPBackendRef, refFilters []refFilters, opts translate.Options) backendResult {
 	var res backendResult
 	var ok []weighted
 	var fail, total int64
@@ -80,8 +80,8 @@ func (x *index) rulePool(kind string, r *gwv1.HTTPRoute, rule int, refs []gwv1.H
 			}
 			continue
 		}
-		if refHeaders != nil {
-			w.headers = refHeaders[i]
+		if refFilters != nil {
+			w.filters = refFilters[i]
 		}
 		if w.weight > 0 {
 			ok = append(ok, w)
@@ -91,7 +91,7 @@ func (x *index) rulePool(kind string, r *gwv1.HTTPRoute, rule int, refs []gwv1.H
 	if fail > 0 && fail == total {
 		return res
 	}
-	if anyHeaders(ok) && (len(ok) > 1 || fail > 0) {
+	if anyFilters(ok) && (len(ok) > 1 || fail > 0) {
 		res.split, res.pools = splitOfWeighted(ok, int(fail)) // at most 16 refs: no overflow
 		res.pool = res.pools[0]
 		return res

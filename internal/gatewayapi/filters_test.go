@@ -197,6 +197,11 @@ func TestGatewayFilterRefusals(t *testing.T) {
 	rewrite := func(spec string) string {
 		return `{filters: [{type: URLRewrite, urlRewrite: ` + spec + `}]}`
 	}
+	// A backendRef's URLRewrite, the rule's one ref.
+	refRewrite := func(spec string) string {
+		return `{backendRefs: [{name: svc, port: 80, filters: [{type: URLRewrite, urlRewrite: ` + spec + `}]}]}`
+	}
+	const refRewrite0 = "spec.rules[0].backendRefs[0].filters[0].urlRewrite"
 	for _, tc := range []struct {
 		name, rule, field, message string
 	}{
@@ -250,6 +255,18 @@ func TestGatewayFilterRefusals(t *testing.T) {
 			`{type: RequestHeaderModifier, requestHeaderModifier: {remove: [X-B]}}]}]}`, "spec.rules[0].backendRefs[0].filters[1]", "second"},
 		{"backend modifier without settings", `{backendRefs: [{name: svc, port: 80, filters: [{type: RequestHeaderModifier}]}]}`,
 			"spec.rules[0].backendRefs[0].filters[0]", "without its settings"},
+		{"backend rewrite hostname", refRewrite(`{hostname: b.example}`), refRewrite0 + ".hostname", "not supported on a backendRef"},
+		{"backend rewrite without path", refRewrite(`{}`), refRewrite0, "no path"},
+		{"backend rewrite ;evil", refRewrite(`{path: {type: ReplaceFullPath, replaceFullPath: "/a;evil"}}`), refRewrite0 + ".path", "replaceFullPath"},
+		{"backend rewrite percent", refRewrite(`{path: {type: ReplacePrefixMatch, replacePrefixMatch: "/%[src]"}}`), refRewrite0 + ".path", "replacePrefixMatch"},
+		{"backend prefix on exact match", `{matches: [{path: {type: Exact, value: /a}}], ` + refRewrite(`{path: {type: ReplacePrefixMatch, replacePrefixMatch: /b}}`)[1:],
+			refRewrite0 + ".path", "PathPrefix"},
+		{"backend prefix of two prefixes", `{matches: [{path: {value: /a}}, {path: {value: /b}}], ` + refRewrite(`{path: {type: ReplacePrefixMatch, replacePrefixMatch: /c}}`)[1:],
+			refRewrite0 + ".path", "one prefix"},
+		{"backend rewrite after a rule's", `{filters: [{type: URLRewrite, urlRewrite: {path: {type: ReplaceFullPath, replaceFullPath: /x}}}], ` +
+			refRewrite(`{path: {type: ReplaceFullPath, replaceFullPath: /y}}`)[1:], refRewrite0, "already rewrite"},
+		{"backend two rewrites", `{backendRefs: [{name: svc, port: 80, filters: [{type: URLRewrite, urlRewrite: {path: {type: ReplaceFullPath, replaceFullPath: /x}}}, ` +
+			`{type: URLRewrite, urlRewrite: {path: {type: ReplaceFullPath, replaceFullPath: /y}}}]}]}`, "spec.rules[0].backendRefs[0].filters[1]", "second"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rule := tc.rule

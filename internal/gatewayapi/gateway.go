@@ -32,6 +32,8 @@ func Translate(snap *source.Snapshot, opts translate.Options) *translate.Result 
 		Classes:  map[string][]metav1.Condition{},
 		Gateways: map[model.ObjectRef]gwv1.GatewayStatus{},
 		Routes:   map[model.ObjectRef][]gwv1.RouteParentStatus{},
+
+		Infrastructure: map[model.ObjectRef]translate.GatewayInfrastructure{},
 	}
 	res.Gateway = st
 	classes := gatewayClasses(snap.GatewayClasses, opts, st, &res.Problems)
@@ -103,6 +105,7 @@ func Translate(snap *source.Snapshot, opts translate.Options) *translate.Result 
 		if lb := p.loadBalancer(opts.HealthChecks); lb != nil {
 			res.LoadBalancers = append(res.LoadBalancers, lb)
 			res.Accepted[p.ref] = lb.UUID
+			st.Infrastructure[p.ref] = p.infrastructure()
 			if p.address.notUsable != "" {
 				res.AddressRefused[lb.UUID] = true
 			}

@@ -83,7 +83,7 @@ func (p *parsedGateway) isolationEntries(port int) []gwEntry {
 			continue
 		}
 		out = append(out, gwEntry{host: l.host, match: gwMatch{pathMatch: model.CompareStartsWith, path: "/"},
-			status: http.StatusNotFound, isolation: true})
+			status: http.StatusNotFound, isolation: true, breadth: breadthIsolation})
 	}
 	return out
 }

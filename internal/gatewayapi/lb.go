@@ -24,8 +24,11 @@ type gwEntry struct {
 	// options are the rule's filters for this match and listener.
 	options *model.PolicyOptions
 	// isolation marks a listener's 404 entry (gateway_isolation.go):
-	// no route; it comes after every route entry of its host and path.
+	// no route; it comes after every route entry of its host.
 	isolation bool
+	// breadth is how much broader than host the route's own hostname
+	// is (hostBreadth): 0 when the route wrote host itself.
+	breadth int
 }
 
 // gatewayEntryBefore is the Gateway API's precedence, which HAProxy's
@@ -33,21 +36,36 @@ type gwEntry struct {
 //
 //  1. the most specific host: an exact name, then wildcards by longer
 //     suffix, then any host;
-//  2. an Exact path before a PathPrefix, then the longer prefix;
-//  3. a method match before none;
-//  4. more header matches, then more query-parameter matches;
-//  5. the older route, then namespace/name;
-//  6. rule order in the route, then match order in the rule.
+//  2. for one intersected host, the route whose own hostname is the
+//     more specific (hostBreadth: the host itself, then a longer
+//     wildcard, then none), as the spec asks of routes whose hostnames
+//     meet a listener's in one name (a route for "*.example.com" and
+//     one for "abc.example.com" on a listener for "abc.example.com":
+//     the second, even over a longer path of the first); a listener's
+//     404 after every route of its host;
+//  3. an Exact path before a PathPrefix, then the longer prefix;
+//  4. a method match before none;
+//  5. more header matches, then more query-parameter matches;
+//  6. the older route, then namespace/name;
+//  7. rule order in the route, then match order in the rule.
 //
-// Steps 1-2 are Ingress's order (routeBefore), steps 3-4 render's match
-// maps' (render/matches.go), so render's map routing reads Gateway
-// policies in the order it decides.
+// Steps 1 and 3 are Ingress's order (routeBefore), steps 4-5 render's
+// match maps' (render/matches.go), so render's map routing reads Gateway
+// policies in the order it decides. Step 2 is a key of its own entry
+// (not "when the hosts are equal", which would not be a strict weak
+// order): 0 wherever the route wrote the host it is served on, so it
+// reorders only where a route's hostname is broader than the
+// listener's; where that puts a shorter path first, render keeps the
+// ACL rules for the port (its maps order by host and path alone).
 func gatewayEntryBefore(a, b gwEntry) bool {
 	if ra, rb := gatewayHostRank(a.host), gatewayHostRank(b.host); ra != rb {
 		return ra < rb
 	}
 	if isWildcard(a.host) && isWildcard(b.host) && len(a.host) != len(b.host) {
 		return len(a.host) > len(b.host)
+	}
+	if a.breadth != b.breadth {
+		return a.breadth < b.breadth
 	}
 	if ra, rb := translate.PathRank(a.match.pathMatch), translate.PathRank(b.match.pathMatch); ra != rb {
 		return ra < rb
@@ -64,9 +82,6 @@ func gatewayEntryBefore(a, b gwEntry) bool {
 	if len(a.match.queries) != len(b.match.queries) {
 		return len(a.match.queries) > len(b.match.queries)
 	}
-	if a.isolation != b.isolation {
-		return b.isolation
-	}
 	if a.route != b.route {
 		return olderObject(a.route, b.route)
 	}
@@ -81,6 +96,28 @@ func gatewayEntryBefore(a, b gwEntry) bool {
 		return a.host < b.host
 	}
 	return a.match.path < b.match.path
+}
+
+// Breadths of hostBreadth: a route without hostnames served on a
+// listener's hostname, and a listener's 404 entry, after every wildcard.
+const (
+	breadthNoHostname = 2 + maxHostLen
+	breadthIsolation  = breadthNoHostname + 1
+	maxHostLen        = 253
+)
+
+// hostBreadth ranks the hostname a route wrote (original, "" for none:
+// originalHost) against the host it is served on there (the
+// intersection with the listener's): 0 when they are one name, then
+// wildcards, the longer (more specific) first, then no hostname.
+func hostBreadth(original, host string) int {
+	switch {
+	case original == host:
+		return 0
+	case original == "":
+		return breadthNoHostname
+	}
+	return 1 + maxHostLen - min(len(original), maxHostLen)
 }
 
 func gatewayHostRank(h string) int {

@@ -22,6 +22,8 @@ type parsedGateway struct {
 	// refusal, when set, is why the Gateway is not served at all
 	// (Accepted=False with this reason).
 	refusal, refusalMessage string
+	// infra is spec.infrastructure's labels and annotations, validated.
+	infra translate.GatewayInfrastructure
 	// address is what spec.addresses asks of IPAM.
 	address   gwAddress
 	listeners []*gwListener
@@ -105,6 +107,12 @@ func parseGateway(gw *gwv1.Gateway, x *index, opts translate.Options, problems *
 		*problems = append(*problems, gatewayProblem(gw, p.refusal, "spec.addresses", p.refusalMessage))
 	case p.address.notUsable != "":
 		*problems = append(*problems, gatewayProblem(gw, string(gwv1.GatewayReasonAddressNotUsable), "spec.addresses", p.address.notUsable))
+	}
+	if field, msg := "", ""; p.refusal == "" {
+		if p.infra, field, msg = parseInfrastructure(gw); field != "" {
+			p.refusal, p.refusalMessage = string(gwv1.GatewayReasonInvalidParameters), field+": "+msg
+			*problems = append(*problems, gatewayProblem(gw, p.refusal, field, msg+": the Gateway is not served"))
+		}
 	}
 	names := map[gwv1.SectionName]bool{}
 	for i := range gw.Spec.Listeners {

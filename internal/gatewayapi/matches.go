@@ -34,9 +34,9 @@ type gwRule struct {
 	matches  []gwMatch
 	filters  gwFilters
 	settings ruleSettings
-	// refHeaders are the backendRefs' RequestHeaderModifiers, one per
-	// ref; nil when no ref has filters.
-	refHeaders [][]model.HeaderOp
+	// refFilters are the backendRefs' filters, one per ref; nil when no
+	// ref has filters.
+	refFilters []refFilters
 }
 
 // routeRefusal is why a whole HTTPRoute is not served: the field and
@@ -69,9 +69,6 @@ func parseRouteSpec(r *gwv1.HTTPRoute, opts translate.Options) ([]string, []gwRu
 		if out.settings, refusal = parseRuleSettings(field, rule, r, i); refusal != nil {
 			return nil, nil, refusal
 		}
-		if out.refHeaders, refusal = parseRuleRefFilters(field, rule.BackendRefs); refusal != nil {
-			return nil, nil, refusal
-		}
 		specs := rule.Matches
 		if len(specs) == 0 {
 			specs = []gwv1.HTTPRouteMatch{{}} // the spec's default: PathPrefix "/"
@@ -89,6 +86,9 @@ func parseRouteSpec(r *gwv1.HTTPRoute, opts translate.Options) ([]string, []gwRu
 		}
 		if err := out.filters.checkPrefixMatches(out.matches); err != nil {
 			return nil, nil, &routeRefusal{field + ".filters", err.Error()}
+		}
+		if out.refFilters, refusal = parseRuleRefFilters(field, rule.BackendRefs, out); refusal != nil {
+			return nil, nil, refusal
 		}
 		rules = append(rules, out)
 	}

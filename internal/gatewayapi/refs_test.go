@@ -104,6 +104,69 @@ func TestGatewayBackendRefFilters(t *testing.T) {
 	}
 }
 
+// A backendRef's URLRewrite path: a pool of its own whose path is
+// replaced (ReplaceFullPath) or whose matched prefix is (the rule's
+// PathPrefix, "/" as ""), with the ref's header changes beside it; the
+// policy has no rewrite of its own, and a ref without filters in the
+// same rule keeps the Service's pool in the split.
+func TestGatewayBackendRefURLRewrite(t *testing.T) {
+	full := `{type: URLRewrite, urlRewrite: {path: {type: ReplaceFullPath, replaceFullPath: /rewritten-full}}}`
+	prefix := func(to string) string {
+		return `{type: URLRewrite, urlRewrite: {path: {type: ReplacePrefixMatch, replacePrefixMatch: ` + to + `}}}`
+	}
+	res := refsResult(t, `
+  - matches: [{path: {value: /full}}]
+    backendRefs: [{name: svc, port: 80, filters: [`+full+`]}]
+  - matches: [{path: {value: /prefix/}}]
+    backendRefs: [{name: svc, port: 80, filters: [`+prefix("/rewritten-prefix/")+`, {type: RequestHeaderModifier, requestHeaderModifier: {set: [{name: B, value: v}]}}]}]
+  - backendRefs: [{name: svc, port: 80, filters: [`+prefix("/root")+`]}]
+  - matches: [{path: {value: /two}}, {path: {value: /two}, method: POST}]
+    backendRefs:
+    - {name: svc, port: 80, filters: [`+prefix("/")+`]}
+    - {name: svc2, port: 80}`)
+	assertAccepted(t, res)
+	lb := res.LoadBalancers[0]
+	pools := lbPools(lb)
+	byPath := routePools(t, res)
+	opts := routeOptions(t, res, 80)
+	svcPool := model.ID("pool", "default", "svc", "80")
+	for _, tc := range []struct {
+		path, rewritePath string
+		prefix            *model.PrefixRewrite
+		headers           int
+	}{
+		{"/full", "/rewritten-full", nil, 0},
+		{"/prefix", "", &model.PrefixRewrite{Prefix: "/prefix", Replacement: "/rewritten-prefix"}, 1},
+		{"/", "", &model.PrefixRewrite{Prefix: "", Replacement: "/root"}, 0},
+	} {
+		p := byPath[tc.path]
+		if p == nil || p.ID == svcPool || p.Service != "svc" || p.RewritePath != tc.rewritePath ||
+			!reflect.DeepEqual(p.PrefixRewrite, tc.prefix) || len(p.RequestHeaders) != tc.headers {
+			t.Errorf("%s: pool %+v, want its own rewriting to %q %+v with %d header changes", tc.path, p, tc.rewritePath, tc.prefix, tc.headers)
+		}
+		if o := opts["STARTS_WITH "+tc.path]; o != nil {
+			t.Errorf("%s: policy options %+v, want none (the pool rewrites)", tc.path, o)
+		}
+	}
+	two := opts["STARTS_WITH /two"]
+	if two == nil || two.Split == nil || len(two.Split.Pools) != 2 {
+		t.Fatalf("/two: options %+v", two)
+	}
+	first, second := pools[two.Split.Pools[0].PoolID], pools[two.Split.Pools[1].PoolID]
+	if first == nil || !reflect.DeepEqual(first.PrefixRewrite, &model.PrefixRewrite{Prefix: "/two", Replacement: ""}) {
+		t.Errorf("/two first pool %+v", first)
+	}
+	if second == nil || second.ID != model.ID("pool", "default", "svc2", "80") || second.PrefixRewrite != nil {
+		t.Errorf("/two second pool %+v, want svc2's own", second)
+	}
+	if got := gatewayRoute(t, lb, 80, gwRequest{host: "victim.example", path: "/"}); got != "svc" {
+		t.Errorf("victim: %s", got)
+	}
+	if p := lb.Pool(svcPool); p != nil && (p.RewritePath != "" || p.PrefixRewrite != nil) {
+		t.Errorf("the Service's shared pool rewrites: %+v", p)
+	}
+}
+
 // Two routes asking the same of one Service share its pool with header
 // changes; another change is another pool.
 func TestGatewayBackendRefFiltersShared(t *testing.T) {

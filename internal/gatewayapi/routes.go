@@ -123,7 +123,7 @@ func parseRoute(ro routeObject, x *index, opts translate.Options, problems *[]mo
 		return pr
 	}
 	for i, rule := range r.Spec.Rules {
-		b := x.rulePool(ro.kind, r, i, rule.BackendRefs, pr.rules[i].refHeaders, opts)
+		b := x.rulePool(ro.kind, r, i, rule.BackendRefs, pr.rules[i].refFilters, opts)
 		if len(rule.BackendRefs) == 0 && !answersItself(rule.Filters) {
 			// Nothing to forward to and nothing that answers: 500,
 			// as the spec asks (the suite's HTTPRouteNoBackendRefs).
@@ -316,6 +316,7 @@ func (p *parsedGateway) addEntries(l *gwListener, hosts []string, pr *parsedRout
 				p.entries[l.port] = append(p.entries[l.port], gwEntry{
 					host: h, match: m, poolID: poolID, status: status, route: pr.r, kind: pr.kind, rule: ri, index: mi,
 					options: withSplit(rule.filters.options(m, l.protocol, l.port), b.split),
+					breadth: hostBreadth(originalHost(pr.hosts, h), h),
 				})
 			}
 		}

@@ -373,6 +373,12 @@ type Pool struct {
 	// RequestHeaderModifier). A pool with them is one of its own, never
 	// a Service's pool that others share.
 	RequestHeaders []HeaderOp `json:"requestHeaders,omitempty"`
+	// RewritePath replaces the path of every request sent to this pool,
+	// and PrefixRewrite its matched prefix (at most one of the two), after
+	// the policy's changes (an HTTPRoute backendRef's URLRewrite). A pool
+	// with either is one of its own, as with RequestHeaders.
+	RewritePath   string         `json:"rewritePath,omitempty"`
+	PrefixRewrite *PrefixRewrite `json:"prefixRewrite,omitempty"`
 }
 
 // UpstreamTLS is a pool's TLS towards its members. The CA and the client

@@ -23,9 +23,10 @@ func Gateways(in *translate.GatewayStatus, next Published) *translate.GatewaySta
 		return nil
 	}
 	out := &translate.GatewayStatus{
-		Classes:  in.Classes,
-		Routes:   in.Routes,
-		Gateways: make(map[model.ObjectRef]gwv1.GatewayStatus, len(in.Gateways)),
+		Classes:        in.Classes,
+		Routes:         in.Routes,
+		Infrastructure: in.Infrastructure,
+		Gateways:       make(map[model.ObjectRef]gwv1.GatewayStatus, len(in.Gateways)),
 	}
 	for ref, st := range in.Gateways {
 		st = *st.DeepCopy()

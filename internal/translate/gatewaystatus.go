@@ -28,6 +28,27 @@ type GatewayStatus struct {
 	// of ours. Entries of other controllers are not here; the writer
 	// keeps them as they are.
 	Routes map[model.ObjectRef][]gwv1.RouteParentStatus
+	// Infrastructure by Gateway ref, for each Gateway of ours that has a
+	// load balancer: what the Service the writer publishes for it in its
+	// namespace carries (docs/gateway-api.md, "Gateway infrastructure").
+	Infrastructure map[model.ObjectRef]GatewayInfrastructure
+}
+
+// GatewayInfrastructure is a Gateway's spec.infrastructure labels and
+// annotations, validated as Kubernetes metadata, and the ports of its
+// listeners: what its published Service and EndpointSlice carry.
+type GatewayInfrastructure struct {
+	Labels      map[string]string
+	Annotations map[string]string
+	// Ports are the distinct listener ports, sorted by port then
+	// protocol ("TCP" or "UDP").
+	Ports []GatewayPort
+}
+
+// GatewayPort is one port of a published Gateway Service.
+type GatewayPort struct {
+	Port     int32
+	Protocol string // "TCP" or "UDP"
 }
 
 // NotProgrammed records, on each Gateway of ours the controller could not

@@ -303,6 +303,9 @@ func writeBackendNamed(c *encode.Config, name encode.Word, p *poolView, maxConn 
 		}
 		c.Line(words...)
 	}
+	if p.rewrite != nil {
+		c.Line(append([]encode.Word{httpRequest}, p.rewrite...)...)
+	}
 	for i, s := range p.slots {
 		words := []encode.Word{encode.Lit("server"), serverName(i), encode.AddrPort(s.addr, s.port),
 			encode.Lit("weight"), encode.Num(s.weight)}

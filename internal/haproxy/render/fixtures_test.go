@@ -175,6 +175,7 @@ func fixtures() []fixture {
 		{"gateway-rule-settings", ruleSettingsFixture(web1, web2)},
 		{"gateway-cors", gatewayCORSFixture(web1, web2)},
 		{"gateway-backend-headers", splitFixture(web1, web2)},
+		{"gateway-backend-rewrite", poolRewriteFixture(web1, web2)},
 		{"ingress-headers", ingressHeadersFixture()},
 		{"custom-errors", customErrorsFixture(web1, pool("error-pages", member("10.0.0.9", 8080)))},
 	}

@@ -334,6 +334,8 @@ func spareReason(p *poolView, slots int) string {
 		return "failing share"
 	case len(p.reqHeaders) > 0:
 		return "request headers"
+	case p.rewrite != nil:
+		return "path rewrite"
 	case len(p.slots) > slots:
 		return strconv.Itoa(len(p.slots)) + " slots, spare backends have " + strconv.Itoa(slots)
 	}

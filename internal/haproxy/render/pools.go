@@ -94,6 +94,12 @@ func poolOf(p *model.Pool, minSlots int, prev []netip.AddrPort) (poolView, error
 	if p.TCP && len(pv.reqHeaders) > 0 {
 		return pv, errors.New("a TCP pool has no request headers to change")
 	}
+	if pv.rewrite, err = poolRewriteOf(p); err != nil {
+		return pv, err
+	}
+	if p.TCP && pv.rewrite != nil {
+		return pv, errors.New("a TCP pool has no path to rewrite")
+	}
 	balance, ok := algorithms[p.Algorithm]
 	if !ok {
 		return pv, fmt.Errorf("unknown algorithm %s", encode.Printable(string(p.Algorithm)))
@@ -199,4 +205,27 @@ func retryOnOf(p *model.Pool) ([]encode.Word, error) {
 		words = append(words, encode.Num(c))
 	}
 	return words, nil
+}
+
+// poolRewriteOf validates a pool's path rewrite again: a plain full path
+// for set-path, or a prefix replacement for replace-path (the words
+// encode.PrefixReplace makes, as for a policy's).
+func poolRewriteOf(p *model.Pool) ([]encode.Word, error) {
+	switch {
+	case p.RewritePath != "" && p.PrefixRewrite != nil:
+		return nil, errors.New("both a rewrite path and a prefix rewrite")
+	case p.RewritePath != "":
+		w, err := plainPathWord("pool rewrite path", p.RewritePath)
+		if err != nil {
+			return nil, err
+		}
+		return []encode.Word{encode.Lit("set-path"), w}, nil
+	case p.PrefixRewrite != nil:
+		regex, repl, err := prefixRewriteOf(p.PrefixRewrite)
+		if err != nil {
+			return nil, fmt.Errorf("pool %w", err)
+		}
+		return []encode.Word{encode.Lit("replace-path"), regex, repl}, nil
+	}
+	return nil, nil
 }

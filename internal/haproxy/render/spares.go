@@ -68,14 +68,14 @@ func spareViews(n, minSlots int, pools []poolView, maxConn int) ([]poolView, err
 // balancer's plain pools have (the first by id on a tie): a joining
 // Ingress's pool gets the settings of the group's annotations, which
 // its members likely share. Plain pools have no affinity, upstream TLS,
-// fault injection or header changes, whose lines name files or differ
-// per pool. Without one, the shape of a pool with translate's defaults.
+// fault injection, header changes or path rewrites, whose lines name
+// files or differ per pool. Without one, the shape of a pool with translate's defaults.
 func spareTemplate(pools []poolView, minSlots, maxConn int) (poolView, error) {
 	count := map[string]int{}
 	best, bestCount := -1, 0
 	for i := range pools {
 		p := &pools[i]
-		if p.cookie != nil || p.tcp || p.upstream != (model.UpstreamTLS{}) || p.fail != 0 || len(p.reqHeaders) > 0 {
+		if p.cookie != nil || p.tcp || p.upstream != (model.UpstreamTLS{}) || p.fail != 0 || len(p.reqHeaders) > 0 || p.rewrite != nil {
 			continue
 		}
 		shape := poolShape(p, maxConn)

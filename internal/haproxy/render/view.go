@@ -117,6 +117,10 @@ type poolView struct {
 	// reqHeaders change every request sent to the pool (model.Pool's
 	// RequestHeaders), after the policy's.
 	reqHeaders []headerOp
+	// rewrite changes the path of every request sent to the pool
+	// (model.Pool's RewritePath or PrefixRewrite), after its header
+	// changes: the words after "http-request"; nil for none.
+	rewrite []encode.Word
 }
 
 // slot is one pre-declared server. An unused slot is a disabled

@@ -172,6 +172,9 @@ func GatewaySample(uuid string) *model.LoadBalancer {
 	l.ListenerHosts = []string{"", "*.wild.example", "a.example"}
 	l.StrictSNI = true
 	lb.Pools[0].RequestHeaders = []model.HeaderOp{{Op: model.HeaderSet, Name: "Backend", Value: "v1"}, {Op: model.HeaderRemove, Name: "X-R"}}
+	// Both only to carry both through the store: render refuses a pool
+	// with the two.
+	lb.Pools[0].RewritePath, lb.Pools[0].PrefixRewrite = "/full", &model.PrefixRewrite{Prefix: "/prefix", Replacement: "/rewritten"}
 	l.Policies[0].Options.Split = &model.Split{Pools: []model.PoolShare{{PoolID: "p1", Weight: 3}, {PoolID: "p0", Weight: 1}}, FailWeight: 2}
 	return lb
 }
