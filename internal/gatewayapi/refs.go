@@ -90,6 +90,7 @@ func servicePool(w weighted) *model.Pool {
 	if w.h2c {
 		pool = h2cPool(pool)
 	}
+	pool = withBackendTLS(pool, w.tls)
 	return withRequestHeaders(pool, w.headers)
 }
 

@@ -28,6 +28,9 @@ type GatewayStatus struct {
 	// of ours. Entries of other controllers are not here; the writer
 	// keeps them as they are.
 	Routes map[model.ObjectRef][]gwv1.RouteParentStatus
+	// Policies by BackendTLSPolicy ref: one status.ancestors entry per
+	// Gateway of ours whose routes reach a Service it targets.
+	Policies map[model.ObjectRef][]gwv1.PolicyAncestorStatus
 }
 
 // NotProgrammed records, on each Gateway of ours the controller could not

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"pier.dev/pier/internal/source"
 )
@@ -97,6 +98,8 @@ type listers struct {
 	authSecrets func([]*networkingv1.Ingress) []*corev1.Secret
 	// configMaps are the ConfigMaps the Ingresses name in custom-headers.
 	configMaps func([]*networkingv1.Ingress) []*corev1.ConfigMap
+	// policyConfigMaps are those BackendTLSPolicies name as CAs.
+	policyConfigMaps func([]*gwv1.BackendTLSPolicy) []*corev1.ConfigMap
 	nodes      func() ([]*corev1.Node, error)
 	leases     func() ([]*coordinationv1.Lease, error)
 	// badNodeAddress reports a Node whose pier.dev/vrrp-address is not
@@ -175,6 +178,8 @@ func (s *Source) Run(ctx context.Context, onChange func(*source.Snapshot)) error
 	defer auth.stop()
 	maps := newNamedConfigMaps(s.client, changed, s.logger)
 	defer maps.stop()
+	policyMaps := newPolicyConfigMaps(s.client, changed, s.logger)
+	defer policyMaps.stop()
 	l := listers{
 		ingresses:      func() ([]*networkingv1.Ingress, error) { return ing.Lister().List(labels.Everything()) },
 		classes:        func() ([]*networkingv1.IngressClass, error) { return cls.Lister().List(labels.Everything()) },
@@ -186,6 +191,9 @@ func (s *Source) Run(ctx context.Context, onChange func(*source.Snapshot)) error
 		},
 		configMaps: func(ings []*networkingv1.Ingress) []*corev1.ConfigMap {
 			return maps.objects(ctx, ings)
+		},
+		policyConfigMaps: func(policies []*gwv1.BackendTLSPolicy) []*corev1.ConfigMap {
+			return policyMaps.objectsNamed(ctx, policyConfigMaps(policies))
 		},
 		nodes:          func() ([]*corev1.Node, error) { return nodes.Lister().List(s.opts.NodeSelector) },
 		leases:         func() ([]*coordinationv1.Lease, error) { return leases.Lister().List(labels.Everything()) },
@@ -460,6 +468,9 @@ func (l listers) snapshot(agentAlive map[string]bool) (*source.Snapshot, error) 
 	if err := l.gateway.fill(snap); err != nil {
 		return nil, err
 	}
+	if l.policyConfigMaps != nil {
+		snap.ConfigMaps = appendMissing(snap.ConfigMaps, l.policyConfigMaps(snap.BackendTLSPolicies))
+	}
 	sortByName(snap.Ingresses)
 	sortByName(snap.IngressClasses)
 	sortByName(snap.Services)
@@ -476,4 +487,20 @@ func sortByName[T metav1.Object](list []T) {
 		}
 		return list[i].GetName() < list[j].GetName()
 	})
+}
+
+// appendMissing adds to have the ConfigMaps of more it does not hold
+// (by namespace and name): an Ingress and a policy may name the same.
+func appendMissing(have, more []*corev1.ConfigMap) []*corev1.ConfigMap {
+	seen := make(map[string]bool, len(have))
+	for _, cm := range have {
+		seen[cm.Namespace+"/"+cm.Name] = true
+	}
+	for _, cm := range more {
+		if !seen[cm.Namespace+"/"+cm.Name] {
+			seen[cm.Namespace+"/"+cm.Name] = true
+			have = append(have, cm)
+		}
+	}
+	return have
 }
