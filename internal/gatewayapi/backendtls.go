@@ -267,4 +267,3 @@ func withBackendTLS(pool *model.Pool, bp *backendTLSPolicy) *model.Pool {
 	p.Protocol, p.UpstreamTLS = model.BackendHTTPS, &u
 	return &p
 }
-

@@ -69,10 +69,10 @@ type gatewayListers struct {
 	classes    func() ([]*gwv1.GatewayClass, error)
 	gateways   func() ([]*gwv1.Gateway, error)
 	routes     func() ([]*gwv1.HTTPRoute, error)
-	grpcRoutes func() ([]*gwv1.GRPCRoute, error)      // nil: GRPCRoutes not watched
-	udpRoutes  func() ([]*gwv1alpha2.UDPRoute, error) // nil: UDPRoutes not watched
-	tcpRoutes  func() ([]*gwv1alpha2.TCPRoute, error) // nil: TCPRoutes not watched
-	tlsRoutes  func() ([]*gwv1alpha2.TLSRoute, error) // nil: TLSRoutes not watched
+	grpcRoutes func() ([]*gwv1.GRPCRoute, error)        // nil: GRPCRoutes not watched
+	udpRoutes  func() ([]*gwv1alpha2.UDPRoute, error)   // nil: UDPRoutes not watched
+	tcpRoutes  func() ([]*gwv1alpha2.TCPRoute, error)   // nil: TCPRoutes not watched
+	tlsRoutes  func() ([]*gwv1alpha2.TLSRoute, error)   // nil: TLSRoutes not watched
 	policies   func() ([]*gwv1.BackendTLSPolicy, error) // nil: BackendTLSPolicies not watched
 	grants     func() ([]*gwv1beta1.ReferenceGrant, error)
 	namespaces func() ([]*corev1.Namespace, error)

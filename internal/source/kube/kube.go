@@ -28,8 +28,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"pier.dev/pier/internal/source"
 )
@@ -100,8 +100,8 @@ type listers struct {
 	configMaps func([]*networkingv1.Ingress) []*corev1.ConfigMap
 	// policyConfigMaps are those BackendTLSPolicies name as CAs.
 	policyConfigMaps func([]*gwv1.BackendTLSPolicy) []*corev1.ConfigMap
-	nodes      func() ([]*corev1.Node, error)
-	leases     func() ([]*coordinationv1.Lease, error)
+	nodes            func() ([]*corev1.Node, error)
+	leases           func() ([]*coordinationv1.Lease, error)
 	// badNodeAddress reports a Node whose pier.dev/vrrp-address is not
 	// an IP address.
 	badNodeAddress func(node, value string)
