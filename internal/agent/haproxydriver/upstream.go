@@ -27,6 +27,9 @@ func (d *Driver) writeUpstreamFiles(lb *model.LoadBalancer, at layout.LB) (chang
 			continue
 		}
 		wrote, err := d.writeUpstream(at, u)
+		if err != nil && u.Secret == "" { // a BackendTLSPolicy's bundle, from the model
+			return changed, fmt.Errorf("pool %s: CA bundle: %w", p.Name, err)
+		}
 		if err != nil {
 			return changed, fmt.Errorf("pool %s: secret %s/%s: %w", p.Name, u.Namespace, u.Secret, err)
 		}
