@@ -83,7 +83,47 @@ func (w *statusWriter) PublishGateways(ctx context.Context, snap *source.Snapsho
 		w.report("tlsroute", r.Namespace+"/"+r.Name, wrote, err)
 	}
 	w.publishGatewayServices(ctx, snap, st)
+	for _, p := range snap.BackendTLSPolicies {
+		want := st.Policies[gatewayRef(model.KindBackendTLSPolicy, p.Namespace, p.Name)]
+		if want == nil && !hasAncestorOf(p.Status.Ancestors, controller) {
+			continue
+		}
+		wrote, err := w.writeBackendTLSPolicy(ctx, p, want, controller, now)
+		w.report("backendtlspolicy", p.Namespace+"/"+p.Name, wrote, err)
+	}
 	return nil
+}
+
+func hasAncestorOf(as []gwv1.PolicyAncestorStatus, controller gwv1.GatewayController) bool {
+	for _, a := range as {
+		if a.ControllerName == controller {
+			return true
+		}
+	}
+	return false
+}
+
+// writeBackendTLSPolicy merges a policy's ancestors of ours, keeping
+// other controllers' entries as they are.
+func (w *statusWriter) writeBackendTLSPolicy(ctx context.Context, cached *gwv1.BackendTLSPolicy, want []gwv1.PolicyAncestorStatus,
+	controller gwv1.GatewayController, now metav1.Time) (bool, error) {
+	policies := w.gw.GatewayV1().BackendTLSPolicies(cached.Namespace)
+	return writeMerged(ctx, w, cached, want,
+		func(ctx context.Context) (*gwv1.BackendTLSPolicy, error) {
+			return policies.Get(ctx, cached.Name, metav1.GetOptions{})
+		},
+		func(p *gwv1.BackendTLSPolicy) bool {
+			merged := status.MergePolicyAncestors(p.Status.Ancestors, want, controller, now)
+			if status.SameGatewayAPIStatus(merged, p.Status.Ancestors) {
+				return false
+			}
+			p.Status.Ancestors = merged
+			return true
+		},
+		func(ctx context.Context, p *gwv1.BackendTLSPolicy) error {
+			_, err := policies.UpdateStatus(ctx, p, metav1.UpdateOptions{FieldManager: "pier"})
+			return err
+		})
 }
 
 func gatewayRef(kind, ns, name string) model.ObjectRef {

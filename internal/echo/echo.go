@@ -8,6 +8,7 @@ package echo
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,6 +74,25 @@ type Response struct {
 	Ingress   string `json:"ingress"`
 	Service   string `json:"service"`
 	Pod       string `json:"pod"`
+	// TLS is what the connection negotiated when it is TLS, as
+	// echo-basic reports it (the suite checks the SNI a proxy sent).
+	TLS *TLSInfo `json:"tls,omitempty"`
+}
+
+// TLSInfo is echo-basic's "tls" object.
+type TLSInfo struct {
+	Version            string `json:"version"`
+	ServerName         string `json:"serverName"`
+	NegotiatedProtocol string `json:"negotiatedProtocol"`
+	CipherSuite        string `json:"cipherSuite"`
+}
+
+func tlsInfo(cs *tls.ConnectionState) *TLSInfo {
+	if cs == nil {
+		return nil
+	}
+	return &TLSInfo{Version: tls.VersionName(cs.Version), ServerName: cs.ServerName,
+		NegotiatedProtocol: cs.NegotiatedProtocol, CipherSuite: tls.CipherSuiteName(cs.CipherSuite)}
 }
 
 // Server is the echo http.Handler. It routes by hand rather than with
@@ -139,6 +159,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Ingress:   s.cfg.Ingress,
 		Service:   s.cfg.Service,
 		Pod:       s.cfg.Pod,
+		TLS:       tlsInfo(r.TLS),
 	})
 	if err != nil {
 		// Only reachable with a broken header map; say so rather than echo half.

@@ -397,3 +397,41 @@ func TestServeH2COnly(t *testing.T) {
 		t.Fatalf("HTTP/1.1: status %d %q, want 400", resp.StatusCode, body)
 	}
 }
+
+// Over TLS the echo reports the SNI the client sent (the suite checks
+// what a proxy's backend TLS sent); in clear there is no "tls" object.
+func TestEchoReportsTLS(t *testing.T) {
+	srv := httptest.NewUnstartedServer(NewServer(Config{}, nil))
+	srv.EnableHTTP2 = false
+	srv.StartTLS()
+	defer srv.Close()
+	client := srv.Client()
+	client.Transport.(*http.Transport).TLSClientConfig.ServerName = "abc.example.com"
+	client.Transport.(*http.Transport).TLSClientConfig.InsecureSkipVerify = true
+	resp, err := client.Get(srv.URL + "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got Response
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got.TLS == nil || got.TLS.ServerName != "abc.example.com" || got.TLS.Version == "" {
+		t.Errorf("tls %+v, want the SNI abc.example.com", got.TLS)
+	}
+	plain := httptest.NewServer(NewServer(Config{}, nil))
+	defer plain.Close()
+	r2, err := http.Get(plain.URL + "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Body.Close()
+	var body map[string]any
+	if err := json.NewDecoder(r2.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := body["tls"]; ok {
+		t.Errorf("a clear request reports tls: %v", body["tls"])
+	}
+}

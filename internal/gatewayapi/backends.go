@@ -29,6 +29,9 @@ type backendResult struct {
 	// some fail), chooses among pools, each ref's own: the first is pool.
 	split *model.Split
 	pools []*model.Pool
+	// policies are the BackendTLSPolicies targeting the rule's
+	// resolved Services (for their status ancestors).
+	policies []model.ObjectRef
 }
 
 // maxRefWeight is the largest backendRef weight (the CRD's maximum).
@@ -48,6 +51,10 @@ type weighted struct {
 	// h2c: the Service port's appProtocol is kubernetes.io/h2c, so its
 	// members speak HTTP/2 in clear with prior knowledge.
 	h2c bool
+	// tls is the BackendTLSPolicy applying to the Service port (nil
+	// without); policies every one targeting it.
+	tls      *backendTLSPolicy
+	policies []model.ObjectRef
 }
 
 // appProtocolH2C is the Service port appProtocol (a Kubernetes standard
@@ -82,6 +89,11 @@ func (x *index) rulePool(kind string, r *gwv1.HTTPRoute, rule int, refs []gwv1.H
 		}
 		if refFilters != nil {
 			w.filters = refFilters[i]
+		}
+		for _, p := range w.policies {
+			if !slices.Contains(res.policies, p) {
+				res.policies = append(res.policies, p)
+			}
 		}
 		if w.weight > 0 {
 			ok = append(ok, w)
@@ -155,6 +167,11 @@ func (x *index) resolveBackend(kind, routeNS string, ref gwv1.BackendRef, opts t
 		return w, string(gwv1.RouteReasonBackendNotFound), fmt.Sprintf("service %s/%s has no TCP port %d", ns, w.svc, w.port)
 	}
 	w.h2c = sp.AppProtocol != nil && *sp.AppProtocol == appProtocolH2C
+	var all []*backendTLSPolicy
+	w.tls, all = x.tls.forPort(ns, w.svc, sp.Name)
+	for _, p := range all {
+		w.policies = append(w.policies, p.ref)
+	}
 	// Refused endpoints (loopback, link-local, pier's pools) are left
 	// out as for an Ingress.
 	if opts.MembersFromClusterIP {
@@ -207,7 +224,16 @@ func poolOfWeighted(r *gwv1.HTTPRoute, rule int, ws []weighted, fail, total int)
 	pool.Service, pool.Port = strings.Join(svcs, "+"), strings.Join(ports, "+")
 	pool.Members = splitMembers(ws)
 	if !slices.ContainsFunc(ws, func(w weighted) bool { return !w.h2c }) {
-		return h2cPool(pool)
+		pool = h2cPool(pool)
+	}
+	// One pool speaks one TLS: the policy applies when every Service of
+	// the rule has the same one; otherwise the one of the first that
+	// has a policy, so that no Service under a policy is reached
+	// unverified.
+	for _, w := range ws {
+		if w.tls != nil {
+			return withBackendTLS(pool, w.tls)
+		}
 	}
 	return pool
 }

@@ -34,6 +34,7 @@ func Translate(snap *source.Snapshot, opts translate.Options) *translate.Result 
 		Routes:   map[model.ObjectRef][]gwv1.RouteParentStatus{},
 
 		Infrastructure: map[model.ObjectRef]translate.GatewayInfrastructure{},
+		Policies:       map[model.ObjectRef][]gwv1.PolicyAncestorStatus{},
 	}
 	res.Gateway = st
 	classes := gatewayClasses(snap.GatewayClasses, opts, st, &res.Problems)
@@ -100,6 +101,7 @@ func Translate(snap *source.Snapshot, opts translate.Options) *translate.Result 
 	// TLSRoutes take TLS listeners only, likewise; their hostnames are
 	// SNIs, chosen between before any HTTP is read.
 	attachTLSRoutes(snap.TLSRoutes, gws, ns, idx, opts, st, &res.Problems)
+	idx.tls.status(opts, st)
 	for _, p := range order {
 		st.Gateways[p.ref] = p.status()
 		if lb := p.loadBalancer(opts.HealthChecks); lb != nil {

@@ -64,8 +64,9 @@ func grantTo(to []gwv1beta1.ReferenceGrantTo, kind, name string) bool {
 type index struct {
 	*translate.Index
 	grants grantIndex
+	tls    *backendTLS
 }
 
 func newIndex(snap *source.Snapshot) *index {
-	return &index{Index: translate.NewIndex(snap), grants: newGrantIndex(snap.ReferenceGrants)}
+	return &index{Index: translate.NewIndex(snap), grants: newGrantIndex(snap.ReferenceGrants), tls: newBackendTLS(snap)}
 }

@@ -150,11 +150,14 @@ func grpcFilters(in []gwv1.GRPCRouteFilter) []gwv1.HTTPRouteFilter {
 // HAProxy's backends and metrics, which should not change under users
 // who have GRPCRoutes.
 func h2cPool(p *model.Pool) *model.Pool {
-	if p == nil || p.Protocol == model.BackendGRPC {
+	if p == nil || p.Protocol == model.BackendGRPC || p.Protocol == model.BackendGRPCS {
 		return p
 	}
 	g := *p
 	g.Protocol = model.BackendGRPC
+	if p.Protocol == model.BackendHTTPS { // a BackendTLSPolicy's: HTTP/2 over TLS
+		g.Protocol = model.BackendGRPCS
+	}
 	g.ID = model.ID("grpc", p.ID)
 	g.Name = p.Name + "_grpc"
 	return &g

@@ -67,6 +67,9 @@ func gatewaySnap(t *testing.T, docs string) *source.Snapshot {
 		case "Namespace":
 			o := &corev1.Namespace{}
 			snap.Namespaces, obj = append(snap.Namespaces, o), o
+		case "BackendTLSPolicy":
+			o := &gwv1.BackendTLSPolicy{}
+			snap.BackendTLSPolicies, obj = append(snap.BackendTLSPolicies, o), o
 		case "ReferenceGrant":
 			o := &gwv1beta1.ReferenceGrant{}
 			snap.ReferenceGrants, obj = append(snap.ReferenceGrants, o), o

@@ -164,6 +164,7 @@ func servicePool(w weighted) *model.Pool {
 	if w.h2c {
 		pool = h2cPool(pool)
 	}
+	pool = withBackendTLS(pool, w.tls)
 	return withRefFilters(pool, w.filters)
 }
 

@@ -48,6 +48,11 @@ func attachRoute(ro routeObject, gws map[model.ObjectRef]*parsedGateway, ns map[
 			pr = parseRoute(ro, x, opts, problems)
 		}
 		accepted, reason, msg := p.attach(pr, parent, namespaceLabelsOf(ns, r.Namespace))
+		if accepted {
+			for _, b := range pr.backends {
+				x.tls.reached(p.ref, b.policies)
+			}
+		}
 		parents = append(parents, parentStatus(parent, opts, r.Generation, accepted, reason, msg, pr.resolvedRefs()))
 	}
 	if len(parents) > 0 {

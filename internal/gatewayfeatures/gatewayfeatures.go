@@ -15,6 +15,7 @@ import "slices"
 // supported is sorted in ascending order, as the Gateway API requires of
 // status.supportedFeatures.
 var supported = []string{
+	"BackendTLSPolicy",
 	"GRPCRoute",
 	"GRPCRouteNamedRouteRule",
 	"GRPCRouteRequestHeaderModifier",

@@ -393,6 +393,9 @@ type UpstreamTLS struct {
 	// SNI); validated host syntax.
 	Name string `json:"name,omitempty"`
 	SNI  bool   `json:"sni,omitempty"`
+	// VerifyHost, when set, is the host name checked instead of Name
+	// (a BackendTLSPolicy's one subjectAltName); Name stays the SNI.
+	VerifyHost string `json:"verifyHost,omitempty"`
 	// Namespace and Secret name the Secret holding ca.crt and,
 	// optionally, tls.crt and tls.key; empty when none is named.
 	Namespace string `json:"namespace,omitempty"`
@@ -401,6 +404,12 @@ type UpstreamTLS struct {
 	// ClientSHA256 that of the canonical client pair ("" without one).
 	CASHA256     string `json:"caSha256,omitempty"`
 	ClientSHA256 string `json:"clientSha256,omitempty"`
+	// CAPEM is the canonical CA bundle itself when it comes from
+	// ConfigMaps (a BackendTLSPolicy's caCertificateRefs) rather than a
+	// Secret: certificates are public, and carried here the agent needs
+	// no read access to ConfigMaps. It still hashes to CASHA256, which
+	// the agent checks before writing it.
+	CAPEM string `json:"caPem,omitempty"`
 }
 
 // BackendProtocol is a Pool's protocol to its members. TLS to members is

@@ -17,15 +17,16 @@ type ObjectRef struct {
 
 // Kinds of source objects pier keys results by.
 const (
-	KindIngress      = "Ingress"
-	KindService      = "Service"
-	KindGateway      = "Gateway"
-	KindGatewayClass = "GatewayClass"
-	KindHTTPRoute    = "HTTPRoute"
-	KindGRPCRoute    = "GRPCRoute"
-	KindUDPRoute     = "UDPRoute"
-	KindTCPRoute     = "TCPRoute"
-	KindTLSRoute     = "TLSRoute"
+	KindIngress          = "Ingress"
+	KindService          = "Service"
+	KindGateway          = "Gateway"
+	KindGatewayClass     = "GatewayClass"
+	KindHTTPRoute        = "HTTPRoute"
+	KindGRPCRoute        = "GRPCRoute"
+	KindUDPRoute         = "UDPRoute"
+	KindTCPRoute         = "TCPRoute"
+	KindTLSRoute         = "TLSRoute"
+	KindBackendTLSPolicy = "BackendTLSPolicy"
 )
 
 // IngressRef is the ObjectRef of an Ingress.

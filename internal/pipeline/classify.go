@@ -158,6 +158,8 @@ func gatewayAPIStatusChanged(prev, next *source.Snapshot) bool {
 		return reflect.DeepEqual(a.Status, b.Status)
 	}) || changed(prev.TLSRoutes, next.TLSRoutes, func(a, b *gwv1alpha2.TLSRoute) bool {
 		return reflect.DeepEqual(a.Status, b.Status)
+	}) || changed(prev.BackendTLSPolicies, next.BackendTLSPolicies, func(a, b *gwv1.BackendTLSPolicy) bool {
+		return reflect.DeepEqual(a.Status, b.Status)
 	})
 }
 
@@ -253,6 +255,8 @@ func gatewayAPIChanged(prev, next *source.Snapshot) bool {
 	}) || changed(prev.TLSRoutes, next.TLSRoutes, func(a, b *gwv1alpha2.TLSRoute) bool {
 		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
 	}) || changed(prev.ReferenceGrants, next.ReferenceGrants, func(a, b *gwv1beta1.ReferenceGrant) bool {
+		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
+	}) || changed(prev.BackendTLSPolicies, next.BackendTLSPolicies, func(a, b *gwv1.BackendTLSPolicy) bool {
 		return sameMeta(a, b) && reflect.DeepEqual(a.Spec, b.Spec)
 	}) || changed(routeNamespaces(prev), routeNamespaces(next), func(a, b *corev1.Namespace) bool {
 		return reflect.DeepEqual(a.Labels, b.Labels)
@@ -410,6 +414,13 @@ func gatewayReferences(snap *source.Snapshot, ours map[model.ObjectRef]bool, r r
 			for _, b := range rule.BackendRefs {
 				r.services[refNamespace(b.Namespace, route.Namespace)+"/"+string(b.Name)] = true
 			}
+		}
+	}
+	// A BackendTLSPolicy's CA ConfigMaps: every policy's, as the
+	// Services they target may be any route's.
+	for _, p := range snap.BackendTLSPolicies {
+		for _, c := range p.Spec.Validation.CACertificateRefs {
+			r.configMaps[p.Namespace+"/"+string(c.Name)] = true
 		}
 	}
 	for _, route := range snap.GRPCRoutes {

@@ -22,9 +22,9 @@ type Snapshot struct {
 	Services       []*corev1.Service
 	EndpointSlices []*discoveryv1.EndpointSlice
 	Secrets        []*corev1.Secret
-	// ConfigMaps are those Ingresses name (custom-headers) and Gateways
-	// name as client certificate CAs (FrontendCAConfigMaps), and only
-	// those.
+	// ConfigMaps are those Ingresses name (custom-headers), Gateways
+	// name as client certificate CAs (FrontendCAConfigMaps) and
+	// BackendTLSPolicies name (caCertificateRefs), and only those.
 	ConfigMaps []*corev1.ConfigMap
 	// The Gateway API's standard channel. Namespaces are only read for
 	// the labels an allowedRoutes namespace selector tests.
@@ -43,7 +43,10 @@ type Snapshot struct {
 	// ReferenceGrants (v1beta1, the standard channel's version in
 	// v1.4) permit cross-namespace backendRefs and certificateRefs.
 	ReferenceGrants []*gwv1beta1.ReferenceGrant
-	Namespaces      []*corev1.Namespace
+	// BackendTLSPolicies (v1, standard channel since v1.4) say how the
+	// Gateways' pools verify the TLS of the Services they target.
+	BackendTLSPolicies []*gwv1.BackendTLSPolicy
+	Namespaces         []*corev1.Namespace
 	// Nodes that may run HAProxy: the Kubernetes source fills them from
 	// its Node informer (those matching --node-selector), pier run puts
 	// its one node. Both modes place load balancers from this list only.

@@ -26,6 +26,7 @@ func Gateways(in *translate.GatewayStatus, next Published) *translate.GatewaySta
 		Classes:        in.Classes,
 		Routes:         in.Routes,
 		Infrastructure: in.Infrastructure,
+		Policies:       in.Policies,
 		Gateways:       make(map[model.ObjectRef]gwv1.GatewayStatus, len(in.Gateways)),
 	}
 	for ref, st := range in.Gateways {
@@ -166,6 +167,42 @@ func MergeRouteParents(have, want []gwv1.RouteParentStatus, controller gwv1.Gate
 			continue
 		}
 		i := parentIndex(want, h.ParentRef)
+		if i < 0 || used[i] {
+			continue
+		}
+		used[i] = true
+		w := *want[i].DeepCopy()
+		w.Conditions = MergeConditions(h.Conditions, w.Conditions, now)
+		out = append(out, w)
+	}
+	for i, w := range want {
+		if !used[i] {
+			w = *w.DeepCopy()
+			w.Conditions = MergeConditions(nil, w.Conditions, now)
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// MergePolicyAncestors is MergeRouteParents for a policy's
+// status.ancestors: entries of ours replaced by want (by ancestorRef),
+// other controllers' kept as they are, where they are.
+func MergePolicyAncestors(have, want []gwv1.PolicyAncestorStatus, controller gwv1.GatewayController, now metav1.Time) []gwv1.PolicyAncestorStatus {
+	out := make([]gwv1.PolicyAncestorStatus, 0, len(have)+len(want))
+	used := make([]bool, len(want))
+	for _, h := range have {
+		if h.ControllerName != controller {
+			out = append(out, *h.DeepCopy())
+			continue
+		}
+		i := -1
+		for j := range want {
+			if apiequality.Semantic.DeepEqual(want[j].AncestorRef, h.AncestorRef) {
+				i = j
+				break
+			}
+		}
 		if i < 0 || used[i] {
 			continue
 		}

@@ -149,3 +149,25 @@ func TestGatewaysProgrammed(t *testing.T) {
 		t.Errorf("addresses read back %+v", back)
 	}
 }
+
+// A policy's ancestors of other controllers are kept as they were, where
+// they were; ours are replaced, and dropped when no longer wanted.
+func TestMergePolicyAncestors(t *testing.T) {
+	ours := gwv1.GatewayController("pier.dev/gateway-controller")
+	entry := func(name string, ctl gwv1.GatewayController, cs ...metav1.Condition) gwv1.PolicyAncestorStatus {
+		return gwv1.PolicyAncestorStatus{AncestorRef: gwv1.ParentReference{Name: gwv1.ObjectName(name)}, ControllerName: ctl, Conditions: cs}
+	}
+	theirs := entry("unmanaged", "example.com/other", cond("Accepted", metav1.ConditionTrue, "Accepted", 1, then))
+	have := []gwv1.PolicyAncestorStatus{theirs, entry("gw", ours, cond("Accepted", metav1.ConditionTrue, "Accepted", 1, then))}
+	want := []gwv1.PolicyAncestorStatus{entry("gw", ours, cond("Accepted", metav1.ConditionTrue, "Accepted", 2, metav1.Time{}))}
+	got := MergePolicyAncestors(have, want, ours, now)
+	if len(got) != 2 || !SameGatewayAPIStatus(got[0], theirs) {
+		t.Fatalf("ancestors %+v: want the other controller's first and unchanged", got)
+	}
+	if c := got[1].Conditions[0]; c.ObservedGeneration != 2 || !c.LastTransitionTime.Equal(&then) {
+		t.Errorf("our entry %+v: want generation 2, transition time kept", got[1])
+	}
+	if got := MergePolicyAncestors(have, nil, ours, now); len(got) != 1 || got[0].ControllerName != "example.com/other" {
+		t.Errorf("ancestors without ours %+v", got)
+	}
+}

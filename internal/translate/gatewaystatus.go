@@ -32,6 +32,9 @@ type GatewayStatus struct {
 	// load balancer: what the Service the writer publishes for it in its
 	// namespace carries (docs/gateway-api.md, "Gateway infrastructure").
 	Infrastructure map[model.ObjectRef]GatewayInfrastructure
+	// Policies by BackendTLSPolicy ref: one status.ancestors entry per
+	// Gateway of ours whose routes reach a Service it targets.
+	Policies map[model.ObjectRef][]gwv1.PolicyAncestorStatus
 }
 
 // GatewayInfrastructure is a Gateway's spec.infrastructure labels and

@@ -27,6 +27,9 @@ func (d *Driver) writeUpstreamFiles(lb *model.LoadBalancer, at layout.LB) (chang
 			continue
 		}
 		wrote, err := d.writeUpstream(at, u)
+		if err != nil && u.Secret == "" { // a BackendTLSPolicy's bundle, from the model
+			return changed, fmt.Errorf("pool %s: CA bundle: %w", p.Name, err)
+		}
 		if err != nil {
 			return changed, fmt.Errorf("pool %s: secret %s/%s: %w", p.Name, u.Namespace, u.Secret, err)
 		}
@@ -36,13 +39,20 @@ func (d *Driver) writeUpstreamFiles(lb *model.LoadBalancer, at layout.LB) (chang
 }
 
 func (d *Driver) writeUpstream(at layout.LB, u *model.UpstreamTLS) (bool, error) {
-	data, err := d.cfg.Secrets.Data(u.Namespace, u.Secret)
-	if err != nil {
-		return false, err
+	var data map[string][]byte
+	if u.Secret != "" {
+		var err error
+		if data, err = d.cfg.Secrets.Data(u.Namespace, u.Secret); err != nil {
+			return false, err
+		}
+	}
+	caPEM := data["ca.crt"]
+	if u.CAPEM != "" { // a BackendTLSPolicy's, from its ConfigMaps
+		caPEM = []byte(u.CAPEM)
 	}
 	changed := false
 	if u.CASHA256 != "" {
-		ca, err := tlscert.ParseCA(data["ca.crt"])
+		ca, err := tlscert.ParseCA(caPEM)
 		if err != nil {
 			return false, fmt.Errorf("ca.crt: %w", err)
 		}

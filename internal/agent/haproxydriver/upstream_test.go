@@ -90,3 +90,36 @@ func TestUpstreamFilesStaged(t *testing.T) {
 		t.Errorf("files outlived the configuration that read them: %v", left)
 	}
 }
+
+// A BackendTLSPolicy's CA bundle comes in the model (CAPEM), no Secret
+// read: written only while it hashes to CASHA256, named by its digest.
+func TestUpstreamCAFromModel(t *testing.T) {
+	needHAProxy(t)
+	state := harness.ShortTempDir(t)
+	d := newDriver(t, state)
+	d.cfg.Secrets = &upstreamSecret{} // holds no ca.crt: the bundle must come from the model
+	t.Cleanup(func() { d.Close(true) })
+	ca, _ := selfSignedPEM(t, "ca.example")
+	bundle, err := tlscert.ParseCA(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb := lbWith(1, freePort(t), memberAt(echo(t, "127.0.0.1:0", "one")))
+	lb.Pools[0].Protocol = model.BackendHTTPS
+	lb.Pools[0].UpstreamTLS = &model.UpstreamTLS{Verify: true, SNI: true, Name: "abc.example.com", Namespace: "ns",
+		CASHA256: bundle.SHA256, CAPEM: string(bundle.PEM)}
+	if _, err := d.Apply(t.Context(), lb); err != nil {
+		t.Fatal(err)
+	}
+	at, _ := d.layout.LB(lb.UUID)
+	caPath, _ := at.UpstreamCA(bundle.SHA256)
+	if b, err := os.ReadFile(caPath); err != nil || string(b) != string(bundle.PEM) {
+		t.Errorf("ca file: %v, %q", err, b)
+	}
+	bad := lb.Clone()
+	other, _ := selfSignedPEM(t, "ca2.example")
+	bad.Pools[0].UpstreamTLS.CAPEM = string(other)
+	if _, err := d.Apply(t.Context(), bad); err == nil || !strings.Contains(err.Error(), "changed since it was translated") {
+		t.Errorf("apply with a bundle that does not hash to its digest: %v", err)
+	}
+}

@@ -47,6 +47,9 @@ func TestUpstreamTLSWords(t *testing.T) {
 		{model.BackendHTTPS, &model.UpstreamTLS{SNI: true, Name: "api.internal"}, "ssl verify none sni str(api.internal) check-sni 'api.internal'"},
 		{model.BackendHTTPS, &model.UpstreamTLS{ClientSHA256: clientDigest}, "ssl verify none crt " + dir + "client-2222222222222222.pem"},
 		{model.BackendHTTPS, nil, "ssl verify none"},
+		// A BackendTLSPolicy's one subjectAltName is checked, its hostname sent.
+		{model.BackendHTTPS, &model.UpstreamTLS{Verify: true, SNI: true, Name: "abc.example.com", VerifyHost: "san.example.com", CASHA256: caDigest},
+			"ssl verify required ca-file " + dir + "ca-1111111111111111.pem verifyhost 'san.example.com' sni str(abc.example.com) check-sni 'abc.example.com'"},
 	} {
 		r := mustRender(t, upstreamFixture(tc.proto, tc.u), nil)
 		if got := serverLines(r); !strings.Contains(got, "weight 1 "+tc.want+" check") {
@@ -59,6 +62,7 @@ func TestUpstreamTLSWords(t *testing.T) {
 		"name injection":      {SNI: true, Name: "api.internal) crt /etc/shadow"},
 		"quote":               {Verify: true, Name: "a'b", CASHA256: caDigest},
 		"digest":              {Verify: true, Name: "a.b", CASHA256: "../../etc"},
+		"verifyhost":          {Verify: true, Name: "a.b", VerifyHost: "x y", CASHA256: caDigest},
 	} {
 		if _, err := Render(upstreamFixture(model.BackendHTTPS, u), lbAt(fixtureDir), nil, Options{Dir: fixtureDir}); err == nil {
 			t.Errorf("%s: rendered", name)

@@ -51,7 +51,15 @@ func upstreamWords(proto model.BackendProtocol, u model.UpstreamTLS, at layout.L
 		if err != nil {
 			return nil, err
 		}
-		words = append(words, encode.Lit("required"), encode.Lit("ca-file"), encode.FilePath(ca), encode.Lit("verifyhost"), name)
+		verify := name
+		if u.VerifyHost != "" { // a BackendTLSPolicy's subjectAltName, checked instead of the SNI
+			h, err := encode.Host(u.VerifyHost)
+			if err != nil {
+				return nil, err
+			}
+			verify = h.Word()
+		}
+		words = append(words, encode.Lit("required"), encode.Lit("ca-file"), encode.FilePath(ca), encode.Lit("verifyhost"), verify)
 	} else {
 		words = append(words, encode.Lit("none"))
 	}

@@ -69,10 +69,11 @@ type gatewayListers struct {
 	classes    func() ([]*gwv1.GatewayClass, error)
 	gateways   func() ([]*gwv1.Gateway, error)
 	routes     func() ([]*gwv1.HTTPRoute, error)
-	grpcRoutes func() ([]*gwv1.GRPCRoute, error)      // nil: GRPCRoutes not watched
-	udpRoutes  func() ([]*gwv1alpha2.UDPRoute, error) // nil: UDPRoutes not watched
-	tcpRoutes  func() ([]*gwv1alpha2.TCPRoute, error) // nil: TCPRoutes not watched
-	tlsRoutes  func() ([]*gwv1alpha2.TLSRoute, error) // nil: TLSRoutes not watched
+	grpcRoutes func() ([]*gwv1.GRPCRoute, error)        // nil: GRPCRoutes not watched
+	udpRoutes  func() ([]*gwv1alpha2.UDPRoute, error)   // nil: UDPRoutes not watched
+	tcpRoutes  func() ([]*gwv1alpha2.TCPRoute, error)   // nil: TCPRoutes not watched
+	tlsRoutes  func() ([]*gwv1alpha2.TLSRoute, error)   // nil: TLSRoutes not watched
+	policies   func() ([]*gwv1.BackendTLSPolicy, error) // nil: BackendTLSPolicies not watched
 	grants     func() ([]*gwv1beta1.ReferenceGrant, error)
 	namespaces func() ([]*corev1.Namespace, error)
 }
@@ -193,6 +194,28 @@ func (w *gatewayWatch) grpcRoutesUnwatched(ctx context.Context) string {
 	return ""
 }
 
+// backendTLSPoliciesUnwatched says why BackendTLSPolicies cannot be
+// watched ("" when they can): their CRD came to the standard channel in
+// v1.4 and RBAC written before pier read them does not grant them; their
+// absence costs only backend TLS verification.
+func (w *gatewayWatch) backendTLSPoliciesUnwatched(ctx context.Context) string {
+	list, err := w.discovery.ServerResourcesForGroupVersion(gwv1.GroupVersion.String())
+	if err != nil {
+		return "discovery of " + gwv1.GroupVersion.String() + ": " + err.Error()
+	}
+	if !servesResource(list, "backendtlspolicies") {
+		return gwv1.GroupVersion.String() + " does not serve backendtlspolicies: install the standard channel's BackendTLSPolicy CRD (v1.4 or later)"
+	}
+	_, err = w.client.GatewayV1().BackendTLSPolicies(w.namespace).List(ctx, metav1.ListOptions{Limit: 1})
+	switch {
+	case apierrors.IsForbidden(err):
+		return "listing backendtlspolicies is forbidden: grant the controller the Gateway API rules of deploy/rbac.yaml"
+	case err != nil:
+		return "list backendtlspolicies: " + err.Error()
+	}
+	return ""
+}
+
 // tcpRoutesUnwatched says why TCPRoutes cannot be watched ("" when they
 // can): their CRD is the experimental channel's (v1alpha2), which most
 // clusters do not install, so its absence costs only TCPRoutes.
@@ -267,6 +290,14 @@ func (w *gatewayWatch) run(ctx context.Context) ([]cache.InformerSynced, *gatewa
 		watched = append(watched, inf.Informer())
 		grpcRoutes = func() ([]*gwv1.GRPCRoute, error) { return inf.Lister().List(labels.Everything()) }
 	}
+	var policies func() ([]*gwv1.BackendTLSPolicy, error)
+	if reason := w.backendTLSPoliciesUnwatched(ctx); reason != "" {
+		w.logger.Warn("BackendTLSPolicies are not served; the rest of the Gateway API is", "reason", reason)
+	} else {
+		inf := gwFactory.Gateway().V1().BackendTLSPolicies()
+		watched = append(watched, inf.Informer())
+		policies = func() ([]*gwv1.BackendTLSPolicy, error) { return inf.Lister().List(labels.Everything()) }
+	}
 	udp := w.watchUDPRoutes(ctx, gwFactory)
 	if udp.informer != nil {
 		watched = append(watched, udp.informer)
@@ -314,6 +345,7 @@ func (w *gatewayWatch) run(ctx context.Context) ([]cache.InformerSynced, *gatewa
 		udpRoutes:  udp.list,
 		tcpRoutes:  tcp.list,
 		tlsRoutes:  tls.list,
+		policies:   policies,
 		grants:     func() ([]*gwv1beta1.ReferenceGrant, error) { return grants.Lister().List(labels.Everything()) },
 		namespaces: func() ([]*corev1.Namespace, error) { return namespaces.Lister().List(labels.Everything()) },
 	}
@@ -359,6 +391,11 @@ func (w *gatewayWatch) fill(snap *source.Snapshot) error {
 			return fmt.Errorf("list tlsroutes: %w", err)
 		}
 	}
+	if l.policies != nil {
+		if snap.BackendTLSPolicies, err = l.policies(); err != nil {
+			return fmt.Errorf("list backendtlspolicies: %w", err)
+		}
+	}
 	if snap.ReferenceGrants, err = l.grants(); err != nil {
 		return fmt.Errorf("list reference grants: %w", err)
 	}
@@ -373,6 +410,7 @@ func (w *gatewayWatch) fill(snap *source.Snapshot) error {
 	sortByName(snap.TCPRoutes)
 	sortByName(snap.TLSRoutes)
 	sortByName(snap.ReferenceGrants)
+	sortByName(snap.BackendTLSPolicies)
 	sortByName(snap.Namespaces)
 	return nil
 }

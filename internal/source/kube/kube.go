@@ -101,8 +101,10 @@ type listers struct {
 	// frontendCAs are the ConfigMaps the Gateways name as client
 	// certificate CAs.
 	frontendCAs func([]*gwv1.Gateway) []*corev1.ConfigMap
-	nodes       func() ([]*corev1.Node, error)
-	leases      func() ([]*coordinationv1.Lease, error)
+	// policyConfigMaps are those BackendTLSPolicies name as CAs.
+	policyConfigMaps func([]*gwv1.BackendTLSPolicy) []*corev1.ConfigMap
+	nodes            func() ([]*corev1.Node, error)
+	leases           func() ([]*coordinationv1.Lease, error)
 	// badNodeAddress reports a Node whose pier.dev/vrrp-address is not
 	// an IP address.
 	badNodeAddress func(node, value string)
@@ -181,6 +183,8 @@ func (s *Source) Run(ctx context.Context, onChange func(*source.Snapshot)) error
 	defer maps.stop()
 	cas := frontendCAs{watches: newNamedConfigMaps(s.client, changed, s.logger)}
 	defer cas.watches.stop()
+	policyMaps := newPolicyConfigMaps(s.client, changed, s.logger)
+	defer policyMaps.stop()
 	l := listers{
 		ingresses:      func() ([]*networkingv1.Ingress, error) { return ing.Lister().List(labels.Everything()) },
 		classes:        func() ([]*networkingv1.IngressClass, error) { return cls.Lister().List(labels.Everything()) },
@@ -195,6 +199,9 @@ func (s *Source) Run(ctx context.Context, onChange func(*source.Snapshot)) error
 		},
 		frontendCAs: func(gws []*gwv1.Gateway) []*corev1.ConfigMap {
 			return cas.objects(ctx, gws)
+		},
+		policyConfigMaps: func(policies []*gwv1.BackendTLSPolicy) []*corev1.ConfigMap {
+			return policyMaps.objectsNamed(ctx, policyConfigMaps(policies))
 		},
 		nodes:          func() ([]*corev1.Node, error) { return nodes.Lister().List(s.opts.NodeSelector) },
 		leases:         func() ([]*coordinationv1.Lease, error) { return leases.Lister().List(labels.Everything()) },
@@ -471,6 +478,9 @@ func (l listers) snapshot(agentAlive map[string]bool) (*source.Snapshot, error) 
 	}
 	if l.frontendCAs != nil {
 		snap.ConfigMaps = addConfigMaps(snap.ConfigMaps, l.frontendCAs(snap.Gateways))
+	}
+	if l.policyConfigMaps != nil {
+		snap.ConfigMaps = addConfigMaps(snap.ConfigMaps, l.policyConfigMaps(snap.BackendTLSPolicies))
 	}
 	sortByName(snap.Ingresses)
 	sortByName(snap.IngressClasses)

@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
 	"pier.dev/pier/internal/annotation"
 )
 
@@ -69,6 +71,29 @@ func newNamedConfigMaps(client kubernetes.Interface, changed chan struct{}, logg
 		watches: map[string]*namedWatch{}}
 }
 
+// newPolicyConfigMaps watches the ConfigMaps that BackendTLSPolicies
+// name in caCertificateRefs (policyConfigMaps), as Ingresses' are.
+func newPolicyConfigMaps(client kubernetes.Interface, changed chan struct{}, logger *slog.Logger) *namedWatches[*corev1.ConfigMap] {
+	n := newNamedConfigMaps(client, changed, logger)
+	n.named = nil // named by policies, through objectsNamed
+	return n
+}
+
+// policyConfigMaps are the ConfigMaps BackendTLSPolicies name as CA
+// certificates (core ConfigMaps of the policy's namespace; other kinds
+// are refused by translation and not read).
+func policyConfigMaps(policies []*gwv1.BackendTLSPolicy) []annotation.Object {
+	var out []annotation.Object
+	for _, p := range policies {
+		for _, ref := range p.Spec.Validation.CACertificateRefs {
+			if ref.Group == "" && ref.Kind == "ConfigMap" {
+				out = append(out, annotation.Object{Namespace: p.Namespace, Name: string(ref.Name)})
+			}
+		}
+	}
+	return out
+}
+
 // objects starts watching the objects ings name, stops watching the
 // others, and returns the named ones that exist and are kept.
 func (n *namedWatches[T]) objects(ctx context.Context, ings []*networkingv1.Ingress) []T {
@@ -79,8 +104,8 @@ func (n *namedWatches[T]) objects(ctx context.Context, ings []*networkingv1.Ingr
 	return n.objectsNamed(ctx, refs)
 }
 
-// objectsNamed starts watching refs, stops watching the others, and
-// returns those that exist and are kept.
+// objectsNamed starts watching the objects of refs, stops watching the
+// others, and returns those of refs that exist and are kept.
 func (n *namedWatches[T]) objectsNamed(ctx context.Context, refs []annotation.Object) []T {
 	wanted := map[string]bool{}
 	for _, ref := range refs {

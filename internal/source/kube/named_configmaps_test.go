@@ -10,6 +10,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 func headersIngress(ns, name, ref string) *networkingv1.Ingress {
@@ -49,5 +50,27 @@ func TestConfigMapsFollowIngresses(t *testing.T) {
 	}
 	if got := n.objects(ctx, nil); len(got) != 0 || len(n.watches) != 0 {
 		t.Fatalf("after the Ingress went: config maps %v, %d watches", got, len(n.watches))
+	}
+}
+
+// A BackendTLSPolicy's CA ConfigMaps are watched by name in the policy's
+// namespace (a ref of another kind is not read), and dropped when no
+// policy names them; one an Ingress names too is listed once.
+func TestConfigMapsFollowBackendTLSPolicies(t *testing.T) {
+	client := fake.NewSimpleClientset(configMap("shop", "ca"), configMap("shop", "other"))
+	n := newPolicyConfigMaps(client, make(chan struct{}, 1), slog.New(slog.DiscardHandler))
+	defer n.stop()
+	policy := &gwv1.BackendTLSPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "p"},
+		Spec: gwv1.BackendTLSPolicySpec{Validation: gwv1.BackendTLSPolicyValidation{CACertificateRefs: []gwv1.LocalObjectReference{
+			{Group: "", Kind: "ConfigMap", Name: "ca"}, {Group: "", Kind: "Secret", Name: "other"}}}}}
+	got := n.objectsNamed(t.Context(), policyConfigMaps([]*gwv1.BackendTLSPolicy{policy}))
+	if len(got) != 1 || got[0].Name != "ca" || len(n.watches) != 1 {
+		t.Fatalf("config maps %v, %d watches", got, len(n.watches))
+	}
+	if both := addConfigMaps([]*corev1.ConfigMap{configMap("shop", "ca")}, got); len(both) != 1 {
+		t.Errorf("a ConfigMap named twice listed %d times", len(both))
+	}
+	if got := n.objectsNamed(t.Context(), policyConfigMaps(nil)); len(got) != 0 || len(n.watches) != 0 {
+		t.Fatalf("after the policy went: config maps %v, %d watches", got, len(n.watches))
 	}
 }
