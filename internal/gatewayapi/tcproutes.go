@@ -75,7 +75,7 @@ func parseTCPRoute(r *gwv1alpha2.TCPRoute, x *index, opts translate.Options, pro
 	// The pool's names and IDs come from the route's namespace and name,
 	// as an HTTPRoute rule's.
 	tr.backend = x.rulePool(model.KindTCPRoute, &gwv1.HTTPRoute{ObjectMeta: r.ObjectMeta}, 0, refs, nil, opts)
-	tr.backend.pool = tcpPool(tr.backend.pool)
+	tr.backend.pool = plainTCP(tcpPool(tr.backend.pool))
 	if len(refs) == 0 {
 		tr.backend.pool = nil // the API server refuses this; a file may not
 		tr.backend.unresolved, tr.backend.detail = string(gwv1.RouteReasonBackendNotFound), "spec.rules[0].backendRefs: none"
@@ -97,6 +97,22 @@ func tcpPool(p *model.Pool) *model.Pool {
 	t.TCP = true
 	t.ID = model.ID("tcp", p.ID)
 	t.Name = p.Name + "_tcp"
+	return &t
+}
+
+// plainTCP is p without TLS towards its members: a BackendTLSPolicy
+// applies to the Service's HTTP and GRPC routes and to TLSRoutes whose
+// listener terminates, not to a TCPRoute's or a passthrough listener's
+// connections, which carry the client's bytes (often its own TLS) as
+// they came.
+func plainTCP(p *model.Pool) *model.Pool {
+	if p == nil || p.UpstreamTLS == nil {
+		return p
+	}
+	t := *p
+	t.Protocol, t.UpstreamTLS = "", nil
+	t.ID = model.ID("plain", p.ID)
+	t.Name = p.Name + "_plain"
 	return &t
 }
 

@@ -63,7 +63,30 @@ type tlsAttachment struct {
 func attachTLSRoutes(routes []*gwv1alpha2.TLSRoute, gws map[model.ObjectRef]*parsedGateway, ns map[string]map[string]string,
 	x *index, opts translate.Options, st *translate.GatewayStatus, problems *[]model.Problem) {
 	attachL4Routes(routes, model.KindTLSRoute, func(r *gwv1alpha2.TLSRoute) []gwv1.ParentReference { return r.Spec.ParentRefs },
-		func(r *gwv1alpha2.TLSRoute) *tlsRoute { return parseTLSRoute(r, x, opts, problems) }, (*parsedGateway).attachTLS, gws, ns, opts, st)
+		func(r *gwv1alpha2.TLSRoute) *tlsRoute { return parseTLSRoute(r, x, opts, problems) },
+		func(p *parsedGateway, tr *tlsRoute, parent gwv1.ParentReference, nsLabels map[string]string) (bool, string, string) {
+			accepted, reason, msg := p.attachTLS(tr, parent, nsLabels)
+			if accepted && p.terminates(tr) {
+				x.tls.reached(p.ref, tr.backend.policies) // its pool speaks TLS under them: their status names this Gateway
+			}
+			return accepted, reason, msg
+		}, gws, ns, opts, st)
+}
+
+// terminates reports whether tr is on one of p's TLS listeners that
+// terminate, where a BackendTLSPolicy of its Services applies.
+func (p *parsedGateway) terminates(tr *tlsRoute) bool {
+	for _, l := range p.listeners {
+		if !l.tlsTerminate {
+			continue
+		}
+		for _, a := range l.tlsRoutes {
+			if a.route == tr {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // parseTLSRoute checks the hostnames and the rule and resolves its
@@ -215,6 +238,9 @@ func (p *parsedGateway) passthroughRoutes(port int) []model.PassthroughRoute {
 				}
 				r := model.PassthroughRoute{Host: h, Source: source}
 				if pool := tr.backend.pool; pool != nil {
+					if !l.tlsTerminate {
+						pool = plainTCP(pool) // passthrough: the client's own TLS reaches the member
+					}
 					if _, ok := p.pools[pool.ID]; !ok {
 						p.pools[pool.ID] = pool
 					}

@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"pier.dev/pier/internal/haproxy/layout"
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/tlscert"
 	"pier.dev/pier/internal/translate"
 )
 
@@ -140,5 +145,65 @@ func TestTLSTerminateRender(t *testing.T) {
 	}
 	if lines := strings.Split(string(r.CrtList), "\n"); !strings.Contains(lines[0], "shop.example") {
 		t.Errorf("crt-list %q: the HTTPS certificate is not first", r.CrtList)
+	}
+}
+
+// TestTLSTerminateBackendTLS: one Service under a BackendTLSPolicy behind
+// a terminating TLS listener and a passthrough one. The decrypted stream
+// is encrypted again towards it (its TCP pool speaks verified TLS, and
+// the policy's status names the Gateway); the passthrough connections
+// reach it as the client sent them, with no TLS of pier's around the
+// client's own.
+func TestTLSTerminateBackendTLS(t *testing.T) {
+	docs := mixedGatewayDoc +
+		tlsRouteDoc("default", "term", "{name: gw, sectionName: terminate}", "t.example", "{name: secure, port: 80}") +
+		tlsRouteDoc("default", "pass", "{name: gw, sectionName: passthrough}", "p.example", "{name: secure, port: 80}") + `
+---
+kind: BackendTLSPolicy
+metadata: {name: secure}
+spec:
+  targetRefs: [{group: "", kind: Service, name: secure}]
+  validation: {hostname: abc.example.com, caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}]}
+`
+	snap := gatewaySnap(t, docs)
+	withServices(snap, "default", "secure", "web")
+	snap.Secrets = append(snap.Secrets, tlsSecretFor(t, "default", "t-tls", "t.example"), tlsSecretFor(t, "default", "shop-tls", "shop.example"))
+	caPEM, _, err := tlscert.SelfSigned([]string{"ca.example.com"}, time.Now().Add(24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap.ConfigMaps = []*corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ca"},
+		Data: map[string]string{"ca.crt": string(caPEM)}}}
+	res := Translate(snap, gatewayOpts())
+	lb := res.LoadBalancers[0]
+	l := listenerOn(lb, 8443)
+	byHost := map[string]*model.Pool{}
+	decrypt := map[string]bool{}
+	for _, r := range l.Passthrough {
+		byHost[r.Host], decrypt[r.Host] = lb.Pool(r.PoolID), r.Decrypt
+	}
+	term, pass := byHost["t.example"], byHost["p.example"]
+	if term == nil || !decrypt["t.example"] || !term.TCP || term.Protocol != model.BackendHTTPS || term.UpstreamTLS == nil ||
+		term.UpstreamTLS.Name != "abc.example.com" || len(term.Members) != 1 {
+		t.Errorf("terminated route's pool %+v, want TCP with verified TLS to abc.example.com", term)
+	}
+	if pass == nil || decrypt["p.example"] || !pass.TCP || pass.Protocol != "" || pass.UpstreamTLS != nil || len(pass.Members) != 1 {
+		t.Errorf("passthrough route's pool %+v, want plain TCP", pass)
+	}
+	ancestors := res.Gateway.Policies[model.ObjectRef{Kind: model.KindBackendTLSPolicy, Namespace: "default", Name: "secure"}]
+	if len(ancestors) != 1 || ancestors[0].AncestorRef.Name != "gw" {
+		t.Fatalf("policy ancestors %+v, want the Gateway gw", ancestors)
+	}
+	if acc := findCondition(t, ancestors[0].Conditions, string(gwv1.PolicyConditionAccepted)); acc.Status != metav1.ConditionTrue {
+		t.Errorf("policy Accepted %+v", acc)
+	}
+	lb.VIP = "127.0.0.1"
+	dir := t.TempDir()
+	r, err := render.Render(lb, layout.LB{UUID: lb.UUID, Dir: dir}, nil, render.Options{Dir: dir})
+	if err != nil {
+		t.Fatalf("render refused the terminated route's TLS pool: %v", err)
+	}
+	if !bytes.Contains(r.Fragment, []byte("ssl verify required ca-file")) {
+		t.Errorf("no verified TLS on the terminated route's servers:\n%s", r.Fragment)
 	}
 }

@@ -68,9 +68,14 @@ func poolOf(p *model.Pool, minSlots int, prev []netip.AddrPort) (poolView, error
 	}
 	pv.proto = p.Protocol
 	pv.tcp = p.TCP
-	if p.TCP && (p.Affinity != nil || p.Protocol != "" || p.UpstreamTLS != nil || p.Tries != 0 ||
+	// A TCP pool may speak TLS to its members (a TLSRoute whose listener
+	// terminates, under a BackendTLSPolicy: the decrypted stream is
+	// encrypted again towards the member), which is HTTPS with upstream
+	// TLS; nothing else of HTTP applies to it.
+	tcpTLS := p.Protocol == model.BackendHTTPS && p.UpstreamTLS != nil
+	if p.TCP && (p.Affinity != nil || (p.Protocol != "" && !tcpTLS) || (p.UpstreamTLS != nil && !tcpTLS) || p.Tries != 0 ||
 		len(p.RetryStatuses) > 0 || p.RetryTimeout || p.Deadline != 0) {
-		return pv, errors.New("a TCP pool has no affinity, protocol, upstream TLS, tries, retry-on or deadline")
+		return pv, errors.New("a TCP pool has no affinity, protocol but TLS to its members, tries, retry-on or deadline")
 	}
 	if p.UpstreamTLS != nil {
 		pv.upstream = *p.UpstreamTLS
