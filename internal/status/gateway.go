@@ -159,62 +159,67 @@ func MergeGateway(have, want gwv1.GatewayStatus, now metav1.Time) gwv1.GatewaySt
 // longer wanted is dropped, a new one is appended. Entries of other
 // controllers are kept as they are, where they are.
 func MergeRouteParents(have, want []gwv1.RouteParentStatus, controller gwv1.GatewayController, now metav1.Time) []gwv1.RouteParentStatus {
-	out := make([]gwv1.RouteParentStatus, 0, len(have)+len(want))
-	used := make([]bool, len(want))
-	for _, h := range have {
-		if h.ControllerName != controller {
-			out = append(out, *h.DeepCopy())
-			continue
-		}
-		i := parentIndex(want, h.ParentRef)
-		if i < 0 || used[i] {
-			continue
-		}
-		used[i] = true
-		w := *want[i].DeepCopy()
-		w.Conditions = MergeConditions(h.Conditions, w.Conditions, now)
-		out = append(out, w)
-	}
-	for i, w := range want {
-		if !used[i] {
-			w = *w.DeepCopy()
-			w.Conditions = MergeConditions(nil, w.Conditions, now)
-			out = append(out, w)
-		}
-	}
-	return out
+	return mergeOurs(have, want, controller, now, entryOps[gwv1.RouteParentStatus]{
+		controller: func(e *gwv1.RouteParentStatus) gwv1.GatewayController { return e.ControllerName },
+		index:      func(want []gwv1.RouteParentStatus, h *gwv1.RouteParentStatus) int { return parentIndex(want, h.ParentRef) },
+		conditions: func(e *gwv1.RouteParentStatus) *[]metav1.Condition { return &e.Conditions },
+		clone:      func(e *gwv1.RouteParentStatus) gwv1.RouteParentStatus { return *e.DeepCopy() },
+	})
 }
 
 // MergePolicyAncestors is MergeRouteParents for a policy's
 // status.ancestors: entries of ours replaced by want (by ancestorRef),
 // other controllers' kept as they are, where they are.
 func MergePolicyAncestors(have, want []gwv1.PolicyAncestorStatus, controller gwv1.GatewayController, now metav1.Time) []gwv1.PolicyAncestorStatus {
-	out := make([]gwv1.PolicyAncestorStatus, 0, len(have)+len(want))
+	return mergeOurs(have, want, controller, now, entryOps[gwv1.PolicyAncestorStatus]{
+		controller: func(e *gwv1.PolicyAncestorStatus) gwv1.GatewayController { return e.ControllerName },
+		index: func(want []gwv1.PolicyAncestorStatus, h *gwv1.PolicyAncestorStatus) int {
+			for j := range want {
+				if apiequality.Semantic.DeepEqual(want[j].AncestorRef, h.AncestorRef) {
+					return j
+				}
+			}
+			return -1
+		},
+		conditions: func(e *gwv1.PolicyAncestorStatus) *[]metav1.Condition { return &e.Conditions },
+		clone:      func(e *gwv1.PolicyAncestorStatus) gwv1.PolicyAncestorStatus { return *e.DeepCopy() },
+	})
+}
+
+// entryOps are what mergeOurs needs of one kind of per-controller status
+// entry (a route's parent, a policy's ancestor).
+type entryOps[T any] struct {
+	controller func(*T) gwv1.GatewayController
+	index      func(want []T, have *T) int // the entry of want for have's parent, or -1
+	conditions func(*T) *[]metav1.Condition
+	clone      func(*T) T
+}
+
+// mergeOurs replaces the entries of controller in have by want, keeping
+// their conditions' transition times where the status did not change,
+// and keeps other controllers' entries as they are, where they are.
+func mergeOurs[T any](have, want []T, controller gwv1.GatewayController, now metav1.Time, ops entryOps[T]) []T {
+	out := make([]T, 0, len(have)+len(want))
 	used := make([]bool, len(want))
-	for _, h := range have {
-		if h.ControllerName != controller {
-			out = append(out, *h.DeepCopy())
+	for k := range have {
+		h := &have[k]
+		if ops.controller(h) != controller {
+			out = append(out, ops.clone(h))
 			continue
 		}
-		i := -1
-		for j := range want {
-			if apiequality.Semantic.DeepEqual(want[j].AncestorRef, h.AncestorRef) {
-				i = j
-				break
-			}
-		}
+		i := ops.index(want, h)
 		if i < 0 || used[i] {
 			continue
 		}
 		used[i] = true
-		w := *want[i].DeepCopy()
-		w.Conditions = MergeConditions(h.Conditions, w.Conditions, now)
+		w := ops.clone(&want[i])
+		*ops.conditions(&w) = MergeConditions(*ops.conditions(h), *ops.conditions(&w), now)
 		out = append(out, w)
 	}
-	for i, w := range want {
+	for i := range want {
 		if !used[i] {
-			w = *w.DeepCopy()
-			w.Conditions = MergeConditions(nil, w.Conditions, now)
+			w := ops.clone(&want[i])
+			*ops.conditions(&w) = MergeConditions(nil, *ops.conditions(&w), now)
 			out = append(out, w)
 		}
 	}
