@@ -161,7 +161,9 @@ func MergeGateway(have, want gwv1.GatewayStatus, now metav1.Time) gwv1.GatewaySt
 func MergeRouteParents(have, want []gwv1.RouteParentStatus, controller gwv1.GatewayController, now metav1.Time) []gwv1.RouteParentStatus {
 	return mergeOurs(have, want, controller, now, entryOps[gwv1.RouteParentStatus]{
 		controller: func(e *gwv1.RouteParentStatus) gwv1.GatewayController { return e.ControllerName },
-		index:      func(want []gwv1.RouteParentStatus, h *gwv1.RouteParentStatus) int { return parentIndex(want, h.ParentRef) },
+		index: func(want []gwv1.RouteParentStatus, h *gwv1.RouteParentStatus) int {
+			return parentIndex(want, h.ParentRef)
+		},
 		conditions: func(e *gwv1.RouteParentStatus) *[]metav1.Condition { return &e.Conditions },
 		clone:      func(e *gwv1.RouteParentStatus) gwv1.RouteParentStatus { return *e.DeepCopy() },
 	})
