@@ -171,6 +171,16 @@ endpoints: [{addresses: ["127.0.0.1"], conditions: {ready: true}}]
 		}
 		return resp.StatusCode, resp.Header, nil
 	}
+	// What this test asserts is the routing, so it starts once both
+	// members answer. On a loaded CI machine a request in HAProxy's first
+	// 30 ms was once answered 503 with no server chosen: a member was
+	// DOWN. A health check that fails then does that (a server starts UP,
+	// and one failed check puts it DOWN until rise × inter later).
+	harness.WaitFor(t, 15*time.Second, "both gRPC members answer", func() bool {
+		a, _, errA := call("grpc.example", "/pkg.Echo/Get")
+		b, _, errB := call("grpc.example", "/pkg.Echo/List")
+		return errA == nil && errB == nil && a == 200 && b == 200
+	})
 	for _, c := range []struct{ host, path, want string }{
 		{"grpc.example", "/pkg.Echo/Get", "a"},
 		{"grpc.example", "/pkg.Echo/List", "b"},
