@@ -3,6 +3,7 @@ package e2e
 import (
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -37,6 +38,37 @@ func startGRPCBackend(t *testing.T, name string) int {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// grpcCall makes a unary gRPC-shaped call over HTTP/2 without TLS and
+// with prior knowledge only, as gRPC clients speak it (no HTTP/1.1
+// request, no upgrade), and fails the test if the answer came over
+// anything but HTTP/2.
+func grpcCall(t *testing.T, vip string, port int, host, path string, header map[string]string) (int, http.Header, error) {
+	t.Helper()
+	h2c := new(http.Protocols)
+	h2c.SetUnencryptedHTTP2(true)
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Protocols: h2c}}
+	defer client.CloseIdleConnections()
+	req, err := http.NewRequest(http.MethodPost, "http://"+net.JoinHostPort(vip, strconv.Itoa(port))+path, strings.NewReader("\x00\x00\x00\x00\x00"))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Host = host
+	req.Header.Set("Content-Type", "application/grpc")
+	req.Header.Set("TE", "trailers")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	if resp.ProtoMajor != 2 {
+		t.Errorf("%s %s: answered over %s", host, path, resp.Proto)
+	}
+	return resp.StatusCode, resp.Header, nil
 }
 
 func grpcService(name string, port int) string {
@@ -148,28 +180,8 @@ endpoints: [{addresses: ["127.0.0.1"], conditions: {ready: true}}]
 			t.Errorf("pool %s: protocol %q, want GRPC", pool.Name, pool.Protocol)
 		}
 	}
-	// HTTP/2 without TLS and with prior knowledge only, as gRPC clients
-	// speak it: no HTTP/1.1 request, no upgrade.
-	h2c := new(http.Protocols)
-	h2c.SetUnencryptedHTTP2(true)
-	h2 := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Protocols: h2c}}
 	call := func(host, path string) (int, http.Header, error) {
-		req, err := http.NewRequest(http.MethodPost, "http://"+net.JoinHostPort(lb.VIP, strconv.Itoa(port))+path, strings.NewReader("\x00\x00\x00\x00\x00"))
-		if err != nil {
-			return 0, nil, err
-		}
-		req.Host = host
-		req.Header.Set("Content-Type", "application/grpc")
-		req.Header.Set("TE", "trailers")
-		resp, err := h2.Do(req)
-		if err != nil {
-			return 0, nil, err
-		}
-		defer resp.Body.Close()
-		if resp.ProtoMajor != 2 {
-			t.Errorf("%s %s: answered over %s", host, path, resp.Proto)
-		}
-		return resp.StatusCode, resp.Header, nil
+		return grpcCall(t, lb.VIP, port, host, path, nil)
 	}
 	// What this test asserts is the routing, so it starts once both
 	// members answer. On a loaded CI machine a request in HAProxy's first
@@ -203,5 +215,66 @@ endpoints: [{addresses: ["127.0.0.1"], conditions: {ready: true}}]
 	code, reply, _, err := harness.Get(&http.Client{Timeout: 5 * time.Second}, lb.VIP, port, "shop.example", "/")
 	if err != nil || code != 200 || reply.Service != "site" {
 		t.Errorf("the HTTPRoute beside them: %d %+v %v", code, reply, err)
+	}
+}
+
+// TestGRPCRouteExample serves examples/gateway/grpc.yaml (with
+// gateway.yaml's GatewayClass): each call reaches the backend its rule
+// names, by method, by service with a header, by service alone, and a
+// service of no rule gets 404.
+func TestGRPCRouteExample(t *testing.T) {
+	manifests, state := harness.ShortTempDir(t), harness.ShortTempDir(t)
+	class, err := os.ReadFile("../../examples/gateway/gateway.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("../../examples/gateway/grpc.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := harness.FreePort(t)
+	s := strings.Replace(string(b), "port: 50051", "port: "+strconv.Itoa(port), 1)
+	for backend, name := range map[string]string{"9201": "echo", "9202": "stream", "9203": "canary"} {
+		s = strings.ReplaceAll(s, backend, strconv.Itoa(startGRPCBackend(t, name)))
+	}
+	first, _, _ := strings.Cut(string(class), "\n---\n")
+	harness.WriteFile(t, filepath.Join(manifests, "class.yaml"), first)
+	harness.WriteFile(t, filepath.Join(manifests, "grpc.yaml"), s)
+	p := harness.StartPier(t, harness.Options{Manifests: manifests, State: state})
+	var lb *model.LoadBalancer
+	harness.WaitFor(t, 20*time.Second, "the Gateway's load balancer serves", func() bool {
+		lb = gatewayLB(t, p, "demo", "grpc")
+		return lb != nil && lb.VIP != "" && lb.Status.State == model.StateActive
+	})
+	backendOf := func(path string, header map[string]string) string {
+		code, hdr, err := grpcCall(t, lb.VIP, port, "grpc.example", path, header)
+		if err != nil {
+			return err.Error()
+		}
+		if code != 200 {
+			return strconv.Itoa(code)
+		}
+		return hdr.Get("X-Backend")
+	}
+	// Health checks in HAProxy's first moments: see TestGRPCRouteH2C.
+	harness.WaitFor(t, 15*time.Second, "every backend answers", func() bool {
+		return backendOf("/echo.v1.Echo/Get", nil) == "echo" && backendOf("/echo.v1.Echo/Stream", nil) == "stream" &&
+			backendOf("/echo.v1.Echo/Get", map[string]string{"x-canary": "yes"}) == "canary"
+	})
+	for _, c := range []struct {
+		path   string
+		header map[string]string
+		want   string
+	}{
+		{"/echo.v1.Echo/Get", nil, "echo"},
+		{"/echo.v1.Echo/Stream", nil, "stream"},
+		{"/echo.v1.Echo/Stream", map[string]string{"x-canary": "yes"}, "stream"}, // the method's rule is more specific
+		{"/echo.v1.Echo/Get", map[string]string{"x-canary": "yes"}, "canary"},
+		{"/echo.v1.Echo/Get", map[string]string{"x-canary": "no"}, "echo"},
+		{"/other.v1.Svc/Get", nil, "404"},
+	} {
+		if got := backendOf(c.path, c.header); got != c.want {
+			t.Errorf("%s %v: got %s, want %s", c.path, c.header, got, c.want)
+		}
 	}
 }
