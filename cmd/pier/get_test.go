@@ -64,7 +64,7 @@ func TestGetGateways(t *testing.T) {
 	}
 	out.Reset()
 	if err := getCommand(context.Background(), []string{"routes", "--api-addr", addr}, &out, &errOut); err != nil ||
-		!strings.HasPrefix(out.String(), "KIND") || !strings.Contains(out.String(), "UDPRoute   demo        dns    -         -          0") {
+		!strings.HasPrefix(out.String(), "KIND") || !strings.Contains(out.String(), "UDPRoute   demo        dns    -           -         -          0") {
 		t.Errorf("routes: %v\n%s", err, out.String())
 	}
 	if err := getCommand(context.Background(), []string{"ingresses"}, &out, &errOut); !errors.Is(err, errUsage) ||

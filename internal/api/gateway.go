@@ -33,11 +33,13 @@ type HTTPRouteResponse struct {
 // its spec, whose shape differs by kind (GET /httproutes has the whole
 // HTTPRoute).
 type RouteResponse struct {
-	Kind       string                   `json:"kind"`
-	APIVersion string                   `json:"apiVersion"`
-	Metadata   metav1.ObjectMeta        `json:"metadata"`
-	Parents    []gwv1.RouteParentStatus `json:"parents"`
-	Problems   []model.Problem          `json:"problems"`
+	Kind       string            `json:"kind"`
+	APIVersion string            `json:"apiVersion"`
+	Metadata   metav1.ObjectMeta `json:"metadata"`
+	// Hostnames are the spec's (HTTPRoute, GRPCRoute, TLSRoute).
+	Hostnames []gwv1.Hostname          `json:"hostnames,omitempty"`
+	Parents   []gwv1.RouteParentStatus `json:"parents"`
+	Problems  []model.Problem          `json:"problems"`
 }
 
 var errGatewaysUnknown = errors.New("the Gateway API is not known here")
@@ -135,7 +137,7 @@ func (s *Server) listRoutes(w http.ResponseWriter, _ *http.Request) {
 			parents = []gwv1.RouteParentStatus{}
 		}
 		items = append(items, RouteResponse{Kind: rt.Kind, APIVersion: gwv1.GroupVersion.String(), Metadata: rt.Meta,
-			Parents: parents, Problems: nonNil(rt.Problems)})
+			Hostnames: rt.Hostnames, Parents: parents, Problems: nonNil(rt.Problems)})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"items": items})
 }

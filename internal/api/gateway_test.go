@@ -52,7 +52,7 @@ func gatewayFixture() fakeGateways {
 		Parents: []gwv1.RouteParentStatus{{ParentRef: gwv1.ParentReference{Name: "gw"}, ControllerName: "pier.dev/gateway-controller",
 			Conditions: []metav1.Condition{{Type: "Accepted", Status: "True", Reason: "Accepted"}}}}}
 	return fakeGateways{
-		all: []pipeline.RouteState{{Kind: model.KindHTTPRoute, Meta: refused.ObjectMeta, Parents: refused.Status.Parents,
+		all: []pipeline.RouteState{{Kind: model.KindHTTPRoute, Meta: refused.ObjectMeta, Hostnames: refused.Spec.Hostnames, Parents: refused.Status.Parents,
 			Problems: []model.Problem{{Kind: model.KindHTTPRoute, Namespace: "ns", Name: "bad", Severity: model.SeverityError}}}, tcp},
 		gws: []pipeline.GatewayState{{Gateway: gw, LoadBalancer: "uuid-1"}},
 		routes: []pipeline.HTTPRouteState{{Route: refused, Problems: []model.Problem{{Kind: model.KindHTTPRoute, Namespace: "ns", Name: "bad",
@@ -113,13 +113,14 @@ func TestGatewayEndpoints(t *testing.T) {
 	}
 	all, err := ListRoutes(context.Background(), strings.TrimPrefix(srv.URL, "http://"))
 	if err != nil || len(all) != 2 || all[1].Kind != model.KindTCPRoute || all[1].Metadata.Name != "db" ||
-		all[1].Parents[0].Conditions[0].Status != "True" || all[1].Problems == nil || all[0].APIVersion != "gateway.networking.k8s.io/v1" {
+		all[1].Parents[0].Conditions[0].Status != "True" || all[1].Problems == nil ||
+		len(all[0].Hostnames) != 2 || all[1].Hostnames != nil || all[0].APIVersion != "gateway.networking.k8s.io/v1" {
 		t.Fatalf("ListRoutes: %v %+v", err, all)
 	}
 	var table bytes.Buffer
 	if err := PrintRoutes(&table, all, created.Add(time.Hour)); err != nil ||
-		!strings.Contains(table.String(), "TCPRoute    ns          db     ns/gw        True                     0") ||
-		!strings.Contains(table.String(), "HTTPRoute   ns          bad    ns/gw/http   False/UnsupportedValue   1") {
+		!strings.Contains(table.String(), "TCPRoute    ns          db     -                             ns/gw        True                     0") ||
+		!strings.Contains(table.String(), "HTTPRoute   ns          bad    a.example.com,b.example.com   ns/gw/http   False/UnsupportedValue   1") {
 		t.Errorf("routes table (%v):\n%s", err, table.String())
 	}
 

@@ -53,15 +53,18 @@ func PrintHTTPRoutes(w io.Writer, routes []HTTPRouteResponse, now time.Time) err
 // them.
 func PrintRoutes(w io.Writer, routes []RouteResponse, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
-	fmt.Fprintln(tw, "KIND\tNAMESPACE\tNAME\tPARENTS\tACCEPTED\tPROBLEMS\tAGE")
+	fmt.Fprintln(tw, "KIND\tNAMESPACE\tNAME\tHOSTNAMES\tPARENTS\tACCEPTED\tPROBLEMS\tAGE")
 	for _, r := range routes {
-		var parents, accepted []string
+		var hosts, parents, accepted []string
+		for _, h := range r.Hostnames {
+			hosts = append(hosts, string(h))
+		}
 		for _, p := range r.Parents {
 			parents = append(parents, parentName(p.ParentRef, r.Metadata.Namespace))
 			accepted = append(accepted, conditionStatus(p.Conditions, string(gwv1.RouteConditionAccepted)))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", r.Kind, r.Metadata.Namespace, r.Metadata.Name,
-			dash(strings.Join(parents, ",")), dash(strings.Join(accepted, ",")), len(r.Problems),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", r.Kind, r.Metadata.Namespace, r.Metadata.Name,
+			dash(strings.Join(hosts, ",")), dash(strings.Join(parents, ",")), dash(strings.Join(accepted, ",")), len(r.Problems),
 			age(now.Sub(r.Metadata.CreationTimestamp.Time)))
 	}
 	return tw.Flush()

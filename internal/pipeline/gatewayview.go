@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -226,12 +227,15 @@ func (p *Pipeline) HTTPRoutes() []HTTPRouteState {
 
 // RouteState is one route of any kind pier serves (HTTPRoute, GRPCRoute,
 // TLSRoute, TCPRoute, UDPRoute) that names a Gateway of ours: its kind,
-// its metadata, pier's parent entries as computed and its problems.
+// its metadata, the hostnames of its spec (HTTPRoute, GRPCRoute and
+// TLSRoute have them; none means every name its listeners take), pier's
+// parent entries as computed and its problems.
 type RouteState struct {
-	Kind     string
-	Meta     metav1.ObjectMeta
-	Parents  []gwv1.RouteParentStatus
-	Problems []model.Problem
+	Kind      string
+	Meta      metav1.ObjectMeta
+	Hostnames []gwv1.Hostname
+	Parents   []gwv1.RouteParentStatus
+	Problems  []model.Problem
 }
 
 // Routes lists every route of the last snapshot that names a Gateway of
@@ -246,13 +250,13 @@ func (p *Pipeline) Routes() []RouteState {
 		return nil
 	}
 	out := []RouteState{}
-	add := func(kind string, meta *metav1.ObjectMeta) {
+	add := func(kind string, meta *metav1.ObjectMeta, hostnames []gwv1.Hostname) {
 		ref := model.ObjectRef{Kind: kind, Namespace: meta.Namespace, Name: meta.Name}
 		parents, ok := view.route(ref)
 		if !ok {
 			return // names no Gateway of ours
 		}
-		st := RouteState{Kind: kind, Meta: *meta.DeepCopy(), Problems: p.Book.Of(ref)}
+		st := RouteState{Kind: kind, Meta: *meta.DeepCopy(), Hostnames: slices.Clone(hostnames), Problems: p.Book.Of(ref)}
 		st.Meta.ManagedFields = nil
 		for _, ps := range parents {
 			st.Parents = append(st.Parents, *ps.DeepCopy())
@@ -260,19 +264,19 @@ func (p *Pipeline) Routes() []RouteState {
 		out = append(out, st)
 	}
 	for _, r := range snap.HTTPRoutes {
-		add(model.KindHTTPRoute, &r.ObjectMeta)
+		add(model.KindHTTPRoute, &r.ObjectMeta, r.Spec.Hostnames)
 	}
 	for _, r := range snap.GRPCRoutes {
-		add(model.KindGRPCRoute, &r.ObjectMeta)
+		add(model.KindGRPCRoute, &r.ObjectMeta, r.Spec.Hostnames)
 	}
 	for _, r := range snap.TLSRoutes {
-		add(model.KindTLSRoute, &r.ObjectMeta)
+		add(model.KindTLSRoute, &r.ObjectMeta, r.Spec.Hostnames)
 	}
 	for _, r := range snap.TCPRoutes {
-		add(model.KindTCPRoute, &r.ObjectMeta)
+		add(model.KindTCPRoute, &r.ObjectMeta, nil)
 	}
 	for _, r := range snap.UDPRoutes {
-		add(model.KindUDPRoute, &r.ObjectMeta)
+		add(model.KindUDPRoute, &r.ObjectMeta, nil)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Kind != out[j].Kind {

@@ -13,19 +13,24 @@ import (
 	"pier.dev/pier/internal/pipeline"
 )
 
-// GatewayInfo and HTTPRouteInfo are a Gateway and an HTTPRoute as the web
-// view shows them: copies with the status pier computes, and problems.
+// GatewayInfo, HTTPRouteInfo and RouteInfo are a Gateway, an HTTPRoute
+// and a route of any kind as the web view shows them: copies with the
+// status pier computes, and problems.
 type (
 	GatewayInfo   = pipeline.GatewayState
 	HTTPRouteInfo = pipeline.HTTPRouteState
+	RouteInfo     = pipeline.RouteState
 )
 
-// Gateways lists the Gateways of pier's classes and the HTTPRoutes that
-// name them. Both return nil when not known here (before the first
-// snapshot, or a standby controller replica).
+// Gateways lists the Gateways of pier's classes and the routes that name
+// them: HTTPRoutes whole (their page shows the rules), and the routes of
+// every kind, HTTPRoutes included, for the lists. Each returns nil when
+// not known here (before the first snapshot, or a standby controller
+// replica).
 type Gateways interface {
 	Gateways() []GatewayInfo
 	HTTPRoutes() []HTTPRouteInfo
+	Routes() []RouteInfo
 }
 
 type conditionView struct {
@@ -58,13 +63,17 @@ type routeParentView struct {
 }
 
 type routeRow struct {
-	Href, Namespace, Name string
-	Hostnames             []string
-	Parents               []routeParentView
-	Refused               bool // not accepted by some parent of ours
-	Problems, Errors      int
-	Created               time.Time
-	Age                   string `json:"-"`
+	// Href is the route's page, which only HTTPRoutes have (their rules);
+	// the other kinds' rows carry all the web view shows of them.
+	Href, Kind, Namespace, Name string
+	// Addressed: the kind has hostnames (all but TCPRoute and UDPRoute).
+	Addressed        bool
+	Hostnames        []string
+	Parents          []routeParentView
+	Refused          bool // not accepted by some parent of ours
+	Problems, Errors int
+	Created          time.Time
+	Age              string `json:"-"`
 }
 
 type gatewaysPage struct {
@@ -88,7 +97,9 @@ type gwListenerView struct {
 
 // routeAttachment is a route's entry for one Gateway, on that Gateway's page.
 type routeAttachment struct {
+	Kind      string
 	Route     lbLink
+	Addressed bool
 	Hostnames []string
 	Parent    routeParentView
 }
@@ -114,11 +125,11 @@ func routeHref(namespace, name string) string {
 	return "/ui/httproute/" + url.PathEscape(namespace) + "/" + url.PathEscape(name)
 }
 
-func (h *Handler) gatewayStates() ([]GatewayInfo, []HTTPRouteInfo) {
+func (h *Handler) gatewayStates() ([]GatewayInfo, []RouteInfo) {
 	if h.Gateways == nil {
 		return nil, nil
 	}
-	return h.Gateways.Gateways(), h.Gateways.HTTPRoutes()
+	return h.Gateways.Gateways(), h.Gateways.Routes()
 }
 
 func (h *Handler) gatewayList(w http.ResponseWriter, r *http.Request) {
@@ -141,8 +152,8 @@ func (h *Handler) gatewayList(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	for _, rt := range routes {
-		namespaces[rt.Route.Namespace] = true
-		if ns == "" || rt.Route.Namespace == ns {
+		namespaces[rt.Meta.Namespace] = true
+		if ns == "" || rt.Meta.Namespace == ns {
 			p.Routes = append(p.Routes, buildRouteRow(rt, ours, now))
 		}
 	}
@@ -195,16 +206,25 @@ func countErrors(ps []model.Problem) int {
 	return n
 }
 
-func buildRouteRow(rt HTTPRouteInfo, ours map[string]bool, now time.Time) routeRow {
-	r := rt.Route
-	row := routeRow{Href: routeHref(r.Namespace, r.Name), Namespace: Clean(r.Namespace), Name: Clean(r.Name),
+// routeInfoOf is an HTTPRoute as the lists show every kind.
+func routeInfoOf(rt HTTPRouteInfo) RouteInfo {
+	return RouteInfo{Kind: model.KindHTTPRoute, Meta: rt.Route.ObjectMeta, Hostnames: rt.Route.Spec.Hostnames,
+		Parents: rt.Route.Status.Parents, Problems: rt.Problems}
+}
+
+func buildRouteRow(rt RouteInfo, ours map[string]bool, now time.Time) routeRow {
+	m := rt.Meta
+	row := routeRow{Kind: Clean(rt.Kind), Addressed: rt.Kind != model.KindTCPRoute && rt.Kind != model.KindUDPRoute, Namespace: Clean(m.Namespace), Name: Clean(m.Name),
 		Problems: len(rt.Problems), Errors: countErrors(rt.Problems),
-		Created: r.CreationTimestamp.Time, Age: Age(now.Sub(r.CreationTimestamp.Time))}
-	for _, host := range r.Spec.Hostnames {
+		Created: m.CreationTimestamp.Time, Age: Age(now.Sub(m.CreationTimestamp.Time))}
+	if rt.Kind == model.KindHTTPRoute {
+		row.Href = routeHref(m.Namespace, m.Name)
+	}
+	for _, host := range rt.Hostnames {
 		row.Hostnames = append(row.Hostnames, Clean(string(host)))
 	}
-	for _, ps := range r.Status.Parents {
-		pv := buildParent(ps, r.Namespace, ours)
+	for _, ps := range rt.Parents {
+		pv := buildParent(ps, m.Namespace, ours)
 		if pv.Gateway.Href != "" && pv.Accepted.Status != string(metav1.ConditionTrue) {
 			row.Refused = true
 		}
@@ -271,10 +291,10 @@ func (h *Handler) gateway(w http.ResponseWriter, r *http.Request) {
 		h.page(w, r, http.StatusOK, "gateway", buildGateway(g, gws, routes, lbNames(lbs), h.now()))
 		return
 	}
-	h.page(w, r, http.StatusNotFound, "notfound", &notFoundPage{Title: "Not found", Path: Clean(r.URL.Path)})
+	h.notFound(w, r)
 }
 
-func buildGateway(g GatewayInfo, gws []GatewayInfo, routes []HTTPRouteInfo, lbs map[string]string, now time.Time) *gatewayPage {
+func buildGateway(g GatewayInfo, gws []GatewayInfo, routes []RouteInfo, lbs map[string]string, now time.Time) *gatewayPage {
 	gw := g.Gateway
 	p := &gatewayPage{Title: Clean(gw.Namespace + "/" + gw.Name), Row: buildGatewayRow(g, lbs, now), UID: Clean(string(gw.UID)),
 		Conditions: conditionViews(gw.Status.Conditions)}
@@ -291,7 +311,7 @@ func buildGateway(g GatewayInfo, gws []GatewayInfo, routes []HTTPRouteInfo, lbs 
 				continue
 			}
 			mine = true
-			a := routeAttachment{Route: lbLink{Href: row.Href, Name: row.Namespace + "/" + row.Name}, Hostnames: row.Hostnames, Parent: pv}
+			a := routeAttachment{Kind: row.Kind, Route: lbLink{Href: row.Href, Name: row.Namespace + "/" + row.Name}, Addressed: row.Addressed, Hostnames: row.Hostnames, Parent: pv}
 			if pv.Accepted.Status == string(metav1.ConditionTrue) {
 				p.Attached = append(p.Attached, a)
 			} else {

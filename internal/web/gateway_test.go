@@ -1,6 +1,7 @@
 package web
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,10 +15,21 @@ import (
 type fakeGateways struct {
 	gws    []GatewayInfo
 	routes []HTTPRouteInfo
+	others []RouteInfo // routes of the other kinds
 }
 
 func (f fakeGateways) Gateways() []GatewayInfo     { return f.gws }
 func (f fakeGateways) HTTPRoutes() []HTTPRouteInfo { return f.routes }
+
+// Routes are every kind, sorted by kind as the pipeline sorts them.
+func (f fakeGateways) Routes() []RouteInfo {
+	out := slices.Clone(f.others)
+	for _, rt := range f.routes {
+		out = append(out, routeInfoOf(rt))
+	}
+	slices.SortStableFunc(out, func(a, b RouteInfo) int { return strings.Compare(a.Kind, b.Kind) })
+	return out
+}
 
 func cond(typ string, ok bool, reason, msg string) metav1.Condition {
 	st := metav1.ConditionFalse
@@ -28,7 +40,8 @@ func cond(typ string, ok bool, reason, msg string) metav1.Condition {
 }
 
 // gatewayFixture is Gateway ns/name (load balancer uuid) with listener
-// listener, one route accepted and one refused with reason and message.
+// listener, one HTTPRoute accepted and one refused with reason and
+// message, and a TLSRoute (hostname msg) and a TCPRoute accepted.
 func gatewayFixture(ns, name, listener, uuid, msg string) fakeGateways {
 	ip := gwv1.IPAddressType
 	gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: metav1.NewTime(now.Add(-time2h))},
@@ -58,8 +71,15 @@ func gatewayFixture(ns, name, listener, uuid, msg string) fakeGateways {
 		}
 		return info
 	}
+	other := func(kind, rname string, hostnames ...gwv1.Hostname) RouteInfo {
+		return RouteInfo{Kind: kind, Meta: metav1.ObjectMeta{Namespace: ns, Name: rname, CreationTimestamp: metav1.NewTime(now.Add(-time2h))},
+			Hostnames: hostnames, Parents: []gwv1.RouteParentStatus{{ParentRef: gwv1.ParentReference{Name: gwv1.ObjectName(name)},
+				ControllerName: "pier.dev/gateway-controller",
+				Conditions:     []metav1.Condition{cond("Accepted", true, "Accepted", ""), cond("ResolvedRefs", true, "ResolvedRefs", "")}}}}
+	}
 	return fakeGateways{gws: []GatewayInfo{{Gateway: gw, LoadBalancer: uuid}},
-		routes: []HTTPRouteInfo{route("web", true, "Accepted", ""), route("bad", false, "UnsupportedValue", msg)}}
+		routes: []HTTPRouteInfo{route("web", true, "Accepted", ""), route("bad", false, "UnsupportedValue", msg)},
+		others: []RouteInfo{other(model.KindTLSRoute, "apps", gwv1.Hostname(msg)), other(model.KindTCPRoute, "db")}}
 }
 
 const time2h = 2 * time.Hour
@@ -118,6 +138,36 @@ func TestGatewayPages(t *testing.T) {
 	f.h.Gateways = nil
 	_, _, body = get(t, f.srv.URL+"/ui/gateways")
 	mustContain(t, "no source", body, "not available here")
+}
+
+// The lists show routes of every kind: each row names its kind; only an
+// HTTPRoute links to a page of its own (its rules); a TCPRoute has no
+// hostnames, it takes its listener's port.
+func TestGatewayPagesListEveryRouteKind(t *testing.T) {
+	f := newFixture(t, fakeIngresses{}, gatewayLB("u1", "demo", "gw"))
+	f.h.Gateways = gatewayFixture("demo", "gw", "http", "u1", "apps.example")
+	for _, page := range []string{"/ui/gateways", "/ui/gateway/demo/gw"} {
+		_, _, body := get(t, f.srv.URL+page)
+		name := "demo/db" // the Gateway's page names routes with their namespace
+		if page == "/ui/gateways" {
+			name = "db" // the list has a column for it
+		}
+		mustContain(t, page, body, `<td class="route-kind">TCPRoute</td>`, `<span class="route-name">`+name+`</span>`,
+			`<td class="route-kind">TLSRoute</td>`, "<code>apps.example</code>", "by port", "/ui/httproute/demo/web")
+		for _, kind := range []string{"tcproute", "tlsroute"} {
+			if strings.Contains(body, "/ui/"+kind+"/") {
+				t.Errorf("%s links to a %s page, which does not exist", page, kind)
+			}
+		}
+	}
+	_, _, body := get(t, f.srv.URL+"/ui/gateway/demo/gw")
+	attached, _, _ := strings.Cut(body, "Routes refused")
+	if !strings.Contains(attached, "demo/db") || !strings.Contains(attached, "demo/apps") {
+		t.Error("the accepted TCPRoute and TLSRoute are not under Routes attached")
+	}
+	if code, _, _ := get(t, f.srv.URL+"/ui/httproute/demo/db"); code != 404 {
+		t.Errorf("a TCPRoute's name as an HTTPRoute page: %d, want 404", code)
+	}
 }
 
 // Every user string of a Gateway or route page is text, never markup.

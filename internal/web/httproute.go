@@ -37,8 +37,12 @@ type routeRuleView struct {
 
 func (h *Handler) httpRoute(w http.ResponseWriter, r *http.Request) {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	gws, routes := h.gatewayStates()
-	for _, rt := range routes {
+	if h.Gateways == nil {
+		h.notFound(w, r)
+		return
+	}
+	gws := h.Gateways.Gateways()
+	for _, rt := range h.Gateways.HTTPRoutes() {
 		if rt.Route.Namespace == ns && rt.Route.Name == name {
 			lbs, err := h.Store.List(r.Context())
 			if err != nil {
@@ -51,12 +55,12 @@ func (h *Handler) httpRoute(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	h.page(w, r, http.StatusNotFound, "notfound", &notFoundPage{Title: "Not found", Path: Clean(r.URL.Path)})
+	h.notFound(w, r)
 }
 
 func buildRoute(rt HTTPRouteInfo, ours map[string]bool, h *Handler) *routePage {
 	route := rt.Route
-	p := &routePage{Title: Clean(route.Namespace + "/" + route.Name), Row: buildRouteRow(rt, ours, h.now()), UID: Clean(string(route.UID))}
+	p := &routePage{Title: Clean(route.Namespace + "/" + route.Name), Row: buildRouteRow(routeInfoOf(rt), ours, h.now()), UID: Clean(string(route.UID))}
 	for i, rule := range route.Spec.Rules {
 		v := routeRuleView{Index: i}
 		if rule.Name != nil {

@@ -167,7 +167,7 @@ func (h *Handler) ingress(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if found == nil {
-		h.page(w, r, http.StatusNotFound, "notfound", &notFoundPage{Title: "Not found", Path: Clean(r.URL.Path)})
+		h.notFound(w, r)
 		return
 	}
 	lbs, err := h.Store.List(r.Context())

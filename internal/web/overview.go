@@ -276,7 +276,7 @@ func (h *Handler) ingresses() []IngressInfo {
 // problemsBySource maps a load balancer source, "Kind/namespace/name",
 // to its problems: an Ingress's own; a Gateway's own and those of the
 // HTTPRoutes with a parent entry for it (their rules are its policies).
-func problemsBySource(ings []IngressInfo, gws []GatewayInfo, routes []HTTPRouteInfo) map[string][]model.Problem {
+func problemsBySource(ings []IngressInfo, gws []GatewayInfo, routes []RouteInfo) map[string][]model.Problem {
 	out := make(map[string][]model.Problem, len(ings)+len(gws))
 	for _, in := range ings {
 		if len(in.Problems) > 0 {
@@ -294,8 +294,8 @@ func problemsBySource(ings []IngressInfo, gws []GatewayInfo, routes []HTTPRouteI
 			continue
 		}
 		seen := map[string]bool{}
-		for _, ps := range rt.Route.Status.Parents {
-			ns := rt.Route.Namespace
+		for _, ps := range rt.Parents {
+			ns := rt.Meta.Namespace
 			if ps.ParentRef.Namespace != nil {
 				ns = string(*ps.ParentRef.Namespace)
 			}
@@ -312,7 +312,7 @@ func problemsBySource(ings []IngressInfo, gws []GatewayInfo, routes []HTTPRouteI
 func sourceKey(s model.Source) string { return s.Kind + "/" + s.Key() }
 
 // problemObjects counts the Gateway API objects with problems.
-func problemObjects(gws []GatewayInfo, routes []HTTPRouteInfo) int {
+func problemObjects(gws []GatewayInfo, routes []RouteInfo) int {
 	n := 0
 	for _, g := range gws {
 		if len(g.Problems) > 0 {

@@ -126,7 +126,7 @@ func (h *Handler) newMux() *http.ServeMux {
 	static, _ := fs.Sub(staticFS, "static")
 	mux.Handle("/ui/static/", http.StripPrefix("/ui/static/", staticHandler(static)))
 	mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
-		h.page(w, r, http.StatusNotFound, "notfound", &notFoundPage{Title: "Not found", Path: Clean(r.URL.Path)})
+		h.notFound(w, r)
 	})
 	return mux
 }
@@ -220,9 +220,14 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request, code int, name st
 	}
 }
 
+// notFound answers 404 with the page that names the path asked for.
+func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) {
+	h.page(w, r, http.StatusNotFound, "notfound", &notFoundPage{Title: "Not found", Path: Clean(r.URL.Path)})
+}
+
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, store.ErrNotFound) {
-		h.page(w, r, http.StatusNotFound, "notfound", &notFoundPage{Title: "Not found", Path: Clean(r.URL.Path)})
+		h.notFound(w, r)
 		return
 	}
 	h.logger().Error("web view: store read failed", "error", err)
