@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"pier.dev/pier/internal/model"
 	"pier.dev/pier/test/harness"
 )
 
@@ -38,11 +37,7 @@ func TestGatewayFilters(t *testing.T) {
 		harness.WriteFile(t, filepath.Join(manifests, f), s)
 	}
 	p := harness.StartPier(t, harness.Options{Manifests: manifests, State: state})
-	var lb *model.LoadBalancer
-	harness.WaitFor(t, 20*time.Second, "the Gateway's load balancer serves", func() bool {
-		lb = gatewayLB(t, p, "demo", "web")
-		return lb != nil && lb.VIP != "" && lb.Status.State == model.StateActive
-	})
+	lb := p.ServingGateway("demo", "web")
 	client := &http.Client{Timeout: 5 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	type echoed struct {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -33,11 +32,7 @@ func TestGatewayExample(t *testing.T) {
 	harness.WriteFile(t, filepath.Join(manifests, "gateway.yaml"), s)
 	p := harness.StartPier(t, harness.Options{Manifests: manifests, State: state})
 
-	var lb *model.LoadBalancer
-	harness.WaitFor(t, 20*time.Second, "the Gateway's load balancer serves", func() bool {
-		lb = gatewayLB(t, p, "demo", "web")
-		return lb != nil && lb.VIP != "" && lb.Status.State == model.StateActive
-	})
+	lb := p.ServingGateway("demo", "web")
 	if lb.Provider != model.ProviderHAProxy || len(lb.Listeners) != 1 || lb.Listeners[0].Port != port {
 		t.Fatalf("load balancer %s: provider %s, listeners %+v", lb.Name, lb.Provider, lb.Listeners)
 	}
@@ -62,30 +57,6 @@ func TestGatewayExample(t *testing.T) {
 			}
 		}
 	}
-}
-
-// gatewayLB finds the load balancer whose source is the Gateway ns/name.
-func gatewayLB(t *testing.T, p *harness.Pier, ns, name string) *model.LoadBalancer {
-	t.Helper()
-	resp, err := http.Get("http://" + p.API + "/loadbalancers")
-	if err != nil {
-		return nil
-	}
-	defer resp.Body.Close()
-	var list struct {
-		Items []*model.LoadBalancer `json:"items"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
-		return nil
-	}
-	for _, lb := range list.Items {
-		for _, s := range lb.Sources {
-			if s.Kind == model.KindGateway && s.Namespace == ns && s.Name == name {
-				return lb
-			}
-		}
-	}
-	return nil
 }
 
 // TestGatewayReferenceGrantFiles: in `pier run`, an HTTPRoute's backend in
@@ -141,11 +112,7 @@ spec:
   - backendRefs: [{name: gw-store, port: 80}]
 `)
 	p := harness.StartPier(t, harness.Options{Manifests: manifests, State: state})
-	var lb *model.LoadBalancer
-	harness.WaitFor(t, 20*time.Second, "the Gateway's load balancer serves", func() bool {
-		lb = gatewayLB(t, p, "demo", "web")
-		return lb != nil && lb.VIP != "" && lb.Status.State == model.StateActive
-	})
+	lb := p.ServingGateway("demo", "web")
 	client := &http.Client{Timeout: 5 * time.Second}
 	send := func(method, host, path string) string {
 		code, reply, _, err := harness.Send(client, method, lb.VIP, port, host, path)

@@ -163,11 +163,7 @@ endpoints: [{addresses: ["127.0.0.1"], conditions: {ready: true}}]
 	harness.WriteFile(t, filepath.Join(manifests, "grpc.yaml"), doc)
 	p := harness.StartPier(t, harness.Options{Manifests: manifests, State: state})
 
-	var lb *model.LoadBalancer
-	harness.WaitFor(t, 20*time.Second, "the Gateway's load balancer serves", func() bool {
-		lb = gatewayLB(t, p, "demo", "web")
-		return lb != nil && lb.VIP != "" && lb.Status.State == model.StateActive
-	})
+	lb := p.ServingGateway("demo", "web")
 	for _, l := range lb.Listeners {
 		for _, pol := range l.Policies {
 			if pol.Source.Name == "evil" {
@@ -241,11 +237,7 @@ func TestGRPCRouteExample(t *testing.T) {
 	harness.WriteFile(t, filepath.Join(manifests, "class.yaml"), first)
 	harness.WriteFile(t, filepath.Join(manifests, "grpc.yaml"), s)
 	p := harness.StartPier(t, harness.Options{Manifests: manifests, State: state})
-	var lb *model.LoadBalancer
-	harness.WaitFor(t, 20*time.Second, "the Gateway's load balancer serves", func() bool {
-		lb = gatewayLB(t, p, "demo", "grpc")
-		return lb != nil && lb.VIP != "" && lb.Status.State == model.StateActive
-	})
+	lb := p.ServingGateway("demo", "grpc")
 	backendOf := func(path string, header map[string]string) string {
 		code, hdr, err := grpcCall(t, lb.VIP, port, "grpc.example", path, header)
 		if err != nil {

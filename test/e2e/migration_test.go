@@ -317,7 +317,7 @@ func TestGatewayMigration(t *testing.T) {
 	gateways := map[string]string{}
 	harness.WaitFor(t, 30*time.Second, "every converted Gateway serves", func() bool {
 		for _, name := range []string{"single-service", "simple-fanout", "virtual-hosting", "nginx"} {
-			lb := gatewayLB(t, p, "demo", name)
+			lb := p.GatewayLB("demo", name)
 			if lb == nil || lb.VIP == "" || lb.Status.State != model.StateActive {
 				return false
 			}

@@ -177,11 +177,7 @@ endpoints: [{addresses: ["127.0.0.1"], conditions: {ready: true}}]
 	harness.WriteFile(t, filepath.Join(manifests, "tcp.yaml"), doc)
 	p := harness.StartPier(t, harness.Options{Manifests: manifests, State: state})
 
-	var lb *model.LoadBalancer
-	harness.WaitFor(t, 20*time.Second, "the Gateway's load balancer serves", func() bool {
-		lb = gatewayLB(t, p, "demo", "web")
-		return lb != nil && lb.VIP != "" && lb.FIP != "" && lb.Status.State == model.StateActive
-	})
+	lb := p.ServingGateway("demo", "web")
 	for _, addr := range []string{lb.VIP, lb.FIP} {
 		seen := map[string]int{}
 		for i := 0; i < 8; i++ {
@@ -279,11 +275,7 @@ func TestTCPRouteExample(t *testing.T) {
 	harness.WriteFile(t, filepath.Join(manifests, "class.yaml"), first)
 	harness.WriteFile(t, filepath.Join(manifests, "tcp.yaml"), s)
 	p := harness.StartPier(t, harness.Options{Manifests: manifests, State: state})
-	var lb *model.LoadBalancer
-	harness.WaitFor(t, 20*time.Second, "the Gateway's load balancer serves", func() bool {
-		lb = gatewayLB(t, p, "demo", "tcp")
-		return lb != nil && lb.VIP != "" && lb.Status.State == model.StateActive
-	})
+	lb := p.ServingGateway("demo", "tcp")
 	if reply, err := tcpSay(lb.VIP, port, "ping"); err != nil || reply != "echo ping" {
 		t.Errorf("via %s:%d: %q (%v), want \"echo ping\"", lb.VIP, port, reply, err)
 	}

@@ -144,11 +144,7 @@ endpoints: [{addresses: ["127.0.0.1"], conditions: {ready: true}}]
 	harness.WriteFile(t, filepath.Join(manifests, "tls.yaml"), doc)
 	p := harness.StartPier(t, harness.Options{Manifests: manifests, State: state})
 
-	var lb *model.LoadBalancer
-	harness.WaitFor(t, 20*time.Second, "the Gateway's load balancer serves", func() bool {
-		lb = gatewayLB(t, p, "demo", "web")
-		return lb != nil && lb.VIP != "" && lb.FIP != "" && lb.Status.State == model.StateActive
-	})
+	lb := p.ServingGateway("demo", "web")
 	for _, addr := range []string{lb.VIP, lb.FIP} {
 		for sni, want := range map[string]string{
 			"a.apps.example":   "member.apps sni=a.apps.example client=",
@@ -245,11 +241,7 @@ func TestTLSRouteExample(t *testing.T) {
 	harness.WriteFile(t, filepath.Join(manifests, "class.yaml"), first)
 	harness.WriteFile(t, filepath.Join(manifests, "tls.yaml"), s)
 	p := harness.StartPier(t, harness.Options{Manifests: manifests, State: state})
-	var lb *model.LoadBalancer
-	harness.WaitFor(t, 20*time.Second, "the Gateway's load balancer serves", func() bool {
-		lb = gatewayLB(t, p, "demo", "tls")
-		return lb != nil && lb.VIP != "" && lb.Status.State == model.StateActive
-	})
+	lb := p.ServingGateway("demo", "tls")
 	for sni, want := range map[string]string{"www.apps.example": "member.apps", "admin.apps.example": "member.admin"} {
 		if cn, _, err := tlsHello(lb.VIP, port, sni); err != nil || cn != want {
 			t.Errorf("SNI %s: certificate %q (%v), want %q", sni, cn, err, want)

@@ -25,6 +25,7 @@ import (
 	"pier.dev/pier/internal/api"
 	"pier.dev/pier/internal/echo"
 	"pier.dev/pier/internal/lab"
+	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/testport"
 )
 
@@ -255,6 +256,52 @@ func (p *Pier) Ingress(ns, name string) (*api.IngressResponse, error) {
 	}
 	var out api.IngressResponse
 	return &out, json.NewDecoder(resp.Body).Decode(&out)
+}
+
+// GatewayLB is the load balancer whose source is the Gateway ns/name, as
+// GET /loadbalancers lists it; nil when there is none (yet) or the API
+// did not answer.
+func (p *Pier) GatewayLB(ns, name string) *model.LoadBalancer {
+	resp, err := http.Get("http://" + p.API + "/loadbalancers")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Items []*model.LoadBalancer `json:"items"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		return nil
+	}
+	for _, lb := range list.Items {
+		for _, s := range lb.Sources {
+			if s.Kind == model.KindGateway && s.Namespace == ns && s.Name == name {
+				return lb
+			}
+		}
+	}
+	return nil
+}
+
+// ServingGateway waits until the Gateway ns/name's load balancer serves
+// (ACTIVE, with its VIP and FIP, every node's HAProxy seeing each of its
+// members up) and returns it: what a test that sends traffic needs first.
+func (p *Pier) ServingGateway(ns, name string) *model.LoadBalancer {
+	p.t.Helper()
+	var lb *model.LoadBalancer
+	WaitFor(p.t, 20*time.Second, "the load balancer of Gateway "+ns+"/"+name+" serves", func() bool {
+		lb = p.GatewayLB(ns, name)
+		if lb == nil || lb.VIP == "" || lb.FIP == "" || lb.Status.State != model.StateActive {
+			return false
+		}
+		for _, n := range lb.Status.Nodes {
+			if n.MembersUp != n.Members {
+				return false
+			}
+		}
+		return true
+	})
+	return lb
 }
 
 // Addresses waits until the Ingress publishes addresses and returns them.
