@@ -150,7 +150,7 @@ func (h *Handler) loadBalancer(w http.ResponseWriter, r *http.Request) {
 	h.page(w, r, http.StatusOK, "lb", p)
 }
 
-func buildLB(lb *model.LoadBalancer, problems map[string][]model.Problem, now time.Time) *lbPage {
+func buildLB(lb *model.LoadBalancer, problems map[model.ObjectRef][]model.Problem, now time.Time) *lbPage {
 	p := &lbPage{Title: Clean(lb.Name), UUID: Clean(lb.UUID), Name: Clean(lb.Name), Provider: Clean(string(lb.Provider)),
 		State: displayState(lb), Message: Clean(lb.Status.Message), SpecHash: lb.SpecHash(),
 		VIP: Clean(lb.VIP), FIP: Clean(lb.FIP), RequestedFIP: Clean(lb.RequestedFIP),
@@ -173,7 +173,7 @@ func buildLB(lb *model.LoadBalancer, problems map[string][]model.Problem, now ti
 		p.Listeners = append(p.Listeners, buildListener(l, pools))
 	}
 	for _, s := range lb.Sources {
-		for _, pr := range problems[sourceKey(s)] {
+		for _, pr := range problems[s.Ref()] {
 			p.Problems = append(p.Problems, buildProblem(pr))
 		}
 	}

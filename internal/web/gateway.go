@@ -55,8 +55,9 @@ type gatewayRow struct {
 
 // routeParentView is one entry of a route's status.parents.
 type routeParentView struct {
-	Gateway      lbLink // Href empty when the Gateway is not one of ours
-	Section      string // sectionName and port, "" for the whole Gateway
+	ref          model.ObjectRef // the Gateway, as the status names it
+	Gateway      lbLink          // Href empty when the Gateway is not one of ours
+	Section      string          // sectionName and port, "" for the whole Gateway
 	Controller   string
 	Accepted     conditionView
 	ResolvedRefs conditionView
@@ -169,10 +170,10 @@ func lbNames(lbs []*model.LoadBalancer) map[string]string {
 	return out
 }
 
-func gatewaySet(gws []GatewayInfo) map[string]bool {
-	out := make(map[string]bool, len(gws))
+func gatewaySet(gws []GatewayInfo) map[model.ObjectRef]bool {
+	out := make(map[model.ObjectRef]bool, len(gws))
 	for _, g := range gws {
-		out[g.Gateway.Namespace+"/"+g.Gateway.Name] = true
+		out[gatewayRef(g.Gateway.Namespace, g.Gateway.Name)] = true
 	}
 	return out
 }
@@ -212,7 +213,7 @@ func routeInfoOf(rt HTTPRouteInfo) RouteInfo {
 		Parents: rt.Route.Status.Parents, Problems: rt.Problems}
 }
 
-func buildRouteRow(rt RouteInfo, ours map[string]bool, now time.Time) routeRow {
+func buildRouteRow(rt RouteInfo, ours map[model.ObjectRef]bool, now time.Time) routeRow {
 	m := rt.Meta
 	row := routeRow{Kind: Clean(rt.Kind), Addressed: rt.Kind != model.KindTCPRoute && rt.Kind != model.KindUDPRoute, Namespace: Clean(m.Namespace), Name: Clean(m.Name),
 		Problems: len(rt.Problems), Errors: countErrors(rt.Problems),
@@ -233,16 +234,16 @@ func buildRouteRow(rt RouteInfo, ours map[string]bool, now time.Time) routeRow {
 	return row
 }
 
-func buildParent(ps gwv1.RouteParentStatus, routeNS string, ours map[string]bool) routeParentView {
+func buildParent(ps gwv1.RouteParentStatus, routeNS string, ours map[model.ObjectRef]bool) routeParentView {
 	ns := routeNS
 	if ps.ParentRef.Namespace != nil {
 		ns = string(*ps.ParentRef.Namespace)
 	}
-	key := ns + "/" + string(ps.ParentRef.Name)
-	pv := routeParentView{Gateway: lbLink{Name: Clean(key)}, Controller: Clean(string(ps.ControllerName)),
+	ref := gatewayRef(ns, string(ps.ParentRef.Name))
+	pv := routeParentView{ref: ref, Gateway: lbLink{Name: Clean(ns + "/" + string(ps.ParentRef.Name))}, Controller: Clean(string(ps.ControllerName)),
 		Accepted:     findCondition(ps.Conditions, string(gwv1.RouteConditionAccepted)),
 		ResolvedRefs: findCondition(ps.Conditions, string(gwv1.RouteConditionResolvedRefs))}
-	if ours[key] {
+	if ours[ref] {
 		pv.Gateway.Href = gatewayHref(ns, string(ps.ParentRef.Name))
 	}
 	if ps.ParentRef.SectionName != nil {
@@ -302,12 +303,12 @@ func buildGateway(g GatewayInfo, gws []GatewayInfo, routes []RouteInfo, lbs map[
 	for _, pr := range g.Problems {
 		p.Problems = append(p.Problems, buildProblem(pr))
 	}
-	ours, key := gatewaySet(gws), gw.Namespace+"/"+gw.Name
+	ours, ref := gatewaySet(gws), gatewayRef(gw.Namespace, gw.Name)
 	for _, rt := range routes {
 		row := buildRouteRow(rt, ours, now)
 		mine := false
 		for _, pv := range row.Parents {
-			if pv.Gateway.Href == "" || pv.Gateway.Name != Clean(key) {
+			if pv.ref != ref {
 				continue
 			}
 			mine = true

@@ -58,7 +58,7 @@ func (h *Handler) httpRoute(w http.ResponseWriter, r *http.Request) {
 	h.notFound(w, r)
 }
 
-func buildRoute(rt HTTPRouteInfo, ours map[string]bool, h *Handler) *routePage {
+func buildRoute(rt HTTPRouteInfo, ours map[model.ObjectRef]bool, h *Handler) *routePage {
 	route := rt.Route
 	p := &routePage{Title: Clean(route.Namespace + "/" + route.Name), Row: buildRouteRow(routeInfoOf(rt), ours, h.now()), UID: Clean(string(route.UID))}
 	for i, rule := range route.Spec.Rules {

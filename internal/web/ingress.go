@@ -108,19 +108,19 @@ func (h *Handler) ingressList(w http.ResponseWriter, r *http.Request) {
 	h.page(w, r, http.StatusOK, "ingresses", p)
 }
 
-func lbsByIngress(lbs []*model.LoadBalancer) map[string][]*model.LoadBalancer {
-	out := map[string][]*model.LoadBalancer{}
+func lbsByIngress(lbs []*model.LoadBalancer) map[model.ObjectRef][]*model.LoadBalancer {
+	out := map[model.ObjectRef][]*model.LoadBalancer{}
 	for _, lb := range lbs {
 		for _, s := range lb.Sources {
-			if s.Kind == "Ingress" {
-				out[s.Key()] = append(out[s.Key()], lb)
+			if s.Kind == model.KindIngress {
+				out[s.Ref()] = append(out[s.Ref()], lb)
 			}
 		}
 	}
 	return out
 }
 
-func buildIngressRow(in IngressInfo, byIngress map[string][]*model.LoadBalancer, now time.Time) ingressRow {
+func buildIngressRow(in IngressInfo, byIngress map[model.ObjectRef][]*model.LoadBalancer, now time.Time) ingressRow {
 	ing := in.Ingress
 	row := ingressRow{Href: ingressHref(ing.Namespace, ing.Name), Namespace: Clean(ing.Namespace), Name: Clean(ing.Name),
 		Problems: len(in.Problems), Created: ing.CreationTimestamp.Time, Age: Age(now.Sub(ing.CreationTimestamp.Time))}
@@ -142,7 +142,7 @@ func buildIngressRow(in IngressInfo, byIngress map[string][]*model.LoadBalancer,
 			row.Addresses = append(row.Addresses, Clean(a.Hostname))
 		}
 	}
-	for _, lb := range byIngress[ing.Namespace+"/"+ing.Name] {
+	for _, lb := range byIngress[model.IngressRef(ing.Namespace, ing.Name)] {
 		l := ingressLB{lbLink: lbLink{Href: lbHref(lb.UUID), Name: Clean(lb.Name)}, State: displayState(lb)}
 		if lb.Status.State == model.StateError {
 			l.Message = Clean(lb.Status.Message)
@@ -205,8 +205,8 @@ func buildIngress(in IngressInfo, lbs []*model.LoadBalancer, now time.Time) *ing
 		}
 		p.TLS = append(p.TLS, keyValue{Key: Clean(t.SecretName), Value: Clean(hosts)})
 	}
-	key := ing.Namespace + "/" + ing.Name
-	for _, lb := range byIngress[key] {
+	key := ing.Namespace + "/" + ing.Name // as a policy's source shows
+	for _, lb := range byIngress[model.IngressRef(ing.Namespace, ing.Name)] {
 		p.Errors = append(p.Errors, recentErrors(lb, now, errorsOf(model.KindIngress, ing.Namespace, ing.Name))...)
 		page := buildLB(lb, nil, now)
 		for _, l := range page.Listeners {

@@ -276,16 +276,16 @@ func (h *Handler) ingresses() []IngressInfo {
 // problemsBySource maps a load balancer source, "Kind/namespace/name",
 // to its problems: an Ingress's own; a Gateway's own and those of the
 // HTTPRoutes with a parent entry for it (their rules are its policies).
-func problemsBySource(ings []IngressInfo, gws []GatewayInfo, routes []RouteInfo) map[string][]model.Problem {
-	out := make(map[string][]model.Problem, len(ings)+len(gws))
+func problemsBySource(ings []IngressInfo, gws []GatewayInfo, routes []RouteInfo) map[model.ObjectRef][]model.Problem {
+	out := make(map[model.ObjectRef][]model.Problem, len(ings)+len(gws))
 	for _, in := range ings {
 		if len(in.Problems) > 0 {
-			out[model.KindIngress+"/"+in.Ingress.Namespace+"/"+in.Ingress.Name] = in.Problems
+			out[model.IngressRef(in.Ingress.Namespace, in.Ingress.Name)] = in.Problems
 		}
 	}
 	for _, g := range gws {
 		if len(g.Problems) > 0 {
-			k := model.KindGateway + "/" + g.Gateway.Namespace + "/" + g.Gateway.Name
+			k := gatewayRef(g.Gateway.Namespace, g.Gateway.Name)
 			out[k] = append(out[k], g.Problems...)
 		}
 	}
@@ -293,13 +293,13 @@ func problemsBySource(ings []IngressInfo, gws []GatewayInfo, routes []RouteInfo)
 		if len(rt.Problems) == 0 {
 			continue
 		}
-		seen := map[string]bool{}
+		seen := map[model.ObjectRef]bool{}
 		for _, ps := range rt.Parents {
 			ns := rt.Meta.Namespace
 			if ps.ParentRef.Namespace != nil {
 				ns = string(*ps.ParentRef.Namespace)
 			}
-			k := model.KindGateway + "/" + ns + "/" + string(ps.ParentRef.Name)
+			k := gatewayRef(ns, string(ps.ParentRef.Name))
 			if !seen[k] {
 				seen[k] = true
 				out[k] = append(out[k], rt.Problems...)
@@ -309,7 +309,9 @@ func problemsBySource(ings []IngressInfo, gws []GatewayInfo, routes []RouteInfo)
 	return out
 }
 
-func sourceKey(s model.Source) string { return s.Kind + "/" + s.Key() }
+func gatewayRef(namespace, name string) model.ObjectRef {
+	return model.ObjectRef{Kind: model.KindGateway, Namespace: namespace, Name: name}
+}
 
 // problemObjects counts the Gateway API objects with problems.
 func problemObjects(gws []GatewayInfo, routes []RouteInfo) int {
@@ -327,7 +329,7 @@ func problemObjects(gws []GatewayInfo, routes []RouteInfo) int {
 	return n
 }
 
-func buildOverview(lbs []*model.LoadBalancer, ings []IngressInfo, problems map[string][]model.Problem, f filter, pageSize int, now time.Time) *overviewPage {
+func buildOverview(lbs []*model.LoadBalancer, ings []IngressInfo, problems map[model.ObjectRef][]model.Problem, f filter, pageSize int, now time.Time) *overviewPage {
 	withProblems := 0
 	for _, in := range ings {
 		if len(in.Problems) > 0 {
@@ -374,7 +376,7 @@ func buildOverview(lbs []*model.LoadBalancer, ings []IngressInfo, problems map[s
 	return p
 }
 
-func buildRow(lb *model.LoadBalancer, problems map[string][]model.Problem, now time.Time) lbRow {
+func buildRow(lb *model.LoadBalancer, problems map[model.ObjectRef][]model.Problem, now time.Time) lbRow {
 	row := lbRow{Href: lbHref(lb.UUID), Name: Clean(lb.Name), Sources: sourceLinks(lb.Sources),
 		Provider: Clean(string(lb.Provider)), VIP: Clean(lb.VIP), FIP: Clean(lb.FIP),
 		Active: placedNode(lb, lb.Placement.Active), Standby: placedNode(lb, lb.Placement.Standby),
@@ -387,7 +389,7 @@ func buildRow(lb *model.LoadBalancer, problems map[string][]model.Problem, now t
 	}
 	row.Health = healthOf(lb, row.Members)
 	for _, s := range lb.Sources {
-		row.Problems += len(problems[sourceKey(s)])
+		row.Problems += len(problems[s.Ref()])
 	}
 	return row
 }
