@@ -51,6 +51,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"pier.dev/pier/internal/fixture"
 	"pier.dev/pier/test/kubeapi"
 )
 
@@ -163,17 +164,8 @@ func populate(t *testing.T, ctx context.Context, srv *kubeapi.Server, cs kuberne
 }
 
 func ingress(i int) *networkingv1.Ingress {
-	class, prefix := "pier", networkingv1.PathTypePrefix
-	return &networkingv1.Ingress{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ing-%04d", i)},
-		Spec: networkingv1.IngressSpec{IngressClassName: &class, Rules: []networkingv1.IngressRule{{
-			Host: fmt.Sprintf("h%d.example.com", i),
-			IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
-				Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: &prefix, Backend: networkingv1.IngressBackend{
-					Service: &networkingv1.IngressServiceBackend{Name: "echo", Port: networkingv1.ServiceBackendPort{Number: 80}}}}},
-			}},
-		}}},
-	}
+	return fixture.Ingress("", fmt.Sprintf("ing-%04d", i), "pier",
+		fixture.Rule(fmt.Sprintf("h%d.example.com", i), fixture.Path("/", networkingv1.PathTypePrefix, "echo", 80)))
 }
 
 type creator[T any] interface {

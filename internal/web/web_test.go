@@ -16,6 +16,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	fx "pier.dev/pier/internal/fixture"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/store/bolt"
 )
@@ -34,14 +35,10 @@ type fakeIngresses []IngressInfo
 func (f fakeIngresses) Ingresses() []IngressInfo { return f }
 
 func ingress(ns, name string, annotations map[string]string, hosts ...string) *networkingv1.Ingress {
-	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations,
-		CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))}}
-	prefix := networkingv1.PathTypePrefix
+	ing := fx.Ingress(ns, name, "")
+	ing.Annotations, ing.CreationTimestamp = annotations, metav1.NewTime(now.Add(-time.Hour))
 	for _, h := range hosts {
-		ing.Spec.Rules = append(ing.Spec.Rules, networkingv1.IngressRule{Host: h, IngressRuleValue: networkingv1.IngressRuleValue{
-			HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: &prefix,
-				Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "svc",
-					Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}})
+		ing.Spec.Rules = append(ing.Spec.Rules, fx.Rule(h, fx.Path("/", networkingv1.PathTypePrefix, "svc", 80)))
 	}
 	return ing
 }

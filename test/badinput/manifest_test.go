@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"pier.dev/pier/internal/fixture"
 )
 
 // Manifests are written as JSON built from the API types: every payload
@@ -26,26 +27,10 @@ var (
 // ingress is an Ingress of class pier with one host and one path to the
 // namespace's "app" Service on port 80.
 func ingress(ns, name, host, path string) *networkingv1.Ingress {
-	class := "pier"
-	return &networkingv1.Ingress{
-		TypeMeta: metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "Ingress"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-			CreationTimestamp: metav1.NewTime(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))},
-		Spec: networkingv1.IngressSpec{
-			IngressClassName: &class,
-			Rules: []networkingv1.IngressRule{{Host: host, IngressRuleValue: networkingv1.IngressRuleValue{
-				HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{
-					httpPath(path, &pathImplSpecific, "app", 80),
-				}},
-			}}},
-		},
-	}
-}
-
-func httpPath(path string, pt *networkingv1.PathType, svc string, port int32) networkingv1.HTTPIngressPath {
-	return networkingv1.HTTPIngressPath{Path: path, PathType: pt, Backend: networkingv1.IngressBackend{
-		Service: &networkingv1.IngressServiceBackend{Name: svc, Port: networkingv1.ServiceBackendPort{Number: port}},
-	}}
+	ing := fixture.Ingress(ns, name, "pier", fixture.Rule(host, fixture.Path(path, pathImplSpecific, "app", 80)))
+	ing.TypeMeta = metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "Ingress"}
+	ing.CreationTimestamp = metav1.NewTime(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
+	return ing
 }
 
 // service is a Service named name on port 80 with one ready endpoint,

@@ -13,6 +13,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 
+	"pier.dev/pier/internal/fixture"
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/source"
 	"pier.dev/pier/internal/translate"
@@ -28,7 +29,7 @@ const (
 func manyPaths(ns string, n int) []networkingv1.HTTPIngressPath {
 	out := make([]networkingv1.HTTPIngressPath, n)
 	for i := range out {
-		out[i] = httpPath(fmt.Sprintf("/p%04d", i), &pathPrefix, "app", 80)
+		out[i] = fixture.Path(fmt.Sprintf("/p%04d", i), pathPrefix, "app", 80)
 	}
 	return out
 }
@@ -117,7 +118,7 @@ func TestTranslateTenThousandIngresses(t *testing.T) {
 	for i := range n {
 		ns := fmt.Sprintf("ns-%05d", i)
 		ing := ingress(ns, "ing", fmt.Sprintf("h%05d.example", i), "/")
-		ing.Spec.Rules[0].HTTP.Paths = append(ing.Spec.Rules[0].HTTP.Paths, httpPath("/api", &pathPrefix, "app", 80))
+		ing.Spec.Rules[0].HTTP.Paths = append(ing.Spec.Rules[0].HTTP.Paths, fixture.Path("/api", pathPrefix, "app", 80))
 		snap.Ingresses = append(snap.Ingresses, ing)
 		objs := service(ns, "app", 8000+i%1000)
 		snap.Services = append(snap.Services, objs[0].(*corev1.Service))

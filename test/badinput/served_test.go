@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"pier.dev/pier/internal/api"
+	"pier.dev/pier/internal/fixture"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source/files"
 	"pier.dev/pier/test/harness"
@@ -219,7 +220,7 @@ func (b *bench) runBadBackends(t *testing.T) {
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ns := fmt.Sprintf("evil-backend-%d", i)
-			bad := httpPath("/bad", &pathPrefix, c.backend.Name, c.backend.Port.Number)
+			bad := fixture.Path("/bad", pathPrefix, c.backend.Name, c.backend.Port.Number)
 			_, a := b.attacker(ns, bad)
 			if c.backend.Name == "ext" {
 				a.objs = append(a.objs, externalName(ns, "ext", b.vip))

@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"pier.dev/pier/internal/fixture"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/test/harness"
 )
@@ -40,21 +41,11 @@ var client = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{D
 // ingress is an Ingress of class pier with one host, path "/" to the
 // namespace's "app" Service, created at minute age of 2024.
 func ingress(ns, name, host string, age int, annotations map[string]string) *networkingv1.Ingress {
-	class := "pier"
-	return &networkingv1.Ingress{
-		TypeMeta: metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "Ingress"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations,
-			CreationTimestamp: metav1.NewTime(time.Date(2024, 1, 1, 0, age, 0, 0, time.UTC))},
-		Spec: networkingv1.IngressSpec{
-			IngressClassName: &class,
-			Rules: []networkingv1.IngressRule{{Host: host, IngressRuleValue: networkingv1.IngressRuleValue{
-				HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
-					Path: "/", PathType: &pathPrefix, Backend: networkingv1.IngressBackend{
-						Service: &networkingv1.IngressServiceBackend{Name: "app", Port: networkingv1.ServiceBackendPort{Number: 80}},
-					}}}},
-			}}},
-		},
-	}
+	ing := fixture.Ingress(ns, name, "pier", fixture.Rule(host, fixture.Path("/", networkingv1.PathTypePrefix, "app", 80)))
+	ing.TypeMeta = metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "Ingress"}
+	ing.Annotations = annotations
+	ing.CreationTimestamp = metav1.NewTime(time.Date(2024, 1, 1, 0, age, 0, 0, time.UTC))
+	return ing
 }
 
 func withUID(ing *networkingv1.Ingress, uid string) *networkingv1.Ingress {

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"pier.dev/pier/internal/encode"
+	fx "pier.dev/pier/internal/fixture"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
 	"pier.dev/pier/internal/translate"
@@ -20,15 +21,10 @@ import (
 // headersIngress is an Ingress of pier's class routing host / to the
 // Service web, in the shared group "g".
 func headersIngress(name, host string, ann map[string]string) *networkingv1.Ingress {
-	class, prefix := "pier", networkingv1.PathTypePrefix
 	ann[translate.AnnotationLoadBalancer] = "g"
-	return &networkingv1.Ingress{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: name, Annotations: ann},
-		Spec: networkingv1.IngressSpec{IngressClassName: &class, Rules: []networkingv1.IngressRule{{Host: host,
-			IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
-				Path: "/", PathType: &prefix, Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
-					Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}},
-	}
+	ing := fx.Ingress("web", name, "pier", fx.Rule(host, fx.Path("/", networkingv1.PathTypePrefix, "web", 80)))
+	ing.Annotations = ann
+	return ing
 }
 
 // headersSnapshot: three Ingresses on one load balancer, the Service web
