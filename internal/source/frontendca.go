@@ -43,3 +43,19 @@ func FrontendCAConfigMaps(gw *gwv1.Gateway) []annotation.Object {
 	}
 	return out
 }
+
+// BackendTLSCAConfigMaps are the ConfigMaps BackendTLSPolicies name as CA
+// certificates (core ConfigMaps of the policy's namespace: a policy's
+// refs are local; other kinds are refused by translation and not read),
+// which the sources keep for translation, as FrontendCAConfigMaps.
+func BackendTLSCAConfigMaps(policies []*gwv1.BackendTLSPolicy) []annotation.Object {
+	var out []annotation.Object
+	for _, p := range policies {
+		for _, ref := range p.Spec.Validation.CACertificateRefs {
+			if ref.Group == "" && ref.Kind == "ConfigMap" {
+				out = append(out, annotation.Object{Namespace: p.Namespace, Name: string(ref.Name)})
+			}
+		}
+	}
+	return out
+}

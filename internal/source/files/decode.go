@@ -61,8 +61,9 @@ var keptKinds = map[schema.GroupVersionKind]bool{
 	networkingv1.SchemeGroupVersion.WithKind("IngressClass"): true,
 	corev1.SchemeGroupVersion.WithKind("Service"):            true,
 	corev1.SchemeGroupVersion.WithKind("Secret"):             true,
-	// ConfigMaps only when an Ingress names them (custom-headers) or a
-	// Gateway (a client certificate CA).
+	// ConfigMaps only when an Ingress names them (custom-headers), a
+	// Gateway (a client certificate CA) or a BackendTLSPolicy (the CA of
+	// a Service's certificate).
 	corev1.SchemeGroupVersion.WithKind("ConfigMap"):          true,
 	discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"): true,
 	corev1.SchemeGroupVersion.WithKind("Node"):               true,
@@ -83,6 +84,8 @@ var keptKinds = map[schema.GroupVersionKind]bool{
 	gwv1.SchemeGroupVersion.WithKind("TLSRoute"):       true,
 	gwv1alpha3.SchemeGroupVersion.WithKind("TLSRoute"): true,
 	gwv1alpha2.SchemeGroupVersion.WithKind("TLSRoute"): true,
+	// BackendTLSPolicy: v1, in the standard channel since v1.4.
+	gwv1.SchemeGroupVersion.WithKind("BackendTLSPolicy"): true,
 	// v1beta1 is ReferenceGrant's version in the v1.4 standard channel.
 	gwv1beta1.SchemeGroupVersion.WithKind("ReferenceGrant"): true,
 }

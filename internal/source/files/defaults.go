@@ -189,13 +189,16 @@ func add(snap *source.Snapshot, obj kubeObject) {
 		snap.TLSRoutes = append(snap.TLSRoutes, o)
 	case *gwv1beta1.ReferenceGrant:
 		snap.ReferenceGrants = append(snap.ReferenceGrants, o)
+	case *gwv1.BackendTLSPolicy:
+		snap.BackendTLSPolicies = append(snap.BackendTLSPolicies, o)
 	}
 }
 
 // dropUnreferenced drops the Opaque Secrets that hold no certificate and
 // that no Ingress names in auth-secret or proxy-ssl-secret: pier keeps
 // no password it does not serve; and the ConfigMaps no Ingress names in
-// custom-headers and no Gateway as a client certificate CA.
+// custom-headers, no Gateway as a client certificate CA and no
+// BackendTLSPolicy as its CA.
 func dropUnreferenced(snap *source.Snapshot) {
 	// Each looks at every Ingress: skipped when there is nothing to drop.
 	dropUnreferencedSecrets(snap)
@@ -238,6 +241,9 @@ func dropUnreferencedConfigMaps(snap *source.Snapshot) {
 			namedMaps[ref.Namespace+"/"+ref.Name] = true
 		}
 	}
+	for _, ref := range source.BackendTLSCAConfigMaps(snap.BackendTLSPolicies) {
+		namedMaps[ref.Namespace+"/"+ref.Name] = true
+	}
 	snap.ConfigMaps = slices.DeleteFunc(snap.ConfigMaps, func(cm *corev1.ConfigMap) bool {
 		return !namedMaps[cm.Namespace+"/"+cm.Name]
 	})
@@ -269,6 +275,7 @@ func sortSnapshot(snap *source.Snapshot) {
 	slices.SortFunc(snap.TCPRoutes, byName[*gwv1alpha2.TCPRoute])
 	slices.SortFunc(snap.TLSRoutes, byName[*gwv1alpha2.TLSRoute])
 	slices.SortFunc(snap.ReferenceGrants, byName[*gwv1beta1.ReferenceGrant])
+	slices.SortFunc(snap.BackendTLSPolicies, byName[*gwv1.BackendTLSPolicy])
 	slices.SortFunc(snap.Nodes, func(a, b source.Node) int { return cmp.Compare(a.Name, b.Name) })
 }
 

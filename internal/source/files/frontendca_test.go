@@ -50,3 +50,38 @@ data: {ca.crt: x}
 		t.Errorf("config maps %+v", snap.ConfigMaps)
 	}
 }
+
+// A BackendTLSPolicy reaches the snapshot with the ConfigMap it names as
+// its CA (its own namespace's); a ConfigMap nothing names does not.
+func TestLoadKeepsBackendTLSPolicies(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.yaml")
+	writeFile(t, path, `apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: tls, namespace: web}
+spec:
+  targetRefs: [{group: "", kind: Service, name: app}]
+  validation:
+    caCertificateRefs: [{group: "", kind: ConfigMap, name: app-ca}]
+    hostname: app.web.example
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: app-ca, namespace: web}
+data: {ca.crt: x}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: app-ca, namespace: other}
+data: {ca.crt: x}
+`)
+	snap, problems := mustLoad(t, path)
+	if len(problems) != 0 {
+		t.Fatalf("problems %v", problems)
+	}
+	if len(snap.BackendTLSPolicies) != 1 || snap.BackendTLSPolicies[0].Spec.Validation.Hostname != "app.web.example" {
+		t.Errorf("policies %+v", snap.BackendTLSPolicies)
+	}
+	if len(snap.ConfigMaps) != 1 || snap.ConfigMap("web", "app-ca") == nil {
+		t.Errorf("config maps %+v", snap.ConfigMaps)
+	}
+}

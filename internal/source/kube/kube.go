@@ -201,7 +201,7 @@ func (s *Source) Run(ctx context.Context, onChange func(*source.Snapshot)) error
 			return cas.objects(ctx, gws)
 		},
 		policyConfigMaps: func(policies []*gwv1.BackendTLSPolicy) []*corev1.ConfigMap {
-			return policyMaps.objectsNamed(ctx, policyConfigMaps(policies))
+			return policyMaps.objectsNamed(ctx, source.BackendTLSCAConfigMaps(policies))
 		},
 		nodes:          func() ([]*corev1.Node, error) { return nodes.Lister().List(s.opts.NodeSelector) },
 		leases:         func() ([]*coordinationv1.Lease, error) { return leases.Lister().List(labels.Everything()) },

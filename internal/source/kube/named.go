@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"pier.dev/pier/internal/annotation"
 )
@@ -72,26 +71,12 @@ func newNamedConfigMaps(client kubernetes.Interface, changed chan struct{}, logg
 }
 
 // newPolicyConfigMaps watches the ConfigMaps that BackendTLSPolicies
-// name in caCertificateRefs (policyConfigMaps), as Ingresses' are.
+// name in caCertificateRefs (source.BackendTLSCAConfigMaps), as
+// Ingresses' are.
 func newPolicyConfigMaps(client kubernetes.Interface, changed chan struct{}, logger *slog.Logger) *namedWatches[*corev1.ConfigMap] {
 	n := newNamedConfigMaps(client, changed, logger)
 	n.named = nil // named by policies, through objectsNamed
 	return n
-}
-
-// policyConfigMaps are the ConfigMaps BackendTLSPolicies name as CA
-// certificates (core ConfigMaps of the policy's namespace; other kinds
-// are refused by translation and not read).
-func policyConfigMaps(policies []*gwv1.BackendTLSPolicy) []annotation.Object {
-	var out []annotation.Object
-	for _, p := range policies {
-		for _, ref := range p.Spec.Validation.CACertificateRefs {
-			if ref.Group == "" && ref.Kind == "ConfigMap" {
-				out = append(out, annotation.Object{Namespace: p.Namespace, Name: string(ref.Name)})
-			}
-		}
-	}
-	return out
 }
 
 // objects starts watching the objects ings name, stops watching the

@@ -10,6 +10,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"pier.dev/pier/internal/source"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -63,14 +64,14 @@ func TestConfigMapsFollowBackendTLSPolicies(t *testing.T) {
 	policy := &gwv1.BackendTLSPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "p"},
 		Spec: gwv1.BackendTLSPolicySpec{Validation: gwv1.BackendTLSPolicyValidation{CACertificateRefs: []gwv1.LocalObjectReference{
 			{Group: "", Kind: "ConfigMap", Name: "ca"}, {Group: "", Kind: "Secret", Name: "other"}}}}}
-	got := n.objectsNamed(t.Context(), policyConfigMaps([]*gwv1.BackendTLSPolicy{policy}))
+	got := n.objectsNamed(t.Context(), source.BackendTLSCAConfigMaps([]*gwv1.BackendTLSPolicy{policy}))
 	if len(got) != 1 || got[0].Name != "ca" || len(n.watches) != 1 {
 		t.Fatalf("config maps %v, %d watches", got, len(n.watches))
 	}
 	if both := addConfigMaps([]*corev1.ConfigMap{configMap("shop", "ca")}, got); len(both) != 1 {
 		t.Errorf("a ConfigMap named twice listed %d times", len(both))
 	}
-	if got := n.objectsNamed(t.Context(), policyConfigMaps(nil)); len(got) != 0 || len(n.watches) != 0 {
+	if got := n.objectsNamed(t.Context(), source.BackendTLSCAConfigMaps(nil)); len(got) != 0 || len(n.watches) != 0 {
 		t.Fatalf("after the policy went: config maps %v, %d watches", got, len(n.watches))
 	}
 }
