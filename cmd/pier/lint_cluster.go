@@ -28,7 +28,6 @@ func clusterSnapshot(ctx context.Context, kubeconfig string) (*source.Snapshot, 
 		return nil, nil, err
 	}
 	snap := &source.Snapshot{}
-	var unlisted []string
 	all := metav1.ListOptions{}
 	ings, err := cs.NetworkingV1().Ingresses("").List(ctx, all)
 	if err != nil {
@@ -44,6 +43,22 @@ func clusterSnapshot(ctx context.Context, kubeconfig string) (*source.Snapshot, 
 	for i := range classes.Items {
 		snap.IngressClasses = append(snap.IngressClasses, &classes.Items[i])
 	}
+	unlisted, err := listForbiddable(ctx, cs, snap)
+	if err != nil {
+		return nil, nil, err
+	}
+	sort.Slice(snap.Ingresses, func(i, j int) bool {
+		a, b := snap.Ingresses[i], snap.Ingresses[j]
+		return a.Namespace < b.Namespace || (a.Namespace == b.Namespace && a.Name < b.Name)
+	})
+	return snap, unlisted, nil
+}
+
+// listForbiddable adds to snap the lists a kubeconfig may be forbidden
+// (Services, EndpointSlices, Secrets, ConfigMaps), and names in unlisted
+// those it is.
+func listForbiddable(ctx context.Context, cs kubernetes.Interface, snap *source.Snapshot) (unlisted []string, err error) {
+	all := metav1.ListOptions{}
 	for _, l := range []struct {
 		what string
 		list func() error
@@ -93,12 +108,8 @@ func clusterSnapshot(ctx context.Context, kubeconfig string) (*source.Snapshot, 
 		case apierrors.IsForbidden(err):
 			unlisted = append(unlisted, l.what+" (forbidden): the Ingresses that name one are judged as if it did not exist")
 		case err != nil:
-			return nil, nil, fmt.Errorf("list %s: %w", l.what, err)
+			return nil, fmt.Errorf("list %s: %w", l.what, err)
 		}
 	}
-	sort.Slice(snap.Ingresses, func(i, j int) bool {
-		a, b := snap.Ingresses[i], snap.Ingresses[j]
-		return a.Namespace < b.Namespace || (a.Namespace == b.Namespace && a.Name < b.Name)
-	})
-	return snap, unlisted, nil
+	return unlisted, nil
 }

@@ -146,20 +146,8 @@ func connect(restCfg *rest.Config, wrap func(http.RoundTripper) http.RoundTrippe
 // serves the API; only the leader allocates addresses, writes load
 // balancers, Ingress status and Events.
 func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logger) error {
-	selector, err := labels.Parse(cfg.NodeSelector)
+	selector, alloc, ids, err := controllerSettings(cfg)
 	if err != nil {
-		return fmt.Errorf("--node-selector: %w", err)
-	}
-	alloc, err := ipam.FromCIDRs(cfg.InternalPool, cfg.PublicPool)
-	if err != nil {
-		return err
-	}
-	alloc.SetQuarantine(cfg.AddressQuarantine)
-	ids, err := routerid.ParseRange("--vrrp-router-ids", cfg.RouterIDs)
-	if err != nil {
-		return err
-	}
-	if err := cfg.APIRate.validate("--kube-api"); err != nil {
 		return err
 	}
 	bridgeKlog(logger)
@@ -229,6 +217,29 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 		return err
 	}
 	return nil
+}
+
+// controllerSettings parses and checks what RunController reads of cfg
+// before it connects: the node selector, the address pools and the VRRP
+// router ids; a bad one fails before any API call.
+func controllerSettings(cfg ControllerConfig) (labels.Selector, *ipam.Allocator, routerid.Range, error) {
+	selector, err := labels.Parse(cfg.NodeSelector)
+	if err != nil {
+		return nil, nil, routerid.Range{}, fmt.Errorf("--node-selector: %w", err)
+	}
+	alloc, err := ipam.FromCIDRs(cfg.InternalPool, cfg.PublicPool)
+	if err != nil {
+		return nil, nil, routerid.Range{}, err
+	}
+	alloc.SetQuarantine(cfg.AddressQuarantine)
+	ids, err := routerid.ParseRange("--vrrp-router-ids", cfg.RouterIDs)
+	if err != nil {
+		return nil, nil, routerid.Range{}, err
+	}
+	if err := cfg.APIRate.validate("--kube-api"); err != nil {
+		return nil, nil, routerid.Range{}, err
+	}
+	return selector, alloc, ids, nil
 }
 
 // elect runs leaderelection until ctx ends or leadership is lost, calling

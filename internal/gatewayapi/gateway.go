@@ -65,35 +65,7 @@ func Translate(snap *source.Snapshot, opts translate.Options) *translate.Result 
 		order = append(order, p)
 	}
 	ns := namespaceLabels(snap.Namespaces)
-	served := 0
-	routeQuota := translate.NewNamespaceQuota(opts.MaxHTTPRoutesPerNamespace)
-	for _, ro := range routeObjects(snap) {
-		r := ro.r
-		if !namesOurGateway(r, gws) {
-			continue
-		}
-		// GRPCRoutes count with the HTTPRoutes, under the same flags.
-		what := "HTTPRoutes"
-		if ro.kind == model.KindGRPCRoute {
-			what = "routes (HTTPRoutes and GRPCRoutes)"
-		}
-		// The namespace's quota first, as for Ingresses: what it refuses
-		// leaves the global cap to the others.
-		if routeQuota.Full(r.Namespace) {
-			refuseRoute(ro, gws, opts, st, &res.Problems, translate.ReasonQuotaExceeded, fmt.Sprintf(
-				"namespace %s already has %d %s served, the most one namespace may have (--max-httproutes-per-namespace): the newest past it are refused",
-				r.Namespace, opts.MaxHTTPRoutesPerNamespace, what))
-			continue
-		}
-		if opts.MaxHTTPRoutes > 0 && served >= opts.MaxHTTPRoutes {
-			refuseRoute(ro, gws, opts, st, &res.Problems, reasonTooManyHTTPRoutes,
-				fmt.Sprintf("pier serves at most %d %s (--max-httproutes)", opts.MaxHTTPRoutes, what))
-			continue
-		}
-		served++
-		routeQuota.Take(r.Namespace)
-		attachRoute(ro, gws, ns, idx, opts, st, &res.Problems)
-	}
+	attachHTTPRoutes(routeObjects(snap), gws, ns, idx, opts, st, &res.Problems)
 	attachUDPRoutes(snap.UDPRoutes, gws, ns, idx, opts, st, &res.Problems)
 	// TCPRoutes take TCP listeners only, which no HTTPRoute or GRPCRoute
 	// shares; a listener serves one, so they count against no route cap.
@@ -116,6 +88,42 @@ func Translate(snap *source.Snapshot, opts translate.Options) *translate.Result 
 	sort.Slice(res.LoadBalancers, func(i, j int) bool { return res.LoadBalancers[i].UUID < res.LoadBalancers[j].UUID })
 	translate.SortProblems(res.Problems)
 	return res
+}
+
+// attachHTTPRoutes attaches the HTTPRoutes and GRPCRoutes (routeObjects'
+// order) that name a Gateway of ours, within the per-namespace and the
+// global route caps: a route past one is refused with its reason.
+func attachHTTPRoutes(routes []routeObject, gws map[model.ObjectRef]*parsedGateway, ns map[string]map[string]string,
+	x *index, opts translate.Options, st *translate.GatewayStatus, problems *[]model.Problem) {
+	served := 0
+	routeQuota := translate.NewNamespaceQuota(opts.MaxHTTPRoutesPerNamespace)
+	for _, ro := range routes {
+		r := ro.r
+		if !namesOurGateway(r, gws) {
+			continue
+		}
+		// GRPCRoutes count with the HTTPRoutes, under the same flags.
+		what := "HTTPRoutes"
+		if ro.kind == model.KindGRPCRoute {
+			what = "routes (HTTPRoutes and GRPCRoutes)"
+		}
+		// The namespace's quota first, as for Ingresses: what it refuses
+		// leaves the global cap to the others.
+		if routeQuota.Full(r.Namespace) {
+			refuseRoute(ro, gws, opts, st, problems, translate.ReasonQuotaExceeded, fmt.Sprintf(
+				"namespace %s already has %d %s served, the most one namespace may have (--max-httproutes-per-namespace): the newest past it are refused",
+				r.Namespace, opts.MaxHTTPRoutesPerNamespace, what))
+			continue
+		}
+		if opts.MaxHTTPRoutes > 0 && served >= opts.MaxHTTPRoutes {
+			refuseRoute(ro, gws, opts, st, problems, reasonTooManyHTTPRoutes,
+				fmt.Sprintf("pier serves at most %d %s (--max-httproutes)", opts.MaxHTTPRoutes, what))
+			continue
+		}
+		served++
+		routeQuota.Take(r.Namespace)
+		attachRoute(ro, gws, ns, x, opts, st, problems)
+	}
 }
 
 // gatewayClasses returns the names of our accepted classes and records

@@ -210,37 +210,7 @@ func (p *parsedGateway) loadBalancer(checks bool) *model.LoadBalancer {
 		// when two new ones ask for the same address.
 		RequestedFIP: p.address.pin, CreatedAt: p.gw.CreationTimestamp.Time.UTC(),
 	}
-	byPort := map[int]*model.Listener{}
-	var ports []int
-	for _, l := range p.listeners {
-		if !l.usable() || l.protocol == model.ProtocolUDP {
-			continue // UDP listeners after these (udproute.go)
-		}
-		ml := byPort[l.port]
-		if ml == nil {
-			ml = &model.Listener{Name: modelListenerName(l.protocol, l.port), Protocol: l.protocol, Port: l.port}
-			byPort[l.port] = ml
-			ports = append(ports, l.port)
-		}
-		if l.tcpRoute != nil && l.tcpRoute.backend.pool != nil {
-			pool := l.tcpRoute.backend.pool
-			if _, ok := p.pools[pool.ID]; !ok {
-				p.pools[pool.ID] = pool
-			}
-			ml.DefaultPoolID = pool.ID
-		}
-		if l.tlsTerminate {
-			ml.DecryptCertificates = appendCerts(ml.DecryptCertificates, l.certs)
-		} else {
-			ml.Certificates = appendCerts(ml.Certificates, l.certs)
-		}
-		if l.protocol == model.ProtocolTerminatedHTTPS && !l.tlsListener() {
-			ml.ListenerHosts = append(ml.ListenerHosts, l.host)
-			// The same for every HTTPS listener of the port (per port).
-			ml.ClientValidation = l.clientValidation
-		}
-	}
-	sort.Ints(ports)
+	byPort, ports := p.portListeners()
 	used := map[string]bool{}
 	for _, port := range ports {
 		ml := byPort[port]
@@ -294,6 +264,45 @@ func (p *parsedGateway) loadBalancer(checks bool) *model.LoadBalancer {
 	}
 	sort.Slice(lb.Pools, func(i, j int) bool { return lb.Pools[i].ID < lb.Pools[j].ID })
 	return lb
+}
+
+// portListeners merges the usable listeners but UDP's into one model
+// listener per port (their certificates, a TCPRoute's pool, the HTTPS
+// hosts), and returns them with their ports in order. A TCPRoute's pool
+// joins p.pools.
+func (p *parsedGateway) portListeners() (map[int]*model.Listener, []int) {
+	byPort := map[int]*model.Listener{}
+	var ports []int
+	for _, l := range p.listeners {
+		if !l.usable() || l.protocol == model.ProtocolUDP {
+			continue // UDP listeners after these (udproute.go)
+		}
+		ml := byPort[l.port]
+		if ml == nil {
+			ml = &model.Listener{Name: modelListenerName(l.protocol, l.port), Protocol: l.protocol, Port: l.port}
+			byPort[l.port] = ml
+			ports = append(ports, l.port)
+		}
+		if l.tcpRoute != nil && l.tcpRoute.backend.pool != nil {
+			pool := l.tcpRoute.backend.pool
+			if _, ok := p.pools[pool.ID]; !ok {
+				p.pools[pool.ID] = pool
+			}
+			ml.DefaultPoolID = pool.ID
+		}
+		if l.tlsTerminate {
+			ml.DecryptCertificates = appendCerts(ml.DecryptCertificates, l.certs)
+		} else {
+			ml.Certificates = appendCerts(ml.Certificates, l.certs)
+		}
+		if l.protocol == model.ProtocolTerminatedHTTPS && !l.tlsListener() {
+			ml.ListenerHosts = append(ml.ListenerHosts, l.host)
+			// The same for every HTTPS listener of the port (per port).
+			ml.ClientValidation = l.clientValidation
+		}
+	}
+	sort.Ints(ports)
+	return byPort, ports
 }
 
 // appendCerts merges the certificates of listeners sharing a port: one

@@ -53,7 +53,8 @@ var RequestLabels = []string{"namespace", "ingress", "service"}
 // dashboards and alerts carry over; HAProxy times in milliseconds.
 var requestBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
 
-// New registers every collector on a fresh registry.
+// New registers every collector on a fresh registry: one list, a
+// definition per metric, long because the metrics are many.
 func New() *Metrics {
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),

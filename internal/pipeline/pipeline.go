@@ -137,6 +137,25 @@ func (p *Pipeline) Offer(snap *source.Snapshot) {
 	}
 }
 
+// openStore watches the store, then builds the index and the reconciler
+// from one read of it.
+func (p *Pipeline) openStore(ctx context.Context) (<-chan store.Event, error) {
+	events, err := p.Store.Watch(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("watch store: %w", err)
+	}
+	// The one read of the store: the watch replays it too, but the first
+	// rebuild must not start before the index knows every allocation.
+	lbs, err := p.Store.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list load balancers: %w", err)
+	}
+	p.index = controller.NewIndex(lbs)
+	p.reconciler = &controller.Reconciler{Store: p.Store, Index: p.index, IPAM: p.IPAM, RouterIDs: p.RouterIDs,
+		Quota: p.Quota, NativeECMP: p.NativeECMP, Logger: p.Logger}
+	return events, nil
+}
+
 // Ready reports an error until the first snapshot has been processed.
 func (p *Pipeline) Ready() error {
 	p.mu.Lock()
@@ -150,19 +169,10 @@ func (p *Pipeline) Ready() error {
 // Run processes snapshots and store events until ctx ends.
 func (p *Pipeline) Run(ctx context.Context) error {
 	p.init()
-	events, err := p.Store.Watch(ctx)
+	events, err := p.openStore(ctx)
 	if err != nil {
-		return fmt.Errorf("watch store: %w", err)
+		return err
 	}
-	// The one read of the store: the watch replays it too, but the first
-	// rebuild must not start before the index knows every allocation.
-	lbs, err := p.Store.List(ctx)
-	if err != nil {
-		return fmt.Errorf("list load balancers: %w", err)
-	}
-	p.index = controller.NewIndex(lbs)
-	p.reconciler = &controller.Reconciler{Store: p.Store, Index: p.index, IPAM: p.IPAM, RouterIDs: p.RouterIDs,
-		Quota: p.Quota, NativeECMP: p.NativeECMP, Logger: p.Logger}
 	// Store events are applied to the index at once; the status pass they
 	// call for runs at once too, unless one ran less than storePassEvery
 	// ago: then it runs when that time is up, with every event that came

@@ -129,6 +129,19 @@ func buildLab(cfg Config, stateDir string, newAgent func(nodeAgent) (*agent.Agen
 // as HAProxy socket paths live below it.
 func nodeStateDir(stateDir, node string) string { return filepath.Join(stateDir, node) }
 
+// agentDirs are the folders the agents keep their load balancers in:
+// stateDir itself for pier run's one node, each node's own in the lab.
+func (s *nodeSet) agentDirs(stateDir string, lab bool) []string {
+	if !lab {
+		return []string{stateDir}
+	}
+	var dirs []string
+	for _, n := range s.nodes {
+		dirs = append(dirs, nodeStateDir(stateDir, n.source.Name))
+	}
+	return dirs
+}
+
 // agentMaker builds the agents of pier run's nodes. They share the store,
 // the Secrets and the data plane options; each has its node, folder,
 // namespace and mover (with --nodes).

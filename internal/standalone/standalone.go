@@ -123,14 +123,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		return err
 	}
 	defer removeLab()
-	dirs := []string{stateDir}
-	if cfg.Nodes >= 2 {
-		dirs = dirs[:0]
-		for _, n := range nodes.nodes {
-			dirs = append(dirs, nodeStateDir(stateDir, n.source.Name))
-		}
-	}
-	if err := reserveLeftovers(ctx, st, alloc, dirs, cfg.AddressQuarantine, logger); err != nil {
+	if err := reserveLeftovers(ctx, st, alloc, nodes.agentDirs(stateDir, cfg.Nodes >= 2), cfg.AddressQuarantine, logger); err != nil {
 		return err
 	}
 	offer := func(snap *source.Snapshot, problems []files.Problem) {

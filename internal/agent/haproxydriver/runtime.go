@@ -53,31 +53,11 @@ func (d *Driver) runtimeOnly(ctx context.Context, c *change) bool {
 		c.out, c.err = inst, err
 		return true
 	}
-	// The new members and routes serve from here. In a shard the fragment
-	// joins a list other load balancers reload with, so it is checked
-	// alone; the check (40–60 ms of a CPU) runs after the commands rather
-	// than before or beside them: before, it was most of the time an
-	// endpoint change took to serve, and beside, its haproxy -c took the
-	// CPU the commands needed. The fragment differs from the one that
-	// runs only in what PlanUpdate allows at runtime; should HAProxy
-	// refuse it all the same, the commands are taken back and the change
-	// is rejected. A member change whose fragment differs from the
-	// checked one only in server addresses, weights and states
-	// (render.MembersOnly) is not checked again: those words are typed,
-	// so HAProxy cannot refuse what it accepted with other values, and
-	// the check cost several times the rest of an endpoint change.
-	fragmentChecked := false
-	if d.packs() {
-		if !plan.Routes && render.MembersOnly(inst.result.Fragment, c.r.Fragment) {
-			d.cfg.Metrics.FragmentChecks.WithLabelValues("skipped").Inc()
-		} else {
-			if err := d.checkAlone(c.check, inst.sh, c); err != nil {
-				d.takeBack(ctx, inst, c)
-				c.out, c.err = inst, err
-				return true
-			}
-			fragmentChecked = true
-		}
+	// The new members and routes serve from here; the fragment is
+	// checked after the commands (checkUpdated says why).
+	fragmentChecked, refused := d.checkUpdated(ctx, inst, c, plan)
+	if refused {
+		return true
 	}
 	checked := time.Since(start)
 	d.cfg.Metrics.RuntimeUpdates.WithLabelValues("ok").Inc()
@@ -97,6 +77,38 @@ func (d *Driver) runtimeOnly(ctx context.Context, c *change) bool {
 		"install_took", time.Since(start)-checked)
 	c.out = inst
 	return true
+}
+
+// checkUpdated checks c's fragment once its runtime update is sent, as
+// runtimeOnly needs it: checked tells whether haproxy -c ran, refused
+// that it refused the fragment (the update is taken back, c rejected).
+//
+// In a shard the fragment joins a list other load balancers reload with, so it is checked
+// alone; the check (40–60 ms of a CPU) runs after the commands rather
+// than before or beside them: before, it was most of the time an
+// endpoint change took to serve, and beside, its haproxy -c took the
+// CPU the commands needed. The fragment differs from the one that
+// runs only in what PlanUpdate allows at runtime; should HAProxy
+// refuse it all the same, the commands are taken back and the change
+// is rejected. A member change whose fragment differs from the
+// checked one only in server addresses, weights and states
+// (render.MembersOnly) is not checked again: those words are typed,
+// so HAProxy cannot refuse what it accepted with other values, and
+// the check cost several times the rest of an endpoint change.
+func (d *Driver) checkUpdated(ctx context.Context, inst *instance, c *change, plan render.Plan) (checked, refused bool) {
+	if !d.packs() {
+		return false, false
+	}
+	if !plan.Routes && render.MembersOnly(inst.result.Fragment, c.r.Fragment) {
+		d.cfg.Metrics.FragmentChecks.WithLabelValues("skipped").Inc()
+		return false, false
+	}
+	if err := d.checkAlone(c.check, inst.sh, c); err != nil {
+		d.takeBack(ctx, inst, c)
+		c.out, c.err = inst, err
+		return false, true
+	}
+	return true, false
 }
 
 // takeBack returns the members of c's load balancer to the slots of the

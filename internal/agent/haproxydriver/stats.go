@@ -183,31 +183,9 @@ func readShardMembers(ctx context.Context, sh *shard, counts []*memberCount, dro
 		}
 		return nil
 	}
-	// show info first: its DroppedLogs are the access-log lines this
-	// process could not send (accesslog).
-	lines := []string{"show info"}
-	asks := []runtimeAsk{{}} // asks[i] is lines[i]; the first, show info, is no load balancer's
-	for _, c := range counts {
-		cmds, err := c.result.FrontendStatCommands()
-		if err != nil {
-			return err
-		}
-		names := c.result.FrontendNames()
-		for i, cmd := range cmds {
-			lines = append(lines, cmd.String())
-			asks = append(asks, runtimeAsk{count: c, frontend: names[i]})
-		}
-		if len(c.members) == 0 {
-			c.up, c.known = 0, true
-			continue
-		}
-		if cmds, err = c.result.MembersStateCommands(); err != nil {
-			return err
-		}
-		for _, cmd := range cmds {
-			lines = append(lines, cmd.String())
-			asks = append(asks, runtimeAsk{count: c})
-		}
+	lines, asks, err := shardAsks(counts)
+	if err != nil {
+		return err
 	}
 	answers := make(map[*memberCount]*strings.Builder, len(counts))
 	next := 0
@@ -215,7 +193,7 @@ func readShardMembers(ctx context.Context, sh *shard, counts []*memberCount, dro
 	defer cancel()
 	var info string
 	gen := generation(sh)
-	err := sh.proc.RuntimeBatch(ctx, sh.at.Socket(), lines, func(_, answer string) error {
+	err = sh.proc.RuntimeBatch(ctx, sh.at.Socket(), lines, func(_, answer string) error {
 		ask := asks[next]
 		next++
 		c := ask.count
@@ -259,6 +237,39 @@ func readShardMembers(ctx context.Context, sh *shard, counts []*memberCount, dro
 	}
 	sh.countDropped(info, dropped)
 	return nil
+}
+
+// shardAsks are the runtime commands of readShardMembers' one
+// connection, and what each answer is of. A count without members needs
+// no servers state: it is known, none up, at once.
+func shardAsks(counts []*memberCount) ([]string, []runtimeAsk, error) {
+	// show info first: its DroppedLogs are the access-log lines this
+	// process could not send (accesslog).
+	lines := []string{"show info"}
+	asks := []runtimeAsk{{}} // asks[i] is lines[i]; the first, show info, is no load balancer's
+	for _, c := range counts {
+		cmds, err := c.result.FrontendStatCommands()
+		if err != nil {
+			return nil, nil, err
+		}
+		names := c.result.FrontendNames()
+		for i, cmd := range cmds {
+			lines = append(lines, cmd.String())
+			asks = append(asks, runtimeAsk{count: c, frontend: names[i]})
+		}
+		if len(c.members) == 0 {
+			c.up, c.known = 0, true
+			continue
+		}
+		if cmds, err = c.result.MembersStateCommands(); err != nil {
+			return nil, nil, err
+		}
+		for _, cmd := range cmds {
+			lines = append(lines, cmd.String())
+			asks = append(asks, runtimeAsk{count: c})
+		}
+	}
+	return lines, asks, nil
 }
 
 // countDropped adds to dropped what the process's DroppedLogs grew by

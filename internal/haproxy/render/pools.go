@@ -110,17 +110,26 @@ func poolOf(p *model.Pool, minSlots int, prev []netip.AddrPort) (poolView, error
 		return pv, fmt.Errorf("unknown algorithm %s", encode.Printable(string(p.Algorithm)))
 	}
 	pv.balance = balance
-	members := make([]slot, 0, len(p.Members))
-	for _, m := range p.Members {
+	if pv.slots, err = poolSlots(p.Members, minSlots, prev); err != nil {
+		return pv, err
+	}
+	return pv, nil
+}
+
+// poolSlots lays a pool's members out in its server slots: at least
+// minSlots of them, each member in the slot it had in prev.
+func poolSlots(ms []model.Member, minSlots int, prev []netip.AddrPort) ([]slot, error) {
+	members := make([]slot, 0, len(ms))
+	for _, m := range ms {
 		s, err := memberSlot(m)
 		if err != nil {
-			return pv, fmt.Errorf("member %s: %w", encode.Printable(m.Address), err)
+			return nil, fmt.Errorf("member %s: %w", encode.Printable(m.Address), err)
 		}
 		members = append(members, s)
 	}
 	n := slotCount(len(members), minSlots)
 	if n > maxSlots {
-		return pv, fmt.Errorf("%d members, the limit is %d", len(members), maxSlots)
+		return nil, fmt.Errorf("%d members, the limit is %d", len(members), maxSlots)
 	}
 	// Sorted first, so the input order of members never matters; then
 	// each keeps the slot it had (assignSlots), so a member joining moves
@@ -128,8 +137,7 @@ func poolOf(p *model.Pool, minSlots int, prev []netip.AddrPort) (poolView, error
 	slices.SortFunc(members, func(a, b slot) int {
 		return cmp.Or(a.addr.Compare(b.addr), cmp.Compare(a.port, b.port), cmp.Compare(a.weight, b.weight))
 	})
-	pv.slots = assignSlots(members, n, prev)
-	return pv, nil
+	return assignSlots(members, n, prev), nil
 }
 
 // memberSlot validates a member. Weight 0 means "not set" and becomes 1:

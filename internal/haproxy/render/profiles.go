@@ -328,38 +328,7 @@ func writeProfiles(c *encode.Config, ps []*profile) {
 		if p.customErrors != nil {
 			writeCustomErrorsRequest(c, name)
 		}
-		if p.httpsRedirect {
-			// redirect scheme keeps the Host header whole: "a.com:80"
-			// would send the client to https://a.com:80/. Drop the port
-			// first (an IPv6 literal ends with "]", so it keeps its
-			// colons); the request is answered here, nothing else sees it.
-			// A request whose X-Forwarded-Proto says https came over TLS
-			// that a proxy in front ended: the forwarding rules before
-			// these keep that header only from a --trusted-proxies
-			// client (pier sets "http" for any other), and redirecting it
-			// would loop.
-			notHTTPS := []encode.Word{encode.Lit("!{"), encode.Lit("req.hdr(x-forwarded-proto)"), encode.Lit("-i"),
-				encode.Lit("-m"), encode.Lit("str"), encode.Lit("https"), closeBrace}
-			c.Line(append([]encode.Word{httpRequest, encode.Lit("replace-header"), encode.Lit("Host"), encode.Lit("^(.*):[0-9]+$"),
-				encode.Lit("\\1"), ifWord, name}, notHTTPS...)...)
-			c.Line(append([]encode.Word{httpRequest, encode.Lit("redirect"), encode.Lit("scheme"), encode.Lit("https"),
-				encode.Lit("code"), encode.Num(308), ifWord, name}, notHTTPS...)...)
-		}
-		if p.gwRedirect != nil {
-			writeRedirect(c, name, p.gwRedirect)
-		}
-		if p.redirectCode != 0 {
-			kind := encode.Lit("location")
-			if p.prefix {
-				kind = encode.Lit("prefix")
-			}
-			c.Line(httpRequest, encode.Lit("redirect"), kind, p.redirect,
-				encode.Lit("code"), encode.Num(p.redirectCode), ifWord, name)
-		}
-		if p.hasAppRoot {
-			c.Line(httpRequest, encode.Lit("redirect"), encode.Lit("location"), p.appRoot, encode.Lit("code"), encode.Num(302),
-				ifWord, name, openBrace, encode.Lit("path"), encode.Lit("/"), closeBrace)
-		}
+		writeProfileRedirects(c, name, p)
 		if p.limit != nil {
 			writeRateLimit(c, name, p.limit)
 		}
@@ -390,23 +359,7 @@ func writeProfiles(c *encode.Config, ps []*profile) {
 			writeCustomErrors(c, name, p.customErrors)
 		}
 		writeHeaderOps(c, encode.Lit("http-response"), name, p.resHeaders)
-		if p.hasUpstream {
-			c.Line(httpRequest, encode.Lit("set-header"), encode.Lit("Host"), p.upstreamHost, ifWord, name)
-		}
-		if p.hasPrefix {
-			c.Line(httpRequest, encode.Lit("set-header"), encode.Lit("X-Forwarded-Prefix"), p.forwardedPrefix, ifWord, name)
-		}
-		switch {
-		case p.hasStrip:
-			// replace-path works on the path only: the query string is
-			// kept (HAProxy 2.6 manual).
-			c.Line(httpRequest, encode.Lit("replace-path"), p.stripRegex, p.rewritePath, ifWord, name)
-		case p.hasRewrite:
-			// set-path keeps the query string (HAProxy 2.6 manual).
-			c.Line(httpRequest, encode.Lit("set-path"), p.rewritePath, ifWord, name)
-		case p.hasPrefixRewrite:
-			c.Line(httpRequest, encode.Lit("replace-path"), p.prefixRegex, p.prefixRepl, ifWord, name)
-		}
+		writeProfileRewrites(c, name, p)
 		if p.canary != nil {
 			writeCanary(c, name, p.canary)
 		}
@@ -416,6 +369,66 @@ func writeProfiles(c *encode.Config, ps []*profile) {
 		if p.fallback != nil {
 			writeFallback(c, name, p.fallback)
 		}
+	}
+}
+
+// writeProfileRedirects are a profile's rules that answer with a
+// redirect: https, the Gateway API's redirect, the redirect
+// annotations, then the app root.
+func writeProfileRedirects(c *encode.Config, name encode.Word, p *profile) {
+	if p.httpsRedirect {
+		// redirect scheme keeps the Host header whole: "a.com:80"
+		// would send the client to https://a.com:80/. Drop the port
+		// first (an IPv6 literal ends with "]", so it keeps its
+		// colons); the request is answered here, nothing else sees it.
+		// A request whose X-Forwarded-Proto says https came over TLS
+		// that a proxy in front ended: the forwarding rules before
+		// these keep that header only from a --trusted-proxies
+		// client (pier sets "http" for any other), and redirecting it
+		// would loop.
+		notHTTPS := []encode.Word{encode.Lit("!{"), encode.Lit("req.hdr(x-forwarded-proto)"), encode.Lit("-i"),
+			encode.Lit("-m"), encode.Lit("str"), encode.Lit("https"), closeBrace}
+		c.Line(append([]encode.Word{httpRequest, encode.Lit("replace-header"), encode.Lit("Host"), encode.Lit("^(.*):[0-9]+$"),
+			encode.Lit("\\1"), ifWord, name}, notHTTPS...)...)
+		c.Line(append([]encode.Word{httpRequest, encode.Lit("redirect"), encode.Lit("scheme"), encode.Lit("https"),
+			encode.Lit("code"), encode.Num(308), ifWord, name}, notHTTPS...)...)
+	}
+	if p.gwRedirect != nil {
+		writeRedirect(c, name, p.gwRedirect)
+	}
+	if p.redirectCode != 0 {
+		kind := encode.Lit("location")
+		if p.prefix {
+			kind = encode.Lit("prefix")
+		}
+		c.Line(httpRequest, encode.Lit("redirect"), kind, p.redirect,
+			encode.Lit("code"), encode.Num(p.redirectCode), ifWord, name)
+	}
+	if p.hasAppRoot {
+		c.Line(httpRequest, encode.Lit("redirect"), encode.Lit("location"), p.appRoot, encode.Lit("code"), encode.Num(302),
+			ifWord, name, openBrace, encode.Lit("path"), encode.Lit("/"), closeBrace)
+	}
+}
+
+// writeProfileRewrites change what the backend is sent: the upstream
+// Host header, X-Forwarded-Prefix, then the path.
+func writeProfileRewrites(c *encode.Config, name encode.Word, p *profile) {
+	if p.hasUpstream {
+		c.Line(httpRequest, encode.Lit("set-header"), encode.Lit("Host"), p.upstreamHost, ifWord, name)
+	}
+	if p.hasPrefix {
+		c.Line(httpRequest, encode.Lit("set-header"), encode.Lit("X-Forwarded-Prefix"), p.forwardedPrefix, ifWord, name)
+	}
+	switch {
+	case p.hasStrip:
+		// replace-path works on the path only: the query string is
+		// kept (HAProxy 2.6 manual).
+		c.Line(httpRequest, encode.Lit("replace-path"), p.stripRegex, p.rewritePath, ifWord, name)
+	case p.hasRewrite:
+		// set-path keeps the query string (HAProxy 2.6 manual).
+		c.Line(httpRequest, encode.Lit("set-path"), p.rewritePath, ifWord, name)
+	case p.hasPrefixRewrite:
+		c.Line(httpRequest, encode.Lit("replace-path"), p.prefixRegex, p.prefixRepl, ifWord, name)
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net/netip"
 	"sort"
 	"time"
 
@@ -119,6 +118,70 @@ func (s *Source) Run(ctx context.Context, onChange func(*source.Snapshot)) error
 	if s.opts.LeaseNamespace == "" {
 		return fmt.Errorf("kube source: no namespace for the agents' heartbeat Leases")
 	}
+	changed := make(chan struct{}, 1)
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { notify(changed) },
+		UpdateFunc: func(old, cur any) { notifyIfChanged(changed, old, cur) },
+		DeleteFunc: func(any) { notify(changed) },
+	}
+	leaseChanged := make(chan struct{}, 1)
+	core, err := s.coreInformers(handler, leaseChanged)
+	if err != nil {
+		return err
+	}
+	gw := &gatewayWatch{client: s.opts.Gateway, dynamic: s.opts.Dynamic, discovery: s.client.Discovery(), core: s.client, namespace: s.opts.Namespace,
+		recheck: s.opts.GatewayRecheck, logger: s.logger, handler: handler}
+	gwSynced, err := gw.start(ctx, changed)
+	if err != nil {
+		return err
+	}
+	for _, f := range core.factories {
+		f.Start(ctx.Done())
+		defer f.Shutdown()
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), append(core.synced, gwSynced...)...) {
+		return ctx.Err()
+	}
+	s.logger.Info("informer caches synced", "namespace", s.opts.Namespace)
+	auth := newAuthSecrets(s.client, changed, s.logger)
+	defer auth.stop()
+	maps := newNamedConfigMaps(s.client, changed, s.logger)
+	defer maps.stop()
+	cas := frontendCAs{watches: newNamedConfigMaps(s.client, changed, s.logger)}
+	defer cas.watches.stop()
+	policyMaps := newPolicyConfigMaps(s.client, changed, s.logger)
+	defer policyMaps.stop()
+	l := core.listers
+	l.authSecrets = func(ings []*networkingv1.Ingress) []*corev1.Secret {
+		return auth.objects(ctx, ings)
+	}
+	l.configMaps = func(ings []*networkingv1.Ingress) []*corev1.ConfigMap {
+		return maps.objects(ctx, ings)
+	}
+	l.frontendCAs = func(gws []*gwv1.Gateway) []*corev1.ConfigMap {
+		return cas.objects(ctx, gws)
+	}
+	l.policyConfigMaps = func(policies []*gwv1.BackendTLSPolicy) []*corev1.ConfigMap {
+		return policyMaps.objectsNamed(ctx, source.BackendTLSCAConfigMaps(policies))
+	}
+	l.badNodeAddress = s.warnOnce()
+	l.gateway = gw
+	return s.loop(ctx, changed, leaseChanged, l, onChange)
+}
+
+// informerSet is what coreInformers makes: the factories to start, the
+// syncs to wait for, and the listers their caches serve.
+type informerSet struct {
+	factories []informers.SharedInformerFactory
+	synced    []cache.InformerSynced
+	listers   listers
+}
+
+// coreInformers makes the informers of the objects that are always
+// watched (the Gateway API's come and go with their CRDs): handler hears
+// every change but the Leases', which go to leaseChanged. Nothing runs
+// until the factories start.
+func (s *Source) coreInformers(handler cache.ResourceEventHandler, leaseChanged chan struct{}) (informerSet, error) {
 	nsFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithNamespace(s.opts.Namespace))
 	// Only TLS Secrets: pier has no business caching every token in the
 	// cluster (the field selector is served by the API server).
@@ -136,79 +199,34 @@ func (s *Source) Run(ctx context.Context, onChange func(*source.Snapshot)) error
 	nodes := clusterFactory.Core().V1().Nodes()
 	leases := leaseFactory.Coordination().V1().Leases()
 
-	changed := make(chan struct{}, 1)
-	handler := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { notify(changed) },
-		UpdateFunc: func(old, cur any) { notifyIfChanged(changed, old, cur) },
-		DeleteFunc: func(any) { notify(changed) },
-	}
 	for _, inf := range []cache.SharedIndexInformer{ing.Informer(), svc.Informer(), eps.Informer(), sec.Informer(), cls.Informer(), nodes.Informer()} {
 		if _, err := inf.AddEventHandler(handler); err != nil {
-			return fmt.Errorf("add event handler: %w", err)
+			return informerSet{}, fmt.Errorf("add event handler: %w", err)
 		}
 	}
 	// Every renewal is an event (one per agent per --heartbeat-interval):
 	// the loop only checks whether an agent came or went.
-	leaseChanged := make(chan struct{}, 1)
 	if _, err := leases.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { notify(leaseChanged) },
 		UpdateFunc: func(any, any) { notify(leaseChanged) },
 		DeleteFunc: func(any) { notify(leaseChanged) },
 	}); err != nil {
-		return fmt.Errorf("add lease event handler: %w", err)
+		return informerSet{}, fmt.Errorf("add lease event handler: %w", err)
 	}
-	gw := &gatewayWatch{client: s.opts.Gateway, dynamic: s.opts.Dynamic, discovery: s.client.Discovery(), core: s.client, namespace: s.opts.Namespace,
-		recheck: s.opts.GatewayRecheck, logger: s.logger, handler: handler}
-	gwSynced, err := gw.start(ctx, changed)
-	if err != nil {
-		return err
-	}
-	nsFactory.Start(ctx.Done())
-	secretFactory.Start(ctx.Done())
-	clusterFactory.Start(ctx.Done())
-	leaseFactory.Start(ctx.Done())
-	defer leaseFactory.Shutdown()
-	defer nsFactory.Shutdown()
-	defer secretFactory.Shutdown()
-	defer clusterFactory.Shutdown()
-	synced := append([]cache.InformerSynced{ing.Informer().HasSynced, svc.Informer().HasSynced, eps.Informer().HasSynced,
-		sec.Informer().HasSynced, cls.Informer().HasSynced, nodes.Informer().HasSynced, leases.Informer().HasSynced}, gwSynced...)
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		return ctx.Err()
-	}
-	s.logger.Info("informer caches synced", "namespace", s.opts.Namespace)
-	auth := newAuthSecrets(s.client, changed, s.logger)
-	defer auth.stop()
-	maps := newNamedConfigMaps(s.client, changed, s.logger)
-	defer maps.stop()
-	cas := frontendCAs{watches: newNamedConfigMaps(s.client, changed, s.logger)}
-	defer cas.watches.stop()
-	policyMaps := newPolicyConfigMaps(s.client, changed, s.logger)
-	defer policyMaps.stop()
-	l := listers{
-		ingresses:      func() ([]*networkingv1.Ingress, error) { return ing.Lister().List(labels.Everything()) },
-		classes:        func() ([]*networkingv1.IngressClass, error) { return cls.Lister().List(labels.Everything()) },
-		services:       func() ([]*corev1.Service, error) { return svc.Lister().List(labels.Everything()) },
-		endpointSlices: func() ([]*discoveryv1.EndpointSlice, error) { return eps.Lister().List(labels.Everything()) },
-		secrets:        func() ([]*corev1.Secret, error) { return sec.Lister().List(labels.Everything()) },
-		authSecrets: func(ings []*networkingv1.Ingress) []*corev1.Secret {
-			return auth.objects(ctx, ings)
+	return informerSet{
+		factories: []informers.SharedInformerFactory{nsFactory, secretFactory, clusterFactory, leaseFactory},
+		synced: []cache.InformerSynced{ing.Informer().HasSynced, svc.Informer().HasSynced, eps.Informer().HasSynced,
+			sec.Informer().HasSynced, cls.Informer().HasSynced, nodes.Informer().HasSynced, leases.Informer().HasSynced},
+		listers: listers{
+			ingresses:      func() ([]*networkingv1.Ingress, error) { return ing.Lister().List(labels.Everything()) },
+			classes:        func() ([]*networkingv1.IngressClass, error) { return cls.Lister().List(labels.Everything()) },
+			services:       func() ([]*corev1.Service, error) { return svc.Lister().List(labels.Everything()) },
+			endpointSlices: func() ([]*discoveryv1.EndpointSlice, error) { return eps.Lister().List(labels.Everything()) },
+			secrets:        func() ([]*corev1.Secret, error) { return sec.Lister().List(labels.Everything()) },
+			nodes:          func() ([]*corev1.Node, error) { return nodes.Lister().List(s.opts.NodeSelector) },
+			leases:         func() ([]*coordinationv1.Lease, error) { return leases.Lister().List(labels.Everything()) },
 		},
-		configMaps: func(ings []*networkingv1.Ingress) []*corev1.ConfigMap {
-			return maps.objects(ctx, ings)
-		},
-		frontendCAs: func(gws []*gwv1.Gateway) []*corev1.ConfigMap {
-			return cas.objects(ctx, gws)
-		},
-		policyConfigMaps: func(policies []*gwv1.BackendTLSPolicy) []*corev1.ConfigMap {
-			return policyMaps.objectsNamed(ctx, source.BackendTLSCAConfigMaps(policies))
-		},
-		nodes:          func() ([]*corev1.Node, error) { return nodes.Lister().List(s.opts.NodeSelector) },
-		leases:         func() ([]*coordinationv1.Lease, error) { return leases.Lister().List(labels.Everything()) },
-		badNodeAddress: s.warnOnce(),
-		gateway:        gw,
-	}
-	return s.loop(ctx, changed, leaseChanged, l, onChange)
+	}, nil
 }
 
 // loop debounces change notifications into snapshots. A Lease that
@@ -336,20 +354,6 @@ func notify(ch chan struct{}) {
 	}
 }
 
-// warnOnce logs each bad annotation value once per node, not on every
-// snapshot.
-func (s *Source) warnOnce() func(node, value string) {
-	seen := map[string]string{}
-	return func(node, value string) {
-		if prev, ok := seen[node]; ok && prev == value {
-			return
-		}
-		seen[node] = value
-		s.logger.Warn("node annotation is not an IP address; the node's VRRP address is unknown",
-			"node", node, "annotation", AnnotationVRRPAddress, "value", value)
-	}
-}
-
 // notifyIfChanged ignores resyncs and Node heartbeats. An Ingress status
 // change does trigger a pass, even pier's own: the writer skips what is
 // already right, and a status someone else cleared must be repaired.
@@ -366,82 +370,6 @@ func notifyIfChanged(ch chan struct{}, old, cur any) {
 		}
 	}
 	notify(ch)
-}
-
-// sameAddress: a node whose VRRP address changed must update the
-// placements that name it.
-func sameAddress(a, b *corev1.Node) bool {
-	x, okX := nodeAddress(a)
-	y, okY := nodeAddress(b)
-	return x == y && okX == okY
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// placementNodes turns the Node objects (already filtered by the
-// selector) into what placement reads: a node is ready when its Ready
-// condition is true, it is not being deleted and its agent is alive (its
-// heartbeat Lease is fresh): a node whose agent is gone runs nothing new,
-// and its load balancers must move. A cordoned node (spec.unschedulable)
-// stays ready but drains. A bad pier.dev/vrrp-address is handed to bad
-// and leaves the address unknown.
-func placementNodes(nodes []*corev1.Node, agentAlive map[string]bool, bad func(node, value string)) []source.Node {
-	out := make([]source.Node, 0, len(nodes))
-	for _, n := range nodes {
-		addr, ok := nodeAddress(n)
-		if !ok {
-			bad(n.Name, n.Annotations[AnnotationVRRPAddress])
-		}
-		out = append(out, source.Node{
-			Name:     n.Name,
-			Ready:    nodeReady(n) && n.DeletionTimestamp == nil && agentAlive[n.Name],
-			Address:  addr,
-			Draining: n.Spec.Unschedulable,
-		})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
-
-// AnnotationVRRPAddress on a Node overrides the address its VRRP peers
-// use (a node whose InternalIP is not on the segment the addresses move
-// on).
-const AnnotationVRRPAddress = "pier.dev/vrrp-address"
-
-// nodeAddress is the annotation's address, else the first IPv4
-// InternalIP (VRRPv3 over IPv4 is what keepalived peers usually speak),
-// else the first InternalIP. ok is false for an annotation that is not an
-// IP address: no address is guessed then, since the operator meant
-// another one than InternalIP.
-func nodeAddress(n *corev1.Node) (addr netip.Addr, ok bool) {
-	if v, set := n.Annotations[AnnotationVRRPAddress]; set {
-		a, err := netip.ParseAddr(v)
-		if err != nil || a.Zone() != "" || a.IsUnspecified() {
-			return netip.Addr{}, false
-		}
-		return a.Unmap(), true
-	}
-	var first netip.Addr
-	for _, na := range n.Status.Addresses {
-		a, err := netip.ParseAddr(na.Address)
-		if na.Type != corev1.NodeInternalIP || err != nil {
-			continue
-		}
-		if a = a.Unmap(); a.Is4() {
-			return a, true
-		}
-		if !first.IsValid() {
-			first = a
-		}
-	}
-	return first, true
 }
 
 func (l listers) snapshot(agentAlive map[string]bool) (*source.Snapshot, error) {
