@@ -1,33 +1,20 @@
-package translate
+package annotation
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
-	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/model"
 )
 
-// NginxPrefix is ingress-nginx's annotation prefix. Its annotations that
-// pier implements are read under it and under pier.dev/ with the same
-// name; on one Ingress, the pier.dev/ one wins.
-const NginxPrefix = annotation.NginxPrefix
-
-// Status of an annotation name for migration (pier lint, docs/migration.md).
-type Status string
-
-const (
-	Supported               Status = "supported"
-	SupportedWithDifference Status = "supported-with-difference"
-	Unsupported             Status = "unsupported"
-)
-
 // compatAnnotation is one ingress-nginx annotation pier implements.
 type compatAnnotation struct {
-	parse func(s *ingressSettings, v string) error
+	parse func(s *Settings, v string) error
 	// difference, when set, says how pier differs from ingress-nginx.
 	difference string
 }
@@ -36,7 +23,7 @@ type compatAnnotation struct {
 // by name without prefix. Each parser is typed and anchored, so a valid
 // value with ";evil" appended fails.
 var compatAnnotations = map[string]compatAnnotation{
-	"enable-access-log": {parse: func(s *ingressSettings, v string) error {
+	"enable-access-log": {parse: func(s *Settings, v string) error {
 		on, err := parseNginxBool(v)
 		if err != nil {
 			return err
@@ -45,263 +32,274 @@ var compatAnnotations = map[string]compatAnnotation{
 		if on {
 			a = model.AccessLogOn
 		}
-		s.accessLog = &a
+		s.AccessLog = &a
 		return nil
 	}, difference: "the load balancer's whole access log, as pier.dev/access-log on or off (in a group the most verbose member decides); ingress-nginx's is per location"},
-	"ssl-redirect": {parse: func(s *ingressSettings, v string) (err error) {
-		s.sslRedirect, err = parseNginxBool(v)
+	"ssl-redirect": {parse: func(s *Settings, v string) (err error) {
+		s.SSLRedirect, err = parseNginxBool(v)
 		return err
 	}, difference: "on by default only for the hosts this Ingress's own spec.tls lists (ingress-nginx: any TLS Ingress of the host)"},
-	"force-ssl-redirect": {parse: func(s *ingressSettings, v string) (err error) {
-		s.forceSSLRedirect, err = parseNginxBool(v)
+	"force-ssl-redirect": {parse: func(s *Settings, v string) (err error) {
+		s.ForceSSLRedirect, err = parseNginxBool(v)
 		return err
 	}},
-	"proxy-body-size": {parse: func(s *ingressSettings, v string) (err error) {
-		s.maxBody, err = parseSize(v)
+	"proxy-body-size": {parse: func(s *Settings, v string) (err error) {
+		s.MaxBody, err = parseSize(v)
 		return err
 	}, difference: "no default limit (ingress-nginx: 1m); a chunked body is measured only as far as HAProxy buffers it (about 64 KiB)"},
-	"proxy-connect-timeout": {parse: func(s *ingressSettings, v string) (err error) {
-		s.connectTimeout, err = parseSeconds(v)
+	"proxy-connect-timeout": {parse: func(s *Settings, v string) (err error) {
+		s.ConnectTimeout, err = parseSeconds(v)
 		return err
 	}, difference: "per Service port: Ingresses of one namespace sharing a backend share the oldest one's value"},
-	"proxy-read-timeout": {parse: func(s *ingressSettings, v string) (err error) {
-		s.readTimeout, err = parseSeconds(v)
+	"proxy-read-timeout": {parse: func(s *Settings, v string) (err error) {
+		s.ReadTimeout, err = parseSeconds(v)
 		return err
 	}, difference: "HAProxy's timeout server (inactivity in both directions), per Service port"},
-	"proxy-send-timeout": {parse: func(s *ingressSettings, v string) (err error) {
-		s.sendTimeout, err = parseSeconds(v)
+	"proxy-send-timeout": {parse: func(s *Settings, v string) (err error) {
+		s.SendTimeout, err = parseSeconds(v)
 		return err
 	}, difference: "also HAProxy's timeout server: the larger of read and send is used"},
-	"whitelist-source-range": {parse: func(s *ingressSettings, v string) (err error) {
-		s.allowSources, err = parseCIDRList(v)
+	"whitelist-source-range": {parse: func(s *Settings, v string) (err error) {
+		s.AllowSources, err = parseCIDRList(v)
 		return err
 	}},
-	"allowlist-source-range": {parse: func(s *ingressSettings, v string) (err error) {
-		s.allowSources, err = parseCIDRList(v)
+	"allowlist-source-range": {parse: func(s *Settings, v string) (err error) {
+		s.AllowSources, err = parseCIDRList(v)
 		return err
 	}},
-	"denylist-source-range": {parse: func(s *ingressSettings, v string) (err error) {
-		s.denySources, err = parseCIDRList(v)
+	"denylist-source-range": {parse: func(s *Settings, v string) (err error) {
+		s.DenySources, err = parseCIDRList(v)
 		return err
 	}},
-	"permanent-redirect": {parse: func(s *ingressSettings, v string) (err error) {
-		s.permanentRedirect, err = parseRedirectURL(v)
+	"permanent-redirect": {parse: func(s *Settings, v string) (err error) {
+		s.PermanentRedirect, err = parseRedirectURL(v)
 		return err
 	}},
-	"permanent-redirect-code": {parse: func(s *ingressSettings, v string) (err error) {
-		s.permanentCode, err = parseRedirectCode(v)
+	"permanent-redirect-code": {parse: func(s *Settings, v string) (err error) {
+		s.PermanentCode, err = parseRedirectCode(v)
 		return err
 	}},
-	"temporal-redirect": {parse: func(s *ingressSettings, v string) (err error) {
-		s.temporalRedirect, err = parseRedirectURL(v)
+	"temporal-redirect": {parse: func(s *Settings, v string) (err error) {
+		s.TemporalRedirect, err = parseRedirectURL(v)
 		return err
 	}},
-	"from-to-www-redirect": {parse: func(s *ingressSettings, v string) (err error) {
-		s.fromToWWW, err = parseNginxBool(v)
+	"from-to-www-redirect": {parse: func(s *Settings, v string) (err error) {
+		s.FromToWWW, err = parseNginxBool(v)
 		return err
 	}, difference: "only when no Ingress of the load balancer serves or holds a certificate for the other name"},
-	"app-root": {parse: func(s *ingressSettings, v string) (err error) {
-		s.appRoot, err = parseAppRoot(v)
+	"app-root": {parse: func(s *Settings, v string) (err error) {
+		s.AppRoot, err = parseAppRoot(v)
 		return err
 	}, difference: "the Location is the path alone (relative), not scheme://host + path"},
-	"upstream-vhost": {parse: func(s *ingressSettings, v string) error {
+	"upstream-vhost": {parse: func(s *Settings, v string) error {
 		h, err := encode.Host(v)
-		s.upstreamVhost = h.String()
+		s.UpstreamVhost = h.String()
 		return err
 	}, difference: "a host name only: no nginx variables ($host), no port"},
-	"enable-cors": {parse: func(s *ingressSettings, v string) (err error) {
-		s.cors.enabled, err = parseNginxBool(v)
+	"enable-cors": {parse: func(s *Settings, v string) (err error) {
+		s.CORS.Enabled, err = parseNginxBool(v)
 		return err
 	}},
-	"cors-allow-origin": {parse: func(s *ingressSettings, v string) (err error) {
-		s.cors.origins, err = parseCORSOrigins(v)
+	"cors-allow-origin": {parse: func(s *Settings, v string) (err error) {
+		s.CORS.Origins, err = parseCORSOrigins(v)
 		return err
 	}, difference: "* or exact origins only (no https://*.example.com); matched case-sensitively, lowercase"},
-	"cors-allow-methods": {parse: func(s *ingressSettings, v string) (err error) {
-		s.cors.methods, err = parseCORSMethods(v)
+	"cors-allow-methods": {parse: func(s *Settings, v string) (err error) {
+		s.CORS.Methods, err = parseCORSMethods(v)
 		return err
 	}},
-	"cors-allow-headers": {parse: func(s *ingressSettings, v string) (err error) {
-		s.cors.headers, err = parseCORSHeaders(v)
+	"cors-allow-headers": {parse: func(s *Settings, v string) (err error) {
+		s.CORS.Headers, err = parseCORSHeaders(v)
 		return err
 	}},
-	"cors-allow-credentials": {parse: func(s *ingressSettings, v string) (err error) {
-		s.cors.credentials, err = parseNginxBool(v)
+	"cors-allow-credentials": {parse: func(s *Settings, v string) (err error) {
+		s.CORS.Credentials, err = parseNginxBool(v)
 		return err
 	}},
-	"cors-max-age": {parse: func(s *ingressSettings, v string) (err error) {
-		s.cors.maxAge, err = parseCORSMaxAge(v)
+	"cors-max-age": {parse: func(s *Settings, v string) (err error) {
+		s.CORS.MaxAge, err = parseCORSMaxAge(v)
 		return err
 	}},
-	"affinity": {parse: func(s *ingressSettings, v string) (err error) {
-		s.affinity.cookie, err = parseAffinity(v)
+	"affinity": {parse: func(s *Settings, v string) (err error) {
+		s.Affinity.Cookie, err = parseAffinity(v)
 		return err
 	}, difference: "per Service port: Ingresses sharing a backend use the oldest one's cookie"},
-	"affinity-mode": {parse: func(_ *ingressSettings, v string) error {
+	"affinity-mode": {parse: func(_ *Settings, v string) error {
 		return parseAffinityMode(v)
 	}, difference: "balanced and persistent both behave as persistent: a member joining takes no session; a leaving member's sessions are balanced again"},
-	"session-cookie-name": {parse: func(s *ingressSettings, v string) (err error) {
-		s.affinity.name, err = parseCookieName(v)
+	"session-cookie-name": {parse: func(s *Settings, v string) (err error) {
+		s.Affinity.Name, err = parseCookieName(v)
 		return err
 	}},
-	"session-cookie-path": {parse: func(s *ingressSettings, v string) (err error) {
-		s.affinity.path, err = parseCookiePath(v)
+	"session-cookie-path": {parse: func(s *Settings, v string) (err error) {
+		s.Affinity.Path, err = parseCookiePath(v)
 		return err
 	}, difference: "default / (ingress-nginx: the Ingress path); written after HAProxy's path=/, and browsers take the last Path"},
-	"session-cookie-max-age": {parse: func(s *ingressSettings, v string) (err error) {
-		s.affinity.maxAge, err = parseCookieAge(v)
+	"session-cookie-max-age": {parse: func(s *Settings, v string) (err error) {
+		s.Affinity.MaxAge, err = parseCookieAge(v)
 		return err
 	}},
-	"session-cookie-expires": {parse: func(s *ingressSettings, v string) (err error) {
-		s.affinity.expires, err = parseCookieAge(v)
+	"session-cookie-expires": {parse: func(s *Settings, v string) (err error) {
+		s.Affinity.Expires, err = parseCookieAge(v)
 		return err
 	}, difference: "sent as Max-Age (no Expires date); session-cookie-max-age wins when both are set"},
-	"session-cookie-secure": {parse: func(s *ingressSettings, v string) (err error) {
-		s.affinity.secure, err = parseCookieSecure(v)
+	"session-cookie-secure": {parse: func(s *Settings, v string) (err error) {
+		s.Affinity.Secure, err = parseCookieSecure(v)
 		return err
 	}, difference: "false does not remove Secure with session-cookie-samesite None (browsers drop such a cookie without it)"},
-	"session-cookie-samesite": {parse: func(s *ingressSettings, v string) (err error) {
-		s.affinity.sameSite, err = parseSameSite(v)
+	"session-cookie-samesite": {parse: func(s *Settings, v string) (err error) {
+		s.Affinity.SameSite, err = parseSameSite(v)
 		return err
 	}, difference: "None also sets Secure (browsers drop a SameSite=None cookie without it)"},
-	"backend-protocol": {parse: func(s *ingressSettings, v string) (err error) {
-		s.backendProtocol, err = parseBackendProtocol(v)
+	"backend-protocol": {parse: func(s *Settings, v string) (err error) {
+		s.BackendProtocol, err = parseBackendProtocol(v)
 		return err
 	}, difference: "per Service port: Ingresses sharing a backend use the oldest one's; HTTPS and GRPCS are not verified and send no SNI unless proxy-ssl-* say so; AJP, FCGI and AUTO_HTTP refuse the Ingress"},
-	"ssl-passthrough": {parse: func(s *ingressSettings, v string) (err error) {
-		s.sslPassthrough, err = parseNginxBool(v)
+	"ssl-passthrough": {parse: func(s *Settings, v string) (err error) {
+		s.SSLPassthrough, err = parseNginxBool(v)
 		return err
 	}, difference: passthroughDifference},
-	"proxy-ssl-verify": {parse: func(s *ingressSettings, v string) (err error) {
-		s.proxySSL.set = true
-		s.proxySSL.verify, err = parseOnOff("proxy-ssl-verify", v)
+	"proxy-ssl-verify": {parse: func(s *Settings, v string) (err error) {
+		s.ProxySSL.Set = true
+		s.ProxySSL.Verify, err = parseOnOff("proxy-ssl-verify", v)
 		return err
 	}, difference: proxySSLDifference},
-	"proxy-ssl-secret": {parse: func(s *ingressSettings, v string) (err error) {
-		s.proxySSL.set = true
-		s.proxySSL.secret, err = parseProxySSLSecret(v)
+	"proxy-ssl-secret": {parse: func(s *Settings, v string) (err error) {
+		s.ProxySSL.Set = true
+		s.ProxySSL.Secret, err = parseProxySSLSecret(v)
 		return err
 	}, difference: "a Secret of the Ingress's namespace only (ingress-nginx allows others); ca.crt is required with proxy-ssl-verify on, tls.crt and tls.key (optional) are the client certificate; both are validated and re-encoded, and an invalid one refuses the Ingress"},
-	"proxy-ssl-name": {parse: func(s *ingressSettings, v string) (err error) {
-		s.proxySSL.set = true
-		s.proxySSL.name, err = parseProxySSLName(v)
+	"proxy-ssl-name": {parse: func(s *Settings, v string) (err error) {
+		s.ProxySSL.Set = true
+		s.ProxySSL.Name, err = parseProxySSLName(v)
 		return err
 	}, difference: "a host name (lowercase, no wildcard, no nginx variables); default <service>.<namespace>.svc (ingress-nginx: its internal upstream name)"},
-	"proxy-ssl-server-name": {parse: func(s *ingressSettings, v string) (err error) {
-		s.proxySSL.set = true
-		s.proxySSL.serverName, err = parseOnOff("proxy-ssl-server-name", v)
+	"proxy-ssl-server-name": {parse: func(s *Settings, v string) (err error) {
+		s.ProxySSL.Set = true
+		s.ProxySSL.ServerName, err = parseOnOff("proxy-ssl-server-name", v)
 		return err
 	}, difference: "on sends proxy-ssl-name (default <service>.<namespace>.svc) as SNI, health checks included"},
-	"rewrite-target": {parse: func(s *ingressSettings, v string) (err error) {
-		s.rewriteTarget, s.rewriteTail, s.rewriteGroups, err = parseRewriteTarget(v)
+	"rewrite-target": {parse: func(s *Settings, v string) (err error) {
+		s.RewriteTarget, s.RewriteTail, s.RewriteGroups, err = parseRewriteTarget(v)
 		return err
 	}, difference: rewriteDifference},
-	"use-regex": {parse: func(s *ingressSettings, v string) (err error) {
-		s.useRegex, err = parseNginxBool(v)
+	"use-regex": {parse: func(s *Settings, v string) (err error) {
+		s.UseRegex, err = parseNginxBool(v)
 		return err
 	}, difference: "true makes this Ingress's paths regular expressions anchored at the start, whatever their pathType: case-sensitive (ingress-nginx: case-insensitive), " +
 		"of a subset read alike by RE2 and PCRE2 (docs/migration.md; another expression refuses the Ingress), tried after Exact and before Prefix paths, longest first; " +
 		"other Ingresses of the host keep their pathType (ingress-nginx makes every path of the host a regular expression)"},
-	"default-backend": {parse: func(s *ingressSettings, v string) (err error) {
-		s.defaultBackend, err = parseDefaultBackendName(v)
+	"default-backend": {parse: func(s *Settings, v string) (err error) {
+		s.DefaultBackend, err = parseDefaultBackendName(v)
 		return err
 	}, difference: defaultBackendDifference},
-	"custom-http-errors": {parse: func(s *ingressSettings, v string) (err error) {
-		s.customErrors, err = parseCustomHTTPErrors(v)
+	"custom-http-errors": {parse: func(s *Settings, v string) (err error) {
+		s.CustomErrors, err = parseCustomHTTPErrors(v)
 		return err
 	}, difference: customErrorsDifference},
-	"auth-url": {parse: func(s *ingressSettings, v string) (err error) {
-		s.extAuth.url, err = parseAuthURL(v)
+	"auth-url": {parse: func(s *Settings, v string) (err error) {
+		s.ExtAuth.URL, err = parseAuthURL(v)
 		return err
 	}, difference: extAuthDifference},
-	"auth-signin": {parse: func(s *ingressSettings, v string) (err error) {
-		s.extAuth.signin, err = parseSigninURL(v)
+	"auth-signin": {parse: func(s *Settings, v string) (err error) {
+		s.ExtAuth.Signin, err = parseSigninURL(v)
 		return err
 	}, difference: "an absolute http(s) URL whose nginx variables are " + encode.SigninVariableNames + " (others refuse the Ingress); rd= the request's URL is appended unless the query has rd="},
-	"auth-response-headers": {parse: func(s *ingressSettings, v string) (err error) {
-		s.extAuth.headers, err = parseAuthResponseHeaders(v)
+	"auth-response-headers": {parse: func(s *Settings, v string) (err error) {
+		s.ExtAuth.Headers, err = parseAuthResponseHeaders(v)
 		return err
 	}},
-	"auth-method": {parse: func(s *ingressSettings, v string) (err error) {
-		s.extAuth.method, err = parseAuthMethod(v)
+	"auth-method": {parse: func(s *Settings, v string) (err error) {
+		s.ExtAuth.Method, err = parseAuthMethod(v)
 		return err
 	}, difference: "GET (default), HEAD or POST; the auth request never has a body"},
-	"auth-type": {parse: func(s *ingressSettings, v string) (err error) {
-		s.auth.basic, err = parseAuthType(v)
+	"auth-type": {parse: func(s *Settings, v string) (err error) {
+		s.Auth.Basic, err = parseAuthType(v)
 		return err
 	}},
-	"auth-secret": {parse: func(s *ingressSettings, v string) (err error) {
-		s.auth.secret, err = parseAuthSecret(v)
+	"auth-secret": {parse: func(s *Settings, v string) (err error) {
+		s.Auth.Secret, err = parseAuthSecret(v)
 		return err
 	}, difference: "a Secret of the Ingress's namespace only; its hashes must be htpasswd's $apr1$ (checked in Lua), bcrypt (htpasswd -B) or SHA-512, SHA-256 or MD5 crypt: {SHA} (htpasswd -s) refuses the Ingress"},
-	"auth-secret-type": {parse: func(s *ingressSettings, v string) (err error) {
-		s.auth.secretType, err = parseAuthSecretType(v)
+	"auth-secret-type": {parse: func(s *Settings, v string) (err error) {
+		s.Auth.SecretType, err = parseAuthSecretType(v)
 		return err
 	}},
-	"auth-realm": {parse: func(s *ingressSettings, v string) (err error) {
-		s.auth.realm, err = parseAuthRealm(v)
+	"auth-realm": {parse: func(s *Settings, v string) (err error) {
+		s.Auth.Realm, err = parseAuthRealm(v)
 		return err
 	}, difference: "letters, digits, spaces and ._,:()/@!?- only, at most 128 bytes; default \"Authentication Required\""},
-	"limit-rps": {parse: func(s *ingressSettings, v string) (err error) {
-		s.rateLimit.rps, err = parseRateLimit("limit-rps", v)
+	"limit-rps": {parse: func(s *Settings, v string) (err error) {
+		s.RateLimit.RPS, err = parseRateLimit("limit-rps", v)
 		return err
 	}, difference: rateLimitDifference},
-	"limit-rpm": {parse: func(s *ingressSettings, v string) (err error) {
-		s.rateLimit.rpm, err = parseRateLimit("limit-rpm", v)
+	"limit-rpm": {parse: func(s *Settings, v string) (err error) {
+		s.RateLimit.RPM, err = parseRateLimit("limit-rpm", v)
 		return err
 	}, difference: rateLimitDifference},
-	"limit-connections": {parse: func(s *ingressSettings, v string) (err error) {
-		s.rateLimit.connections, err = parseRateLimit("limit-connections", v)
+	"limit-connections": {parse: func(s *Settings, v string) (err error) {
+		s.RateLimit.Connections, err = parseRateLimit("limit-connections", v)
 		return err
 	}, difference: "counts the requests of a client address in progress at once (what nginx's limit_conn counts), on this Ingress's routes; the excess gets 503"},
-	"service-upstream": {parse: func(s *ingressSettings, v string) (err error) {
-		s.serviceUpstream, err = parseNginxBool(v)
+	"service-upstream": {parse: func(s *Settings, v string) (err error) {
+		s.ServiceUpstream, err = parseNginxBool(v)
 		return err
 	}, difference: "per Service port: Ingresses sharing a backend use the oldest one's choice"},
-	"proxy-next-upstream-tries": {parse: func(s *ingressSettings, v string) (err error) {
-		s.tries, err = parseTries(v)
+	"proxy-next-upstream-tries": {parse: func(s *Settings, v string) (err error) {
+		s.Tries, err = parseTries(v)
 		return err
 	}, difference: "HAProxy's retries (tries - 1) on connection failures and empty responses, per Service port; 1-11, 0 (no limit in nginx) is 11; without it HAProxy's retries 3 (4 tries; ingress-nginx: 3)"},
-	"x-forwarded-prefix": {parse: func(s *ingressSettings, v string) (err error) {
-		s.forwardedPrefix, err = plainPath("x-forwarded-prefix", v)
+	"x-forwarded-prefix": {parse: func(s *Settings, v string) (err error) {
+		s.ForwardedPrefix, err = PlainPath("x-forwarded-prefix", v)
 		return err
 	}, difference: "a path of letters, digits and ._~/- only (no nginx variables such as $1)"},
-	"canary": {parse: func(s *ingressSettings, v string) (err error) {
-		s.canary.enabled, err = parseNginxBool(v)
+	"canary": {parse: func(s *Settings, v string) (err error) {
+		s.Canary.Enabled, err = parseNginxBool(v)
 		return err
 	}, difference: "the canary Ingress joins the load balancer of the main Ingress of the same namespace with the same host, path and pathType; its own other annotations are not applied to the canary's requests"},
-	"canary-weight": {parse: func(s *ingressSettings, v string) (err error) {
-		s.canary.weight, err = parseCanaryWeight("canary-weight", v, 0)
+	"canary-weight": {parse: func(s *Settings, v string) (err error) {
+		s.Canary.Weight, err = parseCanaryWeight("canary-weight", v, 0)
 		return err
 	}},
-	"canary-weight-total": {parse: func(s *ingressSettings, v string) (err error) {
-		s.canary.total, err = parseCanaryWeight("canary-weight-total", v, 1)
+	"canary-weight-total": {parse: func(s *Settings, v string) (err error) {
+		s.Canary.Total, err = parseCanaryWeight("canary-weight-total", v, 1)
 		return err
 	}},
-	"canary-by-header": {parse: func(s *ingressSettings, v string) (err error) {
-		s.canary.header, err = parseCanaryHeader(v)
+	"canary-by-header": {parse: func(s *Settings, v string) (err error) {
+		s.Canary.Header, err = parseCanaryHeader(v)
 		return err
 	}},
-	"canary-by-header-value": {parse: func(s *ingressSettings, v string) (err error) {
-		s.canary.headerValue, err = parseCanaryHeaderValue(v)
+	"canary-by-header-value": {parse: func(s *Settings, v string) (err error) {
+		s.Canary.HeaderValue, err = parseCanaryHeaderValue(v)
 		return err
 	}, difference: "letters, digits, spaces and ._~:/+=@- only, compared exactly (ingress-nginx accepts more)"},
-	"canary-by-header-pattern": {parse: func(s *ingressSettings, v string) (err error) {
-		s.canary.headerPattern, err = parseCanaryHeaderPattern(v)
+	"canary-by-header-pattern": {parse: func(s *Settings, v string) (err error) {
+		s.Canary.HeaderPattern, err = parseCanaryHeaderPattern(v)
 		return err
 	}, difference: "a regular expression of the subset use-regex accepts (no spaces, flags, \\b or \\s; docs/migration.md), searched in each comma-separated value of the header, case-sensitive as in ingress-nginx; another expression refuses the Ingress"},
-	"canary-by-cookie": {parse: func(s *ingressSettings, v string) (err error) {
-		s.canary.cookie, err = parseCanaryCookie(v)
+	"canary-by-cookie": {parse: func(s *Settings, v string) (err error) {
+		s.Canary.Cookie, err = parseCanaryCookie(v)
 		return err
 	}},
-	"custom-headers": {parse: func(s *ingressSettings, v string) (err error) {
-		s.customHeaders, err = parseCustomHeaders(v)
+	"custom-headers": {parse: func(s *Settings, v string) (err error) {
+		s.CustomHeaders, err = parseCustomHeaders(v)
 		return err
 	}, difference: customHeadersDifference},
-	"temporal-redirect-code": {parse: func(s *ingressSettings, v string) (err error) {
-		s.temporalCode, err = parseRedirectCode(v)
+	"temporal-redirect-code": {parse: func(s *Settings, v string) (err error) {
+		s.TemporalCode, err = parseRedirectCode(v)
 		return err
 	}},
+}
+
+// Difference says how pier's reading of key, an ingress-nginx annotation
+// it implements (under either prefix), differs from ingress-nginx's:
+// "" when it does not, or when pier does not implement key.
+func Difference(key string) string {
+	name, ok := compatName(key)
+	if !ok {
+		return ""
+	}
+	return compatAnnotations[name].difference
 }
 
 // customHeadersDifference is how custom-headers differs from ingress-nginx.
@@ -317,7 +315,7 @@ const maxSize = 1 << 40
 // or g/G. "0" means no limit.
 func parseSize(v string) (int64, error) {
 	if v == "" || len(v) > 16 {
-		return 0, fmt.Errorf("size %s: must be digits with an optional unit k, m or g (e.g. 8m)", quoteForMessage(v))
+		return 0, fmt.Errorf("size %s: must be digits with an optional unit k, m or g (e.g. 8m)", QuoteForMessage(v))
 	}
 	digits, scale := v, int64(1)
 	switch v[len(v)-1] {
@@ -329,14 +327,14 @@ func parseSize(v string) (int64, error) {
 		digits, scale = v[:len(v)-1], 1<<30
 	}
 	if digits == "" || len(digits) > 13 || strings.Trim(digits, "0123456789") != "" {
-		return 0, fmt.Errorf("size %s: must be digits with an optional unit k, m or g (e.g. 8m)", quoteForMessage(v))
+		return 0, fmt.Errorf("size %s: must be digits with an optional unit k, m or g (e.g. 8m)", QuoteForMessage(v))
 	}
 	var n int64
 	for _, c := range digits {
 		n = n*10 + int64(c-'0')
 	}
 	if n > maxSize/scale {
-		return 0, fmt.Errorf("size %s: over the limit of 1024g", quoteForMessage(v))
+		return 0, fmt.Errorf("size %s: over the limit of 1024g", QuoteForMessage(v))
 	}
 	return n * scale, nil
 }
@@ -366,7 +364,7 @@ var nginxBools = map[string]bool{"true": true, "True": true, "TRUE": true, "t": 
 	"false": false, "False": false, "FALSE": false, "f": false, "F": false, "0": false}
 
 func parseNginxBool(v string) (bool, error) {
-	val, err := encode.Enum(v, sortedKeys(nginxBools)...)
+	val, err := encode.Enum(v, slices.Sorted(maps.Keys(nginxBools))...)
 	if err != nil {
 		return false, err
 	}
@@ -382,7 +380,7 @@ const maxCIDRs = 256
 // deduplicated, so equal lists render equally.
 func parseCIDRList(v string) ([]string, error) {
 	if strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return nil, fmt.Errorf("source range %s: control character", quoteForMessage(v))
+		return nil, fmt.Errorf("source range %s: control character", QuoteForMessage(v))
 	}
 	parts := strings.Split(v, ",")
 	if len(parts) > maxCIDRs {
@@ -402,7 +400,7 @@ func parseCIDRList(v string) ([]string, error) {
 		}
 		seen[p.String()] = true
 	}
-	return sortedKeys(seen), nil
+	return slices.Sorted(maps.Keys(seen)), nil
 }
 
 // parseRedirectURL accepts an absolute http(s) URL (encode.URL), and only
@@ -413,7 +411,7 @@ func parseRedirectURL(v string) (string, error) {
 		return "", err
 	}
 	if u.String() != v {
-		return "", fmt.Errorf("URL %s is not in canonical form (%s)", quoteForMessage(v), quoteForMessage(u.String()))
+		return "", fmt.Errorf("URL %s is not in canonical form (%s)", QuoteForMessage(v), QuoteForMessage(u.String()))
 	}
 	return v, nil
 }
@@ -427,10 +425,10 @@ func parseAppRoot(v string) (string, error) {
 		return "", err
 	}
 	if strings.Trim(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._~/-") != "" {
-		return "", fmt.Errorf("app-root %s: only letters, digits and ._~/- are accepted", quoteForMessage(v))
+		return "", fmt.Errorf("app-root %s: only letters, digits and ._~/- are accepted", QuoteForMessage(v))
 	}
 	if v == "/" {
-		return "", fmt.Errorf("app-root %s would redirect / to itself", quoteForMessage(v))
+		return "", fmt.Errorf("app-root %s would redirect / to itself", QuoteForMessage(v))
 	}
 	return p.String(), nil
 }
@@ -456,22 +454,66 @@ const rewriteDifference = "without use-regex or $1-$9 the path is matched as its
 // directive in set-path), no escapes.
 const rewriteChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._~/-"
 
-// plainPath accepts an absolute path (the Exact path rules) of letters,
+// PlainPath accepts an absolute path (the Exact path rules) of letters,
 // digits and ._~/- only: safe as a log-format argument (no "%"), with no
 // query, escapes or capture groups.
-func plainPath(what, v string) (string, error) {
+func PlainPath(what, v string) (string, error) {
 	p, err := encode.Path(v, encode.PathExact)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", what, err)
 	}
 	if strings.Trim(v, rewriteChars) != "" {
-		return "", fmt.Errorf("%s %s: only letters, digits and ._~/- are accepted", what, quoteForMessage(v))
+		return "", fmt.Errorf("%s %s: only letters, digits and ._~/- are accepted", what, QuoteForMessage(v))
 	}
 	return p.String(), nil
 }
 
-// regexPathChars are the bytes that make a path a regular expression to
+// RegexPathChars are the bytes that make a path a regular expression to
 // ingress-nginx once rewrite-target is set (the location becomes
 // "~* ^<path>"). "." is left out: as a regular expression it also
 // matches itself, so pier's literal match is a subset, not another set.
-const regexPathChars = "*+?()[]{}|^$\\"
+const RegexPathChars = "*+?()[]{}|^$\\"
+
+// nginxAlternatives names, for ingress-nginx annotations pier does not
+// implement, what pier does instead (snippets: snippets.go).
+var nginxAlternatives = map[string]string{
+	"server-alias":           "one more host in spec.rules",
+	"proxy-set-headers":      "pier.dev/request-headers (typed \"Name: value\" lines on the Ingress itself)",
+	"proxy-next-upstream":    "proxy-next-upstream-tries; pier retries on connection failures and empty responses only (HAProxy's retry-on), not on timeouts or 5xx",
+	"limit-burst-multiplier": "a higher limit-rps or limit-rpm (pier counts accepted requests over a sliding second or minute, with no burst on top)",
+	"proxy-ssl-verify-depth": "a ca.crt holding only the CAs to trust: HAProxy 2.6 has no verify depth for servers, so proxy-ssl-verify on accepts any chain length to ca.crt",
+}
+
+// plannedNginx are ingress-nginx annotations pier plans to support but
+// does not implement yet, so reported as such rather than as unknown. None
+// is left; the list stays for the next family that is started.
+var plannedNginx = setOf()
+
+func setOf(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// unsupportedNginx is the warning for an ingress-nginx annotation pier
+// does not implement and that is not a snippet.
+func unsupportedNginx(key string) string {
+	name := strings.TrimPrefix(key, NginxPrefix)
+	if alt, ok := nginxAlternatives[name]; ok {
+		return "unsupported ingress-nginx annotation, ignored: use " + alt
+	}
+	if plannedNginx[name] {
+		return "not yet supported by pier (planned), ignored"
+	}
+	return "unsupported ingress-nginx annotation, ignored (see docs/migration.md)"
+}
+
+// NginxAnnotations are the names (without prefix) of the ingress-nginx
+// annotations pier implements, sorted.
+func NginxAnnotations() []string { return slices.Sorted(maps.Keys(compatAnnotations)) }
+
+// passthroughDifference is how ssl-passthrough differs from ingress-nginx.
+const passthroughDifference = "the whole host is passed through on the HTTPS port to the backend of its path / (other paths serve plain HTTP only, " +
+	"as in ingress-nginx); needs a rule host (no wildcard); no --enable-ssl-passthrough flag is needed; on port 80 the Ingress is served as usual"
