@@ -2,7 +2,8 @@ package annotation
 
 import "testing"
 
-// TestCanaryParsers: canary-by-header-value and -pattern refuse what they cannot match exactly.
+// TestCanaryParsers: canary-by-header-value and -pattern refuse what
+// they cannot match exactly.
 func TestCanaryParsers(t *testing.T) {
 	for _, v := range []string{"v2;evil", "a,b", "a'b", "a\"b", "%[src]"} {
 		if _, err := parseCanaryHeaderValue(v); err == nil {

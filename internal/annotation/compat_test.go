@@ -8,7 +8,8 @@ import (
 	"time"
 )
 
-// TestAppRootParser: app-root refuses a path that is not a plain application root.
+// TestAppRootParser: app-root refuses a path that is not a plain
+// application root.
 func TestAppRootParser(t *testing.T) {
 	for _, bad := range []string{"/", "app", "/a?b", "/a%20b", "/a//b"} {
 		if _, err := parseAppRoot(bad); err == nil {
@@ -17,7 +18,8 @@ func TestAppRootParser(t *testing.T) {
 	}
 }
 
-// TestCORSParsers: the cors-* parsers refuse what the policy could not say exactly.
+// TestCORSParsers: the cors-* parsers refuse what the policy could not
+// say exactly.
 func TestCORSParsers(t *testing.T) {
 	for _, bad := range []string{"https://*.example.com", "https://a.example/", "https://A.example", "ftp://a.example",
 		"https://a.example?x", "https://u@a.example", "*, https://a.example", "https://a.example,,", "null",
@@ -43,7 +45,8 @@ func TestCORSParsers(t *testing.T) {
 	}
 }
 
-// TestAffinityParsers: affinity and the session-cookie-* parsers refuse what HAProxy's cookie cannot hold.
+// TestAffinityParsers: affinity and the session-cookie-* parsers refuse
+// what HAProxy's cookie cannot hold.
 func TestAffinityParsers(t *testing.T) {
 	for _, bad := range []string{"", "route;evil", "a b", "a=b", "a.b", strings.Repeat("a", 65)} {
 		if _, err := parseCookieName(bad); err == nil {
@@ -70,7 +73,8 @@ func TestAffinityParsers(t *testing.T) {
 	}
 }
 
-// TestBackendProtocolParser: backend-protocol refuses unknown protocols, and says why for the ones pier declines.
+// TestBackendProtocolParser: backend-protocol refuses unknown
+// protocols, and says why for the ones pier declines.
 func TestBackendProtocolParser(t *testing.T) {
 	for _, bad := range []string{"Https", "H2C", "HTTP2", "grpc ", "GRPC;evil", "AJP", "ajp", "FCGI", "AUTO_HTTP", ""} {
 		if _, err := parseBackendProtocol(bad); err == nil {
@@ -82,7 +86,8 @@ func TestBackendProtocolParser(t *testing.T) {
 	}
 }
 
-// TestRewriteTargetParser: rewrite-target accepts plain paths and $N targets only, and counts the groups.
+// TestRewriteTargetParser: rewrite-target accepts plain paths and $N
+// targets only, and counts the groups.
 func TestRewriteTargetParser(t *testing.T) {
 	for _, bad := range []string{"", "api", "/a?b=1", "/a%20b", "/a//b", "/a/../b", "/a;evil", "/a b", "/a'b",
 		"/a\nb", "https://x.example/", "/a\\b", "/a%[src]", "$2", "/a/$2;evil", "/a;evil/$2", "/$0", "/$", "/$a", "/$1%[src]", "/$1'"} {

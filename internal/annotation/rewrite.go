@@ -14,7 +14,7 @@ import (
 // pathType Prefix P matches (P itself, or P then "/"); pier routes it as
 // that Prefix path and rewrites with replace-path ^P(/|$)(.*) T\2. Other
 // paths of a use-regex Ingress, or of one whose target names groups,
-// are PATH REGEX rules (routePath).
+// are PATH REGEX rules (translate's routePath).
 const (
 	StripSuffix = "(/|$)(.*)"
 	TailGroup   = "$2"
@@ -46,3 +46,9 @@ func parseRewriteTarget(v string) (target string, tail bool, groups int, err err
 	t, ok := strings.CutSuffix(v, TailGroup)
 	return v, ok && !strings.Contains(t, "$") && strings.HasSuffix(t, "/"), groups, nil
 }
+
+// rewriteDifference is how rewrite-target differs from ingress-nginx.
+const rewriteDifference = "without use-regex or $1-$9 the path is matched as its pathType says (case-sensitive, Prefix by path element), " +
+	"and a path holding regular-expression characters refuses the Ingress; with them paths are case-sensitive regular expressions " +
+	"of a subset read alike by RE2 and PCRE2 (docs/migration.md), $N needs N capture groups in every path, and the prefix-strip form " +
+	"(paths <prefix>(/|$)(.*) with <path>/$2) is routed as Prefix <prefix>"

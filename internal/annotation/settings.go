@@ -26,8 +26,7 @@ const (
 	// this Ingress routes to.
 	Balance = Prefix + "balance"
 	// HealthCheck turns active TCP health checks of members on
-	// or off; without it the operator's default (translate's
-	// Options.HealthChecks) decides.
+	// or off; without it the operator's default decides.
 	HealthCheck = Prefix + "health-check"
 	// AccessLog picks the access logging of the Ingress's load
 	// balancer: on, off or sample=N (one request in N); unset, the
@@ -58,12 +57,17 @@ var balanceAlgorithms = map[string]model.Algorithm{
 	"source":     model.AlgorithmSourceIP,
 }
 
-// Settings is the typed form of our annotations.
+// Settings is the typed form of an Ingress's annotations, as Parse
+// reads them: every value checked and in the model's terms, the objects
+// they name (Secrets, ConfigMaps, Services) by name only, as looking
+// them up is translate's. A field an Ingress does not set holds pier's
+// default (ingress-nginx's, for its annotations), or its zero value
+// when there is none.
 type Settings struct {
-	Group       string
+	Group       string // pier.dev/load-balancer
 	ExternalIP  string
 	Balance     model.Algorithm
-	HealthCheck *bool            // nil: Options.HealthChecks
+	HealthCheck *bool            // nil: the operator's default
 	AccessLog   *model.AccessLog // nil: unset
 
 	// ingress-nginx's annotations (compat.go).

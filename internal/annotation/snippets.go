@@ -128,7 +128,7 @@ func snippetRefused(key, value string) string {
 // an auth check, a security header. So an Ingress with a snippet is
 // refused, as ingress-nginx refuses it when snippets are disabled
 // (allow-snippet-annotations false), with the typed alternative.
-// Options.IgnoreSnippets (--ignore-snippets) serves it with the snippet
+// Policy.IgnoreSnippets (--ignore-snippets) serves it with the snippet
 // ignored and a Warning instead, for a migration that has checked what
 // its snippets did.
 
@@ -139,7 +139,8 @@ type Policy struct {
 	// of refusing it (--ignore-snippets).
 	IgnoreSnippets bool
 	// IgnoreProtections serves an Ingress asking for a protection pier
-	// lacks, without it, instead of refusing it (--ignore-protections).
+	// lacks, without it, instead of refusing it
+	// (--ignore-protection-annotations).
 	IgnoreProtections bool
 }
 

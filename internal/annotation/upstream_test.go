@@ -2,7 +2,8 @@ package annotation
 
 import "testing"
 
-// TestTriesParser: proxy-next-upstream-tries reads 0 as the largest and refuses the rest.
+// TestTriesParser: proxy-next-upstream-tries reads 0 as the largest and
+// refuses the rest.
 func TestTriesParser(t *testing.T) {
 	for in, want := range map[string]int{"1": 1, "3": 3, "11": 11, "0": 11} {
 		if got, err := parseTries(in); err != nil || got != want {
