@@ -43,7 +43,8 @@ func parseProxySSLName(v string) (string, error) {
 // parseProxySSLSecret accepts "name" or "namespace/name" (parseObjectName).
 func parseProxySSLSecret(v string) (string, error) { return parseObjectName("proxy-ssl-secret", v) }
 
-// TLSProtocol: the pool speaks TLS to its members.
+// TLSProtocol is whether a pool of protocol p speaks TLS to its members:
+// what proxy-ssl-* apply to.
 func TLSProtocol(p model.BackendProtocol) bool {
 	return p == model.BackendHTTPS || p == model.BackendGRPCS
 }
