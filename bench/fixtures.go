@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
@@ -138,7 +139,7 @@ func GroupIngresses(paths int) *source.Snapshot {
 			}
 		}
 		ing := Ingress("shop", name, k, Rule(host, ps...))
-		ing.Annotations = map[string]string{translate.AnnotationPrefix + "load-balancer": "shared"}
+		ing.Annotations = map[string]string{annotation.Prefix + "load-balancer": "shared"}
 		snap.Ingresses = append(snap.Ingresses, ing)
 		svc, es := Backend("shop", name, 8080, endpointAddrs(k, 3)...)
 		snap.Services = append(snap.Services, svc)

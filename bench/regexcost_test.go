@@ -17,6 +17,7 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/model"
@@ -65,12 +66,12 @@ func regexSnapshot(regex bool, targetPort int32) *source.Snapshot {
 		paths = append(paths, Prefix(p, DataPlaneTarget))
 	}
 	evil := Ingress(ns, "evil", 1, Rule(regexEvilHost, paths...))
-	evil.Annotations = map[string]string{translate.AnnotationLoadBalancer: "shared"}
+	evil.Annotations = map[string]string{annotation.LoadBalancer: "shared"}
 	if regex {
-		evil.Annotations[translate.NginxPrefix+"use-regex"] = "true"
+		evil.Annotations[annotation.NginxPrefix+"use-regex"] = "true"
 	}
 	good := Ingress(ns, "victim", 0, Rule(regexGoodHost, Prefix("/", DataPlaneTarget)))
-	good.Annotations = map[string]string{translate.AnnotationLoadBalancer: "shared"}
+	good.Annotations = map[string]string{annotation.LoadBalancer: "shared"}
 	snap.Ingresses = []*networkingv1.Ingress{evil, good}
 	svc, es := Backend(ns, DataPlaneTarget, targetPort, "127.0.0.1")
 	snap.Services, snap.EndpointSlices = append(snap.Services, svc), append(snap.EndpointSlices, es)

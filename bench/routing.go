@@ -10,6 +10,7 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/haproxy/render"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
@@ -53,7 +54,7 @@ func RoutingSnapshot(n int, targetPort, decoyPort int32) *source.Snapshot {
 	// One shared load balancer: an Ingress takes at most 1,000 paths.
 	for k := 0; k*100 < len(rules); k++ {
 		ing := Ingress(ns, fmt.Sprintf("routes-%02d", k), k, rules[k*100:min(len(rules), (k+1)*100)]...)
-		ing.Annotations = map[string]string{translate.AnnotationPrefix + "load-balancer": "shared"}
+		ing.Annotations = map[string]string{annotation.Prefix + "load-balancer": "shared"}
 		snap.Ingresses = append(snap.Ingresses, ing)
 	}
 	svc, es := Backend(ns, DataPlaneTarget, targetPort, "127.0.0.1")

@@ -22,8 +22,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/echo"
-	"pier.dev/pier/internal/translate"
 	"pier.dev/pier/test/harness"
 )
 
@@ -317,7 +317,7 @@ func groupObjects(appPort, freshPort int) []runtime.Object {
 
 func groupIngress(name, service string, age int) runtime.Object {
 	ing := Ingress(groupNS, name, age, Rule(groupHost(name), Prefix("/", service)))
-	ing.Annotations = map[string]string{translate.AnnotationLoadBalancer: groupName}
+	ing.Annotations = map[string]string{annotation.LoadBalancer: groupName}
 	return ing
 }
 

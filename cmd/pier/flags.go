@@ -16,6 +16,7 @@ import (
 
 	"pier.dev/pier/internal/agent"
 	"pier.dev/pier/internal/agent/haproxydriver"
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/api"
 	"pier.dev/pier/internal/cluster"
 	"pier.dev/pier/internal/haproxy/render"
@@ -142,7 +143,7 @@ func (t *translateFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&t.opts.IgnoreProtections, "ignore-protection-annotations", false, "serve an Ingress whose client-certificate (auth-tls-secret) or ModSecurity (enable-modsecurity, enable-owasp-core-rules) annotations pier cannot honour, without that protection and with a Warning; without it such an Ingress is refused (ProtectionRefused), since served without the check every client or request its author kept out gets in")
 	fs.Func("default-load-balancer-group", "GROUP: every Ingress without pier.dev/load-balancer joins the load balancer group GROUP, shared by every namespace: one load balancer and one address for the whole class, as ingress-nginx answers every Ingress on its own address (hosts still belong to the namespace of their oldest Ingress). Empty: each Ingress gets its own load balancer", func(v string) error {
 		if v != "" {
-			if err := translate.ValidGroupName(v); err != nil {
+			if err := annotation.ValidGroupName(v); err != nil {
 				return fmt.Errorf("--default-load-balancer-group: %w", err)
 			}
 		}

@@ -1,10 +1,17 @@
-// Package annotation reads, from an Ingress's annotations, the objects
-// they name that pier watches by name: the Secrets of auth-secret,
-// proxy-ssl-secret and pier.dev/auth-url-ca-secret, the ConfigMap of
-// custom-headers. The sources need these before any translation (they
-// decide what to watch), so they live here, below both the sources and
-// translate, which parses and resolves every annotation and uses these
-// for the same answers.
+// Package annotation parses an Ingress's annotations, pier's own
+// (pier.dev/) and the ingress-nginx ones pier implements
+// (nginx.ingress.kubernetes.io/): Parse turns them into typed Settings
+// and the Issues they have, reading nothing but the annotations. What
+// the values name (Services, Secrets, ConfigMaps) is looked up by
+// translate, which resolves Settings against the snapshot and builds the
+// model from them.
+//
+// It also reads, from the annotations, the objects they name that pier
+// watches by name: the Secrets of auth-secret, proxy-ssl-secret and
+// pier.dev/auth-url-ca-secret, the ConfigMap of custom-headers. The
+// sources need these before any translation (they decide what to
+// watch), which is why this package sits below both the sources and
+// translate.
 package annotation
 
 import (

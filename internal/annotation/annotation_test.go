@@ -76,6 +76,15 @@ func TestCheckObjectName(t *testing.T) {
 	}
 }
 
+// belowTranslate are the only packages of pier's this one may import:
+// the value types and validators the parsers type with, none of which
+// imports translate or the sources.
+var belowTranslate = map[string]bool{
+	"pier.dev/pier/internal/encode":   true,
+	"pier.dev/pier/internal/htpasswd": true, // the auth-secret-type names
+	"pier.dev/pier/internal/model":    true,
+}
+
 // TestBelowTranslate: this package is what the sources may import, so it
 // imports nothing of pier's that translates.
 func TestBelowTranslate(t *testing.T) {
@@ -84,7 +93,7 @@ func TestBelowTranslate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, imp := range pkg.Imports {
-		if strings.HasPrefix(imp, "pier.dev/") {
+		if strings.HasPrefix(imp, "pier.dev/") && !belowTranslate[imp] {
 			t.Errorf("imports %s", imp)
 		}
 	}

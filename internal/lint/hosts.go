@@ -8,6 +8,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
 	"pier.dev/pier/internal/translate"
@@ -110,14 +111,14 @@ func groupAdvice(host string, ings []*networkingv1.Ingress) string {
 	namespaces := map[string]bool{}
 	for _, ing := range ings {
 		namespaces[ing.Namespace] = true
-		if g := ing.Annotations[translate.AnnotationLoadBalancer]; g != "" && group == "" && len(validation.IsDNS1123Label(g)) == 0 {
+		if g := ing.Annotations[annotation.LoadBalancer]; g != "" && group == "" && len(validation.IsDNS1123Label(g)) == 0 {
 			group = g
 		}
 	}
 	if group == "" {
 		group = groupFromHost(host)
 	}
-	advice := fmt.Sprintf("to serve it from one address, annotate each of its Ingresses with %s: %s", translate.AnnotationLoadBalancer, group)
+	advice := fmt.Sprintf("to serve it from one address, annotate each of its Ingresses with %s: %s", annotation.LoadBalancer, group)
 	if len(namespaces) > 1 {
 		ns := make([]string, 0, len(namespaces))
 		for n := range namespaces {

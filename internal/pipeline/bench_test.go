@@ -12,6 +12,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/controller"
 	"pier.dev/pier/internal/gatewayapi"
 	"pier.dev/pier/internal/ipam"
@@ -85,7 +86,7 @@ func benchPipeline(b testing.TB, n, grouped int) (*Pipeline, *source.Snapshot) {
 		ing.Spec.Rules[0].Host = fmt.Sprintf("web-%d.example.com", i)
 		ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name = fmt.Sprintf("web-%d", i)
 		if i < grouped {
-			ing.Annotations = map[string]string{translate.AnnotationLoadBalancer: "shared"}
+			ing.Annotations = map[string]string{annotation.LoadBalancer: "shared"}
 		}
 		svc := w.Services[1].DeepCopy()
 		svc.Name = fmt.Sprintf("web-%d", i)
@@ -225,7 +226,7 @@ func benchNewIngress(snap *source.Snapshot, i int, group bool) *networkingv1.Ing
 	ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name = "web-0"
 	ing.Annotations = nil
 	if group {
-		ing.Annotations = map[string]string{translate.AnnotationLoadBalancer: "shared"}
+		ing.Annotations = map[string]string{annotation.LoadBalancer: "shared"}
 	}
 	return ing
 }

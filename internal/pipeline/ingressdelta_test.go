@@ -14,9 +14,9 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
-	"pier.dev/pier/internal/translate"
 )
 
 // TestIngressChangesEqualFullRebuilds drives two pipelines through the
@@ -124,7 +124,7 @@ func randomIngress(rng *rand.Rand, snap *source.Snapshot, name, rv string, step 
 	ing.Spec.Rules[0].Host = fmt.Sprintf("h%d.example.com", rng.IntN(6))
 	ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name = fmt.Sprintf("web-%d", rng.IntN(len(snap.Services)+2))
 	if rng.IntN(3) == 0 {
-		ing.Annotations = map[string]string{translate.AnnotationLoadBalancer: "shared"}
+		ing.Annotations = map[string]string{annotation.LoadBalancer: "shared"}
 	}
 	if rng.IntN(5) == 0 {
 		ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{ing.Spec.Rules[0].Host}, SecretName: "tls"}}

@@ -3,6 +3,7 @@ package translate
 import (
 	"testing"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 )
 
@@ -11,9 +12,9 @@ import (
 // refuses the Ingress that carries it.
 func TestAccessLogAnnotation(t *testing.T) {
 	group := func(v string) map[string]string {
-		ann := map[string]string{AnnotationLoadBalancer: "shop"}
+		ann := map[string]string{annotation.LoadBalancer: "shop"}
 		if v != "" {
-			ann[AnnotationAccessLog] = v
+			ann[annotation.AccessLog] = v
 		}
 		return ann
 	}
@@ -35,17 +36,17 @@ func TestAccessLogAnnotation(t *testing.T) {
 	}
 	// ingress-nginx's switch, and pier's value winning over it.
 	for ann, want := range map[string]string{"false": "off", "true": "on"} {
-		ing := simpleIngress(t, "default", "n", 0, map[string]string{NginxPrefix + "enable-access-log": ann}, "a.example", "/")
+		ing := simpleIngress(t, "default", "n", 0, map[string]string{annotation.NginxPrefix + "enable-access-log": ann}, "a.example", "/")
 		if lb := onlyLB(t, Ingresses(snapshotOf(ing), DefaultOptions())); lb.AccessLog != want {
 			t.Errorf("enable-access-log %s: %q, want %q", ann, lb.AccessLog, want)
 		}
 	}
-	both := simpleIngress(t, "default", "n", 0, map[string]string{NginxPrefix + "enable-access-log": "false", AnnotationAccessLog: "sample=9"}, "a.example", "/")
+	both := simpleIngress(t, "default", "n", 0, map[string]string{annotation.NginxPrefix + "enable-access-log": "false", annotation.AccessLog: "sample=9"}, "a.example", "/")
 	if lb := onlyLB(t, Ingresses(snapshotOf(both), DefaultOptions())); lb.AccessLog != "sample=9" {
 		t.Errorf("pier.dev/access-log beside enable-access-log: %q", lb.AccessLog)
 	}
 	for _, bad := range []string{"yes", "sample=0", "sample=01", "sample=1000000", "on\n"} {
-		ing := simpleIngress(t, "default", "bad", 0, map[string]string{AnnotationAccessLog: bad}, "a.example", "/")
+		ing := simpleIngress(t, "default", "bad", 0, map[string]string{annotation.AccessLog: bad}, "a.example", "/")
 		res := Ingresses(snapshotOf(ing), DefaultOptions())
 		if _, ok := res.Accepted[model.IngressRef("default", "bad")]; ok {
 			t.Errorf("%q accepted", bad)

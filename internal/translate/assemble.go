@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 )
 
@@ -49,7 +50,7 @@ func assemble(parsed []*parsedIngress, opts Options, def defaultCert) ([]*model.
 // an Ingress naming no group joins): then its identity is the group name
 // alone.
 func lbIdentity(p *parsedIngress, opts Options) (uuid, name string) {
-	g := p.settings.group
+	g := p.settings.Group
 	if g == "" {
 		g = opts.DefaultGroup
 	}
@@ -186,7 +187,7 @@ func (g *lbGroup) build(opts Options, canaries map[string][]*canaryRef, def defa
 func groupAccessLog(members []*parsedIngress) string {
 	var asked *model.AccessLog
 	for _, p := range members {
-		switch a := p.settings.accessLog; {
+		switch a := p.settings.AccessLog; {
 		case a == nil:
 		case asked == nil:
 			asked = a
@@ -202,27 +203,27 @@ func groupAccessLog(members []*parsedIngress) string {
 }
 
 func routeConflict(loser, winner *parsedIngress, r route) model.Problem {
-	what := "host " + quoteForMessage(r.host)
+	what := "host " + annotation.QuoteForMessage(r.host)
 	if r.host == "" {
 		what = "every host"
 	}
 	if loser == winner {
 		return warning(loser.ing, "DuplicatePath", r.field,
-			"path %s for %s appears twice in this Ingress: the first one is used", quoteForMessage(r.path), what)
+			"path %s for %s appears twice in this Ingress: the first one is used", annotation.QuoteForMessage(r.path), what)
 	}
 	return warning(loser.ing, "RouteConflict", r.field,
 		"path %s for %s is already served by Ingress %s (older): this path is ignored",
-		quoteForMessage(r.path), what, winner.source.Key())
+		annotation.QuoteForMessage(r.path), what, winner.source.Key())
 }
 
 func hostConflict(loser, owner *parsedIngress, r route, lbName string) model.Problem {
-	what := "host " + quoteForMessage(r.host)
+	what := "host " + annotation.QuoteForMessage(r.host)
 	if r.host == "" {
 		what = "the rules without a host"
 	}
 	return warning(loser.ing, "RouteConflict", r.field,
 		"in load balancer %s, %s belongs to namespace %s (Ingress %s, older): path %s is ignored",
-		lbName, what, owner.source.Namespace, owner.source.Key(), quoteForMessage(r.path))
+		lbName, what, owner.source.Namespace, owner.source.Key(), annotation.QuoteForMessage(r.path))
 }
 
 // takeRequestedFIP records the pinned floating IP. Only the load
@@ -231,8 +232,8 @@ func hostConflict(loser, owner *parsedIngress, r route, lbName string) model.Pro
 // address, with the owner's hosts still resolving to it, to whoever pins
 // it next.
 func takeRequestedFIP(lb *model.LoadBalancer, owner, p *parsedIngress, opts Options) []model.Problem {
-	ip := p.settings.externalIP
-	field := "metadata.annotations[" + AnnotationExternalIP + "]"
+	ip := p.settings.ExternalIP
+	field := "metadata.annotations[" + annotation.ExternalIP + "]"
 	switch {
 	case ip == "":
 		return nil
@@ -242,7 +243,7 @@ func takeRequestedFIP(lb *model.LoadBalancer, owner, p *parsedIngress, opts Opti
 	case p == owner:
 		lb.RequestedFIP = ip
 		return nil
-	case ip == owner.settings.externalIP && opts.mayPin(owner.source.Namespace):
+	case ip == owner.settings.ExternalIP && opts.mayPin(owner.source.Namespace):
 		return nil
 	}
 	return []model.Problem{warning(p.ing, "ExternalIPConflict", field,

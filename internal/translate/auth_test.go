@@ -30,9 +30,9 @@ func authSecret(ns, name string, data map[string]string) *corev1.Secret {
 // never the users; another Ingress on the same load balancer is left
 // alone; a bad or missing Secret refuses only the Ingress asking for it.
 func TestBasicAuth(t *testing.T) {
-	group := map[string]string{AnnotationLoadBalancer: "shared"}
-	auth := map[string]string{AnnotationLoadBalancer: "shared", NginxPrefix + "auth-type": "basic",
-		NginxPrefix + "auth-secret": "users", NginxPrefix + "auth-realm": "Staff only"}
+	group := map[string]string{annotation.LoadBalancer: "shared"}
+	auth := map[string]string{annotation.LoadBalancer: "shared", annotation.NginxPrefix + "auth-type": "basic",
+		annotation.NginxPrefix + "auth-secret": "users", annotation.NginxPrefix + "auth-realm": "Staff only"}
 	file := authSecret("ns", "users", map[string]string{"auth": "# staff\nbob:" + testSHA512 + "\r\nalice:" + testBcrypt + "\n"})
 	run := func(ann map[string]string, secrets ...*corev1.Secret) *Result {
 		a := simpleIngress(t, "ns", "private", 0, ann, "a.example", "/admin")
@@ -57,8 +57,8 @@ func TestBasicAuth(t *testing.T) {
 		}
 	}
 	// auth-map, and the default realm.
-	m := map[string]string{NginxPrefix + "auth-type": "basic", AnnotationPrefix + "auth-secret": "ns/users",
-		NginxPrefix + "auth-secret-type": "auth-map", AnnotationLoadBalancer: "shared"}
+	m := map[string]string{annotation.NginxPrefix + "auth-type": "basic", annotation.Prefix + "auth-secret": "ns/users",
+		annotation.NginxPrefix + "auth-secret-type": "auth-map", annotation.LoadBalancer: "shared"}
 	lb = onlyLB(t, run(m, authSecret("ns", "users", map[string]string{"carol": testBcrypt + "\n"})))
 	for _, p := range lb.Listeners[0].Policies {
 		if p.Source.Name == "private" && (p.Options.BasicAuth.Realm != defaultRealm || p.Options.BasicAuth.Type != "auth-map") {
@@ -93,7 +93,7 @@ func TestBasicAuth(t *testing.T) {
 			t.Errorf("%s: public has problems", name)
 		}
 	}
-	secretField := "metadata.annotations[" + NginxPrefix + "auth-secret]"
+	secretField := "metadata.annotations[" + annotation.NginxPrefix + "auth-secret]"
 	refused("missing", auth, secretField, "not found")
 	refused("apr1 salt of 9", auth, secretField, "a salt of 1-8 characters",
 		authSecret("ns", "users", map[string]string{"auth": "alice:$apr1$r31......$HqJZimcKQFAMYayBlzkrA/\n"}))
@@ -108,15 +108,15 @@ func TestBasicAuth(t *testing.T) {
 	refused("twice", auth, secretField, "twice",
 		authSecret("ns", "users", map[string]string{"auth": "a:" + testBcrypt + "\na:" + testSHA512}))
 	refused("empty", auth, secretField, "no users", authSecret("ns", "users", map[string]string{"auth": "# nobody\n"}))
-	cross := map[string]string{AnnotationLoadBalancer: "shared", NginxPrefix + "auth-type": "basic", NginxPrefix + "auth-secret": "other/users"}
+	cross := map[string]string{annotation.LoadBalancer: "shared", annotation.NginxPrefix + "auth-type": "basic", annotation.NginxPrefix + "auth-secret": "other/users"}
 	refused("cross namespace", cross, secretField, "other namespaces", authSecret("other", "users", map[string]string{"auth": "a:" + testBcrypt}))
-	noSecret := map[string]string{AnnotationLoadBalancer: "shared", NginxPrefix + "auth-type": "basic"}
-	refused("no auth-secret", noSecret, "metadata.annotations["+NginxPrefix+"auth-type]", "needs auth-secret")
-	digest := map[string]string{AnnotationLoadBalancer: "shared", NginxPrefix + "auth-type": "digest", NginxPrefix + "auth-secret": "users"}
-	refused("digest", digest, "metadata.annotations["+NginxPrefix+"auth-type]", "Basic credentials only", file)
+	noSecret := map[string]string{annotation.LoadBalancer: "shared", annotation.NginxPrefix + "auth-type": "basic"}
+	refused("no auth-secret", noSecret, "metadata.annotations["+annotation.NginxPrefix+"auth-type]", "needs auth-secret")
+	digest := map[string]string{annotation.LoadBalancer: "shared", annotation.NginxPrefix + "auth-type": "digest", annotation.NginxPrefix + "auth-secret": "users"}
+	refused("digest", digest, "metadata.annotations["+annotation.NginxPrefix+"auth-type]", "Basic credentials only", file)
 
 	// auth-secret alone: a warning, the Ingress served without auth.
-	res := run(map[string]string{AnnotationLoadBalancer: "shared", NginxPrefix + "auth-secret": "users"}, file)
+	res := run(map[string]string{annotation.LoadBalancer: "shared", annotation.NginxPrefix + "auth-secret": "users"}, file)
 	if ps := problemsFor(res, "private"); len(ps) != 1 || ps[0].Severity != model.SeverityWarning {
 		t.Errorf("auth-secret alone: %+v", ps)
 	}
@@ -128,11 +128,11 @@ func TestAuthSecretReference(t *testing.T) {
 		ns, name string
 		ok       bool
 	}{
-		{map[string]string{NginxPrefix + "auth-type": "basic", NginxPrefix + "auth-secret": "u"}, "ns", "u", true},
-		{map[string]string{NginxPrefix + "auth-type": "basic", NginxPrefix + "auth-secret": "ns/u"}, "ns", "u", true},
-		{map[string]string{NginxPrefix + "auth-type": "basic", NginxPrefix + "auth-secret": "kube-system/u"}, "", "", false},
-		{map[string]string{NginxPrefix + "auth-secret": "u"}, "", "", false},
-		{map[string]string{AnnotationPrefix + "auth-type": "basic", NginxPrefix + "auth-secret": "u;evil"}, "", "", false},
+		{map[string]string{annotation.NginxPrefix + "auth-type": "basic", annotation.NginxPrefix + "auth-secret": "u"}, "ns", "u", true},
+		{map[string]string{annotation.NginxPrefix + "auth-type": "basic", annotation.NginxPrefix + "auth-secret": "ns/u"}, "ns", "u", true},
+		{map[string]string{annotation.NginxPrefix + "auth-type": "basic", annotation.NginxPrefix + "auth-secret": "kube-system/u"}, "", "", false},
+		{map[string]string{annotation.NginxPrefix + "auth-secret": "u"}, "", "", false},
+		{map[string]string{annotation.Prefix + "auth-type": "basic", annotation.NginxPrefix + "auth-secret": "u;evil"}, "", "", false},
 	} {
 		ing := simpleIngress(t, "ns", "a", 0, c.ann, "a.example", "/")
 		ns, name, ok := annotation.AuthSecret(ing)

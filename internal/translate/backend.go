@@ -15,6 +15,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
@@ -66,14 +67,14 @@ func (x *index) poolFor(ing *networkingv1.Ingress, b *networkingv1.IngressServic
 func (x *index) poolIn(ns string, ing *networkingv1.Ingress, b *networkingv1.IngressServiceBackend,
 	field string, set ingressSettings, opts Options) (*model.Pool, []model.Problem, error) {
 	if errs := validation.IsDNS1035Label(b.Name); len(errs) > 0 {
-		return nil, nil, fmt.Errorf("%s.name: invalid service name %s", field, quoteForMessage(b.Name))
+		return nil, nil, fmt.Errorf("%s.name: invalid service name %s", field, annotation.QuoteForMessage(b.Name))
 	}
 	portKey, err := servicePortKey(b.Port)
 	if errors.Is(err, errPortOutOfRange) {
 		// A port no Service can have: like a missing port, only this
 		// route answers 503.
 		pool := &model.Pool{ID: model.ID("pool", ns, b.Name, portKey), Name: ns + "_" + b.Name + "_" + portKey,
-			Namespace: ns, Service: b.Name, Port: portKey, Algorithm: set.balance, HealthCheck: set.checks(opts)}
+			Namespace: ns, Service: b.Name, Port: portKey, Algorithm: set.Balance, HealthCheck: set.checks(opts)}
 		set.applyTimeouts(pool)
 		set.applyAffinity(pool)
 		set.applyProtocol(pool)
@@ -90,7 +91,7 @@ func (x *index) poolIn(ns string, ing *networkingv1.Ingress, b *networkingv1.Ing
 		Namespace:   ns,
 		Service:     b.Name,
 		Port:        portKey,
-		Algorithm:   set.balance,
+		Algorithm:   set.Balance,
 		HealthCheck: set.checks(opts),
 	}
 	set.applyTimeouts(pool)
@@ -143,7 +144,7 @@ func servicePortKey(p networkingv1.ServiceBackendPort) (string, error) {
 		return "", fmt.Errorf("both name and number set")
 	case p.Name != "":
 		if errs := validation.IsValidPortName(p.Name); len(errs) > 0 {
-			return "", fmt.Errorf("invalid port name %s", quoteForMessage(p.Name))
+			return "", fmt.Errorf("invalid port name %s", annotation.QuoteForMessage(p.Name))
 		}
 		return p.Name, nil
 	case p.Number > 0 && p.Number <= 65535:

@@ -1,97 +1,9 @@
 package translate
 
 import (
-	"fmt"
-
 	"pier.dev/pier/internal/annotation"
-	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/model"
 )
-
-// ingress-nginx's canary-weight-total default, and pier's bound on it.
-const (
-	defaultCanaryTotal = 100
-	maxCanaryTotal     = 1000000
-)
-
-// canarySettings are canary and its companions.
-type canarySettings struct {
-	enabled                     bool
-	weight, total               int
-	header, headerValue, cookie string
-	headerPattern               string // as written: encode.ParseValueRegex's subset
-}
-
-func parseCanaryWeight(name, v string, min int) (int, error) {
-	n, err := encode.Int(v, min, maxCanaryTotal)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", name, err)
-	}
-	return n, nil
-}
-
-func parseCanaryHeader(v string) (string, error) {
-	h, err := encode.HeaderName(v)
-	if err != nil {
-		return "", fmt.Errorf("canary-by-header: %w", err)
-	}
-	return h.String(), nil
-}
-
-func parseCanaryHeaderValue(v string) (string, error) {
-	h, err := encode.PlainValue(v)
-	if err != nil {
-		return "", fmt.Errorf("canary-by-header-value: %w", err)
-	}
-	return h.String(), nil
-}
-
-func parseCanaryHeaderPattern(v string) (string, error) {
-	if _, err := encode.ParseValueRegex(v); err != nil {
-		return "", fmt.Errorf("canary-by-header-pattern: %w", err)
-	}
-	return v, nil
-}
-
-func parseCanaryCookie(v string) (string, error) {
-	c, err := encode.CookieName(v)
-	if err != nil {
-		return "", fmt.Errorf("canary-by-cookie: %w", err)
-	}
-	return c.String(), nil
-}
-
-// canaryIssues checks the companions once all are read: the weight is
-// within the total, a header value needs its header, and without canary
-// "true" they do nothing (as in ingress-nginx).
-func canaryIssues(c canarySettings, ann map[string]string) []annotationIssue {
-	var out []annotationIssue
-	if c.weight > c.total {
-		out = append(out, annotationIssue{key: annotation.KeyOf(ann, "canary-weight"), fatal: true,
-			message: fmt.Sprintf("canary-weight %d is over canary-weight-total %d", c.weight, c.total)})
-	}
-	if c.headerValue != "" && c.header == "" {
-		out = append(out, annotationIssue{key: annotation.KeyOf(ann, "canary-by-header-value"),
-			message: "canary-by-header-value without canary-by-header (the header it is compared with) does nothing, as in ingress-nginx"})
-	}
-	switch {
-	case c.headerPattern != "" && c.header == "":
-		out = append(out, annotationIssue{key: annotation.KeyOf(ann, "canary-by-header-pattern"),
-			message: "canary-by-header-pattern without canary-by-header (the header it is matched against) does nothing, as in ingress-nginx"})
-	case c.headerPattern != "" && c.headerValue != "":
-		out = append(out, annotationIssue{key: annotation.KeyOf(ann, "canary-by-header-pattern"),
-			message: "canary-by-header-value is also set and wins: the pattern is ignored, as in ingress-nginx"})
-	}
-	if !c.enabled {
-		for _, name := range []string{"canary-weight", "canary-weight-total", "canary-by-header", "canary-by-header-value",
-			"canary-by-header-pattern", "canary-by-cookie"} {
-			if _, set := ann[annotation.KeyOf(ann, name)]; set {
-				out = append(out, annotationIssue{key: annotation.KeyOf(ann, name), message: name + " without canary \"true\" does nothing, as in ingress-nginx"})
-			}
-		}
-	}
-	return out
-}
 
 // canaryRef is one route of a canary Ingress, waiting for the main route
 // with the same host and path.
@@ -115,7 +27,7 @@ func splitCanaries(parsed []*parsedIngress) ([]*parsedIngress, map[string][]*can
 	index := map[string][]*canaryRef{}
 	var all []*canaryRef
 	for _, p := range parsed {
-		if !p.settings.canary.enabled {
+		if !p.settings.Canary.Enabled {
 			mains = append(mains, p)
 			continue
 		}
@@ -139,13 +51,13 @@ func attachCanary(k *keptRoute, index map[string][]*canaryRef, pools map[string]
 	}
 	c := refs[0]
 	c.attached = true
-	s := c.p.settings.canary
-	k.canary = &model.Canary{PoolID: c.r.poolID, Weight: s.weight, WeightTotal: s.total, Header: s.header,
-		Cookie: s.cookie, Source: c.p.source}
-	if s.header != "" {
-		k.canary.HeaderValue = s.headerValue
-		if s.headerValue == "" {
-			k.canary.HeaderPattern = s.headerPattern
+	s := c.p.settings.Canary
+	k.canary = &model.Canary{PoolID: c.r.poolID, Weight: s.Weight, WeightTotal: s.Total, Header: s.Header,
+		Cookie: s.Cookie, Source: c.p.source}
+	if s.Header != "" {
+		k.canary.HeaderValue = s.HeaderValue
+		if s.HeaderValue == "" {
+			k.canary.HeaderPattern = s.HeaderPattern
 		}
 	}
 	addPool(pools, c.p.pools[c.r.poolID])
@@ -157,8 +69,8 @@ func attachCanary(k *keptRoute, index map[string][]*canaryRef, pools map[string]
 	for _, other := range refs[1:] {
 		other.attached = true // not served, but said why below
 		problems = append(problems, refusal(other.p.ing, "CanaryConflict", other.r.field,
-			"host %s path %s already has the canary of %s (older): this one is not served", quoteForMessage(k.host),
-			quoteForMessage(k.path), c.p.source.Key()))
+			"host %s path %s already has the canary of %s (older): this one is not served", annotation.QuoteForMessage(k.host),
+			annotation.QuoteForMessage(k.path), c.p.source.Key()))
 	}
 	return problems
 }
@@ -172,7 +84,7 @@ func unattachedCanaries(all []*canaryRef) []model.Problem {
 		if !c.attached {
 			out = append(out, refusal(c.p.ing, "CanaryWithoutMain", c.r.field,
 				"no Ingress of namespace %s serves host %s path %s without canary: this canary route is not served",
-				c.p.source.Namespace, quoteForMessage(c.r.host), quoteForMessage(c.r.path)))
+				c.p.source.Namespace, annotation.QuoteForMessage(c.r.host), annotation.QuoteForMessage(c.r.path)))
 		}
 	}
 	return out

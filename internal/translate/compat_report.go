@@ -9,45 +9,14 @@ import (
 	"pier.dev/pier/internal/annotation"
 )
 
-// nginxAlternatives names, for ingress-nginx annotations pier does not
-// implement, what pier does instead (snippets: snippets.go).
-var nginxAlternatives = map[string]string{
-	"server-alias":           "one more host in spec.rules",
-	"proxy-set-headers":      "pier.dev/request-headers (typed \"Name: value\" lines on the Ingress itself)",
-	"proxy-next-upstream":    "proxy-next-upstream-tries; pier retries on connection failures and empty responses only (HAProxy's retry-on), not on timeouts or 5xx",
-	"limit-burst-multiplier": "a higher limit-rps or limit-rpm (pier counts accepted requests over a sliding second or minute, with no burst on top)",
-	"proxy-ssl-verify-depth": "a ca.crt holding only the CAs to trust: HAProxy 2.6 has no verify depth for servers, so proxy-ssl-verify on accepts any chain length to ca.crt",
-}
+// Status of an annotation name for migration (pier lint, docs/migration.md).
+type Status string
 
-// plannedNginx are ingress-nginx annotations pier plans to support but
-// does not implement yet, so reported as such rather than as unknown. None
-// is left; the list stays for the next family that is started.
-var plannedNginx = setOf()
-
-func setOf(names ...string) map[string]bool {
-	m := make(map[string]bool, len(names))
-	for _, n := range names {
-		m[n] = true
-	}
-	return m
-}
-
-// unsupportedNginx is the warning for an ingress-nginx annotation pier
-// does not implement and that is not a snippet.
-func unsupportedNginx(key string) string {
-	name := strings.TrimPrefix(key, NginxPrefix)
-	if alt, ok := nginxAlternatives[name]; ok {
-		return "unsupported ingress-nginx annotation, ignored: use " + alt
-	}
-	if plannedNginx[name] {
-		return "not yet supported by pier (planned), ignored"
-	}
-	return "unsupported ingress-nginx annotation, ignored (see docs/migration.md)"
-}
-
-// NginxAnnotations are the names (without prefix) of the ingress-nginx
-// annotations pier implements, sorted.
-func NginxAnnotations() []string { return sortedKeys(compatAnnotations) }
+const (
+	Supported               Status = "supported"
+	SupportedWithDifference Status = "supported-with-difference"
+	Unsupported             Status = "unsupported"
+)
 
 // AnnotationReport is how pier treats one annotation of an Ingress.
 type AnnotationReport struct {
@@ -63,29 +32,27 @@ type AnnotationReport struct {
 // reported unsupported, and refusing it unless opts.IgnoreSnippets (a
 // missing protection likewise, unless opts.IgnoreProtections).
 func ReportAnnotations(ann map[string]string, opts Options) []AnnotationReport {
-	_, issues := parseAnnotations(ann)
+	_, issues := annotation.Parse(ann)
 	issues = applyPolicies(issues, ann, opts)
-	problem := map[string]annotationIssue{}
+	problem := map[string]annotation.Issue{}
 	for _, is := range issues {
-		if _, dup := problem[is.key]; !dup || is.fatal {
-			problem[is.key] = is
+		if _, dup := problem[is.Key]; !dup || is.Fatal {
+			problem[is.Key] = is
 		}
 	}
 	var out []AnnotationReport
 	for k := range ann {
-		if !strings.HasPrefix(k, NginxPrefix) && !strings.HasPrefix(k, AnnotationPrefix) {
+		if !strings.HasPrefix(k, annotation.NginxPrefix) && !strings.HasPrefix(k, annotation.Prefix) {
 			continue
 		}
 		r := AnnotationReport{Key: k, Status: Supported}
-		if name, ok := compatName(k); ok {
-			if d := compatAnnotations[name].difference; d != "" {
-				r.Status, r.Note = SupportedWithDifference, d
-			}
+		if d := annotation.Difference(k); d != "" {
+			r.Status, r.Note = SupportedWithDifference, d
 		}
-		if is, bad := problem[k]; bad && (is.fatal || !isPrecedenceNote(is)) {
-			r.Status, r.Note = Unsupported, is.message
-			if is.fatal {
-				r.Note = "invalid value, the Ingress is refused: " + is.message
+		if is, bad := problem[k]; bad && (is.Fatal || !isPrecedenceNote(is)) {
+			r.Status, r.Note = Unsupported, is.Message
+			if is.Fatal {
+				r.Note = "invalid value, the Ingress is refused: " + is.Message
 			}
 		}
 		out = append(out, r)
@@ -96,9 +63,9 @@ func ReportAnnotations(ann map[string]string, opts Options) []AnnotationReport {
 
 // isPrecedenceNote: the temporal-over-permanent and value-over-pattern
 // notes are not failures.
-func isPrecedenceNote(is annotationIssue) bool {
-	return strings.HasPrefix(is.message, "temporal-redirect is also set") ||
-		strings.HasPrefix(is.message, "canary-by-header-value is also set and wins")
+func isPrecedenceNote(is annotation.Issue) bool {
+	return strings.HasPrefix(is.Message, "temporal-redirect is also set") ||
+		strings.HasPrefix(is.Message, "canary-by-header-value is also set and wins")
 }
 
 // ReportIngress is ReportAnnotations plus what needs the Ingress's paths:
@@ -109,14 +76,14 @@ func isPrecedenceNote(is annotationIssue) bool {
 // unsupported with the first such path's reason.
 func ReportIngress(ing *networkingv1.Ingress, opts Options) []AnnotationReport {
 	out := ReportAnnotations(ing.Annotations, opts)
-	s, _ := parseAnnotations(ing.Annotations)
-	p := &parsedIngress{ing: ing, settings: s}
+	s, _ := annotation.Parse(ing.Annotations)
+	p := &parsedIngress{ing: ing, settings: ingressSettings{Settings: s}}
 	p.checkStripForm()
 	if !p.regexPaths() {
 		return out
 	}
 	key := annotation.KeyOf(ing.Annotations, "use-regex")
-	if !s.useRegex {
+	if !s.UseRegex {
 		key = annotation.KeyOf(ing.Annotations, "rewrite-target")
 	}
 	for i, rule := range ing.Spec.Rules {

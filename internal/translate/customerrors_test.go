@@ -7,6 +7,7 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 )
 
@@ -18,16 +19,16 @@ import (
 // default-backend it is a warning and changes nothing; an invalid list
 // refuses that Ingress only, naming the field.
 func TestCustomHTTPErrors(t *testing.T) {
-	app := simpleIngress(t, "ns", "app", 0, map[string]string{NginxPrefix + "default-backend": "errors",
-		NginxPrefix + "custom-http-errors": "503, 404,404"}, "app.example", "/")
+	app := simpleIngress(t, "ns", "app", 0, map[string]string{annotation.NginxPrefix + "default-backend": "errors",
+		annotation.NginxPrefix + "custom-http-errors": "503, 404,404"}, "app.example", "/")
 	app.Spec.Rules[0].HTTP.Paths = append(app.Spec.Rules[0].HTTP.Paths, *app.Spec.Rules[0].HTTP.Paths[0].DeepCopy())
 	app.Spec.Rules[0].HTTP.Paths[1].Path = "/errors"
 	app.Spec.Rules[0].HTTP.Paths[1].Backend.Service.Name = "errors"
 	app.Spec.Rules[0].HTTP.Paths[1].Backend.Service.Port.Number = 8080
 	other := simpleIngress(t, "ns", "other", 1, nil, "app.example", "/other")
-	alone := simpleIngress(t, "ns", "alone", 2, map[string]string{NginxPrefix + "custom-http-errors": "404"}, "a.example", "/")
-	missing := simpleIngress(t, "ns", "missing", 3, map[string]string{NginxPrefix + "default-backend": "nope",
-		AnnotationPrefix + "custom-http-errors": "404"}, "m.example", "/")
+	alone := simpleIngress(t, "ns", "alone", 2, map[string]string{annotation.NginxPrefix + "custom-http-errors": "404"}, "a.example", "/")
+	missing := simpleIngress(t, "ns", "missing", 3, map[string]string{annotation.NginxPrefix + "default-backend": "nope",
+		annotation.Prefix + "custom-http-errors": "404"}, "m.example", "/")
 	objs := []*networkingv1.Ingress{app, other, alone, missing}
 	badValues := []string{"404;evil", "404,200", "404,600", "40", "4040", "abc", "", "404,,503", "404 503", "+404", "4e2",
 		"400,401,402,403,404,405,406,407,408,409,410,411,412,413,414,415,416,417,418,421,422,423,424,425,426,428,429,431,451,500,501,502,503"}
@@ -35,8 +36,8 @@ func TestCustomHTTPErrors(t *testing.T) {
 	for i, v := range badValues {
 		name := "bad" + string(rune('a'+i))
 		bad = append(bad, name)
-		objs = append(objs, simpleIngress(t, "ns", name, 4+i, map[string]string{NginxPrefix + "default-backend": "errors",
-			NginxPrefix + "custom-http-errors": v}, name+".example", "/"))
+		objs = append(objs, simpleIngress(t, "ns", name, 4+i, map[string]string{annotation.NginxPrefix + "default-backend": "errors",
+			annotation.NginxPrefix + "custom-http-errors": v}, name+".example", "/"))
 	}
 	snap := snapshotOf(objs...)
 	svc, es := backend("ns", "errors", "", 8080, 1)

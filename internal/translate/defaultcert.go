@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 )
 
@@ -41,7 +42,7 @@ func ParseDefaultCertificate(v string) error {
 	}
 	ns, name, ok := strings.Cut(v, "/")
 	if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
-		return fmt.Errorf("want a Secret as namespace/name, got %s", quoteForMessage(v))
+		return fmt.Errorf("want a Secret as namespace/name, got %s", annotation.QuoteForMessage(v))
 	}
 	return nil
 }
@@ -85,7 +86,7 @@ func (d defaultCert) withDefault(certs []model.Certificate) []model.Certificate 
 func forceRedirectWarnings(members []*parsedIngress, lbName string, d defaultCert) []model.Problem {
 	var out []model.Problem
 	for _, p := range members {
-		if p.settings.forceSSLRedirect {
+		if p.settings.ForceSSLRedirect {
 			out = append(out, warning(p.ing, "HTTPSNotServed", "metadata.annotations",
 				"force-ssl-redirect: load balancer %s serves no HTTPS: %s. HTTP requests are still redirected to https://<host>/, "+
 					"which only a proxy in front of pier that ends TLS can serve (--trusted-proxies, sending X-Forwarded-Proto: https); "+

@@ -3,6 +3,7 @@ package translate
 import (
 	"testing"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 )
 
@@ -13,8 +14,8 @@ import (
 func TestDefaultGroup(t *testing.T) {
 	a := simpleIngress(t, "team-a", "web", 2, nil, "a.example", "/")
 	b := simpleIngress(t, "team-b", "api", 1, nil, "b.example", "/")
-	named := simpleIngress(t, "team-c", "named", 0, map[string]string{AnnotationLoadBalancer: "class"}, "c.example", "/")
-	own := simpleIngress(t, "team-c", "own", 0, map[string]string{AnnotationLoadBalancer: "mine"}, "d.example", "/")
+	named := simpleIngress(t, "team-c", "named", 0, map[string]string{annotation.LoadBalancer: "class"}, "c.example", "/")
+	own := simpleIngress(t, "team-c", "own", 0, map[string]string{annotation.LoadBalancer: "mine"}, "d.example", "/")
 	snap := snapshotOf(a, b, named, own)
 
 	uuidOf := func(res *Result, ns, name string) string {

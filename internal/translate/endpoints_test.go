@@ -11,6 +11,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
 )
@@ -45,7 +46,7 @@ func endpointFixture(t *testing.T) *source.Snapshot {
 	ing := func(name string, age int, annotations, spec string) *networkingv1.Ingress {
 		return ingressYAML(t, "shop", age, "metadata:\n  name: "+name+"\n  annotations: {"+annotations+"}\nspec:\n"+spec+"\n")
 	}
-	group := AnnotationLoadBalancer + ": shared"
+	group := annotation.LoadBalancer + ": shared"
 	snap := &source.Snapshot{
 		IngressClasses: []*networkingv1.IngressClass{ourClass("pier", true)},
 		Ingresses: []*networkingv1.Ingress{
@@ -55,7 +56,7 @@ func endpointFixture(t *testing.T) *source.Snapshot {
 			ing("g2", 3, group, "  defaultBackend: {service: {name: errors, port: {number: 80}}}\n  rules:"+
 				rule("g2.example", "api", "{name: http}")),
 			ing("d", 4, "", "  defaultBackend: {service: {name: web, port: {number: 80}}}"),
-			ing("u", 5, NginxPrefix+"service-upstream: \"true\"", "  rules:"+rule("u.example", "up", "{number: 80}")),
+			ing("u", 5, annotation.NginxPrefix+"service-upstream: \"true\"", "  rules:"+rule("u.example", "up", "{number: 80}")),
 		},
 		Services: []*corev1.Service{
 			serviceYAML(t, "metadata: {name: web}\nspec: {clusterIP: 10.96.0.1, ports: [{port: 80, protocol: TCP}]}"),

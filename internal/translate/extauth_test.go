@@ -10,6 +10,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/tlscert"
 )
@@ -21,9 +22,9 @@ import (
 // invalid companion refuses that Ingress only.
 func TestExternalAuth(t *testing.T) {
 	app := simpleIngress(t, "ns", "app", 0, map[string]string{
-		NginxPrefix + "auth-url":              "http://oauth2-proxy.ns.svc.cluster.local:4180/oauth2/auth",
-		NginxPrefix + "auth-signin":           "https://login.example/oauth2/start",
-		NginxPrefix + "auth-response-headers": "X-Auth-Request-User,X-Auth-Request-Email",
+		annotation.NginxPrefix + "auth-url":              "http://oauth2-proxy.ns.svc.cluster.local:4180/oauth2/auth",
+		annotation.NginxPrefix + "auth-signin":           "https://login.example/oauth2/start",
+		annotation.NginxPrefix + "auth-response-headers": "X-Auth-Request-User,X-Auth-Request-Email",
 	}, "app.example", "/")
 	other := simpleIngress(t, "ns", "other", 1, nil, "app.example", "/other")
 	snap := snapshotOf(app, other)
@@ -31,19 +32,19 @@ func TestExternalAuth(t *testing.T) {
 	snap.Services, snap.EndpointSlices = append(snap.Services, svc), append(snap.EndpointSlices, es)
 	var refused []string
 	for name, ann := range map[string]map[string]string{
-		"cross":         {NginxPrefix + "auth-url": "http://oauth2-proxy.auth.svc/oauth2/auth"},
-		"https":         {NginxPrefix + "auth-url": "https://oauth2-proxy.ns.svc/oauth2/auth"},
-		"query":         {NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/oauth2/auth?x=1"},
-		"outside":       {NginxPrefix + "auth-url": "http://auth.example.com/check"},
-		"method":        {NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", NginxPrefix + "auth-method": "PATCH"},
-		"signin":        {NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", NginxPrefix + "auth-signin": "https://$remote_addr/start"},
-		"headers":       {NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", NginxPrefix + "auth-response-headers": "X-A,X-A"},
-		"hdr-te":        {NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", NginxPrefix + "auth-response-headers": "X-User, Transfer-Encoding"},
-		"hdr-cl":        {NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", NginxPrefix + "auth-response-headers": "X-User, content-length"},
-		"hdr-host":      {NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", NginxPrefix + "auth-response-headers": "X-User, Host"},
-		"hdr-conn":      {NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", NginxPrefix + "auth-response-headers": "X-User, Connection"},
-		"hdr-upgrade":   {NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", NginxPrefix + "auth-response-headers": "X-User, Upgrade"},
-		"hdr-keepalive": {NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", NginxPrefix + "auth-response-headers": "X-User, Keep-Alive"},
+		"cross":         {annotation.NginxPrefix + "auth-url": "http://oauth2-proxy.auth.svc/oauth2/auth"},
+		"https":         {annotation.NginxPrefix + "auth-url": "https://oauth2-proxy.ns.svc/oauth2/auth"},
+		"query":         {annotation.NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/oauth2/auth?x=1"},
+		"outside":       {annotation.NginxPrefix + "auth-url": "http://auth.example.com/check"},
+		"method":        {annotation.NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", annotation.NginxPrefix + "auth-method": "PATCH"},
+		"signin":        {annotation.NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", annotation.NginxPrefix + "auth-signin": "https://$remote_addr/start"},
+		"headers":       {annotation.NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", annotation.NginxPrefix + "auth-response-headers": "X-A,X-A"},
+		"hdr-te":        {annotation.NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", annotation.NginxPrefix + "auth-response-headers": "X-User, Transfer-Encoding"},
+		"hdr-cl":        {annotation.NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", annotation.NginxPrefix + "auth-response-headers": "X-User, content-length"},
+		"hdr-host":      {annotation.NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", annotation.NginxPrefix + "auth-response-headers": "X-User, Host"},
+		"hdr-conn":      {annotation.NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", annotation.NginxPrefix + "auth-response-headers": "X-User, Connection"},
+		"hdr-upgrade":   {annotation.NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", annotation.NginxPrefix + "auth-response-headers": "X-User, Upgrade"},
+		"hdr-keepalive": {annotation.NginxPrefix + "auth-url": "http://oauth2-proxy.ns.svc/a", annotation.NginxPrefix + "auth-response-headers": "X-User, Keep-Alive"},
 	} {
 		ing := simpleIngress(t, "ns", name, 2, ann, name+".example", "/")
 		snap.Ingresses = append(snap.Ingresses, ing)
@@ -96,14 +97,14 @@ func TestExternalAuthHTTPSAndNamespaces(t *testing.T) {
 		return simpleIngress(t, "ns", name, 0, ann, name+".example", "/")
 	}
 	snap := snapshotOf(
-		ing("verified", map[string]string{NginxPrefix + "auth-url": "https://" + host + "/oauth2/auth", AnnotationAuthURLCASecret: "auth-ca",
-			NginxPrefix + "auth-signin": "https://$host/oauth2/start?rd=$escaped_request_uri"}),
-		ing("unverified", map[string]string{NginxPrefix + "auth-url": "https://" + host + ":8443/oauth2/auth", AnnotationAuthURLVerify: "false"}),
-		ing("plain", map[string]string{NginxPrefix + "auth-url": "http://" + host + "/oauth2/auth"}),
-		ing("no-ca", map[string]string{NginxPrefix + "auth-url": "https://" + host + "/oauth2/auth"}),
-		ing("missing-ca", map[string]string{NginxPrefix + "auth-url": "https://" + host + "/oauth2/auth", AnnotationAuthURLCASecret: "gone"}),
-		ing("variable", map[string]string{NginxPrefix + "auth-url": "https://$host/oauth2/auth"}),
-		ing("victim", map[string]string{NginxPrefix + "auth-url": "http://web.victim.svc/auth"}),
+		ing("verified", map[string]string{annotation.NginxPrefix + "auth-url": "https://" + host + "/oauth2/auth", annotation.AuthURLCASecret: "auth-ca",
+			annotation.NginxPrefix + "auth-signin": "https://$host/oauth2/start?rd=$escaped_request_uri"}),
+		ing("unverified", map[string]string{annotation.NginxPrefix + "auth-url": "https://" + host + ":8443/oauth2/auth", annotation.AuthURLVerify: "false"}),
+		ing("plain", map[string]string{annotation.NginxPrefix + "auth-url": "http://" + host + "/oauth2/auth"}),
+		ing("no-ca", map[string]string{annotation.NginxPrefix + "auth-url": "https://" + host + "/oauth2/auth"}),
+		ing("missing-ca", map[string]string{annotation.NginxPrefix + "auth-url": "https://" + host + "/oauth2/auth", annotation.AuthURLCASecret: "gone"}),
+		ing("variable", map[string]string{annotation.NginxPrefix + "auth-url": "https://$host/oauth2/auth"}),
+		ing("victim", map[string]string{annotation.NginxPrefix + "auth-url": "http://web.victim.svc/auth"}),
 	)
 	svc, es := backend("oauth2-proxy", "oauth2-proxy", "p80", 80, 1)
 	for _, port := range []int32{443, 8443} {

@@ -1,30 +1,11 @@
 package translate
 
 import (
-	"fmt"
-	"strings"
-
 	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 )
-
-// parseDefaultBackendName accepts ingress-nginx's default-backend: the
-// name of a Service of the Ingress's own namespace (a DNS-1035 label, as
-// a Service name is). "namespace/name" is refused: pier never sends an
-// Ingress's requests to another namespace.
-func parseDefaultBackendName(v string) (string, error) {
-	if strings.Contains(v, "/") {
-		return "", fmt.Errorf("default-backend %s: a Service of the Ingress's own namespace, by name only",
-			quoteForMessage(v))
-	}
-	if errs := validation.IsDNS1035Label(v); len(errs) > 0 {
-		return "", fmt.Errorf("default-backend %s: %s", quoteForMessage(v), strings.Join(errs, "; "))
-	}
-	return v, nil
-}
 
 // resolveFallback makes the pool of the default-backend annotation's
 // Service, on its first port (spec.ports[0]): the Service that answers
@@ -32,7 +13,7 @@ func parseDefaultBackendName(v string) (string, error) {
 // member. A missing Service, or one without ports, is a warning: the
 // annotation is then ignored and the routes answer 503 as before.
 func (p *parsedIngress) resolveFallback(x *index, opts Options, problems *[]model.Problem) error {
-	name := p.settings.defaultBackend
+	name := p.settings.DefaultBackend
 	if name == "" {
 		return nil
 	}
@@ -42,7 +23,7 @@ func (p *parsedIngress) resolveFallback(x *index, opts Options, problems *[]mode
 	if svc == nil || len(svc.Spec.Ports) == 0 {
 		*problems = append(*problems, warning(p.ing, "ServiceNotFound", field,
 			"%s: service %s/%s not found or without ports: ignored, routes without members answer 503",
-			quoteForMessage(key), p.ing.Namespace, name))
+			annotation.QuoteForMessage(key), p.ing.Namespace, name))
 		return nil
 	}
 	port := networkingv1.ServiceBackendPort{Name: svc.Spec.Ports[0].Name}
@@ -66,8 +47,3 @@ func (p *parsedIngress) fallbackFor(r route) *model.DefaultBackend {
 	}
 	return &model.DefaultBackend{PoolID: p.fallbackPool.ID, RoutePoolID: r.poolID}
 }
-
-// defaultBackendDifference is how default-backend differs from
-// ingress-nginx.
-const defaultBackendDifference = "only while the route's Service has no usable member (no ready endpoint, or all " +
-	"failing their health check), and for the statuses custom-http-errors lists; the Service's first port is used"

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 )
 
@@ -14,14 +15,14 @@ import (
 // same host is left alone. A missing Service is a warning and changes
 // nothing; an invalid name refuses that Ingress only.
 func TestDefaultBackend(t *testing.T) {
-	app := simpleIngress(t, "ns", "app", 0, map[string]string{NginxPrefix + "default-backend": "errors"}, "app.example", "/")
+	app := simpleIngress(t, "ns", "app", 0, map[string]string{annotation.NginxPrefix + "default-backend": "errors"}, "app.example", "/")
 	app.Spec.Rules[0].HTTP.Paths = append(app.Spec.Rules[0].HTTP.Paths, *app.Spec.Rules[0].HTTP.Paths[0].DeepCopy())
 	app.Spec.Rules[0].HTTP.Paths[1].Path = "/api"
 	app.Spec.Rules[0].HTTP.Paths[1].Backend.Service.Name = "api"
 	other := simpleIngress(t, "ns", "other", 1, nil, "app.example", "/other")
-	missing := simpleIngress(t, "ns", "missing", 2, map[string]string{NginxPrefix + "default-backend": "nope"}, "m.example", "/")
-	bad := simpleIngress(t, "ns", "bad", 3, map[string]string{NginxPrefix + "default-backend": "errors;evil"}, "b.example", "/")
-	cross := simpleIngress(t, "ns", "cross", 4, map[string]string{AnnotationPrefix + "default-backend": "kube-system/errors"}, "c.example", "/")
+	missing := simpleIngress(t, "ns", "missing", 2, map[string]string{annotation.NginxPrefix + "default-backend": "nope"}, "m.example", "/")
+	bad := simpleIngress(t, "ns", "bad", 3, map[string]string{annotation.NginxPrefix + "default-backend": "errors;evil"}, "b.example", "/")
+	cross := simpleIngress(t, "ns", "cross", 4, map[string]string{annotation.Prefix + "default-backend": "kube-system/errors"}, "c.example", "/")
 	snap := snapshotOf(app, other, missing, bad, cross)
 	svc, es := backend("ns", "errors", "", 8080, 1)
 	svc.Spec.Ports = append(svc.Spec.Ports, svc.Spec.Ports[0])

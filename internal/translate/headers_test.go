@@ -21,7 +21,7 @@ func headersConfigMap(ns, name string, data map[string]string) *corev1.ConfigMap
 // of the same load balancer none; an invalid name or value refuses that
 // Ingress only, naming the annotation (and the ConfigMap key).
 func TestHeaderAnnotations(t *testing.T) {
-	group := map[string]string{AnnotationLoadBalancer: "shared"}
+	group := map[string]string{annotation.LoadBalancer: "shared"}
 	run := func(ann map[string]string, cms ...*corev1.ConfigMap) *Result {
 		a := simpleIngress(t, "ns", "private", 0, ann, "a.example", "/admin")
 		b := simpleIngress(t, "ns", "public", 1, group, "a.example", "/")
@@ -30,9 +30,9 @@ func TestHeaderAnnotations(t *testing.T) {
 		return Ingresses(snap, DefaultOptions())
 	}
 	cm := headersConfigMap("ns", "hdrs", map[string]string{"X-Frame-Options": "DENY", "Cache-Control": "no-store, max-age=0"})
-	ann := map[string]string{AnnotationLoadBalancer: "shared", NginxPrefix + "custom-headers": "ns/hdrs",
-		AnnotationRequestHeaders:  "X-Team: blue\n-X-Debug\n",
-		AnnotationResponseHeaders: "X-Frame-Options: SAMEORIGIN\n-Server",
+	ann := map[string]string{annotation.LoadBalancer: "shared", annotation.NginxPrefix + "custom-headers": "ns/hdrs",
+		annotation.RequestHeaders:  "X-Team: blue\n-X-Debug\n",
+		annotation.ResponseHeaders: "X-Frame-Options: SAMEORIGIN\n-Server",
 	}
 	lb := onlyLB(t, run(ann, cm))
 	wantReq := []model.HeaderOp{{Op: model.HeaderSet, Name: "X-Team", Value: "blue"}, {Op: model.HeaderRemove, Name: "X-Debug"}}
@@ -50,7 +50,7 @@ func TestHeaderAnnotations(t *testing.T) {
 		}
 	}
 	// The ConfigMap by name alone, in the Ingress's namespace.
-	lb = onlyLB(t, run(map[string]string{AnnotationLoadBalancer: "shared", NginxPrefix + "custom-headers": "hdrs"}, cm))
+	lb = onlyLB(t, run(map[string]string{annotation.LoadBalancer: "shared", annotation.NginxPrefix + "custom-headers": "hdrs"}, cm))
 	for _, p := range lb.Listeners[0].Policies {
 		if p.Source.Name == "private" && (p.Options == nil || len(p.Options.ResponseHeaders) != 2) {
 			t.Errorf("by name: options %+v", p.Options)
@@ -59,7 +59,7 @@ func TestHeaderAnnotations(t *testing.T) {
 
 	refused := func(name string, ann map[string]string, key, msg string, cms ...*corev1.ConfigMap) {
 		t.Helper()
-		ann[AnnotationLoadBalancer] = "shared"
+		ann[annotation.LoadBalancer] = "shared"
 		res := run(ann, cms...)
 		lb := onlyLB(t, res)
 		for _, p := range lb.Listeners[0].Policies {
@@ -75,17 +75,17 @@ func TestHeaderAnnotations(t *testing.T) {
 			t.Errorf("%s: public has problems", name)
 		}
 	}
-	ch := NginxPrefix + "custom-headers"
-	refused("evil name", map[string]string{AnnotationResponseHeaders: "X-A;evil: b"}, AnnotationResponseHeaders, "line 1")
-	refused("CRLF", map[string]string{AnnotationRequestHeaders: "X-A: b\r\nX-Evil: c"}, AnnotationRequestHeaders, "line 1")
-	refused("both quotes", map[string]string{AnnotationRequestHeaders: `X-A: 'b' "c"`}, AnnotationRequestHeaders, "header value")
-	refused("dollar", map[string]string{AnnotationRequestHeaders: "X-A: ${HOME}"}, AnnotationRequestHeaders, "header value")
-	refused("backslash", map[string]string{AnnotationRequestHeaders: `X-A: a\nb`}, AnnotationRequestHeaders, "header value")
-	refused("framing", map[string]string{AnnotationResponseHeaders: "Content-Length: 1"}, AnnotationResponseHeaders, "reserved")
-	refused("host", map[string]string{AnnotationRequestHeaders: "Host: b.example"}, AnnotationRequestHeaders, "reserved")
-	refused("twice", map[string]string{AnnotationRequestHeaders: "X-A: 1\nx-a: 2"}, AnnotationRequestHeaders, "twice")
-	refused("no colon", map[string]string{AnnotationRequestHeaders: "X-A"}, AnnotationRequestHeaders, "expected")
-	refused("empty", map[string]string{AnnotationRequestHeaders: "\n"}, AnnotationRequestHeaders, "no header")
+	ch := annotation.NginxPrefix + "custom-headers"
+	refused("evil name", map[string]string{annotation.ResponseHeaders: "X-A;evil: b"}, annotation.ResponseHeaders, "line 1")
+	refused("CRLF", map[string]string{annotation.RequestHeaders: "X-A: b\r\nX-Evil: c"}, annotation.RequestHeaders, "line 1")
+	refused("both quotes", map[string]string{annotation.RequestHeaders: `X-A: 'b' "c"`}, annotation.RequestHeaders, "header value")
+	refused("dollar", map[string]string{annotation.RequestHeaders: "X-A: ${HOME}"}, annotation.RequestHeaders, "header value")
+	refused("backslash", map[string]string{annotation.RequestHeaders: `X-A: a\nb`}, annotation.RequestHeaders, "header value")
+	refused("framing", map[string]string{annotation.ResponseHeaders: "Content-Length: 1"}, annotation.ResponseHeaders, "reserved")
+	refused("host", map[string]string{annotation.RequestHeaders: "Host: b.example"}, annotation.RequestHeaders, "reserved")
+	refused("twice", map[string]string{annotation.RequestHeaders: "X-A: 1\nx-a: 2"}, annotation.RequestHeaders, "twice")
+	refused("no colon", map[string]string{annotation.RequestHeaders: "X-A"}, annotation.RequestHeaders, "expected")
+	refused("empty", map[string]string{annotation.RequestHeaders: "\n"}, annotation.RequestHeaders, "no header")
 	refused("bad ref", map[string]string{ch: "hdrs;evil"}, ch, "custom-headers")
 	refused("other namespace", map[string]string{ch: "other/hdrs"}, ch, "other namespaces")
 	refused("missing", map[string]string{ch: "hdrs"}, ch, "not found")
@@ -97,18 +97,10 @@ func TestHeaderAnnotations(t *testing.T) {
 		headersConfigMap("ns", "hdrs", map[string]string{"X-A": "a\"evil'"}))
 }
 
-// The configuration-snippet refusal names the typed header annotations.
-func TestSnippetNamesHeaderAnnotations(t *testing.T) {
-	msg := snippetAdvice(NginxPrefix+"configuration-snippet", "x")
-	if !strings.Contains(msg, AnnotationRequestHeaders) || !strings.Contains(msg, AnnotationResponseHeaders) {
-		t.Errorf("message %q", msg)
-	}
-}
-
 // NamedConfigMaps: only a valid name of the Ingress's own namespace.
 func TestNamedConfigMaps(t *testing.T) {
 	for v, want := range map[string][]annotation.Object{"hdrs": {{Namespace: "ns", Name: "hdrs"}}, "ns/hdrs": {{Namespace: "ns", Name: "hdrs"}}, "other/hdrs": nil, "a;b": nil} {
-		ing := simpleIngress(t, "ns", "a", 0, map[string]string{NginxPrefix + "custom-headers": v}, "a.example", "/")
+		ing := simpleIngress(t, "ns", "a", 0, map[string]string{annotation.NginxPrefix + "custom-headers": v}, "a.example", "/")
 		if got := annotation.ConfigMaps(ing); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: %v", v, got)
 		}

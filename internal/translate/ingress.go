@@ -61,39 +61,39 @@ func parseIngress(ing *networkingv1.Ingress, x *index, opts Options) (*parsedIng
 	if size, largest := annotationsSize(ing.Annotations); size > maxAnnotationsSize {
 		return nil, append(problems, refusal(ing, "AnnotationsTooLarge", fieldForAnnotation(largest),
 			"annotations total %d bytes, over the API server's limit of %d (the largest is %s, %d bytes): refused",
-			size, maxAnnotationsSize, quoteForMessage(largest), len(ing.Annotations[largest])))
+			size, maxAnnotationsSize, annotation.QuoteForMessage(largest), len(ing.Annotations[largest])))
 	}
-	settings, issues := parseAnnotations(ing.Annotations)
+	settings, issues := annotation.Parse(ing.Annotations)
 	issues = applyPolicies(issues, ing.Annotations, opts)
 	refused := false
 	for _, is := range issues {
-		field := fieldForAnnotation(is.key)
-		if is.fatal {
+		field := fieldForAnnotation(is.Key)
+		if is.Fatal {
 			refused = true
 			reason := "InvalidAnnotation"
 			switch {
-			case is.snippet:
+			case is.Snippet:
 				reason = "SnippetRefused"
-			case is.protection:
+			case is.Protection:
 				reason = "ProtectionRefused"
 			}
-			problems = append(problems, refusal(ing, reason, field, "%s: %s", quoteForMessage(is.key), is.message))
+			problems = append(problems, refusal(ing, reason, field, "%s: %s", annotation.QuoteForMessage(is.Key), is.Message))
 		} else {
-			problems = append(problems, warning(ing, "IgnoredAnnotation", field, "%s: %s", quoteForMessage(is.key), is.message))
+			problems = append(problems, warning(ing, "IgnoredAnnotation", field, "%s: %s", annotation.QuoteForMessage(is.Key), is.Message))
 		}
 	}
 	if refused {
 		return nil, problems
 	}
-	p.settings = settings
+	p.settings = ingressSettings{Settings: settings}
 	if key, err := p.resolveAuth(x); err != nil {
-		return nil, append(problems, refusal(ing, "InvalidAnnotation", fieldForAnnotation(key), "%s: %v", quoteForMessage(key), err))
+		return nil, append(problems, refusal(ing, "InvalidAnnotation", fieldForAnnotation(key), "%s: %v", annotation.QuoteForMessage(key), err))
 	}
 	if key, err := p.resolveCustomHeaders(x); err != nil {
-		return nil, append(problems, refusal(ing, "InvalidAnnotation", fieldForAnnotation(key), "%s: %v", quoteForMessage(key), err))
+		return nil, append(problems, refusal(ing, "InvalidAnnotation", fieldForAnnotation(key), "%s: %v", annotation.QuoteForMessage(key), err))
 	}
 	if key, err := p.resolveProxySSL(x, opts, &problems); err != nil {
-		return nil, append(problems, refusal(ing, "InvalidAnnotation", fieldForAnnotation(key), "%s: %v", quoteForMessage(key), err))
+		return nil, append(problems, refusal(ing, "InvalidAnnotation", fieldForAnnotation(key), "%s: %v", annotation.QuoteForMessage(key), err))
 	}
 
 	if err := p.parseDefaultBackend(x, opts, &problems); err != nil {
@@ -107,12 +107,12 @@ func parseIngress(ing *networkingv1.Ingress, x *index, opts Options) (*parsedIng
 	}
 	if err := p.resolveFallback(x, opts, &problems); err != nil {
 		key := annotation.KeyOf(ing.Annotations, "default-backend")
-		return nil, append(problems, refusal(ing, "InvalidAnnotation", fieldForAnnotation(key), "%s: %v", quoteForMessage(key), err))
+		return nil, append(problems, refusal(ing, "InvalidAnnotation", fieldForAnnotation(key), "%s: %v", annotation.QuoteForMessage(key), err))
 	}
 	p.checkCustomErrors(&problems)
 	if err := p.resolveExtAuth(x, opts, &problems); err != nil {
 		key := annotation.KeyOf(ing.Annotations, "auth-url")
-		return nil, append(problems, refusal(ing, "InvalidAnnotation", fieldForAnnotation(key), "%s: %v", quoteForMessage(key), err))
+		return nil, append(problems, refusal(ing, "InvalidAnnotation", fieldForAnnotation(key), "%s: %v", annotation.QuoteForMessage(key), err))
 	}
 	p.parseTLS(x, opts, &problems)
 	return p, problems
@@ -172,10 +172,10 @@ func (p *parsedIngress) parseRules(x *index, opts Options, problems *[]model.Pro
 			// With rewrite-target, ingress-nginx reads the path as a
 			// regular expression: without use-regex pier matches it by
 			// its pathType, so refuse one that would match otherwise.
-			if p.settings.rewriteTarget != "" && pathMatch != model.CompareRegex && !p.stripForm &&
-				strings.ContainsAny(hp.Path, regexPathChars) {
+			if p.settings.RewriteTarget != "" && pathMatch != model.CompareRegex && !p.stripForm &&
+				strings.ContainsAny(hp.Path, annotation.RegexPathChars) {
 				return fmt.Errorf("%s.path %s: with rewrite-target, ingress-nginx reads it as a regular expression: "+
-					"set use-regex: \"true\" for pier to read it so too", pfield, quoteForMessage(hp.Path))
+					"set use-regex: \"true\" for pier to read it so too", pfield, annotation.QuoteForMessage(hp.Path))
 			}
 			pool, err := p.backendPool(&hp.Backend, pfield+".backend", x, opts, problems)
 			if err != nil {
@@ -219,13 +219,13 @@ func (p *parsedIngress) parseTLS(x *index, opts Options, problems *[]model.Probl
 		}
 		if strings.Contains(t.SecretName, "/") {
 			*problems = append(*problems, warning(ing, "InvalidTLS", field+".secretName",
-				"TLS entry ignored: %s: Secrets of other namespaces cannot be referenced", quoteForMessage(t.SecretName)))
+				"TLS entry ignored: %s: Secrets of other namespaces cannot be referenced", annotation.QuoteForMessage(t.SecretName)))
 			continue
 		}
 		cert, pair, err := certificate(x.snap.Secret(ing.Namespace, t.SecretName), ing.Namespace, t.SecretName, hosts)
 		if err != nil {
 			*problems = append(*problems, warning(ing, "InvalidTLS", field+".secretName",
-				"TLS entry ignored: secret %s/%s: %v", ing.Namespace, quoteForMessage(t.SecretName), err))
+				"TLS entry ignored: secret %s/%s: %v", ing.Namespace, annotation.QuoteForMessage(t.SecretName), err))
 			continue
 		}
 		if !opts.Now.IsZero() && cert.NotAfter.Before(opts.Now) {
@@ -252,7 +252,7 @@ func certificate(sec *corev1.Secret, namespace, name string, hosts []string) (mo
 		return model.Certificate{}, nil, fmt.Errorf("not found")
 	}
 	if sec.Type != corev1.SecretTypeTLS && sec.Type != corev1.SecretTypeOpaque && sec.Type != "" {
-		return model.Certificate{}, nil, fmt.Errorf("type %s is not %s", quoteForMessage(string(sec.Type)), corev1.SecretTypeTLS)
+		return model.Certificate{}, nil, fmt.Errorf("type %s is not %s", annotation.QuoteForMessage(string(sec.Type)), corev1.SecretTypeTLS)
 	}
 	pair, err := tlscert.Parse(sec.Data[corev1.TLSCertKey], sec.Data[corev1.TLSPrivateKeyKey])
 	if err != nil {

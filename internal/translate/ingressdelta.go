@@ -10,6 +10,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
 )
@@ -225,13 +226,13 @@ func affectedLoadBalancers(prev *Result, changed map[model.ObjectRef]*networking
 // identityOf is the UUID of the load balancer ing would be part of, as
 // assemble derives it; ok is false when its annotations refuse it.
 func identityOf(ing *networkingv1.Ingress, opts Options) (string, bool) {
-	settings, issues := parseAnnotations(ing.Annotations)
+	settings, issues := annotation.Parse(ing.Annotations)
 	for _, is := range applyPolicies(issues, ing.Annotations, opts) {
-		if is.fatal {
+		if is.Fatal {
 			return "", false
 		}
 	}
-	p := &parsedIngress{ing: ing, settings: settings,
+	p := &parsedIngress{ing: ing, settings: ingressSettings{Settings: settings},
 		source: model.Source{Kind: model.KindIngress, Namespace: ing.Namespace, Name: ing.Name, UID: validUID(string(ing.UID))}}
 	uuid, _ := lbIdentity(p, opts)
 	return uuid, true

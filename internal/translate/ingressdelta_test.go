@@ -12,6 +12,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
 )
@@ -114,7 +115,7 @@ func randomIngress(rng *rand.Rand, name string, step int) *networkingv1.Ingress 
 		}}},
 	}
 	if g := pick("", "", "shared", "team"); g != "" {
-		ing.Annotations[AnnotationLoadBalancer] = g
+		ing.Annotations[annotation.LoadBalancer] = g
 	}
 	if rng.IntN(4) == 0 {
 		ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{ing.Spec.Rules[0].Host}, SecretName: pick("tls", "absent")}}
@@ -125,17 +126,17 @@ func randomIngress(rng *rand.Rand, name string, step int) *networkingv1.Ingress 
 	}
 	switch rng.IntN(12) {
 	case 0:
-		ing.Annotations[NginxPrefix+"load-balance"] = "no-such-algorithm"
+		ing.Annotations[annotation.NginxPrefix+"load-balance"] = "no-such-algorithm"
 	case 1:
 		ing.Spec.IngressClassName = ptrTo("other")
 	case 2:
-		ing.Annotations[AnnotationLoadBalancer] = "Not A Group"
+		ing.Annotations[annotation.LoadBalancer] = "Not A Group"
 	case 3:
 		// Names a Service outside the rules (servicesOfNamespaces).
-		ing.Annotations[NginxPrefix+"default-backend"] = pick("errors", "web", "missing")
+		ing.Annotations[annotation.NginxPrefix+"default-backend"] = pick("errors", "web", "missing")
 	case 4:
 		// So does auth-url, by host name.
-		ing.Annotations[NginxPrefix+"auth-url"] = "http://" + pick("errors", "web", "missing") + "." + ns + ".svc/auth"
+		ing.Annotations[annotation.NginxPrefix+"auth-url"] = "http://" + pick("errors", "web", "missing") + "." + ns + ".svc/auth"
 	}
 	return ing
 }
@@ -192,7 +193,7 @@ func TestIngressChangesFallsBack(t *testing.T) {
 	}
 	canary := base.Ingresses[0].DeepCopy()
 	canary.Name, canary.ResourceVersion = "canary", "7"
-	canary.Annotations = map[string]string{NginxPrefix + "canary": "true", NginxPrefix + "canary-weight": "10"}
+	canary.Annotations = map[string]string{annotation.NginxPrefix + "canary": "true", annotation.NginxPrefix + "canary-weight": "10"}
 	next := *base
 	next.Ingresses = append(append([]*networkingv1.Ingress(nil), base.Ingresses...), canary)
 	if _, ok := IngressChanges(prev, base, &next, opts); ok {

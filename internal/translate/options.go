@@ -27,32 +27,32 @@ func (p *parsedIngress) policyOptions(r route, http, tls bool) *model.PolicyOpti
 		return &model.PolicyOptions{RedirectPrefix: scheme + r.wwwTo, RedirectCode: 308}
 	}
 	o := model.PolicyOptions{
-		AllowSources:    s.allowSources,
-		DenySources:     s.denySources,
-		MaxBodyBytes:    s.maxBody,
-		AppRoot:         s.appRoot,
-		UpstreamHost:    s.upstreamVhost,
+		AllowSources:    s.AllowSources,
+		DenySources:     s.DenySources,
+		MaxBodyBytes:    s.MaxBody,
+		AppRoot:         s.AppRoot,
+		UpstreamHost:    s.UpstreamVhost,
 		RewritePath:     rewritePathOf(p),
 		StripPrefix:     stripPrefixOf(p, r),
 		RewriteRegex:    rewriteRegexOf(p, r),
-		ForwardedPrefix: s.forwardedPrefix,
-		CORS:            s.cors.model(),
-		BasicAuth:       s.auth.model(),
-		RateLimit:       s.rateLimit.model(),
+		ForwardedPrefix: s.ForwardedPrefix,
+		CORS:            s.CORS.Model(),
+		BasicAuth:       s.basicAuthModel(),
+		RateLimit:       s.RateLimit.Model(),
 		DefaultBackend:  p.fallbackFor(r),
 		CustomErrors:    p.customErrorsFor(r),
 		ExternalAuth:    p.extAuthModel(),
-		RequestHeaders:  slices.Clone(s.requestHeaders),
-		ResponseHeaders: slices.Clone(s.responseHeaders),
+		RequestHeaders:  slices.Clone(s.RequestHeaders),
+		ResponseHeaders: slices.Clone(s.ResponseHeaders),
 	}
 	if http {
-		o.HTTPSRedirect = s.forceSSLRedirect || (s.sslRedirect && tls && p.hasTLSHost(r.host))
+		o.HTTPSRedirect = s.ForceSSLRedirect || (s.SSLRedirect && tls && p.hasTLSHost(r.host))
 	}
 	switch {
-	case s.temporalRedirect != "":
-		o.RedirectURL, o.RedirectCode = s.temporalRedirect, s.temporalCode
-	case s.permanentRedirect != "":
-		o.RedirectURL, o.RedirectCode = s.permanentRedirect, s.permanentCode
+	case s.TemporalRedirect != "":
+		o.RedirectURL, o.RedirectCode = s.TemporalRedirect, s.TemporalCode
+	case s.PermanentRedirect != "":
+		o.RedirectURL, o.RedirectCode = s.PermanentRedirect, s.PermanentCode
 	}
 	if !o.HTTPSRedirect && o.RedirectURL == "" && len(o.AllowSources) == 0 && len(o.DenySources) == 0 &&
 		o.MaxBodyBytes == 0 && o.AppRoot == "" && o.UpstreamHost == "" && o.CORS == nil &&
@@ -84,8 +84,8 @@ func (p *parsedIngress) hasTLSHost(host string) bool {
 // read and a send timeout: the larger of the two is used, so neither
 // cuts a request earlier than ingress-nginx would.
 func (s *ingressSettings) applyTimeouts(pool *model.Pool) {
-	pool.ConnectTimeout = s.connectTimeout
-	pool.ServerTimeout = max(s.readTimeout, s.sendTimeout)
+	pool.ConnectTimeout = s.ConnectTimeout
+	pool.ServerTimeout = max(s.ReadTimeout, s.SendTimeout)
 }
 
 // wwwRoutes adds, for each Ingress with from-to-www-redirect, a route
@@ -103,7 +103,7 @@ func wwwRoutes(members []*parsedIngress, owners map[string]*parsedIngress) []kep
 	}
 	var out []keptRoute
 	for _, p := range members {
-		if !p.settings.fromToWWW {
+		if !p.settings.FromToWWW {
 			continue
 		}
 		for _, r := range p.routes {

@@ -3,6 +3,7 @@ package translate
 import (
 	"strings"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 )
 
@@ -130,7 +131,7 @@ func ownedTLSHosts(p *parsedIngress, c model.Certificate, field string, owners m
 		if owner := owners[tlsHostKey(h)]; owner.source.Namespace != ns {
 			problems = append(problems, warning(p.ing, "TLSHostConflict", field+".hosts",
 				"in load balancer %s, host %s belongs to namespace %s (Ingress %s, older): this TLS entry does not cover it",
-				lbName, quoteForMessage(h), owner.source.Namespace, owner.source.Key()))
+				lbName, annotation.QuoteForMessage(h), owner.source.Namespace, owner.source.Key()))
 			continue
 		}
 		hosts = append(hosts, h)

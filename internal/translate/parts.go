@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
 )
@@ -16,10 +17,10 @@ import (
 
 // MaxTries bounds the tries of one request (the first and its retries),
 // as for pier.dev/retries.
-const MaxTries = maxTries
+const MaxTries = annotation.MaxTries
 
 // MaxCookieAge bounds a session cookie's max-age: ten years.
-const MaxCookieAge = maxCookieAge
+const MaxCookieAge = annotation.MaxCookieAge
 
 // Index answers the snapshot look-ups translation makes (Services by
 // name, their EndpointSlices), each a map access.
@@ -80,7 +81,7 @@ func Certificate(sec *corev1.Secret, namespace, name string, hosts []string) (mo
 
 // Quote makes a user string safe to show in a problem, a log or a
 // condition: truncated, its control, format and bidi characters escaped.
-func Quote(s string) string { return quoteForMessage(s) }
+func Quote(s string) string { return annotation.QuoteForMessage(s) }
 
 // CheckHost validates a host name (a wildcard one too) and says how to
 // compare it; "" matches every request.
@@ -94,7 +95,7 @@ func CheckPath(path string, pt *networkingv1.PathType) (string, model.CompareTyp
 
 // PlainPath accepts an absolute path of letters, digits and ._~/- only
 // (safe as a log-format argument); what names it in the error.
-func PlainPath(what, v string) (string, error) { return plainPath(what, v) }
+func PlainPath(what, v string) (string, error) { return annotation.PlainPath(what, v) }
 
 // PathRank orders path comparisons as routes are tried: Exact, regular
 // expressions, then Prefix.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 )
 
@@ -15,10 +16,6 @@ type passthroughRoute struct {
 	field string
 }
 
-// passthroughDifference is how ssl-passthrough differs from ingress-nginx.
-const passthroughDifference = "the whole host is passed through on the HTTPS port to the backend of its path / (other paths serve plain HTTP only, " +
-	"as in ingress-nginx); needs a rule host (no wildcard); no --enable-ssl-passthrough flag is needed; on port 80 the Ingress is served as usual"
-
 // parsePassthrough collects the hosts of an Ingress with ssl-passthrough,
 // as ingress-nginx does: a rule's host (required) is passed through to
 // the backend of its path "/"; its other paths, which a TCP connection
@@ -26,7 +23,7 @@ const passthroughDifference = "the whole host is passed through on the HTTPS por
 // pool is the Service port's TCP twin (TCPPool), so that the HTTP
 // backend of the same port keeps its own settings.
 func (p *parsedIngress) parsePassthrough(x *index, opts Options, problems *[]model.Problem) error {
-	if !p.settings.sslPassthrough {
+	if !p.settings.SSLPassthrough {
 		return nil
 	}
 	for i, rule := range p.ing.Spec.Rules {
@@ -45,7 +42,7 @@ func (p *parsedIngress) parsePassthrough(x *index, opts Options, problems *[]mod
 			if hp.Path != "/" || root != nil {
 				*problems = append(*problems, warning(p.ing, "IgnoredPassthrough", pfield,
 					"with ssl-passthrough, TLS connections for host %s all go to the backend of path /: path %s serves plain HTTP only",
-					rule.Host, quoteForMessage(hp.Path)))
+					rule.Host, annotation.QuoteForMessage(hp.Path)))
 				continue
 			}
 			pool, warnings, err := x.poolFor(p.ing, hp.Backend.Service, pfield+".backend.service", p.settings, opts)

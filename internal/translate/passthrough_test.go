@@ -6,6 +6,7 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 )
 
@@ -14,7 +15,7 @@ import (
 // Ingress's HTTP routes are kept; other paths, a host-less rule and a
 // host owned by another namespace are warned about, not passed.
 func TestSSLPassthrough(t *testing.T) {
-	pt := map[string]string{AnnotationLoadBalancer: "shared", NginxPrefix + "ssl-passthrough": "true"}
+	pt := map[string]string{annotation.LoadBalancer: "shared", annotation.NginxPrefix + "ssl-passthrough": "true"}
 	a := simpleIngress(t, "ns", "pt", 0, pt, "pt.example", "/")
 	a.Spec.Rules[0].HTTP.Paths = append(a.Spec.Rules[0].HTTP.Paths, *a.Spec.Rules[0].HTTP.Paths[0].DeepCopy())
 	a.Spec.Rules[0].HTTP.Paths[1].Path = "/api"
@@ -57,7 +58,7 @@ func TestSSLPassthrough(t *testing.T) {
 
 	// Beside a terminating Ingress: one listener, its certificate and
 	// policies kept, the passthrough host added.
-	term := tlsIngress(t, "ns", "term", 1, map[string]string{AnnotationLoadBalancer: "shared"})
+	term := tlsIngress(t, "ns", "term", 1, map[string]string{annotation.LoadBalancer: "shared"})
 	snap := snapshotOf(simpleIngress(t, "ns", "pt", 0, pt, "pt.example", "/"), term)
 	snap.Secrets = append(snap.Secrets, tlsSecretFor(t, "ns", "tls", "a.example"))
 	lb = onlyLB(t, Ingresses(snap, DefaultOptions()))

@@ -3,13 +3,14 @@ package translate
 import (
 	"testing"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 )
 
 func TestForwardedPrefix(t *testing.T) {
-	a := simpleIngress(t, "ns", "a", 0, map[string]string{AnnotationLoadBalancer: "g",
-		NginxPrefix + "x-forwarded-prefix": "/app", NginxPrefix + "rewrite-target": "/"}, "a.example", "/app")
-	b := simpleIngress(t, "ns", "b", 1, map[string]string{AnnotationLoadBalancer: "g"}, "a.example", "/")
+	a := simpleIngress(t, "ns", "a", 0, map[string]string{annotation.LoadBalancer: "g",
+		annotation.NginxPrefix + "x-forwarded-prefix": "/app", annotation.NginxPrefix + "rewrite-target": "/"}, "a.example", "/app")
+	b := simpleIngress(t, "ns", "b", 1, map[string]string{annotation.LoadBalancer: "g"}, "a.example", "/")
 	for _, p := range onlyLB(t, Ingresses(snapshotOf(a, b), DefaultOptions())).Listeners[0].Policies {
 		if p.Source.Name == "a" && (p.Options == nil || p.Options.ForwardedPrefix != "/app" || p.Options.RewritePath != "/") {
 			t.Errorf("a: %+v", p.Options)
@@ -19,7 +20,7 @@ func TestForwardedPrefix(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"app", "/a b", "/$1", "/a%2F", "/a?x", "/a/../b", "/a;evil"} {
-		if _, err := plainPath("x-forwarded-prefix", bad); err == nil {
+		if _, err := annotation.PlainPath("x-forwarded-prefix", bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
@@ -29,8 +30,8 @@ func TestForwardedPrefix(t *testing.T) {
 // (with or without use-regex true) route as Prefix P and carry T and P.
 func TestRewriteStripForm(t *testing.T) {
 	for _, ann := range []map[string]string{
-		{NginxPrefix + "rewrite-target": "/$2", NginxPrefix + "use-regex": "true"},
-		{AnnotationPrefix + "rewrite-target": "/$2"},
+		{annotation.NginxPrefix + "rewrite-target": "/$2", annotation.NginxPrefix + "use-regex": "true"},
+		{annotation.Prefix + "rewrite-target": "/$2"},
 	} {
 		ing := simpleIngress(t, "ns", "a", 0, ann, "a.example", "/shop.v1(/|$)(.*)")
 		lb := onlyLB(t, Ingresses(snapshotOf(ing), DefaultOptions()))

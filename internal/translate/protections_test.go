@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 )
 
@@ -18,14 +19,14 @@ func TestProtectionsFailClosed(t *testing.T) {
 		ann     map[string]string
 		refused string // the key refused; "" when served
 	}{
-		{"client certificates on", map[string]string{NginxPrefix + "auth-tls-secret": "ns/ca", NginxPrefix + "auth-tls-verify-client": "on"}, NginxPrefix + "auth-tls-secret"},
-		{"client certificates by default", map[string]string{NginxPrefix + "auth-tls-secret": "ns/ca", NginxPrefix + "auth-tls-verify-depth": "2"}, NginxPrefix + "auth-tls-secret"},
-		{"client certificates optional", map[string]string{NginxPrefix + "auth-tls-secret": "ns/ca", NginxPrefix + "auth-tls-verify-client": "optional"}, NginxPrefix + "auth-tls-secret"},
-		{"client certificates off", map[string]string{NginxPrefix + "auth-tls-secret": "ns/ca", NginxPrefix + "auth-tls-verify-client": "off"}, ""},
-		{"verify without a secret", map[string]string{NginxPrefix + "auth-tls-verify-client": "on"}, ""},
-		{"modsecurity", map[string]string{NginxPrefix + "enable-modsecurity": "true"}, NginxPrefix + "enable-modsecurity"},
-		{"owasp rules", map[string]string{NginxPrefix + "enable-owasp-core-rules": "TRUE"}, NginxPrefix + "enable-owasp-core-rules"},
-		{"modsecurity off", map[string]string{NginxPrefix + "enable-modsecurity": "false"}, ""},
+		{"client certificates on", map[string]string{annotation.NginxPrefix + "auth-tls-secret": "ns/ca", annotation.NginxPrefix + "auth-tls-verify-client": "on"}, annotation.NginxPrefix + "auth-tls-secret"},
+		{"client certificates by default", map[string]string{annotation.NginxPrefix + "auth-tls-secret": "ns/ca", annotation.NginxPrefix + "auth-tls-verify-depth": "2"}, annotation.NginxPrefix + "auth-tls-secret"},
+		{"client certificates optional", map[string]string{annotation.NginxPrefix + "auth-tls-secret": "ns/ca", annotation.NginxPrefix + "auth-tls-verify-client": "optional"}, annotation.NginxPrefix + "auth-tls-secret"},
+		{"client certificates off", map[string]string{annotation.NginxPrefix + "auth-tls-secret": "ns/ca", annotation.NginxPrefix + "auth-tls-verify-client": "off"}, ""},
+		{"verify without a secret", map[string]string{annotation.NginxPrefix + "auth-tls-verify-client": "on"}, ""},
+		{"modsecurity", map[string]string{annotation.NginxPrefix + "enable-modsecurity": "true"}, annotation.NginxPrefix + "enable-modsecurity"},
+		{"owasp rules", map[string]string{annotation.NginxPrefix + "enable-owasp-core-rules": "TRUE"}, annotation.NginxPrefix + "enable-owasp-core-rules"},
+		{"modsecurity off", map[string]string{annotation.NginxPrefix + "enable-modsecurity": "false"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ing := simpleIngress(t, "ns", "a", 0, tc.ann, "a.example", "/")
@@ -48,7 +49,7 @@ func TestProtectionsFailClosed(t *testing.T) {
 				return
 			}
 			if served || refusal == nil || refusal.Severity != model.SeverityError ||
-				!strings.Contains(refusal.Field, strings.TrimPrefix(tc.refused, NginxPrefix)) ||
+				!strings.Contains(refusal.Field, strings.TrimPrefix(tc.refused, annotation.NginxPrefix)) ||
 				!strings.Contains(refusal.Message, "--ignore-protection-annotations") || !strings.Contains(refusal.Message, " or keep the Ingress on ingress-nginx") {
 				t.Fatalf("served %v, refusal %+v: want refused on %s with the alternative", served, refusal, tc.refused)
 			}

@@ -8,92 +8,32 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"pier.dev/pier/internal/annotation"
-	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/tlscert"
 )
-
-// proxySSLSettings are ingress-nginx's proxy-ssl-* annotations: how the
-// pool's TLS to its members is checked (backend-protocol HTTPS, GRPCS).
-type proxySSLSettings struct {
-	set        bool   // any of them was given
-	verify     bool   // proxy-ssl-verify: on
-	serverName bool   // proxy-ssl-server-name: on
-	secret     string // proxy-ssl-secret as written
-	name       string // proxy-ssl-name
-	// resolved is the pools' UpstreamTLS once the Secret is read; the
-	// default name is filled per pool (applyProtocol).
-	resolved *model.UpstreamTLS
-}
-
-// proxySSLNames are the annotations of the family, for warnings.
-var proxySSLNames = []string{"proxy-ssl-secret", "proxy-ssl-verify", "proxy-ssl-name", "proxy-ssl-server-name"}
-
-// parseOnOff accepts nginx's "on" and "off", as ingress-nginx checks
-// proxy-ssl-verify and proxy-ssl-server-name (^(on|off)$).
-func parseOnOff(what, v string) (bool, error) {
-	val, err := encode.Enum(v, "on", "off")
-	if err != nil {
-		return false, fmt.Errorf("%s: %w", what, err)
-	}
-	return val.String() == "on", nil
-}
-
-// parseProxySSLName accepts a host name (lowercase DNS, no wildcard, no
-// port): it is what the member's certificate must carry and the SNI sent.
-func parseProxySSLName(v string) (string, error) {
-	h, err := encode.Host(v)
-	if err != nil {
-		return "", fmt.Errorf("proxy-ssl-name: %w", err)
-	}
-	return h.String(), nil
-}
-
-// parseProxySSLSecret accepts "name" or "namespace/name" (parseObjectName).
-func parseProxySSLSecret(v string) (string, error) { return parseObjectName("proxy-ssl-secret", v) }
-
-// tlsProtocol: the pool speaks TLS to its members.
-func tlsProtocol(p model.BackendProtocol) bool {
-	return p == model.BackendHTTPS || p == model.BackendGRPCS
-}
-
-// proxySSLIssues warns that proxy-ssl-* do nothing without TLS to the
-// members, as in ingress-nginx (nginx's proxy_ssl_* apply to https://
-// upstreams only).
-func proxySSLIssues(s ingressSettings, ann map[string]string) []annotationIssue {
-	if !s.proxySSL.set || tlsProtocol(s.backendProtocol) {
-		return nil
-	}
-	for _, n := range proxySSLNames {
-		if k := annotation.KeyOf(ann, n); ann[k] != "" {
-			return []annotationIssue{{key: k, message: "proxy-ssl-* apply to backend-protocol HTTPS or GRPCS only, ignored"}}
-		}
-	}
-	return nil
-}
 
 // resolveProxySSL reads proxy-ssl-secret from the snapshot and records
 // the digests of its CA and client certificate; the agent serves them
 // only while they still hash to these. It returns the annotation key to
 // blame and why, or "" when the Ingress may be served.
 func (p *parsedIngress) resolveProxySSL(x *index, opts Options, problems *[]model.Problem) (string, error) {
-	ps := &p.settings.proxySSL
+	ps := &p.settings.ProxySSL
 	ann := p.ing.Annotations
-	if !ps.set || !tlsProtocol(p.settings.backendProtocol) {
+	if !ps.Set || !annotation.TLSProtocol(p.settings.BackendProtocol) {
 		return "", nil
 	}
-	u := &model.UpstreamTLS{Verify: ps.verify, SNI: ps.serverName, Name: ps.name}
-	if ps.secret == "" {
-		if ps.verify {
+	u := &model.UpstreamTLS{Verify: ps.Verify, SNI: ps.ServerName, Name: ps.Name}
+	if ps.Secret == "" {
+		if ps.Verify {
 			return annotation.KeyOf(ann, "proxy-ssl-verify"), errors.New("proxy-ssl-verify on needs proxy-ssl-secret, the Secret holding ca.crt")
 		}
-		ps.resolved = u
+		p.settings.upstreamTLS = u
 		return "", nil
 	}
 	key := annotation.KeyOf(ann, "proxy-ssl-secret")
 	ns, name, ok := annotation.ProxySSLSecret(p.ing)
 	if !ok {
-		return key, fmt.Errorf("proxy-ssl-secret %s: Secrets of other namespaces cannot be referenced", quoteForMessage(ps.secret))
+		return key, fmt.Errorf("proxy-ssl-secret %s: Secrets of other namespaces cannot be referenced", annotation.QuoteForMessage(ps.Secret))
 	}
 	sec := x.snap.Secret(ns, name)
 	if sec == nil {
@@ -112,7 +52,7 @@ func (p *parsedIngress) resolveProxySSL(x *index, opts Options, problems *[]mode
 			"secret %s/%s: with proxy-ssl-verify off only a client certificate (tls.crt and tls.key) is used, and there is none: nothing to do", ns, name))
 	}
 	u.Namespace, u.Secret = ns, name
-	ps.resolved = u
+	p.settings.upstreamTLS = u
 	return "", nil
 }
 
@@ -158,8 +98,3 @@ func readUpstreamSecret(u *model.UpstreamTLS, data map[string][]byte) (time.Time
 func defaultUpstreamName(pool *model.Pool) string {
 	return pool.Service + "." + pool.Namespace + ".svc"
 }
-
-// proxySSLDifference is how proxy-ssl-verify differs from ingress-nginx.
-const proxySSLDifference = "per Service port, with backend-protocol HTTPS or GRPCS (ignored with a warning otherwise): on checks the member's chain against ca.crt " +
-	"and its name against proxy-ssl-name (default <service>.<namespace>.svc), any chain length (proxy-ssl-verify-depth is not supported); " +
-	"a member that fails gets no request and the client 503; on without proxy-ssl-secret refuses the Ingress"

@@ -38,20 +38,20 @@ func proxySSLSecret(t *testing.T, ns, name string, ca, client bool) *corev1.Secr
 // Secret's CA and client certificate; the Secret's bytes never reach
 // the model. A bad value or Secret refuses only that Ingress.
 func TestProxySSL(t *testing.T) {
-	base := map[string]string{AnnotationLoadBalancer: "shared", NginxPrefix + "backend-protocol": "HTTPS"}
+	base := map[string]string{annotation.LoadBalancer: "shared", annotation.NginxPrefix + "backend-protocol": "HTTPS"}
 	with := func(kv ...string) map[string]string {
 		m := map[string]string{}
 		for k, v := range base {
 			m[k] = v
 		}
 		for i := 0; i < len(kv); i += 2 {
-			m[NginxPrefix+kv[i]] = kv[i+1]
+			m[annotation.NginxPrefix+kv[i]] = kv[i+1]
 		}
 		return m
 	}
 	run := func(ann map[string]string, secrets ...*corev1.Secret) *Result {
 		a := simpleIngress(t, "ns", "tls", 0, ann, "a.example", "/")
-		b := simpleIngress(t, "ns", "other", 1, map[string]string{AnnotationLoadBalancer: "shared"}, "b.example", "/")
+		b := simpleIngress(t, "ns", "other", 1, map[string]string{annotation.LoadBalancer: "shared"}, "b.example", "/")
 		b.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name = "other"
 		snap := snapshotOf(a, b)
 		snap.Secrets = secrets
@@ -96,7 +96,7 @@ func TestProxySSL(t *testing.T) {
 			}
 		}
 		ps := problemsFor(res, "tls")
-		if len(ps) != 1 || ps[0].Severity != model.SeverityError || ps[0].Field != "metadata.annotations["+NginxPrefix+key+"]" ||
+		if len(ps) != 1 || ps[0].Severity != model.SeverityError || ps[0].Field != "metadata.annotations["+annotation.NginxPrefix+key+"]" ||
 			!strings.Contains(ps[0].Message, msg) {
 			t.Errorf("%s: problems %+v", name, ps)
 		}
@@ -140,7 +140,7 @@ func TestProxySSL(t *testing.T) {
 	}
 
 	// Without TLS to the members: a warning, nothing set.
-	plain := map[string]string{AnnotationLoadBalancer: "shared", NginxPrefix + "proxy-ssl-verify": "on"}
+	plain := map[string]string{annotation.LoadBalancer: "shared", annotation.NginxPrefix + "proxy-ssl-verify": "on"}
 	res = run(plain)
 	if u := poolOf(res, "web").UpstreamTLS; u != nil {
 		t.Errorf("HTTP pool: %+v", u)
@@ -153,7 +153,7 @@ func TestProxySSL(t *testing.T) {
 	if refs := annotation.Secrets(ing); len(refs) != 1 || refs[0] != (annotation.Object{Namespace: "ns", Name: "upstream"}) {
 		t.Errorf("named secrets %v", refs)
 	}
-	ing.Annotations[NginxPrefix+"proxy-ssl-secret"] = "other/upstream"
+	ing.Annotations[annotation.NginxPrefix+"proxy-ssl-secret"] = "other/upstream"
 	if refs := annotation.Secrets(ing); len(refs) != 0 {
 		t.Errorf("cross-namespace named secrets %v", refs)
 	}

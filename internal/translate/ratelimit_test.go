@@ -3,15 +3,16 @@ package translate
 import (
 	"testing"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 )
 
 // Rate limits reach only their Ingress's policies; 0 is off; a bad value
 // refuses the Ingress with the field named.
 func TestRateLimit(t *testing.T) {
-	group := map[string]string{AnnotationLoadBalancer: "shared"}
-	limited := map[string]string{AnnotationLoadBalancer: "shared", NginxPrefix + "limit-rps": "5",
-		AnnotationPrefix + "limit-rpm": "100", NginxPrefix + "limit-connections": "0"}
+	group := map[string]string{annotation.LoadBalancer: "shared"}
+	limited := map[string]string{annotation.LoadBalancer: "shared", annotation.NginxPrefix + "limit-rps": "5",
+		annotation.Prefix + "limit-rpm": "100", annotation.NginxPrefix + "limit-connections": "0"}
 	a := simpleIngress(t, "ns", "limited", 0, limited, "a.example", "/api")
 	b := simpleIngress(t, "ns", "open", 1, group, "a.example", "/")
 	lb := onlyLB(t, Ingresses(snapshotOf(a, b), DefaultOptions()))
@@ -28,16 +29,16 @@ func TestRateLimit(t *testing.T) {
 			}
 		}
 	}
-	off := simpleIngress(t, "ns", "off", 0, map[string]string{NginxPrefix + "limit-rps": "0"}, "b.example", "/")
+	off := simpleIngress(t, "ns", "off", 0, map[string]string{annotation.NginxPrefix + "limit-rps": "0"}, "b.example", "/")
 	if o := onlyLB(t, Ingresses(snapshotOf(off), DefaultOptions())).Listeners[0].Policies[0].Options; o != nil {
 		t.Errorf("limit-rps 0: options %+v", o)
 	}
 	for _, bad := range []string{"-1", "1000001", "1.5", "10r/s", "5 ", "0x10", ""} {
-		bad := simpleIngress(t, "ns", "bad", 0, map[string]string{NginxPrefix + "limit-rps": bad}, "c.example", "/")
+		bad := simpleIngress(t, "ns", "bad", 0, map[string]string{annotation.NginxPrefix + "limit-rps": bad}, "c.example", "/")
 		res := Ingresses(snapshotOf(bad), DefaultOptions())
 		ps := problemsFor(res, "bad")
-		if len(res.LoadBalancers) != 0 || len(ps) != 1 || ps[0].Field != "metadata.annotations["+NginxPrefix+"limit-rps]" {
-			t.Errorf("limit-rps %q: %d load balancers, problems %+v", bad.Annotations[NginxPrefix+"limit-rps"], len(res.LoadBalancers), ps)
+		if len(res.LoadBalancers) != 0 || len(ps) != 1 || ps[0].Field != "metadata.annotations["+annotation.NginxPrefix+"limit-rps]" {
+			t.Errorf("limit-rps %q: %d load balancers, problems %+v", bad.Annotations[annotation.NginxPrefix+"limit-rps"], len(res.LoadBalancers), ps)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package translate
 import (
 	networkingv1 "k8s.io/api/networking/v1"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 )
 
@@ -91,7 +92,7 @@ func regexCapMayBite(ings []*networkingv1.Ingress, classes classSet, opts Option
 			continue
 		}
 		keys := []string{"namespace " + ing.Namespace}
-		if g := ing.Annotations[AnnotationLoadBalancer]; g != "" {
+		if g := ing.Annotations[annotation.LoadBalancer]; g != "" {
 			keys = append(keys, "group "+g) // shared across namespaces or not
 		}
 		for _, k := range keys {
@@ -105,8 +106,8 @@ func regexCapMayBite(ings []*networkingv1.Ingress, classes classSet, opts Option
 
 func mayHoldRegexPaths(ing *networkingv1.Ingress) int {
 	has := func(name string) bool {
-		_, a := ing.Annotations[AnnotationPrefix+name]
-		_, b := ing.Annotations[NginxPrefix+name]
+		_, a := ing.Annotations[annotation.Prefix+name]
+		_, b := ing.Annotations[annotation.NginxPrefix+name]
 		return a || b
 	}
 	if !has("use-regex") && !has("rewrite-target") {

@@ -7,15 +7,16 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 )
 
 // regexIngress is an Ingress of group g with n use-regex paths.
 func regexIngress(t *testing.T, ns, name string, age int, g string, n int) *networkingv1.Ingress {
 	t.Helper()
-	ann := map[string]string{AnnotationLoadBalancer: g}
+	ann := map[string]string{annotation.LoadBalancer: g}
 	if n > 0 {
-		ann[NginxPrefix+"use-regex"] = "true"
+		ann[annotation.NginxPrefix+"use-regex"] = "true"
 	}
 	ing := simpleIngress(t, ns, name, age, ann, name+".example", "/p0/(.*)")
 	paths := &ing.Spec.Rules[0].HTTP.Paths

@@ -6,49 +6,10 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/model"
 )
-
-// The prefix-strip idiom of ingress-nginx, the capture-group form pier
-// routes without a regular expression: paths "P(/|$)(.*)" with
-// rewrite-target "T$2" send /P/rest to the backend as T + rest (and /P
-// as T). As a regular expression, ^P(/|$)(.*) matches exactly the paths
-// pathType Prefix P matches (P itself, or P then "/"); pier routes it as
-// that Prefix path and rewrites with replace-path ^P(/|$)(.*) T\2. Other
-// paths of a use-regex Ingress, or of one whose target names groups,
-// are PATH REGEX rules (routePath).
-const (
-	stripSuffix = "(/|$)(.*)"
-	tailGroup   = "$2"
-)
-
-// parseRewriteTarget accepts what ingress-nginx's rewrite-target becomes:
-// without capture groups, the path every request of the route is sent
-// to the backend with (ingress-nginx: rewrite "(?i)<path>" <target>
-// break, which replaces the whole path and keeps the query string), an
-// absolute path of letters, digits and ._~/- only; with capture groups,
-// such a path holding $1 to $9 (groups is the highest N, which every
-// path of the Ingress must have). tail says the target may be the
-// prefix-strip form, <path ending with />$2 with no other group, whose
-// paths parseStripPath checks.
-func parseRewriteTarget(v string) (target string, tail bool, groups int, err error) {
-	if !strings.Contains(v, "$") {
-		t, err := plainPath("rewrite-target", v)
-		return t, false, 0, err
-	}
-	if _, err := encode.RegexTarget(v, encode.MaxPathRegexGroups); err != nil {
-		return "", false, 0, fmt.Errorf("rewrite-target %s: a path of letters, digits and ._~/- with capture groups $1 to $9: %w",
-			quoteForMessage(v), err)
-	}
-	for i := 0; i+1 < len(v); i++ {
-		if v[i] == '$' {
-			groups = max(groups, int(v[i+1]-'0'))
-		}
-	}
-	t, ok := strings.CutSuffix(v, tailGroup)
-	return v, ok && !strings.Contains(t, "$") && strings.HasSuffix(t, "/"), groups, nil
-}
 
 // parseStripPath reads a path of an Ingress whose rewrite-target is
 // "T$2": it must be "P(/|$)(.*)" with P a plain path, not "/" and not
@@ -56,13 +17,13 @@ func parseRewriteTarget(v string) (target string, tail bool, groups int, err err
 // whatever the Ingress says (ingress-nginx reads the path as a regular
 // expression whatever its pathType).
 func parseStripPath(path string) (string, error) {
-	p, ok := strings.CutSuffix(path, stripSuffix)
+	p, ok := strings.CutSuffix(path, annotation.StripSuffix)
 	if !ok || p == "" || p == "/" || strings.HasSuffix(p, "/") {
 		return "", fmt.Errorf("path %s: with rewrite-target <path>$2 each path must be <prefix>%s "+
 			"(ingress-nginx's prefix-strip form; the only capture groups pier supports), the prefix a path "+
-			"of letters, digits and ._~/- not ending with /", quoteForMessage(path), stripSuffix)
+			"of letters, digits and ._~/- not ending with /", annotation.QuoteForMessage(path), annotation.StripSuffix)
 	}
-	return plainPath("path prefix", p)
+	return annotation.PlainPath("path prefix", p)
 }
 
 // regexPaths: the Ingress's paths are regular expressions, as
@@ -71,7 +32,7 @@ func parseStripPath(path string) (string, error) {
 // pathType), unless every path has the prefix-strip form, which is
 // routed as Prefix (stripForm).
 func (p *parsedIngress) regexPaths() bool {
-	return (p.settings.useRegex || p.settings.rewriteGroups > 0) && !p.stripForm
+	return (p.settings.UseRegex || p.settings.RewriteGroups > 0) && !p.stripForm
 }
 
 // checkStripForm sets stripForm when rewrite-target is "<path>/$2" and
@@ -79,7 +40,7 @@ func (p *parsedIngress) regexPaths() bool {
 // exactly the paths pathType Prefix P does, and the route is served as
 // that Prefix (see the top of this file).
 func (p *parsedIngress) checkStripForm() {
-	if !p.settings.rewriteTail {
+	if !p.settings.RewriteTail {
 		return
 	}
 	for _, rule := range p.ing.Spec.Rules {
@@ -115,11 +76,11 @@ func (p *parsedIngress) routePath(hp networkingv1.HTTPIngressPath) (string, mode
 		}
 		re, err := encode.ParsePathRegex(hp.Path)
 		if err != nil {
-			return "", "", fmt.Errorf("path %s: as a regular expression (use-regex): %w", quoteForMessage(hp.Path), err)
+			return "", "", fmt.Errorf("path %s: as a regular expression (use-regex): %w", annotation.QuoteForMessage(hp.Path), err)
 		}
-		if n := p.settings.rewriteGroups; re.Groups() < n {
+		if n := p.settings.RewriteGroups; re.Groups() < n {
 			return "", "", fmt.Errorf("path %s has %d capture groups, rewrite-target %s uses $%d",
-				quoteForMessage(hp.Path), re.Groups(), quoteForMessage(p.settings.rewriteTarget), n)
+				annotation.QuoteForMessage(hp.Path), re.Groups(), annotation.QuoteForMessage(p.settings.RewriteTarget), n)
 		}
 		return hp.Path, model.CompareRegex, nil
 	}
@@ -139,7 +100,7 @@ func stripPrefixOf(p *parsedIngress, r route) string {
 // when rewrite-target names capture groups and the route is not served
 // in the prefix-strip form.
 func rewriteRegexOf(p *parsedIngress, r route) string {
-	if p.settings.rewriteGroups == 0 || r.pathMatch != model.CompareRegex || r.wwwTo != "" {
+	if p.settings.RewriteGroups == 0 || r.pathMatch != model.CompareRegex || r.wwwTo != "" {
 		return ""
 	}
 	return r.path
@@ -149,7 +110,7 @@ func rewriteRegexOf(p *parsedIngress, r route) string {
 // without its "$2" in the prefix-strip form (StripPrefix adds the rest).
 func rewritePathOf(p *parsedIngress) string {
 	if p.stripForm {
-		return strings.TrimSuffix(p.settings.rewriteTarget, tailGroup)
+		return strings.TrimSuffix(p.settings.RewriteTarget, annotation.TailGroup)
 	}
-	return p.settings.rewriteTarget
+	return p.settings.RewriteTarget
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
@@ -169,7 +170,7 @@ func checkServiceSpec(svc *corev1.Service) *model.Problem {
 		}
 		if p := protocolOf(sp); p != model.ProtocolTCP && p != model.ProtocolUDP {
 			return ptr(svcRefusal(svc, "UnsupportedProtocol", field+".protocol",
-				"protocol %s: the native provider serves TCP and UDP", quoteForMessage(string(sp.Protocol))))
+				"protocol %s: the native provider serves TCP and UDP", annotation.QuoteForMessage(string(sp.Protocol))))
 		}
 	}
 	switch {
@@ -192,18 +193,18 @@ func requestedIP(svc *corev1.Service, opts Options) (string, *model.Problem) {
 	var pin string
 	for _, c := range []struct{ field, value string }{
 		{"spec.loadBalancerIP", svc.Spec.LoadBalancerIP},
-		{fieldForAnnotation(AnnotationExternalIP), svc.Annotations[AnnotationExternalIP]},
+		{fieldForAnnotation(annotation.ExternalIP), svc.Annotations[annotation.ExternalIP]},
 	} {
 		if c.value == "" {
 			continue
 		}
 		ip, err := encode.IP(c.value)
 		if err != nil || !ip.Is4() {
-			return "", ptr(svcRefusal(svc, "InvalidExternalIP", c.field, "%s is not an IPv4 address", quoteForMessage(c.value)))
+			return "", ptr(svcRefusal(svc, "InvalidExternalIP", c.field, "%s is not an IPv4 address", annotation.QuoteForMessage(c.value)))
 		}
 		if pin != "" && pin != ip.String() {
 			return "", ptr(svcRefusal(svc, "ExternalIPConflict", c.field,
-				"spec.loadBalancerIP and %s name different addresses", AnnotationExternalIP))
+				"spec.loadBalancerIP and %s name different addresses", annotation.ExternalIP))
 		}
 		pin = ip.String()
 	}

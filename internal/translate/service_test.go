@@ -9,6 +9,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"sigs.k8s.io/yaml"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
 )
@@ -177,7 +178,7 @@ spec:
 	if lb.RequestedFIP != "203.0.113.7" || lb.Pools[0].Algorithm != model.AlgorithmSourceIP {
 		t.Fatalf("fip %q algorithm %s", lb.RequestedFIP, lb.Pools[0].Algorithm)
 	}
-	svc.Annotations[AnnotationExternalIP] = "203.0.113.8"
+	svc.Annotations[annotation.ExternalIP] = "203.0.113.8"
 	res = Services(&source.Snapshot{Services: []*corev1.Service{svc}}, DefaultOptions())
 	if len(res.Problems) != 1 || res.Problems[0].Reason != "ExternalIPConflict" {
 		t.Fatalf("two pins: %+v", res.Problems)

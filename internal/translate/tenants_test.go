@@ -6,6 +6,7 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/fixture"
 	"pier.dev/pier/internal/model"
 )
@@ -16,10 +17,10 @@ var tlsSecretFor = fixture.TLSSecret
 // A newer member of a group pins an external IP. The
 // group's address must not move: only the owner (oldest) may pin.
 func TestOnlyTheOwnerPinsTheGroupsAddress(t *testing.T) {
-	group := map[string]string{AnnotationLoadBalancer: "shop"}
+	group := map[string]string{annotation.LoadBalancer: "shop"}
 	victim := simpleIngress(t, "victim", "site", 0, group, "v.example", "/")
 	attacker := simpleIngress(t, "victim", "late", 5,
-		map[string]string{AnnotationLoadBalancer: "shop", AnnotationExternalIP: "192.0.2.9"}, "w.example", "/")
+		map[string]string{annotation.LoadBalancer: "shop", annotation.ExternalIP: "192.0.2.9"}, "w.example", "/")
 	res := Ingresses(snapshotOf(victim, attacker), DefaultOptions())
 	lb := onlyLB(t, res)
 	if lb.RequestedFIP != "" {
@@ -30,7 +31,7 @@ func TestOnlyTheOwnerPinsTheGroupsAddress(t *testing.T) {
 		t.Errorf("want an ExternalIPConflict naming the owner, got %+v", ps)
 	}
 	// The owner itself may pin.
-	victim.Annotations = map[string]string{AnnotationLoadBalancer: "shop", AnnotationExternalIP: "192.0.2.1"}
+	victim.Annotations = map[string]string{annotation.LoadBalancer: "shop", annotation.ExternalIP: "192.0.2.1"}
 	if lb := onlyLB(t, Ingresses(snapshotOf(victim, attacker), DefaultOptions())); lb.RequestedFIP != "192.0.2.1" {
 		t.Errorf("the owner's pin = %q", lb.RequestedFIP)
 	}
@@ -39,9 +40,9 @@ func TestOnlyTheOwnerPinsTheGroupsAddress(t *testing.T) {
 // --external-ip-namespaces: other namespaces' pins are ignored, with a
 // reason on the Ingress.
 func TestExternalIPNamespaces(t *testing.T) {
-	pin := map[string]string{AnnotationExternalIP: "192.0.2.7"}
+	pin := map[string]string{annotation.ExternalIP: "192.0.2.7"}
 	allowed := simpleIngress(t, "infra", "edge", 0, pin, "e.example", "/")
-	tenant := simpleIngress(t, "tenant", "grab", 0, map[string]string{AnnotationExternalIP: "192.0.2.8"}, "g.example", "/")
+	tenant := simpleIngress(t, "tenant", "grab", 0, map[string]string{annotation.ExternalIP: "192.0.2.8"}, "g.example", "/")
 	opts := DefaultOptions()
 	opts.ExternalIPNamespaces = []string{"infra"}
 	res := Ingresses(snapshotOf(allowed, tenant), opts)
@@ -63,7 +64,7 @@ func TestExternalIPNamespaces(t *testing.T) {
 // Naming another namespace's group does not join it
 // unless the administrator shares the group with both namespaces.
 func TestGroupsArePerNamespaceUnlessShared(t *testing.T) {
-	group := map[string]string{AnnotationLoadBalancer: "shop"}
+	group := map[string]string{annotation.LoadBalancer: "shop"}
 	victim := simpleIngress(t, "victim", "site", 0, group, "v.example", "/")
 	mine := simpleIngress(t, "victim", "more", 1, group, "m.example", "/")
 	attacker := simpleIngress(t, "attacker", "join", 5, group, "a.example", "/")
@@ -100,7 +101,7 @@ func TestGroupsArePerNamespaceUnlessShared(t *testing.T) {
 // TLS entry for the owner's host, and one without hosts, must not cover
 // the owner's host nor become the default certificate.
 func TestTLSHostsObeyHostOwnership(t *testing.T) {
-	group := map[string]string{AnnotationLoadBalancer: "shop"}
+	group := map[string]string{annotation.LoadBalancer: "shop"}
 	victim := simpleIngress(t, "victim", "site", 0, group, "v.example", "/")
 	victim.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{"v.example"}, SecretName: "v-tls"}}
 	attacker := simpleIngress(t, "attacker", "evil", 5, group, "a.example", "/")
@@ -159,7 +160,7 @@ func TestTLSHostsObeyHostOwnership(t *testing.T) {
 // admin.victim.example from *.victim.example (exact matches first). Hosts
 // outside the wildcard stay the newcomer's.
 func TestWildcardOwnsTheNamesItCovers(t *testing.T) {
-	group := map[string]string{AnnotationLoadBalancer: "shop"}
+	group := map[string]string{annotation.LoadBalancer: "shop"}
 	victim := simpleIngress(t, "victim", "site", 0, group, "*.victim.example", "/")
 	attacker := simpleIngress(t, "attacker", "evil", 5, group, "admin.victim.example", "/")
 	other := simpleIngress(t, "attacker", "own", 6, group, "a.b.victim.example", "/")

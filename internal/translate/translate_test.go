@@ -11,6 +11,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
 )
@@ -105,15 +106,15 @@ func TestInvalidIngressIsRefusedAndOthersServe(t *testing.T) {
 		"space in host":       simpleIngress(t, "evil", "p4", 1, nil, "exa mple.com", "/"),
 		"ip host":             simpleIngress(t, "evil", "p5", 1, nil, "10.0.0.1", "/"),
 		"double wildcard":     simpleIngress(t, "evil", "p6", 1, nil, "*.*.example", "/"),
-		"bad annotation":      simpleIngress(t, "evil", "p7", 1, map[string]string{AnnotationBalance: "roundrobin;evil"}, "a.example", "/"),
-		"bad bool":            simpleIngress(t, "evil", "p8", 1, map[string]string{AnnotationHealthCheck: "true\n"}, "a.example", "/"),
-		"bad external ip":     simpleIngress(t, "evil", "p9", 1, map[string]string{AnnotationExternalIP: "1.2.3.4 "}, "a.example", "/"),
+		"bad annotation":      simpleIngress(t, "evil", "p7", 1, map[string]string{annotation.Balance: "roundrobin;evil"}, "a.example", "/"),
+		"bad bool":            simpleIngress(t, "evil", "p8", 1, map[string]string{annotation.HealthCheck: "true\n"}, "a.example", "/"),
+		"bad external ip":     simpleIngress(t, "evil", "p9", 1, map[string]string{annotation.ExternalIP: "1.2.3.4 "}, "a.example", "/"),
 		"hash in path":        simpleIngress(t, "evil", "p10", 1, nil, "a.example", "/a#b"),
 		"dot-dot path":        simpleIngress(t, "evil", "p11", 1, nil, "a.example", "/a/../b"),
 		"percent-zero path":   simpleIngress(t, "evil", "p12", 1, nil, "a.example", "/a%00"),
-		"nginx source range":  simpleIngress(t, "evil", "p13", 1, map[string]string{NginxPrefix + "whitelist-source-range": "10.0.0.0/8;evil"}, "a.example", "/"),
-		"nginx redirect CRLF": simpleIngress(t, "evil", "p14", 1, map[string]string{NginxPrefix + "permanent-redirect": "https://a.example/\r\nX: y"}, "a.example", "/"),
-		"nginx body size":     simpleIngress(t, "evil", "p15", 1, map[string]string{AnnotationPrefix + "proxy-body-size": "1m\n"}, "a.example", "/"),
+		"nginx source range":  simpleIngress(t, "evil", "p13", 1, map[string]string{annotation.NginxPrefix + "whitelist-source-range": "10.0.0.0/8;evil"}, "a.example", "/"),
+		"nginx redirect CRLF": simpleIngress(t, "evil", "p14", 1, map[string]string{annotation.NginxPrefix + "permanent-redirect": "https://a.example/\r\nX: y"}, "a.example", "/"),
+		"nginx body size":     simpleIngress(t, "evil", "p15", 1, map[string]string{annotation.Prefix + "proxy-body-size": "1m\n"}, "a.example", "/"),
 	}
 	baseline := Ingresses(snapshotOf(victim), DefaultOptions())
 	for name, attacker := range cases {
@@ -158,7 +159,7 @@ func TestUnknownAndSnippetAnnotationsWarn(t *testing.T) {
 }
 
 func TestGroupSharesOneLoadBalancerAndResolvesConflicts(t *testing.T) {
-	group := map[string]string{AnnotationLoadBalancer: "shared"}
+	group := map[string]string{annotation.LoadBalancer: "shared"}
 	older := simpleIngress(t, "team-a", "old", 0, group, "shop.example", "/")
 	newer := simpleIngress(t, "team-b", "new", 5, group, "shop.example", "/")
 	other := simpleIngress(t, "team-b", "api", 6, group, "api.example", "/")
@@ -263,7 +264,7 @@ func TestDeterministicUnderShuffle(t *testing.T) {
 	for i := 0; i < 30; i++ {
 		ann := map[string]string{}
 		if i%3 == 0 {
-			ann[AnnotationLoadBalancer] = "g" + itoa(i%2)
+			ann[annotation.LoadBalancer] = "g" + itoa(i%2)
 		}
 		ings = append(ings, simpleIngress(t, "ns"+itoa(i%4), "ing"+itoa(i), i%5, ann, "h"+itoa(i%7)+".example", "/p"+itoa(i%3)))
 	}
@@ -329,8 +330,8 @@ func TestProblemMessagesAreEscaped(t *testing.T) {
 		"x\u202ey":   `"x\u202ey"`,
 		`back\slash`: `"back\\slash"`,
 	} {
-		if got := quoteForMessage(in); got != want {
-			t.Errorf("quoteForMessage(%q) = %s, want %s", in, got, want)
+		if got := annotation.QuoteForMessage(in); got != want {
+			t.Errorf("annotation.QuoteForMessage(%q) = %s, want %s", in, got, want)
 		}
 	}
 	if got := fieldForAnnotation("pier.dev/config-\u202ex"); strings.ContainsRune(got, '\u202e') {
@@ -351,7 +352,7 @@ func TestLongAnnotationNamesCutOnARune(t *testing.T) {
 		if len(ps) != 1 {
 			t.Fatalf("%d: want one warning, got %+v", before, ps)
 		}
-		for _, s := range []string{ps[0].Field, ps[0].Message, quoteForMessage(key)} {
+		for _, s := range []string{ps[0].Field, ps[0].Message, annotation.QuoteForMessage(key)} {
 			if !utf8.ValidString(s) || strings.Contains(s, "\\ufffd") || strings.ContainsRune(s, utf8.RuneError) {
 				t.Errorf("%d: %q is not the name cut on a character", before, s)
 			}
@@ -365,7 +366,7 @@ func TestLongAnnotationNamesCutOnARune(t *testing.T) {
 
 func TestOversizedAnnotationsAreRefused(t *testing.T) {
 	big := simpleIngress(t, "ns", "big", 0, map[string]string{"example.com/blob": strings.Repeat("a", 300<<10)}, "a.example", "/")
-	long := simpleIngress(t, "ns", "long", 0, map[string]string{AnnotationLoadBalancer: strings.Repeat("a", 2000)}, "b.example", "/")
+	long := simpleIngress(t, "ns", "long", 0, map[string]string{annotation.LoadBalancer: strings.Repeat("a", 2000)}, "b.example", "/")
 	res := Ingresses(snapshotOf(big, long), DefaultOptions())
 	if ps := problemsFor(res, "big"); len(ps) != 1 || ps[0].Reason != "AnnotationsTooLarge" {
 		t.Errorf("big: %+v", ps)
@@ -404,7 +405,7 @@ spec:
 // A tenant who joins another namespace's group cannot add routes to a
 // host that namespace serves, not even a more specific path.
 func TestGroupHostsBelongToTheFirstNamespace(t *testing.T) {
-	group := map[string]string{AnnotationLoadBalancer: "shop"}
+	group := map[string]string{annotation.LoadBalancer: "shop"}
 	victim := simpleIngress(t, "victim", "site", 0, group, "v.example", "/")
 	attacker := simpleIngress(t, "attacker", "admin", 5, group, "v.example", "/admin")
 	sameNS := simpleIngress(t, "victim", "more", 6, group, "v.example", "/more")

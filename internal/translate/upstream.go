@@ -3,34 +3,16 @@ package translate
 import (
 	"fmt"
 
-	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/model"
 )
-
-// maxTries bounds proxy-next-upstream-tries: ten retries after the first
-// attempt is already more than any backend should absorb per request.
-const maxTries = 11
-
-// parseTries reads proxy-next-upstream-tries: 1-11 attempts; 0, which
-// nginx reads as "no limit" (every member once), becomes the largest.
-func parseTries(v string) (int, error) {
-	n, err := encode.Int(v, 0, maxTries)
-	if err != nil {
-		return 0, fmt.Errorf("proxy-next-upstream-tries: %w", err)
-	}
-	if n == 0 {
-		n = maxTries
-	}
-	return n, nil
-}
 
 // applyUpstream sets the pool's tries and service-upstream from the
 // Ingress that creates it (a Service port is one backend:
 // upstreamConflict warns the others). Under --members-from-cluster-ip
 // every pool is a ClusterIP already, and the annotation changes nothing.
 func (s *ingressSettings) applyUpstream(pool *model.Pool, opts Options) {
-	pool.Tries = s.tries
-	pool.ServiceUpstream = s.serviceUpstream && !opts.MembersFromClusterIP
+	pool.Tries = s.Tries
+	pool.ServiceUpstream = s.ServiceUpstream && !opts.MembersFromClusterIP
 }
 
 // upstreamConflict warns an Ingress whose service-upstream or

@@ -3,6 +3,8 @@ package translate
 import (
 	"strings"
 	"testing"
+
+	"pier.dev/pier/internal/annotation"
 )
 
 // service-upstream makes the ClusterIP the pool's one member, and
@@ -10,9 +12,9 @@ import (
 // port's backend: the oldest Ingress's choice applies, a newer one that
 // differs gets an UpstreamConflict warning.
 func TestServiceUpstreamAndTries(t *testing.T) {
-	older := simpleIngress(t, "ns", "older", 0, map[string]string{AnnotationLoadBalancer: "g",
-		NginxPrefix + "service-upstream": "true", NginxPrefix + "proxy-next-upstream-tries": "2"}, "a.example", "/")
-	newer := simpleIngress(t, "ns", "newer", 1, map[string]string{AnnotationLoadBalancer: "g"}, "b.example", "/")
+	older := simpleIngress(t, "ns", "older", 0, map[string]string{annotation.LoadBalancer: "g",
+		annotation.NginxPrefix + "service-upstream": "true", annotation.NginxPrefix + "proxy-next-upstream-tries": "2"}, "a.example", "/")
+	newer := simpleIngress(t, "ns", "newer", 1, map[string]string{annotation.LoadBalancer: "g"}, "b.example", "/")
 	res := Ingresses(snapshotOf(older, newer), DefaultOptions())
 	lb := onlyLB(t, res)
 	if len(lb.Pools) != 1 {
@@ -39,27 +41,17 @@ func TestServiceUpstreamAndTries(t *testing.T) {
 	opts := DefaultOptions()
 	opts.MembersFromClusterIP = true
 	global := onlyLB(t, Ingresses(snapshotOf(simpleIngress(t, "ns", "g", 0,
-		map[string]string{NginxPrefix + "service-upstream": "true"}, "a.example", "/")), opts))
+		map[string]string{annotation.NginxPrefix + "service-upstream": "true"}, "a.example", "/")), opts))
 	if p := global.Pools[0]; p.ServiceUpstream || p.Members[0].Target != "clusterIP" {
 		t.Errorf("global pool %+v", p)
 	}
 
-	for in, want := range map[string]int{"1": 1, "3": 3, "11": 11, "0": 11} {
-		if got, err := parseTries(in); err != nil || got != want {
-			t.Errorf("parseTries(%q) = %d, %v", in, got, err)
-		}
-	}
-	for _, bad := range []string{"12", "-1", "3;evil", "three", ""} {
-		if _, err := parseTries(bad); err == nil {
-			t.Errorf("parseTries(%q) accepted", bad)
-		}
-	}
 }
 
 // service-upstream to a headless Service has no member: a Warning says
 // the route answers 503, rather than a silent empty pool.
 func TestServiceUpstreamHeadless(t *testing.T) {
-	ing := simpleIngress(t, "ns", "a", 0, map[string]string{NginxPrefix + "service-upstream": "true"}, "a.example", "/")
+	ing := simpleIngress(t, "ns", "a", 0, map[string]string{annotation.NginxPrefix + "service-upstream": "true"}, "a.example", "/")
 	snap := snapshotOf(ing)
 	for _, svc := range snap.Services {
 		svc.Spec.ClusterIP = "None"

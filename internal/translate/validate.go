@@ -7,6 +7,7 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/model"
 )
@@ -55,7 +56,7 @@ func checkPath(path string, pt *networkingv1.PathType) (string, model.CompareTyp
 		}
 		return path, model.CompareStartsWith, nil
 	}
-	return "", "", fmt.Errorf("pathType %s is not Exact, Prefix or ImplementationSpecific", quoteForMessage(string(*pt)))
+	return "", "", fmt.Errorf("pathType %s is not Exact, Prefix or ImplementationSpecific", annotation.QuoteForMessage(string(*pt)))
 }
 
 var uidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)

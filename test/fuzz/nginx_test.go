@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/encode"
 	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/translate"
@@ -17,7 +18,7 @@ import (
 // every rendered line tokenises into plain words; the victim's files
 // never change.
 func FuzzNginxAnnotationsToConfig(f *testing.F) {
-	names := translate.NginxAnnotations()
+	names := annotation.NginxAnnotations()
 	good := map[string]string{"ssl-redirect": "true", "force-ssl-redirect": "true", "proxy-body-size": "8m",
 		"proxy-connect-timeout": "5", "proxy-read-timeout": "60", "proxy-send-timeout": "60",
 		"whitelist-source-range": "10.0.0.0/8", "allowlist-source-range": "10.0.0.0/8, ::1",
@@ -137,9 +138,9 @@ func FuzzNginxAnnotationsToConfig(f *testing.F) {
 			k uint8
 			v string
 		}{{k1, v1}, {k2, v2}} {
-			prefix := translate.NginxPrefix
+			prefix := annotation.NginxPrefix
 			if kv.k >= 128 {
-				prefix = translate.AnnotationPrefix
+				prefix = annotation.Prefix
 			}
 			a.extra[prefix+names[int(kv.k)%len(names)]] = kv.v
 			if strings.HasSuffix(kv.v, "$2") {
@@ -170,7 +171,7 @@ func FuzzHeaderAnnotationsToConfig(f *testing.F) {
 	f.Fuzz(func(t *testing.T, req, res string) {
 		a := valid()
 		a.tlsHost = a.host
-		a.extra = map[string]string{translate.AnnotationRequestHeaders: req, translate.AnnotationResponseHeaders: res}
+		a.extra = map[string]string{annotation.RequestHeaders: req, annotation.ResponseHeaders: res}
 		checkAttack(t, &a, baseline)
 		checkHeaderValuesIntact(t, &a)
 	})

@@ -110,10 +110,10 @@ func snapshot(t testing.TB, a *attack) *source.Snapshot {
 	evil := ingress(attackerNS, "evil", attackerUID, epoch, a.host, a.path, pt, a.service, a.port)
 	evil.Annotations = map[string]string{}
 	for key, v := range map[string]string{
-		translate.AnnotationLoadBalancer: a.group,
-		translate.AnnotationBalance:      a.balance,
-		translate.AnnotationHealthCheck:  a.health,
-		translate.AnnotationExternalIP:   a.externalIP,
+		annotation.LoadBalancer: a.group,
+		annotation.Balance:      a.balance,
+		annotation.HealthCheck:  a.health,
+		annotation.ExternalIP:   a.externalIP,
 	} {
 		if v != "" {
 			evil.Annotations[key] = v
@@ -153,8 +153,8 @@ func snapshot(t testing.TB, a *attack) *source.Snapshot {
 const attackerErrorsName = "errors"
 
 func hasDefaultBackend(ing *networkingv1.Ingress) bool {
-	_, nginx := ing.Annotations[translate.NginxPrefix+"default-backend"]
-	_, pier := ing.Annotations[translate.AnnotationPrefix+"default-backend"]
+	_, nginx := ing.Annotations[annotation.NginxPrefix+"default-backend"]
+	_, pier := ing.Annotations[annotation.Prefix+"default-backend"]
 	return nginx || pier
 }
 

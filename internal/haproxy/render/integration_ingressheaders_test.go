@@ -11,6 +11,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"pier.dev/pier/internal/annotation"
 	"pier.dev/pier/internal/encode"
 	fx "pier.dev/pier/internal/fixture"
 	"pier.dev/pier/internal/model"
@@ -21,7 +22,7 @@ import (
 // headersIngress is an Ingress of pier's class routing host / to the
 // Service web, in the shared group "g".
 func headersIngress(name, host string, ann map[string]string) *networkingv1.Ingress {
-	ann[translate.AnnotationLoadBalancer] = "g"
+	ann[annotation.LoadBalancer] = "g"
 	ing := fx.Ingress("web", name, "pier", fx.Rule(host, fx.Path("/", networkingv1.PathTypePrefix, "web", 80)))
 	ing.Annotations = ann
 	return ing
@@ -32,12 +33,12 @@ func headersIngress(name, host string, ann map[string]string) *networkingv1.Ingr
 func headersSnapshot() *source.Snapshot {
 	port, proto := int32(8080), corev1.ProtocolTCP
 	typed := map[string]string{
-		translate.NginxPrefix + "custom-headers": "security",
-		translate.AnnotationRequestHeaders:       "X-Team: blue\n-X-Debug\n",
-		translate.AnnotationResponseHeaders:      "-X-Backend-Remove\nX-Backend-Set: typed; v=1\n",
+		annotation.NginxPrefix + "custom-headers": "security",
+		annotation.RequestHeaders:                 "X-Team: blue\n-X-Debug\n",
+		annotation.ResponseHeaders:                "-X-Backend-Remove\nX-Backend-Set: typed; v=1\n",
 	}
-	locked := map[string]string{translate.NginxPrefix + "custom-headers": "security",
-		translate.NginxPrefix + "whitelist-source-range": "10.0.0.0/8"}
+	locked := map[string]string{annotation.NginxPrefix + "custom-headers": "security",
+		annotation.NginxPrefix + "whitelist-source-range": "10.0.0.0/8"}
 	return &source.Snapshot{
 		IngressClasses: []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: "pier"},
 			Spec: networkingv1.IngressClassSpec{Controller: translate.DefaultControllerName}}},
@@ -135,8 +136,8 @@ func TestIntegrationLongestHeaders(t *testing.T) {
 	value := strings.Repeat("v", encode.MaxHeaderValueLen-1) + "!"
 	snap := headersSnapshot()
 	site := snap.Ingresses[0].Annotations
-	site[translate.AnnotationRequestHeaders] = name + ": " + value + "\n"
-	site[translate.AnnotationResponseHeaders] = name + ": " + value + "\n"
+	site[annotation.RequestHeaders] = name + ": " + value + "\n"
+	site[annotation.ResponseHeaders] = name + ": " + value + "\n"
 	addr, lb := serveHeadersSnapshot(t, bin, snap)
 	out := mustRender(t, lb, nil)
 	longest := 0
@@ -172,8 +173,8 @@ func TestIntegrationHeaderValuesVerbatim(t *testing.T) {
 	literal := "%[src] #not-a-comment 100% 'x'"
 	snap := headersSnapshot()
 	site := snap.Ingresses[0].Annotations
-	site[translate.AnnotationRequestHeaders] = "X-Literal: " + literal + "\nX-Json: " + reportTo + "\n"
-	site[translate.AnnotationResponseHeaders] = "Report-To: " + reportTo + "\nX-Literal: " + literal + "\n"
+	site[annotation.RequestHeaders] = "X-Literal: " + literal + "\nX-Json: " + reportTo + "\n"
+	site[annotation.ResponseHeaders] = "Report-To: " + reportTo + "\nX-Literal: " + literal + "\n"
 	snap.ConfigMaps[0].Data["Content-Security-Policy"] = csp
 	addr, _ := serveHeadersSnapshot(t, bin, snap)
 	resp := rawRequest(t, addr, "127.0.0.1", "GET /x HTTP/1.1\r\nHost: site.test\r\n\r\n")

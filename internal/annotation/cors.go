@@ -1,7 +1,8 @@
-package translate
+package annotation
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -23,35 +24,35 @@ const (
 	maxCORSList       = 64
 )
 
-// corsSettings are enable-cors and its companions.
-type corsSettings struct {
-	enabled     bool
-	origins     []string
-	methods     []string
-	headers     []string
-	credentials bool
-	maxAge      int
+// CORS are enable-cors and its companions.
+type CORS struct {
+	Enabled     bool
+	Origins     []string
+	Methods     []string
+	Headers     []string
+	Credentials bool
+	MaxAge      int
 }
 
-func defaultCORS() corsSettings {
-	return corsSettings{origins: []string{"*"}, methods: defaultCORSMethods, headers: defaultCORSHeaders,
-		credentials: true, maxAge: defaultCORSMaxAge}
+func defaultCORS() CORS {
+	return CORS{Origins: []string{"*"}, Methods: defaultCORSMethods, Headers: defaultCORSHeaders,
+		Credentials: true, MaxAge: defaultCORSMaxAge}
 }
 
 // model is the policy's CORS, nil unless enable-cors is true.
-func (c corsSettings) model() *model.CORS {
-	if !c.enabled {
+func (c CORS) Model() *model.CORS {
+	if !c.Enabled {
 		return nil
 	}
-	return &model.CORS{AllowOrigins: slices.Clone(c.origins), AllowMethods: slices.Clone(c.methods),
-		AllowHeaders: slices.Clone(c.headers), AllowCredentials: c.credentials, MaxAgeSeconds: c.maxAge}
+	return &model.CORS{AllowOrigins: slices.Clone(c.Origins), AllowMethods: slices.Clone(c.Methods),
+		AllowHeaders: slices.Clone(c.Headers), AllowCredentials: c.Credentials, MaxAgeSeconds: c.MaxAge}
 }
 
 // splitList splits a comma-separated list, spaces around items allowed,
 // refusing control characters, empty items and more than max items.
 func splitList(what, v string, max int) ([]string, error) {
 	if strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return nil, fmt.Errorf("%s %s: control character", what, quoteForMessage(v))
+		return nil, fmt.Errorf("%s %s: control character", what, QuoteForMessage(v))
 	}
 	parts := strings.Split(v, ",")
 	if len(parts) > max {
@@ -82,7 +83,7 @@ func parseCORSOrigins(v string) ([]string, error) {
 		}
 		seen[o.String()] = true
 	}
-	return sortedKeys(seen), nil
+	return slices.Sorted(maps.Keys(seen)), nil
 }
 
 // parseCORSMethods reads cors-allow-methods: method tokens, uppercase

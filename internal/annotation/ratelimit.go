@@ -1,4 +1,4 @@
-package translate
+package annotation
 
 import (
 	"fmt"
@@ -12,10 +12,10 @@ import (
 // HAProxy's comparisons.
 const maxRateLimit = 1000000
 
-// rateLimitSettings are limit-rps, limit-rpm and limit-connections; 0 is
+// RateLimit are limit-rps, limit-rpm and limit-connections; 0 is
 // off, as in ingress-nginx.
-type rateLimitSettings struct {
-	rps, rpm, connections int
+type RateLimit struct {
+	RPS, RPM, Connections int
 }
 
 // parseRateLimit reads a whole number, 0 (off) to maxRateLimit.
@@ -28,11 +28,11 @@ func parseRateLimit(name, v string) (int, error) {
 }
 
 // model is the policy's RateLimit, nil when no limit is set.
-func (r rateLimitSettings) model() *model.RateLimit {
-	if r.rps == 0 && r.rpm == 0 && r.connections == 0 {
+func (r RateLimit) Model() *model.RateLimit {
+	if r.RPS == 0 && r.RPM == 0 && r.Connections == 0 {
 		return nil
 	}
-	return &model.RateLimit{RequestsPerSecond: r.rps, RequestsPerMinute: r.rpm, Connections: r.connections}
+	return &model.RateLimit{RequestsPerSecond: r.RPS, RequestsPerMinute: r.RPM, Connections: r.Connections}
 }
 
 // rateLimitDifference is how the request limits differ from ingress-nginx.

@@ -1,4 +1,4 @@
-package translate
+package annotation
 
 import "strings"
 
@@ -10,7 +10,7 @@ import "strings"
 // client, or every request, its author meant to keep out. So, as with
 // snippets, the Ingress is refused with what to do instead, unless the
 // operator says to serve it without the protection
-// (Options.IgnoreProtections, --ignore-protection-annotations).
+// (Policy.IgnoreProtections, --ignore-protection-annotations).
 
 // protectionAlternatives is, per protecting annotation, what it would
 // have done and what to use instead.
