@@ -83,18 +83,23 @@ func (c *Config) TrackFile(instance string) string {
 	return filepath.Join(c.Dir, "track", instance)
 }
 
-// DefaultAdvert: a cut link moves the addresses after about three
-// adverts, 88–119 ms at 40 ms where 100 ms took 259–296 ms (test/pair,
-// the holder sampled every 10 ms). Measured with `pier run --nodes 2`
-// for 30 s: a pair's four keepalived processes used 0.50–0.56% of a core
-// at 40 ms (0.20% at 100 ms), and with eight busy loops beside them no
-// instance entered MASTER. Real-time scheduling for keepalived
+// DefaultAdvert is 100 ms: the standby declares the holder dead about
+// three adverts after its last one, so a cut link moves the addresses in
+// 259-296 ms (test/pair, the holder sampled every 10 ms). 40 ms moves
+// them in 88-119 ms, but it leaves a scheduling delay of only about
+// 130 ms before a backup takes over a master that is alive: with every
+// CPU saturated (hack/cpuhog.sh, two busy loops per core beside
+// test/kubepair's failovers) 40 ms gave two holders, 50-600 ms at a
+// time, in 3 runs of 3 (and in 1 of 3 with keepalived's VRRP process at
+// nice -15, so keepalived's own CPU share is not the whole cause), and
+// 100 ms in none of 5. A pair's four keepalived processes use 0.20% of a core at
+// 100 ms, 0.50-0.56% at 40 ms. Real-time scheduling for keepalived
 // (vrrp_rt_priority) was tried and left out: with it, a reload left
-// addresses unheld for 0.1–0.3 s in addrhold's tests (TestHolderLone,
+// addresses unheld for 0.1-0.3 s in addrhold's tests (TestHolderLone,
 // TestOrphanSweepSparesPair), at 40 ms and 100 ms alike; the cause is
 // not established (keepalived limits a real-time process to 10 ms of CPU
 // between blocking calls, which a reload's parsing may exceed).
-const DefaultAdvert = 40 * time.Millisecond
+const DefaultAdvert = 100 * time.Millisecond
 
 // CheckAdvert says whether d is an advert interval VRRPv3 can carry:
 // whole centiseconds, from 10 ms to 40 s.
