@@ -149,8 +149,25 @@ func (g *lbGroup) build(opts Options, canaries map[string][]*canaryRef, def defa
 		Name: model.DefaultHTTPListenerName, Protocol: model.ProtocolHTTP, Port: opts.HTTPPort,
 		DefaultPoolID: defaultPool, Policies: policiesFor(kept, true, certHosts(certs)),
 	})
-	passthrough, ptProblems := passthroughRoutes(g.members, hostOwners, pools)
-	problems = append(problems, ptProblems...)
+	https, httpsProblems := g.httpsListener(opts, kept, certs, def, hostOwners, pools, defaultPool)
+	problems = append(problems, httpsProblems...)
+	if https != nil {
+		lb.Listeners = append(lb.Listeners, *https)
+	}
+	for _, id := range sortedKeys(pools) {
+		lb.Pools = append(lb.Pools, *pools[id])
+	}
+	sort.Slice(lb.Sources, func(i, j int) bool { return lb.Sources[i].Key() < lb.Sources[j].Key() })
+	lb.AccessLog = groupAccessLog(g.members)
+	return lb, problems
+}
+
+// httpsListener is the group's HTTPS listener: its certificates (the
+// operator's default among them) terminate the kept routes, and its
+// ssl-passthrough hosts pass; nil when it has neither.
+func (g *lbGroup) httpsListener(opts Options, kept []keptRoute, certs []model.Certificate, def defaultCert,
+	hostOwners map[string]*parsedIngress, pools map[string]*model.Pool, defaultPool string) (*model.Listener, []model.Problem) {
+	passthrough, problems := passthroughRoutes(g.members, hostOwners, pools)
 	// The owner's first certificate is the fallback; one of another
 	// namespace must not be served to every client (StrictSNI), the
 	// operator's default certificate may.
@@ -161,25 +178,20 @@ func (g *lbGroup) build(opts Options, canaries map[string][]*canaryRef, def defa
 	certs = def.withDefault(certs)
 	switch {
 	case len(certs) > 0:
-		lb.Listeners = append(lb.Listeners, model.Listener{
+		return &model.Listener{
 			Name: model.DefaultHTTPSListenerName, Protocol: model.ProtocolTerminatedHTTPS, Port: opts.HTTPSPort,
 			DefaultPoolID: defaultPool, Certificates: certs, Policies: policiesFor(kept, false, certHosts(certs)),
 			StrictSNI: strict, Passthrough: passthrough,
-		})
+		}, problems
 	case len(passthrough) > 0:
 		// Nothing to terminate: the listener passes its hosts and closes
 		// other connections.
-		lb.Listeners = append(lb.Listeners, model.Listener{
+		return &model.Listener{
 			Name: model.DefaultHTTPSListenerName, Protocol: model.ProtocolTerminatedHTTPS, Port: opts.HTTPSPort,
 			Passthrough: passthrough,
-		})
+		}, problems
 	}
-	for _, id := range sortedKeys(pools) {
-		lb.Pools = append(lb.Pools, *pools[id])
-	}
-	sort.Slice(lb.Sources, func(i, j int) bool { return lb.Sources[i].Key() < lb.Sources[j].Key() })
-	lb.AccessLog = groupAccessLog(g.members)
-	return lb, problems
+	return nil, problems
 }
 
 // groupAccessLog is the access logging the members of a group ask for,
