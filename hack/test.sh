@@ -73,17 +73,6 @@ if [ "$(tr -d '\n' <.test-status)" != 00 ] || [ "$summary" != 0 ]; then
   exit 1
 fi
 
-# The pair's failovers again with every CPU saturated (hack/cpuhog.sh:
-# two busy loops per core beside the suite): kill -9 of the holder's
-# HAProxy, and the same while the API server is unreachable. A late
-# advert, lease renewal or health tick shows here first: at 40 ms adverts
-# this gave two holders in every run, at the default 100 ms in none
-# (docs/failover.md, "Advert interval"). About 1 min.
-echo "== test/kubepair under a CPU hog" >&2
-hack/cpuhog.sh go test -count=1 -timeout 10m \
-  -run 'TestKubePair$/^(reports_and_both_hot|kill_-9_the_holder.s_HAProxy|API_unreachable_while_the_holder.s_HAProxy_is_killed)$' \
-  ./test/kubepair
-
 # The Kubernetes-mode scale benchmark's quick form (100 Ingresses, 3
 # nodes: real API server, two controllers, an agent per node), so that
 # the benchmark cannot rot; its figures mean nothing here. About 1 min.

@@ -92,7 +92,8 @@ func (c *Config) TrackFile(instance string) string {
 // test/kubepair's failovers) 40 ms gave two holders, 50-600 ms at a
 // time, in 3 runs of 3 (and in 1 of 3 with keepalived's VRRP process at
 // nice -15, so keepalived's own CPU share is not the whole cause), and
-// 100 ms in none of 5. A pair's four keepalived processes use 0.20% of a core at
+// 100 ms in 1 of 6 (one takeover of 150 ms, while the API server was
+// unreachable). A pair's four keepalived processes use 0.20% of a core at
 // 100 ms, 0.50-0.56% at 40 ms. Real-time scheduling for keepalived
 // (vrrp_rt_priority) was tried and left out: with it, a reload left
 // addresses unheld for 0.1-0.3 s in addrhold's tests (TestHolderLone,
