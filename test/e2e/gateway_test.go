@@ -157,3 +157,24 @@ spec:
 		t.Errorf("shop.example after the grant: %s", got)
 	}
 }
+
+// readExample is examples/gateway/<name>, for a test to put its own ports
+// and members in.
+func readExample(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("../../examples/gateway", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// gatewayExample writes into manifests the example doc (as name) beside
+// the GatewayClass of examples/gateway/gateway.yaml, its first document:
+// the other examples name that class and do not repeat it.
+func gatewayExample(t *testing.T, manifests, name, doc string) {
+	t.Helper()
+	class, _, _ := strings.Cut(readExample(t, "gateway.yaml"), "\n---\n")
+	harness.WriteFile(t, filepath.Join(manifests, "class.yaml"), class)
+	harness.WriteFile(t, filepath.Join(manifests, name), doc)
+}

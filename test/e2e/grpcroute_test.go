@@ -3,7 +3,6 @@ package e2e
 import (
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -220,22 +219,12 @@ endpoints: [{addresses: ["127.0.0.1"], conditions: {ready: true}}]
 // service of no rule gets 404.
 func TestGRPCRouteExample(t *testing.T) {
 	manifests, state := harness.ShortTempDir(t), harness.ShortTempDir(t)
-	class, err := os.ReadFile("../../examples/gateway/gateway.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile("../../examples/gateway/grpc.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	port := harness.FreePort(t)
-	s := strings.Replace(string(b), "port: 50051", "port: "+strconv.Itoa(port), 1)
+	s := strings.Replace(readExample(t, "grpc.yaml"), "port: 50051", "port: "+strconv.Itoa(port), 1)
 	for backend, name := range map[string]string{"9201": "echo", "9202": "stream", "9203": "canary"} {
 		s = strings.ReplaceAll(s, backend, strconv.Itoa(startGRPCBackend(t, name)))
 	}
-	first, _, _ := strings.Cut(string(class), "\n---\n")
-	harness.WriteFile(t, filepath.Join(manifests, "class.yaml"), first)
-	harness.WriteFile(t, filepath.Join(manifests, "grpc.yaml"), s)
+	gatewayExample(t, manifests, "grpc.yaml", s)
 	p := harness.StartPier(t, harness.Options{Manifests: manifests, State: state})
 	lb := p.ServingGateway("demo", "grpc")
 	backendOf := func(path string, header map[string]string) string {

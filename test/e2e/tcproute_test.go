@@ -259,21 +259,10 @@ endpoints: [{addresses: ["127.0.0.1"], conditions: {ready: true}}]
 // gateway.yaml's GatewayClass): its echo answers through the VIP.
 func TestTCPRouteExample(t *testing.T) {
 	manifests, state := harness.ShortTempDir(t), harness.ShortTempDir(t)
-	class, err := os.ReadFile("../../examples/gateway/gateway.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile("../../examples/gateway/tcp.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	port := harness.FreePort(t)
-	s := strings.Replace(string(b), "port: 5432", "port: "+strconv.Itoa(port), 1)
+	s := strings.Replace(readExample(t, "tcp.yaml"), "port: 5432", "port: "+strconv.Itoa(port), 1)
 	s = strings.ReplaceAll(s, "9101", strconv.Itoa(startTCPEcho(t, "echo")))
-	// Only the GatewayClass of gateway.yaml: its first document.
-	first, _, _ := strings.Cut(string(class), "\n---\n")
-	harness.WriteFile(t, filepath.Join(manifests, "class.yaml"), first)
-	harness.WriteFile(t, filepath.Join(manifests, "tcp.yaml"), s)
+	gatewayExample(t, manifests, "tcp.yaml", s)
 	p := harness.StartPier(t, harness.Options{Manifests: manifests, State: state})
 	lb := p.ServingGateway("demo", "tcp")
 	if reply, err := tcpSay(lb.VIP, port, "ping"); err != nil || reply != "echo ping" {

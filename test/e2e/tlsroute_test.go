@@ -223,23 +223,13 @@ endpoints: [{addresses: ["127.0.0.1"], conditions: {ready: true}}]
 // member, admin.apps.example the admin one, through the VIP.
 func TestTLSRouteExample(t *testing.T) {
 	manifests, state := harness.ShortTempDir(t), harness.ShortTempDir(t)
-	class, err := os.ReadFile("../../examples/gateway/gateway.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile("../../examples/gateway/tls.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	port := harness.FreePort(t)
 	appsCert, appsKey := (*e2eCA)(nil).issue(t, "member.apps", x509.ExtKeyUsageServerAuth)
 	adminCert, adminKey := (*e2eCA)(nil).issue(t, "member.admin", x509.ExtKeyUsageServerAuth)
-	s := strings.Replace(string(b), "port: 8443", "port: "+strconv.Itoa(port), 1)
+	s := strings.Replace(readExample(t, "tls.yaml"), "port: 8443", "port: "+strconv.Itoa(port), 1)
 	s = strings.ReplaceAll(s, "9102", strconv.Itoa(tlsMember(t, appsCert, appsKey)))
 	s = strings.ReplaceAll(s, "9103", strconv.Itoa(tlsMember(t, adminCert, adminKey)))
-	first, _, _ := strings.Cut(string(class), "\n---\n")
-	harness.WriteFile(t, filepath.Join(manifests, "class.yaml"), first)
-	harness.WriteFile(t, filepath.Join(manifests, "tls.yaml"), s)
+	gatewayExample(t, manifests, "tls.yaml", s)
 	p := harness.StartPier(t, harness.Options{Manifests: manifests, State: state})
 	lb := p.ServingGateway("demo", "tls")
 	for sni, want := range map[string]string{"www.apps.example": "member.apps", "admin.apps.example": "member.admin"} {
