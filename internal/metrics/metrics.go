@@ -24,6 +24,7 @@ type Metrics struct {
 	FragmentChecks  *prometheus.CounterVec
 	ApplySeconds    prometheus.Histogram
 	HAProxyRestarts prometheus.Counter
+	FDShortfall     prometheus.Gauge
 	SourceProblems  prometheus.Gauge
 	BGPSessionUp    *prometheus.GaugeVec
 	BGPBFDUp        *prometheus.GaugeVec
@@ -104,6 +105,10 @@ func New() *Metrics {
 		HAProxyRestarts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pier_haproxy_restarts_total", Help: "HAProxy instances restarted by the supervisor after they exited.",
 		}),
+		FDShortfall: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pier_haproxy_fd_shortfall",
+			Help: "File descriptors the largest HAProxy process's config asks for beyond the RLIMIT_NOFILE it got (0: it fits); it serves within the limit, and connections beyond it wait or are refused.",
+		}),
 		SourceProblems: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "pier_source_problems", Help: "Manifest documents that could not be read (pier run).",
 		}),
@@ -159,6 +164,6 @@ func New() *Metrics {
 		m.AccessLogLines, m.AccessLogDropped, m.MembersUp, m.Members)
 	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.LoadBalancers, m.IngressProblems, m.Rebuilds, m.StatusPasses, m.Snapshots, m.RebuildSeconds, m.Reloads, m.RuntimeUpdates, m.Landings, m.FragmentChecks,
-		m.ConfigRejected, m.ApplySeconds, m.HAProxyRestarts, m.SourceProblems, m.BGPSessionUp, m.BGPBFDUp, m.BGPRoutes, m.OrphansRemoved)
+		m.ConfigRejected, m.ApplySeconds, m.HAProxyRestarts, m.FDShortfall, m.SourceProblems, m.BGPSessionUp, m.BGPBFDUp, m.BGPRoutes, m.OrphansRemoved)
 	return m
 }

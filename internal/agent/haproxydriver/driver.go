@@ -389,16 +389,23 @@ func (d *Driver) previousSlots(inst *instance, at layout.LB) render.Slots {
 
 // Drifted lists load balancers whose HAProxy the supervisor restarted:
 // it came back with the last config it had loaded, which may miss
-// member changes made through the runtime API since.
+// member changes made through the runtime API since. The agent asks on
+// every tick, so the processes' file descriptor shortfall is published
+// here too.
 func (d *Driver) Drifted() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	shortfall := 0
 	for _, sh := range d.shards {
 		if n := sh.proc.Stats().Restarts; n > sh.counted {
 			d.cfg.Metrics.HAProxyRestarts.Add(float64(n - sh.counted))
 			sh.counted = n
 		}
+		if s, ok := sh.proc.FDShortfall(); ok {
+			shortfall = max(shortfall, s.Needed-s.Limit)
+		}
 	}
+	d.cfg.Metrics.FDShortfall.Set(float64(shortfall))
 	if d.landing != nil {
 		go d.checkLanding()
 	}

@@ -122,6 +122,10 @@ type Instance struct {
 	reloadsOK, reloadsFailed, checksFailed, restarts atomic.Uint64
 	runtimeConns                                     atomic.Uint64
 
+	// fdShortfall is what the last start or reload said of the file
+	// descriptor limit (fdlimit.go); the zero value when it fitted.
+	fdShortfall atomic.Pointer[FDShortfall]
+
 	// afterCheck, when set by a test, runs between a passed check and the
 	// reload, to model a configuration that breaks after it was checked.
 	afterCheck func(stagedDir string)

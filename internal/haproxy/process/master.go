@@ -116,6 +116,7 @@ func (i *Instance) launch(ctx context.Context) (*master, error) {
 		log.Warn("haproxy did not start", "err", err)
 		return nil, err
 	}
+	i.noteFDLimit(i.logSince(offset))
 	log.Info("haproxy started", "worker_pids", pids(st.current()))
 	return m, nil
 }

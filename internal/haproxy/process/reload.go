@@ -91,6 +91,7 @@ func (i *Instance) reload(ctx context.Context, nice int) error {
 		return err
 	}
 	i.prune()
+	i.noteFDLimit(i.logSince(offset))
 	i.reloadsOK.Add(1)
 	worker, _ := newWorker(before, after)
 	log.Info("haproxy reloaded", "worker_pid", worker.PID, "old_workers", len(after.workers)-len(after.current()))

@@ -59,6 +59,14 @@ func writeGlobal(c *encode.Config, o Options) {
 	c.Blank()
 	c.Section(encode.Lit("global"))
 	c.Line(encode.Lit("maxconn"), encode.Num(o.MaxConn))
+	// HAProxy asks the kernel for twice maxconn file descriptors plus one
+	// per listener and per health check. Thousands of load balancers in
+	// one process can need more than the hard RLIMIT_NOFILE a container
+	// is given, and HAProxy 2.6 then refuses to load the config at all
+	// (strict-limits is its default), so every later change is refused.
+	// Without it HAProxy warns and runs within the limit; the process
+	// package reports the shortfall (log line and metric).
+	c.Line(encode.Lit("no"), encode.Lit("strict-limits"))
 	// Old workers drain for at most this long after a reload.
 	c.Line(encode.Lit("hard-stop-after"), encode.Millis(o.HardStopAfter))
 	if o.User != "" {
