@@ -387,6 +387,15 @@ func (d *Driver) previousSlots(inst *instance, at layout.LB) render.Slots {
 	return s
 }
 
+// fdShortfall is how many file descriptors p's config asks for beyond
+// its limit, 0 when it fits.
+func fdShortfall(p *process.Instance) int {
+	if s, ok := p.FDShortfall(); ok {
+		return s.Needed - s.Limit
+	}
+	return 0
+}
+
 // Drifted lists load balancers whose HAProxy the supervisor restarted:
 // it came back with the last config it had loaded, which may miss
 // member changes made through the runtime API since. The agent asks on
@@ -401,9 +410,10 @@ func (d *Driver) Drifted() []string {
 			d.cfg.Metrics.HAProxyRestarts.Add(float64(n - sh.counted))
 			sh.counted = n
 		}
-		if s, ok := sh.proc.FDShortfall(); ok {
-			shortfall = max(shortfall, s.Needed-s.Limit)
-		}
+		shortfall = max(shortfall, fdShortfall(sh.proc))
+	}
+	if d.landing != nil {
+		shortfall = max(shortfall, fdShortfall(d.landing.proc))
 	}
 	d.cfg.Metrics.FDShortfall.Set(float64(shortfall))
 	if d.landing != nil {

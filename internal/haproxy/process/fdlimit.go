@@ -47,7 +47,7 @@ func (i *Instance) noteFDLimit(out string) {
 	was := i.fdShortfall.Swap(&now)
 	switch {
 	case short && (was == nil || *was != now):
-		i.log.Warn("haproxy needs more file descriptors than this process may open; it runs within the limit, and connections beyond it wait or are refused: raise RLIMIT_NOFILE (LimitNOFILE of containerd or the pier service), or lower --haproxy-maxconn, or spread load balancers over more --haproxy-processes",
+		i.log.Warn("haproxy needs more file descriptors than this process may open; it runs within the limit, and connections beyond it wait or are refused: raise RLIMIT_NOFILE (LimitNOFILE of containerd or the pier service), or lower --haproxy-maxconn or --server-slots, or spread load balancers over more --haproxy-processes",
 			"fd_needed", now.Needed, "fd_limit", now.Limit)
 	case !short && was != nil && *was != (FDShortfall{}):
 		i.log.Info("haproxy's file descriptor needs fit the limit again", "fd_needed_before", was.Needed, "fd_limit_before", was.Limit)
