@@ -415,14 +415,19 @@ func (w *world) multipath(addr netip.Addr) []string {
 }
 
 // waitMultipath waits until the router's route to addr has n next hops
-// and says when that changed.
+// and says when that changed: after the start of the last look that saw
+// another set (a look reads the route at some moment while `ip` runs) and
+// before the end of the first that saw n. If the first look already sees
+// n, the change came before the call, which is then the bound.
 func (w *world) waitMultipath(addr netip.Addr, n int, limit time.Duration) (hopChange, error) {
 	deadline := time.Now().Add(limit)
+	lastOld := time.Now()
 	for {
 		looked := time.Now()
 		if hops := w.multipath(addr); len(hops) == n {
-			return hopChange{before: looked, after: time.Now()}, nil
+			return hopChange{before: lastOld, after: time.Now()}, nil
 		}
+		lastOld = looked
 		if time.Now().After(deadline) {
 			out, _ := exec.Command("ip", "-n", w.lab.Client.NS, "route", "show", addr.String()).CombinedOutput()
 			return hopChange{}, fmt.Errorf("the router's route to %s has not %d next hops within %s: %s", addr, n, limit, out)

@@ -46,7 +46,7 @@ func roles(lb *model.LoadBalancer) map[string]model.VRRPState {
 }
 
 func describe(lb *model.LoadBalancer) string {
-	return fmt.Sprintf("placement %s/%s, reports %v", lb.Placement.Active, lb.Placement.Standby, roles(lb))
+	return fmt.Sprintf("placement %s/%s, VRRP roles %v, BGP states %v", lb.Placement.Active, lb.Placement.Standby, roles(lb), bgpStates(lb))
 }
 
 // waitLB waits until the LoadBalancer satisfies ok and returns it.

@@ -263,7 +263,7 @@ func (m *Mover) plan() (want []Route, local map[netip.Addr]bool, states map[stri
 		states[lb.UUID] = state
 		for _, addr := range addrs {
 			local[addr] = true
-			if state != model.BGPWithdrawn {
+			if state != model.BGPWithdrawn && state != notYetServed {
 				want = append(want, Route{Addr: addr, Active: state != model.BGPAdvertised})
 			}
 		}
@@ -271,8 +271,17 @@ func (m *Mover) plan() (want []Route, local map[netip.Addr]bool, states map[stri
 	return want, local, states
 }
 
+// notYetServed is the state of a load balancer whose data plane has not
+// served here since it was given to its driver: nothing is advertised
+// and nothing is reported. Reporting it withdrawn would tell the other
+// node of the pair that this one failed, and at a cold start the standby,
+// often healthy a few milliseconds before the active, would take the
+// preference and keep it (no second move) for a failure that never was.
+const notYetServed model.BGPState = ""
+
 // state is what this node advertises lb as. The rules:
 //
+//   - Nothing (notYetServed) until lb's data plane first serves here.
 //   - Withdrawn while the node drains or lb's data plane does not serve
 //     here (for a native load balancer: its nftables table is not applied
 //     with lb's current spec, or the last transaction failed).
@@ -284,7 +293,11 @@ func (m *Mover) plan() (want []Route, local map[netip.Addr]bool, states map[stri
 //     serves keeps the preference (takesOver, yields).
 func (m *Mover) state(lb *model.LoadBalancer) model.BGPState {
 	switch {
-	case m.draining || !m.node.Healthy(lb.UUID):
+	case m.draining:
+		return model.BGPWithdrawn
+	case !m.node.Healthy(lb.UUID) && !m.node.Served(lb.UUID):
+		return notYetServed
+	case !m.node.Healthy(lb.UUID):
 		return model.BGPWithdrawn
 	case m.cfg.ECMP && len(lb.Placement.ECMP) > 0:
 		return model.BGPECMP

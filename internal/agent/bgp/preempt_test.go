@@ -7,11 +7,12 @@ import (
 	"pier.dev/pier/internal/model"
 )
 
-// fakeNode is a data plane whose health the test sets.
-type fakeNode struct{ healthy bool }
+// fakeNode is a data plane whose health the test sets; it has served
+// once it was healthy at a tick (the agent records it so).
+type fakeNode struct{ healthy, served bool }
 
 func (n *fakeNode) Healthy(string) bool             { return n.healthy }
-func (n *fakeNode) Served(string) bool              { return true }
+func (n *fakeNode) Served(string) bool              { return n.served }
 func (n *fakeNode) Reconnect(context.Context, bool) {}
 func (n *fakeNode) Wake()                           {}
 
@@ -23,7 +24,7 @@ type pairSide struct {
 }
 
 func newPairSide(node string, preempt bool) *pairSide {
-	s := &pairSide{data: &fakeNode{healthy: true}}
+	s := &pairSide{data: &fakeNode{healthy: true, served: true}}
 	s.m = NewMover(MoverConfig{Node: node, Preempt: preempt})
 	s.m.node = s.data
 	return s
@@ -31,6 +32,7 @@ func newPairSide(node string, preempt bool) *pairSide {
 
 // tick computes this side's state for lb and records it, as Tick does.
 func (s *pairSide) tick(lb *model.LoadBalancer) model.BGPState {
+	s.data.served = s.data.served || s.data.healthy
 	st := s.m.state(lb)
 	s.m.states = map[string]model.BGPState{lb.UUID: st}
 	return st
@@ -107,5 +109,44 @@ func TestNoPreemptSurvivesAnAgentRestart(t *testing.T) {
 	}
 	if got := a.tick(lb); got != model.BGPAdvertised {
 		t.Errorf("active beside it: %s, want %s", got, model.BGPAdvertised)
+	}
+}
+
+// TestColdStartKeepsThePlacement: at a cold start the standby's HAProxy
+// often serves a moment before the active's. The active, not serving yet,
+// reports nothing rather than withdrawn, so the standby does not take
+// the preference for a failure that never was, and once the active
+// serves, the preference is where the placement puts it.
+func TestColdStartKeepsThePlacement(t *testing.T) {
+	a, b := newPairSide("a", false), newPairSide("b", false)
+	a.data.healthy, a.data.served = false, false
+	lb := &model.LoadBalancer{UUID: "u", VIP: "10.0.0.1", Placement: model.Placement{Active: "a", Standby: "b"}}
+	report := func(sa, sb model.BGPState) {
+		lb.Status = model.Status{Nodes: []model.NodeStatus{{Node: "a", BGP: sa}, {Node: "b", BGP: sb}}}
+	}
+	for range 3 {
+		sa, sb := a.tick(lb), b.tick(lb)
+		report(sa, sb)
+		if sa != notYetServed || sb != model.BGPAdvertised {
+			t.Fatalf("the active not serving yet: a %q, b %q; want a %q (nothing), b advertised", sa, sb, notYetServed)
+		}
+	}
+	a.data.healthy = true
+	for range 2 {
+		sa, sb := a.tick(lb), b.tick(lb)
+		report(sa, sb)
+		if sa != model.BGPPreferred || sb != model.BGPAdvertised {
+			t.Fatalf("the active serving: a %s, b %s; want a preferred, b advertised", sa, sb)
+		}
+	}
+	// Once it has served, a failure is a failure: the standby takes over.
+	a.data.healthy = false
+	var sa, sb model.BGPState
+	for range 2 {
+		sa, sb = a.tick(lb), b.tick(lb)
+		report(sa, sb)
+	}
+	if sa != model.BGPWithdrawn || sb != model.BGPPreferred {
+		t.Fatalf("the active failed after serving: a %s, b %s; want a withdrawn, b preferred", sa, sb)
 	}
 }
