@@ -126,12 +126,16 @@ type scaleSeries struct {
 // scaleRun is one `pier run` start with Ingresses present and the
 // series measured on it.
 type scaleRun struct {
-	Ingresses  int           `json:"ingresses"` // present before the changes (the group's included)
-	Processes  int           `json:"haproxy_processes_flag"`
-	ServingSec float64       `json:"serving_s"` // start → all of them serving
-	LoadStart  float64       `json:"load_avg_start"`
-	LoadEnd    float64       `json:"load_avg_end"`
-	Series     []scaleSeries `json:"series"`
+	Ingresses  int     `json:"ingresses"` // present before the changes (the group's included)
+	Processes  int     `json:"haproxy_processes_flag"`
+	ServingSec float64 `json:"serving_s"` // start → all of them serving
+	// IngressRead is GET /ingresses/NS/NAME of pier's API at rest, one
+	// Ingress at a time: what a dashboard or pier get pays per object.
+	IngressReadP50ms float64       `json:"ingress_read_p50_ms"`
+	IngressReadP99ms float64       `json:"ingress_read_p99_ms"`
+	LoadStart        float64       `json:"load_avg_start"`
+	LoadEnd          float64       `json:"load_avg_end"`
+	Series           []scaleSeries `json:"series"`
 	// Traffic is the data plane with these Ingresses present
 	// (scaletraffic_test.go).
 	Traffic []scaleTraffic `json:"traffic,omitempty"`
@@ -273,6 +277,9 @@ func scaleAt(t *testing.T, n, endpoints, newIngresses, joins, trafficRounds int)
 		return landed == f.folded()+f.p.Metric("pier_haproxy_landings_total", `result="removed"`)
 	})
 
+	r.IngressReadP50ms, r.IngressReadP99ms = f.ingressReads(t, n, 100)
+	t.Logf("%d Ingresses present: GET /ingresses/NS/NAME at rest p50 %.2f ms, p99 %.2f ms", f.present, r.IngressReadP50ms, r.IngressReadP99ms)
+
 	if trafficRounds > 0 {
 		r.Traffic = f.trafficSeries(t, n, trafficRounds)
 	}
@@ -291,6 +298,23 @@ func scaleAt(t *testing.T, n, endpoints, newIngresses, joins, trafficRounds int)
 		_ = os.WriteFile(filepath.Join(outDir(t), fmt.Sprintf("scale-%d.log", n)), b, 0o644)
 	}
 	return r
+}
+
+// ingressReads times reads of one Ingress each from pier's API, spread
+// over the n present, and returns their median and p99 in ms.
+func (f *scaleFixture) ingressReads(t *testing.T, n, reads int) (p50, p99 float64) {
+	var took []float64
+	for i := range reads {
+		k := i * n / reads
+		start := time.Now()
+		ing, err := f.p.Ingress(fmt.Sprintf("team-%02d", k%50), fmt.Sprintf("app-%05d", k))
+		took = append(took, ms(time.Since(start)))
+		if err != nil || len(ing.LoadBalancers) != 1 {
+			t.Fatalf("GET Ingress %d: %v (load balancers %v)", k, err, ing)
+		}
+	}
+	sort.Float64s(took)
+	return took[len(took)/2], took[(len(took)*99+99)/100-1]
 }
 
 // ---- fixtures

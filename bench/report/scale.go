@@ -16,6 +16,8 @@ type scaleRun struct {
 	Ingresses  int           `json:"ingresses"`
 	Processes  int           `json:"haproxy_processes_flag"`
 	ServingSec float64       `json:"serving_s"`
+	ReadP50    float64       `json:"ingress_read_p50_ms"`
+	ReadP99    float64       `json:"ingress_read_p99_ms"`
 	LoadStart  float64       `json:"load_avg_start"`
 	LoadEnd    float64       `json:"load_avg_end"`
 	Series     []scaleSeries `json:"series"`
@@ -134,6 +136,9 @@ func scaleMarkdown(runs []scaleRun) string {
 	p("\nTimes from the manifest's rename into the watched folder; \"manifests read\", \"stored\" and \"applied\" are medians of the times of pier's log lines `manifests changed`, `load balancer stored` and `members updated without reload`, `routes updated without reload`, `load balancer landed without reload` or `haproxy reloaded` (millisecond resolution; a reload is logged after `show proc` confirms it, so it can come after the first 200). p99 is the nearest rank, so below 100 samples it is the largest sample.\n")
 	for _, r := range runs {
 		p("\n%s Ingresses: all serving %.1f s after pier started.", thousands(float64(r.Ingresses)), r.ServingSec)
+		if r.ReadP50 > 0 {
+			p(" At rest, GET /ingresses/NS/NAME of pier's API took %.2f ms (p50) and %.2f ms (p99) over 100 Ingresses.", r.ReadP50, r.ReadP99)
+		}
 		for _, s := range r.Series {
 			if s.Kind == "endpoint" {
 				p(" Endpoint changes: %s reloads counted by pier, %s runtime updates, HAProxy workers %v before and %v after (a reload would replace a shard's worker).",

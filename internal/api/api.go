@@ -45,7 +45,9 @@ type GatewayAPI interface {
 
 // Server is the HTTP API.
 type Server struct {
-	Store     store.Store
+	// Store is read, never written: a store.Mirror in a process that
+	// has one (its reads cost no store round trip).
+	Store     store.Reader
 	Ingresses Ingresses
 	// Gateways may be nil (an agent's API): the Gateway API endpoints
 	// then answer 404.
@@ -201,7 +203,7 @@ func (s *Server) getIngress(w http.ResponseWriter, r *http.Request) {
 	if problems == nil {
 		problems = []model.Problem{}
 	}
-	lbs, err := s.Store.List(r.Context())
+	lbs, err := store.ListBySource(r.Context(), s.Store, model.IngressRef(ing.Namespace, ing.Name))
 	if err != nil {
 		s.fail(w, http.StatusInternalServerError, err)
 		return

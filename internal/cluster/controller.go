@@ -31,6 +31,7 @@ import (
 	"pier.dev/pier/internal/routerid"
 	sourcekube "pier.dev/pier/internal/source/kube"
 	"pier.dev/pier/internal/status"
+	"pier.dev/pier/internal/store"
 	kubestore "pier.dev/pier/internal/store/kube"
 	"pier.dev/pier/internal/translate"
 	"pier.dev/pier/internal/web"
@@ -188,10 +189,14 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 	// The web view's Ingress pages come from the pipeline, which only the
 	// leader runs; load balancer pages are complete on every replica.
 	election := &electionState{}
-	srv := &api.Server{Store: st, Ingresses: p, Gateways: p, Registry: m.Registry, Logger: logger,
+	// The API and the web view read a mirror, kept by a watch on every
+	// replica: a read of one Ingress would otherwise list every load
+	// balancer from the API server.
+	mirror := store.NewMirror(st, logger.With("component", "mirror"))
+	srv := &api.Server{Store: mirror, Ingresses: p, Gateways: p, Registry: m.Registry, Logger: logger,
 		Ready:        func() error { return election.ready(p) },
 		AllowedHosts: cfg.APIAllowedHosts,
-		UI: &web.Handler{Store: st, Ingresses: p, Gateways: p, Logger: logger.With("component", "web"),
+		UI: &web.Handler{Store: mirror, Ingresses: p, Gateways: p, Logger: logger.With("component", "web"),
 			Config: web.ConfigFromSpec(DefaultAgentStateDir, render.Options{})}}
 	leaseClient, err := kubernetes.NewForConfig(baseCfg)
 	if err != nil {
@@ -204,6 +209,7 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(named("api server", func() error { return srv.ListenAndServe(ctx, cfg.APIAddr) }))
+	g.Go(func() error { mirror.Run(ctx); return nil })
 	g.Go(func() error {
 		err := elect(ctx, lock, fence, election, cfg, logger, func(lctx context.Context) error {
 			return lead(lctx, client, gwClient, dynClient, cfg, selector, p, logger)

@@ -28,6 +28,7 @@ import (
 	"pier.dev/pier/internal/source/files"
 	"pier.dev/pier/internal/statedir"
 	"pier.dev/pier/internal/status"
+	"pier.dev/pier/internal/store"
 	"pier.dev/pier/internal/store/bolt"
 	"pier.dev/pier/internal/translate"
 	"pier.dev/pier/internal/web"
@@ -136,12 +137,16 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		p.Offer(&withNodes)
 	}
 	offer(snap, srcProblems)
-	srv := &api.Server{Store: st, Ingresses: p, Gateways: p, Registry: m.Registry, Logger: logger, Healthy: p.Ready,
+	// The API and the web view read a mirror: a read of one Ingress
+	// would otherwise decode every stored load balancer.
+	mirror := store.NewMirror(st, logger.With("component", "mirror"))
+	srv := &api.Server{Store: mirror, Ingresses: p, Gateways: p, Registry: m.Registry, Logger: logger, Healthy: p.Ready,
 		AllowedHosts: cfg.APIAllowedHosts,
-		UI:           &web.Handler{Store: st, Ingresses: p, Gateways: p, Config: web.ConfigOnDisk(stateDir), Logger: logger.With("component", "web")}}
+		UI:           &web.Handler{Store: mirror, Ingresses: p, Gateways: p, Config: web.ConfigOnDisk(stateDir), Logger: logger.With("component", "web")}}
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(named("pipeline", func() error { return p.Run(ctx) }))
+	g.Go(func() error { mirror.Run(ctx); return nil })
 	for _, n := range nodes.nodes {
 		g.Go(named("agent "+n.source.Name, func() error {
 			// The store may hold specs from before a restart: let the

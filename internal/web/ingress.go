@@ -9,6 +9,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 
 	"pier.dev/pier/internal/model"
+	"pier.dev/pier/internal/store"
 )
 
 // maxAnnotation bounds an annotation value on the page: values such as
@@ -170,7 +171,7 @@ func (h *Handler) ingress(w http.ResponseWriter, r *http.Request) {
 		h.notFound(w, r)
 		return
 	}
-	lbs, err := h.Store.List(r.Context())
+	lbs, err := store.ListBySource(r.Context(), h.Store, model.IngressRef(ns, name))
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -58,7 +58,9 @@ type Ingresses interface {
 
 // Handler serves the web view. Mount it at "/" (exact) and "/ui/".
 type Handler struct {
-	Store store.Store
+	// Store is read, never written: a store.Mirror in a process that has
+	// one.
+	Store store.Reader
 	// Ingresses may be nil: the pages then show load balancers only and
 	// say that Ingresses are not available.
 	Ingresses Ingresses

@@ -237,3 +237,9 @@ func TestPutNodeStatuses(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 }
+
+func TestMirror(t *testing.T) {
+	storetest.RunMirror(t, func(t *testing.T) store.Store {
+		return open(t, filepath.Join(t.TempDir(), "pier.db"))
+	})
+}

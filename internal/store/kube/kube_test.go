@@ -98,6 +98,10 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return newStore(t, nil, nil) })
 }
 
+func TestMirror(t *testing.T) {
+	storetest.RunMirror(t, func(t *testing.T) store.Store { return newStore(t, nil, nil) })
+}
+
 // TestRoundTripSparse: nil lists and zero values survive (the schema has no
 // nullable fields; the store drops the nulls).
 func TestRoundTripSparse(t *testing.T) {
