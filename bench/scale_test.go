@@ -106,6 +106,9 @@ type scaleSeries struct {
 	// cutime, cstime), divided by the samples: each change's own work
 	// and pier's background work over its 0.3 s of settling.
 	PierCPUPerChangeMs float64 `json:"pier_cpu_per_change_ms,omitempty"`
+	// PierCPUPerScrapeMs (endpoint) is pier's CPU per scrape of /metrics
+	// (uncompressed) during the series, left out of PierCPUPerChangeMs.
+	PierCPUPerScrapeMs float64 `json:"pier_cpu_per_scrape_ms,omitempty"`
 	Reloads            float64 `json:"reloads"`
 	Runtime            float64 `json:"runtime_updates"`
 	// WorkersBefore and WorkersAfter are the HAProxy worker pids below
@@ -239,6 +242,10 @@ type scaleFixture struct {
 	client    *http.Client
 	flipVIP   string
 	groupVIP  string
+	// scrapeCPU is pier's CPU spent answering the bench's own scrapes of
+	// /metrics (scrape), scrapes their number: not part of any change.
+	scrapeCPU time.Duration
+	scrapes   int
 }
 
 func scaleAt(t *testing.T, n, endpoints, newIngresses, joins, trafficRounds int) scaleRun {
@@ -421,7 +428,9 @@ func (f *scaleFixture) change(t *testing.T, path, content string) changeStart {
 	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := changeStart{logOffset: fileSize(f.p.LogPath), reloads: f.reloads(), update: f.runtimeUpdates()}
+	m := f.scrape(t)
+	c := changeStart{logOffset: fileSize(f.p.LogPath), reloads: m.sum("pier_haproxy_reloads_total", `result="ok"`),
+		update: m.sum("pier_haproxy_runtime_updates_total", `result="ok"`)}
 	c.at = time.Now()
 	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
@@ -430,11 +439,59 @@ func (f *scaleFixture) change(t *testing.T, path, content string) changeStart {
 }
 
 func (f *scaleFixture) reloads() float64 {
-	return f.p.Metric("pier_haproxy_reloads_total", `result="ok"`)
+	return f.scrape(nil).sum("pier_haproxy_reloads_total", `result="ok"`)
 }
 
-func (f *scaleFixture) runtimeUpdates() float64 {
-	return f.p.Metric("pier_haproxy_runtime_updates_total", `result="ok"`)
+// scrape reads pier's /metrics once, uncompressed, and adds the CPU pier
+// spent on it to f.scrapeCPU. With request metrics for every Ingress a
+// scrape is tens of thousands of series (about 200 ms of pier's CPU at
+// 1,000 Ingresses): the bench's own cost, which would otherwise be
+// counted as the changes'. It runs when pier is idle (before a change,
+// after one settled), so the difference is the scrape's. t may be nil
+// (then a failure reads as no metrics).
+func (f *scaleFixture) scrape(t *testing.T) metricsText {
+	before, _ := statTicks(f.p.Pid(), statUtime, statStime)
+	req, _ := http.NewRequest(http.MethodGet, "http://"+f.p.API+"/metrics", nil)
+	req.Header.Set("Accept-Encoding", "identity") // else Go's transport asks for gzip
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		if t != nil {
+			t.Fatal(err)
+		}
+		return ""
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	after, _ := statTicks(f.p.Pid(), statUtime, statStime)
+	f.scrapeCPU += time.Duration(after-before) * 10 * time.Millisecond // USER_HZ is 100
+	f.scrapes++
+	return metricsText(body)
+}
+
+// metricsText is a scrape in Prometheus's text format.
+type metricsText string
+
+// sum adds the samples of the metric name whose line contains every
+// filter.
+func (m metricsText) sum(name string, filters ...string) float64 {
+	var total float64
+lines:
+	for _, line := range strings.Split(string(m), "\n") {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || (rest != "" && rest[0] != '{' && rest[0] != ' ') {
+			continue
+		}
+		for _, f := range filters {
+			if !strings.Contains(line, f) {
+				continue lines
+			}
+		}
+		fields := strings.Fields(line)
+		if v, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
+			total += v
+		}
+	}
+	return total
 }
 
 // finish waits for pier to log that it applied the change (applied are
@@ -462,8 +519,9 @@ func (f *scaleFixture) finish(t *testing.T, c changeStart, s *scaleSample, appli
 	// Beyond the debounce (100 ms) and a status pass: nothing of this
 	// change is left to run when the next one is written.
 	time.Sleep(300 * time.Millisecond)
-	s.Reloads = f.reloads() - c.reloads
-	s.RuntimeUpdates = f.runtimeUpdates() - c.update
+	m2 := f.scrape(t)
+	s.Reloads = m2.sum("pier_haproxy_reloads_total", `result="ok"`) - c.reloads
+	s.RuntimeUpdates = m2.sum("pier_haproxy_runtime_updates_total", `result="ok"`) - c.update
 }
 
 // poll calls served every millisecond until it holds, and returns the
@@ -488,7 +546,7 @@ func (f *scaleFixture) endpointSeries(t *testing.T, samples int) scaleSeries {
 	s := scaleSeries{Kind: kindEndpoint, WorkersBefore: haproxyWorkers(f.state)}
 	began := time.Now()
 	path := filepath.Join(f.dir, "10-flip-slice.json")
-	cpuBefore := processCPU(t, f.p.Pid())
+	cpuBefore, scrapeBefore, scrapesBefore := processCPU(t, f.p.Pid()), f.scrapeCPU, f.scrapes
 	cur := 0
 	for i := 1; i <= samples; i++ {
 		if !f.servedBy(f.flipVIP, flipHost, flipMembers[cur].pod) {
@@ -507,12 +565,14 @@ func (f *scaleFixture) endpointSeries(t *testing.T, samples int) scaleSeries {
 		cur = next
 		s.Samples = append(s.Samples, smp)
 	}
-	s.PierCPUPerChangeMs = ms(processCPU(t, f.p.Pid())-cpuBefore) / float64(samples)
+	scraped := f.scrapeCPU - scrapeBefore
+	s.PierCPUPerChangeMs = ms(processCPU(t, f.p.Pid())-cpuBefore-scraped) / float64(samples)
+	s.PierCPUPerScrapeMs = ms(scraped) / float64(f.scrapes-scrapesBefore)
 	s.WorkersAfter = haproxyWorkers(f.state)
 	s.DurationSec = time.Since(began).Seconds()
 	s.summarise()
-	t.Logf("%d Ingresses, endpoint change → new member serving: p50 %.1f ms, p99 %.1f ms (p50 marks: manifests read %.1f ms, stored %.1f ms, runtime update logged %.1f ms; bare haproxy -c of the fragment %.1f ms; pier's CPU per change %.1f ms); %v reloads, %v runtime updates, workers %v → %v",
-		f.present, s.P50ms, s.P99ms, s.LoadedP50ms, s.StoredP50ms, s.AppliedP50ms, s.BareCheckP50ms, s.PierCPUPerChangeMs, s.Reloads, s.Runtime, s.WorkersBefore, s.WorkersAfter)
+	t.Logf("%d Ingresses, endpoint change → new member serving: p50 %.1f ms, p99 %.1f ms (p50 marks: manifests read %.1f ms, stored %.1f ms, runtime update logged %.1f ms; bare haproxy -c of the fragment %.1f ms; pier's CPU per change %.1f ms, per /metrics scrape %.0f ms, left out); %v reloads, %v runtime updates, workers %v → %v",
+		f.present, s.P50ms, s.P99ms, s.LoadedP50ms, s.StoredP50ms, s.AppliedP50ms, s.BareCheckP50ms, s.PierCPUPerChangeMs, s.PierCPUPerScrapeMs, s.Reloads, s.Runtime, s.WorkersBefore, s.WorkersAfter)
 	return s
 }
 

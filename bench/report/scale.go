@@ -50,6 +50,7 @@ type scaleSeries struct {
 	ReloadP50      float64           `json:"pier_reload_p50_ms"`
 	BareCheckP50   float64           `json:"bare_check_p50_ms"`
 	PierCPU        float64           `json:"pier_cpu_per_change_ms"`
+	ScrapeCPU      float64           `json:"pier_cpu_per_scrape_ms"`
 	Reloads        float64           `json:"reloads"`
 	RuntimeUpdates float64           `json:"runtime_updates"`
 	WorkersBefore  []int             `json:"haproxy_workers_before"`
@@ -126,6 +127,9 @@ func scaleMarkdown(runs []scaleRun) string {
 				check = fmt.Sprintf("runtime API; bare `haproxy -c` of the fragment %.0f ms", s.BareCheckP50)
 				if s.PierCPU > 0 {
 					check += fmt.Sprintf("; pier's CPU %.0f ms a change, its `haproxy -c` included", s.PierCPU)
+					if s.ScrapeCPU > 0 {
+						check += fmt.Sprintf(", the bench's /metrics scrapes (%.0f ms each) left out", s.ScrapeCPU)
+					}
 				}
 			}
 			p("| %s | %s | %d | **%.0f ms** | **%.0f ms** | %s | %.0f–%.0f ms | %s (target %s) | %.0f ms | %.0f ms | %.0f ms | %s | %.1f → %.1f |\n",
