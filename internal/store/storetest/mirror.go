@@ -92,7 +92,23 @@ func testMirrorFollows(t *testing.T, s store.Store) {
 		return sameUUIDs(m, s, model.IngressRef("default", "a"), "a")
 	})
 
-	// An agent's report changes what the mirror shows.
+	testMirrorShowsReports(t, s, m)
+
+	if err := s.Delete(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	waitMirror(t, m, "c deleted", func() error {
+		if _, err := m.Get(ctx, "c"); !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("Get(c) = %v, want ErrNotFound", err)
+		}
+		return sameUUIDs(m, s, shared)
+	})
+}
+
+// testMirrorShowsReports: an agent's report changes what the mirror
+// shows.
+func testMirrorShowsReports(t *testing.T, s store.Store, m *store.Mirror) {
+	ctx := t.Context()
 	if err := s.PutNodeStatus(ctx, "c", model.NodeStatus{Node: "node-a", State: model.StateActive, Message: "up"}); err != nil {
 		t.Fatal(err)
 	}
@@ -105,16 +121,6 @@ func testMirrorFollows(t *testing.T, s store.Store) {
 			return fmt.Errorf("c's state is %q", got.Status.State)
 		}
 		return nil
-	})
-
-	if err := s.Delete(ctx, "c"); err != nil {
-		t.Fatal(err)
-	}
-	waitMirror(t, m, "c deleted", func() error {
-		if _, err := m.Get(ctx, "c"); !errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("Get(c) = %v, want ErrNotFound", err)
-		}
-		return sameUUIDs(m, s, shared)
 	})
 }
 
