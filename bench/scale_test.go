@@ -474,24 +474,7 @@ type metricsText string
 // sum adds the samples of the metric name whose line contains every
 // filter.
 func (m metricsText) sum(name string, filters ...string) float64 {
-	var total float64
-lines:
-	for _, line := range strings.Split(string(m), "\n") {
-		rest, ok := strings.CutPrefix(line, name)
-		if !ok || (rest != "" && rest[0] != '{' && rest[0] != ' ') {
-			continue
-		}
-		for _, f := range filters {
-			if !strings.Contains(line, f) {
-				continue lines
-			}
-		}
-		fields := strings.Fields(line)
-		if v, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
-			total += v
-		}
-	}
-	return total
+	return harness.SumMetric(string(m), name, filters...)
 }
 
 // finish waits for pier to log that it applied the change (applied are

@@ -52,6 +52,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"pier.dev/pier/internal/fixture"
+	"pier.dev/pier/test/harness"
 	"pier.dev/pier/test/kubeapi"
 )
 
@@ -223,28 +224,7 @@ func metric(api, name string) float64 {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	return sum(string(body), name)
-}
-
-func sum(body, name string, filters ...string) float64 {
-	var total float64
-lines:
-	for _, line := range strings.Split(body, "\n") {
-		rest, ok := strings.CutPrefix(line, name)
-		if !ok || rest == "" || (rest[0] != '{' && rest[0] != ' ') {
-			continue
-		}
-		for _, f := range filters {
-			if !strings.Contains(line, f) {
-				continue lines
-			}
-		}
-		fields := strings.Fields(line)
-		if v, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
-			total += v
-		}
-	}
-	return total
+	return harness.SumMetric(string(body), name)
 }
 
 // apiLists is how many LoadBalancer LISTs the API server has served.
@@ -252,7 +232,7 @@ func apiLists(t *testing.T, cs kubernetes.Interface) float64 {
 	t.Helper()
 	body, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(t.Context())
 	must(t, err)
-	return sum(string(body), "apiserver_request_total", `verb="LIST"`, `resource="loadbalancers"`)
+	return harness.SumMetric(string(body), "apiserver_request_total", `verb="LIST"`, `resource="loadbalancers"`)
 }
 
 // settle waits until neither the rebuild count nor the API server's count

@@ -332,10 +332,17 @@ func (p *Pier) Metric(name string, filters ...string) float64 {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
+	return SumMetric(string(body), name, filters...)
+}
+
+// SumMetric adds the samples of metric name in a scrape (Prometheus's
+// text format) whose line contains every filter (e.g. `result="ok"`).
+func SumMetric(scrape, name string, filters ...string) float64 {
 	var sum float64
 lines:
-	for _, line := range strings.Split(string(body), "\n") {
-		if !strings.HasPrefix(line, name) || (len(line) > len(name) && line[len(name)] != '{' && line[len(name)] != ' ') {
+	for line := range strings.SplitSeq(scrape, "\n") {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || rest == "" || (rest[0] != '{' && rest[0] != ' ') {
 			continue
 		}
 		for _, f := range filters {
@@ -344,8 +351,7 @@ lines:
 			}
 		}
 		fields := strings.Fields(line)
-		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-		if err == nil {
+		if v, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
 			sum += v
 		}
 	}

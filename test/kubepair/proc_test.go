@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"pier.dev/pier/test/harness"
 )
 
 // proc is one pier process under test, logging to a file.
@@ -158,24 +160,7 @@ func (p *proc) metric(name string, filters ...string) (float64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%s metrics: %w", p.name, err)
 	}
-	var sum float64
-lines:
-	for line := range strings.SplitSeq(string(body), "\n") {
-		rest, ok := strings.CutPrefix(line, name)
-		if !ok || rest == "" || (rest[0] != '{' && rest[0] != ' ') {
-			continue
-		}
-		for _, f := range filters {
-			if !strings.Contains(line, f) {
-				continue lines
-			}
-		}
-		fields := strings.Fields(line)
-		if v, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
-			sum += v
-		}
-	}
-	return sum, nil
+	return harness.SumMetric(string(body), name, filters...), nil
 }
 
 // readPid reads a pid file; 0 when there is none.
