@@ -438,32 +438,28 @@ func (f *scaleFixture) change(t *testing.T, path, content string) changeStart {
 	return c
 }
 
-func (f *scaleFixture) reloads() float64 {
-	return f.scrape(nil).sum("pier_haproxy_reloads_total", `result="ok"`)
+func (f *scaleFixture) reloads(t *testing.T) float64 {
+	return f.scrape(t).sum("pier_haproxy_reloads_total", `result="ok"`)
 }
 
 // scrape reads pier's /metrics once, uncompressed, and adds the CPU pier
 // spent on it to f.scrapeCPU. With request metrics for every Ingress a
-// scrape is tens of thousands of series (about 200 ms of pier's CPU at
+// scrape is tens of thousands of series (about 160 ms of pier's CPU at
 // 1,000 Ingresses): the bench's own cost, which would otherwise be
 // counted as the changes'. It runs when pier is idle (before a change,
-// after one settled), so the difference is the scrape's. t may be nil
-// (then a failure reads as no metrics).
+// after one settled), so the difference is the scrape's.
 func (f *scaleFixture) scrape(t *testing.T) metricsText {
-	before, _ := statTicks(f.p.Pid(), statUtime, statStime)
+	t.Helper()
+	before := processCPU(t, f.p.Pid())
 	req, _ := http.NewRequest(http.MethodGet, "http://"+f.p.API+"/metrics", nil)
 	req.Header.Set("Accept-Encoding", "identity") // else Go's transport asks for gzip
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		if t != nil {
-			t.Fatal(err)
-		}
-		return ""
+		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	after, _ := statTicks(f.p.Pid(), statUtime, statStime)
-	f.scrapeCPU += time.Duration(after-before) * 10 * time.Millisecond // USER_HZ is 100
+	f.scrapeCPU += processCPU(t, f.p.Pid()) - before
 	f.scrapes++
 	return metricsText(body)
 }
@@ -596,7 +592,7 @@ func (f *scaleFixture) bareCheck(t *testing.T, lb string) float64 {
 func (f *scaleFixture) newIngressSeries(t *testing.T, samples int) scaleSeries {
 	s := scaleSeries{Kind: kindNewIngress}
 	began := time.Now()
-	reloadsBefore, foldedBefore := f.reloads(), f.folded()
+	reloadsBefore, foldedBefore := f.reloads(t), f.folded()
 	for i := 1; i <= samples; i++ {
 		ns, name := "fresh", fmt.Sprintf("new-%03d", i)
 		host := name + ".fresh.bench.example"
@@ -614,7 +610,7 @@ func (f *scaleFixture) newIngressSeries(t *testing.T, samples int) scaleSeries {
 			}
 			return f.servedBy(addr, host, "fresh-pod")
 		})
-		smp.ReloadsBeforeServed = f.reloads() - c.reloads
+		smp.ReloadsBeforeServed = f.reloads(t) - c.reloads
 		// Its own line: a fold-in reload of another shard may be logged
 		// ("haproxy reloaded", by the process) before the landing is.
 		lb := " lb=" + ns + "/" + name + " "
@@ -642,7 +638,7 @@ func (f *scaleFixture) newIngressSeries(t *testing.T, samples int) scaleSeries {
 	harness.WaitFor(t, 30*time.Second, "landed load balancers folded into their shards", func() bool {
 		return f.folded()-foldedBefore >= float64(s.Landed)
 	})
-	s.FoldReloads = f.reloads() - reloadsBefore
+	s.FoldReloads = f.reloads(t) - reloadsBefore
 	s.summarise()
 	t.Logf("%d Ingresses, new Ingress → first 200: p50 %.1f ms, p99 %.1f ms (p50 marks: manifests read %.1f ms, stored %.1f ms, landed or reload logged %.1f ms; shard check %.0f ms, reload %.0f ms); %d of %d samples landed without a reload, %v reloads counted within samples, %v reloads in all including the deferred fold-ins",
 		f.present, s.P50ms, s.P99ms, s.LoadedP50ms, s.StoredP50ms, s.AppliedP50ms, s.CheckP50ms, s.ReloadP50ms, s.Landed, len(s.Samples), s.Reloads, s.FoldReloads)

@@ -211,23 +211,17 @@ func (s *Server) getIngress(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, IngressResponse{Ingress: ing, Problems: problems, LoadBalancers: servingIngress(lbs, ing)})
 }
 
-// servingIngress lists the load balancers whose sources name ing.
+// servingIngress describes lbs, the load balancers serving ing
+// (store.ListBySource found them), with their state.
 func servingIngress(lbs []*model.LoadBalancer, ing *networkingv1.Ingress) []IngressLoadBalancer {
-	out := []IngressLoadBalancer{}
-	ref := model.IngressRef(ing.Namespace, ing.Name)
+	out := make([]IngressLoadBalancer, 0, len(lbs))
 	for _, lb := range lbs {
-		for _, src := range lb.Sources {
-			if src.Ref() != ref {
-				continue
-			}
-			state := lb.Status.State
-			if state == "" {
-				state = model.StatePending
-			}
-			out = append(out, IngressLoadBalancer{UUID: lb.UUID, Name: lb.Name, State: state, Message: lb.Status.Message, Serving: lb.Serving(),
-				RecentErrors: errorsOf(lb, model.KindIngress, ing.Namespace, ing.Name)})
-			break
+		state := lb.Status.State
+		if state == "" {
+			state = model.StatePending
 		}
+		out = append(out, IngressLoadBalancer{UUID: lb.UUID, Name: lb.Name, State: state, Message: lb.Status.Message, Serving: lb.Serving(),
+			RecentErrors: errorsOf(lb, model.KindIngress, ing.Namespace, ing.Name)})
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -215,10 +216,7 @@ func (m *Mirror) List(ctx context.Context) ([]*model.LoadBalancer, error) {
 		m.mu.RUnlock()
 		return m.store.List(ctx)
 	}
-	out := make([]*model.LoadBalancer, 0, len(m.byUUID))
-	for _, lb := range m.byUUID {
-		out = append(out, lb)
-	}
+	out := slices.Collect(maps.Values(m.byUUID))
 	m.mu.RUnlock()
 	return sortedByUUID(out), nil
 }
@@ -233,10 +231,7 @@ func (m *Mirror) BySource(ctx context.Context, ref model.ObjectRef) ([]*model.Lo
 		m.mu.RUnlock()
 		return ListBySource(ctx, m.store, ref)
 	}
-	out := make([]*model.LoadBalancer, 0, len(m.bySource[ref]))
-	for _, lb := range m.bySource[ref] {
-		out = append(out, lb)
-	}
+	out := slices.Collect(maps.Values(m.bySource[ref]))
 	m.mu.RUnlock()
 	return sortedByUUID(out), nil
 }

@@ -2,7 +2,6 @@ package pair
 
 import (
 	"fmt"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -120,17 +119,9 @@ func TestNativePair(t *testing.T) {
 		}
 		return h[0]
 	}
-	// One request at a time, each given a second: this is a readiness
-	// wait, not a measurement, and a loaded machine (CI runs suites side
-	// by side) can take longer than a probe's 300 ms for the first one.
-	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{
-		DialContext: harness.NetnsDial(env.Lab.Client.NS, time.Second), DisableKeepAlives: true}}
 	var lastErr error
 	if err := env.waitFor(ctx, "the native VIP to serve from the client host", 30*time.Second, func() bool {
-		code, _, _, err := harness.Get(client, vip.String(), 80, "l4.example", "/")
-		if lastErr = err; err == nil && code != http.StatusOK {
-			lastErr = fmt.Errorf("status %d", code)
-		}
+		lastErr = env.getOnce(netip.AddrPortFrom(vip, 80), "l4.example")
 		return lastErr == nil && holderOf() != ""
 	}); err != nil {
 		t.Fatalf("%v (the last request: %v; holders of %s: %v)", err, lastErr, vip, env.Lab.Holders(vip))
