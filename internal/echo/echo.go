@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -85,14 +86,22 @@ type TLSInfo struct {
 	ServerName         string `json:"serverName"`
 	NegotiatedProtocol string `json:"negotiatedProtocol"`
 	CipherSuite        string `json:"cipherSuite"`
+	// PeerCertificates are the certificates the client presented, each
+	// PEM-encoded, leaf first: the suite checks that a proxy presented
+	// the client certificate it was given for its backends.
+	PeerCertificates []string `json:"peerCertificates,omitempty"`
 }
 
 func tlsInfo(cs *tls.ConnectionState) *TLSInfo {
 	if cs == nil {
 		return nil
 	}
-	return &TLSInfo{Version: tls.VersionName(cs.Version), ServerName: cs.ServerName,
+	info := &TLSInfo{Version: tls.VersionName(cs.Version), ServerName: cs.ServerName,
 		NegotiatedProtocol: cs.NegotiatedProtocol, CipherSuite: tls.CipherSuiteName(cs.CipherSuite)}
+	for _, c := range cs.PeerCertificates {
+		info.PeerCertificates = append(info.PeerCertificates, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})))
+	}
+	return info
 }
 
 // Server is the echo http.Handler. It routes by hand rather than with

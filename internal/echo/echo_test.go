@@ -2,6 +2,7 @@ package echo
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"io"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/net/websocket"
+
+	"pier.dev/pier/internal/tlscert"
 )
 
 var testIdentity = Config{Namespace: "ns-1", Ingress: "ing-1", Service: "svc-1", Pod: "pod-1"}
@@ -420,6 +423,9 @@ func TestEchoReportsTLS(t *testing.T) {
 	if got.TLS == nil || got.TLS.ServerName != "abc.example.com" || got.TLS.Version == "" {
 		t.Errorf("tls %+v, want the SNI abc.example.com", got.TLS)
 	}
+	if got.TLS != nil && len(got.TLS.PeerCertificates) != 0 {
+		t.Errorf("peer certificates %q from a client that presented none", got.TLS.PeerCertificates)
+	}
 	plain := httptest.NewServer(NewServer(Config{}, nil))
 	defer plain.Close()
 	r2, err := http.Get(plain.URL + "/x")
@@ -433,5 +439,37 @@ func TestEchoReportsTLS(t *testing.T) {
 	}
 	if _, ok := body["tls"]; ok {
 		t.Errorf("a clear request reports tls: %v", body["tls"])
+	}
+}
+
+// A client certificate the client presented comes back PEM-encoded, as
+// the file it was read from holds it: the suite compares the two.
+func TestEchoReportsThePeerCertificate(t *testing.T) {
+	certPEM, keyPEM, err := tlscert.SelfSigned([]string{"client.example"}, time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(NewServer(Config{}, nil))
+	srv.EnableHTTP2 = false
+	srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
+	srv.StartTLS()
+	defer srv.Close()
+	client := srv.Client()
+	client.Transport.(*http.Transport).TLSClientConfig.Certificates = []tls.Certificate{pair}
+	resp, err := client.Get(srv.URL + "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got Response
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got.TLS == nil || len(got.TLS.PeerCertificates) != 1 || got.TLS.PeerCertificates[0] != string(certPEM) {
+		t.Errorf("tls %+v, want the client certificate\n%s", got.TLS, certPEM)
 	}
 }

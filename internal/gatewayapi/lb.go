@@ -258,6 +258,7 @@ func (p *parsedGateway) loadBalancer(checks bool) *model.LoadBalancer {
 	}
 	for id, pool := range p.pools {
 		if used[id] {
+			pool = p.backendClient.presentOn(pool)
 			pool.HealthCheck = checks // a Gateway has no annotation to say otherwise
 			lb.Pools = append(lb.Pools, *pool)
 		}

@@ -27,6 +27,9 @@ type parsedGateway struct {
 	// address is what spec.addresses asks of IPAM.
 	address   gwAddress
 	listeners []*gwListener
+	// backendClient is the client certificate its pools present to
+	// members under a BackendTLSPolicy (backendclient.go).
+	backendClient backendClient
 	// entries are the routes' matches, by model listener port.
 	entries map[int][]gwEntry
 	pools   map[string]*model.Pool
@@ -113,6 +116,10 @@ func parseGateway(gw *gwv1.Gateway, x *index, opts translate.Options, problems *
 			p.refusal, p.refusalMessage = string(gwv1.GatewayReasonInvalidParameters), field+": "+msg
 			*problems = append(*problems, gatewayProblem(gw, p.refusal, field, msg+": the Gateway is not served"))
 		}
+	}
+	if p.backendClient = resolveBackendClient(gw, x); p.backendClient.reason != "" {
+		*problems = append(*problems, gatewayProblem(gw, p.backendClient.reason, backendClientCertificateField,
+			p.backendClient.message+": its pools connect to TLS backends without a client certificate"))
 	}
 	names := map[gwv1.SectionName]bool{}
 	for i := range gw.Spec.Listeners {
@@ -433,9 +440,11 @@ func (p *parsedGateway) status() gwv1.GatewayStatus {
 		if p.address.notUsable != "" {
 			programmed = condition(gen, string(gwv1.GatewayConditionProgrammed), false, string(gwv1.GatewayReasonAddressNotUsable), p.address.notUsable)
 		}
+		resolved, resolvedReason, resolvedMessage := p.resolvedRefsCondition()
 		st.Conditions = []metav1.Condition{
 			condition(gen, string(gwv1.GatewayConditionAccepted), true, reason, message),
 			programmed,
+			condition(gen, gatewayConditionResolvedRefs, resolved, resolvedReason, resolvedMessage),
 		}
 		if insecureFrontend(p.gw) {
 			st.Conditions = append(st.Conditions, condition(gen, string(gwv1.GatewayConditionInsecureFrontendValidationMode), true,

@@ -21,6 +21,7 @@ var supported = []string{
 	"GRPCRouteRequestHeaderModifier",
 	"Gateway",
 	"GatewayAddressEmpty",
+	"GatewayBackendClientCertificate",
 	"GatewayFrontendClientCertificateValidation",
 	"GatewayFrontendClientCertificateValidationInsecureFallback",
 	"GatewayHTTPListenerIsolation",

@@ -112,3 +112,20 @@ func TestClassifyFrontendCAs(t *testing.T) {
 		t.Errorf("a Gateway that is not ours made references %v", refs.configMaps)
 	}
 }
+
+// The Secret one of our Gateways presents to its backends is a reference
+// (a new or renewed certificate rebuilds), in the namespace it names.
+func TestClassifyBackendClientCertificate(t *testing.T) {
+	shared := gwv1.Namespace("shared")
+	gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gw"}, Spec: gwv1.GatewaySpec{
+		TLS: &gwv1.GatewayTLSConfig{Backend: &gwv1.GatewayBackendTLS{
+			ClientCertificateRef: &gwv1.SecretObjectReference{Name: "client", Namespace: &shared}}}}}
+	snap := &source.Snapshot{Gateways: []*gwv1.Gateway{gw}}
+	refs := referencesOf(snap, map[model.ObjectRef]bool{{Kind: model.KindGateway, Namespace: "default", Name: "gw"}: true})
+	if !refs.secrets["shared/client"] || len(refs.secrets) != 1 {
+		t.Errorf("references %v", refs.secrets)
+	}
+	if refs := referencesOf(snap, map[model.ObjectRef]bool{}); len(refs.secrets) != 0 {
+		t.Errorf("a Gateway that is not ours made references %v", refs.secrets)
+	}
+}

@@ -61,8 +61,9 @@ func referencesOf(snap *source.Snapshot, ours map[model.ObjectRef]bool) referenc
 	return r
 }
 
-// gatewayReferences adds the Secrets of our Gateways' listeners, the
-// ConfigMaps of their client CAs, and the
+// gatewayReferences adds the Secrets of our Gateways' listeners and of
+// their backend client certificates, the ConfigMaps of their client CAs,
+// and the
 // Services of every HTTPRoute naming one of them, in whatever namespace
 // they name (a ReferenceGrant may permit it; one that appears is a
 // Gateway API change and rebuilds anyway).
@@ -81,6 +82,10 @@ func gatewayReferences(snap *source.Snapshot, ours map[model.ObjectRef]bool, r r
 		}
 		for _, ref := range source.FrontendCAConfigMaps(gw) {
 			r.configMaps[ref.Namespace+"/"+ref.Name] = true
+		}
+		if gw.Spec.TLS != nil && gw.Spec.TLS.Backend != nil && gw.Spec.TLS.Backend.ClientCertificateRef != nil {
+			c := gw.Spec.TLS.Backend.ClientCertificateRef
+			r.secrets[refNamespace(c.Namespace, gw.Namespace)+"/"+string(c.Name)] = true
 		}
 	}
 	for _, route := range snap.HTTPRoutes {

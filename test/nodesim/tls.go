@@ -3,6 +3,7 @@ package nodesim
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"path"
@@ -18,7 +19,9 @@ import (
 // also serves HTTPS on HTTPS_PORT (8443) with that certificate, read
 // from the files of a mounted Secret (the Gateway suite's tls-backend,
 // the member TLSRoutes pass connections to). The simulator reads the
-// same Secret keys from the API and serves the same echo over TLS.
+// same Secret keys from the API and serves the same echo over TLS. With
+// TLS_CLIENT_CACERTS, a file of a mounted ConfigMap, it also verifies a
+// client certificate against those CAs when one is presented.
 
 // defaultHTTPSPort is echo-basic's HTTPS_PORT default.
 const defaultHTTPSPort = 8443
@@ -32,6 +35,29 @@ func tlsFiles(env map[string]string) (cert, key string, ok bool) {
 // secretFile is the Secret and key a container file comes from, through
 // the container's volumeMounts and the Pod's secret volumes.
 func secretFile(pod *corev1.Pod, file string) (secret, key string, err error) {
+	return mountedFile(pod, file, func(v corev1.Volume) (string, []corev1.KeyToPath, bool) {
+		if v.Secret == nil {
+			return "", nil, false
+		}
+		return v.Secret.SecretName, v.Secret.Items, true
+	})
+}
+
+// configMapFile is the ConfigMap and key a container file comes from,
+// through the container's volumeMounts and the Pod's configMap volumes.
+func configMapFile(pod *corev1.Pod, file string) (configMap, key string, err error) {
+	return mountedFile(pod, file, func(v corev1.Volume) (string, []corev1.KeyToPath, bool) {
+		if v.ConfigMap == nil {
+			return "", nil, false
+		}
+		return v.ConfigMap.Name, v.ConfigMap.Items, true
+	})
+}
+
+// mountedFile follows file through the first container's volumeMounts to
+// a volume that source accepts (its object's name and items), and to the
+// key of that object the kubelet writes there.
+func mountedFile(pod *corev1.Pod, file string, source func(corev1.Volume) (string, []corev1.KeyToPath, bool)) (name, key string, err error) {
 	c := &pod.Spec.Containers[0]
 	for _, m := range c.VolumeMounts {
 		rel, ok := strings.CutPrefix(path.Clean(file), path.Clean(m.MountPath)+"/")
@@ -39,20 +65,24 @@ func secretFile(pod *corev1.Pod, file string) (secret, key string, err error) {
 			continue
 		}
 		for _, v := range pod.Spec.Volumes {
-			if v.Name != m.Name || v.Secret == nil {
+			if v.Name != m.Name {
 				continue
 			}
-			if len(v.Secret.Items) == 0 {
-				return v.Secret.SecretName, rel, nil
+			name, items, ok := source(v)
+			if !ok {
+				continue
 			}
-			for _, it := range v.Secret.Items {
+			if len(items) == 0 {
+				return name, rel, nil
+			}
+			for _, it := range items {
 				if it.Path == rel {
-					return v.Secret.SecretName, it.Key, nil
+					return name, it.Key, nil
 				}
 			}
 		}
 	}
-	return "", "", configError{fmt.Errorf("%s is in no secret volume of the pod", file)}
+	return "", "", configError{fmt.Errorf("%s is in no volume of the pod of that kind", file)}
 }
 
 // serveTLS serves the echo over TLS on b's address and HTTPS_PORT, until
@@ -70,8 +100,37 @@ func (s *Sim) serveTLS(b *backend, cfg echo.Config, pod *corev1.Pod, env map[str
 	if err != nil {
 		return err
 	}
-	s.serveAlso(b, tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{pair}}), cfg, pod, "TLS")
+	conf := &tls.Config{Certificates: []tls.Certificate{pair}}
+	if caFile := env["TLS_CLIENT_CACERTS"]; caFile != "" {
+		// As echo-basic: a client certificate is checked against these
+		// CAs when one is presented, and echoed back (tls.peerCertificates).
+		pool, err := s.podCAPool(pod, caFile)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		conf.ClientAuth, conf.ClientCAs = tls.VerifyClientCertIfGiven, pool
+	}
+	s.serveAlso(b, tls.NewListener(ln, conf), cfg, pod, "TLS")
 	return nil
+}
+
+// podCAPool is the CA bundle a container reads from the file caFile of
+// its mounted ConfigMaps, read from the API.
+func (s *Sim) podCAPool(pod *corev1.Pod, caFile string) (*x509.CertPool, error) {
+	name, key, err := configMapFile(pod, caFile)
+	if err != nil {
+		return nil, err
+	}
+	cm, err := s.client.CoreV1().ConfigMaps(pod.Namespace).Get(s.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("config map %s/%s: %w", pod.Namespace, name, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM([]byte(cm.Data[key])) {
+		return nil, configError{fmt.Errorf("config map %s/%s: %s holds no PEM certificate", pod.Namespace, name, key)}
+	}
+	return pool, nil
 }
 
 // listenWithTLS opens the two listeners of echo-basic's TCP and gRPC

@@ -38,3 +38,27 @@ func TestSecretFile(t *testing.T) {
 		t.Error("HTTPS without a key")
 	}
 }
+
+// configMapFile follows a file to its ConfigMap key the same way, and a
+// Secret volume is not a ConfigMap one.
+func TestConfigMapFile(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{VolumeMounts: []corev1.VolumeMount{
+			{Name: "ca", MountPath: "/etc/configmap-volume"}, {Name: "certs", MountPath: "/etc/secret-volume"}}}},
+		Volumes: []corev1.Volume{
+			{Name: "ca", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "tls-checks-ca-certificate"},
+				Items:                []corev1.KeyToPath{{Key: "ca.crt", Path: "ca"}}}}},
+			{Name: "certs", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s"}}},
+		},
+	}}
+	if name, key, err := configMapFile(pod, "/etc/configmap-volume/ca"); err != nil || name != "tls-checks-ca-certificate" || key != "ca.crt" {
+		t.Errorf("/etc/configmap-volume/ca: %s %s %v", name, key, err)
+	}
+	if _, _, err := configMapFile(pod, "/etc/secret-volume/tls.crt"); err == nil {
+		t.Error("a file of a secret volume resolved as a config map's")
+	}
+	if _, _, err := secretFile(pod, "/etc/configmap-volume/ca"); err == nil {
+		t.Error("a file of a config map volume resolved as a secret's")
+	}
+}
