@@ -24,6 +24,17 @@ metadata: {name: web, namespace: shop}
 spec:
   gatewayClassName: pier
   listeners: [{name: http, protocol: HTTP, port: GWPORT}]
+  tls:
+    backend:
+      clientCertificateRef: {name: gateway-client}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: gateway-client, namespace: shop}
+type: kubernetes.io/tls
+stringData:
+  tls.crt: CLIENTCRT
+  tls.key: CLIENTKEY
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
@@ -85,14 +96,17 @@ spec:
 // policy with that hostname and CA is served (the member saw it as the
 // SNI); a policy naming another hostname, and one with a CA that did not
 // sign it, are refused by the handshake, so no request reaches the
-// member (503).
+// member (503). The Gateway presents its client certificate
+// (spec.tls.backend) to the member it verified.
 func TestBackendTLSPolicyFromFiles(t *testing.T) {
 	ca, other := newE2ECA(t), newE2ECA(t)
 	cert, key := ca.issue(t, "app.shop.example", x509.ExtKeyUsageServerAuth)
+	clientCert, clientKey := ca.issue(t, "gateway.shop.example", x509.ExtKeyUsageClientAuth)
 	member := tlsMember(t, cert, key)
 	manifests, state := harness.ShortTempDir(t), harness.ShortTempDir(t)
 	port := harness.FreePort(t)
-	doc := strings.NewReplacer("GWPORT", strconv.Itoa(port), "WRONGCA", indent(other.certPEM), "CA", indent(ca.certPEM)).
+	doc := strings.NewReplacer("GWPORT", strconv.Itoa(port), "WRONGCA", indent(other.certPEM), "CA", indent(ca.certPEM),
+		"CLIENTCRT", indent(clientCert), "CLIENTKEY", indent(clientKey)).
 		Replace(backendTLSManifests) + service("good", member) + service("wrong-name", member) + service("wrong-ca", member)
 	harness.WriteFile(t, filepath.Join(manifests, "shop.yaml"), doc)
 	p := harness.StartPier(t, harness.Options{Manifests: manifests, State: state})
@@ -126,8 +140,8 @@ func TestBackendTLSPolicyFromFiles(t *testing.T) {
 		code, _ := get("good")
 		return code == 200
 	})
-	if code, seen := get("good"); code != 200 || !strings.HasPrefix(seen, "sni=app.shop.example ") {
-		t.Errorf("the policy's hostname and CA: %d, member saw %q; want 200 with SNI app.shop.example", code, seen)
+	if code, seen := get("good"); code != 200 || seen != "sni=app.shop.example client=gateway.shop.example" {
+		t.Errorf("the policy's hostname and CA: %d, member saw %q; want 200 with SNI app.shop.example and the Gateway's client certificate", code, seen)
 	}
 	for _, to := range []string{"wrong-name", "wrong-ca"} {
 		if code, seen := get(to); code != 503 || seen != "" {
