@@ -98,14 +98,7 @@ spec:
 				t.Fatalf("%d load balancers, want the Gateway's", len(res.LoadBalancers))
 			}
 			lb := res.LoadBalancers[0]
-			pools := map[string]*model.Pool{}
-			for _, p := range lb.Listeners[0].Policies {
-				for _, r := range p.Rules {
-					if r.Type == model.RulePath {
-						pools[r.Value] = lb.Pool(p.PoolID)
-					}
-				}
-			}
+			pools := poolsByPath(lb)
 			st := res.Gateway.Gateways[model.ObjectRef{Kind: model.KindGateway, Namespace: "default", Name: "gw"}]
 			rr := findCondition(t, st.Conditions, gatewayConditionResolvedRefs)
 			if rr.Reason != tc.reason || (rr.Status == metav1.ConditionTrue) != (tc.wantSecret != "") || !strings.Contains(rr.Message, tc.message) {
@@ -135,4 +128,17 @@ spec:
 			}
 		})
 	}
+}
+
+// poolsByPath is the pool of each path rule of lb's first listener.
+func poolsByPath(lb *model.LoadBalancer) map[string]*model.Pool {
+	pools := map[string]*model.Pool{}
+	for _, p := range lb.Listeners[0].Policies {
+		for _, r := range p.Rules {
+			if r.Type == model.RulePath {
+				pools[r.Value] = lb.Pool(p.PoolID)
+			}
+		}
+	}
+	return pools
 }

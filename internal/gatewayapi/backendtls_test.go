@@ -86,14 +86,7 @@ func TestBackendTLSPolicy(t *testing.T) {
 	}
 	res := Translate(snap, gatewayOpts())
 	lb := res.LoadBalancers[0]
-	pools := map[string]*model.Pool{}
-	for _, p := range lb.Listeners[0].Policies {
-		for _, r := range p.Rules {
-			if r.Type == model.RulePath {
-				pools[r.Value] = lb.Pool(p.PoolID)
-			}
-		}
-	}
+	pools := poolsByPath(lb)
 	ok := pools["/ok"]
 	if ok == nil || ok.Protocol != model.BackendHTTPS || ok.UpstreamTLS == nil {
 		t.Fatalf("/ok pool %+v, want HTTPS with UpstreamTLS", ok)
