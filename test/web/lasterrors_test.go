@@ -61,6 +61,9 @@ func TestLastErrorsPage(t *testing.T) {
 	do(t, ctx, "open its page", chromedp.Navigate("http://"+p.API+"/ui/lb/"+uuid), chromedp.WaitVisible(chromedp.CSS("#no-errors")))
 	long := "/" + strings.Repeat("averyverylongsegmentwithoutabreak", 40)
 	rawGet(t, vip, p.HTTPPort, "gone.example", long)
+	// The row shows the newest request of its kind by HAProxy's clock,
+	// in milliseconds: the second must be accepted in a later one.
+	time.Sleep(20 * time.Millisecond)
 	rawGet(t, vip, p.HTTPPort, "gone.example", "/x/<img/src=x/onerror=window.__pierPwned=1>")
 	poll(t, ctx, `document.querySelectorAll("#live tr.error").length === 1`, 25*time.Second)
 	row := eval[string](t, ctx, `document.querySelector("#live tr.error").innerText`)

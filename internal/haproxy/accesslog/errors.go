@@ -54,13 +54,19 @@ func (g *errorRing) add(k errorKey, e model.RequestError) {
 	switch {
 	case i < len(g.keys):
 		old := g.entries[i]
-		e.First, e.Count = old.First, old.Count+1
-		if e.Last.Before(old.Last) { // lines arrive in HAProxy's order, nearly: keep the newest's time
-			e.Last = old.Last
+		first := old.First
+		if e.Last.Before(first) {
+			first = e.Last
 		}
-		if e.First.After(e.Last) {
-			e.First = e.Last
+		if e.Last.Before(old.Last) {
+			// A line older than the newest counted, arriving after it:
+			// the shards and the landing of a node are separate HAProxy
+			// processes, whose lines reach the reader in either order.
+			// It is counted, and the entry keeps showing the newest
+			// request (what the web view says it shows).
+			e = old
 		}
+		e.First, e.Count = first, old.Count+1
 	case len(g.keys) < model.MaxRecentErrors:
 		g.keys, g.entries = append(g.keys, errorKey{}), append(g.entries, model.RequestError{})
 		e.First, e.Count = e.Last, 1

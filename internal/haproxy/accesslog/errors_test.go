@@ -97,10 +97,17 @@ func TestErrorRingKeepsTheKindsLastSeen(t *testing.T) {
 	if l[0].Route != "r1" || l[0].Count != 2 || !l[0].First.Equal(t0.Add(time.Second)) || !l[0].Last.Equal(t0.Add(time.Minute)) || l[len(l)-1].Route != "r2" {
 		t.Errorf("r1 seen again: front %+v, last %q", l[0], l[len(l)-1].Route)
 	}
-	// A line a little out of order keeps the newest time.
-	g.add(kind(1), model.RequestError{Last: t0.Add(30 * time.Second), Route: "r1", Status: 502})
-	if l = g.list(); !l[0].Last.Equal(t0.Add(time.Minute)) || l[0].Count != 3 {
-		t.Errorf("out of order: %+v", l[0])
+	// A line a little out of order (another HAProxy process's) is
+	// counted, and the entry keeps the newest request and its time.
+	g.add(kind(1), model.RequestError{Last: t0.Add(time.Minute), Route: "r1", Status: 502, Path: "/newest"})
+	g.add(kind(1), model.RequestError{Last: t0.Add(30 * time.Second), Route: "r1", Status: 502, Path: "/older"})
+	if l = g.list(); !l[0].Last.Equal(t0.Add(time.Minute)) || l[0].Count != 4 || l[0].Path != "/newest" || !l[0].First.Equal(t0.Add(time.Second)) {
+		t.Errorf("out of order: %+v, want the newest request, counted 4 times since the first", l[0])
+	}
+	// One older than the first moves the first back.
+	g.add(kind(1), model.RequestError{Last: t0.Add(-time.Second), Route: "r1", Status: 502, Path: "/oldest"})
+	if l = g.list(); !l[0].First.Equal(t0.Add(-time.Second)) || l[0].Path != "/newest" || l[0].Count != 5 {
+		t.Errorf("older than the first: %+v", l[0])
 	}
 	// The list is a copy.
 	l[0].Route = "changed"
