@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"pier.dev/pier/internal/model"
@@ -69,19 +68,12 @@ func resolveBackendClient(gw *gwv1.Gateway, x *index) backendClient {
 	if group != "" || kind != "Secret" {
 		return invalid("kind %s of group %s: only core Secrets are supported", translate.Quote(kind), translate.Quote(group))
 	}
-	ns, name := gw.Namespace, string(ref.Name)
-	if ref.Namespace != nil {
-		ns = string(*ref.Namespace)
-		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-			return invalid("invalid namespace %s", translate.Quote(ns))
-		}
-	}
-	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return invalid("invalid name %s", translate.Quote(name))
-	}
-	if !x.grants.permits("Gateway", gw.Namespace, "Secret", ns, name) {
-		return backendClient{reason: gatewayReasonRefNotPermitted, message: fmt.Sprintf(
-			"%s: secret %s/%s is in another namespace and no ReferenceGrant there permits Gateways of %s", backendClientCertificateField, ns, name, gw.Namespace)}
+	ns, name, bad, notPermitted := x.gatewayRef(gw, "Secret", ref.Namespace, ref.Name)
+	switch {
+	case bad != "":
+		return invalid("%s", bad)
+	case notPermitted != "":
+		return backendClient{reason: gatewayReasonRefNotPermitted, message: backendClientCertificateField + ": " + notPermitted}
 	}
 	sec := x.Snapshot().Secret(ns, name)
 	if sec == nil {

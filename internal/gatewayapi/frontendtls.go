@@ -3,7 +3,6 @@ package gatewayapi
 import (
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/util/validation"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"pier.dev/pier/internal/model"
@@ -127,19 +126,12 @@ func caRef(gw *gwv1.Gateway, ref gwv1.ObjectReference, x *index) (ns, name strin
 		return "", "", nil, reasonInvalidCACertificateKind, fmt.Sprintf("kind %s of group %s: only core ConfigMaps are supported",
 			translate.Quote(string(ref.Kind)), translate.Quote(string(ref.Group)))
 	}
-	ns, name = gw.Namespace, string(ref.Name)
-	if ref.Namespace != nil {
-		ns = string(*ref.Namespace)
-		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-			return "", "", nil, reasonInvalidCACertificateRef, "invalid namespace " + translate.Quote(ns)
-		}
-	}
-	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return "", "", nil, reasonInvalidCACertificateRef, "invalid name " + translate.Quote(name)
-	}
-	if !x.grants.permits("Gateway", gw.Namespace, "ConfigMap", ns, name) {
-		return "", "", nil, gwv1.ListenerReasonRefNotPermitted, fmt.Sprintf(
-			"config map %s/%s is in another namespace and no ReferenceGrant there permits Gateways of %s", ns, name, gw.Namespace)
+	ns, name, invalid, notPermitted := x.gatewayRef(gw, "ConfigMap", ref.Namespace, ref.Name)
+	switch {
+	case invalid != "":
+		return "", "", nil, reasonInvalidCACertificateRef, invalid
+	case notPermitted != "":
+		return "", "", nil, gwv1.ListenerReasonRefNotPermitted, notPermitted
 	}
 	cm := x.Snapshot().ConfigMap(ns, name)
 	if cm == nil {

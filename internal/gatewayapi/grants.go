@@ -1,6 +1,9 @@
 package gatewayapi
 
 import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
@@ -69,4 +72,30 @@ type index struct {
 
 func newIndex(snap *source.Snapshot) *index {
 	return &index{Index: translate.NewIndex(snap), grants: newGrantIndex(snap.ReferenceGrants), tls: newBackendTLS(snap)}
+}
+
+// gatewayRef is the object a Gateway's reference to a Secret or a
+// ConfigMap (kind) names: its namespace, the Gateway's when the ref names
+// none, and its name. invalid says what is wrong with their syntax, and
+// notPermitted that no ReferenceGrant lets the Gateway read across
+// namespaces; both are "" when the object may be read. The listeners'
+// certificates, their client CAs and the backend client certificate all
+// resolve their refs here; each caller gives the reasons its condition
+// takes.
+func (x *index) gatewayRef(gw *gwv1.Gateway, kind string, refNS *gwv1.Namespace, refName gwv1.ObjectName) (ns, name, invalid, notPermitted string) {
+	ns, name = gw.Namespace, string(refName)
+	if refNS != nil {
+		ns = string(*refNS)
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return ns, name, "invalid namespace " + translate.Quote(ns), ""
+		}
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return ns, name, "invalid name " + translate.Quote(name), ""
+	}
+	if !x.grants.permits("Gateway", gw.Namespace, kind, ns, name) {
+		noun := map[string]string{"Secret": "secret", "ConfigMap": "config map"}[kind]
+		return ns, name, "", fmt.Sprintf("%s %s/%s is in another namespace and no ReferenceGrant there permits Gateways of %s", noun, ns, name, gw.Namespace)
+	}
+	return ns, name, "", ""
 }

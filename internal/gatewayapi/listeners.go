@@ -322,20 +322,12 @@ func listenerCerts(gw *gwv1.Gateway, spec *gwv1.Listener, host string, x *index)
 		if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Secret") {
 			return nil, string(gwv1.ListenerReasonInvalidCertificateRef), field + ": only core Secrets are supported"
 		}
-		ns := gw.Namespace
-		if ref.Namespace != nil {
-			ns = string(*ref.Namespace)
-			if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-				return nil, string(gwv1.ListenerReasonInvalidCertificateRef), field + ": invalid namespace " + translate.Quote(ns)
-			}
-		}
-		name := string(ref.Name)
-		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-			return nil, string(gwv1.ListenerReasonInvalidCertificateRef), field + ": invalid name " + translate.Quote(name)
-		}
-		if !x.grants.permits("Gateway", gw.Namespace, "Secret", ns, name) {
-			return nil, string(gwv1.ListenerReasonRefNotPermitted), fmt.Sprintf(
-				"%s: secret %s/%s is in another namespace and no ReferenceGrant there permits Gateways of %s", field, ns, name, gw.Namespace)
+		ns, name, invalid, notPermitted := x.gatewayRef(gw, "Secret", ref.Namespace, ref.Name)
+		switch {
+		case invalid != "":
+			return nil, string(gwv1.ListenerReasonInvalidCertificateRef), field + ": " + invalid
+		case notPermitted != "":
+			return nil, string(gwv1.ListenerReasonRefNotPermitted), field + ": " + notPermitted
 		}
 		cert, err := translate.Certificate(x.Snapshot().Secret(ns, name), ns, name, hosts)
 		if err != nil {
