@@ -212,7 +212,7 @@ func RunController(ctx context.Context, cfg ControllerConfig, logger *slog.Logge
 	g.Go(func() error { mirror.Run(ctx); return nil })
 	g.Go(func() error {
 		err := elect(ctx, lock, fence, election, cfg, logger, func(lctx context.Context) error {
-			return lead(lctx, client, gwClient, dynClient, cfg, selector, p, logger)
+			return lead(lctx, client, gwClient, dynClient, cfg, selector, p, st, logger)
 		})
 		if err == nil {
 			err = context.Canceled // done: end the API server too
@@ -332,11 +332,12 @@ func named(name string, f func() error) func() error {
 // must not leave the informers running with nobody applying their
 // snapshots (the replica would lead, silently doing nothing).
 func lead(ctx context.Context, client kubernetes.Interface, gwClient gwclient.Interface, dynClient dynamic.Interface, cfg ControllerConfig,
-	selector labels.Selector, p *pipeline.Pipeline, logger *slog.Logger) error {
+	selector labels.Selector, p *pipeline.Pipeline, st *kubestore.Store, logger *slog.Logger) error {
 	src := sourcekube.New(client, sourcekube.Options{Namespace: cfg.WatchNamespace, NodeSelector: selector,
 		LeaseNamespace: cfg.LeaseNamespace, Gateway: gwClient, Dynamic: dynClient},
 		logger.With("component", "source"))
 	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { labelPlacements(ctx, st, logger); return nil })
 	g.Go(func() error { return orCanceled(p.Run(ctx)) })
 	g.Go(func() error { return orCanceled(src.Run(ctx, p.Offer)) })
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
@@ -344,6 +345,36 @@ func lead(ctx context.Context, client kubernetes.Interface, gwClient gwclient.In
 	}
 	return nil
 }
+
+// labelPlacements labels the load balancers an older controller wrote,
+// once per leadership, retrying every relabelRetry until it is done:
+// until every one is labelled, agents watch them all (kubestore.NodeLabel).
+func labelPlacements(ctx context.Context, st *kubestore.Store, logger *slog.Logger) {
+	total := 0
+	for {
+		n, err := st.LabelPlacements(ctx)
+		total += n
+		if err == nil {
+			if total > 0 {
+				logger.Info("labelled the placement of load balancers an older controller wrote", "labelled", total)
+			}
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		logger.Warn("cannot label every load balancer's placement yet; agents watch every load balancer until it is done",
+			"labelled", total, "retryIn", relabelRetry, "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(relabelRetry):
+		}
+	}
+}
+
+// relabelRetry spaces the attempts of labelPlacements.
+const relabelRetry = 30 * time.Second
 
 // orCanceled turns a clean return into context.Canceled, so the first of
 // an errgroup's goroutines to end, for any reason, ends the others.

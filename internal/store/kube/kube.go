@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -73,6 +74,10 @@ type Options struct {
 	// the version the watch delivered, one PUT instead of a GET and a
 	// PUT (a cold start of hundreds of load balancers per node paid a
 	// read for each). Objects placed elsewhere stay uncached.
+	//
+	// Node also narrows Watch to the load balancers placed on the node
+	// (by their placement labels, labels.go) while every object carries
+	// them. List and Get still read every load balancer.
 	Node string
 }
 
@@ -135,7 +140,7 @@ func NewForClient(client dynamic.Interface, opts Options) *Store {
 }
 
 // placedHere reports whether u's placement names this store's node
-// (Options.Node) as active or standby.
+// (Options.Node): as active, standby or one of an ECMP set.
 func (s *Store) placedHere(u *unstructured.Unstructured) bool {
 	if s.opts.Node == "" {
 		return false
@@ -145,7 +150,8 @@ func (s *Store) placedHere(u *unstructured.Unstructured) bool {
 			return true
 		}
 	}
-	return false
+	ecmp, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "placement", "ecmp")
+	return slices.Contains(ecmp, s.opts.Node)
 }
 
 func (s *Store) lock(uuid string) func() {
@@ -189,7 +195,7 @@ func (s *Store) Get(ctx context.Context, uuid string) (*model.LoadBalancer, erro
 // List returns every LoadBalancer, sorted by UUID. An object that does not
 // decode is logged and left out rather than hiding all the others.
 func (s *Store) List(ctx context.Context) ([]*model.LoadBalancer, error) {
-	items, _, err := s.list(ctx)
+	items, _, err := s.list(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("list: %w", err)
 	}
@@ -205,11 +211,12 @@ func (s *Store) List(ctx context.Context) ([]*model.LoadBalancer, error) {
 	return lbs, nil
 }
 
-// list reads every object, a page at a time, from one consistent snapshot,
-// sorted by name; it also returns the snapshot's resourceVersion.
-func (s *Store) list(ctx context.Context) ([]*unstructured.Unstructured, string, error) {
+// list reads every object the label selector matches ("": all), a page at
+// a time, from one consistent snapshot, sorted by name; it also returns
+// the snapshot's resourceVersion.
+func (s *Store) list(ctx context.Context, selector string) ([]*unstructured.Unstructured, string, error) {
 	var items []*unstructured.Unstructured
-	opts := metav1.ListOptions{Limit: listPage}
+	opts := metav1.ListOptions{Limit: listPage, LabelSelector: selector}
 	rv := ""
 	for {
 		page, err := s.client.List(ctx, opts)

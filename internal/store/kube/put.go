@@ -99,7 +99,8 @@ func wrapPut(what, uuid string, err error) error {
 	return fmt.Errorf("%s %s: %w", what, uuid, err)
 }
 
-// specDiffers reports whether writing lb's spec would change u.
+// specDiffers reports whether writing lb's spec would change u: its spec,
+// or the placement labels that go with it.
 func specDiffers(u *unstructured.Unstructured, lb *model.LoadBalancer) bool {
 	cur, err := decode(u)
 	if err != nil {
@@ -107,7 +108,7 @@ func specDiffers(u *unstructured.Unstructured, lb *model.LoadBalancer) bool {
 	}
 	next := *lb
 	next.Status, next.CreatedAt = cur.Status, cur.CreatedAt
-	return specKey(&next) != specKey(cur)
+	return specKey(&next) != specKey(cur) || !labelsCurrent(u, lb.Placement)
 }
 
 func specKeyOf(u *unstructured.Unstructured) string {
@@ -133,6 +134,7 @@ func (s *Store) writeSpec(ctx context.Context, u *unstructured.Unstructured, lb 
 	}
 	w := u.DeepCopy()
 	w.Object["spec"] = spec
+	w.SetLabels(withPlacementLabels(u, lb.Placement))
 	s.hook(lb.UUID)
 	written, err := s.client.Update(ctx, w, s.updateOptions())
 	if err != nil {
@@ -157,6 +159,7 @@ func (s *Store) create(ctx context.Context, lb *model.LoadBalancer) error {
 		"metadata":   map[string]any{"name": lb.UUID},
 		"spec":       spec,
 	}}
+	u.SetLabels(placementLabels(lb.Placement))
 	s.hook(lb.UUID)
 	created, err := s.client.Create(ctx, u, s.createOptions())
 	if apierrors.IsAlreadyExists(err) {

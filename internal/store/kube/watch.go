@@ -26,15 +26,33 @@ const (
 	retryMax        = 5 * time.Second
 )
 
+// selectorCheck is how often a node's watch looks again for load balancers
+// without placement labels (written by an older controller, during an
+// upgrade or a rollback): one request of at most one object a minute per
+// agent. Tests shorten it.
+var selectorCheck = time.Minute
+
+// errSelectorChanged ends a watch whose label selector no longer fits:
+// follow re-lists with the new one.
+var errSelectorChanged = errors.New("placement labels changed how this node must watch")
+
 // follower is one Watch's list+watch loop. known holds what the reader has
 // been sent (queued) per UUID, encoded: it turns a re-list into the exact
 // PUTs and DELETEs missed, and suppresses writes that change nothing the
 // model shows (resourceVersion-only updates, the initial status write).
+//
+// selector narrows the list and the watch to the load balancers placed on
+// the store's node ("" for every one; watchSelector decides). staleSeen
+// keeps it "" for good once labels were found stale: only a writer that
+// does not keep them leaves them so, and the node cannot see where such a
+// writer moves a load balancer to.
 type follower struct {
-	s     *Store
-	w     *watcher
-	rv    string
-	known map[string]string
+	s         *Store
+	w         *watcher
+	rv        string
+	known     map[string]string
+	selector  string
+	staleSeen bool
 }
 
 // Watch replays every LoadBalancer as a PUT, in UUID order, then sends each
@@ -44,8 +62,19 @@ type follower struct {
 // and expired resourceVersions: it re-watches, or re-lists and sends the
 // difference (a DELETE carrying the last value it sent for objects that went
 // away unseen).
+//
+// With Options.Node, the watch replays and follows only the load balancers
+// placed on that node, by their placement labels, while every object has
+// them; a load balancer whose placement no longer names the node arrives as
+// a DELETE. Until then, and again whenever an object without them appears,
+// it follows every load balancer.
 func (s *Store) Watch(ctx context.Context) (<-chan store.Event, error) {
 	f := &follower{s: s, w: newWatcher(), known: map[string]string{}}
+	selector, err := s.watchSelector(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("watch: %w", err)
+	}
+	f.useSelector(selector)
 	if err := f.relist(ctx); err != nil {
 		return nil, fmt.Errorf("watch: %w", err)
 	}
@@ -84,6 +113,13 @@ func (f *follower) follow(ctx context.Context) {
 		if progressed {
 			delay = retryMin
 		}
+		if errors.Is(err, errSelectorChanged) {
+			err = f.relist(ctx)
+			if err == nil {
+				delay = retryMin
+				continue
+			}
+		}
 		if expired(err) {
 			f.s.log.Info("load balancer watch expired; re-listing", "resourceVersion", f.rv, "err", err)
 			err = f.relist(ctx)
@@ -116,15 +152,35 @@ func (f *follower) watchOnce(ctx context.Context) (progressed bool, err error) {
 		ResourceVersion:     f.rv,
 		AllowWatchBookmarks: true,
 		TimeoutSeconds:      &timeout,
+		LabelSelector:       f.selector,
 	})
 	if err != nil {
 		return false, err
 	}
 	defer wi.Stop()
+	var check <-chan time.Time
+	if f.s.opts.Node != "" {
+		t := time.NewTicker(selectorCheck)
+		defer t.Stop()
+		check = t.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return progressed, nil
+		case <-check:
+			if f.staleSeen {
+				continue
+			}
+			selector, err := f.s.watchSelector(ctx)
+			if err != nil {
+				f.s.log.Warn("cannot check the load balancers' placement labels; watching as before", "err", err)
+				continue
+			}
+			if selector != f.selector {
+				f.useSelector(selector)
+				return progressed, errSelectorChanged
+			}
 		case ev, ok := <-wi.ResultChan():
 			if !ok {
 				return progressed, nil // server timeout or a broken connection: re-watch
@@ -139,8 +195,34 @@ func (f *follower) watchOnce(ctx context.Context) (progressed bool, err error) {
 			progressed = true
 			f.rv = u.GetResourceVersion()
 			f.apply(ev.Type, u)
+			if f.selector != "" && ev.Type == watch.Modified && !f.s.placedHere(u) {
+				// The node's label outlived its placement: a controller
+				// that does not keep the labels moved the load balancer.
+				// Where it went, that node's agent does not see it.
+				f.s.log.Warn("a load balancer's placement labels are stale (written by an older controller?); watching every load balancer until this agent restarts",
+					"uuid", u.GetName())
+				f.staleSeen = true
+				f.useSelector("")
+				return progressed, errSelectorChanged
+			}
 		}
 	}
+}
+
+// useSelector sets the label selector of the next list and watch, and
+// says so when it changes what the node follows.
+func (f *follower) useSelector(selector string) {
+	if f.s.opts.Node == "" || (selector == f.selector && f.rv != "") {
+		return
+	}
+	f.selector = selector
+	if selector == "" {
+		f.s.log.Info("this node watches every load balancer: some have no placement labels, or stale ones (written by an older controller)",
+			"node", f.s.opts.Node)
+		return
+	}
+	f.s.log.Info("every load balancer has placement labels; this node watches only those placed on it",
+		"node", f.s.opts.Node, "labelSelector", selector)
 }
 
 func (f *follower) apply(typ watch.EventType, u *unstructured.Unstructured) {
@@ -163,7 +245,7 @@ func (f *follower) apply(typ watch.EventType, u *unstructured.Unstructured) {
 // relist lists every object and queues what differs from known: PUTs for
 // new or changed objects in UUID order, DELETEs for those gone.
 func (f *follower) relist(ctx context.Context) error {
-	items, rv, err := f.s.list(ctx)
+	items, rv, err := f.s.list(ctx, f.selector)
 	if err != nil {
 		return fmt.Errorf("list: %w", err)
 	}
