@@ -34,12 +34,17 @@ func fromService(in []corev1.LoadBalancerIngress) []networkingv1.IngressLoadBala
 	return out
 }
 
+// serviceNeedsWrite reports whether want differs from the Service's
+// status and from what this writer wrote on its current version.
+func (w *statusWriter) serviceNeedsWrite(svc *corev1.Service, want []networkingv1.IngressLoadBalancerIngress) bool {
+	have := fromService(svc.Status.LoadBalancer.Ingress)
+	return !status.Equal(have, want) && !w.alreadyWrittenUID(svc.UID, svc.ResourceVersion, want)
+}
+
+// publishService writes want into the Service's status; Publish has
+// checked that it differs. Safe to run for several Services at once.
 func (w *statusWriter) publishService(ctx context.Context, svc *corev1.Service, want []networkingv1.IngressLoadBalancerIngress) {
 	key := svc.Namespace + "/" + svc.Name
-	have := fromService(svc.Status.LoadBalancer.Ingress)
-	if status.Equal(have, want) || w.alreadyWrittenUID(svc.UID, svc.ResourceVersion, want) {
-		return
-	}
 	if err := w.writeService(ctx, svc, want); err != nil {
 		w.logger.Warn("could not write service status", "service", key, "error", err)
 		return

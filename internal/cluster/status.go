@@ -91,15 +91,17 @@ func (w *statusWriter) Publish(ctx context.Context, snap *source.Snapshot, ours 
 		ingresses[model.IngressRef(ing.Namespace, ing.Name)] = ing
 	}
 	services := serviceRefs(snap.Services)
+	var writes []func()
 	for _, ref := range status.Keys(ours) {
+		want := next[ref]
 		switch ref.Kind {
 		case model.KindIngress:
-			if ing := ingresses[ref]; ing != nil {
-				w.publishIngress(ctx, ing, next[ref])
+			if ing := ingresses[ref]; ing != nil && !status.Equal(ing.Status.LoadBalancer.Ingress, want) && !w.alreadyWritten(ing, want) {
+				writes = append(writes, func() { w.publishIngress(ctx, ing, want) })
 			}
 		case model.KindService:
-			if svc := services[ref]; svc != nil {
-				w.publishService(ctx, svc, next[ref])
+			if svc := services[ref]; svc != nil && w.serviceNeedsWrite(svc, want) {
+				writes = append(writes, func() { w.publishService(ctx, svc, want) })
 			}
 		case model.KindGateway:
 			// Written with its conditions by PublishGateways.
@@ -107,14 +109,43 @@ func (w *statusWriter) Publish(ctx context.Context, snap *source.Snapshot, ours 
 			w.logger.Debug("no status writer for this kind", "object", ref.String())
 		}
 	}
+	runBounded(writes, statusWriters)
 	return nil
 }
 
-func (w *statusWriter) publishIngress(ctx context.Context, ing *networkingv1.Ingress, want []networkingv1.IngressLoadBalancerIngress) {
-	key := ing.Namespace + "/" + ing.Name
-	if status.Equal(ing.Status.LoadBalancer.Ingress, want) || w.alreadyWritten(ing, want) {
+// statusWriters bounds the status writes a pass makes at once. Each waits
+// a round trip, and the pipeline runs its passes inline: one write at a
+// time held the statuses of a cold start's thousand Ingresses to the API
+// server's latency, and every change that came meanwhile with them. The
+// client's rate limit (--kube-api-qps) still paces them.
+const statusWriters = 16
+
+// runBounded runs every job, at most n at once, and returns when all are
+// done.
+func runBounded(jobs []func(), n int) {
+	if len(jobs) < 2 || n < 2 {
+		for _, job := range jobs {
+			job()
+		}
 		return
 	}
+	slots := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for _, job := range jobs {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			job()
+		}()
+	}
+	wg.Wait()
+}
+
+// publishIngress writes want into the Ingress's status; Publish has
+// checked that it differs. Safe to run for several Ingresses at once.
+func (w *statusWriter) publishIngress(ctx context.Context, ing *networkingv1.Ingress, want []networkingv1.IngressLoadBalancerIngress) {
+	key := ing.Namespace + "/" + ing.Name
 	if err := w.write(ctx, ing, want); err != nil {
 		// One Ingress failing must not stop the others; the next pass
 		// retries it.
