@@ -44,7 +44,7 @@ func (w *statusWriter) PublishGateways(ctx context.Context, snap *source.Snapsho
 	}
 	for _, gw := range snap.Gateways {
 		if want, ok := st.Gateways[gatewayRef(model.KindGateway, gw.Namespace, gw.Name)]; ok {
-			wrote, err := w.writeGateway(ctx, gw, want, now)
+			wrote, err := w.writeGateway(ctx, gw, gatewayWant{Status: want, ListenerSets: st.AttachedListenerSets[gatewayRef(model.KindGateway, gw.Namespace, gw.Name)]}, now)
 			w.report("gateway", gw.Namespace+"/"+gw.Name, wrote, err)
 		}
 	}
@@ -66,6 +66,7 @@ func (w *statusWriter) PublishGateways(ctx context.Context, snap *source.Snapsho
 		w.report("grpcroute", r.Namespace+"/"+r.Name, wrote, err)
 	}
 	w.publishUDPRoutes(ctx, snap, st, controller, now)
+	w.publishListenerSets(ctx, snap, st, now)
 	for _, r := range snap.TCPRoutes {
 		want := st.Routes[gatewayRef(model.KindTCPRoute, r.Namespace, r.Name)]
 		if want == nil && !hasParentOf(r.Status.Parents, controller) {
@@ -186,23 +187,22 @@ func classFeatures(conditions []metav1.Condition) []gwv1.SupportedFeature {
 	return out
 }
 
-func (w *statusWriter) writeGateway(ctx context.Context, cached *gwv1.Gateway, want gwv1.GatewayStatus, now metav1.Time) (bool, error) {
+func (w *statusWriter) writeGateway(ctx context.Context, cached *gwv1.Gateway, want gatewayWant, now metav1.Time) (bool, error) {
 	gateways := w.gw.GatewayV1().Gateways(cached.Namespace)
 	return writeMerged(ctx, w, cached, want,
 		func(ctx context.Context) (*gwv1.Gateway, error) {
 			return gateways.Get(ctx, cached.Name, metav1.GetOptions{})
 		},
 		func(gw *gwv1.Gateway) bool {
-			merged := status.MergeGateway(gw.Status, want, now)
-			if status.SameGatewayAPIStatus(merged, gw.Status) {
+			merged := status.MergeGateway(gw.Status, want.Status, now)
+			if status.SameGatewayAPIStatus(merged, gw.Status) && w.listenerSetsWritten(cached) == want.ListenerSets {
 				return false
 			}
 			gw.Status = merged
 			return true
 		},
 		func(ctx context.Context, gw *gwv1.Gateway) error {
-			_, err := gateways.UpdateStatus(ctx, gw, metav1.UpdateOptions{FieldManager: "pier"})
-			return err
+			return w.updateGatewayStatus(ctx, gw, want.ListenerSets)
 		})
 }
 

@@ -45,6 +45,9 @@ type statusWriter struct {
 	// gwWritten the same for the Gateway API kinds.
 	written   map[types.UID]writtenStatus
 	gwWritten map[types.UID]gatewayWrite
+	// gwListenerSets is the status.attachedListenerSets last written per
+	// Gateway UID (listenersetstatus.go).
+	gwListenerSets map[types.UID]int32
 }
 
 // writtenStatus is a status write and the resourceVersion it was made on:
@@ -58,7 +61,7 @@ type writtenStatus struct {
 
 func newStatusWriter(client kubernetes.Interface, gw gwclient.Interface, gatewayController string, logger *slog.Logger) *statusWriter {
 	return &statusWriter{client: client, gw: gw, gatewayController: gatewayController, logger: logger,
-		written: map[types.UID]writtenStatus{}, gwWritten: map[types.UID]gatewayWrite{}}
+		written: map[types.UID]writtenStatus{}, gwWritten: map[types.UID]gatewayWrite{}, gwListenerSets: map[types.UID]int32{}}
 }
 
 // Current implements pipeline.StatusSink from the informer cache.

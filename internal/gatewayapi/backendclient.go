@@ -108,7 +108,7 @@ func (p *parsedGateway) resolvedRefsCondition() (ok bool, reason, message string
 	if p.backendClient.reason != "" {
 		return false, p.backendClient.reason, p.backendClient.message
 	}
-	for _, l := range p.listeners {
+	for _, l := range p.ownListeners() {
 		if l.unresolved != "" || l.caUnresolved != "" {
 			return false, gatewayReasonListenersNotResolved, "listener " + string(l.name) + " has references that do not resolve"
 		}

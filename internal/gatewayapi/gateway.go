@@ -35,6 +35,9 @@ func Translate(snap *source.Snapshot, opts translate.Options) *translate.Result 
 
 		Infrastructure: map[model.ObjectRef]translate.GatewayInfrastructure{},
 		Policies:       map[model.ObjectRef][]gwv1.PolicyAncestorStatus{},
+
+		ListenerSets:         map[model.ObjectRef]translate.ListenerSetStatus{},
+		AttachedListenerSets: map[model.ObjectRef]int32{},
 	}
 	res.Gateway = st
 	classes := gatewayClasses(snap.GatewayClasses, opts, st, &res.Problems)
@@ -65,6 +68,9 @@ func Translate(snap *source.Snapshot, opts translate.Options) *translate.Result 
 		order = append(order, p)
 	}
 	ns := namespaceLabels(snap.Namespaces)
+	// ListenerSets before routes: their listeners are the Gateways'
+	// once accepted, and routes attach to them through gws.
+	sets := attachListenerSets(snap.ListenerSets, gws, ns, idx, &res.Problems)
 	attachHTTPRoutes(routeObjects(snap), gws, ns, idx, opts, st, &res.Problems)
 	attachUDPRoutes(snap.UDPRoutes, gws, ns, idx, opts, st, &res.Problems)
 	// TCPRoutes take TCP listeners only, which no HTTPRoute or GRPCRoute
@@ -74,8 +80,12 @@ func Translate(snap *source.Snapshot, opts translate.Options) *translate.Result 
 	// SNIs, chosen between before any HTTP is read.
 	attachTLSRoutes(snap.TLSRoutes, gws, ns, idx, opts, st, &res.Problems)
 	idx.tls.status(opts, st)
+	for _, s := range sets {
+		st.ListenerSets[s.ref] = s.status()
+	}
 	for _, p := range order {
 		st.Gateways[p.ref] = p.status()
+		st.AttachedListenerSets[p.ref] = p.attachedSets
 		if lb := p.loadBalancer(opts.HealthChecks); lb != nil {
 			res.LoadBalancers = append(res.LoadBalancers, lb)
 			res.Accepted[p.ref] = lb.UUID

@@ -7,6 +7,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
+	"pier.dev/pier/internal/model"
 	"pier.dev/pier/internal/source"
 	"pier.dev/pier/internal/translate"
 )
@@ -83,7 +84,19 @@ func newIndex(snap *source.Snapshot) *index {
 // resolve their refs here; each caller gives the reasons its condition
 // takes.
 func (x *index) gatewayRef(gw *gwv1.Gateway, kind string, refNS *gwv1.Namespace, refName gwv1.ObjectName) (ns, name, invalid, notPermitted string) {
-	ns, name = gw.Namespace, string(refName)
+	return x.referrerRef(referrer{kind: model.KindGateway, namespace: gw.Namespace}, kind, refNS, refName)
+}
+
+// referrer is the object whose listener refers to a Secret: a Gateway,
+// or a ListenerSet, whose own namespace and kind a ReferenceGrant must
+// name.
+type referrer struct {
+	kind, namespace string
+}
+
+// referrerRef is gatewayRef for the listeners of any referrer.
+func (x *index) referrerRef(from referrer, kind string, refNS *gwv1.Namespace, refName gwv1.ObjectName) (ns, name, invalid, notPermitted string) {
+	ns, name = from.namespace, string(refName)
 	if refNS != nil {
 		ns = string(*refNS)
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
@@ -93,9 +106,9 @@ func (x *index) gatewayRef(gw *gwv1.Gateway, kind string, refNS *gwv1.Namespace,
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 		return ns, name, "invalid name " + translate.Quote(name), ""
 	}
-	if !x.grants.permits("Gateway", gw.Namespace, kind, ns, name) {
+	if !x.grants.permits(from.kind, from.namespace, kind, ns, name) {
 		noun := map[string]string{"Secret": "secret", "ConfigMap": "config map"}[kind]
-		return ns, name, "", fmt.Sprintf("%s %s/%s is in another namespace and no ReferenceGrant there permits Gateways of %s", noun, ns, name, gw.Namespace)
+		return ns, name, "", fmt.Sprintf("%s %s/%s is in another namespace and no ReferenceGrant there permits %ss of %s", noun, ns, name, from.kind, from.namespace)
 	}
 	return ns, name, "", ""
 }

@@ -24,8 +24,8 @@ metadata: {name: pier}
 spec: {controllerName: pier.dev/gateway-controller}
 `
 
-// gatewaySnap decodes "---"-separated GatewayClass, Gateway, HTTPRoute,
-// ReferenceGrant and Namespace documents (strictly, as the files source does). Objects
+// gatewaySnap decodes "---"-separated GatewayClass, Gateway, ListenerSet,
+// route, ReferenceGrant and Namespace documents (strictly, as the files source does). Objects
 // are created one minute apart in document order, so the earlier one is
 // the older; namespace defaults to "default".
 func gatewaySnap(t *testing.T, docs string) *source.Snapshot {
@@ -70,6 +70,9 @@ func gatewaySnap(t *testing.T, docs string) *source.Snapshot {
 		case "BackendTLSPolicy":
 			o := &gwv1.BackendTLSPolicy{}
 			snap.BackendTLSPolicies, obj = append(snap.BackendTLSPolicies, o), o
+		case "ListenerSet":
+			o := &source.ListenerSet{}
+			snap.ListenerSets, obj = append(snap.ListenerSets, o), o
 		case "ReferenceGrant":
 			o := &gwv1beta1.ReferenceGrant{}
 			snap.ReferenceGrants, obj = append(snap.ReferenceGrants, o), o

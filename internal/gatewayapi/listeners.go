@@ -33,6 +33,11 @@ type parsedGateway struct {
 	// entries are the routes' matches, by model listener port.
 	entries map[int][]gwEntry
 	pools   map[string]*model.Pool
+	// sets are the ListenerSets naming the Gateway, accepted or not
+	// (listenersets.go); attachedSets counts those it accepted. Their
+	// accepted listeners follow the Gateway's own in listeners.
+	sets         map[model.ObjectRef]*parsedListenerSet
+	attachedSets int32
 }
 
 // gwListener is one Gateway listener with what its conditions say.
@@ -70,6 +75,15 @@ type gwListener struct {
 	// still served, with those).
 	clientValidation *model.ClientValidation
 	caUnresolved     string
+	// set is the ListenerSet the listener is of (listenersets.go); nil
+	// for the Gateway's own. A parentRef selects the listeners of the
+	// object it names only.
+	set *parsedListenerSet
+	// allowedRoutes is the listener's spec; namespace is its owner's
+	// (the Gateway's or the ListenerSet's), which allowedRoutes'
+	// namespaces "Same" means.
+	allowedRoutes *gwv1.AllowedRoutes
+	namespace     string
 }
 
 // tlsListener reports whether l is a TLS listener (either mode): it
@@ -123,7 +137,7 @@ func parseGateway(gw *gwv1.Gateway, x *index, opts translate.Options, problems *
 	}
 	names := map[gwv1.SectionName]bool{}
 	for i := range gw.Spec.Listeners {
-		l := parseListener(gw, &gw.Spec.Listeners[i], x)
+		l := parseListener(gw, referrer{kind: model.KindGateway, namespace: gw.Namespace}, &gw.Spec.Listeners[i], x)
 		if names[l.name] && l.notAccepted == "" {
 			// The API server refuses this; a manifest file may not.
 			l.notAccepted, l.message = string(gwv1.ListenerReasonInvalid), "another listener has the same name"
@@ -181,10 +195,11 @@ func anyUsable(ls []*gwListener) bool {
 	return false
 }
 
-// parseListener validates one listener. Every user string (name,
-// hostname) goes through the same allow-lists as an Ingress's.
-func parseListener(gw *gwv1.Gateway, spec *gwv1.Listener, x *index) *gwListener {
-	l := &gwListener{name: spec.Name, port: int(spec.Port)}
+// parseListener validates one listener, of the Gateway or of one of its
+// ListenerSets (from). Every user string (name, hostname) goes through
+// the same allow-lists as an Ingress's.
+func parseListener(gw *gwv1.Gateway, from referrer, spec *gwv1.Listener, x *index) *gwListener {
+	l := &gwListener{name: spec.Name, port: int(spec.Port), allowedRoutes: spec.AllowedRoutes, namespace: from.namespace}
 	refuse := func(reason gwv1.ListenerConditionReason, format string, args ...any) *gwListener {
 		l.notAccepted, l.message = string(reason), fmt.Sprintf(format, args...)
 		return l
@@ -207,7 +222,7 @@ func parseListener(gw *gwv1.Gateway, spec *gwv1.Listener, x *index) *gwListener 
 		l.protocol = model.ProtocolHTTP
 	case gwv1.HTTPSProtocolType:
 		l.protocol = model.ProtocolTerminatedHTTPS
-		l.certs, l.unresolved, l.message = listenerCerts(gw, spec, l.host, x)
+		l.certs, l.unresolved, l.message = listenerCerts(from, spec, l.host, x)
 		applyFrontendValidation(gw, l, x)
 	case gwv1.TLSProtocolType:
 		// The API server defaults tls.mode to Terminate; a file may
@@ -221,7 +236,7 @@ func parseListener(gw *gwv1.Gateway, spec *gwv1.Listener, x *index) *gwListener 
 			// Its certificates as an HTTPS listener's; its routes are
 			// TLSRoutes, decrypted (tlsroutes.go).
 			l.protocol, l.tlsTerminate = model.ProtocolTerminatedHTTPS, true
-			l.certs, l.unresolved, l.message = listenerCerts(gw, spec, l.host, x)
+			l.certs, l.unresolved, l.message = listenerCerts(from, spec, l.host, x)
 		case gwv1.TLSModePassthrough:
 			if len(spec.TLS.CertificateRefs) > 0 {
 				// The API server refuses this; a manifest file may not.
@@ -304,7 +319,7 @@ func routeKinds(l *gwListener, ar *gwv1.AllowedRoutes) []gwv1.RouteGroupKind {
 // listenerCerts resolves an HTTPS listener's certificateRefs: Secrets of
 // the Gateway's namespace, or of another whose ReferenceGrant permits
 // Gateways of this one, parsed and checked as an Ingress's. It returns the ResolvedRefs reason when one fails.
-func listenerCerts(gw *gwv1.Gateway, spec *gwv1.Listener, host string, x *index) ([]model.Certificate, string, string) {
+func listenerCerts(from referrer, spec *gwv1.Listener, host string, x *index) ([]model.Certificate, string, string) {
 	tls := spec.TLS
 	if tls != nil && tls.Mode != nil && *tls.Mode != gwv1.TLSModeTerminate {
 		return nil, string(gwv1.ListenerReasonInvalidCertificateRef), "only TLS mode Terminate is supported on HTTPS"
@@ -322,7 +337,7 @@ func listenerCerts(gw *gwv1.Gateway, spec *gwv1.Listener, host string, x *index)
 		if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Secret") {
 			return nil, string(gwv1.ListenerReasonInvalidCertificateRef), field + ": only core Secrets are supported"
 		}
-		ns, name, invalid, notPermitted := x.gatewayRef(gw, "Secret", ref.Namespace, ref.Name)
+		ns, name, invalid, notPermitted := x.referrerRef(from, "Secret", ref.Namespace, ref.Name)
 		switch {
 		case invalid != "":
 			return nil, string(gwv1.ListenerReasonInvalidCertificateRef), field + ": " + invalid
@@ -351,24 +366,32 @@ func markConflicts(ls []*gwListener) {
 			continue
 		}
 		for _, b := range ls[:i] {
-			// A UDP listener conflicts only with another UDP one: a port
-			// number belongs to one transport protocol, so UDP 53 and
-			// TCP 53 are two ports.
-			if b.notAccepted != "" || a.port != b.port || (a.protocol == model.ProtocolUDP) != (b.protocol == model.ProtocolUDP) {
+			if b.notAccepted != "" {
 				continue
 			}
-			reason := ""
-			switch {
-			case a.protocol != b.protocol:
-				reason = string(gwv1.ListenerReasonProtocolConflict)
-			case a.host == b.host:
-				reason = string(gwv1.ListenerReasonHostnameConflict)
-			}
-			if reason != "" {
+			if reason := conflictOf(a, b); reason != "" {
 				a.conflicted, b.conflicted = reason, reason
 			}
 		}
 	}
+}
+
+// conflictOf is the spec's conflict between two accepted listeners, ""
+// when they have none: on one port, another protocol (ProtocolConflict)
+// or the same hostname (HostnameConflict). A UDP listener conflicts only
+// with another UDP one: a port number belongs to one transport protocol,
+// so UDP 53 and TCP 53 are two ports.
+func conflictOf(a, b *gwListener) string {
+	if a.port != b.port || (a.protocol == model.ProtocolUDP) != (b.protocol == model.ProtocolUDP) {
+		return ""
+	}
+	switch {
+	case a.protocol != b.protocol:
+		return string(gwv1.ListenerReasonProtocolConflict)
+	case a.host == b.host:
+		return string(gwv1.ListenerReasonHostnameConflict)
+	}
+	return ""
 }
 
 // listenerStatus is one listener's status; generation is the Gateway's.
@@ -385,8 +408,14 @@ func (l *gwListener) status(generation int64) gwv1.ListenerStatus {
 		cs = append(cs, condition(generation, string(gwv1.ListenerConditionProgrammed), false,
 			string(gwv1.ListenerReasonPending), "waiting for HAProxy to serve it"))
 	} else {
+		// A ListenerSet's listener that lost a conflict says so in
+		// Programmed too, as the spec's precedence asks.
+		reason := string(gwv1.ListenerReasonInvalid)
+		if l.set != nil && l.conflicted != "" {
+			reason = l.conflicted
+		}
 		cs = append(cs, condition(generation, string(gwv1.ListenerConditionProgrammed), false,
-			string(gwv1.ListenerReasonInvalid), "the listener is not served"))
+			reason, "the listener is not served"))
 	}
 	kinds := l.kinds
 	if kinds == nil {
@@ -421,7 +450,7 @@ func (p *parsedGateway) status() gwv1.GatewayStatus {
 		}
 	} else {
 		reason, message := string(gwv1.GatewayReasonAccepted), ""
-		for _, l := range p.listeners {
+		for _, l := range p.ownListeners() {
 			if !l.valid() {
 				// Accepted, with the reason saying not all of it is.
 				reason, message = string(gwv1.GatewayReasonListenersNotValid), "listener "+string(l.name)+" is not valid"
@@ -443,7 +472,7 @@ func (p *parsedGateway) status() gwv1.GatewayStatus {
 				string(gwv1.GatewayReasonConfigurationChanged), "spec.tls.frontend accepts clients without a valid certificate (AllowInsecureFallback)"))
 		}
 	}
-	for _, l := range p.listeners {
+	for _, l := range p.ownListeners() {
 		st.Listeners = append(st.Listeners, l.status(gen))
 	}
 	return st

@@ -177,16 +177,26 @@ func (pr *parsedRoute) resolvedRefs() metav1.Condition {
 	return resolvedRefsCondition(pr.r.Generation, "", "")
 }
 
+// isGatewayKind reports whether a parentRef names a parent pier serves:
+// a Gateway, or a ListenerSet (whose listeners its Gateway serves).
 func isGatewayKind(p gwv1.ParentReference) bool {
-	return (p.Group == nil || *p.Group == gwv1.GroupName) && (p.Kind == nil || *p.Kind == "Gateway")
+	return (p.Group == nil || *p.Group == gwv1.GroupName) &&
+		(p.Kind == nil || *p.Kind == model.KindGateway || *p.Kind == model.KindListenerSet)
 }
 
+// gatewayRefOf is the ref of the parent a parentRef names: a Gateway's,
+// or a ListenerSet's, which the Gateways map also holds (pointing to the
+// ListenerSet's Gateway).
 func gatewayRefOf(p gwv1.ParentReference, routeNS string) model.ObjectRef {
 	ns := routeNS
 	if p.Namespace != nil {
 		ns = string(*p.Namespace)
 	}
-	return model.ObjectRef{Kind: model.KindGateway, Namespace: ns, Name: string(p.Name)}
+	kind := model.KindGateway
+	if p.Kind != nil && *p.Kind == model.KindListenerSet {
+		kind = model.KindListenerSet
+	}
+	return model.ObjectRef{Kind: kind, Namespace: ns, Name: string(p.Name)}
 }
 
 // attach applies the spec's attachment rules for one parentRef: the
@@ -195,10 +205,10 @@ func gatewayRefOf(p gwv1.ParentReference, routeNS string) model.ObjectRef {
 // hostnames intersect, even on a listener with unresolved references),
 // then hostname intersection. It returns the Accepted condition.
 func (p *parsedGateway) attach(pr *parsedRoute, parent gwv1.ParentReference, nsLabels map[string]string) (bool, string, string) {
-	if p.refusal != "" {
-		return false, string(gwv1.RouteReasonNoMatchingParent), "the Gateway is not accepted"
+	if msg := p.parentRefusal(parent, pr.r.Namespace); msg != "" {
+		return false, string(gwv1.RouteReasonNoMatchingParent), msg
 	}
-	selected := p.selectListeners(parent)
+	selected := p.selectListeners(parent, pr.r.Namespace)
 	if len(selected) == 0 {
 		return false, string(gwv1.RouteReasonNoMatchingParent), "no listener matches sectionName and port"
 	}
@@ -248,10 +258,21 @@ func (p *parsedGateway) attach(pr *parsedRoute, parent gwv1.ParentReference, nsL
 }
 
 // selectListeners are the listeners a parentRef's sectionName and port
-// select (every one when it names neither).
-func (p *parsedGateway) selectListeners(parent gwv1.ParentReference) []*gwListener {
+// select (every one when it names neither), among those of the object it
+// names: the Gateway's own for a Gateway (never a ListenerSet's, even of
+// the same name), the ListenerSet's for a ListenerSet.
+func (p *parsedGateway) selectListeners(parent gwv1.ParentReference, routeNS string) []*gwListener {
+	var set *parsedListenerSet
+	if ref := gatewayRefOf(parent, routeNS); ref.Kind == model.KindListenerSet {
+		if set = p.sets[ref]; set == nil {
+			return nil
+		}
+	}
 	var selected []*gwListener
 	for _, l := range p.listeners {
+		if l.set != set {
+			continue
+		}
 		if parent.SectionName != nil && *parent.SectionName != l.name {
 			continue
 		}
@@ -266,20 +287,21 @@ func (p *parsedGateway) selectListeners(parent gwv1.ParentReference) []*gwListen
 // allows applies a listener's allowedRoutes.namespaces: Same (the
 // default), All, or a label selector on the route's namespace.
 func (p *parsedGateway) allows(l *gwListener, routeNS string, nsLabels map[string]string) bool {
-	spec := p.listenerSpec(l.name)
 	from := gwv1.NamespacesFromSame
 	var sel *metav1.LabelSelector
-	if spec != nil && spec.AllowedRoutes != nil && spec.AllowedRoutes.Namespaces != nil {
-		if f := spec.AllowedRoutes.Namespaces.From; f != nil {
+	if ar := l.allowedRoutes; ar != nil && ar.Namespaces != nil {
+		if f := ar.Namespaces.From; f != nil {
 			from = *f
 		}
-		sel = spec.AllowedRoutes.Namespaces.Selector
+		sel = ar.Namespaces.Selector
 	}
 	switch from {
 	case gwv1.NamespacesFromAll:
 		return true
 	case gwv1.NamespacesFromSame:
-		return routeNS == p.gw.Namespace
+		// The namespace of the listener's owner: a ListenerSet's listener
+		// takes the routes of the ListenerSet's namespace.
+		return routeNS == l.namespace
 	case gwv1.NamespacesFromSelector:
 		if sel == nil {
 			return false
@@ -288,15 +310,6 @@ func (p *parsedGateway) allows(l *gwListener, routeNS string, nsLabels map[strin
 		return err == nil && s.Matches(labels.Set(nsLabels))
 	}
 	return false
-}
-
-func (p *parsedGateway) listenerSpec(name gwv1.SectionName) *gwv1.Listener {
-	for i := range p.gw.Spec.Listeners {
-		if p.gw.Spec.Listeners[i].Name == name {
-			return &p.gw.Spec.Listeners[i]
-		}
-	}
-	return nil
 }
 
 // addEntries records every (host, rule, match) of a route on a listener.
@@ -393,10 +406,10 @@ func attachL4Routes[R metav1.Object, P interface{ resolvedRefs() metav1.Conditio
 // says what would), or the route refused by its own content.
 func (p *parsedGateway) allowedL4Listeners(kind, namespace string, parent gwv1.ParentReference, nsLabels map[string]string,
 	counted map[*gwListener]bool, counts func(*gwListener) bool, refusal *routeRefusal, notAllowed string) ([]*gwListener, string, string) {
-	if p.refusal != "" {
-		return nil, string(gwv1.RouteReasonNoMatchingParent), "the Gateway is not accepted"
+	if msg := p.parentRefusal(parent, namespace); msg != "" {
+		return nil, string(gwv1.RouteReasonNoMatchingParent), msg
 	}
-	selected := p.selectListeners(parent)
+	selected := p.selectListeners(parent, namespace)
 	if len(selected) == 0 {
 		return nil, string(gwv1.RouteReasonNoMatchingParent), "no listener matches sectionName and port"
 	}

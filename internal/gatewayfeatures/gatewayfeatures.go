@@ -54,6 +54,7 @@ var supported = []string{
 	"HTTPRouteRetryCodes",
 	"HTTPRouteRetryConnectionError",
 	"HTTPRouteSchemeRedirect",
+	"ListenerSet",
 	"ReferenceGrant",
 	"TCPRoute",
 	"TLSRoute",

@@ -27,6 +27,7 @@ const (
 	KindTCPRoute         = "TCPRoute"
 	KindTLSRoute         = "TLSRoute"
 	KindBackendTLSPolicy = "BackendTLSPolicy"
+	KindListenerSet      = "ListenerSet"
 )
 
 // IngressRef is the ObjectRef of an Ingress.

@@ -40,6 +40,9 @@ type Snapshot struct {
 	// or v1alpha2 into the v1alpha2 type of pier's module: the fields
 	// pier reads are the same in all three.
 	TLSRoutes []*gwv1alpha2.TLSRoute
+	// ListenerSets, read at v1 (the standard channel since v1.5) into
+	// pier's own type (listenerset.go).
+	ListenerSets []*ListenerSet
 	// ReferenceGrants (v1beta1, the standard channel's version in
 	// v1.4) permit cross-namespace backendRefs and certificateRefs.
 	ReferenceGrants []*gwv1beta1.ReferenceGrant

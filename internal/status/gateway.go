@@ -28,6 +28,23 @@ func Gateways(in *translate.GatewayStatus, next Published) *translate.GatewaySta
 		Infrastructure: in.Infrastructure,
 		Policies:       in.Policies,
 		Gateways:       make(map[model.ObjectRef]gwv1.GatewayStatus, len(in.Gateways)),
+
+		AttachedListenerSets: in.AttachedListenerSets,
+		ListenerSets:         make(map[model.ObjectRef]translate.ListenerSetStatus, len(in.ListenerSets)),
+	}
+	// A ListenerSet's listeners are served by its Gateway's load
+	// balancer: they are Programmed when it is.
+	for ref, st := range in.ListenerSets {
+		st = st.DeepCopy()
+		if len(next[st.Gateway]) > 0 {
+			programmed(st.Conditions, string(gwv1.GatewayConditionProgrammed), string(gwv1.GatewayReasonPending),
+				string(gwv1.GatewayReasonProgrammed))
+			for i := range st.Listeners {
+				programmed(st.Listeners[i].Conditions, string(gwv1.ListenerConditionProgrammed),
+					string(gwv1.ListenerReasonPending), string(gwv1.ListenerReasonProgrammed))
+			}
+		}
+		out.ListenerSets[ref] = st
 	}
 	for ref, st := range in.Gateways {
 		st = *st.DeepCopy()

@@ -150,6 +150,41 @@ func TestGatewaysProgrammed(t *testing.T) {
 	}
 }
 
+// A ListenerSet is Programmed, with its pending listeners, once its
+// Gateway is served; a refused one stays as translation said, and so do
+// the ListenerSets of a Gateway not served yet.
+func TestListenerSetsProgrammed(t *testing.T) {
+	served := model.ObjectRef{Kind: model.KindGateway, Namespace: "default", Name: "gw"}
+	waiting := model.ObjectRef{Kind: model.KindGateway, Namespace: "default", Name: "later"}
+	set := func(gw model.ObjectRef, programmed, reason string) translate.ListenerSetStatus {
+		return translate.ListenerSetStatus{Gateway: gw,
+			Conditions: []metav1.Condition{cond("Programmed", metav1.ConditionFalse, programmed, 1, metav1.Time{})},
+			Listeners: []gwv1.ListenerStatus{{Name: "l", Conditions: []metav1.Condition{
+				cond("Programmed", metav1.ConditionFalse, reason, 1, metav1.Time{})}}}}
+	}
+	ref := func(name string) model.ObjectRef {
+		return model.ObjectRef{Kind: model.KindListenerSet, Namespace: "team", Name: name}
+	}
+	in := &translate.GatewayStatus{ListenerSets: map[model.ObjectRef]translate.ListenerSetStatus{
+		ref("ok"):      set(served, "Pending", "Pending"),
+		ref("refused"): set(served, "NotAllowed", "Invalid"),
+		ref("waiting"): set(waiting, "Pending", "Pending"),
+	}, AttachedListenerSets: map[model.ObjectRef]int32{served: 1}}
+	out := Gateways(in, Published{served: {{IP: "10.0.0.1"}}})
+	for name, want := range map[string][2]string{"ok": {"Programmed", "Programmed"}, "refused": {"NotAllowed", "Invalid"}, "waiting": {"Pending", "Pending"}} {
+		st := out.ListenerSets[ref(name)]
+		if got := [2]string{st.Conditions[0].Reason, st.Listeners[0].Conditions[0].Reason}; got != want {
+			t.Errorf("%s: Programmed reasons %v, want %v", name, got, want)
+		}
+	}
+	if in.ListenerSets[ref("ok")].Conditions[0].Reason != "Pending" {
+		t.Error("Gateways modified its input")
+	}
+	if out.AttachedListenerSets[served] != 1 {
+		t.Errorf("attachedListenerSets %v", out.AttachedListenerSets)
+	}
+}
+
 // A policy's ancestors of other controllers are kept as they were, where
 // they were; ours are replaced, and dropped when no longer wanted.
 func TestMergePolicyAncestors(t *testing.T) {

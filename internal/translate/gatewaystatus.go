@@ -35,6 +35,33 @@ type GatewayStatus struct {
 	// Policies by BackendTLSPolicy ref: one status.ancestors entry per
 	// Gateway of ours whose routes reach a Service it targets.
 	Policies map[model.ObjectRef][]gwv1.PolicyAncestorStatus
+	// ListenerSets by ListenerSet ref: each one whose parentRef names a
+	// Gateway of ours.
+	ListenerSets map[model.ObjectRef]ListenerSetStatus
+	// AttachedListenerSets by Gateway ref: how many ListenerSets each
+	// Gateway of ours accepted (status.attachedListenerSets, which
+	// pier's v1.4.1 Gateway type has no field for).
+	AttachedListenerSets map[model.ObjectRef]int32
+}
+
+// ListenerSetStatus is what a ListenerSet's status should say, and the
+// Gateway it attaches to: its Programmed follows that Gateway's.
+type ListenerSetStatus struct {
+	Gateway    model.ObjectRef
+	Conditions []metav1.Condition
+	Listeners  []gwv1.ListenerStatus
+}
+
+// DeepCopy copies s.
+func (s ListenerSetStatus) DeepCopy() ListenerSetStatus {
+	out := ListenerSetStatus{Gateway: s.Gateway}
+	for _, c := range s.Conditions {
+		out.Conditions = append(out.Conditions, *c.DeepCopy())
+	}
+	for _, l := range s.Listeners {
+		out.Listeners = append(out.Listeners, *l.DeepCopy())
+	}
+	return out
 }
 
 // GatewayInfrastructure is a Gateway's spec.infrastructure labels and

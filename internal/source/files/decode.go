@@ -22,6 +22,8 @@ import (
 	gwv1alpha3 "sigs.k8s.io/gateway-api/apis/v1alpha3"
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 	"sigs.k8s.io/yaml"
+
+	"pier.dev/pier/internal/source"
 )
 
 // scheme knows only the API groups pier reads. The decoder is strict, so an
@@ -52,6 +54,9 @@ func newDecoder() (*runtime.Scheme, runtime.Decoder) {
 		s.AddKnownTypeWithName(gv.WithKind("TLSRoute"), &gwv1alpha2.TLSRoute{})
 		s.AddKnownTypeWithName(gv.WithKind("TLSRouteList"), &gwv1alpha2.TLSRouteList{})
 	}
+	// ListenerSet is v1 in the standard channel since v1.5; pier's
+	// module has no such type, so it is pier's own (source.ListenerSet).
+	s.AddKnownTypeWithName(gwv1.SchemeGroupVersion.WithKind("ListenerSet"), &source.ListenerSet{})
 	return s, serializer.NewCodecFactory(s, serializer.EnableStrict).UniversalDeserializer()
 }
 
@@ -86,6 +91,8 @@ var keptKinds = map[schema.GroupVersionKind]bool{
 	gwv1alpha2.SchemeGroupVersion.WithKind("TLSRoute"): true,
 	// BackendTLSPolicy: v1, in the standard channel since v1.4.
 	gwv1.SchemeGroupVersion.WithKind("BackendTLSPolicy"): true,
+	// ListenerSet: v1, in the standard channel since v1.5.
+	gwv1.SchemeGroupVersion.WithKind("ListenerSet"): true,
 	// v1beta1 is ReferenceGrant's version in the v1.4 standard channel.
 	gwv1beta1.SchemeGroupVersion.WithKind("ReferenceGrant"): true,
 }

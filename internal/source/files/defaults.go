@@ -191,6 +191,8 @@ func add(snap *source.Snapshot, obj kubeObject) {
 		snap.ReferenceGrants = append(snap.ReferenceGrants, o)
 	case *gwv1.BackendTLSPolicy:
 		snap.BackendTLSPolicies = append(snap.BackendTLSPolicies, o)
+	case *source.ListenerSet:
+		snap.ListenerSets = append(snap.ListenerSets, o)
 	}
 }
 
@@ -276,6 +278,7 @@ func sortSnapshot(snap *source.Snapshot) {
 	slices.SortFunc(snap.TLSRoutes, byName[*gwv1alpha2.TLSRoute])
 	slices.SortFunc(snap.ReferenceGrants, byName[*gwv1beta1.ReferenceGrant])
 	slices.SortFunc(snap.BackendTLSPolicies, byName[*gwv1.BackendTLSPolicy])
+	slices.SortFunc(snap.ListenerSets, byName[*source.ListenerSet])
 	slices.SortFunc(snap.Nodes, func(a, b source.Node) int { return cmp.Compare(a.Name, b.Name) })
 }
 

@@ -185,3 +185,36 @@ spec:
 	}
 	checkProblems(t, problems, path, []int{4}, []string{"hostname"})
 }
+
+// A v1 ListenerSet reaches the snapshot as pier's own type, its
+// listeners' fields inline; a typo is a problem of its document only.
+func TestLoadListenerSet(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ls.yaml")
+	writeFile(t, path, `apiVersion: gateway.networking.k8s.io/v1
+kind: ListenerSet
+metadata: {name: team, namespace: team}
+spec:
+  parentRef: {name: gw, namespace: default}
+  listeners:
+  - {name: web, port: 80, protocol: HTTP, hostname: team.example, allowedRoutes: {namespaces: {from: Same}}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: ListenerSet
+metadata: {name: typo, namespace: team}
+spec:
+  parentRef: {name: gw, namespace: default}
+  listeners:
+  - {name: web, port: 80, protocol: HTTP, hostnme: team.example}
+`)
+	snap, problems := mustLoad(t, path)
+	if got := names(snap.ListenerSets); strings.Join(got, ",") != "team/team" {
+		t.Fatalf("listenersets %v", got)
+	}
+	ls := snap.ListenerSets[0]
+	if ls.Spec.ParentRef.Name != "gw" || len(ls.Spec.Listeners) != 1 || ls.Spec.Listeners[0].Port != 80 ||
+		ls.Spec.Listeners[0].Hostname == nil || *ls.Spec.Listeners[0].Hostname != "team.example" {
+		t.Errorf("read as %+v", ls.Spec)
+	}
+	checkProblems(t, problems, path, []int{2}, []string{"hostnme"})
+}

@@ -66,16 +66,17 @@ func gatewayAPIServed(dc discovery.DiscoveryInterface) (served bool, reason stri
 // gatewayListers read the Gateway API caches (and Namespaces, whose
 // labels allowedRoutes selectors test). Set once the caches synced.
 type gatewayListers struct {
-	classes    func() ([]*gwv1.GatewayClass, error)
-	gateways   func() ([]*gwv1.Gateway, error)
-	routes     func() ([]*gwv1.HTTPRoute, error)
-	grpcRoutes func() ([]*gwv1.GRPCRoute, error)        // nil: GRPCRoutes not watched
-	udpRoutes  func() ([]*gwv1alpha2.UDPRoute, error)   // nil: UDPRoutes not watched
-	tcpRoutes  func() ([]*gwv1alpha2.TCPRoute, error)   // nil: TCPRoutes not watched
-	tlsRoutes  func() ([]*gwv1alpha2.TLSRoute, error)   // nil: TLSRoutes not watched
-	policies   func() ([]*gwv1.BackendTLSPolicy, error) // nil: BackendTLSPolicies not watched
-	grants     func() ([]*gwv1beta1.ReferenceGrant, error)
-	namespaces func() ([]*corev1.Namespace, error)
+	classes      func() ([]*gwv1.GatewayClass, error)
+	gateways     func() ([]*gwv1.Gateway, error)
+	routes       func() ([]*gwv1.HTTPRoute, error)
+	grpcRoutes   func() ([]*gwv1.GRPCRoute, error)        // nil: GRPCRoutes not watched
+	udpRoutes    func() ([]*gwv1alpha2.UDPRoute, error)   // nil: UDPRoutes not watched
+	tcpRoutes    func() ([]*gwv1alpha2.TCPRoute, error)   // nil: TCPRoutes not watched
+	tlsRoutes    func() ([]*gwv1alpha2.TLSRoute, error)   // nil: TLSRoutes not watched
+	listenerSets func() ([]*source.ListenerSet, error)    // nil: ListenerSets not watched
+	policies     func() ([]*gwv1.BackendTLSPolicy, error) // nil: BackendTLSPolicies not watched
+	grants       func() ([]*gwv1beta1.ReferenceGrant, error)
+	namespaces   func() ([]*corev1.Namespace, error)
 }
 
 // gatewayWatch runs the Gateway API informers when the API server serves
@@ -313,6 +314,10 @@ func (w *gatewayWatch) run(ctx context.Context) ([]cache.InformerSynced, *gatewa
 	if tls.watch.informer != nil {
 		watched = append(watched, tls.watch.informer)
 	}
+	sets := w.watchListenerSets(ctx)
+	if sets.informer != nil {
+		watched = append(watched, sets.informer)
+	}
 	var synced []cache.InformerSynced
 	for _, inf := range watched {
 		if _, err := inf.AddEventHandler(w.handler); err != nil {
@@ -332,22 +337,26 @@ func (w *gatewayWatch) run(ctx context.Context) ([]cache.InformerSynced, *gatewa
 	if tls.watch.start != nil {
 		tls.watch.start()
 	}
+	if sets.start != nil {
+		sets.start()
+	}
 	go func() {
 		<-ctx.Done()
 		gwFactory.Shutdown()
 		coreFactory.Shutdown()
 	}()
 	return synced, &gatewayListers{
-		classes:    func() ([]*gwv1.GatewayClass, error) { return classes.Lister().List(labels.Everything()) },
-		gateways:   func() ([]*gwv1.Gateway, error) { return gateways.Lister().List(labels.Everything()) },
-		routes:     func() ([]*gwv1.HTTPRoute, error) { return routes.Lister().List(labels.Everything()) },
-		grpcRoutes: grpcRoutes,
-		udpRoutes:  udp.list,
-		tcpRoutes:  tcp.list,
-		tlsRoutes:  tls.list,
-		policies:   policies,
-		grants:     func() ([]*gwv1beta1.ReferenceGrant, error) { return grants.Lister().List(labels.Everything()) },
-		namespaces: func() ([]*corev1.Namespace, error) { return namespaces.Lister().List(labels.Everything()) },
+		classes:      func() ([]*gwv1.GatewayClass, error) { return classes.Lister().List(labels.Everything()) },
+		gateways:     func() ([]*gwv1.Gateway, error) { return gateways.Lister().List(labels.Everything()) },
+		routes:       func() ([]*gwv1.HTTPRoute, error) { return routes.Lister().List(labels.Everything()) },
+		grpcRoutes:   grpcRoutes,
+		udpRoutes:    udp.list,
+		tcpRoutes:    tcp.list,
+		tlsRoutes:    tls.list,
+		listenerSets: sets.list,
+		policies:     policies,
+		grants:       func() ([]*gwv1beta1.ReferenceGrant, error) { return grants.Lister().List(labels.Everything()) },
+		namespaces:   func() ([]*corev1.Namespace, error) { return namespaces.Lister().List(labels.Everything()) },
 	}
 }
 
@@ -391,6 +400,11 @@ func (w *gatewayWatch) fill(snap *source.Snapshot) error {
 			return fmt.Errorf("list tlsroutes: %w", err)
 		}
 	}
+	if l.listenerSets != nil {
+		if snap.ListenerSets, err = l.listenerSets(); err != nil {
+			return fmt.Errorf("list listenersets: %w", err)
+		}
+	}
 	if l.policies != nil {
 		if snap.BackendTLSPolicies, err = l.policies(); err != nil {
 			return fmt.Errorf("list backendtlspolicies: %w", err)
@@ -409,6 +423,7 @@ func (w *gatewayWatch) fill(snap *source.Snapshot) error {
 	sortByName(snap.UDPRoutes)
 	sortByName(snap.TCPRoutes)
 	sortByName(snap.TLSRoutes)
+	sortByName(snap.ListenerSets)
 	sortByName(snap.ReferenceGrants)
 	sortByName(snap.BackendTLSPolicies)
 	sortByName(snap.Namespaces)
